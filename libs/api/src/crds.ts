@@ -1,0 +1,235 @@
+// The custom resources warmpool serves and consumes (shared/specs/api.md),
+// written once. The upstream agent-sandbox shapes are fixed by upstream; ours
+// live in warmpool.dev/v1alpha1. The schemas the apiserver enforces are in
+// charts/warmpool/crds/ and must agree with these types.
+import type { Condition, KubeObject, ObjectMeta, ResourceType } from './meta.js';
+
+export const AGENTS_GROUP = 'agents.x-k8s.io';
+export const EXTENSIONS_GROUP = 'extensions.agents.x-k8s.io';
+export const UPSTREAM_VERSION = 'v1beta1';
+export const WARMPOOL_GROUP = 'warmpool.dev';
+export const WARMPOOL_VERSION = 'v1alpha1';
+
+/** Opt-in: warmpool drives only pools whose template carries `warmpool.dev/driver: sandboxd`. */
+export const DRIVER_ANNOTATION = 'warmpool.dev/driver';
+export const DRIVER_SANDBOXD = 'sandboxd';
+export const NET_ANNOTATION = 'warmpool.dev/net';
+export const SIZE_ANNOTATION = 'warmpool.dev/size';
+/** Label put on everything warmpool owns, and the selector of a pool's sandboxes. */
+export const POOL_LABEL = 'warmpool.dev/pool';
+
+export const SandboxTemplateType: ResourceType = {
+  group: EXTENSIONS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxtemplates', kind: 'SandboxTemplate', namespaced: true,
+};
+export const SandboxWarmPoolType: ResourceType = {
+  group: EXTENSIONS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxwarmpools', kind: 'SandboxWarmPool', namespaced: true,
+};
+export const SandboxClaimType: ResourceType = {
+  group: EXTENSIONS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxclaims', kind: 'SandboxClaim', namespaced: true,
+};
+export const SandboxType: ResourceType = {
+  group: AGENTS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxes', kind: 'Sandbox', namespaced: true,
+};
+export const NodeInventoryType: ResourceType = {
+  group: WARMPOOL_GROUP, version: WARMPOOL_VERSION, plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false,
+};
+export const SandboxEnvType: ResourceType = {
+  group: WARMPOOL_GROUP, version: WARMPOOL_VERSION, plural: 'sandboxenvs', kind: 'SandboxEnv', namespaced: true,
+};
+
+export interface Container {
+  name: string;
+  image?: string;
+  [field: string]: unknown;
+}
+
+export interface PodSpec {
+  containers: Container[];
+  [field: string]: unknown;
+}
+
+// ---- SandboxTemplate (extensions.agents.x-k8s.io/v1beta1) -------------------
+
+export interface SandboxTemplateSpec {
+  podTemplate: {
+    metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    spec: PodSpec;
+  };
+  networkPolicy?: Record<string, unknown>;
+  networkPolicyManagement?: string;
+  envVarsInjectionPolicy?: string;
+  volumeClaimTemplatesPolicy?: string;
+}
+
+export interface SandboxTemplate extends KubeObject {
+  metadata: ObjectMeta;
+  spec: SandboxTemplateSpec;
+}
+
+// ---- SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1) -------------------
+
+export type UpdateStrategyType = 'Recreate' | 'OnReplenish';
+
+export interface SandboxWarmPoolSpec {
+  replicas?: number;
+  sandboxTemplateRef: { name: string };
+  updateStrategy?: { type?: UpdateStrategyType };
+}
+
+export interface SandboxWarmPoolStatus {
+  replicas?: number;
+  readyReplicas?: number;
+  selector?: string;
+  observedGeneration?: number;
+  /** warmpool's addition (Ready, Degraded); upstream ignores unknown status fields it does not own. */
+  conditions?: Condition[];
+}
+
+export interface SandboxWarmPool extends KubeObject {
+  metadata: ObjectMeta;
+  spec: SandboxWarmPoolSpec;
+  status?: SandboxWarmPoolStatus;
+}
+
+// ---- SandboxClaim (extensions.agents.x-k8s.io/v1beta1) ----------------------
+
+export type ShutdownPolicy = 'Delete' | 'DeleteForeground' | 'Retain';
+
+export interface SandboxClaimSpec {
+  warmPoolRef: { name: string };
+  lifecycle?: { shutdownTime?: string; ttlSecondsAfterFinished?: number; shutdownPolicy?: ShutdownPolicy };
+  additionalPodMetadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  env?: Array<{ name: string; value?: string }>;
+  volumeClaimTemplates?: Array<Record<string, unknown>>;
+}
+
+export interface SandboxClaimStatus {
+  conditions?: Condition[];
+  sandbox?: { name?: string; podIPs?: string[] };
+}
+
+export interface SandboxClaim extends KubeObject {
+  metadata: ObjectMeta;
+  spec: SandboxClaimSpec;
+  status?: SandboxClaimStatus;
+}
+
+// ---- Sandbox (agents.x-k8s.io/v1beta1) --------------------------------------
+// warmpool never writes these (etcd stores intent, not one object per sandbox);
+// the type exists so coexistence code can read upstream's.
+
+export interface Sandbox extends KubeObject {
+  metadata: ObjectMeta;
+  spec?: Record<string, unknown>;
+  status?: { conditions?: Condition[]; nodeName?: string; podIPs?: string[] };
+}
+
+// ---- NodeInventory (warmpool.dev/v1alpha1, cluster-scoped) ------------------
+
+export interface InventoryPool {
+  template: string;
+  net: string;
+  size: string;
+  target: number;
+  warm: number;
+  refilling: number;
+}
+
+export interface InventoryEntry {
+  id: string;
+  template: string;
+  net: string;
+  size: string;
+  claimRef?: string;
+  deadline: string;
+}
+
+/** Per-sandbox entries are optional and capped so a full node stays far below etcd's 1.5 MiB. */
+export const MAX_INVENTORY_ENTRIES = 256;
+
+export interface NodeInventorySpec {
+  nodeName: string;
+  /** The agent's advertise address, host:port. */
+  address: string;
+}
+
+export interface NodeInventoryStatus {
+  pools?: InventoryPool[];
+  claimed?: number;
+  /** How many sandboxes (warm + claimed) the node can hold; absent = unknown. */
+  capacity?: number;
+  draining?: boolean;
+  atCapacity?: boolean;
+  /** RFC 3339; the control plane judges staleness from it. */
+  publishedAt?: string;
+  /** The last SetPools generation the agent applied. */
+  appliedGeneration?: number;
+  entries?: InventoryEntry[];
+  entriesTruncated?: boolean;
+}
+
+export interface NodeInventory extends KubeObject {
+  metadata: ObjectMeta;
+  spec: NodeInventorySpec;
+  status?: NodeInventoryStatus;
+}
+
+// ---- SandboxEnv (warmpool.dev/v1alpha1) --------------------------------------
+
+export interface SandboxEnvMember {
+  /** A SandboxWarmPool name in the Env's namespace. */
+  pool: string;
+  scalingGroup: string;
+}
+
+export interface SandboxEnvAutoscaling {
+  scalingGroup: string;
+  enabled: boolean;
+  minReplicas?: number;
+  maxReplicas?: number;
+  targetIdle?: number;
+}
+
+export interface ScalingGroupStatus {
+  /** `""` is the whole-Env row. */
+  name: string;
+  idle: number;
+  running: number;
+  pending: number;
+  desired: number;
+  autoscalingEnabled: boolean;
+  /** -1 unbounded, 0 at ceiling, > 0 headroom. */
+  capacity: number;
+  saturatedFor?: string;
+}
+
+export interface ForeignClusterMember {
+  clusterId: string;
+  memberPool: string;
+  scalingGroup: string;
+  idle: number;
+  running: number;
+  pending: number;
+  desired: number;
+  autoscalingEnabled: boolean;
+  capacity: number;
+  /** Age of the record as observed on the hub's clock, in ms. */
+  ageMs?: number;
+}
+
+export interface SandboxEnvSpec {
+  members: SandboxEnvMember[];
+  autoscaling?: SandboxEnvAutoscaling[];
+}
+
+export interface SandboxEnvStatus {
+  scalingGroups?: ScalingGroupStatus[];
+  clusters?: ForeignClusterMember[];
+  observedGeneration?: number;
+}
+
+export interface SandboxEnv extends KubeObject {
+  metadata: ObjectMeta;
+  spec: SandboxEnvSpec;
+  status?: SandboxEnvStatus;
+}

@@ -1,0 +1,4 @@
+export * from './meta.js';
+export * from './crds.js';
+export * from './sandboxd.js';
+export * from './agent.js';

@@ -1,0 +1,37 @@
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { defineConfig } from 'vitest/config';
+
+// Tests run against each workspace package's TypeScript source, not its dist,
+// so `vitest` never needs a build first for in-process tests. (Tests that spawn
+// an app as a process use its dist; `make test` builds before it runs vitest.)
+function workspaceSourceAliases(): Record<string, string> {
+  const aliases: Record<string, string> = {};
+  const roots = ['libs', 'apps'].flatMap((dir) => readdirSync(dir).map((name) => join(dir, name)));
+  for (const dir of [...roots, 'test/harness']) {
+    const manifest = join(dir, 'package.json');
+    const entry = join(dir, 'src/index.ts');
+    if (!existsSync(manifest) || !existsSync(entry)) continue;
+    const { name } = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string };
+    aliases[name] = resolve(entry);
+  }
+  return aliases;
+}
+
+export default defineConfig({
+  resolve: { alias: workspaceSourceAliases() },
+  test: {
+    include: [
+      'libs/*/test/**/*.test.ts',
+      'apps/*/test/**/*.test.ts',
+      'test/harness/test/**/*.test.ts',
+      'test/e2e/**/*.test.ts',
+    ],
+    pool: 'forks',
+    // Two cores: integration files each start real processes (apiserver, etcd).
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 180_000,
+    teardownTimeout: 30_000,
+  },
+});
