@@ -53,7 +53,11 @@ wrapper_module() {
     echo
     echo "replace ("
     # Every path replace in upstream's go.mod becomes a module-version replace.
-    sed 's/^replace[[:space:]]*//' "$gomod" | awk '/=>/ { if ($3 ~ /^\.\.?\//) print "\t" $1 " => " $1 " '"$sibling_version"'"; else print "\t" $0 }' \
+    # A path without the /vN suffix cannot take a vN>=2 version (etcd's root module); it is not built anyway.
+    local major=${sibling_version#v}; major=${major%%.*}
+    sed 's/^replace[[:space:]]*//' "$gomod" | awk -v ver="$sibling_version" -v major="$major" '/=>/ {
+        if ($3 ~ /^\.\.?\//) { if (major < 2 || $1 ~ ("/v" major "$")) print "\t" $1 " => " $1 " " ver }
+        else print "\t" $0 }' \
       | grep -v "^\s*$module =>" || true
     echo ")"
   } >"$dir/go.mod"

@@ -122,8 +122,11 @@ export type ErrorBody = z.output<typeof errorBodySchema>;
 /** The exact message sandboxd answers for an oversized or unparsable body. */
 export const INVALID_BODY_MESSAGE = 'invalid request body';
 
-/** Clamp a requested lease to sandboxd's rules: 0/absent = default, capped at 24 h. */
-export function effectiveTtlSeconds(requested: number | undefined): number {
-  if (requested === undefined || requested <= 0) return DEFAULT_TTL_SECONDS;
-  return Math.min(requested, MAX_TTL_SECONDS);
+/**
+ * Clamp a requested lease to sandboxd's rules: 0/absent = the node's default
+ * (300 s unless the node is configured otherwise), capped at 24 h.
+ */
+export function effectiveTtlSeconds(requested: number | undefined, defaultSeconds: number = DEFAULT_TTL_SECONDS): number {
+  const seconds = requested === undefined || requested <= 0 ? defaultSeconds : requested;
+  return Math.min(seconds, MAX_TTL_SECONDS);
 }

@@ -1,0 +1,37 @@
+import { Registry, type CapacityObservation } from '../src/index.js';
+
+export const LOCAL = 'local';
+export const TTL_MS = 10_000;
+
+/** A monotonic clock the test moves by hand. */
+export class ManualClock {
+  #now = 5_000;
+  readonly now = (): number => this.#now;
+  advance(ms: number): void {
+    this.#now += ms;
+  }
+}
+
+/** A record of Env ns/env in a foreign cluster: nothing idle, no autoscaling unless overridden. */
+export function member(overrides: Partial<CapacityObservation> = {}): CapacityObservation {
+  return {
+    clusterId: 'east',
+    namespace: 'ns',
+    envName: 'env',
+    memberPool: 'pool-a',
+    scalingGroup: 'gpu',
+    idle: 0,
+    running: 0,
+    pending: 0,
+    desired: 0,
+    autoscalingEnabled: false,
+    capacity: 0,
+    saturatedForMs: 0,
+    ...overrides,
+  };
+}
+
+export function registryWithClock(ttlMs = TTL_MS): { registry: Registry; clock: ManualClock } {
+  const clock = new ManualClock();
+  return { registry: new Registry({ localClusterId: LOCAL, ttlMs, now: clock.now }), clock };
+}

@@ -1,0 +1,97 @@
+// One declaration per setting gives the flag, its environment variable, its
+// default and its --help line, so the three can never drift apart.
+import { parseArgs } from 'node:util';
+import { formatDuration, parseDuration } from './duration.js';
+
+export type FlagKind = 'string' | 'number' | 'boolean' | 'duration';
+type ValueOf<K extends FlagKind> = K extends 'number' | 'duration' ? number : K extends 'boolean' ? boolean : string;
+
+export interface FlagSpec<K extends FlagKind = FlagKind> {
+  kind: K;
+  description: string;
+  /** Environment variable read when the flag is absent. */
+  env?: string;
+  default?: ValueOf<K>;
+}
+
+export type FlagsSpec = Record<string, FlagSpec>;
+
+/** The parsed settings: flags with a default are always present. */
+export type ConfigOf<S extends FlagsSpec> = {
+  [K in keyof S]: S[K] extends { default: infer D } ? Widen<D> : ValueOf<S[K]['kind']> | undefined;
+};
+type Widen<D> = D extends number ? number : D extends boolean ? boolean : D extends string ? string : D;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** `listenAddress` → `--listen-address`. */
+export function flagName(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+function convert(key: string, spec: FlagSpec, raw: string | boolean): ValueOf<FlagKind> {
+  const where = `--${flagName(key)}${spec.env ? ` / ${spec.env}` : ''}`;
+  switch (spec.kind) {
+    case 'boolean':
+      if (typeof raw === 'boolean') return raw;
+      if (/^(1|true|yes)$/i.test(raw)) return true;
+      if (/^(0|false|no|)$/i.test(raw)) return false;
+      throw new ConfigError(`${where}: "${raw}" is not a boolean`);
+    case 'number': {
+      const n = Number(raw);
+      if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(n)) throw new ConfigError(`${where}: "${String(raw)}" is not a number`);
+      return n;
+    }
+    case 'duration':
+      try {
+        return parseDuration(String(raw));
+      } catch (err) {
+        throw new ConfigError(`${where}: ${(err as Error).message}`);
+      }
+    case 'string':
+      return String(raw);
+  }
+}
+
+export interface ParsedConfig<S extends FlagsSpec> {
+  config: ConfigOf<S>;
+  /** `--help` was given: print helpText() and exit 0. */
+  help: boolean;
+}
+
+export function parseConfig<S extends FlagsSpec>(
+  spec: S,
+  argv: readonly string[] = process.argv.slice(2),
+  env: NodeJS.ProcessEnv = process.env,
+): ParsedConfig<S> {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const [key, s] of Object.entries(spec)) options[flagName(key)] = { type: s.kind === 'boolean' ? 'boolean' : 'string' };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message} (see --help)`);
+  }
+  const config: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(spec)) {
+    const fromFlag = values[flagName(key)];
+    const fromEnv = s.env !== undefined ? env[s.env] : undefined;
+    const raw = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : undefined);
+    config[key] = raw === undefined ? s.default : convert(key, s, raw);
+  }
+  return { config: config as ConfigOf<S>, help: values['help'] === true };
+}
+
+export function helpText(program: string, summary: string, spec: FlagsSpec): string {
+  const rows = Object.entries(spec).map(([key, s]) => {
+    const flag = `--${flagName(key)}${s.kind === 'boolean' ? '' : ` <${s.kind}>`}`;
+    const def = s.default === undefined ? '' : ` (default ${s.kind === 'duration' ? formatDuration(s.default as number) : JSON.stringify(s.default)})`;
+    const env = s.env ? ` [env ${s.env}]` : '';
+    return { flag, text: `${s.description}${def}${env}` };
+  });
+  const width = Math.max(...rows.map((r) => r.flag.length), 6) + 2;
+  const lines = rows.map((r) => `  ${r.flag.padEnd(width)}${r.text}`);
+  return [`Usage: ${program} [flags]`, '', summary, '', 'Flags:', ...lines, `  ${'--help'.padEnd(width)}show this help`, ''].join('\n');
+}
