@@ -1,6 +1,7 @@
 // The node agent's own additions to the sandboxd contract. Everything else the
 // agent serves has sandboxd's shapes (./sandboxd.ts).
 import { z } from 'zod';
+import type { ResourceType } from './meta.js';
 import { poolTargetListSchema, type PoolTarget } from './sandboxd.js';
 
 /**
@@ -22,3 +23,11 @@ export interface StaleGenerationError {
 }
 
 export type { PoolTarget };
+
+/**
+ * The core Node kind, which the agent reads only to point its NodeInventory's
+ * owner reference at it (so the inventory is garbage-collected with its node).
+ */
+export const KubeNodeType: ResourceType = {
+  group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false,
+};

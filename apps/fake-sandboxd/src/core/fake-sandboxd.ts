@@ -1,0 +1,443 @@
+// The state machine of one fake sandboxd node, without HTTP: per-key warm
+// pools kept at their targets by a paced refill, claims with leases reaped at
+// their deadline, drain, and the node's finite room. Sandboxes are counters and
+// records, never processes, so one process can host a thousand nodes.
+import {
+  effectiveTtlSeconds,
+  poolKeyId,
+  type ClaimRequest,
+  type ClaimResponse,
+  type NodeInfo,
+  type PoolKey,
+  type PoolTarget,
+  type SandboxRow,
+} from '@warmpool/api';
+import type { Timer } from './clock.js';
+import { DeadlineTimer } from './deadline-timer.js';
+import { SandboxdRefusal } from './errors.js';
+import { newSandboxId, newSandboxToken } from './ids.js';
+import { resolveOptions, type FakeSandboxdOptions, type ResolvedOptions } from './options.js';
+import { TokenBucket } from './token-bucket.js';
+
+interface PoolEntry {
+  readonly id: string;
+  readonly key: PoolKey;
+  target: number;
+  /** Warm sandboxes above this are destroyed: warm_max, or the target. */
+  cap: number;
+  warm: number;
+  refilling: number;
+  /** In the current pool set; a retired entry lingers only until its boots in flight land. */
+  active: boolean;
+  /** A boot of this key has succeeded (its golden image is ready). */
+  golden: boolean;
+}
+
+/** A live claim. */
+export interface Claim {
+  readonly id: string;
+  readonly token: string;
+  readonly key: PoolKey;
+  readonly claimedAt: number;
+  readonly claimRef: string | undefined;
+  /** Epoch ms when the node reaps it. */
+  deadline: number;
+  heapIndex: number;
+}
+
+/** Running totals, read by /metrics. */
+export interface FakeSandboxdStats {
+  claimsWarm: number;
+  claimsCold: number;
+  claimFailures: number;
+  releases: number;
+  reaps: number;
+  bootsSucceeded: number;
+  bootsFailed: number;
+  /** Booted or warm sandboxes destroyed without being claimed (drain, retired key, lowered target). */
+  warmDestroyed: number;
+}
+
+interface BootBatch {
+  timer: Timer | undefined;
+  readonly boots: Array<{ entry: PoolEntry; count: number }>;
+}
+
+interface Sleeper {
+  timer: Timer;
+  reject: (err: Error) => void;
+}
+
+export class FakeSandboxd {
+  /** `owner_addr` of claim answers; settable because a server's port may be known only after it binds. */
+  advertise: string;
+  readonly stats: FakeSandboxdStats = {
+    claimsWarm: 0,
+    claimsCold: 0,
+    claimFailures: 0,
+    releases: 0,
+    reaps: 0,
+    bootsSucceeded: 0,
+    bootsFailed: 0,
+    warmDestroyed: 0,
+  };
+
+  private readonly options: ResolvedOptions;
+  /** Active entries in pool-set order, then retired ones with boots in flight. */
+  private pools = new Map<string, PoolEntry>();
+  private readonly claims = new Map<string, Claim>();
+  private readonly claimsByRef = new Map<string, Set<Claim>>();
+  private readonly deadlines: DeadlineTimer<Claim>;
+  private readonly bucket: TokenBucket;
+  private readonly bootBatches = new Set<BootBatch>();
+  private readonly sleepers = new Set<Sleeper>();
+  private pumpTimer: Timer | undefined;
+  private roundRobin = 0;
+  private warmTotal = 0;
+  private refillingTotal = 0;
+  private coldBooting = 0;
+  private draining = false;
+  private closed = false;
+
+  constructor(options: FakeSandboxdOptions = {}) {
+    this.options = resolveOptions(options);
+    this.advertise = this.options.advertise;
+    // Reaping frees room: refill once per batch of expiries rather than once per claim.
+    this.deadlines = new DeadlineTimer<Claim>(this.options.clock, (claim) => this.reap(claim), () => this.pump());
+    this.bucket = new TokenBucket(this.options.refillRate, this.options.refillBurst, this.options.clock.now());
+  }
+
+  /** Replace the node's whole warm-target set; keys left out are drained and retire. */
+  setPools(targets: readonly PoolTarget[]): NodeInfo {
+    const next = new Map<string, PoolEntry>();
+    for (const t of targets) {
+      const id = poolKeyId(t);
+      const entry: PoolEntry = this.pools.get(id) ?? {
+        id,
+        key: { template: t.template, net: t.net, size: t.size },
+        target: 0,
+        cap: 0,
+        warm: 0,
+        refilling: 0,
+        active: true,
+        golden: false,
+      };
+      entry.active = true;
+      entry.target = t.warm;
+      entry.cap = t.warm_max ?? t.warm;
+      this.destroyWarm(entry, entry.warm - entry.cap);
+      next.set(id, entry);
+    }
+    for (const [id, entry] of this.pools) {
+      if (next.has(id)) continue;
+      entry.active = false;
+      this.destroyWarm(entry, entry.warm);
+      if (entry.refilling > 0) next.set(id, entry);
+    }
+    this.pools = next;
+    this.pump();
+    return this.info();
+  }
+
+  info(): NodeInfo {
+    const pools: NodeInfo['pools'] = [];
+    for (const e of this.pools.values()) {
+      if (!e.active) continue;
+      pools.push({ key: { ...e.key }, warm: e.warm, refilling: e.refilling, target: e.target, golden: e.golden });
+    }
+    const info: NodeInfo = { pools, claimed: this.claims.size };
+    if (this.draining) info.draining = true;
+    if (this.refillParkedForRoom()) {
+      info.at_capacity = true;
+      info.at_capacity_reason =
+        `node is full: ${this.used()} of room ${this.options.room} in use ` +
+        `(warm ${this.warmTotal}, claimed ${this.claims.size + this.coldBooting}, refilling ${this.refillingTotal})`;
+    }
+    return info;
+  }
+
+  /**
+   * Hand over a warm sandbox of the key, or boot one cold. Refusals reject with
+   * a SandboxdRefusal and change nothing.
+   */
+  async claim(request: ClaimRequest): Promise<ClaimResponse> {
+    if (this.closed) throw new SandboxdRefusal('closed', 'node is shutting down');
+    if (this.draining) throw new SandboxdRefusal('draining', 'node is draining');
+    const entry = this.pools.get(poolKeyId(request));
+    if (entry === undefined || !entry.active) {
+      throw new SandboxdRefusal('unknown-key', `unknown pool key ${poolKeyId(request)}`);
+    }
+    if (this.claims.size + this.coldBooting >= this.options.maxClaims) {
+      throw new SandboxdRefusal('max-claims', `node is at max_claims (${this.options.maxClaims})`);
+    }
+    if (this.options.claimFailureRate > 0 && this.options.random() < this.options.claimFailureRate) {
+      this.stats.claimFailures++;
+      throw new SandboxdRefusal('provisioning-failed', 'provisioning failed');
+    }
+    const ttlSeconds = effectiveTtlSeconds(request.ttl_seconds, this.options.defaultTtlSeconds);
+
+    if (entry.warm > 0) {
+      entry.warm--;
+      this.warmTotal--;
+      const claim = this.grant(entry.key, ttlSeconds, request.claim_ref);
+      this.stats.claimsWarm++;
+      this.pump(entry);
+      if (this.options.warmClaimLatencyMs > 0) await this.sleep(this.options.warmClaimLatencyMs);
+      return this.answer(claim);
+    }
+
+    if (this.used() >= this.options.room) {
+      throw new SandboxdRefusal('no-room', `no warm sandbox of ${entry.id} and no room to boot one (room ${this.options.room})`);
+    }
+    this.coldBooting++;
+    this.pump(entry);
+    try {
+      await this.sleep(this.options.coldBootMs);
+    } finally {
+      this.coldBooting--;
+    }
+    if (this.bootFails()) {
+      this.stats.claimFailures++;
+      this.pump();
+      throw new SandboxdRefusal('provisioning-failed', 'provisioning failed: cold boot failed');
+    }
+    entry.golden = true;
+    const claim = this.grant(entry.key, ttlSeconds, request.claim_ref);
+    this.stats.claimsCold++;
+    return this.answer(claim);
+  }
+
+  /** Destroy a claimed sandbox. False if there is no such claim. */
+  release(id: string): boolean {
+    const claim = this.claims.get(id);
+    if (claim === undefined) return false;
+    this.forget(claim);
+    this.stats.releases++;
+    this.pump();
+    return true;
+  }
+
+  /** Reset a claim's lease from now; undefined if there is no such claim. */
+  renew(id: string, ttlSeconds: number | undefined): { deadline: string } | undefined {
+    const claim = this.claims.get(id);
+    if (claim === undefined) return undefined;
+    claim.deadline = this.options.clock.now() + effectiveTtlSeconds(ttlSeconds, this.options.defaultTtlSeconds) * 1000;
+    this.deadlines.update(claim);
+    return { deadline: new Date(claim.deadline).toISOString() };
+  }
+
+  get(id: string): Readonly<Claim> | undefined {
+    return this.claims.get(id);
+  }
+
+  /** Live claims in claim order; with `claimRef`, only those recorded under exactly that ref. */
+  list(claimRef?: string): SandboxRow[] {
+    const source = claimRef === undefined ? this.claims.values() : (this.claimsByRef.get(claimRef)?.values() ?? []);
+    return Array.from(source, (claim) => this.row(claim));
+  }
+
+  /** The wire row of a claim; the token only when asked (root callers). */
+  row(claim: Readonly<Claim>, withToken = false): SandboxRow {
+    const row: SandboxRow = {
+      id: claim.id,
+      key: { ...claim.key },
+      deadline: new Date(claim.deadline).toISOString(),
+      claimed_at: new Date(claim.claimedAt).toISOString(),
+    };
+    if (claim.claimRef !== undefined) row.claim_ref = claim.claimRef;
+    if (withToken) row.token = claim.token;
+    return row;
+  }
+
+  /** New claims answer 429 and warm sandboxes are destroyed; live claims keep running. */
+  drain(): NodeInfo {
+    this.draining = true;
+    for (const entry of this.pools.values()) this.destroyWarm(entry, entry.warm);
+    this.pumpTimer?.cancel();
+    this.pumpTimer = undefined;
+    return this.info();
+  }
+
+  undrain(): NodeInfo {
+    this.draining = false;
+    this.pump();
+    return this.info();
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  get claimedCount(): number {
+    return this.claims.size;
+  }
+
+  /** Stop every timer. Pending claims reject; state stays readable. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.pumpTimer?.cancel();
+    this.pumpTimer = undefined;
+    for (const batch of this.bootBatches) batch.timer?.cancel();
+    this.bootBatches.clear();
+    for (const sleeper of this.sleepers) {
+      sleeper.timer.cancel();
+      sleeper.reject(new SandboxdRefusal('closed', 'node is shutting down'));
+    }
+    this.sleepers.clear();
+    this.deadlines.close();
+  }
+
+  private answer(claim: Claim): ClaimResponse {
+    return { id: claim.id, token: claim.token, deadline: new Date(claim.deadline).toISOString(), owner_addr: this.advertise };
+  }
+
+  private grant(key: PoolKey, ttlSeconds: number, claimRef: string | undefined): Claim {
+    const now = this.options.clock.now();
+    const claim: Claim = { id: newSandboxId(), token: newSandboxToken(), key, claimedAt: now, claimRef, deadline: now + ttlSeconds * 1000, heapIndex: -1 };
+    this.claims.set(claim.id, claim);
+    if (claimRef !== undefined) {
+      let set = this.claimsByRef.get(claimRef);
+      if (set === undefined) this.claimsByRef.set(claimRef, (set = new Set()));
+      set.add(claim);
+    }
+    this.deadlines.add(claim);
+    return claim;
+  }
+
+  private forget(claim: Claim): void {
+    this.claims.delete(claim.id);
+    this.deadlines.remove(claim);
+    if (claim.claimRef !== undefined) {
+      const set = this.claimsByRef.get(claim.claimRef);
+      set?.delete(claim);
+      if (set?.size === 0) this.claimsByRef.delete(claim.claimRef);
+    }
+  }
+
+  private reap(claim: Claim): void {
+    this.forget(claim);
+    this.stats.reaps++;
+  }
+
+  private destroyWarm(entry: PoolEntry, count: number): void {
+    if (count <= 0) return;
+    entry.warm -= count;
+    this.warmTotal -= count;
+    this.stats.warmDestroyed += count;
+  }
+
+  /** Sandboxes occupying room: warm, claimed (incl. cold boots under way) and refill boots. */
+  private used(): number {
+    return this.warmTotal + this.claims.size + this.coldBooting + this.refillingTotal;
+  }
+
+  private deficit(entry: PoolEntry): number {
+    return entry.active ? entry.target - entry.warm - entry.refilling : 0;
+  }
+
+  private refillParkedForRoom(): boolean {
+    if (this.draining || this.closed || this.used() < this.options.room) return false;
+    for (const entry of this.pools.values()) if (this.deficit(entry) > 0) return true;
+    return false;
+  }
+
+  private bootFails(): boolean {
+    return this.options.bootFailureRate > 0 && this.options.random() < this.options.bootFailureRate;
+  }
+
+  /**
+   * Start as many refill boots as concurrency, pacing and room allow, shared
+   * fairly between keys that are short (`preferred` first: a warm claim's key
+   * refills at once).
+   */
+  private pump(preferred?: PoolEntry): void {
+    if (this.closed || this.draining) return;
+    const now = this.options.clock.now();
+    const needy = this.needyEntries(preferred);
+    if (needy.length === 0) return;
+    let budget = Math.min(
+      this.options.refillConcurrency - this.refillingTotal,
+      this.options.room - this.used(),
+      this.bucket.available(now),
+    );
+    const batch: BootBatch = { timer: undefined, boots: [] };
+    while (budget > 0 && needy.length > 0) {
+      const share = Math.max(1, Math.floor(budget / needy.length));
+      for (let i = 0; i < needy.length && budget > 0; ) {
+        const entry = needy[i] as PoolEntry;
+        const count = Math.min(share, budget, this.deficit(entry));
+        entry.refilling += count;
+        this.refillingTotal += count;
+        budget -= count;
+        batch.boots.push({ entry, count });
+        if (this.deficit(entry) <= 0) needy.splice(i, 1);
+        else i++;
+      }
+    }
+    const started = batch.boots.reduce((n, b) => n + b.count, 0);
+    if (started > 0) {
+      this.bucket.take(started, now);
+      this.bootBatches.add(batch);
+      batch.timer = this.options.clock.setTimeout(() => this.land(batch), this.options.bootMs);
+    }
+    // Paced out while keys are still short: come back when the next token is due.
+    // (Concurrency frees up when a batch lands; room when a claim goes.)
+    if (needy.length > 0 && this.pumpTimer === undefined && this.refillingTotal < this.options.refillConcurrency && this.used() < this.options.room) {
+      const wait = this.bucket.msUntilNext(now);
+      if (Number.isFinite(wait)) {
+        this.pumpTimer = this.options.clock.setTimeout(() => {
+          this.pumpTimer = undefined;
+          this.pump();
+        }, Math.max(1, wait));
+      }
+    }
+  }
+
+  private needyEntries(preferred: PoolEntry | undefined): PoolEntry[] {
+    const all = [...this.pools.values()];
+    const start = all.length === 0 ? 0 : this.roundRobin++ % all.length;
+    const needy: PoolEntry[] = [];
+    if (preferred !== undefined && this.deficit(preferred) > 0) needy.push(preferred);
+    for (let i = 0; i < all.length; i++) {
+      const entry = all[(start + i) % all.length] as PoolEntry;
+      if (entry !== preferred && this.deficit(entry) > 0) needy.push(entry);
+    }
+    return needy;
+  }
+
+  /** A batch of refill boots finished: they turn warm, or are destroyed if nobody wants them any more. */
+  private land(batch: BootBatch): void {
+    this.bootBatches.delete(batch);
+    for (const { entry, count } of batch.boots) {
+      entry.refilling -= count;
+      this.refillingTotal -= count;
+      let failed = 0;
+      if (this.options.bootFailureRate > 0) for (let i = 0; i < count; i++) if (this.bootFails()) failed++;
+      const booted = count - failed;
+      this.stats.bootsFailed += failed;
+      this.stats.bootsSucceeded += booted;
+      if (booted > 0) entry.golden = true;
+      const kept = !entry.active || this.draining ? 0 : Math.min(booted, Math.max(0, entry.cap - entry.warm));
+      entry.warm += kept;
+      this.warmTotal += kept;
+      this.stats.warmDestroyed += booted - kept;
+      if (!entry.active && entry.refilling === 0 && this.pools.get(entry.id) === entry) this.pools.delete(entry.id);
+    }
+    this.pump();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.closed) return Promise.reject(new SandboxdRefusal('closed', 'node is shutting down'));
+    return new Promise((resolve, reject) => {
+      const sleeper: Sleeper = {
+        timer: this.options.clock.setTimeout(() => {
+          this.sleepers.delete(sleeper);
+          resolve();
+        }, ms),
+        reject,
+      };
+      this.sleepers.add(sleeper);
+    });
+  }
+}

@@ -1,0 +1,68 @@
+// Prometheus metrics of one node, in a registry of its own so many fake nodes
+// can share a process. Every value is read from the core at scrape time: the
+// claim path never touches a metric.
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { FakeSandboxd } from '../core/fake-sandboxd.js';
+
+const POOL_LABELS = ['template', 'net', 'size'] as const;
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+
+  constructor(core: FakeSandboxd) {
+    const registers = [this.registry];
+    const perPool = (name: string, help: string, pick: (p: ReturnType<FakeSandboxd['info']>['pools'][number]) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: POOL_LABELS,
+        registers,
+        collect() {
+          this.reset();
+          for (const pool of core.info().pools) this.set({ ...pool.key }, pick(pool));
+        },
+      });
+    };
+    perPool('sandboxd_pool_warm', 'Booted, unclaimed sandboxes of the pool.', (p) => p.warm);
+    perPool('sandboxd_pool_target', 'Warm target of the pool.', (p) => p.target);
+    perPool('sandboxd_pool_refilling', 'Sandboxes of the pool being booted now.', (p) => p.refilling);
+
+    const nodeGauge = (name: string, help: string, read: () => number): void => {
+      new Gauge({ name, help, registers, collect() { this.set(read()); } });
+    };
+    nodeGauge('sandboxd_claimed', 'Live claimed sandboxes.', () => core.claimedCount);
+    nodeGauge('sandboxd_draining', '1 while the node is draining.', () => (core.isDraining ? 1 : 0));
+    nodeGauge('sandboxd_at_capacity', '1 while refill is parked because the node is full.', () => (core.info().at_capacity ? 1 : 0));
+
+    const { stats } = core;
+    const total = (name: string, help: string, labelName: string | undefined, read: () => Record<string, number>): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: labelName === undefined ? [] : [labelName],
+        registers,
+        collect() {
+          this.reset();
+          for (const [label, value] of Object.entries(read())) {
+            if (labelName === undefined) this.inc(value);
+            else this.inc({ [labelName]: label }, value);
+          }
+        },
+      });
+    };
+    total('sandboxd_claims_total', 'Claims granted, by tier.', 'tier', () => ({ warm: stats.claimsWarm, cold: stats.claimsCold }));
+    total('sandboxd_claim_failures_total', 'Claims that failed with 500 (injected).', undefined, () => ({ all: stats.claimFailures }));
+    total('sandboxd_releases_total', 'Claims released by a caller.', undefined, () => ({ all: stats.releases }));
+    total('sandboxd_reaps_total', 'Claims reaped at their deadline.', undefined, () => ({ all: stats.reaps }));
+    total('sandboxd_boots_total', 'Refill boots finished, by result.', 'result', () => ({ ok: stats.bootsSucceeded, failed: stats.bootsFailed }));
+    total('sandboxd_warm_destroyed_total', 'Warm sandboxes destroyed unclaimed (drain, retired key, lowered target).', undefined, () => ({ all: stats.warmDestroyed }));
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
