@@ -15,7 +15,7 @@ export WARMPOOL_CACHE := $(CACHE)
 WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
-.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench clean
+.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench images clean
 
 help:
 	@echo "make up      run the local stack (see README)"
@@ -75,6 +75,13 @@ up: build kube-binaries redis
 
 bench: build
 	@for f in bench/*.bench.ts; do echo "==> $$f"; node "$$f"; done
+
+# For the kind path (needs a Docker engine; not available on this project's CI machine).
+IMAGE_REGISTRY ?= ghcr.io/warmpool
+IMAGE_TAG ?= 0.1.0
+images:
+	@for app in control-plane node-agent fake-sandboxd; do \
+	  docker build -f apps/Dockerfile --build-arg APP=$$app -t $(IMAGE_REGISTRY)/$$app:$(IMAGE_TAG) . ; done
 
 clean:
 	rm -rf node_modules .local libs/*/dist apps/*/dist test/harness/dist

@@ -1,0 +1,82 @@
+// A SandboxTemplate names a sandboxd pool by (template, net, size)
+// (shared/specs/api.md): the first container's image, and two annotations.
+import {
+  DEFAULT_NET,
+  DEFAULT_SIZE,
+  DRIVER_ANNOTATION,
+  DRIVER_SANDBOXD,
+  NET_ANNOTATION,
+  SIZE_ANNOTATION,
+  poolKeySchema,
+  type PoolKey,
+  type SandboxTemplate,
+} from '@warmpool/api';
+
+/** A SandboxTemplate that cannot name a sandboxd pool. The controller reports it on the pool instead of driving it. */
+export class TemplateKeyError extends Error {
+  /** `namespace/name` of the template, or `(unnamed)`. */
+  readonly template: string;
+
+  constructor(template: string, reason: string) {
+    super(`SandboxTemplate ${template}: ${reason}`);
+    this.name = 'TemplateKeyError';
+    this.template = template;
+  }
+}
+
+function templateName(template: SandboxTemplate): string {
+  const { namespace, name } = template.metadata ?? {};
+  if (name === undefined) return '(unnamed)';
+  return namespace === undefined ? name : `${namespace}/${name}`;
+}
+
+/**
+ * The template object's own annotation wins; the pod template's is the
+ * fallback, because people often put pod-ish settings on the pod template.
+ * An empty value counts as absent so `net: ""` falls back to the default.
+ */
+function annotation(template: SandboxTemplate, key: string): string | undefined {
+  const own = template.metadata?.annotations?.[key];
+  if (own !== undefined && own !== '') return own;
+  const fromPod = template.spec?.podTemplate?.metadata?.annotations?.[key];
+  if (fromPod !== undefined && fromPod !== '') return fromPod;
+  return undefined;
+}
+
+/** Whether warmpool drives pools of this template (`warmpool.dev/driver: sandboxd`); every other template is left to upstream. */
+export function isDriven(template: SandboxTemplate): boolean {
+  return annotation(template, DRIVER_ANNOTATION) === DRIVER_SANDBOXD;
+}
+
+/**
+ * The sandboxd pool key of a template. Throws TemplateKeyError when the
+ * template has no container image or an annotation is not a valid key part.
+ */
+export function poolKeyOf(template: SandboxTemplate): PoolKey {
+  const name = templateName(template);
+  const containers = template.spec?.podTemplate?.spec?.containers;
+  if (!Array.isArray(containers) || containers.length === 0) {
+    throw new TemplateKeyError(name, 'spec.podTemplate.spec.containers is empty: the first container\'s image names the pool');
+  }
+  const image = containers[0]?.image;
+  if (typeof image !== 'string' || image.trim() === '') {
+    const container = containers[0]?.name ?? '0';
+    throw new TemplateKeyError(name, `container "${container}" (spec.podTemplate.spec.containers[0]) has no image: the first container's image names the pool`);
+  }
+  const candidate = {
+    template: image,
+    net: annotation(template, NET_ANNOTATION) ?? DEFAULT_NET,
+    size: annotation(template, SIZE_ANNOTATION) ?? DEFAULT_SIZE,
+  };
+  const parsed = poolKeySchema.safeParse(candidate);
+  if (!parsed.success) {
+    const where: Record<string, string> = { template: 'image', net: `annotation ${NET_ANNOTATION}`, size: `annotation ${SIZE_ANNOTATION}` };
+    const problems = parsed.error.issues.map((issue) => {
+      const field = String(issue.path[0] ?? '');
+      const value = (candidate as Record<string, string>)[field];
+      return `${where[field] ?? field} ${JSON.stringify(value)}: ${issue.message}`;
+    });
+    throw new TemplateKeyError(name, problems.join('; '));
+  }
+  return parsed.data;
+}

@@ -1,0 +1,93 @@
+import type { SandboxTemplate } from '@warmpool/api';
+import { describe, expect, it } from 'vitest';
+import { isDriven, poolKeyOf, TemplateKeyError } from '../src/index.js';
+
+function template(options: {
+  annotations?: Record<string, string>;
+  podAnnotations?: Record<string, string>;
+  containers?: Array<{ name: string; image?: string }>;
+} = {}): SandboxTemplate {
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxTemplate',
+    metadata: { name: 'python', namespace: 'team-a', ...(options.annotations ? { annotations: options.annotations } : {}) },
+    spec: {
+      podTemplate: {
+        ...(options.podAnnotations ? { metadata: { annotations: options.podAnnotations } } : {}),
+        spec: { containers: options.containers ?? [{ name: 'main', image: 'python:3.13' }, { name: 'sidecar', image: 'envoy:1' }] },
+      },
+    },
+  };
+}
+
+describe('poolKeyOf', () => {
+  it('names the pool by the first container\'s image with net none and size small by default', () => {
+    expect(poolKeyOf(template())).toEqual({ template: 'python:3.13', net: 'none', size: 'small' });
+  });
+
+  it('reads net and size from the template\'s own annotations', () => {
+    const key = poolKeyOf(template({ annotations: { 'warmpool.dev/net': 'egress', 'warmpool.dev/size': 'large' } }));
+    expect(key).toEqual({ template: 'python:3.13', net: 'egress', size: 'large' });
+  });
+
+  it('falls back to the pod template\'s annotations, the template\'s own winning', () => {
+    const key = poolKeyOf(template({
+      annotations: { 'warmpool.dev/size': 'medium' },
+      podAnnotations: { 'warmpool.dev/net': 'egress', 'warmpool.dev/size': 'large' },
+    }));
+    expect(key).toEqual({ template: 'python:3.13', net: 'egress', size: 'medium' });
+  });
+
+  it('treats an empty annotation as absent', () => {
+    expect(poolKeyOf(template({ annotations: { 'warmpool.dev/net': '' } })).net).toBe('none');
+  });
+
+  it('says which template has no containers', () => {
+    expect(() => poolKeyOf(template({ containers: [] }))).toThrow(TemplateKeyError);
+    expect(() => poolKeyOf(template({ containers: [] }))).toThrow(/SandboxTemplate team-a\/python: .*containers is empty/);
+  });
+
+  it('says which container has no image', () => {
+    const error = (() => {
+      try {
+        poolKeyOf(template({ containers: [{ name: 'main' }] }));
+      } catch (caught) {
+        return caught;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(TemplateKeyError);
+    expect((error as TemplateKeyError).template).toBe('team-a/python');
+    expect((error as Error).message).toMatch(/container "main" .* has no image/);
+  });
+
+  it('rejects a blank image', () => {
+    expect(() => poolKeyOf(template({ containers: [{ name: 'main', image: '  ' }] }))).toThrow(/has no image/);
+  });
+
+  it('rejects an annotation that cannot be a key part, naming the annotation', () => {
+    expect(() => poolKeyOf(template({ annotations: { 'warmpool.dev/size': 'very large' } })))
+      .toThrow(/annotation warmpool\.dev\/size "very large": must be non-empty and contain no whitespace/);
+  });
+
+  it('copes with a template missing its spec altogether', () => {
+    const broken = { metadata: { name: 'x' } } as unknown as SandboxTemplate;
+    expect(() => poolKeyOf(broken)).toThrow(/SandboxTemplate x: .*containers is empty/);
+  });
+});
+
+describe('isDriven', () => {
+  it('is true only for warmpool.dev/driver: sandboxd', () => {
+    expect(isDriven(template({ annotations: { 'warmpool.dev/driver': 'sandboxd' } }))).toBe(true);
+    expect(isDriven(template({ annotations: { 'warmpool.dev/driver': 'upstream' } }))).toBe(false);
+    expect(isDriven(template())).toBe(false);
+  });
+
+  it('accepts the opt-in on the pod template too', () => {
+    expect(isDriven(template({ podAnnotations: { 'warmpool.dev/driver': 'sandboxd' } }))).toBe(true);
+  });
+
+  it('lets the template\'s own annotation override the pod template\'s', () => {
+    expect(isDriven(template({ annotations: { 'warmpool.dev/driver': 'none' }, podAnnotations: { 'warmpool.dev/driver': 'sandboxd' } }))).toBe(false);
+  });
+});

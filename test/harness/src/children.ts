@@ -1,0 +1,182 @@
+// Child processes that never outlive the test that started them.
+//
+// Each child runs in its own process group behind a tiny sh watchdog: it execs
+// the real binary (same pid) and leaves a background loop in the group that
+// kills the binary and removes its temp dir once our Node process is gone, even
+// after a SIGKILL no exit handler can see. On a normal exit or SIGINT/SIGTERM we
+// kill every group synchronously ourselves.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+
+/**
+ * `sh -c WATCHDOG_SCRIPT watchdog <parent-pid> <dir-to-remove|''> <command> <args...>`.
+ * `$$` in the subshell is the outer shell's pid, which `exec` hands to the command.
+ */
+export const WATCHDOG_SCRIPT = [
+  'parent=$1; cleanup=$2; shift 2',
+  '( while kill -0 "$parent" 2>/dev/null; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done',
+  '  kill -KILL $$ 2>/dev/null; [ -z "$cleanup" ] || rm -rf "$cleanup" ) </dev/null >/dev/null 2>&1 &',
+  'exec "$@"',
+].join('\n');
+
+export interface ChildOptions {
+  /** For messages: "etcd", "kube-apiserver". */
+  name: string;
+  command: string;
+  args: string[];
+  /** stdout and stderr are appended here. */
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  /** Removed by the watchdog if the test process dies without cleaning up. */
+  orphanCleanupDir?: string;
+}
+
+export interface ChildExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+const live = new Set<ManagedChild>();
+const dirsToRemove = new Set<string>();
+let hooksInstalled = false;
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: already gone.
+  }
+}
+
+function cleanupSync(): void {
+  for (const child of live) killGroup(child.pid, 'SIGKILL');
+  live.clear();
+  for (const dir of dirsToRemove) rmSync(dir, { recursive: true, force: true });
+  dirsToRemove.clear();
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  cleanupSync();
+  // If nobody else listens, keep the default meaning of the signal: die by it.
+  if (process.listenerCount(signal) === 1) {
+    process.removeListener(signal, onSignal);
+    process.kill(process.pid, signal);
+  }
+}
+
+function installHooks(): void {
+  if (hooksInstalled) return;
+  hooksInstalled = true;
+  process.on('exit', cleanupSync);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+}
+
+/** A temp dir removed at exit even when the test never reaches its teardown. */
+export function removeAtExit(dir: string): void {
+  installHooks();
+  dirsToRemove.add(dir);
+}
+
+export function forgetRemoveAtExit(dir: string): void {
+  dirsToRemove.delete(dir);
+}
+
+export class ManagedChild {
+  readonly name: string;
+  readonly pid: number;
+  readonly exited: Promise<ChildExit>;
+  readonly #logFile: string;
+  readonly #child: ChildProcess;
+  #exit: ChildExit | undefined;
+
+  constructor(options: ChildOptions) {
+    installHooks();
+    this.name = options.name;
+    this.#logFile = options.logFile;
+    const log = openSync(options.logFile, 'a');
+    try {
+      this.#child = spawn(
+        '/bin/sh',
+        ['-c', WATCHDOG_SCRIPT, 'watchdog', String(process.pid), options.orphanCleanupDir ?? '', options.command, ...options.args],
+        { detached: true, stdio: ['ignore', log, log], env: options.env ?? process.env },
+      );
+    } finally {
+      closeSync(log);
+    }
+    if (this.#child.pid === undefined) throw new Error(`could not start ${options.name} (${options.command})`);
+    this.pid = this.#child.pid;
+    // A forgotten child must not keep the test process alive; the exit hook kills it.
+    this.#child.unref();
+    live.add(this);
+    this.exited = new Promise((resolve) => {
+      this.#child.once('exit', (code, signal) => {
+        this.#exit = { code, signal };
+        live.delete(this);
+        // Sweep the watchdog loop left in the group.
+        killGroup(this.pid, 'SIGKILL');
+        resolve(this.#exit);
+      });
+    });
+  }
+
+  get running(): boolean {
+    return this.#exit === undefined;
+  }
+
+  get exitStatus(): ChildExit | undefined {
+    return this.#exit;
+  }
+
+  /** SIGTERM to the whole group, SIGKILL after `graceMs`. Resolves once the process is reaped. */
+  async stop(graceMs = 10_000): Promise<ChildExit> {
+    if (this.#exit) return this.#exit;
+    killGroup(this.pid, 'SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const escalate = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        killGroup(this.pid, 'SIGKILL');
+        resolve();
+      }, graceMs);
+    });
+    await Promise.race([this.exited, escalate]);
+    clearTimeout(timer);
+    return this.exited;
+  }
+
+  /** The last lines of the child's output, for error messages. */
+  logTail(lines = 40): string {
+    try {
+      return readFileSync(this.#logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Pids whose process group is `pgid` (Linux /proc), to prove nothing was left behind. */
+export function processGroupMembers(pgid: number): number[] {
+  const members: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the ")" closing the command name: state ppid pgrp ...
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') members.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return members;
+}

@@ -1,0 +1,14 @@
+export { startCluster, DEFAULT_CRDS_DIR } from './cluster.js';
+export type { StartClusterOptions, TestCluster, ClusterTimings } from './cluster.js';
+export type { KubectlOptions, KubectlResult } from './kubectl.js';
+export { startRedis, ping as redisPing } from './redis.js';
+export type { StartRedisOptions, TestRedis } from './redis.js';
+export { apiserverArgs, SERVICE_ACCOUNT_ISSUER, SERVICE_CLUSTER_IP_RANGE } from './apiserver.js';
+export { etcdArgs } from './etcd.js';
+export { binDir, findBinary, findOnPath } from './binaries.js';
+export type { KubeBinary } from './binaries.js';
+export { createClusterPki, issueCertificate, generateKeyPair } from './pki.js';
+export type { ClusterPki, IssuedCertificate, KeyPair, CertificateRequest } from './pki.js';
+export { freePort, freePorts } from './ports.js';
+export { isAlive, processGroupMembers } from './children.js';
+export type { TlsClientAuth } from './http.js';
