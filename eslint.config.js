@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '.local/**', 'charts/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', '.local/**', 'charts/*/templates/**', 'charts/*/files/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -25,6 +25,7 @@ export default defineConfig({
       'libs/*/test/**/*.test.ts',
       'apps/*/test/**/*.test.ts',
       'test/harness/test/**/*.test.ts',
+      'charts/*/test/**/*.test.ts',
       'test/e2e/**/*.test.ts',
     ],
     pool: 'forks',
