@@ -81,7 +81,11 @@ export interface SandboxWarmPoolStatus {
   readyReplicas?: number;
   selector?: string;
   observedGeneration?: number;
-  /** warmpool's addition (Ready, Degraded); upstream ignores unknown status fields it does not own. */
+  /**
+   * warmpool's addition (Ready, Degraded). Our CRD schema carries it; on a cluster
+   * that runs upstream's CRD the apiserver prunes it, and replicas/readyReplicas
+   * still tell the story.
+   */
   conditions?: Condition[];
 }
 

@@ -1,0 +1,15 @@
+export * from './errors.js';
+export * from './keys.js';
+export * from './logger.js';
+export { Backoff, sleep } from './backoff.js';
+export type { BackoffOptions } from './backoff.js';
+export { KubeTransport, transportFor } from './transport.js';
+export type { KubeRequest, QueryValue } from './transport.js';
+export * from './client.js';
+export * from './retry.js';
+export { ObjectStore } from './store.js';
+export type { ReadableStore } from './store.js';
+export * from './lister.js';
+export * from './informer.js';
+export * from './leader-election.js';
+export * from './kubeconfig.js';
