@@ -1,0 +1,198 @@
+// The agent's HTTP API: sandboxd's endpoints, guarded (auth, body limit,
+// validation) and passed through, plus SetPools' generation check, health,
+// readiness and metrics.
+import { Readable } from 'node:stream';
+import {
+  agentSetPoolsRequestSchema,
+  claimRequestSchema,
+  renewRequestSchema,
+  type StaleGenerationError,
+} from '@warmpool/api';
+import type { Logger } from '@warmpool/runtime';
+import { Hono, type Context } from 'hono';
+import type { GenerationGuard } from '../generation.js';
+import type { AgentMetrics } from '../metrics.js';
+import { infoFromAnswer, type NodeState } from '../node-state.js';
+import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
+import { isSandboxdUnavailable } from '../sandboxd/errors.js';
+import type { Gatekeeper } from './auth.js';
+import { readJsonBody } from './body.js';
+import { requestHeader } from './headers.js';
+import { errorResponse, jsonResponse, passThrough, unavailableResponse } from './responses.js';
+
+export interface ApiDependencies {
+  sandboxd: SandboxdClient;
+  gatekeeper: Gatekeeper;
+  generations: GenerationGuard;
+  state: NodeState;
+  metrics: AgentMetrics;
+  /** Why the agent is not ready; empty when it is. */
+  notReadyReasons: () => string[];
+  /** True once the agent is shutting down. */
+  closing: () => boolean;
+  logger: Logger;
+}
+
+type Handler = (c: Context) => Promise<Response> | Response;
+
+/** Sandbox ids are opaque but plain (sandboxd's look like `sb_…`); anything else never reaches sandboxd. */
+const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const claimRefSchema = claimRequestSchema.shape.claim_ref.unwrap();
+
+export function createApiApp(deps: ApiDependencies): Hono {
+  const { sandboxd, gatekeeper, generations, state, metrics, logger } = deps;
+  const app = new Hono();
+
+  /** Every route goes through here: timing by route name, and the one place sandboxd failures become answers. */
+  const route = (name: string, handler: Handler): Handler => async (c) => {
+    const started = performance.now();
+    let response: Response;
+    try {
+      response = await handler(c);
+    } catch (err) {
+      response = failure(err, c);
+    }
+    metrics.observeRequest(name, c.req.method, response.status, (performance.now() - started) / 1000);
+    // A server that is closing waits for every keep-alive connection; a request
+    // still in flight at close must take its connection with it when answered.
+    if (deps.closing()) response.headers.set('connection', 'close');
+    return response;
+  };
+
+  const failure = (err: unknown, c: Context): Response => {
+    if (isSandboxdUnavailable(err)) {
+      metrics.sandboxdError(err.operation, err.kind);
+      return unavailableResponse(err);
+    }
+    logger.error('request failed', { err, method: c.req.method, path: c.req.path });
+    return errorResponse(500, 'internal error');
+  };
+
+  /** sandboxd answered with a fresh info body (info, pools, drain): everyone watching the node sees it. */
+  const passInfo = (answer: SandboxdAnswer): Response => {
+    const info = infoFromAnswer(answer);
+    if (info !== undefined) state.observe(info);
+    return passThrough(answer);
+  };
+
+  const sandboxId = (c: Context): string | Response => {
+    const id = c.req.param('id') ?? '';
+    return SANDBOX_ID.test(id) ? id : errorResponse(400, 'invalid sandbox id');
+  };
+
+  app.get('/healthz', route('healthz', () => new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } })));
+
+  app.get('/readyz', route('readyz', () => {
+    const reasons = deps.notReadyReasons();
+    if (reasons.length === 0) return new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } });
+    return errorResponse(503, 'not ready', { reasons });
+  }));
+
+  app.get('/metrics', route('metrics', async () => {
+    return new Response(await metrics.render(), { status: 200, headers: { 'content-type': metrics.contentType } });
+  }));
+
+  app.put('/v1/pools', route('set_pools', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    const body = await readJsonBody(c, agentSetPoolsRequestSchema);
+    if (!body.ok) return errorResponse(400, body.error);
+    const { generation, pools } = body.value;
+    const json = JSON.stringify({ pools });
+    const outcome = await generations.apply(generation, () => sandboxd.setPools(json), (answer) => answer.status >= 200 && answer.status < 300);
+    switch (outcome.outcome) {
+      case 'not-recovered':
+        return errorResponse(503, 'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly', undefined, { 'retry-after': '1' });
+      case 'stale': {
+        metrics.stalePush();
+        logger.warn('stale SetPools refused', { generation, appliedGeneration: outcome.appliedGeneration });
+        const stale: StaleGenerationError = {
+          error: `generation ${generation} is older than the applied generation ${outcome.appliedGeneration}`,
+          appliedGeneration: outcome.appliedGeneration,
+        };
+        return jsonResponse(409, stale);
+      }
+      case 'applied':
+        logger.info('pools set', { generation, pools: pools.length });
+        return passInfo(outcome.result);
+      case 'rejected':
+        return passThrough(outcome.result);
+    }
+  }));
+
+  app.get('/v1/info', route('info', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    return passInfo(await sandboxd.info());
+  }));
+
+  app.post('/v1/claim', route('claim', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    const body = await readJsonBody(c, claimRequestSchema);
+    if (!body.ok) return errorResponse(400, body.error);
+    const answer = await sandboxd.claim(JSON.stringify(body.value));
+    // A refusal may mean draining or full: worth a fresh look at the node, not worth waiting for.
+    if (answer.status === 429) state.pollSoon();
+    return passThrough(answer);
+  }));
+
+  app.post('/v1/sandboxes/:id/release', route('release', async (c) => {
+    const caller = gatekeeper.sandboxCaller(requestHeader(c, 'authorization'));
+    if (caller instanceof Response) return caller;
+    const id = sandboxId(c);
+    if (id instanceof Response) return id;
+    return passThrough(await sandboxd.release(id, caller.as === 'root' ? undefined : caller.authorization));
+  }));
+
+  app.post('/v1/sandboxes/:id/renew', route('renew', async (c) => {
+    const caller = gatekeeper.sandboxCaller(requestHeader(c, 'authorization'));
+    if (caller instanceof Response) return caller;
+    const id = sandboxId(c);
+    if (id instanceof Response) return id;
+    const body = await readJsonBody(c, renewRequestSchema, {});
+    if (!body.ok) return errorResponse(400, body.error);
+    return passThrough(await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'root' ? undefined : caller.authorization));
+  }));
+
+  app.get('/v1/sandboxes', route('list_sandboxes', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    const raw = c.req.query('claim_ref');
+    let claimRef: string | undefined;
+    if (raw !== undefined) {
+      const parsed = claimRefSchema.safeParse(raw);
+      if (!parsed.success) return errorResponse(400, `claim_ref: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      claimRef = parsed.data;
+    }
+    const answer = await sandboxd.listSandboxes(claimRef);
+    const headers = { 'content-type': answer.contentType ?? 'application/json' };
+    return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, { status: answer.status, headers });
+  }));
+
+  app.get('/v1/sandboxes/:id', route('get_sandbox', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    const id = sandboxId(c);
+    if (id instanceof Response) return id;
+    return passThrough(await sandboxd.getSandbox(id));
+  }));
+
+  app.post('/v1/drain', route('drain', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    logger.info('draining the node');
+    return passInfo(await sandboxd.drain());
+  }));
+
+  app.delete('/v1/drain', route('undrain', async (c) => {
+    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
+    if (refused) return refused;
+    logger.info('lifting the drain');
+    return passInfo(await sandboxd.undrain());
+  }));
+
+  app.notFound(route('not_found', () => errorResponse(404, 'not found')));
+  app.onError((err, c) => failure(err, c));
+  return app;
+}

@@ -1,0 +1,72 @@
+// The SetPools generation guard. The control plane stamps every push with a
+// generation that only grows; a push older than the last one applied is
+// refused, so a reordered retry or a deposed leader cannot roll a node back.
+// Pushes run one at a time, in arrival order, so two concurrent pushes cannot
+// reach sandboxd out of order either.
+
+export type GuardedOutcome<R> =
+  | { outcome: 'applied'; result: R }
+  /** sandboxd answered but did not accept the push: the applied generation stays. */
+  | { outcome: 'rejected'; result: R }
+  | { outcome: 'stale'; appliedGeneration: number }
+  /** The last applied generation is not known yet (see recover()); nothing was sent. */
+  | { outcome: 'not-recovered' };
+
+export class GenerationGuard {
+  #applied: number | undefined;
+  #recovered: boolean;
+  #tail: Promise<unknown> = Promise.resolve();
+  readonly #listeners: Array<(generation: number) => void> = [];
+
+  /**
+   * `recovered: false` makes every push wait for recover(): after a restart the
+   * last applied generation must be read back before anything can be judged stale.
+   */
+  constructor(options: { recovered: boolean; applied?: number }) {
+    this.#recovered = options.recovered;
+    this.#applied = options.applied;
+  }
+
+  /** The last generation applied, or undefined when none has been on this node. */
+  get applied(): number | undefined {
+    return this.#applied;
+  }
+
+  get recovered(): boolean {
+    return this.#recovered;
+  }
+
+  /** Sets the floor read back from the published inventory (undefined: this node never had one). */
+  recover(applied: number | undefined): void {
+    if (applied !== undefined) this.#raise(applied);
+    this.#recovered = true;
+  }
+
+  onApplied(listener: (generation: number) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /**
+   * Runs `push` if `generation` is not older than the applied one, after every
+   * push that arrived before it. `accepted` says whether sandboxd took it; only
+   * then does the applied generation move. A throwing push moves nothing.
+   */
+  apply<R>(generation: number, push: () => Promise<R>, accepted: (result: R) => boolean): Promise<GuardedOutcome<R>> {
+    const run = this.#tail.then(async (): Promise<GuardedOutcome<R>> => {
+      if (!this.#recovered) return { outcome: 'not-recovered' };
+      if (this.#applied !== undefined && generation < this.#applied) return { outcome: 'stale', appliedGeneration: this.#applied };
+      const result = await push();
+      if (!accepted(result)) return { outcome: 'rejected', result };
+      this.#raise(generation);
+      return { outcome: 'applied', result };
+    });
+    this.#tail = run.catch(() => undefined);
+    return run;
+  }
+
+  #raise(generation: number): void {
+    if (this.#applied !== undefined && generation <= this.#applied) return;
+    this.#applied = generation;
+    for (const listener of this.#listeners) listener(generation);
+  }
+}

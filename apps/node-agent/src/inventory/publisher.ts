@@ -1,0 +1,192 @@
+// Keeps this node's NodeInventory current with few writes: one at start, one
+// per publish interval, and one soon after a significant change, but never two
+// closer than the minimum gap. A failed write (apiserver down) is retried with
+// backoff; the API keeps serving claims meanwhile, since nothing on the claim
+// path waits for this.
+//
+// Its first job after a (re)start is to read back the generation the node
+// last applied (status.appliedGeneration), so a stale SetPools cannot slip in
+// while the agent's memory is empty; SetPools is refused until that is done.
+import type { NodeInfo, OwnerReference } from '@warmpool/api';
+import { Backoff } from '@warmpool/kube';
+import type { Logger } from '@warmpool/runtime';
+import type { GenerationGuard } from '../generation.js';
+import type { AgentMetrics } from '../metrics.js';
+import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
+import type { InventoryWriter } from './writer.js';
+
+export interface InventoryPublisherOptions {
+  writer: InventoryWriter;
+  nodeName: string;
+  /** The agent's advertise address (spec.address). */
+  address: string;
+  /** status.capacity when known. */
+  capacity?: number;
+  generations: GenerationGuard;
+  /** The latest view of sandboxd; undefined until it first answered. */
+  currentInfo: () => NodeInfo | undefined;
+  publishIntervalMs: number;
+  minPublishGapMs: number;
+  /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
+  retryInitialMs?: number;
+  retryMaxMs?: number;
+  logger: Logger;
+  metrics: AgentMetrics;
+}
+
+export class InventoryPublisher {
+  readonly #options: InventoryPublisherOptions;
+  readonly #backoff: Backoff;
+  #published: InventorySnapshot | undefined;
+  #lastAttemptAt = Number.NEGATIVE_INFINITY;
+  #failures = 0;
+  #lastError: string | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #dueAt = Number.POSITIVE_INFINITY;
+  #inFlight: Promise<void> | undefined;
+  #closed = false;
+  #owner: OwnerReference | undefined;
+  #objectApplied = false;
+  #started = false;
+
+  constructor(options: InventoryPublisherOptions) {
+    this.#options = options;
+    this.#backoff = new Backoff({ initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 });
+  }
+
+  /** Whether the inventory has been written at least once by this agent. */
+  get publishedOnce(): boolean {
+    return this.#published !== undefined;
+  }
+
+  /** The last write's error while writes are failing. */
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /** Reads back the applied generation and publishes as soon as sandboxd has answered. */
+  start(): void {
+    if (this.#started || this.#closed) return;
+    this.#started = true;
+    this.#schedule(0, true);
+  }
+
+  /** The node's state may have changed: publish soon if the change is significant. */
+  changed(): void {
+    // While writes fail, the backoff decides when to try again; a change does not hurry it.
+    if (!this.#started || this.#closed || this.#failures > 0) return;
+    const info = this.#options.currentInfo();
+    if (info === undefined) return;
+    const reason = significantChange(this.#published, snapshotOf(info, this.#options.generations.applied));
+    if (reason === undefined) return;
+    this.#options.logger.debug('significant change', { reason });
+    // The first publish is what readiness waits for: no gap before it.
+    const gapLeft = this.#published === undefined ? 0 : this.#lastAttemptAt + this.#options.minPublishGapMs - performance.now();
+    this.#schedule(Math.max(0, gapLeft), false);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#inFlight;
+  }
+
+  /** Sets the next attempt `delayMs` from now; unless `replace`, an earlier one already set stands. */
+  #schedule(delayMs: number, replace: boolean): void {
+    if (this.#closed) return;
+    const dueAt = performance.now() + delayMs;
+    if (!replace && this.#timer !== undefined && this.#dueAt <= dueAt) return;
+    clearTimeout(this.#timer);
+    this.#dueAt = dueAt;
+    this.#timer = setTimeout(() => this.#fire(), delayMs);
+    this.#timer.unref();
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    this.#dueAt = Number.POSITIVE_INFINITY;
+    if (this.#closed) return;
+    if (this.#inFlight !== undefined) {
+      // One write at a time; the change is looked at again when it is done.
+      return;
+    }
+    this.#inFlight = this.#attempt().finally(() => {
+      this.#inFlight = undefined;
+    });
+  }
+
+  async #attempt(): Promise<void> {
+    const { writer, nodeName, generations, logger } = this.#options;
+    this.#lastAttemptAt = performance.now();
+    const started = this.#lastAttemptAt;
+    try {
+      if (!generations.recovered) {
+        const previous = await writer.readStatus(nodeName);
+        generations.recover(previous?.appliedGeneration);
+        logger.info('applied generation recovered from NodeInventory', { appliedGeneration: generations.applied ?? null, inventoryExisted: previous !== undefined });
+      }
+      const info = this.#options.currentInfo();
+      if (info === undefined) {
+        // Nothing to say about the node yet; the first answer from sandboxd calls changed().
+        this.#succeeded(undefined, started);
+        return;
+      }
+      const snapshot = snapshotOf(info, generations.applied);
+      await this.#write(snapshot);
+      this.#succeeded(snapshot, started);
+    } catch (err) {
+      this.#failed(err);
+    }
+  }
+
+  async #write(snapshot: InventorySnapshot): Promise<void> {
+    const { writer, nodeName } = this.#options;
+    if (this.#owner === undefined) {
+      const owner = await writer.nodeOwner(nodeName);
+      if (owner !== undefined) {
+        this.#owner = owner;
+        this.#objectApplied = false;
+      }
+    }
+    if (!this.#objectApplied) await this.#applyObject();
+    const status = statusOf(snapshot, new Date(), this.#options.capacity);
+    if ((await writer.applyStatus(nodeName, status)) === 'missing') {
+      // Deleted behind our back (kubectl delete, or its Node went): create it again.
+      await this.#applyObject();
+      if ((await writer.applyStatus(nodeName, status)) === 'missing') throw new Error(`NodeInventory ${nodeName} vanished while being written`);
+    }
+  }
+
+  async #applyObject(): Promise<void> {
+    const { writer, nodeName, address } = this.#options;
+    await writer.applyObject({ name: nodeName, spec: { nodeName, address }, ...(this.#owner ? { owner: this.#owner } : {}) });
+    this.#objectApplied = true;
+  }
+
+  #succeeded(snapshot: InventorySnapshot | undefined, started: number): void {
+    const { logger, metrics, publishIntervalMs } = this.#options;
+    if (snapshot !== undefined) {
+      metrics.publishSucceeded((performance.now() - started) / 1000);
+      if (this.#published === undefined) logger.info('NodeInventory published', { node: this.#options.nodeName });
+      this.#published = snapshot;
+    }
+    if (this.#failures > 0) logger.info('NodeInventory writes recovered', { afterFailures: this.#failures });
+    this.#failures = 0;
+    this.#lastError = undefined;
+    this.#backoff.reset();
+    this.#schedule(publishIntervalMs, true);
+    // Whatever changed while the write was in flight is judged against what was just written.
+    this.changed();
+  }
+
+  #failed(err: unknown): void {
+    const { logger, metrics } = this.#options;
+    metrics.publishFailed();
+    this.#failures += 1;
+    this.#lastError = (err as Error).message;
+    const retryInMs = Math.round(this.#backoff.next());
+    logger.warn('publishing NodeInventory failed; retrying', { err, failures: this.#failures, retryInMs });
+    this.#schedule(retryInMs, true);
+  }
+}

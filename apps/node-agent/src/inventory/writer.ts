@@ -1,0 +1,100 @@
+// Where the inventory goes. The publisher only needs these four calls; the
+// Kubernetes implementation below is the production one, and anything else
+// (a fleet benchmark hosting many agents, a test counting writes) can wrap or
+// replace it without the publisher knowing.
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  apiVersionOf,
+  KubeNodeType,
+  NodeInventoryType,
+  type KubeObject,
+  type NodeInventory,
+  type NodeInventorySpec,
+  type NodeInventoryStatus,
+  type OwnerReference,
+} from '@warmpool/api';
+import { isNotFound, ResourceClient } from '@warmpool/kube';
+
+export interface InventoryIdentity {
+  /** The node's name, which is also the NodeInventory's. */
+  name: string;
+  spec: NodeInventorySpec;
+  /** The Node object, when it exists: the inventory goes with it. */
+  owner?: OwnerReference;
+}
+
+export interface InventoryWriter {
+  /** The status this node last published, or undefined when it has no NodeInventory yet. */
+  readStatus(name: string): Promise<NodeInventoryStatus | undefined>;
+  /** An owner reference to the Node of that name, or undefined when there is no such Node. */
+  nodeOwner(name: string): Promise<OwnerReference | undefined>;
+  /** Creates or updates the object's metadata and spec (not its status). */
+  applyObject(identity: InventoryIdentity): Promise<void>;
+  /** Writes the status; 'missing' when the object does not exist (so applyObject must run first). */
+  applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'>;
+}
+
+export const FIELD_MANAGER = 'warmpool-node-agent';
+
+export interface KubeInventoryWriterOptions {
+  /** Each apiserver call is abandoned after this long (default 10 s). */
+  timeoutMs?: number;
+}
+
+/** Server-side apply of the node's NodeInventory, as field manager `warmpool-node-agent`. */
+export class KubeInventoryWriter implements InventoryWriter {
+  readonly #inventories: ResourceClient<NodeInventory>;
+  readonly #nodes: ResourceClient<KubeObject>;
+  readonly #timeoutMs: number;
+
+  constructor(kubeConfig: KubeConfig, options: KubeInventoryWriterOptions = {}) {
+    this.#inventories = new ResourceClient<NodeInventory>(kubeConfig, NodeInventoryType);
+    this.#nodes = new ResourceClient<KubeObject>(kubeConfig, KubeNodeType);
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  async readStatus(name: string): Promise<NodeInventoryStatus | undefined> {
+    try {
+      const inventory = await this.#inventories.get({ name }, { signal: this.#signal() });
+      return inventory.status ?? {};
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async nodeOwner(name: string): Promise<OwnerReference | undefined> {
+    try {
+      const node = await this.#nodes.get({ name }, { signal: this.#signal() });
+      const uid = node.metadata?.uid;
+      return uid === undefined ? undefined : { apiVersion: apiVersionOf(KubeNodeType), kind: KubeNodeType.kind, name, uid };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async applyObject(identity: InventoryIdentity): Promise<void> {
+    await this.#inventories.apply(
+      {
+        metadata: { name: identity.name, ...(identity.owner ? { ownerReferences: [identity.owner] } : {}) },
+        spec: identity.spec,
+      },
+      { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() },
+    );
+  }
+
+  async applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'> {
+    try {
+      await this.#inventories.applyStatus({ metadata: { name }, status }, { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() });
+      return 'applied';
+    } catch (err) {
+      if (isNotFound(err)) return 'missing';
+      throw err;
+    }
+  }
+
+  #signal(): AbortSignal {
+    return AbortSignal.timeout(this.#timeoutMs);
+  }
+}

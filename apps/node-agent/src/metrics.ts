@@ -1,0 +1,124 @@
+// The agent's Prometheus metrics, in a registry of its own so several agents
+// can live in one process (the fleet benchmark hosts many).
+import type { NodeInfo } from '@warmpool/api';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const PREFIX = 'warmpool_agent_';
+
+// Sub-millisecond resolution at the bottom: the agent's own overhead is tens of microseconds.
+const REQUEST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const PUBLISH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+type Observer = { observe(value: number): void };
+
+export class AgentMetrics {
+  readonly registry: Registry;
+  readonly #requests: Histogram<'route' | 'method' | 'status'>;
+  readonly #sandboxdErrors: Counter<'operation' | 'kind'>;
+  readonly #poolWarm: Gauge<'template' | 'net' | 'size'>;
+  readonly #poolTarget: Gauge<'template' | 'net' | 'size'>;
+  readonly #claimed: Gauge;
+  readonly #draining: Gauge;
+  readonly #atCapacity: Gauge;
+  readonly #appliedGeneration: Gauge;
+  readonly #publishDuration: Histogram;
+  readonly #publishFailures: Counter;
+  readonly #staleGenerations: Counter;
+  // Label lookups hash their values; the request path reuses one child per (route, method, status).
+  readonly #requestChildren = new Map<string, Observer>();
+
+  constructor(registry: Registry = new Registry()) {
+    this.registry = registry;
+    const registers = [registry];
+    this.#requests = new Histogram({
+      name: `${PREFIX}http_request_duration_seconds`,
+      help: 'Time to answer an API request, by route, method and status',
+      labelNames: ['route', 'method', 'status'],
+      buckets: REQUEST_BUCKETS,
+      registers,
+    });
+    this.#sandboxdErrors = new Counter({
+      name: `${PREFIX}sandboxd_errors_total`,
+      help: 'sandboxd calls that got no answer, by operation and kind (unreachable, timeout)',
+      labelNames: ['operation', 'kind'],
+      registers,
+    });
+    this.#poolWarm = new Gauge({
+      name: `${PREFIX}pool_warm`,
+      help: 'Warm (booted, unclaimed) sandboxes per pool, as last seen from sandboxd',
+      labelNames: ['template', 'net', 'size'],
+      registers,
+    });
+    this.#poolTarget = new Gauge({
+      name: `${PREFIX}pool_target`,
+      help: 'Warm target per pool, as last seen from sandboxd',
+      labelNames: ['template', 'net', 'size'],
+      registers,
+    });
+    this.#claimed = new Gauge({ name: `${PREFIX}claimed`, help: 'Live claims on the node', registers });
+    this.#draining = new Gauge({ name: `${PREFIX}draining`, help: '1 while the node is draining', registers });
+    this.#atCapacity = new Gauge({ name: `${PREFIX}at_capacity`, help: '1 while refill is parked because the node is full', registers });
+    this.#appliedGeneration = new Gauge({ name: `${PREFIX}applied_generation`, help: 'The last SetPools generation applied (-1: none yet)', registers });
+    this.#appliedGeneration.set(-1);
+    this.#publishDuration = new Histogram({
+      name: `${PREFIX}inventory_publish_duration_seconds`,
+      help: 'Time to publish the NodeInventory (successful attempts)',
+      buckets: PUBLISH_BUCKETS,
+      registers,
+    });
+    this.#publishFailures = new Counter({ name: `${PREFIX}inventory_publish_failures_total`, help: 'Failed NodeInventory publish attempts', registers });
+    this.#staleGenerations = new Counter({ name: `${PREFIX}stale_generation_pushes_total`, help: 'SetPools pushes refused as older than the applied generation', registers });
+  }
+
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    const key = `${route} ${method} ${status}`;
+    let child = this.#requestChildren.get(key);
+    if (child === undefined) {
+      child = this.#requests.labels(route, method, String(status));
+      this.#requestChildren.set(key, child);
+    }
+    child.observe(seconds);
+  }
+
+  sandboxdError(operation: string, kind: string): void {
+    this.#sandboxdErrors.labels(operation, kind).inc();
+  }
+
+  /** Rewrites the per-pool gauges from a full snapshot, so a retired pool stops being exported. */
+  observeInfo(info: NodeInfo): void {
+    this.#poolWarm.reset();
+    this.#poolTarget.reset();
+    for (const pool of info.pools) {
+      const { template, net, size } = pool.key;
+      this.#poolWarm.labels(template, net, size).set(pool.warm);
+      this.#poolTarget.labels(template, net, size).set(pool.target);
+    }
+    this.#claimed.set(info.claimed);
+    this.#draining.set(info.draining ? 1 : 0);
+    this.#atCapacity.set(info.at_capacity ? 1 : 0);
+  }
+
+  appliedGeneration(generation: number): void {
+    this.#appliedGeneration.set(generation);
+  }
+
+  stalePush(): void {
+    this.#staleGenerations.inc();
+  }
+
+  publishSucceeded(seconds: number): void {
+    this.#publishDuration.observe(seconds);
+  }
+
+  publishFailed(): void {
+    this.#publishFailures.inc();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

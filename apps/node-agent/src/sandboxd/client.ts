@@ -1,0 +1,205 @@
+// The agent's one way to reach its node's sandboxd: an undici Pool with
+// keep-alive over TCP or a unix socket, one method per endpoint. Answers come
+// back as raw bytes so the API can pass them through without re-encoding;
+// only a missing answer (refused, reset, timed out) is thrown.
+import type { Readable } from 'node:stream';
+import { errors, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { toUnavailable } from './errors.js';
+
+export interface SandboxdAnswer {
+  status: number;
+  /** sandboxd's body byte for byte; empty for 204. */
+  body: Uint8Array;
+  contentType: string | undefined;
+  /** sandboxd's Retry-After, kept for 429 and 503 pass-through. */
+  retryAfter?: string;
+}
+
+/** An answer whose body is still arriving: for lists, which can be large. */
+export interface SandboxdStreamingAnswer {
+  status: number;
+  body: Readable;
+  contentType: string | undefined;
+}
+
+export interface SandboxdClientOptions {
+  /** `http://host:port` or `unix:/path/to/socket`. */
+  url: string;
+  /** Sent as root (`Authorization: Bearer`) on every call that is not made with a sandbox's own token. */
+  rootToken: string | undefined;
+  /** Every call fails with a timeout error when sandboxd has not answered (headers, then each body chunk) in this long. */
+  timeoutMs: number;
+  /** Keep-alive connections to sandboxd at most. */
+  connections?: number;
+}
+
+export interface SandboxdTarget {
+  origin: string;
+  socketPath?: string;
+}
+
+/** `unix:/run/sandboxd.sock` → a socket path; anything else must be an http URL. */
+export function parseSandboxdUrl(url: string): SandboxdTarget {
+  if (url.startsWith('unix:')) {
+    const socketPath = url.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
+    if (socketPath === '') throw new Error(`invalid sandboxd URL "${url}" (want unix:/path/to/socket)`);
+    return { origin: 'http://localhost', socketPath };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`invalid sandboxd URL "${url}" (want http://host:port or unix:/path)`);
+  }
+  if (parsed.protocol !== 'http:') throw new Error(`invalid sandboxd URL "${url}": only http:// and unix: are supported`);
+  return { origin: parsed.origin };
+}
+
+const JSON_TYPE = 'application/json';
+
+type Headers = Record<string, string>;
+
+export class SandboxdClient {
+  readonly #pool: Pool;
+  readonly #timeoutMs: number;
+  // Built once per token, not per call: the claim path should only allocate what it must.
+  #rootHeaders: Headers = {};
+  #rootJsonHeaders: Headers = { 'content-type': JSON_TYPE };
+
+  constructor(options: SandboxdClientOptions) {
+    const target = parseSandboxdUrl(options.url);
+    this.#timeoutMs = options.timeoutMs;
+    this.#pool = new Pool(target.origin, {
+      connections: options.connections ?? 128,
+      pipelining: 1,
+      connect: { timeout: Math.min(options.timeoutMs, 5_000) },
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      keepAliveTimeout: 30_000,
+      ...(target.socketPath ? { socketPath: target.socketPath } : {}),
+    });
+    this.setRootToken(options.rootToken);
+  }
+
+  /** Used after the token file was rotated. */
+  setRootToken(token: string | undefined): void {
+    const auth: Headers = token ? { authorization: `Bearer ${token}` } : {};
+    this.#rootHeaders = auth;
+    this.#rootJsonHeaders = { ...auth, 'content-type': JSON_TYPE };
+  }
+
+  info(): Promise<SandboxdAnswer> {
+    return this.#call('info', 'GET', '/v1/info', undefined, this.#rootHeaders);
+  }
+
+  /** `json` is a validated sandboxd SetPools body (no generation: that is the agent's). */
+  setPools(json: string): Promise<SandboxdAnswer> {
+    return this.#call('set_pools', 'PUT', '/v1/pools', json, this.#rootJsonHeaders);
+  }
+
+  claim(json: string): Promise<SandboxdAnswer> {
+    return this.#call('claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders);
+  }
+
+  /** `authorization` is the caller's own header for a sandbox-token call; root when omitted. */
+  release(id: string, authorization?: string): Promise<SandboxdAnswer> {
+    const headers = authorization === undefined ? this.#rootHeaders : { authorization };
+    return this.#call('release', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/release`, undefined, headers);
+  }
+
+  renew(id: string, json: string, authorization?: string): Promise<SandboxdAnswer> {
+    const headers = authorization === undefined ? this.#rootJsonHeaders : { authorization, 'content-type': JSON_TYPE };
+    return this.#call('renew', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/renew`, json, headers);
+  }
+
+  getSandbox(id: string): Promise<SandboxdAnswer> {
+    return this.#call('get_sandbox', 'GET', `/v1/sandboxes/${encodeURIComponent(id)}`, undefined, this.#rootHeaders);
+  }
+
+  /** The body streams: a node holding thousands of claims answers a large list. */
+  async listSandboxes(claimRef?: string): Promise<SandboxdStreamingAnswer> {
+    const path = claimRef === undefined ? '/v1/sandboxes' : `/v1/sandboxes?claim_ref=${encodeURIComponent(claimRef)}`;
+    const answer = await this.#send('list_sandboxes', 'GET', path, undefined, this.#rootHeaders);
+    return { status: answer.statusCode, body: answer.body, contentType: contentTypeOf(answer.headers) };
+  }
+
+  drain(): Promise<SandboxdAnswer> {
+    return this.#call('drain', 'POST', '/v1/drain', undefined, this.#rootHeaders);
+  }
+
+  undrain(): Promise<SandboxdAnswer> {
+    return this.#call('undrain', 'DELETE', '/v1/drain', undefined, this.#rootHeaders);
+  }
+
+  /** Waits for calls in flight, then closes every connection. */
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+
+  /**
+   * The buffered calls skip undici's Readable-based `request()` API: a
+   * dispatch handler that gathers the few chunks of a small JSON answer costs
+   * the claim path less than a stream per call.
+   */
+  #call(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<SandboxdAnswer> {
+    return new Promise((resolve, reject) => {
+      this.#pool.dispatch({ method, path, headers, body }, new CollectingHandler(resolve, (err) => reject(err instanceof errors.InvalidArgumentError ? err : toUnavailable(operation, err, this.#timeoutMs))));
+    });
+  }
+
+  async #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<Dispatcher.ResponseData> {
+    try {
+      return await this.#pool.request({ method, path, headers, body });
+    } catch (err) {
+      throw toUnavailable(operation, err, this.#timeoutMs);
+    }
+  }
+}
+
+function contentTypeOf(headers: Dispatcher.ResponseData['headers']): string | undefined {
+  const value = headers['content-type'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Gathers one whole answer. */
+class CollectingHandler implements Dispatcher.DispatchHandler {
+  readonly #resolve: (answer: SandboxdAnswer) => void;
+  readonly #reject: (err: Error) => void;
+  #status = 0;
+  #contentType: string | undefined;
+  #retryAfter: string | undefined;
+  #chunks: Buffer[] = [];
+
+  constructor(resolve: (answer: SandboxdAnswer) => void, reject: (err: Error) => void) {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  onRequestStart(): void {
+    // Nothing to set up: timeouts are the pool's.
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Dispatcher.ResponseData['headers']): void {
+    this.#status = statusCode;
+    this.#contentType = contentTypeOf(headers);
+    const retryAfter = headers['retry-after'];
+    if (retryAfter !== undefined) this.#retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const chunks = this.#chunks;
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+    const answer: SandboxdAnswer = { status: this.#status, body, contentType: this.#contentType };
+    if (this.#retryAfter !== undefined) answer.retryAfter = this.#retryAfter;
+    this.#resolve(answer);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#reject(err);
+  }
+}

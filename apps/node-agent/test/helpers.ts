@@ -1,0 +1,119 @@
+// Shared set-up for the agent's specs: a real fake-sandboxd over HTTP, an agent
+// in front of it, and a small HTTP client that speaks bearer tokens.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
+import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
+
+export const FLEET_TOKEN = 'fleet-token-for-tests';
+
+export interface Answer<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface CallOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Sent as is (not JSON-encoded). */
+  rawBody?: string | ReadableStream<Uint8Array>;
+}
+
+/** One HTTP call; `token: null` sends no Authorization header. */
+export async function call<T = unknown>(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
+  const headers: Record<string, string> = {};
+  const token = options.token === undefined ? FLEET_TOKEN : options.token;
+  if (token !== null) headers['authorization'] = `Bearer ${token}`;
+  let body: string | ReadableStream<Uint8Array> | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
+  if (body instanceof ReadableStream) init.duplex = 'half';
+  const res = await fetch(baseUrl + path, init);
+  const text = await res.text();
+  let parsed: unknown = text;
+  if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
+  return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+export interface Node {
+  sandboxd: RunningFakeSandboxd;
+  agent: NodeAgent;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A fake sandboxd (sharing the fleet token) with an agent in front, both on loopback. */
+export async function startNode(
+  agentOptions: Partial<NodeAgentOptions> = {},
+  sandboxdOptions: StartFakeSandboxdOptions = {},
+): Promise<Node> {
+  const sandboxd = await startFakeSandboxd({ apiToken: FLEET_TOKEN, coldBootMs: 20, ...sandboxdOptions });
+  const agent = createNodeAgent({ sandboxdUrl: sandboxd.url, token: FLEET_TOKEN, pollIntervalMs: 50, ...agentOptions });
+  const { url } = await agent.start();
+  return {
+    sandboxd,
+    agent,
+    url,
+    async close() {
+      await agent.close();
+      await sandboxd.close();
+    },
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined/false. */
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+
+export interface AgentProcess {
+  child: ChildProcess;
+  url: string;
+  /** Everything it logged so far. */
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+}
+
+/** Runs dist/main.js on a free loopback port and waits until it logs that it serves. */
+export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): Promise<AgentProcess> {
+  const child = spawn(process.execPath, [AGENT_MAIN, '--listen', '127.0.0.1:0', ...args], {
+    env: { PATH: process.env['PATH'], ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const url = await Promise.race([
+    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(output)?.[1], 15_000, 'the agent to serve'),
+    exited.then(({ code }) => {
+      throw new Error(`the agent exited with ${code} before serving:\n${output}`);
+    }),
+  ]);
+  return {
+    child,
+    url,
+    output: () => output,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}

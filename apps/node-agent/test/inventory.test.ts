@@ -1,0 +1,253 @@
+// The NodeInventory publisher against a real kube-apiserver (etcd included),
+// with a real fake-sandboxd behind the agent.
+import { randomBytes } from 'node:crypto';
+import { KubeNodeType, NodeInventoryType, type KubeObject, type NodeInventory, type NodeInventoryStatus } from '@warmpool/api';
+import { startCluster, type TestCluster } from '@warmpool/harness';
+import { ResourceClient } from '@warmpool/kube';
+import { KubeInventoryWriter, type InventoryIdentity, type InventoryWriter, type NodeAgentOptions } from '@warmpool/node-agent';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeSandboxd } from '@warmpool/fake-sandboxd';
+import { call, eventually, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
+
+/** The real writer, counting the writes that reach the apiserver. */
+class CountingWriter implements InventoryWriter {
+  readonly inner: InventoryWriter;
+  statusWrites = 0;
+  objectWrites = 0;
+
+  constructor(inner: InventoryWriter) {
+    this.inner = inner;
+  }
+
+  readStatus(name: string): Promise<NodeInventoryStatus | undefined> {
+    return this.inner.readStatus(name);
+  }
+
+  nodeOwner(name: string): ReturnType<InventoryWriter['nodeOwner']> {
+    return this.inner.nodeOwner(name);
+  }
+
+  async applyObject(identity: InventoryIdentity): Promise<void> {
+    await this.inner.applyObject(identity);
+    this.objectWrites += 1;
+  }
+
+  async applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'> {
+    const outcome = await this.inner.applyStatus(name, status);
+    if (outcome === 'applied') this.statusWrites += 1;
+    return outcome;
+  }
+}
+
+let cluster: TestCluster;
+let inventories: ResourceClient<NodeInventory>;
+const open: Node[] = [];
+
+beforeAll(async () => {
+  cluster = await startCluster({ name: 'node-agent' });
+  inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+afterEach(async () => {
+  for (const n of open.splice(0).reverse()) await n.close();
+  await cluster.startApiserver();
+});
+
+function nodeName(): string {
+  return `node-${randomBytes(4).toString('hex')}`;
+}
+
+/** An agent publishing `name`'s inventory; unless told not to, waits until it has read back its generation. */
+async function agentFor(name: string, options: Partial<NodeAgentOptions> = {}, writer?: InventoryWriter, waitForRecovery = true): Promise<Node> {
+  const n = await startNode({
+    nodeName: name,
+    inventory: writer ?? new KubeInventoryWriter(cluster.kubeConfig, { timeoutMs: 2_000 }),
+    advertiseAddress: '10.0.0.7:7071',
+    publishIntervalMs: 60_000,
+    minPublishGapMs: 300,
+    publishRetryInitialMs: 100,
+    publishRetryMaxMs: 500,
+    ...options,
+  });
+  open.push(n);
+  if (waitForRecovery) await eventually(() => n.agent.generations.recovered, 10_000, 'the generation read back');
+  return n;
+}
+
+async function inventoryOf(name: string): Promise<NodeInventory | undefined> {
+  try {
+    return await inventories.get({ name });
+  } catch {
+    return undefined;
+  }
+}
+
+async function statusOf(name: string): Promise<NodeInventoryStatus | undefined> {
+  return (await inventoryOf(name))?.status;
+}
+
+describe('NodeInventory publisher', () => {
+  it('publishes the node\'s inventory at start: spec, pools, claimed, capacity and generation', async () => {
+    const name = nodeName();
+    const n = await agentFor(name, { capacity: 48 });
+    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 3, pools: [{ template: 'img', warm: 2 }] } });
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, 10_000, 'ready');
+    const inventory = await eventually(async () => {
+      const found = await inventoryOf(name);
+      return found?.status?.appliedGeneration === 3 ? found : undefined;
+    }, 10_000, 'the inventory');
+    expect(inventory.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
+    expect(inventory.status).toMatchObject({
+      pools: [{ template: 'img', net: 'none', size: 'small', target: 2, warm: expect.any(Number), refilling: expect.any(Number) }],
+      claimed: 0,
+      capacity: 48,
+      draining: false,
+      atCapacity: false,
+      appliedGeneration: 3,
+    });
+    expect(Math.abs(Date.parse(inventory.status?.publishedAt ?? '') - Date.now())).toBeLessThan(30_000);
+    const managers = (inventory.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.map((f) => f.manager);
+    expect(managers).toContain('warmpool-node-agent');
+  });
+
+  it('is owned by its Node when the Node exists, so it goes with it', async () => {
+    const name = nodeName();
+    const nodes = new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType);
+    const node = await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    await agentFor(name);
+    const inventory = await eventually(() => inventoryOf(name), 10_000, 'the inventory');
+    expect(inventory.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata?.uid }]);
+  });
+
+  it('has no owner while its Node does not exist, and gains one when the Node appears', async () => {
+    const name = nodeName();
+    const n = await agentFor(name, { publishIntervalMs: 300 });
+    const orphan = await eventually(() => inventoryOf(name), 10_000, 'the inventory');
+    expect(orphan.metadata.ownerReferences).toBeUndefined();
+    const node = await new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType).create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    await eventually(async () => (await inventoryOf(name))?.metadata.ownerReferences?.[0]?.uid === node.metadata?.uid, 10_000, 'the owner reference');
+    expect(n.agent.notReadyReasons()).toEqual([]);
+  });
+
+  it('publishes a significant change soon after it happens, debounced, and never once per claim', async () => {
+    const name = nodeName();
+    const writer = new CountingWriter(new KubeInventoryWriter(cluster.kubeConfig));
+    const n = await agentFor(name, { minPublishGapMs: 1_000 }, writer);
+    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 50 }] } });
+    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 50, 15_000, 'a full warm pool');
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, 10_000, 'the warm pool published');
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const before = writer.statusWrites;
+
+    for (let i = 0; i < 30; i++) {
+      expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Warm never reached 0 (refill keeps up) and nothing else significant happened: no write at all.
+    expect(writer.statusWrites - before).toBe(0);
+
+    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 50 }, { template: 'other', warm: 1 }] } });
+    await call(n.url, 'POST', '/v1/drain');
+    await eventually(async () => {
+      const status = await statusOf(name);
+      return status?.draining === true && status.pools?.length === 2 && status.appliedGeneration === 2;
+    }, 10_000, 'the new pool set and drain published');
+    // Two significant changes within the gap: at most one write for each gap, not one per change or per claim.
+    expect(writer.statusWrites - before).toBeLessThanOrEqual(3);
+  });
+
+  it('reads the applied generation back after a restart, so a stale push is refused even by a fresh agent', async () => {
+    const name = nodeName();
+    const first = await agentFor(name);
+    expect((await call(first.url, 'PUT', '/v1/pools', { body: { generation: 7, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 7, 10_000, 'generation 7 published');
+    await first.close();
+    open.splice(open.indexOf(first), 1);
+
+    const second = await agentFor(name);
+    await eventually(() => second.agent.generations.recovered, 10_000, 'recovery');
+    expect(second.agent.generations.applied).toBe(7);
+    const stale = await call<{ error: string; appliedGeneration: number }>(second.url, 'PUT', '/v1/pools', { body: { generation: 6, pools: [] } });
+    expect(stale).toMatchObject({ status: 409, body: { appliedGeneration: 7 } });
+    expect((await call(second.url, 'PUT', '/v1/pools', { body: { generation: 8, pools: [] } })).status).toBe(200);
+  });
+
+  it('keeps serving claims while the apiserver is down, and publishes what changed once it is back', async () => {
+    const name = nodeName();
+    const n = await agentFor(name);
+    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 3 }] } });
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, 10_000, 'the warm pool published');
+
+    await cluster.stopApiserver();
+    for (let i = 0; i < 5; i++) {
+      expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
+    }
+    expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 4 }] } })).status).toBe(200);
+    await eventually(async () => /warmpool_agent_inventory_publish_failures_total [1-9]/.test((await call<string>(n.url, 'GET', '/metrics', { token: null })).body), 10_000, 'a failed publish');
+    expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
+    expect((await call(n.url, 'GET', '/readyz', { token: null })).status).toBe(200);
+
+    await cluster.startApiserver();
+    const status = await eventually(async () => {
+      const found = await statusOf(name);
+      return found?.appliedGeneration === 2 ? found : undefined;
+    }, 20_000, 'the change published after the outage');
+    expect(status.pools?.[0]?.target).toBe(4);
+    expect(status.claimed).toBe(6);
+  });
+
+  it('starting while the apiserver is down: serves claims, refuses SetPools until the generation is read back, then catches up', async () => {
+    const name = nodeName();
+    await cluster.stopApiserver();
+    const n = await agentFor(name, {}, undefined, false);
+    const refused = await call<{ error: string }>(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toMatch(/last applied generation is not known yet/);
+    expect((await call(n.url, 'GET', '/v1/info')).status).toBe(200);
+    const ready = await call<{ reasons: string[] }>(n.url, 'GET', '/readyz', { token: null });
+    expect(ready.status).toBe(503);
+    expect(ready.body.reasons.join()).toMatch(/NodeInventory not published yet/);
+
+    await cluster.startApiserver();
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, 20_000, 'ready after the outage');
+    expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
+    expect(await inventoryOf(name)).toBeDefined();
+  });
+
+  it('puts the inventory back when someone deletes it', async () => {
+    const name = nodeName();
+    await agentFor(name, { publishIntervalMs: 300 });
+    await eventually(() => inventoryOf(name), 10_000, 'the inventory');
+    await inventories.delete({ name });
+    await eventually(async () => (await inventoryOf(name))?.status?.publishedAt !== undefined, 10_000, 'the inventory back');
+  });
+
+  it('runs as a process with --kubeconfig, and on SIGTERM exits 0 leaving its inventory in place', async () => {
+    const name = nodeName();
+    const sandboxd = await startFakeSandboxd({ apiToken: FLEET_TOKEN, coldBootMs: 20 });
+    const proc = await spawnAgent(
+      ['--sandboxd-url', sandboxd.url, '--kubeconfig', cluster.kubeconfigPath, '--node-name', name, '--min-publish-gap', '200ms', '--capacity', '32'],
+      { WARMPOOL_API_TOKEN: FLEET_TOKEN, POD_IP: '10.9.8.7' },
+    );
+    try {
+      await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, 15_000, 'ready');
+      expect((await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 11, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
+      const inventory = await eventually(async () => {
+        const found = await inventoryOf(name);
+        return found?.status?.appliedGeneration === 11 ? found : undefined;
+      }, 10_000, 'generation 11 published');
+      expect(inventory.spec).toEqual({ nodeName: name, address: `10.9.8.7:${new URL(proc.url).port}` });
+      expect(inventory.status?.capacity).toBe(32);
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited).toEqual({ code: 0, signal: null });
+      expect(await inventoryOf(name)).toBeDefined();
+    } finally {
+      await proc.stop();
+      await sandboxd.close();
+    }
+  });
+});
