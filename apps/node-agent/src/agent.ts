@@ -88,7 +88,6 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   let tokenWatch: TokenFileWatch | undefined;
   let started: Promise<{ url: string; address: HostPort }> | undefined;
   let closing: Promise<void> | undefined;
-  let shuttingDown = false;
 
   const notReadyReasons = (): string[] => {
     const reasons: string[] = [];
@@ -101,7 +100,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   };
 
   const app = createApiApp({
-    sandboxd, gatekeeper: new Gatekeeper(token), generations, state, metrics, notReadyReasons, logger, closing: () => shuttingDown,
+    sandboxd, gatekeeper: new Gatekeeper(token), generations, state, metrics, notReadyReasons, logger,
   });
 
   generations.onApplied((generation) => {
@@ -150,7 +149,6 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   };
 
   const close = async (): Promise<void> => {
-    shuttingDown = true;
     // A start still under way finishes first, so nothing it opens is left behind.
     await started?.catch(() => undefined);
     // Requests in flight still need sandboxd, so the server goes first and the sandboxd pool last.

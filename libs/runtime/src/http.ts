@@ -25,14 +25,26 @@ export interface ServeOptions extends HostPort {
 type AnyHono = Hono<any, any, any>;
 
 export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServer> {
+  let closing = false;
+  // server.close() waits for every keep-alive socket, and a socket busy at close
+  // would otherwise stay open after its answer: answers given while closing
+  // take their connection with them.
+  const fetch = async (request: Request, env: unknown): Promise<Response> => {
+    const response = await app.fetch(request, env);
+    if (closing) response.headers.set('connection', 'close');
+    return response;
+  };
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: options.host, port: options.port }, (info: AddressInfo) => {
+    const server = serve({ fetch, hostname: options.host, port: options.port }, (info: AddressInfo) => {
       const address = { host: info.address, port: info.port };
       const host = info.address.includes(':') ? `[${info.address}]` : info.address;
       resolve({
         address,
         url: `http://${host}:${info.port}`,
-        close: () => closeServer(server as Server, options.closeTimeoutMs ?? 10_000),
+        close: () => {
+          closing = true;
+          return closeServer(server as Server, options.closeTimeoutMs ?? 10_000);
+        },
       });
     }) as Server;
     server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 65_000;

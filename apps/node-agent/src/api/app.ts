@@ -28,8 +28,6 @@ export interface ApiDependencies {
   metrics: AgentMetrics;
   /** Why the agent is not ready; empty when it is. */
   notReadyReasons: () => string[];
-  /** True once the agent is shutting down. */
-  closing: () => boolean;
   logger: Logger;
 }
 
@@ -53,9 +51,6 @@ export function createApiApp(deps: ApiDependencies): Hono {
       response = failure(err, c);
     }
     metrics.observeRequest(name, c.req.method, response.status, (performance.now() - started) / 1000);
-    // A server that is closing waits for every keep-alive connection; a request
-    // still in flight at close must take its connection with it when answered.
-    if (deps.closing()) response.headers.set('connection', 'close');
     return response;
   };
 
