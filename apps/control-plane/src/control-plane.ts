@@ -1,0 +1,311 @@
+// The control plane as a library: informers over the three kinds, the
+// warm-pool driver, leader election, and the health/metrics server, wired
+// together with everything injectable (kubeconfig, logger, clock, pool
+// setter), so main.ts, the e2e stack and benchmarks all build it the same way.
+import { hostname } from 'node:os';
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  NodeInventoryType,
+  SandboxTemplateType,
+  SandboxWarmPoolType,
+  type KubeObject,
+  type NodeInventory,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
+import { createInformer, LeaderElector, type Informer } from '@warmpool/kube';
+import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
+import type { Hono } from 'hono';
+import type { Registry } from 'prom-client';
+import { HttpPoolSetter } from './agents/http-pool-setter.js';
+import type { PoolSetter } from './agents/pool-setter.js';
+import { systemClock, type Clock } from './clock.js';
+import { reportedSig } from './controllers/warmpool/desired.js';
+import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
+import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
+import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
+import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
+import { GenerationSource, type EpochStore } from './generation/generation.js';
+import { LeaseEpochStore } from './generation/lease-epoch-store.js';
+import { createHealthApp } from './http/health.js';
+import { ControlPlaneMetrics } from './metrics.js';
+import { staticToken, type TokenSource } from './token.js';
+
+export const COMPONENT = 'warmpool-control-plane';
+
+export interface ControlPlaneOptions {
+  kubeConfig: KubeConfig;
+  /** The fleet token, or where to read it at each call. None (or empty): fail-closed, see the README. */
+  token: TokenSource | string | undefined;
+  /** Where the Lease and the generation record live (default `default`). */
+  namespace?: string;
+  /** This replica's identity in the Lease (default hostname-pid). */
+  identity?: string;
+  /** The election Lease; the generation record is `<leaseName>-generation` (default `warmpool-control-plane`). */
+  leaseName?: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  /** false: drive at once without a Lease (a single replica by construction, e.g. a benchmark). Default true. */
+  leaderElection?: boolean;
+  driver?: Partial<WarmPoolDriverSettings>;
+  /** Timeout of each SetPools / probe attempt (default 2 s). */
+  setPoolsTimeoutMs?: number;
+  /** Attempts per SetPools call (default 3). */
+  setPoolsAttempts?: number;
+  /** Serve /healthz, /readyz and /metrics here; nothing is served when omitted. */
+  listen?: HostPort;
+  logger?: Logger;
+  clock?: Clock;
+  /** Metrics go here (default: a registry of the control plane's own). */
+  registry?: Registry;
+  /** Default: HTTP to each agent's spec.address. */
+  poolSetter?: PoolSetter;
+  /** Default: status server-side applied to the apiserver. */
+  statusWriter?: PoolStatusWriter;
+  /** Default: core/v1 Events. */
+  events?: EventRecorder;
+  /** Default: an annotation on the Lease `<leaseName>-generation`. */
+  epochStore?: EpochStore;
+}
+
+export interface ControlPlane {
+  readonly identity: string;
+  readonly metrics: ControlPlaneMetrics;
+  readonly registry: Registry;
+  /** The health/metrics app (served at `url` when `listen` was given). */
+  readonly app: Hono;
+  readonly reconciler: WarmPoolReconciler;
+  /** The bound URL of the health server, once started with `listen`. */
+  readonly url: string | undefined;
+  /** Why this replica is not ready (empty when it is): no token, caches not synced. */
+  notReadyReasons(): string[];
+  ready(): boolean;
+  /** True while this replica holds the lease and drives. */
+  isLeader(): boolean;
+  start(): Promise<void>;
+  /** Stops pushing at once, releases the lease (a standby takes over without waiting for expiry), closes everything. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_LEASE_NAME = 'warmpool-control-plane';
+
+export function defaultIdentity(): string {
+  return `${hostname()}-${process.pid}`;
+}
+
+export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? systemClock;
+  const token: TokenSource = typeof options.token === 'function' ? options.token : staticToken(options.token);
+  const namespace = options.namespace ?? 'default';
+  const identity = options.identity ?? defaultIdentity();
+  const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
+  const metrics = new ControlPlaneMetrics(options.registry);
+  const kubeLogger = logger.child({ subsystem: 'kube' });
+
+  const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
+  const templates = createInformer<SandboxTemplate>(options.kubeConfig, SandboxTemplateType, { logger: kubeLogger });
+  const inventories = createInformer<NodeInventory>(options.kubeConfig, NodeInventoryType, { logger: kubeLogger });
+  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories] as Array<Informer<KubeObject>>;
+
+  const setter = options.poolSetter ?? new HttpPoolSetter({
+    token,
+    ...(options.setPoolsTimeoutMs !== undefined ? { timeoutMs: options.setPoolsTimeoutMs } : {}),
+    ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
+  });
+  const events = options.events ?? new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
+  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ kubeConfig: options.kubeConfig, namespace, name: `${leaseName}-generation` }));
+  const reconciler = new WarmPoolReconciler({
+    pools: pools.lister,
+    templates: templates.lister,
+    inventories: inventories.lister,
+    setter,
+    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig),
+    events,
+    generations,
+    token,
+    metrics,
+    logger: logger.child({ controller: 'warmpool' }),
+    clock,
+    ...options.driver,
+  });
+  watchForChanges(reconciler, pools, templates, inventories);
+
+  let elector: LeaderElector | undefined;
+  let server: HttpServer | undefined;
+  let tokenWatch: NodeJS.Timeout | undefined;
+  let started: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+  let leading = false;
+  let standalone: AbortController | undefined;
+
+  const notReadyReasons = (): string[] => {
+    const reasons: string[] = [];
+    if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
+    for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
+    return reasons;
+  };
+
+  const app = createHealthApp({
+    metrics,
+    notReadyReasons,
+    describe: () => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null }),
+  });
+
+  const drive = async (signal: AbortSignal): Promise<void> => {
+    leading = true;
+    metrics.leading(true);
+    logger.info('leading: driving the node agents', { identity });
+    try {
+      await Promise.all(informers.map((informer) => informer.waitForSync(signal)));
+    } catch {
+      return; // leadership ended before the caches filled
+    }
+    reconciler.startDriving(signal);
+  };
+
+  const stopLeading = (): void => {
+    leading = false;
+    metrics.leading(false);
+    reconciler.stopDriving();
+  };
+
+  const campaign = (): void => {
+    if (closing !== undefined || elector !== undefined || standalone !== undefined) return;
+    if (options.leaderElection === false) {
+      standalone = new AbortController();
+      void drive(standalone.signal);
+      return;
+    }
+    elector = new LeaderElector({
+      kubeConfig: options.kubeConfig,
+      namespace,
+      name: leaseName,
+      identity,
+      ...(options.leaseDurationMs !== undefined ? { leaseDurationMs: options.leaseDurationMs } : {}),
+      ...(options.renewDeadlineMs !== undefined ? { renewDeadlineMs: options.renewDeadlineMs } : {}),
+      ...(options.retryPeriodMs !== undefined ? { retryPeriodMs: options.retryPeriodMs } : {}),
+      logger: kubeLogger,
+      onStartedLeading: drive,
+      onStoppedLeading: () => {
+        if (leading) logger.warn('lost leadership: stopped driving', { identity });
+        stopLeading();
+      },
+      onNewLeader: (holder) => {
+        if (holder !== identity) logger.info('another replica leads', { leader: holder });
+      },
+    });
+    elector.start();
+  };
+
+  /** Stops driving and campaigning; a held lease is released so a standby takes over at once. */
+  const resign = async (): Promise<void> => {
+    stopLeading();
+    standalone?.abort();
+    standalone = undefined;
+    const stopping = elector;
+    elector = undefined;
+    await stopping?.close({ release: true });
+  };
+
+  // Fail-closed: a replica without the token must not hold the lease and sit idle while a healthy one waits.
+  const followToken = (): void => {
+    const present = token() !== undefined;
+    if (present && elector === undefined && standalone === undefined) {
+      logger.info('fleet token present: campaigning for leadership');
+      campaign();
+    } else if (!present && (elector !== undefined || standalone !== undefined)) {
+      logger.error('fleet token gone: stepping down (fail-closed); nothing is pushed until it is back');
+      void resign();
+    }
+  };
+
+  const start = async (): Promise<void> => {
+    if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
+    for (const informer of informers) informer.start();
+    if (token() !== undefined) campaign();
+    else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
+    tokenWatch = setInterval(followToken, 1_000);
+    tokenWatch.unref();
+    logger.info('control plane started', {
+      identity, namespace, lease: leaseName, url: server?.url ?? null, ...reconciler.settings,
+    });
+  };
+
+  const close = async (): Promise<void> => {
+    clearInterval(tokenWatch);
+    // Stop pushing first, then hand the lease over so a standby takes over at once.
+    await resign();
+    await reconciler.close();
+    await Promise.all(informers.map((informer) => informer.close()));
+    await setter.close();
+    await events.close();
+    await server?.close();
+  };
+
+  return {
+    identity,
+    metrics,
+    registry: metrics.registry,
+    app,
+    reconciler,
+    get url(): string | undefined {
+      return server?.url;
+    },
+    notReadyReasons,
+    ready: () => notReadyReasons().length === 0,
+    isLeader: () => leading && reconciler.driving,
+    start: () => (started ??= start()),
+    close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
+  };
+}
+
+/**
+ * Informer events poke the one reconcile. Updates that cannot change what is
+ * pushed or written (a pool's own status write, a warm count moving on a
+ * healthy node) are skipped; the periodic sample covers counts.
+ */
+function watchForChanges(
+  reconciler: WarmPoolReconciler,
+  pools: Informer<SandboxWarmPool>,
+  templates: Informer<SandboxTemplate>,
+  inventories: Informer<NodeInventory>,
+): void {
+  pools.addEventHandler({
+    onAdd: () => reconciler.poke('pool added'),
+    onUpdate: (old, next) => {
+      if (old === next) return;
+      if (old.metadata?.generation !== next.metadata?.generation || old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp) reconciler.poke('pool changed');
+    },
+    onDelete: () => reconciler.poke('pool deleted'),
+  });
+  templates.addEventHandler({
+    onAdd: () => reconciler.poke('template added'),
+    onUpdate: (old, next) => {
+      if (old === next) return;
+      // The opt-in and net/size live in annotations, which do not bump the generation.
+      if (old.metadata?.generation !== next.metadata?.generation || JSON.stringify(old.metadata?.annotations ?? {}) !== JSON.stringify(next.metadata?.annotations ?? {})) {
+        reconciler.poke('template changed');
+      }
+    },
+    onDelete: () => reconciler.poke('template deleted'),
+  });
+  inventories.addEventHandler({
+    onAdd: () => reconciler.poke('node added'),
+    onUpdate: (old, next) => {
+      if (old === next) return;
+      if (inventoryChangeMatters(old, next) || !reconciler.inPlacement(next.metadata?.name ?? '')) reconciler.poke('node changed');
+    },
+    onDelete: () => reconciler.poke('node deleted'),
+  });
+}
+
+function inventoryChangeMatters(old: NodeInventory, next: NodeInventory): boolean {
+  const a = old.status ?? {};
+  const b = next.status ?? {};
+  if (old.spec?.address !== next.spec?.address) return true;
+  if (a.capacity !== b.capacity || a.draining !== b.draining || a.atCapacity !== b.atCapacity || a.appliedGeneration !== b.appliedGeneration) return true;
+  if (b.capacity !== undefined && a.claimed !== b.claimed) return true;
+  return reportedSig(a.pools ?? []) !== reportedSig(b.pools ?? []);
+}

@@ -1,0 +1,244 @@
+// What the driver knows about each node: where its agent is, whether its
+// inventory is fresh, whether the agent keeps failing, and the latest counts
+// it reported. Placement takes only the healthy ones.
+//
+// Freshness is judged on this process's clock, never by comparing the
+// agent's publishedAt with our wall clock (beyond a first look): we note when
+// we saw publishedAt change, and an inventory is stale once --stale-after has
+// passed since without another change. Agents republish well within that.
+import type { InventoryPool, NodeInfo, NodeInventory } from '@warmpool/api';
+import { parseHostPort } from '@warmpool/runtime';
+import type { Clock } from '../../clock.js';
+import type { NodeState } from '../../metrics.js';
+
+export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address';
+
+export interface Observation {
+  pools: readonly InventoryPool[];
+  claimed: number;
+  draining: boolean;
+  atCapacity: boolean;
+  /** Local time (clock ms) when it was received. */
+  at: number;
+  source: 'inventory' | 'agent';
+}
+
+export interface NodeView {
+  name: string;
+  address: string;
+  eligible: boolean;
+  exclusion: Exclusion | undefined;
+  /** Warm sandboxes the node can still take across all pools: capacity − claimed, Infinity when unknown. */
+  room: number;
+  /** The best current view of its pools, if any. */
+  observation: Observation | undefined;
+  failures: number;
+  lastError: string | undefined;
+}
+
+interface NodeRecord {
+  name: string;
+  address: string;
+  addressValid: boolean;
+  capacity: number | undefined;
+  publishedAt: string | undefined;
+  freshUntil: number;
+  failures: number;
+  lastError: string | undefined;
+  inventory: Observation | undefined;
+  agent: Observation | undefined;
+}
+
+export interface NodeTrackerOptions {
+  clock: Clock;
+  staleAfterMs: number;
+  /** Consecutive failed calls (pushes or probes) after which a node leaves placement. */
+  failureThreshold: number;
+  /** An agent's own answer is preferred over the inventory while it is younger than this. */
+  agentObservationTtlMs: number;
+}
+
+export function observationOf(info: NodeInfo, at: number): Observation {
+  return {
+    pools: info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling })),
+    claimed: info.claimed,
+    draining: info.draining === true,
+    atCapacity: info.at_capacity === true,
+    at,
+    source: 'agent',
+  };
+}
+
+export class NodeTracker {
+  readonly #options: NodeTrackerOptions;
+  readonly #records = new Map<string, NodeRecord>();
+  #retired: string[] = [];
+
+  constructor(options: NodeTrackerOptions) {
+    this.#options = options;
+  }
+
+  get size(): number {
+    return this.#records.size;
+  }
+
+  /** Brings the records in line with the inventories; returns the records that went (with their address). */
+  sync(inventories: readonly NodeInventory[]): Array<{ name: string; address: string }> {
+    const now = this.#options.clock.now();
+    const seen = new Set<string>();
+    for (const inventory of inventories) {
+      const name = inventory.metadata?.name;
+      if (name === undefined || name === '') continue;
+      seen.add(name);
+      this.#observeInventory(name, inventory, now);
+    }
+    const removed: Array<{ name: string; address: string }> = [];
+    for (const [name, record] of this.#records) {
+      if (seen.has(name)) continue;
+      this.#records.delete(name);
+      removed.push({ name, address: record.address });
+    }
+    return removed;
+  }
+
+  /** Addresses agents moved away from since the last call (their connections can go). */
+  takeRetiredAddresses(): string[] {
+    const retired = this.#retired;
+    this.#retired = [];
+    return retired;
+  }
+
+  /** A successful call: the agent is reachable, and this is what its node looks like now. */
+  recordAnswer(name: string, info: NodeInfo): void {
+    const record = this.#records.get(name);
+    if (record === undefined) return;
+    record.agent = observationOf(info, this.#options.clock.now());
+    record.failures = 0;
+    record.lastError = undefined;
+  }
+
+  /** A failed call; true when this failure is the one that takes the node out of placement. */
+  recordFailure(name: string, err: unknown): boolean {
+    const record = this.#records.get(name);
+    if (record === undefined) return false;
+    record.failures++;
+    record.lastError = err instanceof Error ? err.message : String(err);
+    return record.failures === this.#options.failureThreshold;
+  }
+
+  /** The agent's own latest answer, if any. */
+  agentObservation(name: string): Observation | undefined {
+    return this.#records.get(name)?.agent;
+  }
+
+  view(name: string): NodeView | undefined {
+    const record = this.#records.get(name);
+    return record === undefined ? undefined : this.#view(record, this.#options.clock.now());
+  }
+
+  /** Every node, sorted by name. */
+  views(): NodeView[] {
+    const now = this.#options.clock.now();
+    return [...this.#records.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((r) => this.#view(r, now));
+  }
+
+  #view(record: NodeRecord, now: number): NodeView {
+    const observation = this.#best(record, now);
+    let exclusion: Exclusion | undefined;
+    if (!record.addressValid) exclusion = 'no-address';
+    else if (now >= record.freshUntil) exclusion = 'stale';
+    else if (record.failures >= this.#options.failureThreshold) exclusion = 'failing';
+    else if (observation?.draining === true) exclusion = 'draining';
+    const claimed = observation?.claimed ?? 0;
+    const room = record.capacity === undefined ? Infinity : Math.max(0, record.capacity - claimed);
+    return {
+      name: record.name,
+      address: record.address,
+      eligible: exclusion === undefined,
+      exclusion,
+      room,
+      observation,
+      failures: record.failures,
+      lastError: record.lastError,
+    };
+  }
+
+  #best(record: NodeRecord, now: number): Observation | undefined {
+    const { agent, inventory } = record;
+    if (agent !== undefined && now - agent.at <= this.#options.agentObservationTtlMs) return agent;
+    if (agent === undefined) return inventory;
+    if (inventory === undefined) return agent;
+    return agent.at >= inventory.at ? agent : inventory;
+  }
+
+  #observeInventory(name: string, inventory: NodeInventory, now: number): void {
+    let record = this.#records.get(name);
+    const address = inventory.spec?.address ?? '';
+    if (record === undefined) {
+      record = {
+        name, address: '', addressValid: false, capacity: undefined, publishedAt: undefined,
+        freshUntil: Number.NEGATIVE_INFINITY, failures: 0, lastError: undefined, inventory: undefined, agent: undefined,
+      };
+      this.#records.set(name, record);
+    }
+    if (record.address !== address) {
+      if (record.address !== '') this.#retired.push(record.address);
+      record.address = address;
+      record.addressValid = validAddress(address);
+      // A new address is a new agent: its predecessor's failures say nothing about it.
+      record.failures = 0;
+      record.agent = undefined;
+    }
+    const status = inventory.status ?? {};
+    record.capacity = typeof status.capacity === 'number' && status.capacity >= 0 ? status.capacity : undefined;
+    const publishedAt = status.publishedAt;
+    if (publishedAt === record.publishedAt) return;
+    const firstLook = record.publishedAt === undefined;
+    record.publishedAt = publishedAt;
+    if (publishedAt === undefined) {
+      record.freshUntil = Number.NEGATIVE_INFINITY;
+      return;
+    }
+    if (firstLook) {
+      // The only time the agent's clock is compared with ours: on first sight we cannot know how old it is otherwise.
+      const age = now - Date.parse(publishedAt);
+      record.freshUntil = Number.isFinite(age) ? now - Math.max(0, age) + this.#options.staleAfterMs : Number.NEGATIVE_INFINITY;
+    } else {
+      record.freshUntil = now + this.#options.staleAfterMs;
+    }
+    record.inventory = {
+      pools: status.pools ?? [],
+      claimed: status.claimed ?? 0,
+      draining: status.draining === true,
+      atCapacity: status.atCapacity === true,
+      at: now,
+      source: 'inventory',
+    };
+  }
+}
+
+function validAddress(address: string): boolean {
+  if (address === '') return false;
+  try {
+    const { host } = parseHostPort(address);
+    return host !== '0.0.0.0' && host !== '::';
+  } catch {
+    return false;
+  }
+}
+
+/** The metric state of a node view. */
+export function nodeStateOf(view: NodeView): NodeState {
+  switch (view.exclusion) {
+    case undefined:
+      return 'ready';
+    case 'stale':
+      return 'stale';
+    case 'failing':
+      return 'failing';
+    case 'draining':
+      return 'draining';
+    case 'no-address':
+      return 'no_address';
+  }
+}

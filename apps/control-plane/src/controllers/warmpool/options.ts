@@ -1,0 +1,22 @@
+// The warm-pool driver's knobs, with the defaults the chart documents.
+
+export interface WarmPoolDriverSettings {
+  /** Periodic reconcile and warm-count sampling (default 5 s). */
+  intervalMs: number;
+  /** An inventory whose publishedAt has not changed for this long takes its node out of placement (default 90 s). */
+  staleAfterMs: number;
+  /** Consecutive failed calls (pushes or probes) after which a node leaves placement (default 3). */
+  failureThreshold: number;
+  /** SetPools / probe calls in flight at once, fleet-wide (default 64). */
+  pushConcurrency: number;
+  /** Status writes in flight at once (default 16). */
+  statusConcurrency: number;
+}
+
+export const DRIVER_DEFAULTS: WarmPoolDriverSettings = {
+  intervalMs: 5_000,
+  staleAfterMs: 90_000,
+  failureThreshold: 3,
+  pushConcurrency: 64,
+  statusConcurrency: 16,
+};

@@ -1,0 +1,537 @@
+// The warm-pool driver: one global reconcile over SandboxWarmPools,
+// SandboxTemplates and NodeInventories, read from informer caches only.
+//
+// A run: sync the node records from the inventories; plan the pools; spread
+// the demand per pool key over the eligible nodes (pool-model); hand every
+// node whose desired set differs from what it acknowledged to its push lane;
+// write the status of every pool whose would-be status differs from its
+// current one; emit Events on transitions. Cost O(pools + nodes) plus the
+// placed targets, never per sandbox.
+//
+// Runs are coalesced (trigger.ts); they happen on informer events, when a push
+// or a probe round settles, and every interval, after a probe round
+// (GET /v1/info on every node) has sampled the warm counts. Only the leader
+// drives: startDriving() begins a term, stopDriving() ends it and aborts every
+// call in flight.
+import {
+  NodeInventoryType,
+  poolKeyId,
+  SandboxWarmPoolType,
+  type NodeInventory,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+  type SandboxWarmPoolStatus,
+} from '@warmpool/api';
+import { Backoff, sleep, type Lister } from '@warmpool/kube';
+import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
+import type { Logger } from '@warmpool/runtime';
+import { formatDuration } from '@warmpool/runtime';
+import { NoTokenError, StaleGenerationError, type PoolSetter } from '../../agents/pool-setter.js';
+import { systemClock, type Clock } from '../../clock.js';
+import { GenerationExhaustedError, type GenerationSource } from '../../generation/generation.js';
+import type { ControlPlaneMetrics, NodeState, PoolState } from '../../metrics.js';
+import type { TokenSource } from '../../token.js';
+import { desiredSetOf, reportedSig, type DesiredSet } from './desired.js';
+import type { EventRecorder } from './events.js';
+import { forEachLimited } from './limiter.js';
+import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from './nodes.js';
+import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
+import { demandsOf, planPools, type KeyDemand, type PoolPlan } from './plan.js';
+import { Pushers, type PushJob, type PushOutcome } from './pushers.js';
+import type { PoolStatusWriter } from './status-writer.js';
+import { statusesOf, statusSig, transitionEvents, withTransitionTimes } from './status.js';
+import { CoalescingTrigger } from './trigger.js';
+
+export interface WarmPoolReconcilerOptions extends Partial<WarmPoolDriverSettings> {
+  pools: Lister<SandboxWarmPool>;
+  templates: Lister<SandboxTemplate>;
+  inventories: Lister<NodeInventory>;
+  setter: PoolSetter;
+  statusWriter: PoolStatusWriter;
+  events: EventRecorder;
+  generations: GenerationSource;
+  token: TokenSource;
+  metrics: ControlPlaneMetrics;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/** A leadership term: everything that must stop the moment leadership does. */
+interface Term {
+  readonly controller: AbortController;
+  readonly signal: AbortSignal;
+  readonly pushers: Pushers;
+  /** The last spread, so the next one keeps what it can where room is short. */
+  previous: Targets | undefined;
+  /** The last placement decision per node (undefined = in placement). */
+  readonly placement: Map<string, Exclusion | undefined>;
+  /** Pool uid → the key it was driven under, to tell template key changes. */
+  readonly keys: Map<string, string>;
+  sampler: NodeJS.Timeout | undefined;
+  sampling: Promise<void> | undefined;
+  advancing: Promise<void> | undefined;
+}
+
+/** What we last wrote to a pool's status, so a cache that has not caught up is not mistaken for a difference. */
+interface Written {
+  status: SandboxWarmPoolStatus;
+  beforeRv: string | undefined;
+  afterRv: string | undefined;
+}
+
+export class WarmPoolReconciler {
+  readonly #o: WarmPoolReconcilerOptions;
+  readonly #settings: WarmPoolDriverSettings;
+  readonly #clock: Clock;
+  readonly #tracker: NodeTracker;
+  readonly #trigger: CoalescingTrigger;
+  readonly #written = new Map<string, Written>();
+  #term: Term | undefined;
+  #noTokenReported = false;
+  #closed = false;
+
+  constructor(options: WarmPoolReconcilerOptions) {
+    this.#o = options;
+    this.#settings = {
+      intervalMs: options.intervalMs ?? DRIVER_DEFAULTS.intervalMs,
+      staleAfterMs: options.staleAfterMs ?? DRIVER_DEFAULTS.staleAfterMs,
+      failureThreshold: options.failureThreshold ?? DRIVER_DEFAULTS.failureThreshold,
+      pushConcurrency: options.pushConcurrency ?? DRIVER_DEFAULTS.pushConcurrency,
+      statusConcurrency: options.statusConcurrency ?? DRIVER_DEFAULTS.statusConcurrency,
+    };
+    this.#clock = options.clock ?? systemClock;
+    this.#tracker = new NodeTracker({
+      clock: this.#clock,
+      staleAfterMs: this.#settings.staleAfterMs,
+      failureThreshold: this.#settings.failureThreshold,
+      agentObservationTtlMs: 2 * this.#settings.intervalMs,
+    });
+    this.#trigger = new CoalescingTrigger({
+      run: (reasons) => this.#reconcile(reasons),
+      onError: (err) => this.#o.logger.error('reconcile failed', { err }),
+    });
+  }
+
+  get settings(): Readonly<WarmPoolDriverSettings> {
+    return this.#settings;
+  }
+
+  /** True while a leadership term is on. */
+  get driving(): boolean {
+    return this.#term !== undefined;
+  }
+
+  /** Reconciles started so far. */
+  get runs(): number {
+    return this.#trigger.runs;
+  }
+
+  /** Something changed: reconcile soon (coalesced with every other poke). */
+  poke(reason: string): void {
+    this.#trigger.poke(reason);
+  }
+
+  /** Begins a leadership term: takes a generation epoch, then drives. `signal` ends the term. */
+  startDriving(signal: AbortSignal): void {
+    if (this.#closed || this.#term !== undefined || signal.aborted) return;
+    const controller = new AbortController();
+    const pushers = new Pushers({
+      setter: this.#o.setter,
+      concurrency: this.#settings.pushConcurrency,
+      signal: controller.signal,
+      now: () => this.#clock.now(),
+      onSettled: (job, outcome, seconds) => this.#onPushSettled(controller.signal, job, outcome, seconds),
+    });
+    const term: Term = {
+      controller,
+      signal: controller.signal,
+      pushers,
+      previous: undefined,
+      placement: new Map(),
+      keys: new Map(),
+      sampler: undefined,
+      sampling: undefined,
+      advancing: undefined,
+    };
+    this.#term = term;
+    signal.addEventListener('abort', () => {
+      if (this.#term === term) this.stopDriving();
+    }, { once: true });
+
+    const inventories = this.#o.inventories.list();
+    this.#tracker.sync(inventories);
+    term.previous = heldTargets(this.#tracker.views());
+    // Start above every generation any node reports applied: a lost epoch record costs no 409 round.
+    let floor: number | undefined;
+    for (const inventory of inventories) {
+      const applied = inventory.status?.appliedGeneration;
+      if (typeof applied === 'number' && (floor === undefined || applied > floor)) floor = applied;
+    }
+    this.#advance(term, floor);
+    term.sampler = setInterval(() => this.#sample(term), this.#settings.intervalMs);
+    this.#o.logger.info('driving the warm pools', { nodes: this.#tracker.size, highestAppliedGeneration: floor ?? null });
+    this.poke('leading');
+  }
+
+  /** Ends the term at once: calls in flight are aborted, nothing more is pushed or written. */
+  stopDriving(): void {
+    const term = this.#term;
+    if (term === undefined) return;
+    this.#term = undefined;
+    term.controller.abort(new Error('leadership ended'));
+    clearInterval(term.sampler);
+    this.#o.generations.reset();
+    this.#o.logger.info('stopped driving the warm pools');
+  }
+
+  /** Resolves when no reconcile, push or probe is pending (for tests and benchmarks). */
+  async settled(): Promise<void> {
+    for (let round = 0; round < 100; round++) {
+      await this.#trigger.idle();
+      const term = this.#term;
+      if (term === undefined) return;
+      await term.pushers.idle();
+      await term.sampling;
+      await term.advancing;
+      if (!this.#trigger.busy) return;
+    }
+  }
+
+  /** Whether the node is in placement (known, fresh, answering, not draining). */
+  inPlacement(name: string): boolean {
+    return this.#tracker.view(name)?.eligible === true;
+  }
+
+  /** Every node as the driver sees it now. */
+  nodes(): NodeView[] {
+    return this.#tracker.views();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.stopDriving();
+    await this.#trigger.close();
+  }
+
+  async #reconcile(reasons: ReadonlySet<string>): Promise<void> {
+    const term = this.#term;
+    if (term === undefined || term.signal.aborted) {
+      this.#o.metrics.reconciled(0, 'skipped', this.#clock.now());
+      return;
+    }
+    if (this.#o.token() === undefined) {
+      // Fail-closed: without the fleet token nothing is pushed, probed or written.
+      if (!this.#noTokenReported) {
+        this.#o.logger.error('no fleet token: pushing nothing to any node (fail-closed); set --token-file or WARMPOOL_API_TOKEN');
+        this.#noTokenReported = true;
+      }
+      this.#o.metrics.reconciled(0, 'skipped', this.#clock.now());
+      return;
+    }
+    this.#noTokenReported = false;
+    const started = performance.now();
+    try {
+      await this.#run(term);
+      this.#o.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
+      this.#o.logger.debug('reconciled', { reasons: [...reasons], ms: Math.round(performance.now() - started) });
+    } catch (err) {
+      this.#o.metrics.reconciled((performance.now() - started) / 1000, 'error', this.#clock.now());
+      throw err;
+    }
+  }
+
+  async #run(term: Term): Promise<void> {
+    const now = this.#clock.now();
+    for (const gone of this.#tracker.sync(this.#o.inventories.list())) {
+      term.pushers.forget(gone.name);
+      term.placement.delete(gone.name);
+      if (gone.address !== '') this.#o.setter.forget?.(gone.address);
+      this.#o.metrics.forgetNode(gone.name);
+      this.#o.logger.info('node gone (its NodeInventory was deleted)', { node: gone.name });
+    }
+    for (const address of this.#tracker.takeRetiredAddresses()) this.#o.setter.forget?.(address);
+    const views = this.#tracker.views();
+    const plans = planPools(this.#o.pools.list(), (namespace, name) => this.#o.templates.get(namespace, name));
+    const demands = demandsOf(plans);
+    const result = spread(
+      [...demands].map(([id, demand]) => ({ id, replicas: demand.replicas })),
+      views.map((view) => ({ name: view.name, room: view.room, eligible: view.eligible })),
+      term.previous,
+    );
+    term.previous = result.targets;
+    this.#notePlacement(term, views);
+    this.#noteKeyChanges(term, plans);
+    this.#push(term, views, result, demands);
+    await this.#writeStatuses(term, plans, views, result, now);
+  }
+
+  #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): void {
+    let generation: number | undefined;
+    for (const view of views) {
+      if (!view.eligible || term.signal.aborted) continue;
+      const desired = desiredSetOf(result.targets.get(view.name), demands);
+      if (!this.#needsPush(term, view.name, desired)) continue;
+      if (generation === undefined) {
+        // One generation per round: every node pushed in this round gets the same, higher than any before.
+        generation = this.#o.generations.next();
+        if (generation === undefined) {
+          this.#advance(term);
+          return;
+        }
+        this.#o.metrics.generation(generation);
+      }
+      term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
+    }
+  }
+
+  #needsPush(term: Term, name: string, desired: DesiredSet): boolean {
+    const onTheWay = term.pushers.onTheWay(name);
+    if (onTheWay !== undefined) return onTheWay !== desired.sig;
+    const acked = term.pushers.acknowledged(name);
+    if (acked === undefined || acked.sig !== desired.sig) return true;
+    // Acknowledged; only the node's own later word that its targets changed (its sandboxd restarted) brings it back.
+    const seen = this.#tracker.agentObservation(name);
+    return seen !== undefined && seen.at > acked.at && reportedSig(seen.pools) !== acked.reported;
+  }
+
+  #onPushSettled(termSignal: AbortSignal, job: PushJob, outcome: PushOutcome, seconds: number): void {
+    const term = this.#term;
+    // A push of an ended term has nothing to say to the current one.
+    if (term === undefined || term.signal !== termSignal) return;
+    const { logger, metrics } = this.#o;
+    const node = job.node.name;
+    if (outcome.kind === 'applied') {
+      this.#tracker.recordAnswer(node, outcome.info);
+      metrics.setPools(node, 'applied', seconds);
+      logger.debug('pools set', { node, generation: job.generation, pools: job.desired.pools.length });
+      this.poke('pushed');
+      return;
+    }
+    const err = outcome.error;
+    if (err instanceof NoTokenError) {
+      this.poke('no-token');
+      return;
+    }
+    if (err instanceof StaleGenerationError) {
+      metrics.setPools(node, 'stale_generation', seconds);
+      // Only the lease holder pushes, and each term starts above every stored epoch and every generation
+      // the inventories show; a node that has applied more means a lost epoch record or a misbehaving writer.
+      logger.error('node refused our generation: it has applied a later one; dropping it from this round and taking an epoch above it', {
+        node, generation: job.generation, appliedGeneration: err.appliedGeneration,
+      });
+      // Counted as a failure too, so a node that keeps answering 409 cannot make us loop.
+      this.#tracker.recordFailure(node, err);
+      if (this.#o.generations.raiseAbove(err.appliedGeneration)) this.#advance(term);
+      else this.poke('stale-generation');
+      return;
+    }
+    metrics.setPools(node, 'error', seconds);
+    const crossed = this.#tracker.recordFailure(node, err);
+    const view = this.#tracker.view(node);
+    logger.warn('SetPools failed', { node, address: job.node.address, generation: job.generation, failures: view?.failures, err });
+    if (crossed) this.poke('node-failing');
+  }
+
+  /** Takes a new generation epoch in the background (retrying while the apiserver is away), then reconciles. */
+  #advance(term: Term, atLeastAbove?: number): void {
+    if (term.advancing !== undefined) return;
+    term.advancing = (async () => {
+      const backoff = new Backoff({ initialMs: 200, maxMs: 5_000 });
+      while (!term.signal.aborted) {
+        try {
+          const epoch = await this.#o.generations.advance(atLeastAbove, term.signal);
+          if (!term.signal.aborted) this.#o.logger.info('took a generation epoch', { epoch });
+          return;
+        } catch (err) {
+          if (term.signal.aborted) return;
+          if (err instanceof GenerationExhaustedError) {
+            this.#o.logger.error('no generation left: nothing can be pushed', { err });
+            return;
+          }
+          const delay = backoff.next();
+          this.#o.logger.warn('cannot take a generation epoch; retrying', { err, retryInMs: Math.round(delay) });
+          await sleep(delay, term.signal);
+        }
+      }
+    })().finally(() => {
+      term.advancing = undefined;
+      if (this.#term === term) this.poke('epoch');
+    });
+  }
+
+  /** The periodic sample: every reachable-looking node's own view, then a reconcile on it. */
+  #sample(term: Term): void {
+    if (term.sampling !== undefined || term.signal.aborted || this.#o.token() === undefined) {
+      if (term.sampling === undefined) this.poke('periodic');
+      return;
+    }
+    const { setter, metrics, logger } = this.#o;
+    // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
+    const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && !term.pushers.busy(v.name));
+    term.sampling = forEachLimited(probed, this.#settings.pushConcurrency, async (view) => {
+      try {
+        const info = await setter.info({ name: view.name, address: view.address }, { signal: term.signal });
+        if (term.signal.aborted) return;
+        this.#tracker.recordAnswer(view.name, info);
+      } catch (err) {
+        if (term.signal.aborted || err instanceof NoTokenError) return;
+        metrics.probeFailed(view.name);
+        const crossed = this.#tracker.recordFailure(view.name, err);
+        const level = crossed ? 'warn' : 'debug';
+        logger[level]('probe failed', { node: view.name, address: view.address, failures: view.failures + 1, err });
+      }
+    }).finally(() => {
+      term.sampling = undefined;
+      if (this.#term === term) this.poke('periodic');
+    });
+  }
+
+  #notePlacement(term: Term, views: readonly NodeView[]): void {
+    const counts: Record<NodeState, number> = { ready: 0, stale: 0, failing: 0, draining: 0, no_address: 0 };
+    for (const view of views) {
+      counts[nodeStateOf(view)]++;
+      const known = term.placement.has(view.name);
+      const before = term.placement.get(view.name);
+      term.placement.set(view.name, view.exclusion);
+      if (known && before === view.exclusion) continue;
+      const fields = { node: view.name, address: view.address };
+      if (view.exclusion === undefined) {
+        this.#o.logger.info(known ? 'node back in placement' : 'node in placement', fields);
+        if (known) this.#nodeEvent(view.name, 'Normal', 'NodeInPlacement', `node ${view.name} is healthy again and takes its share of the warm pools`);
+        continue;
+      }
+      const why = this.#exclusionMessage(view);
+      this.#o.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
+      if (known && before === undefined) this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+    }
+    this.#o.metrics.nodes(counts);
+  }
+
+  #exclusionMessage(view: NodeView): string {
+    switch (view.exclusion) {
+      case 'stale':
+        return `NodeInventory ${view.name} has not been republished for over ${formatDuration(this.#settings.staleAfterMs)}`;
+      case 'failing':
+        return `the agent of ${view.name} at ${view.address} failed ${view.failures} calls in a row (${view.lastError ?? 'unknown error'})`;
+      case 'draining':
+        return `node ${view.name} is draining`;
+      case 'no-address':
+        return `NodeInventory ${view.name} has no usable spec.address (${JSON.stringify(view.address)})`;
+      case undefined:
+        return '';
+    }
+  }
+
+  #nodeEvent(name: string, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const inventory = this.#o.inventories.get(name);
+    if (inventory === undefined) return;
+    this.#o.events.record(inventory, NodeInventoryType, type, reason, message);
+    this.#o.metrics.event(reason);
+  }
+
+  #noteKeyChanges(term: Term, plans: readonly PoolPlan[]): void {
+    const seen = new Set<string>();
+    for (const plan of plans) {
+      if (plan.kind !== 'driven') continue;
+      const uid = plan.pool.metadata?.uid ?? plan.ref;
+      seen.add(uid);
+      const before = term.keys.get(uid);
+      term.keys.set(uid, plan.keyId);
+      if (before === undefined || before === plan.keyId) continue;
+      const message = `pool key changed from ${before} to ${plan.keyId}: the new key fills, the old one drains on every node`;
+      this.#o.logger.info('pool moved to a new key', { pool: plan.ref, from: before, to: plan.keyId });
+      this.#o.events.record(plan.pool, SandboxWarmPoolType, 'Normal', 'PoolKeyChanged', message);
+      this.#o.metrics.event('PoolKeyChanged');
+    }
+    for (const uid of term.keys.keys()) if (!seen.has(uid)) term.keys.delete(uid);
+  }
+
+  async #writeStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): Promise<void> {
+    const { metrics, logger, statusWriter, events } = this.#o;
+    const counting = views.filter((v) => v.eligible && v.observation !== undefined);
+    const observed = observePools(counting.map((v) => asInventory(v)));
+    const statuses = statusesOf({
+      plans,
+      observed,
+      placed: result.placed,
+      unplaced: result.unplaced,
+      eligibleNodes: views.filter((v) => v.eligible).length,
+    });
+
+    const poolCounts: Record<PoolState, number> = { driven: 0, template_missing: 0, invalid_template: 0 };
+    let degraded = 0;
+    const live = new Set<string>();
+    const writes: Array<{ pool: SandboxWarmPool; uid: string; rv: string | undefined; current: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus }> = [];
+    for (const { plan, status, unplaced } of statuses.values()) {
+      poolCounts[plan.kind === 'driven' ? 'driven' : plan.kind === 'template-missing' ? 'template_missing' : 'invalid_template']++;
+      if (plan.kind === 'driven' && unplaced > 0) degraded++;
+      const pool = plan.pool;
+      const uid = pool.metadata?.uid ?? plan.ref;
+      live.add(uid);
+      const rv = pool.metadata?.resourceVersion;
+      const memory = this.#written.get(uid);
+      const current = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv) ? memory.status : pool.status;
+      const next = withTransitionTimes(status, current, now);
+      if (statusSig(next) === statusSig(projectLike(current, next))) continue;
+      writes.push({ pool, uid, rv, current, next });
+    }
+    for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
+    let unplacedTotal = 0;
+    for (const count of result.unplaced.values()) unplacedTotal += count;
+    metrics.pools(poolCounts);
+    metrics.placement(unplacedTotal, degraded);
+
+    await forEachLimited(writes, this.#settings.statusConcurrency, async (write) => {
+      if (term.signal.aborted) return;
+      try {
+        const written = await statusWriter.write(write.pool, write.next, term.signal);
+        if (written === undefined) {
+          metrics.statusWrite('gone');
+          this.#written.delete(write.uid);
+          return;
+        }
+        this.#written.set(write.uid, { status: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
+        metrics.statusWrite('written');
+        for (const event of transitionEvents(write.current, write.next)) {
+          events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
+          metrics.event(event.reason);
+        }
+      } catch (err) {
+        if (term.signal.aborted) return;
+        metrics.statusWrite('error');
+        // The next run computes the same difference and tries again.
+        logger.warn('cannot write pool status', { pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`, err });
+      }
+    });
+  }
+}
+
+/** node → pool key id → target, from what the nodes report: where the first spread of a term starts from. */
+function heldTargets(views: readonly NodeView[]): Targets {
+  const targets = new Map<string, Map<string, number>>();
+  for (const view of views) {
+    const held = new Map<string, number>();
+    for (const pool of view.observation?.pools ?? []) if (pool.target > 0) held.set(poolKeyId(pool), pool.target);
+    targets.set(view.name, held);
+  }
+  return targets;
+}
+
+function asInventory(view: NodeView): NodeInventory {
+  return { metadata: { name: view.name }, spec: { nodeName: view.name, address: view.address }, status: { pools: [...(view.observation?.pools ?? [])] } };
+}
+
+/** `current` cut down to the fields (and condition types) `next` has: what we own is all we compare. */
+function projectLike(current: SandboxWarmPoolStatus | undefined, next: SandboxWarmPoolStatus): SandboxWarmPoolStatus | undefined {
+  if (current === undefined) return undefined;
+  const out: SandboxWarmPoolStatus = {};
+  if ('replicas' in next && current.replicas !== undefined) out.replicas = current.replicas;
+  if ('readyReplicas' in next && current.readyReplicas !== undefined) out.readyReplicas = current.readyReplicas;
+  if ('selector' in next && current.selector !== undefined) out.selector = current.selector;
+  if ('observedGeneration' in next && current.observedGeneration !== undefined) out.observedGeneration = current.observedGeneration;
+  if (next.conditions !== undefined) {
+    const types = new Set(next.conditions.map((c) => c.type));
+    out.conditions = (current.conditions ?? []).filter((c) => types.has(c.type));
+  }
+  return out;
+}

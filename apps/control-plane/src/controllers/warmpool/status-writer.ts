@@ -1,0 +1,43 @@
+// Writing a pool's status. Server-side apply on /status as the field manager
+// `warmpool-control-plane`: we own exactly the fields we send, conditions
+// merge by type, and whatever another controller owns is left alone.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
+import { isNotFound, ResourceClient, retryOnConflict } from '@warmpool/kube';
+
+export const FIELD_MANAGER = 'warmpool-control-plane';
+
+export interface PoolStatusWriter {
+  /** Writes `status` (all of it: fields left out are given up); undefined when the pool no longer exists. */
+  write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus, signal?: AbortSignal): Promise<SandboxWarmPool | undefined>;
+}
+
+export class KubePoolStatusWriter implements PoolStatusWriter {
+  readonly #pools: ResourceClient<SandboxWarmPool>;
+  readonly #timeoutMs: number;
+
+  constructor(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}) {
+    this.#pools = new ResourceClient<SandboxWarmPool>(kubeConfig, SandboxWarmPoolType);
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus, signal?: AbortSignal): Promise<SandboxWarmPool | undefined> {
+    const name = pool.metadata?.name;
+    const namespace = pool.metadata?.namespace;
+    if (name === undefined || namespace === undefined) return undefined;
+    try {
+      // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition race).
+      return await retryOnConflict(() => {
+        const timeout = AbortSignal.timeout(this.#timeoutMs);
+        return this.#pools.applyStatus(
+          // The uid pins the write to this incarnation: a pool deleted and re-created under the same name is not ours to write blindly.
+          { metadata: { name, namespace, ...(pool.metadata?.uid ? { uid: pool.metadata.uid } : {}) }, status },
+          { fieldManager: FIELD_MANAGER, force: true, signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) },
+        );
+      }, { steps: 3, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+}

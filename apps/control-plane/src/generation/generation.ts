@@ -1,0 +1,136 @@
+// The SetPools generation: a number that only grows, across pushes and across
+// leaders, so an agent can refuse anything older than what it applied (a
+// reordered retry, a deposed leader).
+//
+// generation = epoch · 2^21 + counter. The epoch is taken once per leadership
+// term from a durable record with optimistic concurrency (one apiserver write
+// per leader change, none per push); the counter counts push rounds within the
+// term. A new leader's epoch is above every epoch any earlier leader took, so
+// its generations are above all of theirs. Bounds: 2^21 (~2 million) rounds per
+// epoch (then the source asks for a new epoch) and 2^32 epochs, so every
+// generation is at most 2^53 − 1 = Number.MAX_SAFE_INTEGER.
+
+export const COUNTER_BITS = 21;
+/** Generations per epoch. */
+export const EPOCH_SPAN = 2 ** COUNTER_BITS;
+export const MAX_EPOCH = 2 ** 32 - 1;
+
+export function generationOf(epoch: number, counter: number): number {
+  return epoch * EPOCH_SPAN + counter;
+}
+
+export function epochOf(generation: number): number {
+  return Math.floor(generation / EPOCH_SPAN);
+}
+
+/** The durable record of the last epoch taken. */
+export interface EpochStore {
+  /** Atomically sets the stored epoch to max(stored + 1, minimum) and returns it. */
+  advance(minimum: number, signal?: AbortSignal): Promise<number>;
+}
+
+export class GenerationExhaustedError extends Error {
+  override name = 'GenerationExhaustedError';
+}
+
+export class GenerationSource {
+  readonly #store: EpochStore;
+  #epoch: number | undefined;
+  #counter = 0;
+  /** The least epoch the next generation may come from (raised by agents that applied more). */
+  #floor = 0;
+  #last: number | undefined;
+  #advancing: Promise<number> | undefined;
+  /** Bumped by reset(): an epoch taken for an ended term must not be used by the next one. */
+  #session = 0;
+
+  constructor(store: EpochStore) {
+    this.#store = store;
+  }
+
+  /** The epoch in use, or undefined before advance() (or after reset()). */
+  get epoch(): number | undefined {
+    return this.#epoch;
+  }
+
+  /** The last generation handed out. */
+  get last(): number | undefined {
+    return this.#last;
+  }
+
+  /** Whether next() can hand out a generation now; if not, advance() first. */
+  get usable(): boolean {
+    return this.#epoch !== undefined && this.#epoch >= this.#floor && this.#counter < EPOCH_SPAN;
+  }
+
+  /**
+   * Takes a new epoch: above the stored one, above the floor, and above the
+   * epoch of `atLeastAbove` (the highest generation any node reports having
+   * applied). Call on becoming leader and whenever `usable` turns false.
+   * Concurrent calls share one write.
+   */
+  advance(atLeastAbove?: number, signal?: AbortSignal): Promise<number> {
+    if (atLeastAbove !== undefined) this.#raiseFloor(atLeastAbove);
+    if (this.#advancing === undefined) {
+      const advancing: Promise<number> = this.#advance(signal).finally(() => {
+        if (this.#advancing === advancing) this.#advancing = undefined;
+      });
+      this.#advancing = advancing;
+    }
+    return this.#advancing;
+  }
+
+  /** The next generation, or undefined when a new epoch is needed first. */
+  next(): number | undefined {
+    if (!this.usable) return undefined;
+    const generation = generationOf(this.#epoch as number, this.#counter++);
+    this.#last = generation;
+    return generation;
+  }
+
+  /**
+   * A node has applied `generation`, which is not below ours (it answered 409):
+   * later generations must exceed it. Returns whether that needs a new epoch.
+   */
+  raiseAbove(generation: number): boolean {
+    this.#raiseFloor(generation);
+    return !this.usable;
+  }
+
+  /** Leadership ended: nothing may be handed out until the next term's own advance(). */
+  reset(): void {
+    this.#epoch = undefined;
+    this.#counter = 0;
+    this.#session++;
+    this.#advancing = undefined;
+  }
+
+  #raiseFloor(generation: number): void {
+    if (!Number.isSafeInteger(generation) || generation < 0) return;
+    this.#floor = Math.max(this.#floor, epochOf(generation) + 1);
+  }
+
+  async #advance(signal: AbortSignal | undefined): Promise<number> {
+    const minimum = Math.max(this.#floor, 1);
+    if (minimum > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
+    const session = this.#session;
+    const epoch = await this.#store.advance(minimum, signal);
+    if (session !== this.#session) throw new Error('leadership ended while taking a generation epoch');
+    if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`the stored epoch ${epoch} is above ${MAX_EPOCH}`);
+    this.#epoch = epoch;
+    this.#counter = 0;
+    return epoch;
+  }
+}
+
+/** An EpochStore in memory: for tests, and for runs without leader election. */
+export class MemoryEpochStore implements EpochStore {
+  epoch = 0;
+  writes = 0;
+
+  advance(minimum: number): Promise<number> {
+    this.epoch = Math.max(this.epoch + 1, minimum);
+    this.writes++;
+    return Promise.resolve(this.epoch);
+  }
+}

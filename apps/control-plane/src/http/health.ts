@@ -1,0 +1,29 @@
+// Liveness, readiness and metrics. Readiness says whether this replica could
+// drive (caches synced, a fleet token present); a standby is ready too, so a
+// rollout does not wait on who holds the lease.
+import { Hono } from 'hono';
+import type { ControlPlaneMetrics } from '../metrics.js';
+
+export interface HealthAppOptions {
+  metrics: ControlPlaneMetrics;
+  /** Why this replica is not ready; empty when it is. */
+  notReadyReasons(): string[];
+  /** Extra facts for /readyz's body. */
+  describe?(): Record<string, unknown>;
+}
+
+export function createHealthApp(options: HealthAppOptions): Hono {
+  const app = new Hono();
+  app.get('/healthz', (c) => c.text('ok'));
+  app.get('/readyz', (c) => {
+    const reasons = options.notReadyReasons();
+    const facts = options.describe?.() ?? {};
+    if (reasons.length === 0) return c.json({ ready: true, ...facts });
+    return c.json({ ready: false, error: 'not ready', reasons, ...facts }, 503);
+  });
+  app.get('/metrics', async (c) => {
+    return c.body(await options.metrics.render(), 200, { 'content-type': options.metrics.contentType });
+  });
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  return app;
+}

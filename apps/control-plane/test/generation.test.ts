@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { EPOCH_SPAN, epochOf, GenerationExhaustedError, GenerationSource, generationOf, MAX_EPOCH, MemoryEpochStore, type EpochStore } from '../src/index.js';
+
+describe('GenerationSource', () => {
+  it('hands out nothing before its first epoch, then strictly growing generations', async () => {
+    const source = new GenerationSource(new MemoryEpochStore());
+    expect(source.next()).toBeUndefined();
+    await source.advance();
+    const handed = [source.next(), source.next(), source.next()];
+    expect(handed).toEqual([generationOf(1, 0), generationOf(1, 1), generationOf(1, 2)]);
+  });
+
+  it('gives a new leader generations above everything the previous leader handed out, with one write per term', async () => {
+    const store = new MemoryEpochStore();
+    const first = new GenerationSource(store);
+    await first.advance();
+    let last = 0;
+    for (let i = 0; i < 1000; i++) last = first.next() as number;
+    const second = new GenerationSource(store);
+    await second.advance();
+    expect(second.next()).toBeGreaterThan(last);
+    expect(store.writes).toBe(2);
+  });
+
+  it('starts above the highest generation a node reports, even when the epoch record was lost', async () => {
+    const applied = generationOf(41, 12345);
+    const source = new GenerationSource(new MemoryEpochStore());
+    const epoch = await source.advance(applied);
+    expect(epoch).toBe(42);
+    expect(source.next()).toBeGreaterThan(applied);
+  });
+
+  it('asks for a new epoch when a node has applied more than it hands out (a 409)', async () => {
+    const source = new GenerationSource(new MemoryEpochStore());
+    await source.advance();
+    source.next();
+    const theirs = generationOf(7, 3);
+    expect(source.raiseAbove(theirs)).toBe(true);
+    expect(source.usable).toBe(false);
+    expect(source.next()).toBeUndefined();
+    await source.advance();
+    expect(source.next()).toBeGreaterThan(theirs);
+  });
+
+  it('needs no new epoch for a 409 below its own epoch (a reordered retry)', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 9;
+    const source = new GenerationSource(store);
+    await source.advance();
+    expect(source.raiseAbove(generationOf(3, 99))).toBe(false);
+    expect(source.next()).toBe(generationOf(10, 0));
+  });
+
+  it('takes a new epoch after 2^21 generations, so the counter never spills into the epoch', async () => {
+    const source = new GenerationSource(new MemoryEpochStore());
+    await source.advance();
+    let last = 0;
+    for (let i = 0; i < EPOCH_SPAN; i++) last = source.next() as number;
+    expect(last).toBe(generationOf(2, 0) - 1);
+    expect(source.next()).toBeUndefined();
+    await source.advance();
+    expect(source.next()).toBe(generationOf(2, 0));
+  });
+
+  it('stays within Number.MAX_SAFE_INTEGER and refuses to go past the last epoch', async () => {
+    expect(generationOf(MAX_EPOCH, EPOCH_SPAN - 1)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(epochOf(Number.MAX_SAFE_INTEGER)).toBe(MAX_EPOCH);
+    const store = new MemoryEpochStore();
+    store.epoch = MAX_EPOCH - 1;
+    const source = new GenerationSource(store);
+    await source.advance();
+    expect(Number.isSafeInteger(source.next())).toBe(true);
+    await expect(source.advance()).rejects.toBeInstanceOf(GenerationExhaustedError);
+  });
+
+  it('shares one write between concurrent advance() calls', async () => {
+    let release: (() => void) | undefined;
+    const writes: number[] = [];
+    const slow: EpochStore = {
+      advance: (minimum) => new Promise((resolve) => {
+        release = () => resolve(minimum);
+        writes.push(minimum);
+      }),
+    };
+    const source = new GenerationSource(slow);
+    const a = source.advance();
+    const b = source.advance();
+    release?.();
+    expect(await a).toBe(await b);
+    expect(writes).toHaveLength(1);
+  });
+
+  it('does not use an epoch that arrives after its term ended', async () => {
+    let release: (() => void) | undefined;
+    const store = new MemoryEpochStore();
+    const slow: EpochStore = {
+      advance: (minimum) => new Promise((resolve) => {
+        release = () => resolve(store.advance(minimum));
+      }),
+    };
+    const source = new GenerationSource(slow);
+    const late = source.advance();
+    source.reset();
+    release?.();
+    await expect(late).rejects.toThrow(/leadership ended/);
+    expect(source.next()).toBeUndefined();
+  });
+
+  it('hands out nothing after reset() (leadership ended) until the next advance()', async () => {
+    const source = new GenerationSource(new MemoryEpochStore());
+    await source.advance();
+    source.reset();
+    expect(source.next()).toBeUndefined();
+    await source.advance();
+    expect(source.next()).toBe(generationOf(2, 0));
+  });
+});

@@ -1,0 +1,326 @@
+// The reconciler against in-memory caches and a scripted PoolSetter: the
+// decisions (who is pushed what, with which generation, when status is
+// written) without any network. End to end is in driver.test.ts.
+import type { NodeInfo, NodeInventory, PoolTarget, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
+import { Lister, ObjectStore } from '@warmpool/kube';
+import { silentLogger } from '@warmpool/runtime';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  ControlPlaneMetrics,
+  discardEvents,
+  generationOf,
+  GenerationSource,
+  MemoryEpochStore,
+  StaleGenerationError,
+  WarmPoolReconciler,
+  type AgentNode,
+  type EpochStore,
+  type PoolSetter,
+  type PoolStatusWriter,
+} from '../src/index.js';
+import { AgentCallError } from '../src/index.js';
+import { inventoryObject, ManualClock, poolObject, templateObject } from './support/builders.js';
+
+interface Push {
+  node: string;
+  generation: number;
+  pools: string;
+}
+
+type Behaviour = (call: { node: AgentNode; generation: number; pools: readonly PoolTarget[]; signal?: AbortSignal }) => Promise<NodeInfo>;
+
+/** Agents in memory: each applies what it is sent, unless a behaviour says otherwise. */
+class FakeAgents implements PoolSetter {
+  readonly pushes: Push[] = [];
+  readonly held = new Map<string, readonly PoolTarget[]>();
+  readonly behaviours = new Map<string, Behaviour>();
+  probes = 0;
+
+  async setPools(node: AgentNode, generation: number, pools: readonly PoolTarget[], options: { signal?: AbortSignal } = {}): Promise<NodeInfo> {
+    this.pushes.push({ node: node.name, generation, pools: pools.map((p) => `${p.template}=${p.warm}`).join(',') });
+    const behaviour = this.behaviours.get(node.name);
+    if (behaviour !== undefined) return behaviour({ node, generation, pools, ...(options.signal ? { signal: options.signal } : {}) });
+    this.held.set(node.name, pools);
+    return this.info(node);
+  }
+
+  async info(node: AgentNode): Promise<NodeInfo> {
+    this.probes++;
+    const pools = this.held.get(node.name) ?? [];
+    return { pools: pools.map((p) => ({ key: { template: p.template, net: p.net, size: p.size }, target: p.warm, warm: p.warm, refilling: 0 })), claimed: 0 };
+  }
+
+  pushedTo(node: string): Push[] {
+    return this.pushes.filter((p) => p.node === node);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Writes land in the cache at once, as a watch would deliver them. */
+class FakeStatusWriter implements PoolStatusWriter {
+  readonly writes: Array<{ ref: string; status: SandboxWarmPoolStatus }> = [];
+  readonly store: ObjectStore<SandboxWarmPool>;
+  #rv = 100;
+
+  constructor(store: ObjectStore<SandboxWarmPool>) {
+    this.store = store;
+  }
+
+  async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus): Promise<SandboxWarmPool> {
+    this.writes.push({ ref: `${pool.metadata.namespace}/${pool.metadata.name}`, status });
+    const updated = { ...pool, metadata: { ...pool.metadata, resourceVersion: String(++this.#rv) }, status };
+    this.store.upsert(updated);
+    return updated;
+  }
+}
+
+class World {
+  readonly pools = new ObjectStore<SandboxWarmPool>();
+  readonly templates = new ObjectStore<SandboxTemplate>();
+  readonly inventories = new ObjectStore<NodeInventory>();
+  readonly agents = new FakeAgents();
+  readonly statuses = new FakeStatusWriter(this.pools);
+  readonly clock = new ManualClock();
+  readonly store: EpochStore;
+  readonly generations: GenerationSource;
+  token: string | undefined = 'fleet';
+  readonly reconciler: WarmPoolReconciler;
+  readonly leadership = new AbortController();
+
+  constructor(options: { nodes?: number; intervalMs?: number; store?: EpochStore } = {}) {
+    this.store = options.store ?? new MemoryEpochStore();
+    this.generations = new GenerationSource(this.store);
+    for (let i = 0; i < (options.nodes ?? 3); i++) this.inventories.upsert(inventoryObject(`node-${String.fromCharCode(97 + i)}`, { publishedAt: this.clock.iso() }));
+    this.templates.upsert(templateObject('ns', 'tpl', 'img'));
+    this.reconciler = new WarmPoolReconciler({
+      pools: new Lister(this.pools),
+      templates: new Lister(this.templates),
+      inventories: new Lister(this.inventories),
+      setter: this.agents,
+      statusWriter: this.statuses,
+      events: discardEvents,
+      generations: this.generations,
+      token: () => this.token,
+      metrics: new ControlPlaneMetrics(),
+      logger: silentLogger,
+      clock: this.clock,
+      intervalMs: options.intervalMs ?? 3_600_000,
+      staleAfterMs: 90_000,
+    });
+  }
+
+  drive(): void {
+    this.reconciler.startDriving(this.leadership.signal);
+  }
+
+  async settle(): Promise<void> {
+    await this.reconciler.settled();
+  }
+
+  async change(reason: string, mutate: () => void): Promise<void> {
+    mutate();
+    this.reconciler.poke(reason);
+    await this.settle();
+  }
+
+  targets(): Record<string, string> {
+    return Object.fromEntries([...this.agents.held].map(([node, pools]) => [node, pools.map((p) => `${p.template}=${p.warm}`).join(',')]));
+  }
+}
+
+describe('WarmPoolReconciler', () => {
+  const worlds: World[] = [];
+  const world = (options?: ConstructorParameters<typeof World>[0]): World => {
+    const w = new World(options);
+    worlds.push(w);
+    return w;
+  };
+
+  afterEach(async () => {
+    vi.useRealTimers();
+    await Promise.all(worlds.splice(0).map((w) => w.reconciler.close()));
+  });
+
+  it('pushes every node its share, then nothing more while nothing changes', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
+    expect(new Set(w.agents.pushes.map((p) => p.generation))).toEqual(new Set([generationOf(1, 0)]));
+
+    const pushed = w.agents.pushes.length;
+    for (let i = 0; i < 5; i++) w.reconciler.poke('resync');
+    await w.settle();
+    expect(w.agents.pushes).toHaveLength(pushed);
+  });
+
+  it('pushes only the nodes whose set changed, with a higher generation', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    const before = w.agents.pushes.length;
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 7, { generation: 2 })));
+    const round = w.agents.pushes.slice(before);
+    expect(round).toHaveLength(1);
+    expect(round[0]?.pools).toBe('img=3');
+    expect(round[0]?.generation).toBe(generationOf(1, 1));
+  });
+
+  it('drains a deleted pool by leaving its key out of every node\'s set', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    await w.change('pool deleted', () => w.pools.remove('ns/pool'));
+    expect(w.targets()).toEqual({ 'node-a': '', 'node-b': '', 'node-c': '' });
+  });
+
+  it('re-pushes a node whose own report contradicts what it acknowledged (its sandboxd restarted)', async () => {
+    const w = world({ intervalMs: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const before = w.agents.pushedTo('node-b').length;
+    w.agents.held.set('node-b', []);
+    w.clock.advance(1);
+    await vi.waitFor(() => expect(w.agents.pushedTo('node-b').length).toBe(before + 1), { timeout: 2_000 });
+    await w.settle();
+    expect(w.targets()['node-b']).toBe('img=1');
+  });
+
+  it('drops a node answering 409 from the round and pushes it again above the generation it applied', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store });
+    const theirs = generationOf(5, 10);
+    let refused = false;
+    w.agents.behaviours.set('node-b', async ({ node, generation, pools }) => {
+      if (!refused) {
+        refused = true;
+        throw new StaleGenerationError(node.name, generation, theirs);
+      }
+      w.agents.held.set(node.name, pools);
+      return w.agents.info(node);
+    });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const toB = w.agents.pushedTo('node-b');
+    expect(toB).toHaveLength(2);
+    expect(toB[1]?.generation).toBeGreaterThan(theirs);
+    expect(store.writes).toBe(2);
+    expect(w.targets()['node-b']).toBe('img=1');
+  });
+
+  it('starts a term above every generation the inventories show applied', async () => {
+    const w = world();
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    expect(Math.min(...w.agents.pushes.map((p) => p.generation))).toBe(generationOf(9, 0));
+  });
+
+  it('keeps trying to take an epoch while the record cannot be written, and pushes nothing meanwhile', async () => {
+    vi.useFakeTimers();
+    let failures = 2;
+    const flaky: EpochStore = {
+      advance: async (minimum) => {
+        if (failures-- > 0) throw new Error('apiserver unavailable');
+        return minimum;
+      },
+    };
+    const w = world({ store: flaky });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(w.agents.pushes).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(w.agents.pushes).toHaveLength(3);
+  });
+
+  it('moves a failing node\'s share to the others', async () => {
+    const w = world();
+    w.agents.behaviours.set('node-c', async ({ node }) => {
+      throw new AgentCallError(node.name, 'unreachable', { retriable: true });
+    });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    // Each failed push is retried on the next run until the threshold takes the node out.
+    for (let i = 0; i < 3; i++) await w.change('retry', () => undefined);
+    expect(w.agents.pushedTo('node-c')).toHaveLength(3);
+    expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3' });
+    expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual([undefined, undefined, 'failing']);
+  });
+
+  it('moves a stale node\'s share to the others, and back once it republishes', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    w.clock.advance(60_000);
+    for (const name of ['node-a', 'node-b']) w.inventories.upsert(inventoryObject(name, { publishedAt: w.clock.iso() }));
+    w.clock.advance(31_000);
+    await w.change('periodic', () => undefined);
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-b': 'img=3' });
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })));
+    expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
+  });
+
+  it('stops pushing the moment leadership ends, aborting the call in flight', async () => {
+    const w = world();
+    let aborted = false;
+    w.agents.behaviours.set('node-a', ({ signal }) => new Promise((_, reject) => {
+      signal?.addEventListener('abort', () => {
+        aborted = true;
+        reject(new Error('aborted'));
+      });
+    }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await vi.waitFor(() => expect(w.agents.pushedTo('node-a')).toHaveLength(1));
+    w.leadership.abort();
+    expect(aborted).toBe(true);
+    expect(w.reconciler.driving).toBe(false);
+    const pushed = w.agents.pushes.length;
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 9, { generation: 2 })));
+    expect(w.agents.pushes).toHaveLength(pushed);
+  });
+
+  it('writes a pool\'s status only when it changed', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const writes = w.statuses.writes.length;
+    expect(writes).toBeGreaterThan(0);
+    expect(w.pools.get('ns/pool')?.status).toMatchObject({ replicas: 3, readyReplicas: 3 });
+    for (let i = 0; i < 5; i++) await w.change('resync', () => w.clock.advance(1_000));
+    expect(w.statuses.writes).toHaveLength(writes);
+  });
+
+  it('writes no status for pools it does not drive', async () => {
+    const w = world();
+    w.templates.upsert(templateObject('ns', 'theirs', 'img', { optIn: false }));
+    w.pools.upsert(poolObject('ns', 'pool', 'theirs', 3));
+    w.drive();
+    await w.settle();
+    expect(w.statuses.writes).toEqual([]);
+    expect(w.agents.pushes.every((p) => p.pools === '')).toBe(true);
+  });
+
+  it('pushes, probes and writes nothing without a fleet token', async () => {
+    const w = world({ intervalMs: 20 });
+    w.token = undefined;
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await w.settle();
+    expect(w.agents.pushes).toEqual([]);
+    expect(w.agents.probes).toBe(0);
+    expect(w.statuses.writes).toEqual([]);
+  });
+});
