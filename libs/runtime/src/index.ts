@@ -4,3 +4,4 @@ export * from './address.js';
 export * from './config.js';
 export * from './lifecycle.js';
 export * from './http.js';
+export * from './request.js';

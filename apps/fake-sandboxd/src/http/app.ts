@@ -2,18 +2,21 @@
 // core: routes, auth, body rules and the documented status of every refusal.
 import {
   claimRequestSchema,
+  INVALID_BODY_MESSAGE,
+  MAX_BODY_BYTES,
   renewRequestSchema,
   setPoolsRequestSchema,
   type ErrorBody,
 } from '@warmpool/api';
-import { silentLogger, type Logger } from '@warmpool/runtime';
+import { readJsonBody, silentLogger, type Logger } from '@warmpool/runtime';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { SandboxdRefusal, type RefusalReason } from '../core/errors.js';
 import type { FakeSandboxd } from '../core/fake-sandboxd.js';
 import { bearerToken, RootAuth, tokensEqual } from './auth.js';
-import { readBody } from './body.js';
 import { NodeMetrics } from './metrics.js';
+
+const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
 
 export interface SandboxdAppOptions {
   /** The node's root token; absent or empty = every caller is root (the real daemon's behaviour). */
@@ -61,7 +64,7 @@ export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOption
   app.get('/healthz', (c) => c.text('ok'));
 
   app.put('/v1/pools', root, async (c) => {
-    const body = await readBody(c, setPoolsRequestSchema);
+    const body = await readJsonBody(c, setPoolsRequestSchema, BODY);
     if (!body.ok) return fail(c, 400, body.error);
     const info = core.setPools(body.value.pools);
     logger.info('pools set', { pools: info.pools.length });
@@ -71,7 +74,7 @@ export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOption
   app.get('/v1/info', root, (c) => c.json(core.info()));
 
   app.post('/v1/claim', root, async (c) => {
-    const body = await readBody(c, claimRequestSchema);
+    const body = await readJsonBody(c, claimRequestSchema, BODY);
     if (!body.ok) return fail(c, 400, body.error);
     try {
       return c.json(await core.claim(body.value));
@@ -99,7 +102,7 @@ export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOption
   app.post('/v1/sandboxes/:id/renew', async (c) => {
     const id = sandboxCaller(c);
     if (id === undefined) return fail(c, 404, NOT_FOUND);
-    const body = await readBody(c, renewRequestSchema, {});
+    const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
     if (!body.ok) return fail(c, 400, body.error);
     const granted = core.renew(id, body.value.ttl_seconds);
     return granted === undefined ? fail(c, 404, NOT_FOUND) : c.json(granted);

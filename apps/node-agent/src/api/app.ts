@@ -5,10 +5,12 @@ import { Readable } from 'node:stream';
 import {
   agentSetPoolsRequestSchema,
   claimRequestSchema,
+  INVALID_BODY_MESSAGE,
+  MAX_BODY_BYTES,
   renewRequestSchema,
   type StaleGenerationError,
 } from '@warmpool/api';
-import type { Logger } from '@warmpool/runtime';
+import { readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -16,9 +18,9 @@ import { infoFromAnswer, type NodeState } from '../node-state.js';
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
 import { isSandboxdUnavailable } from '../sandboxd/errors.js';
 import type { Gatekeeper } from './auth.js';
-import { readJsonBody } from './body.js';
-import { requestHeader } from './headers.js';
 import { errorResponse, jsonResponse, passThrough, unavailableResponse } from './responses.js';
+
+const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
 
 export interface ApiDependencies {
   sandboxd: SandboxdClient;
@@ -90,7 +92,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.put('/v1/pools', route('set_pools', async (c) => {
     const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
     if (refused) return refused;
-    const body = await readJsonBody(c, agentSetPoolsRequestSchema);
+    const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
     if (!body.ok) return errorResponse(400, body.error);
     const { generation, pools } = body.value;
     const json = JSON.stringify({ pools });
@@ -124,7 +126,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.post('/v1/claim', route('claim', async (c) => {
     const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
     if (refused) return refused;
-    const body = await readJsonBody(c, claimRequestSchema);
+    const body = await readJsonBody(c, claimRequestSchema, BODY);
     if (!body.ok) return errorResponse(400, body.error);
     const answer = await sandboxd.claim(JSON.stringify(body.value));
     // A refusal may mean draining or full: worth a fresh look at the node, not worth waiting for.
@@ -145,7 +147,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
     if (caller instanceof Response) return caller;
     const id = sandboxId(c);
     if (id instanceof Response) return id;
-    const body = await readJsonBody(c, renewRequestSchema, {});
+    const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
     if (!body.ok) return errorResponse(400, body.error);
     return passThrough(await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'root' ? undefined : caller.authorization));
   }));
