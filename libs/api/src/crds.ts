@@ -2,6 +2,7 @@
 // written once. The upstream agent-sandbox shapes are fixed by upstream; ours
 // live in warmpool.dev/v1alpha1. The schemas the apiserver enforces are in
 // charts/warmpool/crds/ and must agree with these types.
+import type { FederationRecord } from './federation.js';
 import type { Condition, KubeObject, ObjectMeta, ResourceType } from './meta.js';
 
 export const AGENTS_GROUP = 'agents.x-k8s.io';
@@ -207,19 +208,11 @@ export interface ScalingGroupStatus {
   saturatedFor?: string;
 }
 
-export interface ForeignClusterMember {
-  clusterId: string;
-  memberPool: string;
-  scalingGroup: string;
-  idle: number;
-  running: number;
-  pending: number;
-  desired: number;
-  autoscalingEnabled: boolean;
-  capacity: number;
+/** One foreign member as `SandboxEnv.status.clusters` shows it: the federation record minus what the Env already says. */
+export type ForeignClusterMember = Omit<FederationRecord, 'namespace' | 'envName' | 'saturatedForMs'> & {
   /** Age of the record as observed on the hub's clock, in ms. */
   ageMs?: number;
-}
+};
 
 export interface SandboxEnvSpec {
   members: SandboxEnvMember[];

@@ -2,3 +2,4 @@ export * from './meta.js';
 export * from './crds.js';
 export * from './sandboxd.js';
 export * from './agent.js';
+export * from './federation.js';

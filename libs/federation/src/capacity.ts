@@ -1,30 +1,13 @@
+import type { FederationRecord } from '@warmpool/api';
+
 /**
- * One cluster's runtime capacity for a single member pool of a SandboxEnv.
- * (clusterId, namespace, envName, memberPool) is the record's identity; the
- * scaling group lets a router honour a requested group. Same-named Envs in
- * several clusters share only these numbers, never spec.
+ * One cluster's runtime capacity for a single member pool of a SandboxEnv: the
+ * federation record of `@warmpool/api`. (clusterId, namespace, envName,
+ * memberPool) is its identity; the scaling group lets a router honour a
+ * requested group. Same-named Envs in several clusters share only these
+ * numbers, never spec.
  */
-export interface Capacity {
-  clusterId: string;
-  namespace: string;
-  envName: string;
-  /** A SandboxWarmPool name in the Env's namespace, in the owning cluster. */
-  memberPool: string;
-  scalingGroup: string;
-  idle: number;
-  running: number;
-  pending: number;
-  desired: number;
-  /** Whether the member's scaling group autoscales in its owning cluster. */
-  autoscalingEnabled: boolean;
-  /**
-   * Scale-up headroom in the owning cluster, meaningful only with autoscaling
-   * on: -1 unbounded, 0 at the ceiling, > 0 that many replicas of room.
-   */
-  capacity: number;
-  /** Remaining saturation window; 0 when not saturated. */
-  saturatedForMs: number;
-}
+export type Capacity = FederationRecord;
 
 /** `capacity` value meaning "autoscaling on, no finite ceiling". */
 export const UNBOUNDED_HEADROOM = -1;

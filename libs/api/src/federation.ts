@@ -1,0 +1,25 @@
+// The federation record (api.md, "Federation records"): one per (cluster,
+// namespace, env, member pool), shared through Redis keys with a TTL, never
+// through etcd. Written once here: the Redis transport validates what it reads
+// with the schema, the registry core holds it, SandboxEnv status mirrors it.
+import { z } from 'zod';
+
+export const federationRecordSchema = z.object({
+  clusterId: z.string().min(1),
+  namespace: z.string().min(1),
+  envName: z.string().min(1),
+  /** A SandboxWarmPool name in the Env's namespace, in the owning cluster. */
+  memberPool: z.string().min(1),
+  scalingGroup: z.string(),
+  idle: z.number().int().min(0),
+  running: z.number().int().min(0),
+  pending: z.number().int().min(0),
+  desired: z.number().int().min(0),
+  /** Whether the member's scaling group autoscales in its owning cluster. */
+  autoscalingEnabled: z.boolean(),
+  /** Scale-up headroom, meaningful with autoscaling on: -1 unbounded, 0 at the ceiling, > 0 that many replicas of room. */
+  capacity: z.number().int().min(-1),
+  /** Remaining saturation window; 0 when not saturated. */
+  saturatedForMs: z.number().min(0),
+});
+export type FederationRecord = z.output<typeof federationRecordSchema>;
