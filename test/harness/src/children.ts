@@ -73,6 +73,16 @@ function installHooks(): void {
   process.on('SIGHUP', onSignal);
 }
 
+/**
+ * For a long-running program that stops its children itself on SIGINT/SIGTERM
+ * (gracefully, in order, like `make up`): the signal hooks step aside and the
+ * exit hook stays as the last resort, so `process.exit()` still kills them all.
+ */
+export function leaveSignalsToCaller(): void {
+  installHooks();
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.removeListener(signal, onSignal);
+}
+
 /** A temp dir removed at exit even when the test never reaches its teardown. */
 export function removeAtExit(dir: string): void {
   installHooks();

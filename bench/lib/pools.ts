@@ -1,0 +1,81 @@
+// Templates and warm pools as a user applies them, written with the same
+// requests kubectl sends (server-side apply, merge patch).
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  DRIVER_ANNOTATION,
+  DRIVER_SANDBOXD,
+  SandboxTemplateType,
+  SandboxWarmPoolType,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
+import { ResourceClient } from '@warmpool/kube';
+
+export const FIELD_MANAGER = 'warmpool-bench';
+
+export interface PoolSpec {
+  name: string;
+  /** The template's image: the node-level pool key. One per pool, so pools never share a key. */
+  image: string;
+  replicas: number;
+}
+
+export class Pools {
+  readonly namespace: string;
+  readonly templates: ResourceClient<SandboxTemplate>;
+  readonly pools: ResourceClient<SandboxWarmPool>;
+
+  constructor(kubeConfig: KubeConfig, namespace = 'default') {
+    this.namespace = namespace;
+    this.templates = new ResourceClient<SandboxTemplate>(kubeConfig, SandboxTemplateType);
+    this.pools = new ResourceClient<SandboxWarmPool>(kubeConfig, SandboxWarmPoolType);
+  }
+
+  /** Template first, then the pool, both by server-side apply. */
+  async apply(spec: PoolSpec): Promise<void> {
+    const metadata = { name: spec.name, namespace: this.namespace };
+    await this.templates.apply({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxTemplate',
+      metadata: { ...metadata, annotations: { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD } },
+      spec: { podTemplate: { spec: { containers: [{ name: 'sandbox', image: spec.image }] } } },
+    }, { fieldManager: FIELD_MANAGER });
+    await this.pools.apply({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxWarmPool',
+      metadata,
+      spec: { replicas: spec.replicas, sandboxTemplateRef: { name: spec.name } },
+    }, { fieldManager: FIELD_MANAGER });
+  }
+
+  async applyAll(specs: readonly PoolSpec[], concurrency = 16): Promise<void> {
+    let next = 0;
+    await Promise.all(Array.from({ length: Math.min(concurrency, specs.length) }, async () => {
+      while (next < specs.length) {
+        const spec = specs[next++];
+        if (spec) await this.apply(spec);
+      }
+    }));
+  }
+
+  /** What `kubectl patch swp NAME --type=merge -p '{"spec":{"replicas":N}}'` sends. */
+  async scale(name: string, replicas: number): Promise<void> {
+    await this.pools.patch({ namespace: this.namespace, name }, { spec: { replicas } });
+  }
+
+  async list(): Promise<SandboxWarmPool[]> {
+    return (await this.pools.list({ namespace: this.namespace })).items;
+  }
+
+  async status(name: string): Promise<{ ready: number; replicas: number }> {
+    const pool = await this.pools.get({ namespace: this.namespace, name });
+    return { ready: pool.status?.readyReplicas ?? 0, replicas: pool.status?.replicas ?? 0 };
+  }
+}
+
+/** Every pool's status says READY = DESIRED. */
+export async function allReady(pools: Pools): Promise<{ ready: number; pools: number }> {
+  const items = await pools.list();
+  const ready = items.filter((p) => (p.status?.readyReplicas ?? -1) === (p.spec.replicas ?? 1)).length;
+  return { ready, pools: items.length };
+}

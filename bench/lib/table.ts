@@ -1,0 +1,32 @@
+// How every warmpool benchmark reports: a markdown table of
+// metric | measured | goal | anchor | verdict, plus small number helpers.
+
+export type Row = [metric: string, measured: string, goal: string, anchor: string, verdict: string];
+
+export function printTable(title: string, notes: string[], rows: Row[]): void {
+  console.log(title);
+  for (const note of notes) console.log(note);
+  console.log('');
+  const header: Row = ['metric', 'measured', 'goal', 'anchor', 'verdict'];
+  console.log(`| ${header.join(' | ')} |`);
+  console.log(`|${header.map(() => '---').join('|')}|`);
+  for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+}
+
+/** The q-quantile (0..1) of the samples by nearest rank; NaN when there are none. */
+export function quantile(samples: readonly number[], q: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank] ?? Number.NaN;
+}
+
+export const ms = (value: number, digits = 1): string => (Number.isFinite(value) ? `${value.toFixed(digits)} ms` : 'n/a');
+export const seconds = (valueMs: number, digits = 2): string => (Number.isFinite(valueMs) ? `${(valueMs / 1000).toFixed(digits)} s` : 'n/a');
+export const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
+export const pass = (ok: boolean): string => (ok ? 'PASS' : 'FAIL');
+
+/** One line describing the machine, for the report. */
+export function machineNote(): string {
+  return `Node ${process.version}, 2 cores shared with other work`;
+}

@@ -1,0 +1,205 @@
+// Fleet simulation: 1 000 simulated nodes (node agent + fake-sandboxd each,
+// each on its own loopback port, each publishing its NodeInventory) × 200
+// warm pools against a real kube-apiserver + etcd, the control plane as its
+// own process. Measures reconcile time and fan-out time, the apiserver's
+// writes per second at steady state (by resource, from the apiserver's own
+// apiserver_request_total) and the control plane's RSS.
+//   make build && node bench/warmpool-fleet.bench.ts
+// Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart).
+import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { sleep, startCluster } from '@warmpool/harness';
+import { scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
+import { startControlPlaneProcess } from './lib/control-plane.ts';
+import { startFleet } from './lib/fleet.ts';
+import { memoryOf } from './lib/proc.ts';
+import { allReady, Pools, type PoolSpec } from './lib/pools.ts';
+import { histogramDelta, sum, type HistogramSnapshot } from './lib/prom-text.ts';
+import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
+import { machineNote, mib, ms, pass, printTable, quantile, seconds } from './lib/table.ts';
+
+const NODES = Number(process.env['FLEET_NODES'] ?? 1_000);
+const POOLS = Number(process.env['FLEET_POOLS'] ?? 200);
+const INTERVAL_S = 5;
+const STEADY_WINDOW_MS = 60_000;
+const FANOUT_REPEATS = 5;
+const FANOUT_QUIET_MS = 8_000;
+const FILL_TIMEOUT_MS = 180_000;
+const RSS_GOAL_BYTES = 512 * 1024 * 1024; // the chart's memory limit
+
+/** mulberry32: the same fleet every run. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+const random = prng(5);
+// Long-tailed like real catalogues: most pools want a few warm sandboxes, some many.
+const specs: PoolSpec[] = Array.from({ length: POOLS }, (_, i) => {
+  const roll = random();
+  const replicas = roll < 0.7 ? 5 + Math.floor(random() * 16) : roll < 0.95 ? 20 + Math.floor(random() * 61) : 100 + Math.floor(random() * 301);
+  return { name: `pool-${String(i).padStart(3, '0')}`, image: `registry.example/team-${i % 17}/image-${i}:v1`, replicas };
+});
+const desiredTotal = specs.reduce((s, p) => s + p.replicas, 0);
+// The fan-out probe: a pool spread over every node, toggled 1 ↔ 2 per node.
+const FANOUT = { name: 'fanout', image: 'registry.example/bench/fanout:1', low: NODES, high: 2 * NODES };
+
+const tracker = new TargetTracker(FANOUT.image);
+
+const log = (line: string): void => console.error(`[fleet bench] ${line}`);
+
+log(`starting kube-apiserver + etcd`);
+const cluster = await startCluster({ name: 'bench-fleet' });
+const token = randomBytes(24).toString('hex');
+log(`starting ${NODES} simulated nodes`);
+const fleet = await startFleet({
+  nodes: NODES,
+  kubeConfig: cluster.kubeConfig,
+  token,
+  // Room for the long tail: a 400-replica pool on a small fleet still fits.
+  sandboxd: { refillRate: 200, refillConcurrency: 32, bootMs: 50, room: 2_000, maxClaims: 1_000 },
+  // Production cadence for the inventory (30 s heartbeat, 5 s debounce); a
+  // slower sandboxd poll keeps the 1 000 in-process agents off the CPU.
+  agent: { publishIntervalMs: 30_000, minPublishGapMs: 5_000, pollIntervalMs: 5_000, sandboxdConnections: 2 },
+  concurrency: 50,
+  onSetPools: tracker.onSetPools,
+  log,
+});
+log(`fleet up in ${seconds(fleet.startupMs)}; starting the control plane`);
+const controlPlane = await startControlPlaneProcess({ cluster, token, interval: `${INTERVAL_S}s` });
+const pools = new Pools(cluster.kubeConfig);
+
+interface Measured {
+  applyMs: number;
+  fillMs: number;
+  steadyWrites: WriteCounts;
+  reconcileSteady: HistogramSnapshot;
+  setPoolsSteady: HistogramSnapshot;
+  fanouts: Propagation[];
+  reconcileFanout: HistogramSnapshot;
+  setPoolsFanout: HistogramSnapshot;
+  cpMemory: { rss: number; peak: number; heapUsed: number };
+  setPoolsErrors: number;
+  hostLagMs: { p99: number; max: number };
+  cpLagMaxMs: number;
+}
+
+async function measure(): Promise<Measured> {
+  log(`applying ${POOLS} templates + pools (${desiredTotal} replicas) and the fan-out pool`);
+  const applyStarted = performance.now();
+  await pools.applyAll([...specs, { name: FANOUT.name, image: FANOUT.image, replicas: FANOUT.low }]);
+  const applyMs = performance.now() - applyStarted;
+  for (;;) {
+    const { ready, pools: count } = await allReady(pools);
+    if (ready === count && count === POOLS + 1) break;
+    if (performance.now() - applyStarted > FILL_TIMEOUT_MS) throw new Error(`only ${ready}/${count} pools READY = DESIRED after ${FILL_TIMEOUT_MS / 1000} s; control plane log:\n${controlPlane.logTail()}`);
+    await sleep(500);
+  }
+  const fillMs = performance.now() - applyStarted;
+  log(`every pool READY = DESIRED after ${seconds(fillMs)}; letting it settle for two intervals`);
+  await sleep(2 * INTERVAL_S * 1000);
+
+  log(`steady state: measuring for ${STEADY_WINDOW_MS / 1000} s`);
+  const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
+  const steadyBefore = await controlPlane.driverMetrics();
+  await sleep(STEADY_WINDOW_MS);
+  const writesAfter = await scrapeWrites(cluster.server, cluster.adminTls);
+  const steadyAfter = await controlPlane.driverMetrics();
+  const steadyMemory = memoryOf(controlPlane.pid);
+
+  log(`fan-out: ${FANOUT_REPEATS} patches of the pool spread over all ${NODES} nodes`);
+  // How late this process (the whole simulated fleet) runs its callbacks while it serves the fan-out.
+  const hostLag = monitorEventLoopDelay({ resolution: 10 });
+  hostLag.enable();
+  const fanouts: Propagation[] = [];
+  for (let i = 0; i < FANOUT_REPEATS; i++) {
+    const replicas = i % 2 === 0 ? FANOUT.high : FANOUT.low;
+    // Each patch starts on a quiet fleet: the previous one's inventory republishes (debounced 5 s) are over.
+    await sleep(FANOUT_QUIET_MS + Math.random() * 2_000);
+    const applied = tracker.until(replicas, 30_000);
+    await pools.scale(FANOUT.name, replicas);
+    const p = await applied;
+    if (p !== undefined) fanouts.push(p);
+  }
+  hostLag.disable();
+  const fanoutAfter = await controlPlane.driverMetrics();
+  return {
+    hostLagMs: { p99: hostLag.percentile(99) / 1e6, max: hostLag.max / 1e6 },
+    // prom-client's lag gauges cover the time since the previous scrape: here, the fan-out phase.
+    cpLagMaxMs: sum(fanoutAfter.raw, 'warmpool_controlplane_nodejs_eventloop_lag_max_seconds') * 1000,
+    applyMs,
+    fillMs,
+    steadyWrites: writesBetween(writesBefore, writesAfter),
+    reconcileSteady: histogramDelta(steadyBefore.reconcile, steadyAfter.reconcile),
+    setPoolsSteady: histogramDelta(steadyBefore.setPools, steadyAfter.setPools),
+    fanouts,
+    reconcileFanout: histogramDelta(steadyAfter.reconcile, fanoutAfter.reconcile),
+    setPoolsFanout: histogramDelta(steadyAfter.setPools, fanoutAfter.setPools),
+    cpMemory: {
+      rss: steadyMemory.rss,
+      peak: memoryOf(controlPlane.pid).peak,
+      heapUsed: sum(steadyAfter.raw, 'warmpool_controlplane_nodejs_heap_size_used_bytes'),
+    },
+    setPoolsErrors: sum(fanoutAfter.raw, 'warmpool_controlplane_set_pools_total', { outcome: 'error' }),
+  };
+}
+
+let measured: Measured;
+try {
+  measured = await measure();
+} finally {
+  await controlPlane.stop();
+  await fleet.close();
+  await cluster.stop();
+}
+const { steadyWrites, cpMemory } = measured;
+const meanMs = (h: HistogramSnapshot): number => (h.count > 0 ? (h.sum / h.count) * 1000 : Number.NaN);
+const pick = (f: (p: Propagation) => number): string => {
+  const values = measured.fanouts.map(f);
+  return `${ms(quantile(values, 0.5), 0)} / ${ms(quantile(values, 1), 0)}`;
+};
+
+const windowS = STEADY_WINDOW_MS / 1000;
+const perInterval = (count: number): number => (count / windowS) * INTERVAL_S;
+const totalWrites = total(steadyWrites);
+const sandboxWrites = steadyWrites.get('sandboxes') ?? 0;
+const budget = POOLS + NODES; // O(pools + nodes) per interval, with constant 1
+const byResource = [...steadyWrites.entries()].sort((a, b) => b[1] - a[1]).map(([r, n]) => `${r} ${(n / windowS).toFixed(1)}/s`).join(', ');
+const bench = memoryOf(process.pid);
+
+printTable(
+  `warmpool fleet: ${NODES} nodes × ${POOLS} pools — ${machineNote()}`,
+  [
+    `${NODES} simulated nodes in one process (node agent + fake-sandboxd each on its own loopback port, inventory heartbeat 30 s, debounce 5 s),`,
+    `${POOLS} pools (${desiredTotal} warm replicas, 5–400 per pool) + 1 fan-out pool over every node (toggled ${FANOUT.low} ↔ ${FANOUT.high});`,
+    `control plane as a process, --interval ${INTERVAL_S}s, --set-pools-concurrency 64; real kube-apiserver v1.37.2 + etcd.`,
+    `Steady-state window: ${windowS} s, starting two intervals after every pool was READY = DESIRED. Fleet startup ${seconds(fleet.startupMs)}.`,
+    `Fan-out: ${FANOUT_REPEATS} patches ${FANOUT_QUIET_MS / 1000}-${FANOUT_QUIET_MS / 1000 + 2} s apart; clock from the patch request sent to each node's fake-sandboxd setPools (in-process hook).`,
+    `apiserver writes by resource (steady): ${byResource || 'none'}`,
+  ],
+  [
+    [`apply ${POOLS + 1} templates + pools (server-side apply, 16 at a time)`, seconds(measured.applyMs), 'info', '', ''],
+    ['apply → every pool READY = DESIRED', seconds(measured.fillMs), 'info', '', ''],
+    ['reconcile at steady state: mean (runs per interval)', `${ms(meanMs(measured.reconcileSteady))} (${((measured.reconcileSteady.count / windowS) * INTERVAL_S).toFixed(1)})`, 'O(pools + nodes)', '', ''],
+    ['SetPools calls at steady state', String(measured.setPoolsSteady.count), '0: pushes only on change', 'cocoonstack: every node every 5 s', pass(measured.setPoolsSteady.count === 0)],
+    ['apiserver writes/s at steady state (all resources)', `${(totalWrites / windowS).toFixed(1)}/s = ${perInterval(totalWrites).toFixed(0)} per ${INTERVAL_S} s`, `≤ pools + nodes = ${budget} per interval`, '', pass(perInterval(totalWrites) <= budget)],
+    ['apiserver writes to per-sandbox objects (sandboxes)', String(sandboxWrites), '0', 'upstream: a Sandbox object per sandbox', pass(sandboxWrites === 0)],
+    [`patch → first node applied, p50 / max (${measured.fanouts.length} patches)`, pick((p) => p.first - p.since), 'info', '', ''],
+    [`patch → last of ${NODES} nodes applied, p50 / max`, pick((p) => p.last - p.since), 'info', 'cocoonstack: the next 5 s push', ''],
+    [`fan-out: first → last of ${NODES} nodes, p50 / max`, pick((p) => p.last - p.first), 'info', '', ''],
+    ['  during fan-out: SetPools call mean (as the control plane times it)', `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`, 'info', '', ''],
+    ['  during fan-out: reconcile mean (runs)', `${ms(meanMs(measured.reconcileFanout))} (${measured.reconcileFanout.count})`, 'info', '', ''],
+    ['  during fan-out: event-loop delay, simulated fleet host p99 / max', `${ms(measured.hostLagMs.p99, 0)} / ${ms(measured.hostLagMs.max, 0)}`, 'info', '', ''],
+    ['  during fan-out: event-loop lag max, control plane', ms(measured.cpLagMaxMs, 0), 'info', '', ''],
+    ['control-plane RSS at steady state / peak (V8 heap used)', `${mib(cpMemory.rss)} / ${mib(cpMemory.peak)} (${mib(cpMemory.heapUsed)})`, `≤ ${mib(RSS_GOAL_BYTES)} (chart limit)`, '', pass(cpMemory.peak <= RSS_GOAL_BYTES)],
+    [`benchmark host (${NODES} agents + fake-sandboxd) RSS / peak`, `${mib(bench.rss)} / ${mib(bench.peak)}`, 'info', '', ''],
+    ['SetPools calls that failed (whole run)', String(measured.setPoolsErrors), '0', '', pass(measured.setPoolsErrors === 0)],
+  ],
+);
+process.exit(0);

@@ -1,0 +1,106 @@
+// warmpool end to end. The same spec runs against any cluster where warmpool
+// is installed (WARMPOOL_E2E_KUBECONFIG, e.g. kind + helm with
+// fakeSandboxd.enabled) and, without it, against a local stack it starts
+// itself: real kube-apiserver + etcd, control plane, three node agents over
+// fake-sandboxd. It only uses what a user has: kubectl, the fleet token and
+// the agents' advertised addresses.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claim, getSandbox, info, release } from './helpers/agent.js';
+import { eventually } from './helpers/eventually.js';
+import { countSandboxObjects, getPool, listInventories, listNodeNames, poolManifest, poolRow, totalTarget } from './helpers/objects.js';
+import { kubectlOk, openTarget, type E2eTarget } from './helpers/target.js';
+
+const CONVERGE_MS = 60_000;
+
+describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMPOOL_E2E_KUBECONFIG' : 'local stack'})`, () => {
+  let target: E2eTarget;
+  const pool = 'e2e-pool';
+  // A template no other pool uses, so the node-local pool key is ours alone.
+  const image = `registry.example/warmpool-e2e/${randomBytes(4).toString('hex')}:1`;
+
+  beforeAll(async () => {
+    target = await openTarget();
+  });
+  afterAll(async () => {
+    await target?.close();
+  });
+
+  async function expectReady(replicas: number): Promise<void> {
+    await eventually(async () => {
+      const status = (await getPool(target, pool)).status;
+      expect({ ready: status?.readyReplicas, replicas: status?.replicas }).toEqual({ ready: replicas, replicas });
+    }, { timeoutMs: CONVERGE_MS });
+  }
+
+  async function expectTargetsOnNodes(replicas: number): Promise<void> {
+    await eventually(async () => {
+      expect(totalTarget(await listInventories(target), image)).toBe(replicas);
+    }, { timeoutMs: CONVERGE_MS });
+  }
+
+  it('fills an applied pool: READY = DESIRED, and the NodeInventories carry its targets', { timeout: 2 * CONVERGE_MS }, async () => {
+    await kubectlOk(target, ['apply', '-f', '-'], { input: poolManifest(target.namespace, pool, image, 6) });
+    await expectReady(6);
+    await expectTargetsOnNodes(6);
+    const inventories = await listInventories(target);
+    expect(inventories.length).toBeGreaterThan(0);
+    for (const inventory of inventories) {
+      expect(inventory.spec.address, `${inventory.metadata.name} advertises an address`).toMatch(/.+:\d+$/);
+    }
+  });
+
+  it('follows `kubectl scale swp --replicas`', { timeout: 2 * CONVERGE_MS }, async () => {
+    await kubectlOk(target, ['scale', 'swp', pool, '-n', target.namespace, '--replicas=12']);
+    await expectReady(12);
+    await expectTargetsOnNodes(12);
+    expect((await getPool(target, pool)).spec.replicas).toBe(12);
+  });
+
+  it('hands a warm sandbox over through a node agent with the fleet token, and takes it back', { timeout: CONVERGE_MS }, async () => {
+    const inventories = await listInventories(target);
+    const holder = inventories.find((inventory) => (poolRow(inventory, image)?.target ?? 0) > 0);
+    expect(holder, 'a node holds part of the pool').toBeDefined();
+    const address = holder?.spec.address ?? '';
+
+    const claimed = await claim(address, target.token, { template: image, ttl_seconds: 120, claim_ref: `${target.namespace}/${pool}` });
+    expect(claimed.status).toBe(200);
+    const sandbox = claimed.body;
+    if (sandbox === undefined) throw new Error('no claim body');
+
+    const seen = await getSandbox(address, target.token, sandbox.id);
+    expect(seen.status).toBe(200);
+    expect(seen.body).toMatchObject({ id: sandbox.id, key: { template: image }, claim_ref: `${target.namespace}/${pool}` });
+
+    expect(await release(address, sandbox.token, sandbox.id)).toBe(204);
+    expect((await getSandbox(address, target.token, sandbox.id)).status).toBe(404);
+  });
+
+  it('drains a deleted pool on every node', { timeout: 2 * CONVERGE_MS }, async () => {
+    const addresses = (await listInventories(target)).map((inventory) => inventory.spec.address);
+    await kubectlOk(target, ['delete', 'swp', pool, '-n', target.namespace]);
+    await eventually(async () => {
+      for (const inventory of await listInventories(target)) {
+        expect(poolRow(inventory, image)?.target ?? 0, `${inventory.metadata.name} still targets the pool`).toBe(0);
+      }
+      for (const address of addresses) {
+        const row = (await info(address, target.token)).pools.find((p) => p.key.template === image);
+        expect(row?.target ?? 0, `${address} still targets the pool`).toBe(0);
+        expect(row?.warm ?? 0, `${address} still holds warm sandboxes of the pool`).toBe(0);
+      }
+    }, { timeoutMs: CONVERGE_MS });
+  });
+
+  it('keeps etcd free of per-sandbox objects: no Sandbox, and one NodeInventory per node', async () => {
+    expect(await countSandboxObjects(target)).toBe(0);
+    const nodes = new Set(await listNodeNames(target));
+    const inventories = await listInventories(target);
+    const names = inventories.map((inventory) => inventory.metadata.name ?? '');
+    expect(new Set(names).size).toBe(names.length);
+    for (const inventory of inventories) {
+      expect(nodes.has(inventory.metadata.name ?? ''), `${inventory.metadata.name} names a Node`).toBe(true);
+      expect(inventory.spec.nodeName).toBe(inventory.metadata.name);
+    }
+    expect(inventories.length).toBeLessThanOrEqual(nodes.size);
+  });
+});

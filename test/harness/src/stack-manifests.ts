@@ -1,0 +1,66 @@
+// The objects the local stack applies: a Node per simulated node (so each
+// NodeInventory can point its owner reference at it) and a sample template +
+// warm pool that warmpool drives.
+import type { V1Node } from '@kubernetes/client-node';
+import {
+  apiVersionOf,
+  DRIVER_ANNOTATION,
+  DRIVER_SANDBOXD,
+  SandboxTemplateType,
+  SandboxWarmPoolType,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
+
+export const SAMPLE_IMAGE = 'python:3.13-slim';
+export const SAMPLE_NAME = 'python';
+export const SAMPLE_REPLICAS = 30;
+
+export interface SampleOptions {
+  namespace: string;
+  name?: string;
+  image?: string;
+  replicas?: number;
+}
+
+/** A SandboxTemplate that opts in to warmpool (`warmpool.dev/driver: sandboxd`). */
+export function sampleTemplate(options: SampleOptions): SandboxTemplate {
+  return {
+    apiVersion: apiVersionOf(SandboxTemplateType),
+    kind: SandboxTemplateType.kind,
+    metadata: {
+      name: options.name ?? SAMPLE_NAME,
+      namespace: options.namespace,
+      annotations: { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD },
+    },
+    spec: { podTemplate: { spec: { containers: [{ name: 'sandbox', image: options.image ?? SAMPLE_IMAGE }] } } },
+  };
+}
+
+export function samplePool(options: SampleOptions): SandboxWarmPool {
+  const name = options.name ?? SAMPLE_NAME;
+  return {
+    apiVersion: apiVersionOf(SandboxWarmPoolType),
+    kind: SandboxWarmPoolType.kind,
+    metadata: { name, namespace: options.namespace },
+    spec: { replicas: options.replicas ?? SAMPLE_REPLICAS, sandboxTemplateRef: { name } },
+  };
+}
+
+/** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit. */
+export function sampleManifest(options: SampleOptions): string {
+  return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [sampleTemplate(options), samplePool(options)] }, null, 2)}\n`;
+}
+
+/**
+ * A bare core/v1 Node. Nothing here runs pods (no kubelet, no scheduler); the
+ * object exists so NodeInventories have an owner, as on a real cluster.
+ */
+export function nodeObject(name: string, address: string): V1Node {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'warmpool.dev/simulated': 'true', 'warmpool.dev/loopback': address } },
+    spec: {},
+  };
+}
