@@ -15,7 +15,7 @@ function appWith(emptyAs?: unknown): Hono {
   return app;
 }
 
-async function post(app: Hono, body: BodyInit, headers: Record<string, string> = {}): Promise<{ status: number; json: unknown }> {
+async function post(app: Hono, body: string | ReadableStream<Uint8Array>, headers: Record<string, string> = {}): Promise<{ status: number; json: unknown }> {
   const res = await app.request('/', { method: 'POST', body, headers, duplex: 'half' } as RequestInit);
   return { status: res.status, json: await res.json() };
 }
