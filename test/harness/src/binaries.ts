@@ -1,7 +1,10 @@
-// Where the Kubernetes binaries built by `make kube-binaries` live.
+// Where the Kubernetes binaries built by `make kube-binaries` live, and the
+// small wrapper that builds them when a test runs on a machine without them.
+import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export type KubeBinary = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm';
 
@@ -19,10 +22,30 @@ function isExecutable(path: string): boolean {
   }
 }
 
+const BUILD_SCRIPT = fileURLToPath(new URL('../kube-binaries.sh', import.meta.url));
+
+/**
+ * Builds every missing binary from its Go modules (kube-binaries.sh; minutes
+ * the first time on a machine, a no-op after). `make test` runs it before the
+ * tests; this covers a bare `npx vitest run` on a fresh machine.
+ */
+export function ensureKubeBinaries(): void {
+  try {
+    execFileSync(BUILD_SCRIPT, ['--check'], { stdio: 'ignore' });
+    return;
+  } catch {
+    // missing: build below
+  }
+  process.stderr.write(`warmpool: building kube-apiserver, etcd, kubectl and helm into ${binDir()} (once per machine)...\n`);
+  execFileSync(BUILD_SCRIPT, [], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WARMPOOL_CACHE: join(binDir(), '..') } });
+}
+
 export function findBinary(name: KubeBinary): string {
   const path = join(binDir(), name);
   if (isExecutable(path)) return path;
-  throw new Error(`${name} not found at ${path}: run \`make kube-binaries\` (builds kube-apiserver, etcd, kubectl and helm into ${binDir()})`);
+  ensureKubeBinaries();
+  if (isExecutable(path)) return path;
+  throw new Error(`${name} not found at ${path} after building: run \`make kube-binaries\` and read its output`);
 }
 
 /** A program from PATH, or undefined. */

@@ -6,7 +6,7 @@ export { startRedis, ping as redisPing } from './redis.js';
 export type { StartRedisOptions, TestRedis } from './redis.js';
 export { apiserverArgs, SERVICE_ACCOUNT_ISSUER, SERVICE_CLUSTER_IP_RANGE } from './apiserver.js';
 export { etcdArgs } from './etcd.js';
-export { binDir, findBinary, findOnPath } from './binaries.js';
+export { binDir, ensureKubeBinaries, findBinary, findOnPath } from './binaries.js';
 export type { KubeBinary } from './binaries.js';
 export { createClusterPki, issueCertificate, generateKeyPair } from './pki.js';
 export type { ClusterPki, IssuedCertificate, KeyPair, CertificateRequest } from './pki.js';
