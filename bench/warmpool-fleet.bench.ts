@@ -1,21 +1,23 @@
 // Fleet simulation: 1 000 simulated nodes (node agent + fake-sandboxd each,
 // each on its own loopback port, each publishing its NodeInventory) × 200
 // warm pools against a real kube-apiserver + etcd, the control plane as its
-// own process. Measures reconcile time and fan-out time, the apiserver's
-// writes per second at steady state (by resource, from the apiserver's own
-// apiserver_request_total) and the control plane's RSS.
+// own process with the chart's V8 flags. Measures reconcile time and fan-out
+// time (also for patches that land in the previous fan-out's inventory
+// republish storm), the apiserver's writes per second at steady state (by
+// resource, from the apiserver's own apiserver_request_total) and the control
+// plane's RSS. The simulated nodes run on FLEET_THREADS worker threads
+// (default 2, one per core).
 //   make build && node bench/warmpool-fleet.bench.ts
-// Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart).
+// Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { sleep, startCluster } from '@warmpool/harness';
 import { scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
-import { startControlPlaneProcess } from './lib/control-plane.ts';
-import { startFleet } from './lib/fleet.ts';
+import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
 import { memoryOf } from './lib/proc.ts';
 import { allReady, Pools, type PoolSpec } from './lib/pools.ts';
 import { histogramDelta, sum, type HistogramSnapshot } from './lib/prom-text.ts';
 import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
+import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { machineNote, mib, ms, pass, printTable, quantile, seconds } from './lib/table.ts';
 
 const NODES = Number(process.env['FLEET_NODES'] ?? 1_000);
@@ -24,6 +26,8 @@ const INTERVAL_S = 5;
 const STEADY_WINDOW_MS = 60_000;
 const FANOUT_REPEATS = 5;
 const FANOUT_QUIET_MS = 8_000;
+const STORM_REPEATS = 3;
+const THREADS = Number(process.env['FLEET_THREADS'] ?? 2);
 const FILL_TIMEOUT_MS = 180_000;
 const RSS_GOAL_BYTES = 512 * 1024 * 1024; // the chart's memory limit
 
@@ -58,9 +62,10 @@ log(`starting kube-apiserver + etcd`);
 const cluster = await startCluster({ name: 'bench-fleet' });
 const token = randomBytes(24).toString('hex');
 log(`starting ${NODES} simulated nodes`);
-const fleet = await startFleet({
+const fleet = await startThreadedFleet({
   nodes: NODES,
-  kubeConfig: cluster.kubeConfig,
+  threads: THREADS,
+  kubeconfigPath: cluster.kubeconfigPath,
   token,
   // Room for the long tail: a 400-replica pool on a small fleet still fits.
   sandboxd: { refillRate: 200, refillConcurrency: 32, bootMs: 50, room: 2_000, maxClaims: 1_000 },
@@ -82,12 +87,29 @@ interface Measured {
   reconcileSteady: HistogramSnapshot;
   setPoolsSteady: HistogramSnapshot;
   fanouts: Propagation[];
+  storms: Propagation[];
+  /** Patch sent → the control plane handed out the round (its generation gauge moved), per fan-out / storm patch. */
+  fanoutRounds: number[];
+  stormRounds: number[];
   reconcileFanout: HistogramSnapshot;
   setPoolsFanout: HistogramSnapshot;
-  cpMemory: { rss: number; peak: number; heapUsed: number };
+  cpMemory: { rss: number; peak: number; heapUsed: number; heapTotal: number; external: number };
   setPoolsErrors: number;
   hostLagMs: { p99: number; max: number };
   cpLagMaxMs: number;
+  reconcileStorm: HistogramSnapshot;
+  cpLagStormMs: number;
+}
+
+/** Patches the fan-out pool; resolves with its propagation and with how long the control plane took to hand out the round. */
+async function patchAndWatch(replicas: number): Promise<[Propagation | undefined, number | undefined]> {
+  const generation = await controlPlane.generation();
+  const applied = tracker.until(replicas, 30_000);
+  const sent = performance.now();
+  const round = controlPlane.roundAfter(generation, 30_000);
+  await pools.scale(FANOUT.name, replicas);
+  const handedOut = await round;
+  return [await applied, handedOut === undefined ? undefined : handedOut - sent];
 }
 
 async function measure(): Promise<Measured> {
@@ -114,23 +136,38 @@ async function measure(): Promise<Measured> {
   const steadyMemory = memoryOf(controlPlane.pid);
 
   log(`fan-out: ${FANOUT_REPEATS} patches of the pool spread over all ${NODES} nodes`);
-  // How late this process (the whole simulated fleet) runs its callbacks while it serves the fan-out.
-  const hostLag = monitorEventLoopDelay({ resolution: 10 });
-  hostLag.enable();
+  // How late the simulated fleet's threads run their callbacks while they serve the fan-out.
+  fleet.startLagMonitor();
   const fanouts: Propagation[] = [];
+  const fanoutRounds: number[] = [];
   for (let i = 0; i < FANOUT_REPEATS; i++) {
     const replicas = i % 2 === 0 ? FANOUT.high : FANOUT.low;
     // Each patch starts on a quiet fleet: the previous one's inventory republishes (debounced 5 s) are over.
     await sleep(FANOUT_QUIET_MS + Math.random() * 2_000);
-    const applied = tracker.until(replicas, 30_000);
-    await pools.scale(FANOUT.name, replicas);
-    const p = await applied;
+    const [p, round] = await patchAndWatch(replicas);
     if (p !== undefined) fanouts.push(p);
+    if (round !== undefined) fanoutRounds.push(round);
   }
-  hostLag.disable();
+  const hostLag = await fleet.stopLagMonitor();
   const fanoutAfter = await controlPlane.driverMetrics();
+
+  log(`storm: ${STORM_REPEATS} patches sent 5-6 s after the previous fan-out ended, into its inventory republishes`);
+  // Each node republishes at once when a push changes it, and again (debounced 5 s) as its warm
+  // counts follow: 1 000 NodeInventory writes and watch events land around then.
+  const storms: Propagation[] = [];
+  const stormRounds: number[] = [];
+  let previousEnd = fanouts.at(-1)?.last ?? performance.now();
+  for (let i = 0; i < STORM_REPEATS; i++) {
+    const replicas = (FANOUT_REPEATS + i) % 2 === 0 ? FANOUT.high : FANOUT.low;
+    await sleep(Math.max(0, previousEnd + 5_000 + Math.random() * 1_000 - performance.now()));
+    const [p, round] = await patchAndWatch(replicas);
+    if (p !== undefined) storms.push(p);
+    if (round !== undefined) stormRounds.push(round);
+    previousEnd = p?.last ?? performance.now();
+  }
+  const end = await controlPlane.driverMetrics();
   return {
-    hostLagMs: { p99: hostLag.percentile(99) / 1e6, max: hostLag.max / 1e6 },
+    hostLagMs: { p99: hostLag.p99Ms, max: hostLag.maxMs },
     // prom-client's lag gauges cover the time since the previous scrape: here, the fan-out phase.
     cpLagMaxMs: sum(fanoutAfter.raw, 'warmpool_controlplane_nodejs_eventloop_lag_max_seconds') * 1000,
     applyMs,
@@ -139,14 +176,21 @@ async function measure(): Promise<Measured> {
     reconcileSteady: histogramDelta(steadyBefore.reconcile, steadyAfter.reconcile),
     setPoolsSteady: histogramDelta(steadyBefore.setPools, steadyAfter.setPools),
     fanouts,
+    storms,
+    fanoutRounds,
+    stormRounds,
     reconcileFanout: histogramDelta(steadyAfter.reconcile, fanoutAfter.reconcile),
     setPoolsFanout: histogramDelta(steadyAfter.setPools, fanoutAfter.setPools),
+    reconcileStorm: histogramDelta(fanoutAfter.reconcile, end.reconcile),
+    cpLagStormMs: sum(end.raw, 'warmpool_controlplane_nodejs_eventloop_lag_max_seconds') * 1000,
     cpMemory: {
       rss: steadyMemory.rss,
       peak: memoryOf(controlPlane.pid).peak,
       heapUsed: sum(steadyAfter.raw, 'warmpool_controlplane_nodejs_heap_size_used_bytes'),
+      heapTotal: sum(end.raw, 'warmpool_controlplane_nodejs_heap_size_total_bytes'),
+      external: sum(end.raw, 'warmpool_controlplane_nodejs_external_memory_bytes'),
     },
-    setPoolsErrors: sum(fanoutAfter.raw, 'warmpool_controlplane_set_pools_total', { outcome: 'error' }),
+    setPoolsErrors: sum(end.raw, 'warmpool_controlplane_set_pools_total', { outcome: 'error' }),
   };
 }
 
@@ -160,10 +204,8 @@ try {
 }
 const { steadyWrites, cpMemory } = measured;
 const meanMs = (h: HistogramSnapshot): number => (h.count > 0 ? (h.sum / h.count) * 1000 : Number.NaN);
-const pick = (f: (p: Propagation) => number): string => {
-  const values = measured.fanouts.map(f);
-  return `${ms(quantile(values, 0.5), 0)} / ${ms(quantile(values, 1), 0)}`;
-};
+const msPair = (values: readonly number[]): string => `${ms(quantile(values, 0.5), 0)} / ${ms(quantile(values, 1), 0)}`;
+const pick = (f: (p: Propagation) => number, of: readonly Propagation[] = measured.fanouts): string => msPair(of.map(f));
 
 const windowS = STEADY_WINDOW_MS / 1000;
 const perInterval = (count: number): number => (count / windowS) * INTERVAL_S;
@@ -176,11 +218,12 @@ const bench = memoryOf(process.pid);
 printTable(
   `warmpool fleet: ${NODES} nodes × ${POOLS} pools — ${machineNote()}`,
   [
-    `${NODES} simulated nodes in one process (node agent + fake-sandboxd each on its own loopback port, inventory heartbeat 30 s, debounce 5 s),`,
+    `${NODES} simulated nodes in one process over ${fleet.threads} worker thread(s) (node agent + fake-sandboxd each on its own loopback port, inventory heartbeat 30 s, debounce 5 s),`,
     `${POOLS} pools (${desiredTotal} warm replicas, 5–400 per pool) + 1 fan-out pool over every node (toggled ${FANOUT.low} ↔ ${FANOUT.high});`,
-    `control plane as a process, --interval ${INTERVAL_S}s, --set-pools-concurrency 64; real kube-apiserver v1.37.2 + etcd.`,
+    `control plane as a process (the chart's V8 flags: ${chartNodeOptions().join(' ')}), --interval ${INTERVAL_S}s, default --set-pools-concurrency; real kube-apiserver v1.37.2 + etcd.`,
     `Steady-state window: ${windowS} s, starting two intervals after every pool was READY = DESIRED. Fleet startup ${seconds(fleet.startupMs)}.`,
-    `Fan-out: ${FANOUT_REPEATS} patches ${FANOUT_QUIET_MS / 1000}-${FANOUT_QUIET_MS / 1000 + 2} s apart; clock from the patch request sent to each node's fake-sandboxd setPools (in-process hook).`,
+    `Fan-out: ${FANOUT_REPEATS} patches ${FANOUT_QUIET_MS / 1000}-${FANOUT_QUIET_MS / 1000 + 2} s apart; clock from the patch request sent to each node's fake-sandboxd setPools (in-process hook);`,
+    `then ${STORM_REPEATS} patches each sent 5-6 s after the previous one's last node applied, into the fleet's inventory republish storm.`,
     `apiserver writes by resource (steady): ${byResource || 'none'}`,
   ],
   [
@@ -193,11 +236,17 @@ printTable(
     [`patch → first node applied, p50 / max (${measured.fanouts.length} patches)`, pick((p) => p.first - p.since), 'info', '', ''],
     [`patch → last of ${NODES} nodes applied, p50 / max`, pick((p) => p.last - p.since), 'info', 'cocoonstack: the next 5 s push', ''],
     [`fan-out: first → last of ${NODES} nodes, p50 / max`, pick((p) => p.last - p.first), 'info', '', ''],
+    ['  of which patch → control plane hands out the round (its generation gauge, polled), p50 / max', msPair(measured.fanoutRounds), 'info', '', ''],
     ['  during fan-out: SetPools call mean (as the control plane times it)', `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`, 'info', '', ''],
     ['  during fan-out: reconcile mean (runs)', `${ms(meanMs(measured.reconcileFanout))} (${measured.reconcileFanout.count})`, 'info', '', ''],
-    ['  during fan-out: event-loop delay, simulated fleet host p99 / max', `${ms(measured.hostLagMs.p99, 0)} / ${ms(measured.hostLagMs.max, 0)}`, 'info', '', ''],
+    ['  during fan-out: event-loop delay, simulated fleet host (worst thread) p99 / max', `${ms(measured.hostLagMs.p99, 0)} / ${ms(measured.hostLagMs.max, 0)}`, 'info', '', ''],
     ['  during fan-out: event-loop lag max, control plane', ms(measured.cpLagMaxMs, 0), 'info', '', ''],
+    [`storm: patch → first node applied, p50 / max (${measured.storms.length} patches)`, pick((p) => p.first - p.since, measured.storms), 'info', '', ''],
+    ['  of which patch → control plane hands out the round, p50 / max', msPair(measured.stormRounds), 'info', '', ''],
+    [`storm: patch → last of ${NODES} nodes applied, p50 / max`, pick((p) => p.last - p.since, measured.storms), 'info', '', ''],
+    ['  during the storm patches: reconcile mean (runs) / control-plane event-loop lag max', `${ms(meanMs(measured.reconcileStorm))} (${measured.reconcileStorm.count}) / ${ms(measured.cpLagStormMs, 0)}`, 'info', '', ''],
     ['control-plane RSS at steady state / peak (V8 heap used)', `${mib(cpMemory.rss)} / ${mib(cpMemory.peak)} (${mib(cpMemory.heapUsed)})`, `≤ ${mib(RSS_GOAL_BYTES)} (chart limit)`, '', pass(cpMemory.peak <= RSS_GOAL_BYTES)],
+    ['  control-plane V8 heap total / external memory, at the end', `${mib(cpMemory.heapTotal)} / ${mib(cpMemory.external)}`, 'info', '', ''],
     [`benchmark host (${NODES} agents + fake-sandboxd) RSS / peak`, `${mib(bench.rss)} / ${mib(bench.peak)}`, 'info', '', ''],
     ['SetPools calls that failed (whole run)', String(measured.setPoolsErrors), '0', '', pass(measured.setPoolsErrors === 0)],
   ],

@@ -1,10 +1,10 @@
 // The control plane as a separate process, as it runs in a pod: so its RSS
 // is its own and the fleet hosted by the benchmark does not share its event loop.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP_ENTRYPOINTS, freePort, ManagedChild, waitUntil, type TestCluster } from '@warmpool/harness';
-import { histogram, parseSamples, type HistogramSnapshot } from './prom-text.ts';
+import { histogram, parseSamples, sum, type HistogramSnapshot } from './prom-text.ts';
 
 export interface ControlPlaneProcess {
   readonly pid: number;
@@ -12,6 +12,14 @@ export interface ControlPlaneProcess {
   /** The control plane's own Prometheus text. */
   metrics(): Promise<string>;
   driverMetrics(): Promise<DriverMetrics>;
+  /** The last generation handed out (the `generation` gauge). */
+  generation(): Promise<number>;
+  /**
+   * Resolves with performance.now() once the control plane has handed out a
+   * generation above `above` (a round of pushes left its reconcile), polling
+   * its /metrics every few ms; undefined after `timeoutMs`.
+   */
+  roundAfter(above: number, timeoutMs: number): Promise<number | undefined>;
   logTail(lines?: number): string;
   stop(): Promise<void>;
 }
@@ -30,6 +38,20 @@ export interface StartControlPlaneOptions {
   interval: string;
   namespace?: string;
   extraArgs?: string[];
+  /** Node.js options placed before the entrypoint; default: the chart's `controlPlane.nodeOptions`. */
+  nodeArgs?: string[];
+}
+
+/**
+ * The V8 flags the Helm chart gives the control plane (NODE_OPTIONS from
+ * `controlPlane.nodeOptions` in charts/warmpool/values.yaml), read from the
+ * chart so a benchmark's RSS is the RSS the pod will have.
+ */
+export function chartNodeOptions(): string[] {
+  const values = readFileSync(new URL('../../charts/warmpool/values.yaml', import.meta.url), 'utf8');
+  const line = /^ {2}nodeOptions:\s*"([^"]*)"/m.exec(values);
+  if (line === null) throw new Error('charts/warmpool/values.yaml has no controlPlane.nodeOptions');
+  return (line[1] ?? '').split(/\s+/).filter(Boolean);
 }
 
 export async function startControlPlaneProcess(options: StartControlPlaneOptions): Promise<ControlPlaneProcess> {
@@ -42,6 +64,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     name: 'control-plane',
     command: process.execPath,
     args: [
+      ...(options.nodeArgs ?? chartNodeOptions()),
       APP_ENTRYPOINTS.controlPlane,
       `--kubeconfig=${options.cluster.kubeconfigPath}`,
       `--token-file=${tokenFile}`,
@@ -71,6 +94,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     throw error;
   }
   const metrics = async (): Promise<string> => (await fetch(`${url}/metrics`)).text();
+  const generation = async (): Promise<number> => sum(parseSamples(await metrics(), 'warmpool_controlplane_generation'), 'warmpool_controlplane_generation');
   return {
     pid: child.pid,
     url,
@@ -82,6 +106,15 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
         setPools: histogram(raw, 'warmpool_controlplane_set_pools_duration_seconds'),
         raw,
       };
+    },
+    generation,
+    async roundAfter(above, timeoutMs) {
+      const deadline = performance.now() + timeoutMs;
+      while (performance.now() < deadline) {
+        if ((await generation()) > above) return performance.now();
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      return undefined;
     },
     logTail: (lines?: number) => child.logTail(lines),
     stop,

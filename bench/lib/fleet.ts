@@ -27,6 +27,8 @@ export interface FleetOptions {
   token: string;
   /** Node i is `<prefix><i, 4 digits>` (default `sim-node-`). */
   namePrefix?: string;
+  /** The first node's i (default 0): a fleet split over several hosts numbers its nodes apart. */
+  firstIndex?: number;
   sandboxd?: Omit<FakeSandboxdOptions, 'advertise'>;
   agent?: AgentTuning;
   /** Nodes started at once (default 25). */
@@ -73,7 +75,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   };
   try {
     await inBatches(options.nodes, options.concurrency ?? 25, async (i) => {
-      const name = `${prefix}${String(i).padStart(4, '0')}`;
+      const name = `${prefix}${String((options.firstIndex ?? 0) + i).padStart(4, '0')}`;
       await nodesApi.createNode({ body: nodeObject(name, '127.0.0.1') });
       const sandboxd = await startFakeSandboxd({ ...options.sandboxd, apiToken: options.token, host: '127.0.0.1', port: 0 });
       const agent = createNodeAgent({

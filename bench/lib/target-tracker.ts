@@ -31,7 +31,7 @@ export class TargetTracker {
   }
 
   /** Pass as the fleet's onSetPools. */
-  readonly onSetPools = (node: SimNode, pools: readonly PoolTarget[], at: number): void => {
+  readonly onSetPools = (node: Pick<SimNode, 'name'>, pools: readonly PoolTarget[], at: number): void => {
     const target = pools.find((p) => p.template === this.#template)?.warm ?? 0;
     const previous = this.#targets.get(node.name) ?? 0;
     if (target === previous) return;

@@ -295,17 +295,29 @@ function watchForChanges(
     onAdd: () => reconciler.poke('node added'),
     onUpdate: (old, next) => {
       if (old === next) return;
-      if (inventoryChangeMatters(old, next) || !reconciler.inPlacement(next.metadata?.name ?? '')) reconciler.poke('node changed');
+      const name = next.metadata?.name ?? '';
+      if (!reconciler.inPlacement(name) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) reconciler.poke('node changed');
     },
     onDelete: () => reconciler.poke('node deleted'),
   });
 }
 
-function inventoryChangeMatters(old: NodeInventory, next: NodeInventory): boolean {
+/**
+ * Whether an inventory update can change what a run decides. After every
+ * fan-out each node republishes its inventory with the targets it was just
+ * pushed and their generation: at 1 000 nodes that is 1 000 events in a few
+ * seconds, and a full reconcile for each (coalesced, back to back) kept the
+ * loop busy for seconds without changing anything. So: the new
+ * appliedGeneration alone never matters during a term (it is read once, when
+ * the term starts; a refusal comes back as a 409), and new targets matter only
+ * when runs see the node through its inventory, i.e. no fresher answer of its
+ * agent stands in for it (the probe every interval compares those).
+ */
+function inventoryChangeMatters(old: NodeInventory, next: NodeInventory, readsInventory: () => boolean): boolean {
   const a = old.status ?? {};
   const b = next.status ?? {};
   if (old.spec?.address !== next.spec?.address) return true;
-  if (a.capacity !== b.capacity || a.draining !== b.draining || a.atCapacity !== b.atCapacity || a.appliedGeneration !== b.appliedGeneration) return true;
+  if (a.capacity !== b.capacity || a.draining !== b.draining || a.atCapacity !== b.atCapacity) return true;
   if (b.capacity !== undefined && a.claimed !== b.claimed) return true;
-  return reportedSig(a.pools ?? []) !== reportedSig(b.pools ?? []);
+  return readsInventory() && reportedSig(a.pools ?? []) !== reportedSig(b.pools ?? []);
 }

@@ -10,7 +10,7 @@ describe('control plane flags', () => {
   it('has the documented defaults', () => {
     const { config } = parseConfig(FLAGS, [], {});
     expect(config).toMatchObject({
-      listen: '0.0.0.0:8080', interval: 5_000, staleAfter: 90_000, setPoolsTimeout: 2_000, setPoolsConcurrency: 64,
+      listen: '0.0.0.0:8080', interval: 5_000, staleAfter: 90_000, setPoolsTimeout: 2_000, setPoolsConcurrency: 256,
       leaseDuration: 15_000, renewDeadline: 10_000, retryPeriod: 2_000, leaseName: 'warmpool-control-plane', logLevel: 'info',
     });
     expect(validateConfig(config, noNamespaceFile)).toEqual({ listen: { host: '0.0.0.0', port: 8080 }, namespace: 'default' });

@@ -1,7 +1,7 @@
 // The HTTP PoolSetter against a scripted agent on loopback.
 import { serveApp, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentCallError, HttpPoolSetter, NoTokenError, StaleGenerationError, type AgentNode } from '../src/index.js';
 
 interface Seen {
@@ -128,6 +128,19 @@ describe('HttpPoolSetter', () => {
     await expect(setter.info(node)).rejects.toMatchObject({ status: 503 });
     await expect(setter.info(node)).resolves.toEqual(INFO);
     expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual(['GET /v1/info', 'GET /v1/info']);
+    await setter.close();
+  });
+
+  it('never makes a push wait behind a probe to the same agent: each has its own connection', async () => {
+    let answerProbe: (() => void) | undefined;
+    script = [() => new Promise<Response>((resolve) => { answerProbe = () => resolve(json(200, INFO)()); })];
+    const setter = new HttpPoolSetter({ token: () => 'fleet' });
+    const probe = setter.info(node);
+    await vi.waitFor(() => expect(answerProbe).toBeDefined());
+    await expect(setter.setPools(node, 7, [])).resolves.toEqual(INFO);
+    answerProbe?.();
+    await expect(probe).resolves.toEqual(INFO);
+    expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual(['GET /v1/info', 'PUT /v1/pools']);
     await setter.close();
   });
 });

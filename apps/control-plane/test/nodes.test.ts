@@ -84,4 +84,15 @@ describe('NodeTracker', () => {
     nodes.sync([inventoryObject('a', { publishedAt: clock.iso() }), inventoryObject('b', { publishedAt: clock.iso() })]);
     expect(nodes.sync([inventoryObject('a', { publishedAt: clock.iso() })])).toEqual([{ name: 'b', address: 'b.test:7071' }]);
   });
+
+  it('reads a node through its inventory only while its agent has not answered within the observation TTL', () => {
+    const clock = new ManualClock();
+    const nodes = tracker(clock);
+    nodes.sync([inventoryObject('a', { publishedAt: clock.iso() })]);
+    expect(nodes.readsInventory('a')).toBe(true);
+    nodes.recordAnswer('a', infoOf({ 'img|none|small': 2 }));
+    expect(nodes.readsInventory('a')).toBe(false);
+    clock.advance(11_000);
+    expect(nodes.readsInventory('a')).toBe(true);
+  });
 });

@@ -323,4 +323,40 @@ describe('WarmPoolReconciler', () => {
     expect(w.agents.probes).toBe(0);
     expect(w.statuses.writes).toEqual([]);
   });
+
+  it('reconciles once when a round of pushes has settled, not once per answer', async () => {
+    const w = world({ nodes: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 20));
+    w.drive();
+    await w.settle();
+    const runs = w.reconciler.runs;
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 40, { generation: 2 })));
+    expect(Object.values(w.targets())).toEqual(Array(20).fill('img=2'));
+    // The poke, then one run for the 20 answers.
+    expect(w.reconciler.runs - runs).toBe(2);
+  });
+
+  it('pushes a change while an earlier run\'s status writes still wait for the apiserver', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    let release: (() => void) | undefined;
+    const write = w.statuses.write.bind(w.statuses);
+    w.statuses.write = async (pool, status) => {
+      await new Promise<void>((resolve) => { release = resolve; });
+      return write(pool, status);
+    };
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 }));
+    w.reconciler.poke('pool changed');
+    await vi.waitFor(() => expect(release).toBeDefined());
+    const before = w.agents.pushes.length;
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 9, { generation: 3 }));
+    w.reconciler.poke('pool changed');
+    await vi.waitFor(() => expect(w.agents.pushes.slice(before).map((p) => p.pools)).toEqual(['img=3', 'img=3', 'img=3']));
+    w.statuses.write = write;
+    release?.();
+    await w.settle();
+    expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3', 'node-c': 'img=3' });
+  });
 });

@@ -10,6 +10,7 @@ import type { InventoryPool, NodeInfo, NodeInventory } from '@warmpool/api';
 import { parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
+import { reportedSig } from './desired.js';
 
 export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address';
 
@@ -21,6 +22,8 @@ export interface Observation {
   /** Local time (clock ms) when it was received. */
   at: number;
   source: 'inventory' | 'agent';
+  /** reportedSig(pools), made once here rather than by every reconcile that compares it. */
+  reported: string;
 }
 
 export interface NodeView {
@@ -59,13 +62,15 @@ export interface NodeTrackerOptions {
 }
 
 export function observationOf(info: NodeInfo, at: number): Observation {
+  const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling }));
   return {
-    pools: info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling })),
+    pools,
     claimed: info.claimed,
     draining: info.draining === true,
     atCapacity: info.at_capacity === true,
     at,
     source: 'agent',
+    reported: reportedSig(pools),
   };
 }
 
@@ -124,6 +129,12 @@ export class NodeTracker {
     record.failures++;
     record.lastError = err instanceof Error ? err.message : String(err);
     return record.failures === this.#options.failureThreshold;
+  }
+
+  /** True when runs see this node through its NodeInventory: its agent has not answered within the observation TTL. */
+  readsInventory(name: string): boolean {
+    const agent = this.#records.get(name)?.agent;
+    return agent === undefined || this.#options.clock.now() - agent.at > this.#options.agentObservationTtlMs;
   }
 
   /** The agent's own latest answer, if any. */
@@ -206,13 +217,15 @@ export class NodeTracker {
     } else {
       record.freshUntil = now + this.#options.staleAfterMs;
     }
+    const pools = status.pools ?? [];
     record.inventory = {
-      pools: status.pools ?? [],
+      pools,
       claimed: status.claimed ?? 0,
       draining: status.draining === true,
       atCapacity: status.atCapacity === true,
       at: now,
       source: 'inventory',
+      reported: reportedSig(pools),
     };
   }
 }

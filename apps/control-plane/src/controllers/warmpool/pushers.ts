@@ -4,7 +4,7 @@
 // or dead node never holds up the others or the next reconcile.
 import type { NodeInfo } from '@warmpool/api';
 import type { AgentNode, PoolSetter } from '../../agents/pool-setter.js';
-import { reportedSig, type DesiredSet } from './desired.js';
+import type { DesiredSet } from './desired.js';
 import { Limiter } from './limiter.js';
 import { observationOf } from './nodes.js';
 
@@ -43,6 +43,8 @@ export interface PushersOptions {
   now(): number;
   /** Called once per push that ran, after its lane state is updated. */
   onSettled(job: Job, outcome: PushOutcome, seconds: number): void;
+  /** Called when the last busy lane drains: every push handed over so far has settled. */
+  onIdle?(): void;
 }
 
 export class Pushers {
@@ -50,6 +52,8 @@ export class Pushers {
   readonly #limiter: Limiter;
   readonly #lanes = new Map<string, Lane>();
   readonly #running = new Set<Promise<void>>();
+  /** Lanes with a push queued or in flight (their drain loop is running). */
+  #busyLanes = 0;
 
   constructor(options: PushersOptions) {
     this.#options = options;
@@ -109,8 +113,17 @@ export class Pushers {
     return lane;
   }
 
+  /** True while any push is queued or in flight. */
+  get active(): boolean {
+    return this.#busyLanes > 0;
+  }
+
   #start(lane: Lane): void {
-    const run = this.#drain(lane).finally(() => this.#running.delete(run));
+    this.#busyLanes++;
+    const run = this.#drain(lane).finally(() => {
+      this.#running.delete(run);
+      if (--this.#busyLanes === 0 && !this.#options.signal.aborted) this.#options.onIdle?.();
+    });
     this.#running.add(run);
   }
 
@@ -145,7 +158,7 @@ export class Pushers {
       }
       if (signal.aborted) return;
       if (outcome.kind === 'applied') {
-        lane.acked = { sig: sent.desired.sig, generation: sent.generation, at: now(), reported: reportedSig(observationOf(outcome.info, 0).pools) };
+        lane.acked = { sig: sent.desired.sig, generation: sent.generation, at: now(), reported: observationOf(outcome.info, 0).reported };
       }
       else lane.acked = undefined;
       onSettled(sent, outcome, (performance.now() - started) / 1000);

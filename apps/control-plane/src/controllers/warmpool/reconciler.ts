@@ -31,7 +31,7 @@ import { systemClock, type Clock } from '../../clock.js';
 import { GenerationExhaustedError, type GenerationSource } from '../../generation/generation.js';
 import type { ControlPlaneMetrics, NodeState, PoolState } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';
-import { desiredSetOf, reportedSig, type DesiredSet } from './desired.js';
+import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
 import { forEachLimited } from './limiter.js';
 import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from './nodes.js';
@@ -39,8 +39,11 @@ import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, planPools, type KeyDemand, type PoolPlan } from './plan.js';
 import { Pushers, type PushJob, type PushOutcome } from './pushers.js';
 import type { PoolStatusWriter } from './status-writer.js';
-import { statusesOf, statusSig, transitionEvents, withTransitionTimes } from './status.js';
+import { statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan } from './status.js';
 import { CoalescingTrigger } from './trigger.js';
+
+/** While pushes are still settling, status catches up with the answers at most this late. */
+const PUSHED_REFRESH_MS = 1_000;
 
 export interface WarmPoolReconcilerOptions extends Partial<WarmPoolDriverSettings> {
   pools: Lister<SandboxWarmPool>;
@@ -68,8 +71,22 @@ interface Term {
   /** Pool uid → the key it was driven under, to tell template key changes. */
   readonly keys: Map<string, string>;
   sampler: NodeJS.Timeout | undefined;
+  /** Answers arrived that no run has seen yet. */
+  unseenAnswers: boolean;
+  /** A 'pushed' run promised while a long round of pushes is still settling. */
+  refresh: NodeJS.Timeout | undefined;
   sampling: Promise<void> | undefined;
   advancing: Promise<void> | undefined;
+  /** The latest run's would-be statuses, not yet taken by the status writer. */
+  statusBatch: StatusBatch | undefined;
+  /** The status writer's loop, while it runs. */
+  writingStatus: Promise<void> | undefined;
+}
+
+/** What one run wants the pools' statuses to be (without transition times: see #writeStatusBatch). */
+interface StatusBatch {
+  statuses: PoolStatusPlan[];
+  now: number;
 }
 
 /** What we last wrote to a pool's status, so a cache that has not caught up is not mistaken for a difference. */
@@ -141,6 +158,7 @@ export class WarmPoolReconciler {
       signal: controller.signal,
       now: () => this.#clock.now(),
       onSettled: (job, outcome, seconds) => this.#onPushSettled(controller.signal, job, outcome, seconds),
+      onIdle: () => this.#onPushesSettled(controller.signal),
     });
     const term: Term = {
       controller,
@@ -150,8 +168,12 @@ export class WarmPoolReconciler {
       placement: new Map(),
       keys: new Map(),
       sampler: undefined,
+      unseenAnswers: false,
+      refresh: undefined,
       sampling: undefined,
       advancing: undefined,
+      statusBatch: undefined,
+      writingStatus: undefined,
     };
     this.#term = term;
     signal.addEventListener('abort', () => {
@@ -180,6 +202,7 @@ export class WarmPoolReconciler {
     this.#term = undefined;
     term.controller.abort(new Error('leadership ended'));
     clearInterval(term.sampler);
+    clearTimeout(term.refresh);
     this.#o.generations.reset();
     this.#o.logger.info('stopped driving the warm pools');
   }
@@ -193,6 +216,7 @@ export class WarmPoolReconciler {
       await term.pushers.idle();
       await term.sampling;
       await term.advancing;
+      await term.writingStatus;
       if (!this.#trigger.busy) return;
     }
   }
@@ -200,6 +224,14 @@ export class WarmPoolReconciler {
   /** Whether the node is in placement (known, fresh, answering, not draining). */
   inPlacement(name: string): boolean {
     return this.#tracker.view(name)?.eligible === true;
+  }
+
+  /**
+   * Whether the node's published targets reach a run: not while a fresher
+   * answer of its agent (a push or a probe) stands in for its inventory.
+   */
+  readsInventoryOf(name: string): boolean {
+    return this.#tracker.readsInventory(name);
   }
 
   /** Every node as the driver sees it now. */
@@ -262,7 +294,7 @@ export class WarmPoolReconciler {
     this.#notePlacement(term, views);
     this.#noteKeyChanges(term, plans);
     this.#push(term, views, result, demands);
-    await this.#writeStatuses(term, plans, views, result, now);
+    this.#handOverStatuses(term, plans, views, result, now);
   }
 
   #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): void {
@@ -291,7 +323,7 @@ export class WarmPoolReconciler {
     if (acked === undefined || acked.sig !== desired.sig) return true;
     // Acknowledged; only the node's own later word that its targets changed (its sandboxd restarted) brings it back.
     const seen = this.#tracker.agentObservation(name);
-    return seen !== undefined && seen.at > acked.at && reportedSig(seen.pools) !== acked.reported;
+    return seen !== undefined && seen.at > acked.at && seen.reported !== acked.reported;
   }
 
   #onPushSettled(termSignal: AbortSignal, job: PushJob, outcome: PushOutcome, seconds: number): void {
@@ -304,7 +336,16 @@ export class WarmPoolReconciler {
       this.#tracker.recordAnswer(node, outcome.info);
       metrics.setPools(node, 'applied', seconds);
       logger.debug('pools set', { node, generation: job.generation, pools: job.desired.pools.length });
-      this.poke('pushed');
+      // The answers change only what status reports (the nodes' targets), so one run when the round
+      // has settled covers them all, instead of a full reconcile per answer: at 1 000 nodes that was
+      // a run every ~100 ms for the whole fan-out, competing with the pushes for the event loop.
+      // A long round (slow or retried nodes) still refreshes status every PUSHED_REFRESH_MS.
+      term.unseenAnswers = true;
+      term.refresh ??= setTimeout(() => {
+        term.refresh = undefined;
+        term.unseenAnswers = false;
+        if (this.#term === term) this.poke('pushed');
+      }, PUSHED_REFRESH_MS);
       return;
     }
     const err = outcome.error;
@@ -330,6 +371,16 @@ export class WarmPoolReconciler {
     const view = this.#tracker.view(node);
     logger.warn('SetPools failed', { node, address: job.node.address, generation: job.generation, failures: view?.failures, err });
     if (crossed) this.poke('node-failing');
+  }
+
+  /** The round has settled: one run for its answers. Failures poke on their own (see above), not here. */
+  #onPushesSettled(termSignal: AbortSignal): void {
+    const term = this.#term;
+    if (term === undefined || term.signal !== termSignal || !term.unseenAnswers) return;
+    clearTimeout(term.refresh);
+    term.refresh = undefined;
+    term.unseenAnswers = false;
+    this.poke('pushed');
   }
 
   /** Takes a new generation epoch in the background (retrying while the apiserver is away), then reconciles. */
@@ -446,8 +497,15 @@ export class WarmPoolReconciler {
     for (const uid of term.keys.keys()) if (!seen.has(uid)) term.keys.delete(uid);
   }
 
-  async #writeStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): Promise<void> {
-    const { metrics, logger, statusWriter, events } = this.#o;
+  /**
+   * The run's would-be statuses go to the status writer, which writes them
+   * behind the run's back: a run (and so a push a patch is waiting for) never
+   * waits for the apiserver to take status writes, which takes seconds while a
+   * fan-out's 1 000 inventory writes load it. Only the latest batch is kept;
+   * the writer compares it with what is current when it gets to it.
+   */
+  #handOverStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): void {
+    const { metrics } = this.#o;
     const counting = views.filter((v) => v.eligible && v.observation !== undefined);
     const observed = observePools(counting.map((v) => asInventory(v)));
     const statuses = statusesOf({
@@ -460,26 +518,44 @@ export class WarmPoolReconciler {
 
     const poolCounts: Record<PoolState, number> = { driven: 0, template_missing: 0, invalid_template: 0 };
     let degraded = 0;
-    const live = new Set<string>();
-    const writes: Array<{ pool: SandboxWarmPool; uid: string; rv: string | undefined; current: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus }> = [];
-    for (const { plan, status, unplaced } of statuses.values()) {
+    for (const { plan, unplaced } of statuses.values()) {
       poolCounts[plan.kind === 'driven' ? 'driven' : plan.kind === 'template-missing' ? 'template_missing' : 'invalid_template']++;
       if (plan.kind === 'driven' && unplaced > 0) degraded++;
+    }
+    let unplacedTotal = 0;
+    for (const count of result.unplaced.values()) unplacedTotal += count;
+    metrics.pools(poolCounts);
+    metrics.placement(unplacedTotal, degraded);
+
+    term.statusBatch = { statuses: [...statuses.values()], now };
+    term.writingStatus ??= (async () => {
+      while (term.statusBatch !== undefined && !term.signal.aborted) {
+        const batch = term.statusBatch;
+        term.statusBatch = undefined;
+        await this.#writeStatusBatch(term, batch);
+      }
+    })().finally(() => {
+      term.writingStatus = undefined;
+    });
+  }
+
+  /** Writes each status of the batch that differs from the pool's current one, then emits its transition events. */
+  async #writeStatusBatch(term: Term, batch: StatusBatch): Promise<void> {
+    const { metrics, logger, statusWriter, events } = this.#o;
+    const live = new Set<string>();
+    const writes: Array<{ pool: SandboxWarmPool; uid: string; rv: string | undefined; current: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus }> = [];
+    for (const { plan, status } of batch.statuses) {
       const pool = plan.pool;
       const uid = pool.metadata?.uid ?? plan.ref;
       live.add(uid);
       const rv = pool.metadata?.resourceVersion;
       const memory = this.#written.get(uid);
       const current = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv) ? memory.status : pool.status;
-      const next = withTransitionTimes(status, current, now);
+      const next = withTransitionTimes(status, current, batch.now);
       if (statusSig(next) === statusSig(projectLike(current, next))) continue;
       writes.push({ pool, uid, rv, current, next });
     }
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
-    let unplacedTotal = 0;
-    for (const count of result.unplaced.values()) unplacedTotal += count;
-    metrics.pools(poolCounts);
-    metrics.placement(unplacedTotal, degraded);
 
     await forEachLimited(writes, this.#settings.statusConcurrency, async (write) => {
       if (term.signal.aborted) return;
