@@ -3,18 +3,24 @@
 //
 // fake-sandboxd and the agent each run as their own process (dist/main.js);
 // this process is the client: one undici keep-alive Pool per path, same
-// concurrency on both. Pools are huge and refill instant, so every claim is a
+// concurrency on all. Pools are huge and refill instant, so every claim is a
 // warm hit and the difference is the agent's hop (auth, body limit, schema
 // validation, the upstream call, pass-through). The agent runs with
 // --no-inventory: the publisher is off the claim path and needs an apiserver.
-// A third path goes through the barest Node proxy (node:http + undici, no
-// auth, no validation, no framework): the floor any Node hop pays on this
-// machine, so the agent's own share of the overhead can be told apart.
-// Direct, floor and agent rounds alternate so drift on a shared machine hits all.
+//
+// The agent reaches sandboxd over TCP, and over a unix socket as on a real
+// node (`--sandboxd-url unix:/run/sandboxd/sandboxd.sock`): two fake-sandboxd
+// processes, one per transport. Clients always reach the agent, and sandboxd
+// on the direct path, over TCP. Each agent variant has its floor: the barest
+// Node proxy (node:http + undici, no auth, no validation, no framework) over
+// the same transport to sandboxd, so the agent's own share of the overhead
+// can be told apart. All paths take turns, round by round, so drift on a
+// shared machine hits all of them.
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent.bench.ts
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -32,6 +38,7 @@ const CONNECTIONS = 16;
 const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
 
 interface Server {
+  /** `http://host:port`, or `unix:/path` for a server on a unix socket. */
   base: string;
   pid: number;
   stop(): Promise<number | null>;
@@ -47,7 +54,7 @@ function cpuMicros(pid: number): number {
   }
 }
 
-/** Spawns a dist/main.js and resolves once it logs `msg` (with the address under `field`). */
+/** Spawns a process and resolves once it logs `msg` (its address taken from the record by `address`). */
 async function startProcess(argv: string[], env: NodeJS.ProcessEnv, msg: string, address: (record: Record<string, string>) => string): Promise<Server> {
   const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -72,12 +79,21 @@ async function startProcess(argv: string[], env: NodeJS.ProcessEnv, msg: string,
   throw new Error(`${argv[0]} exited before serving (code ${await exited})`);
 }
 
-/** The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`. */
+/** An undici Pool to `base`, over TCP or a unix socket. */
+function poolTo(base: string, connections: number): Pool {
+  const options = { connections, pipelining: 1, keepAliveTimeout: 30_000 };
+  return base.startsWith('unix:') ? new Pool('http://localhost', { ...options, socketPath: base.slice('unix:'.length) }) : new Pool(base, options);
+}
+
+/** The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`; `upstream` as the agent's --sandboxd-url. */
 function floorProxySource(upstream: string): string {
+  const pool = upstream.startsWith('unix:')
+    ? `new Pool('http://localhost', { socketPath: ${JSON.stringify(upstream.slice('unix:'.length))}, connections: 128 })`
+    : `new Pool(${JSON.stringify(upstream)}, { connections: 128 })`;
   return `
     import { createServer } from 'node:http';
     import { Pool } from ${JSON.stringify(import.meta.resolve('undici'))};
-    const upstream = new Pool(${JSON.stringify(upstream)}, { connections: 128 });
+    const upstream = ${pool};
     const server = createServer((req, res) => {
       const chunks = [];
       req.on('data', (c) => chunks.push(c));
@@ -144,9 +160,19 @@ function quantile(values: number[], q: number): number {
 
 type Row = [metric: string, measured: string, goal: string, anchor: string, ok: boolean | 'info'];
 
-async function run(): Promise<void> {
-  const sandboxd = await startProcess([distOf('@warmpool/fake-sandboxd'),
-    '--listen', '127.0.0.1:0',
+/** One way to reach sandboxd, with the processes whose CPU it costs. */
+interface Path {
+  name: string;
+  pool: Pool;
+  /** Watched during loaded rounds: the hop first (if any), then its sandboxd. */
+  watch: number[];
+  unloaded: Tally;
+  loaded: Tally;
+}
+
+async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {
+  return startProcess([distOf('@warmpool/fake-sandboxd'),
+    '--listen', listen,
     '--api-token', TOKEN,
     '--max-claims', '10000000',
     '--room', '20000000',
@@ -155,84 +181,118 @@ async function run(): Promise<void> {
     '--boot-ms', '0',
     '--warm-claim-ms', '0',
     '--default-ttl', '1h',
-  ], {}, 'serving', (r) => `http://${r['address']}`);
-  const floor = await startProcess(['--input-type=module', '-e', floorProxySource(sandboxd.base)], {}, 'floor serving', (r) => `http://${r['address']}`);
-  const agent = await startProcess([distOf('@warmpool/node-agent'),
-    '--listen', '127.0.0.1:0',
-    '--sandboxd-url', sandboxd.base,
-    '--no-inventory',
-    '--log-level', 'info',
-  ], { WARMPOOL_API_TOKEN: TOKEN }, 'node agent serving', (r) => r['url'] as string);
+  ], {}, 'serving', base);
+}
 
-  const direct = new Pool(sandboxd.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 30_000 });
-  const viaAgent = new Pool(agent.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 30_000 });
-  const viaFloor = new Pool(floor.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 30_000 });
+async function run(): Promise<void> {
+  const socketDir = mkdtempSync(join(tmpdir(), 'agent-bench-'));
+  const servers: Array<[string, Server]> = [];
+  const pools: Pool[] = [];
+  const loadBefore = loadavg()[0] as number;
   try {
-    const set = await call(viaAgent, 'PUT', '/v1/pools', { generation: 1, pools: [{ template: 'bench', warm: WARM_TARGET }] });
-    if (set.status !== 200) throw new Error(`PUT /v1/pools answered ${set.status}: ${set.text}`);
-    for (let warm = 0; warm < WARM_TARGET; ) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const info = JSON.parse((await call(direct, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
-      warm = info.pools[0]?.warm ?? 0;
-    }
-    // Warm up connections and both JITs.
-    for (const pool of [direct, viaFloor, viaAgent]) await claimFor(pool, 500, 4, emptyTally());
+    const sandboxdTcp = await startSandboxd('127.0.0.1:0', (r) => `http://${r['address']}`);
+    servers.push(['fake-sandboxd (tcp)', sandboxdTcp]);
+    const sandboxdUnix = await startSandboxd(`unix:${join(socketDir, 'sandboxd.sock')}`, (r) => r['address'] as string);
+    servers.push(['fake-sandboxd (unix)', sandboxdUnix]);
+    const hop = async (name: string, start: () => Promise<Server>): Promise<Server> => {
+      const server = await start();
+      servers.push([name, server]);
+      return server;
+    };
+    const floorTo = (sandboxd: Server): Promise<Server> =>
+      startProcess(['--input-type=module', '-e', floorProxySource(sandboxd.base)], {}, 'floor serving', (r) => `http://${r['address']}`);
+    const agentTo = (sandboxd: Server): Promise<Server> => startProcess([distOf('@warmpool/node-agent'),
+      '--listen', '127.0.0.1:0',
+      '--sandboxd-url', sandboxd.base,
+      '--no-inventory',
+      '--log-level', 'info',
+    ], { WARMPOOL_API_TOKEN: TOKEN }, 'node agent serving', (r) => r['url'] as string);
+    const floorTcp = await hop('floor proxy (tcp)', () => floorTo(sandboxdTcp));
+    const agentTcp = await hop('node agent (tcp)', () => agentTo(sandboxdTcp));
+    const floorUnix = await hop('floor proxy (unix)', () => floorTo(sandboxdUnix));
+    const agentUnix = await hop('node agent (unix)', () => agentTo(sandboxdUnix));
 
-    const unloaded = { direct: emptyTally(), floor: emptyTally(), agent: emptyTally() };
-    const loaded = { direct: emptyTally(), floor: emptyTally(), agent: emptyTally() };
+    const path = (name: string, base: string, watch: number[]): Path => {
+      const pool = poolTo(base, CONNECTIONS);
+      pools.push(pool);
+      return { name, pool, watch, unloaded: emptyTally(), loaded: emptyTally() };
+    };
+    const direct = path('direct', sandboxdTcp.base, [sandboxdTcp.pid]);
+    const viaFloorTcp = path('floor (tcp)', floorTcp.base, [floorTcp.pid, sandboxdTcp.pid]);
+    const viaAgentTcp = path('agent (tcp)', agentTcp.base, [agentTcp.pid, sandboxdTcp.pid]);
+    const viaFloorUnix = path('floor (unix)', floorUnix.base, [floorUnix.pid, sandboxdUnix.pid]);
+    const viaAgentUnix = path('agent (unix)', agentUnix.base, [agentUnix.pid, sandboxdUnix.pid]);
+    const paths = [direct, viaFloorTcp, viaAgentTcp, viaFloorUnix, viaAgentUnix];
+
+    for (const agent of [viaAgentTcp, viaAgentUnix]) {
+      const set = await call(agent.pool, 'PUT', '/v1/pools', { generation: 1, pools: [{ template: 'bench', warm: WARM_TARGET }] });
+      if (set.status !== 200) throw new Error(`PUT /v1/pools through ${agent.name} answered ${set.status}: ${set.text}`);
+    }
+    for (const agent of [viaAgentTcp, viaAgentUnix]) {
+      for (let warm = 0; warm < WARM_TARGET; ) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const info = JSON.parse((await call(agent.pool, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
+        warm = info.pools[0]?.warm ?? 0;
+      }
+    }
+    // Warm up connections and every JIT.
+    for (const p of paths) await claimFor(p.pool, 500, 4, emptyTally());
+
     for (let round = 0; round < ROUNDS; round++) {
-      await claimFor(direct, UNLOADED_ROUND_MS, 1, unloaded.direct);
-      await claimFor(viaFloor, UNLOADED_ROUND_MS, 1, unloaded.floor);
-      await claimFor(viaAgent, UNLOADED_ROUND_MS, 1, unloaded.agent);
+      for (const p of paths) await claimFor(p.pool, UNLOADED_ROUND_MS, 1, p.unloaded);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      await claimFor(direct, LOADED_ROUND_MS, LOADED_CONCURRENCY, loaded.direct, [sandboxd.pid]);
-      await claimFor(viaFloor, LOADED_ROUND_MS, LOADED_CONCURRENCY, loaded.floor, [floor.pid]);
-      await claimFor(viaAgent, LOADED_ROUND_MS, LOADED_CONCURRENCY, loaded.agent, [agent.pid]);
+      for (const p of paths) await claimFor(p.pool, LOADED_ROUND_MS, LOADED_CONCURRENCY, p.loaded, p.watch);
     }
+    const loadAfter = loadavg()[0] as number;
 
     const q = (t: Tally, p: number): number => quantile(t.latenciesMs, p);
-    const added = (p: number, via: Tally = unloaded.agent): number => q(via, p) - q(unloaded.direct, p);
+    const added = (via: Path, p: number): number => q(via.unloaded, p) - q(direct.unloaded, p);
     const rate = (t: Tally): number => t.claims / t.seconds;
-    const share = rate(loaded.agent) / rate(loaded.direct);
+    const share = (via: Path): number => rate(via.loaded) / rate(direct.loaded);
     const ms = (v: number): string => `${v.toFixed(3)} ms`;
     const perSecond = (v: number): string => `${v.toLocaleString('en-US', { maximumFractionDigits: 0 })}/s`;
-    const cpuPerClaim = (t: Tally, pid: number): string => `${((t.cpu.get(pid) ?? Number.NaN) / t.claims).toFixed(1)} µs`;
-    const errors = [...Object.values(unloaded), ...Object.values(loaded)].reduce((n, t) => n + t.errors, 0);
+    const percent = (v: number): string => `${(v * 100).toFixed(1)} %`;
+    const cpuPerClaim = (p: Path, i: number): string => `${((p.loaded.cpu.get(p.watch[i] as number) ?? Number.NaN) / p.loaded.claims).toFixed(1)} µs`;
+    const errors = paths.reduce((n, p) => n + p.unloaded.errors + p.loaded.errors, 0);
 
+    const agentRows = (agent: Path, floor: Path, transport: string): Row[] => [
+      [`added latency p50, 1 in flight (${transport})`, ms(added(agent, 0.5)), '≤ 0.1 ms', 'cocoonstack node gateway p50 0.039 ms', added(agent, 0.5) <= 0.1],
+      [`added latency p95 / p99, 1 in flight (${transport})`, `${ms(added(agent, 0.95))} / ${ms(added(agent, 0.99))}`, '—', 'cocoonstack node gateway p95 0.053 ms', 'info'],
+      [`claim p50 / p99 via agent, 1 in flight (${transport})`, `${ms(q(agent.unloaded, 0.5))} / ${ms(q(agent.unloaded, 0.99))}`, '—', '—', 'info'],
+      [`claims/s via agent, ${LOADED_CONCURRENCY} in flight (${transport})`, perSecond(rate(agent.loaded)), '—', '—', 'info'],
+      [`throughput via agent, share of direct (${transport})`, percent(share(agent)), '≥ 70 %', '—', share(agent) >= 0.7],
+      [`added latency p50 / p99, ${LOADED_CONCURRENCY} in flight (${transport})`, `${ms(q(agent.loaded, 0.5) - q(direct.loaded, 0.5))} / ${ms(q(agent.loaded, 0.99) - q(direct.loaded, 0.99))}`, '—', '—', 'info'],
+      [`CPU per claim: agent / its fake-sandboxd, ${LOADED_CONCURRENCY} in flight (${transport})`, `${cpuPerClaim(agent, 0)} / ${cpuPerClaim(agent, 1)}`, '—', '—', 'info'],
+      [`floor (bare node:http + undici proxy): added p50 / p99, 1 in flight (${transport})`, `${ms(added(floor, 0.5))} / ${ms(added(floor, 0.99))}`, '—', '—', 'info'],
+      [`floor: throughput share of direct / CPU per claim (${transport})`, `${percent(share(floor))} / ${cpuPerClaim(floor, 0)}`, '—', '—', 'info'],
+    ];
     const rows: Row[] = [
-      ['added latency p50, 1 in flight', ms(added(0.5)), '≤ 0.1 ms', 'cocoonstack node gateway p50 0.039 ms', added(0.5) <= 0.1],
-      ['added latency p95, 1 in flight', ms(added(0.95)), '—', 'cocoonstack node gateway p95 0.053 ms', 'info'],
-      ['added latency p99, 1 in flight', ms(added(0.99)), '—', '—', 'info'],
-      ['claim p50 / p99 direct, 1 in flight', `${ms(q(unloaded.direct, 0.5))} / ${ms(q(unloaded.direct, 0.99))}`, '—', '—', 'info'],
-      ['claim p50 / p99 via agent, 1 in flight', `${ms(q(unloaded.agent, 0.5))} / ${ms(q(unloaded.agent, 0.99))}`, '—', '—', 'info'],
-      [`claims/s direct, ${LOADED_CONCURRENCY} in flight`, perSecond(rate(loaded.direct)), '—', '—', 'info'],
-      [`claims/s via agent, ${LOADED_CONCURRENCY} in flight`, perSecond(rate(loaded.agent)), '—', '—', 'info'],
-      ['throughput via agent, share of direct', `${(share * 100).toFixed(1)} %`, '≥ 70 %', '—', share >= 0.7],
-      [`added latency p50 / p99, ${LOADED_CONCURRENCY} in flight`, `${ms(q(loaded.agent, 0.5) - q(loaded.direct, 0.5))} / ${ms(q(loaded.agent, 0.99) - q(loaded.direct, 0.99))}`, '—', '—', 'info'],
-      [`CPU per claim: agent / fake-sandboxd (${LOADED_CONCURRENCY} in flight)`, `${cpuPerClaim(loaded.agent, agent.pid)} / ${cpuPerClaim(loaded.direct, sandboxd.pid)}`, '—', '—', 'info'],
-      ['floor (bare node:http + undici proxy): added p50 / p99, 1 in flight', `${ms(added(0.5, unloaded.floor))} / ${ms(added(0.99, unloaded.floor))}`, '—', '—', 'info'],
-      ['floor: throughput share of direct / CPU per claim', `${((rate(loaded.floor) / rate(loaded.direct)) * 100).toFixed(1)} % / ${cpuPerClaim(loaded.floor, floor.pid)}`, '—', '—', 'info'],
+      ['claim p50 / p99 direct, 1 in flight', `${ms(q(direct.unloaded, 0.5))} / ${ms(q(direct.unloaded, 0.99))}`, '—', '—', 'info'],
+      [`claims/s direct, ${LOADED_CONCURRENCY} in flight / fake-sandboxd CPU per claim`, `${perSecond(rate(direct.loaded))} / ${cpuPerClaim(direct, 0)}`, '—', '—', 'info'],
+      ...agentRows(viaAgentTcp, viaFloorTcp, 'tcp'),
+      ...agentRows(viaAgentUnix, viaFloorUnix, 'unix socket'),
       ['claims refused (non-200)', String(errors), '0', '—', errors === 0],
     ];
-    const total = [...Object.values(unloaded), ...Object.values(loaded)].reduce((n, t) => n + t.claims, 0);
-    console.log(`node agent overhead: fake-sandboxd, the agent and the floor proxy as separate processes, client = undici Pools ` +
-      `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, direct / floor / agent rounds alternating\n`);
+    const total = paths.reduce((n, p) => n + p.unloaded.claims + p.loaded.claims, 0);
+    console.log(`node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents and the floor proxies as separate processes, client = undici Pools ` +
+      `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, ${paths.map((p) => p.name).join(' / ')} rounds alternating; ` +
+      `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`);
     console.log('| metric | measured | goal | anchor | verdict |');
     console.log('|---|---|---|---|---|');
     for (const [name, measured, goal, anchor, ok] of rows) console.log(`| ${name} | ${measured} | ${goal} | ${anchor} | ${ok === 'info' ? 'info' : ok ? 'PASS' : 'FAIL'} |`);
     if (rows.some((r) => r[4] === false)) process.exitCode = 1;
   } finally {
-    await viaAgent.close();
-    await viaFloor.close();
-    await direct.close();
-    for (const [name, server] of [['node agent', agent], ['floor proxy', floor], ['fake-sandboxd', sandboxd]] as const) {
+    for (const pool of pools) await pool.close();
+    // Hops first, so no agent sees its sandboxd go away under it.
+    for (const [name, server] of servers.reverse()) {
       const code = await server.stop();
       if (code !== 0) {
         console.error(`${name} exited with ${code} on SIGTERM`);
         process.exitCode = 1;
       }
     }
+    rmSync(socketDir, { recursive: true, force: true });
   }
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, formatHostPort, helpText, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec } from '@warmpool/runtime';
+import { ConfigError, createLogger, formatHostPort, helpText, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
-import { startFakeSandboxd } from './start.js';
+import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
 const FLAGS = {
-  listen: { kind: 'string', description: 'Address to serve the sandboxd API on (HOST:PORT)', env: 'SANDBOXD_LISTEN', default: '127.0.0.1:7070' },
+  listen: { kind: 'string', description: 'Where to serve the sandboxd API: HOST:PORT, or unix:/path/to/socket (as the real sandboxd)', env: 'SANDBOXD_LISTEN', default: '127.0.0.1:7070' },
   apiToken: { kind: 'string', description: 'Root bearer token; empty = accept unauthenticated calls, like the real daemon', env: 'SANDBOXD_API_TOKEN' },
   maxClaims: { kind: 'number', description: 'Live claims before new claims answer 429', env: 'SANDBOXD_MAX_CLAIMS', default: DEFAULT_OPTIONS.maxClaims },
   room: { kind: 'number', description: 'Sandboxes the node can hold: warm + claimed + booting', env: 'SANDBOXD_ROOM', default: DEFAULT_OPTIONS.room },
@@ -30,16 +30,9 @@ async function main(): Promise<void> {
     return;
   }
   const logger = createLogger('fake-sandboxd', { level: parseLogLevel(config.logLevel) });
-  let listen: ReturnType<typeof parseHostPort>;
-  try {
-    listen = parseHostPort(config.listen);
-  } catch (err) {
-    throw new ConfigError(`--listen: ${(err as Error).message}`);
-  }
+  const listen = parseListen(config.listen);
   const shutdown = new Shutdown({ logger });
-  const node = await startFakeSandboxd({
-    host: listen.host,
-    port: listen.port,
+  const options = {
     apiToken: config.apiToken,
     logger,
     maxClaims: config.maxClaims,
@@ -53,10 +46,28 @@ async function main(): Promise<void> {
     bootFailureRate: config.bootFailureRate,
     claimFailureRate: config.claimFailureRate,
     advertise: config.advertise,
-  });
+  };
+  const node: RunningFakeSandboxd<HttpServer | SocketServer> = 'socketPath' in listen
+    ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
+    : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
   shutdown.add('fake-sandboxd', node);
   if (config.apiToken === undefined || config.apiToken === '') logger.warn('no --api-token: every caller is treated as root');
-  logger.info('serving', { address: formatHostPort(node.server.address), advertise: node.core.advertise });
+  const address = 'address' in node.server ? formatHostPort(node.server.address) : node.server.url;
+  logger.info('serving', { address, advertise: node.core.advertise });
+}
+
+/** `HOST:PORT`, or `unix:/path` for a unix socket (the node agent's `--sandboxd-url` takes the same form). */
+function parseListen(text: string): HostPort | { socketPath: string } {
+  if (text.startsWith('unix:')) {
+    const socketPath = text.slice('unix:'.length);
+    if (!socketPath.startsWith('/')) throw new ConfigError(`--listen: invalid socket "${text}" (want unix:/absolute/path)`);
+    return { socketPath };
+  }
+  try {
+    return parseHostPort(text);
+  } catch (err) {
+    throw new ConfigError(`--listen: ${(err as Error).message}`);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,7 @@
-// One fake node served over HTTP, for tests and benchmarks that host many
-// nodes in one process.
-import { formatHostPort, serveApp, type HttpServer, type Logger } from '@warmpool/runtime';
+// One fake node served over HTTP, on a TCP address or a unix socket (as the
+// real sandboxd is), for tests and benchmarks that host many nodes in one
+// process.
+import { formatHostPort, serveApp, serveAppOnSocket, type HttpServer, type Logger, type SocketServer } from '@warmpool/runtime';
 import { FakeSandboxd } from './core/fake-sandboxd.js';
 import type { FakeSandboxdOptions } from './core/options.js';
 import { createSandboxdApp } from './http/app.js';
@@ -14,27 +15,36 @@ export interface StartFakeSandboxdOptions extends FakeSandboxdOptions {
   logger?: Logger;
 }
 
-export interface RunningFakeSandboxd {
+export interface StartFakeSandboxdOnSocketOptions extends FakeSandboxdOptions {
+  apiToken?: string;
+  /** Serve here instead of on a TCP address. */
+  socketPath: string;
+  logger?: Logger;
+}
+
+export interface RunningFakeSandboxd<Server extends HttpServer | SocketServer = HttpServer> {
   readonly core: FakeSandboxd;
-  readonly server: HttpServer;
-  /** Base URL, e.g. http://127.0.0.1:41234. */
+  readonly server: Server;
+  /** Base URL, e.g. http://127.0.0.1:41234, or unix:/run/sandboxd.sock on a socket. */
   readonly url: string;
   close(): Promise<void>;
 }
 
-export async function startFakeSandboxd(options: StartFakeSandboxdOptions = {}): Promise<RunningFakeSandboxd> {
-  const { apiToken, host = '127.0.0.1', port = 0, logger, ...coreOptions } = options;
+export function startFakeSandboxd(options: StartFakeSandboxdOnSocketOptions): Promise<RunningFakeSandboxd<SocketServer>>;
+export function startFakeSandboxd(options?: StartFakeSandboxdOptions): Promise<RunningFakeSandboxd>;
+export async function startFakeSandboxd(options: StartFakeSandboxdOptions & { socketPath?: string } = {}): Promise<RunningFakeSandboxd<HttpServer | SocketServer>> {
+  const { apiToken, logger, socketPath, host = '127.0.0.1', port = 0, ...coreOptions } = options;
   const core = new FakeSandboxd(coreOptions);
   const app = createSandboxdApp(core, { apiToken, logger });
-  let server: HttpServer;
+  let server: HttpServer | SocketServer;
   try {
-    server = await serveApp(app, { host, port });
+    server = socketPath !== undefined ? await serveAppOnSocket(app, { socketPath }) : await serveApp(app, { host, port });
   } catch (err) {
     core.close();
     throw err;
   }
-  // Unless told otherwise, claims name the address the node actually bound.
-  if (coreOptions.advertise === undefined) core.advertise = formatHostPort(server.address);
+  // Unless told otherwise, claims name the address the node actually bound (a socket has none: the default stands).
+  if (coreOptions.advertise === undefined && 'address' in server) core.advertise = formatHostPort(server.address);
   return {
     core,
     server,

@@ -1,6 +1,9 @@
 // fake-sandboxd as a process: the built dist/main.js (run `npx tsc -b apps/fake-sandboxd` first).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
@@ -89,5 +92,40 @@ describe('fake-sandboxd process', () => {
     const exit = await exited;
     expect(exit.code).toBe(0);
     expect(exit.stderr).toContain('shutdown complete');
+  });
+
+  it('serves on a unix socket with --listen unix:/path, and removes the socket on SIGTERM', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandboxd-proc-'));
+    const socketPath = join(dir, 'sandboxd.sock');
+    try {
+      const { child, exited, stderrLines } = run(['--listen', `unix:${socketPath}`, '--api-token', 'root']);
+      let address: string | undefined;
+      for await (const line of stderrLines) {
+        const record = JSON.parse(line) as { msg: string; address?: string };
+        if (record.msg === 'serving') {
+          address = record.address;
+          break;
+        }
+      }
+      expect(address).toBe(`unix:${socketPath}`);
+      const status = await new Promise<number | undefined>((resolve, reject) => {
+        request({ socketPath, path: '/v1/info', headers: { authorization: 'Bearer root' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        }).on('error', reject).end();
+      });
+      expect(status).toBe(200);
+      child.kill('SIGTERM');
+      expect((await exited).code).toBe(0);
+      expect(existsSync(socketPath)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('exits 2 on a unix socket path that is not absolute', async () => {
+    const { code, stderr } = await run(['--listen', 'unix:relative.sock']).exited;
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--listen: invalid socket/);
   });
 });

@@ -2,6 +2,7 @@
 // can live in one process (the fleet benchmark hosts many).
 import type { NodeInfo } from '@warmpool/api';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { RequestDurations, type DurationSeries } from './request-durations.js';
 
 const PREFIX = 'warmpool_agent_';
 
@@ -9,11 +10,9 @@ const PREFIX = 'warmpool_agent_';
 const REQUEST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const PUBLISH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-type Observer = { observe(value: number): void };
-
 export class AgentMetrics {
   readonly registry: Registry;
-  readonly #requests: Histogram<'route' | 'method' | 'status'>;
+  readonly #requests: RequestDurations;
   readonly #sandboxdErrors: Counter<'operation' | 'kind'>;
   readonly #poolWarm: Gauge<'template' | 'net' | 'size'>;
   readonly #poolTarget: Gauge<'template' | 'net' | 'size'>;
@@ -24,18 +23,15 @@ export class AgentMetrics {
   readonly #publishDuration: Histogram;
   readonly #publishFailures: Counter;
   readonly #staleGenerations: Counter;
-  // Label lookups hash their values; the request path reuses one child per (route, method, status).
-  readonly #requestChildren = new Map<string, Observer>();
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
     const registers = [registry];
-    this.#requests = new Histogram({
+    this.#requests = new RequestDurations({
       name: `${PREFIX}http_request_duration_seconds`,
       help: 'Time to answer an API request, by route, method and status',
-      labelNames: ['route', 'method', 'status'],
       buckets: REQUEST_BUCKETS,
-      registers,
+      registry,
     });
     this.#sandboxdErrors = new Counter({
       name: `${PREFIX}sandboxd_errors_total`,
@@ -70,14 +66,22 @@ export class AgentMetrics {
     this.#staleGenerations = new Counter({ name: `${PREFIX}stale_generation_pushes_total`, help: 'SetPools pushes refused as older than the applied generation', registers });
   }
 
-  observeRequest(route: string, method: string, status: number, seconds: number): void {
-    const key = `${route} ${method} ${status}`;
-    let child = this.#requestChildren.get(key);
-    if (child === undefined) {
-      child = this.#requests.labels(route, method, String(status));
-      this.#requestChildren.set(key, child);
-    }
-    child.observe(seconds);
+  /**
+   * Records one route's requests, timed from `startedMs` (a performance.now()
+   * reading) to now. The series for the route's usual answers are found once.
+   */
+  requestRecorder(route: string): (method: string, status: number, startedMs: number) => void {
+    const known = new Map<string, DurationSeries>();
+    return (method, status, startedMs) => {
+      const seconds = (performance.now() - startedMs) / 1000;
+      const key = status + method;
+      let series = known.get(key);
+      if (series === undefined) {
+        series = this.#requests.series(route, method, status);
+        known.set(key, series);
+      }
+      series.observe(seconds);
+    };
   }
 
   sandboxdError(operation: string, kind: string): void {

@@ -1,8 +1,10 @@
 // Serving a Hono app on Node with a close() that drains: stop accepting, let
-// in-flight requests finish, then drop idle keep-alive sockets.
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { serve } from '@hono/node-server';
+// in-flight requests finish, then drop idle keep-alive sockets. On a TCP
+// address or on a unix socket (how node-local daemons are reached).
+import { lstatSync, unlinkSync } from 'node:fs';
+import { connect, type AddressInfo } from 'node:net';
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type Server } from 'node:http';
+import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HostPort } from './address.js';
 
@@ -13,43 +15,118 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-export interface ServeOptions extends HostPort {
+export interface SocketServer {
+  readonly socketPath: string;
+  /** `unix:/path/to/socket`, the form clients such as the node agent take. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export interface ServeTuning {
   /** Keep-alive idle timeout; above typical client pools' idle timeouts to avoid races. */
   keepAliveTimeoutMs?: number;
   /** After this, in-flight requests are cut at close(). */
   closeTimeoutMs?: number;
 }
 
+export interface ServeOptions extends HostPort, ServeTuning {}
+
+export interface SocketServeOptions extends ServeTuning {
+  socketPath: string;
+}
+
 // Hono's generic parameters vary per app; serving does not care about them.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyHono = Hono<any, any, any>;
 
-export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServer> {
+type HeadFields = OutgoingHttpHeaders | OutgoingHttpHeader[];
+
+interface Adapted {
+  server: Server;
+  close(timeoutMs: number): Promise<void>;
+}
+
+/**
+ * The app behind a Node server. server.close() waits for every keep-alive
+ * socket, and a socket busy at close would otherwise stay open after its
+ * answer: answers whose head is written while closing take their connection
+ * with them. That is decided in the response class, when the head is
+ * written, rather than by wrapping every request's fetch in one more promise
+ * (and it holds for handlers that write on Node's response directly).
+ */
+function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined): Adapted {
   let closing = false;
-  // server.close() waits for every keep-alive socket, and a socket busy at close
-  // would otherwise stay open after its answer: answers given while closing
-  // take their connection with them.
-  const fetch = async (request: Request, env: unknown): Promise<Response> => {
-    const response = await app.fetch(request, env);
-    if (closing) response.headers.set('connection', 'close');
-    return response;
+  class DrainingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+    override writeHead(statusCode: number, statusMessage?: string | HeadFields, headers?: HeadFields): this {
+      if (closing) this.shouldKeepAlive = false;
+      // Node takes the headers in either place, as the overloads say.
+      return typeof statusMessage === 'string' ? super.writeHead(statusCode, statusMessage, headers) : super.writeHead(statusCode, statusMessage);
+    }
+  }
+  const server = createAdaptorServer({ fetch: app.fetch, serverOptions: { ServerResponse: DrainingResponse } }) as Server;
+  server.keepAliveTimeout = keepAliveTimeoutMs ?? 65_000;
+  return {
+    server,
+    close: (timeoutMs) => {
+      closing = true;
+      return closeServer(server, timeoutMs);
+    },
   };
+}
+
+export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServer> {
+  const { server, close } = adapt(app, options.keepAliveTimeoutMs);
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch, hostname: options.host, port: options.port }, (info: AddressInfo) => {
-      const address = { host: info.address, port: info.port };
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      const info = server.address() as AddressInfo;
       const host = info.address.includes(':') ? `[${info.address}]` : info.address;
       resolve({
-        address,
+        address: { host: info.address, port: info.port },
         url: `http://${host}:${info.port}`,
-        close: () => {
-          closing = true;
-          return closeServer(server as Server, options.closeTimeoutMs ?? 10_000);
-        },
+        close: () => close(options.closeTimeoutMs ?? 10_000),
       });
-    }) as Server;
-    server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 65_000;
-    server.once('error', reject);
+    });
   });
+}
+
+/**
+ * Serves on a unix socket. A socket file left behind by a process that died
+ * (nobody answers on it) is replaced; a live one, or any other file at that
+ * path, is an error. Node removes the socket file when the server closes.
+ */
+export async function serveAppOnSocket(app: AnyHono, options: SocketServeOptions): Promise<SocketServer> {
+  const { socketPath } = options;
+  await removeStaleSocket(socketPath);
+  const { server, close } = adapt(app, options.keepAliveTimeoutMs);
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve({ socketPath, url: `unix:${socketPath}`, close: () => close(options.closeTimeoutMs ?? 10_000) });
+    });
+  });
+}
+
+async function removeStaleSocket(path: string): Promise<void> {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return;
+  }
+  if (!isSocket) throw new Error(`cannot serve on ${path}: a file that is not a socket is in the way`);
+  const live = await new Promise<boolean>((resolve) => {
+    const probe = connect(path);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+  if (live) throw new Error(`cannot serve on ${path}: another server is listening there`);
+  unlinkSync(path);
 }
 
 function closeServer(server: Server, timeoutMs: number): Promise<void> {

@@ -5,3 +5,4 @@ export * from './config.js';
 export * from './lifecycle.js';
 export * from './http.js';
 export * from './request.js';
+export * from './incoming-body.js';

@@ -40,12 +40,13 @@ export function ensureKubeBinaries(): void {
   execFileSync(BUILD_SCRIPT, [], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WARMPOOL_CACHE: join(binDir(), '..') } });
 }
 
+/** The binary's path; builds the missing ones first unless WARMPOOL_NO_BUILD=1. */
 export function findBinary(name: KubeBinary): string {
   const path = join(binDir(), name);
   if (isExecutable(path)) return path;
-  ensureKubeBinaries();
+  if (process.env.WARMPOOL_NO_BUILD !== '1') ensureKubeBinaries();
   if (isExecutable(path)) return path;
-  throw new Error(`${name} not found at ${path} after building: run \`make kube-binaries\` and read its output`);
+  throw new Error(`${name} not found at ${path}: run \`make kube-binaries\` (builds kube-apiserver, etcd, kubectl and helm into ${binDir()})`);
 }
 
 /** A program from PATH, or undefined. */

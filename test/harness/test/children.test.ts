@@ -49,15 +49,17 @@ describe('the child watchdog', () => {
 });
 
 describe('findBinary', () => {
-  it('tells to run make kube-binaries when a binary is missing', () => {
+  it('tells to run make kube-binaries when a binary is missing and building is turned off', () => {
     const cache = process.env.WARMPOOL_CACHE;
     const empty = mkdtempSync(join(tmpdir(), 'warmpool-empty-cache-'));
     process.env.WARMPOOL_CACHE = empty;
+    process.env.WARMPOOL_NO_BUILD = '1';
     try {
       expect(binDir()).toBe(join(empty, 'bin'));
       expect(() => findBinary('kube-apiserver')).toThrow(/kube-apiserver not found at .*: run `make kube-binaries`/);
     } finally {
       rmSync(empty, { recursive: true, force: true });
+      delete process.env.WARMPOOL_NO_BUILD;
       if (cache === undefined) delete process.env.WARMPOOL_CACHE;
       else process.env.WARMPOOL_CACHE = cache;
     }

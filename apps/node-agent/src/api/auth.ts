@@ -10,7 +10,7 @@
 //   endpoint answers 503. It never runs open.
 import type { FleetToken } from '../token.js';
 import { bearerToken } from '../token.js';
-import { errorResponse } from './responses.js';
+import { errorReply, type Reply } from './responses.js';
 
 export const NO_TOKEN_MESSAGE = 'node agent has no API token configured (set --token-file or WARMPOOL_API_TOKEN); refusing every call';
 
@@ -30,17 +30,17 @@ export class Gatekeeper {
   }
 
   /** undefined when the caller presented the fleet token; otherwise the refusal to send. */
-  refuseUnlessRoot(authorization: string | undefined): Response | undefined {
-    if (!this.#token.configured) return errorResponse(503, NO_TOKEN_MESSAGE);
+  refuseUnlessRoot(authorization: string | undefined): Reply | undefined {
+    if (!this.#token.configured) return errorReply(503, NO_TOKEN_MESSAGE);
     if (this.#token.matches(bearerToken(authorization))) return undefined;
-    return errorResponse(401, 'missing or invalid bearer token', undefined, CHALLENGE);
+    return errorReply(401, 'missing or invalid bearer token', undefined, CHALLENGE);
   }
 
-  /** For release and renew: root, or a bearer to pass through; a Response when refused. */
-  sandboxCaller(authorization: string | undefined): SandboxCaller | Response {
-    if (!this.#token.configured) return errorResponse(503, NO_TOKEN_MESSAGE);
+  /** For release and renew: root, or a bearer to pass through; `refused` when neither. */
+  sandboxCaller(authorization: string | undefined): SandboxCaller | { as: 'refused'; reply: Reply } {
+    if (!this.#token.configured) return { as: 'refused', reply: errorReply(503, NO_TOKEN_MESSAGE) };
     const presented = bearerToken(authorization);
-    if (presented === undefined) return errorResponse(401, 'missing bearer token (the fleet token or the sandbox\'s own)', undefined, CHALLENGE);
+    if (presented === undefined) return { as: 'refused', reply: errorReply(401, 'missing bearer token (the fleet token or the sandbox\'s own)', undefined, CHALLENGE) };
     if (this.#token.matches(presented)) return { as: 'root' };
     return { as: 'bearer', authorization: `Bearer ${presented}` };
   }

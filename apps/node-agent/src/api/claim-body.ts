@@ -1,0 +1,48 @@
+// The claim body, validated on every claim. `claimRequestSchema` (zod) stays
+// the definition; this is a hand-written check of the same rules for the
+// plain JSON a claim is, so the common valid body skips zod's generic
+// machinery. It only ever accepts: whatever it does not accept goes to zod,
+// which then accepts it or explains the refusal in its own words (zod counts
+// string lengths in code points, this check in UTF-16 units, so a string of
+// astral characters near a limit is zod's to judge). test/claim-body.test.ts
+// checks that what it accepts, zod accepts with the same value.
+import { claimRequestSchema, DEFAULT_NET, DEFAULT_SIZE, type ClaimRequest } from '@warmpool/api';
+import type { z } from 'zod';
+
+// The schema's rules, restated: keyPart is a string of 1..253 chars, no whitespace. A string
+// within the limits in UTF-16 units is within them in code points too.
+const KEY_PART_MAX = 253;
+const NO_WHITESPACE = /^[^\s]+$/;
+const CLAIM_REF_MAX = 512;
+
+function isKeyPart(value: unknown): value is string {
+  return typeof value === 'string' && value.length >= 1 && value.length <= KEY_PART_MAX && NO_WHITESPACE.test(value);
+}
+
+/** The parsed claim when `json` is a valid claim body, else undefined (it may still be valid: ask zod). */
+export function quickClaimRequest(json: unknown): ClaimRequest | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  const { template, net, size, ttl_seconds: ttl, claim_ref: claimRef } = json as Record<string, unknown>;
+  if (!isKeyPart(template)) return undefined;
+  if (net !== undefined && !isKeyPart(net)) return undefined;
+  if (size !== undefined && !isKeyPart(size)) return undefined;
+  // Keys in the schema's order, so the body forwarded to sandboxd is byte for byte what zod's output encodes to.
+  const claim: ClaimRequest = { template, net: net ?? DEFAULT_NET, size: size ?? DEFAULT_SIZE };
+  if (ttl !== undefined) {
+    if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) return undefined;
+    claim.ttl_seconds = ttl;
+  }
+  if (claimRef !== undefined) {
+    if (typeof claimRef !== 'string' || claimRef.length < 1 || claimRef.length > CLAIM_REF_MAX) return undefined;
+    claim.claim_ref = claimRef;
+  }
+  return claim;
+}
+
+/** A drop-in for `claimRequestSchema` where the body is read: same answers, valid bodies faster. */
+export const claimBodySchema = {
+  safeParse(json: unknown): z.ZodSafeParseResult<ClaimRequest> {
+    const claim = quickClaimRequest(json);
+    return claim !== undefined ? { success: true, data: claim } : claimRequestSchema.safeParse(json);
+  },
+};

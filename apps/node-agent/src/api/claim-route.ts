@@ -1,0 +1,113 @@
+// POST /v1/claim, the agent's hot path. Served by @hono/node-server, the
+// route reads the body off Node's request (the `incoming` binding) and writes
+// its answer on Node's response (`outgoing`), then tells node-server the
+// answer is sent: no Web Request or Response, and no promise, between the
+// request and sandboxd's answer. The checks are the ones every route makes
+// (fleet token, 1 MiB body, the claim schema, sandboxd's answer passed through
+// as it came). Anywhere else (app.request() in a test) the same rules run
+// through Hono's objects.
+import type { HttpBindings } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { INVALID_BODY_MESSAGE, MAX_BODY_BYTES } from '@warmpool/api';
+import { describeIssue, readIncomingJson, UNREADABLE } from '@warmpool/runtime';
+import type { Context } from 'hono';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
+import type { Gatekeeper } from './auth.js';
+import { claimBodySchema } from './claim-body.js';
+import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
+
+type Handler = (c: Context) => Promise<Response> | Response;
+
+export interface ClaimRouteDependencies {
+  gatekeeper: Gatekeeper;
+  sandboxd: SandboxdClient;
+  /** Called after sandboxd's answer is passed on, for side effects (a fresh look at the node after a 429); must not throw. */
+  answered(answer: SandboxdAnswer): void;
+  /** Every reply, timed from the start of the request. */
+  observe(status: number, startedMs: number): void;
+  /** The reply for a call that got no answer from sandboxd, or that failed here (logged there). */
+  failure(err: unknown): Reply;
+}
+
+/**
+ * node-server skips writing a response only for its "already sent" marker,
+ * and only when that marker is a real Response (it is, when node-server's
+ * utils load before any server swaps in its lightweight Response class, as
+ * they do in this package). If it is not, answering directly would race
+ * node-server's own write, so the claim takes the Hono path instead.
+ */
+const markerIsNative = Object.getOwnPropertySymbols(RESPONSE_ALREADY_SENT).length === 0;
+
+/** The claim route: the direct path when served by @hono/node-server, `onHono` otherwise. */
+export function claimRoute(deps: ClaimRouteDependencies, onHono: Handler): Handler {
+  return (c) => {
+    const env = c.env as Partial<HttpBindings> | undefined;
+    if (!markerIsNative || env?.incoming === undefined || env.outgoing === undefined) return onHono(c);
+    new DirectClaim(deps, env.outgoing).start(env.incoming);
+    return RESPONSE_ALREADY_SENT;
+  };
+}
+
+/** One claim, from the request's head to the reply; it receives sandboxd's answer itself. */
+class DirectClaim implements SandboxdReceiver {
+  readonly #deps: ClaimRouteDependencies;
+  readonly #outgoing: ServerResponse;
+  readonly #started = performance.now();
+
+  constructor(deps: ClaimRouteDependencies, outgoing: ServerResponse) {
+    this.#deps = deps;
+    this.#outgoing = outgoing;
+  }
+
+  start(incoming: IncomingMessage): void {
+    const authorization = incoming.headers.authorization;
+    const refused = this.#deps.gatekeeper.refuseUnlessRoot(authorization);
+    if (refused !== undefined) {
+      this.#reply(refused);
+      return;
+    }
+    readIncomingJson(incoming, MAX_BODY_BYTES, (json) => this.#withBody(json));
+  }
+
+  answer(answer: SandboxdAnswer): void {
+    this.#reply(passThroughReply(answer));
+    this.#deps.answered(answer);
+  }
+
+  failed(err: Error): void {
+    this.#reply(this.#deps.failure(err));
+  }
+
+  // Runs from the request's 'end' event: nothing above it would catch a throw.
+  #withBody(json: unknown): void {
+    try {
+      if (json === UNREADABLE) {
+        this.#reply(errorReply(400, INVALID_BODY_MESSAGE));
+        return;
+      }
+      const parsed = claimBodySchema.safeParse(json);
+      if (!parsed.success) {
+        this.#reply(errorReply(400, describeIssue(parsed.error, INVALID_BODY_MESSAGE)));
+        return;
+      }
+      this.#deps.sandboxd.claimInto(JSON.stringify(parsed.data), this);
+    } catch (err) {
+      this.failed(err as Error);
+    }
+  }
+
+  #reply(reply: Reply): void {
+    const outgoing = this.#outgoing;
+    try {
+      writeReply(outgoing, reply);
+    } catch (err) {
+      // An answer Node will not write (say, a header sandboxd sent that Node finds invalid): node-server's own rule.
+      const failure = this.#deps.failure(err);
+      if (!outgoing.headersSent) writeReply(outgoing, failure);
+      else outgoing.destroy(err as Error);
+      reply = failure;
+    }
+    this.#deps.observe(reply.status, this.#started);
+  }
+}
