@@ -4,24 +4,13 @@
 // Bounded: every phase runs for at most PHASE_MS of wall time.
 import { Registry as PromRegistry } from 'prom-client';
 import { FederationGauges, Registry, publishMetrics, type CapacityObservation } from '@warmpool/federation';
+import { prng } from './lib/prng.ts';
 
 const PHASE_MS = 1_000;
 const TTL_MS = 60_000; // far beyond the run, so nothing expires mid-measurement
 const LOCAL = 'cluster-00';
 const GROUPS = ['gpu', 'cpu', 'mem', 'arm'] as const;
 const QUERY_GROUPS = ['', ...GROUPS];
-
-/** mulberry32: a seeded PRNG so every run measures the same fleet. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const pad = (n: number): string => String(n).padStart(2, '0');
 

@@ -3,24 +3,13 @@
 //   npx tsc -b libs/pool-model && node bench/pool-model.bench.ts
 // Bounded: a fixed number of spreads (well under a minute on 2 cores).
 import { minimumTargetsMoved, spread, targetsMoved, type PoolDemand, type SpreadNode, type Targets } from '@warmpool/pool-model';
+import { prng } from './lib/prng.ts';
 
 const NODES = 1_000;
 const POOLS = 1_000;
 const TIMED_RUNS = 15;
 const CHURN_TRIALS = 50;
 const GOAL_MS = 50;
-
-/** mulberry32: a seeded PRNG so every run measures the same fleet. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const between = (random: () => number, lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1));
 

@@ -19,6 +19,7 @@ import { histogramDelta, sum, type HistogramSnapshot } from './lib/prom-text.ts'
 import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { machineNote, mib, ms, pass, printTable, quantile, seconds } from './lib/table.ts';
+import { prng } from './lib/prng.ts';
 
 const NODES = Number(process.env['FLEET_NODES'] ?? 1_000);
 const POOLS = Number(process.env['FLEET_POOLS'] ?? 200);
@@ -30,18 +31,6 @@ const STORM_REPEATS = 3;
 const THREADS = Number(process.env['FLEET_THREADS'] ?? 2);
 const FILL_TIMEOUT_MS = 180_000;
 const RSS_GOAL_BYTES = 512 * 1024 * 1024; // the chart's memory limit
-
-/** mulberry32: the same fleet every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const random = prng(5);
 // Long-tailed like real catalogues: most pools want a few warm sandboxes, some many.
