@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
 
 const TOKEN = 'bench-token';
 const UNLOADED_MS = 2_000;
@@ -29,13 +30,7 @@ async function startServer(): Promise<{ base: string; stop: () => Promise<number
     main,
     '--listen', '127.0.0.1:0',
     '--api-token', TOKEN,
-    '--max-claims', '10000000',
-    '--room', '20000000',
-    '--refill-rate', '100000000',
-    '--refill-concurrency', '10000000',
-    '--boot-ms', '0',
-    '--warm-claim-ms', '0',
-    '--default-ttl', '1h',
+    ...UNBOUNDED_SANDBOXD_ARGS,
     '--log-level', 'info',
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -26,6 +26,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
 
 const TOKEN = 'bench-token';
 const WARM_TARGET = 50_000;
@@ -174,13 +175,7 @@ async function startSandboxd(listen: string, base: (record: Record<string, strin
   return startProcess([distOf('@warmpool/fake-sandboxd'),
     '--listen', listen,
     '--api-token', TOKEN,
-    '--max-claims', '10000000',
-    '--room', '20000000',
-    '--refill-rate', '100000000',
-    '--refill-concurrency', '10000000',
-    '--boot-ms', '0',
-    '--warm-claim-ms', '0',
-    '--default-ttl', '1h',
+    ...UNBOUNDED_SANDBOXD_ARGS,
   ], {}, 'serving', base);
 }
 
