@@ -1,14 +1,8 @@
 // Templates and warm pools as a user applies them, written with the same
 // requests kubectl sends (server-side apply, merge patch).
 import type { KubeConfig } from '@kubernetes/client-node';
-import {
-  DRIVER_ANNOTATION,
-  DRIVER_SANDBOXD,
-  SandboxTemplateType,
-  SandboxWarmPoolType,
-  type SandboxTemplate,
-  type SandboxWarmPool,
-} from '@warmpool/api';
+import { SandboxTemplateType, SandboxWarmPoolType, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
+import { samplePool, sampleTemplate } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 
 export const FIELD_MANAGER = 'warmpool-bench';
@@ -33,19 +27,9 @@ export class Pools {
 
   /** Template first, then the pool, both by server-side apply. */
   async apply(spec: PoolSpec): Promise<void> {
-    const metadata = { name: spec.name, namespace: this.namespace };
-    await this.templates.apply({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxTemplate',
-      metadata: { ...metadata, annotations: { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD } },
-      spec: { podTemplate: { spec: { containers: [{ name: 'sandbox', image: spec.image }] } } },
-    }, { fieldManager: FIELD_MANAGER });
-    await this.pools.apply({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxWarmPool',
-      metadata,
-      spec: { replicas: spec.replicas, sandboxTemplateRef: { name: spec.name } },
-    }, { fieldManager: FIELD_MANAGER });
+    const options = { namespace: this.namespace, ...spec };
+    await this.templates.apply(sampleTemplate(options), { fieldManager: FIELD_MANAGER });
+    await this.pools.apply(samplePool(options), { fieldManager: FIELD_MANAGER });
   }
 
   async applyAll(specs: readonly PoolSpec[], concurrency = 16): Promise<void> {

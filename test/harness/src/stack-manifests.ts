@@ -8,6 +8,7 @@ import {
   DRIVER_SANDBOXD,
   SandboxTemplateType,
   SandboxWarmPoolType,
+  type ObjectMeta,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -15,6 +16,9 @@ import {
 export const SAMPLE_IMAGE = 'python:3.13-slim';
 export const SAMPLE_NAME = 'python';
 export const SAMPLE_REPLICAS = 30;
+
+/** An object whose name is always set, as server-side apply requires. */
+export type Named<T extends { metadata: ObjectMeta }> = T & { metadata: ObjectMeta & { name: string } };
 
 export interface SampleOptions {
   namespace: string;
@@ -24,7 +28,7 @@ export interface SampleOptions {
 }
 
 /** A SandboxTemplate that opts in to warmpool (`warmpool.dev/driver: sandboxd`). */
-export function sampleTemplate(options: SampleOptions): SandboxTemplate {
+export function sampleTemplate(options: SampleOptions): Named<SandboxTemplate> {
   return {
     apiVersion: apiVersionOf(SandboxTemplateType),
     kind: SandboxTemplateType.kind,
@@ -37,7 +41,7 @@ export function sampleTemplate(options: SampleOptions): SandboxTemplate {
   };
 }
 
-export function samplePool(options: SampleOptions): SandboxWarmPool {
+export function samplePool(options: SampleOptions): Named<SandboxWarmPool> {
   const name = options.name ?? SAMPLE_NAME;
   return {
     apiVersion: apiVersionOf(SandboxWarmPoolType),
