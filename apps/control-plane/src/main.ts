@@ -4,10 +4,10 @@
 // releases the lease (a standby takes over at once) and closes everything.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown, watchTokenFile } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
-import { staticToken, watchTokenFile, type TokenSource } from './token.js';
+import { staticToken, type TokenSource } from './token.js';
 
 const TOKEN_FILE_CHECK_MS = 10_000;
 
@@ -24,14 +24,13 @@ async function main(): Promise<void> {
   let token: TokenSource;
   if (config.tokenFile !== undefined) {
     const file = config.tokenFile;
-    const watch = watchTokenFile(
-      file,
-      TOKEN_FILE_CHECK_MS,
-      (err) => logger.error('cannot read the token file', { tokenFile: file, err }),
-      (configured) => logger.info('fleet token (re)loaded', { tokenFile: file, configured }),
-    );
+    const watch = watchTokenFile(file, TOKEN_FILE_CHECK_MS, {
+      onError: (err) => logger.error('cannot read the token file', { tokenFile: file, err }),
+      onChange: (value) => logger.info('fleet token reloaded', { tokenFile: file, configured: value !== undefined }),
+    });
+    logger.info('fleet token loaded', { tokenFile: file, configured: watch.current !== undefined });
     shutdown.add('token-file', watch);
-    token = watch.source;
+    token = () => watch.current;
   } else {
     token = staticToken(process.env[TOKEN_ENV]);
   }

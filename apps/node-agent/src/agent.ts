@@ -2,7 +2,7 @@
 // and (given a writer) the NodeInventory publisher. Everything a process
 // needs is here, so a benchmark can host many agents in one process.
 import type { NodeInfo } from '@warmpool/api';
-import { formatHostPort, serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
+import { formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { Gatekeeper } from './api/auth.js';
@@ -13,7 +13,7 @@ import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
 import { NodeState } from './node-state.js';
 import { SandboxdClient } from './sandboxd/client.js';
-import { FleetToken, readTokenFile, watchTokenFile, type TokenFileWatch } from './token.js';
+import { FleetToken } from './token.js';
 
 export interface NodeAgentOptions {
   /** `http://host:port` or `unix:/path` of this node's sandboxd. */
@@ -113,11 +113,14 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     if (!token.configured) logger.warn('no API token configured: every call except health, readiness and metrics answers 503');
     if (options.tokenFile !== undefined) {
       const file = options.tokenFile;
-      tokenWatch = watchTokenFile(file, options.tokenReloadIntervalMs ?? 10_000, (value) => {
-        token.set(value);
-        sandboxd.setRootToken(token.value);
-        logger.info('API token reloaded', { tokenFile: file, configured: token.configured });
-      }, (err) => logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }));
+      tokenWatch = watchTokenFile(file, options.tokenReloadIntervalMs ?? 10_000, {
+        onChange: (value) => {
+          token.set(value);
+          sandboxd.setRootToken(token.value);
+          logger.info('API token reloaded', { tokenFile: file, configured: token.configured });
+        },
+        onError: (err) => logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
+      });
     }
     server = await serveApp(app, {
       host: options.listen?.host ?? '127.0.0.1',

@@ -3,11 +3,10 @@
 // token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, readTokenFile, Shutdown } from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
 import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
-import { readTokenFile } from './token.js';
 
 async function main(): Promise<void> {
   const { config, help } = parseConfig(FLAGS);

@@ -2,7 +2,6 @@
 // agent presents to sandboxd as root. Compared in constant time (both sides
 // hashed, so the presented token's length leaks nothing either).
 import { hash, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
 
 const DIGEST_BYTES = 32;
 // Where each presented token's digest lands: one buffer, reused, since a
@@ -56,40 +55,4 @@ export class FleetToken {
     if (this.#digest === undefined || presented === undefined) return false;
     return timingSafeEqual(digestInto(presented, presentedDigest), this.#digest);
   }
-}
-
-/** Reads a token file as mounted from a Secret: surrounding whitespace (the usual trailing newline) is not part of it. */
-export function readTokenFile(path: string): string {
-  return readFileSync(path, 'utf8').trim();
-}
-
-export interface TokenFileWatch {
-  close(): void;
-}
-
-/**
- * Re-reads the token file when it changes, so a rotated Secret takes effect
- * without a restart. A file that disappears or cannot be read keeps the last
- * good token (kubelet swaps Secret volumes through a symlink, never leaving
- * the file half written).
- */
-export function watchTokenFile(path: string, intervalMs: number, onChange: (token: string) => void, onError: (err: unknown) => void): TokenFileWatch {
-  let lastStamp = stampOf(path);
-  const timer = setInterval(() => {
-    try {
-      const stamp = stampOf(path);
-      if (stamp === lastStamp) return;
-      lastStamp = stamp;
-      onChange(readTokenFile(path));
-    } catch (err) {
-      onError(err);
-    }
-  }, intervalMs);
-  timer.unref();
-  return { close: () => clearInterval(timer) };
-}
-
-function stampOf(path: string): string {
-  const stat = statSync(path);
-  return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
 }

@@ -6,3 +6,4 @@ export * from './lifecycle.js';
 export * from './http.js';
 export * from './request.js';
 export * from './incoming-body.js';
+export * from './token-file.js';
