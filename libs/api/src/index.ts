@@ -3,3 +3,4 @@ export * from './crds.js';
 export * from './sandboxd.js';
 export * from './agent.js';
 export * from './federation.js';
+export * from './claims.js';

@@ -1,0 +1,65 @@
+// The claim API (shared/specs/api.md, "The claim API"): every body the control
+// plane's HTTP claim API accepts or answers, and the reasons a claim fails,
+// which the SandboxClaim controller writes into the Ready condition too.
+import { z } from 'zod';
+
+/** `ttlSeconds` when the client sends none. */
+export const DEFAULT_CLAIM_TTL_SECONDS = 300;
+/** The longest lease a claim may ask for. */
+export const MAX_CLAIM_TTL_SECONDS = 86_400;
+
+/** A DNS label: it can also name the sandbox in Kubernetes. */
+export const claimRefSchema = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS label: at most 63 characters of [a-z0-9-], starting and ending with a letter or digit');
+
+const ttlSecondsSchema = z.number().int().min(1).max(MAX_CLAIM_TTL_SECONDS);
+
+/** `POST /v1/namespaces/{ns}/claims`. */
+export const createClaimRequestSchema = z.strictObject({
+  warmPool: z.string().min(1).max(253),
+  ttlSeconds: ttlSecondsSchema.optional(),
+  claimRef: claimRefSchema.optional(),
+});
+export type CreateClaimRequest = z.output<typeof createClaimRequestSchema>;
+
+/** `POST /v1/namespaces/{ns}/claims/{id}/renew`. */
+export const renewClaimRequestSchema = z.strictObject({ ttlSeconds: ttlSecondsSchema.optional() });
+export type RenewClaimRequest = z.output<typeof renewClaimRequestSchema>;
+
+export const claimTierSchema = z.enum(['warm', 'cold']);
+
+/** The claim as answered by `POST` (with `token`) and `GET` (without). */
+export const claimBodySchema = z.object({
+  id: z.string(),
+  token: z.string().optional(),
+  deadline: z.string(),
+  ownerAddr: z.string(),
+  node: z.string(),
+  namespace: z.string(),
+  warmPool: z.string(),
+  claimRef: z.string(),
+  tier: claimTierSchema,
+});
+export type ClaimBody = z.output<typeof claimBodySchema>;
+
+export const renewClaimResponseSchema = z.object({ deadline: z.string() });
+export type RenewClaimResponse = z.output<typeof renewClaimResponseSchema>;
+
+/** Why a claim request failed: the `reason` of an error body, and of a SandboxClaim's Ready=False. */
+export const CLAIM_FAILURE_REASONS = [
+  'BadRequest',
+  'Unauthenticated',
+  'Forbidden',
+  'PoolNotFound',
+  'NotDriven',
+  'ClaimNotFound',
+  'NoCapacity',
+  'NodeRefused',
+  'Expired',
+  'Unavailable',
+  'Timeout',
+] as const;
+export type ClaimFailureReason = (typeof CLAIM_FAILURE_REASONS)[number];
+
+/** Every error the claim API answers. */
+export const claimErrorBodySchema = z.object({ error: z.string(), reason: z.enum(CLAIM_FAILURE_REASONS) });
+export type ClaimErrorBody = z.output<typeof claimErrorBodySchema>;
