@@ -259,7 +259,12 @@ describe('claims and sandboxes', () => {
     ['no template', '{}', /^template: /],
     ['a negative ttl', '{"template":"img","ttl_seconds":-5}', /^ttl_seconds: /],
     ['an empty claim_ref', '{"template":"img","claim_ref":""}', /^claim_ref: /],
-    ['a template with spaces', '{"template":"a b"}', /^template: must be non-empty and contain no whitespace$/],
+    ['a template with spaces', '{"template":"a b"}', /^template: must be printable: no whitespace/],
+    ['a NUL in the template', '{"template":"img\\u0000"}', /^template: must be printable/],
+    ['a DEL in the net', '{"template":"img","net":"n\\u007f"}', /^net: must be printable/],
+    ['a C1 control in the size', '{"template":"img","size":"s\\u0085"}', /^size: must be printable/],
+    ['a lone surrogate in the template', '{"template":"img\\ud800"}', /^template: must be printable/],
+    ['a line separator in the template', '{"template":"img\\u2028"}', /^template: must be printable/],
   ])('answers 400 to a claim with %s', async (_case, rawBody, message) => {
     const n = await node();
     await withWarmPool(n);
