@@ -1,11 +1,13 @@
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, formatHostPort, helpText, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
+import { ConfigError, createLogger, DEFAULT_TOKEN_GRACE_MS, formatHostPort, helpText, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
 const FLAGS = {
   listen: { kind: 'string', description: 'Where to serve the sandboxd API: HOST:PORT, or unix:/path/to/socket (as the real sandboxd)', env: 'SANDBOXD_LISTEN', default: '127.0.0.1:7070' },
   apiToken: { kind: 'string', description: 'Root bearer token; empty = accept unauthenticated calls, like the real daemon', env: 'SANDBOXD_API_TOKEN' },
+  apiTokenFile: { kind: 'string', description: 'File holding the root bearer token (a mounted Secret; re-read when it changes; wins over --api-token)', env: 'SANDBOXD_API_TOKEN_FILE' },
+  tokenGrace: { kind: 'duration', description: 'After --api-token-file changes, the replaced token is still root this long', env: 'SANDBOXD_TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
   maxClaims: { kind: 'number', description: 'Live claims before new claims answer 429', env: 'SANDBOXD_MAX_CLAIMS', default: DEFAULT_OPTIONS.maxClaims },
   room: { kind: 'number', description: 'Sandboxes the node can hold: warm + claimed + booting', env: 'SANDBOXD_ROOM', default: DEFAULT_OPTIONS.room },
   refillRate: { kind: 'number', description: 'Refill boots started per second, node-wide', env: 'SANDBOXD_REFILL_RATE', default: DEFAULT_OPTIONS.refillRate },
@@ -33,6 +35,8 @@ async function main(): Promise<void> {
   const shutdown = new Shutdown({ logger });
   const options = {
     apiToken: config.apiToken,
+    ...(config.apiTokenFile !== undefined ? { apiTokenFile: config.apiTokenFile } : {}),
+    tokenGraceMs: config.tokenGrace,
     logger,
     maxClaims: config.maxClaims,
     room: config.room,
@@ -50,7 +54,7 @@ async function main(): Promise<void> {
     ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
     : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
   shutdown.add('fake-sandboxd', node);
-  if (config.apiToken === undefined || config.apiToken === '') logger.warn('no --api-token: every caller is treated as root');
+  if (config.apiTokenFile === undefined && (config.apiToken === undefined || config.apiToken === '')) logger.warn('no --api-token or --api-token-file: every caller is treated as root');
   const address = 'address' in node.server ? formatHostPort(node.server.address) : node.server.url;
   logger.info('serving', { address, advertise: node.core.advertise });
 }

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   const agent = createNodeAgent({
     sandboxdUrl: config.sandboxdUrl,
     ...(config.tokenFile !== undefined ? { tokenFile: config.tokenFile } : { token: process.env[TOKEN_ENV] }),
+    tokenGraceMs: config.tokenGrace,
     listen,
     ...(config.nodeName ? { nodeName: config.nodeName } : {}),
     // Checked now so a bad setting fails before anything starts; derived again from the bound port (--listen may say :0).
