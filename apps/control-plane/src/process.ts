@@ -3,10 +3,10 @@
 // releases the lease (a standby takes over at once) and closes everything.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown, watchTokenFile } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown, TokenRotation, watchTokenFile } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
-import { staticToken, type TokenSource } from './token.js';
+import { rotatingToken, staticToken, type TokenSource } from './token.js';
 
 const TOKEN_FILE_CHECK_MS = 10_000;
 
@@ -23,13 +23,18 @@ async function main(): Promise<void> {
   let token: TokenSource;
   if (config.tokenFile !== undefined) {
     const file = config.tokenFile;
+    const rotation = new TokenRotation<string>(undefined, { graceMs: config.tokenGrace, derive: (value) => value });
     const watch = watchTokenFile(file, TOKEN_FILE_CHECK_MS, {
       onError: (err) => logger.error('cannot read the token file', { tokenFile: file, err }),
-      onChange: (value) => logger.info('fleet token reloaded', { tokenFile: file, configured: value !== undefined }),
+      onChange: (value) => {
+        rotation.set(value);
+        logger.info('fleet token reloaded; the replaced one is still tried with agents that refuse the new one, during the grace', { tokenFile: file, configured: value !== undefined, graceMs: config.tokenGrace });
+      },
     });
+    rotation.set(watch.current);
     logger.info('fleet token loaded', { tokenFile: file, configured: watch.current !== undefined });
     shutdown.add('token-file', watch);
-    token = () => watch.current;
+    token = rotatingToken(rotation);
   } else {
     token = staticToken(process.env[TOKEN_ENV]);
   }
