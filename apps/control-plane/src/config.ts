@@ -2,7 +2,7 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
-import { ConfigError, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 
@@ -11,6 +11,7 @@ export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 export const FLAGS = {
   listen: { kind: 'string', description: 'Address to serve /healthz, /readyz and /metrics on (HOST:PORT)', env: 'CONTROL_PLANE_LISTEN', default: '0.0.0.0:8080' },
   tokenFile: { kind: 'string', description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`, env: 'TOKEN_FILE' },
+  tokenGrace: { kind: 'duration', description: 'After the token file changes, the replaced token is still tried with an agent that refuses the new one, this long', env: 'TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
   interval: { kind: 'duration', description: 'Periodic reconcile, which also samples every node\'s warm counts for status', env: 'RECONCILE_INTERVAL', default: DRIVER_DEFAULTS.intervalMs },
   staleAfter: { kind: 'duration', description: 'A node whose NodeInventory was not republished for this long leaves placement', env: 'STALE_AFTER', default: DRIVER_DEFAULTS.staleAfterMs },
   setPoolsTimeout: { kind: 'duration', description: 'Timeout of each SetPools (and probe) attempt to a node agent', env: 'SET_POOLS_TIMEOUT', default: 2_000 },

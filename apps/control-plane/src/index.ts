@@ -2,7 +2,7 @@ export { createControlPlane, defaultIdentity, COMPONENT, DEFAULT_LEASE_NAME, typ
 export { FLAGS, SUMMARY, TOKEN_ENV, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
 export { ControlPlaneMetrics, NODE_STATES, POOL_STATES, type NodeState, type PoolState } from './metrics.js';
 export { systemClock, kubeTime, type Clock } from './clock.js';
-export { staticToken, type TokenSource } from './token.js';
+export { rotatingToken, staticToken, type TokenSource } from './token.js';
 export { HttpPoolSetter, type HttpPoolSetterOptions } from './agents/http-pool-setter.js';
 export { AgentCallError, NoTokenError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './agents/pool-setter.js';
 export {

@@ -2,7 +2,7 @@
 // and (given a writer) the NodeInventory publisher. Everything a process
 // needs is here, so a benchmark can host many agents in one process.
 import type { NodeInfo } from '@warmpool/api';
-import { formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
+import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { Gatekeeper } from './api/auth.js';
@@ -24,6 +24,12 @@ export interface NodeAgentOptions {
   tokenFile?: string;
   /** How often the token file is checked for a change (default 10 s). */
   tokenReloadIntervalMs?: number;
+  /**
+   * After the token file changed, how long the replaced token is still
+   * accepted from callers and tried with sandboxd when it refuses the new one
+   * (default 5 min): every holder of a rotated Secret reads it at its own moment.
+   */
+  tokenGraceMs?: number;
   /** Where to serve (default 127.0.0.1, any free port). */
   listen?: HostPort;
   /** The node's name: the NodeInventory's name. Required with `inventory`. */
@@ -72,11 +78,13 @@ export const DEFAULTS = {
 export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   if (options.inventory !== undefined && !options.nodeName) throw new Error('a node name is required to publish the NodeInventory');
   const logger = options.logger ?? silentLogger;
-  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token);
+  const tokenGraceMs = options.tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS;
+  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, { graceMs: tokenGraceMs });
   const metrics = new AgentMetrics(options.registry);
   const sandboxd = new SandboxdClient({
     url: options.sandboxdUrl,
     rootToken: token.value,
+    rootTokenGraceMs: tokenGraceMs,
     timeoutMs: options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdTimeoutMs,
     ...(options.sandboxdConnections !== undefined ? { connections: options.sandboxdConnections } : {}),
   });
@@ -117,7 +125,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         onChange: (value) => {
           token.set(value);
           sandboxd.setRootToken(token.value);
-          logger.info('API token reloaded', { tokenFile: file, configured: token.configured });
+          logger.info('API token reloaded; the replaced one is still accepted, and tried with sandboxd, during the grace', { tokenFile: file, configured: token.configured, graceMs: tokenGraceMs });
         },
         onError: (err) => logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
       });

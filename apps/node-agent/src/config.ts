@@ -1,6 +1,6 @@
 // The agent's settings: flags, their environment variables and defaults in
 // one table, which is also what --help prints.
-import { ConfigError, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULTS } from './agent.js';
 import { parseSandboxdUrl } from './sandboxd/client.js';
 
@@ -10,6 +10,7 @@ export const FLAGS = {
   listen: { kind: 'string', description: 'Address to serve the agent API on (HOST:PORT)', env: 'AGENT_LISTEN', default: '0.0.0.0:7071' },
   sandboxdUrl: { kind: 'string', description: 'This node\'s sandboxd: http://HOST:PORT or unix:/path/to/socket', env: 'SANDBOXD_URL', default: 'http://127.0.0.1:7070' },
   tokenFile: { kind: 'string', description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token every call but health/readiness/metrics answers 503` },
+  tokenGrace: { kind: 'duration', description: 'After the token file changes, the replaced token is still accepted, and tried with sandboxd when it refuses the new one, this long', env: 'TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
   nodeName: { kind: 'string', description: 'This node\'s name, which the NodeInventory takes', env: 'NODE_NAME' },
   advertiseAddress: { kind: 'string', description: 'HOST:PORT the control plane reaches this agent at (spec.address; default $POD_IP and the listen port)', env: 'ADVERTISE_ADDRESS' },
   kubeconfig: { kind: 'string', description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)' },
@@ -45,6 +46,7 @@ export function validateConfig(config: AgentConfig): { listen: HostPort } {
     if (ms <= 0) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
   }
   if (config.minPublishGap < 0) throw new ConfigError('--min-publish-gap must not be negative');
+  if (config.tokenGrace < 0) throw new ConfigError('--token-grace must not be negative');
   if (config.capacity !== undefined && (!Number.isInteger(config.capacity) || config.capacity < 0)) throw new ConfigError('--capacity must be a non-negative integer');
   if (!config.noInventory && !config.nodeName) throw new ConfigError('--node-name (or NODE_NAME) is required to publish the NodeInventory');
   return { listen };

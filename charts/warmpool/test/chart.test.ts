@@ -45,6 +45,10 @@ describe('the Helm chart, rendered', () => {
     expect(out).toContain('name: fake-sandboxd');
     expect(out).toContain('--sandboxd-url=http://127.0.0.1:7070');
     expect(out).not.toContain('hostPath');
+    // The sidecar reads the fleet token from the mounted Secret, so a rotation reaches it without a restart.
+    expect(out).toContain('--api-token-file=/var/run/warmpool/token');
+    expect(out).not.toContain('SANDBOXD_API_TOKEN');
+    expect(out.match(/--token-grace=5m/g)).toHaveLength(3);
   });
 
   it('refuses a cluster older than the supported Kubernetes version', async () => {

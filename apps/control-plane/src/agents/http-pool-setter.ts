@@ -104,9 +104,26 @@ export class HttpPoolSetter implements PoolSetter {
   }
 
   async #call(node: AgentNode, purpose: Purpose, method: Dispatcher.HttpMethod, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Answer> {
-    const token = this.#token();
+    const rotation = this.#token.rotation;
+    const token = rotation !== undefined ? rotation.preferred : this.#token();
     if (token === undefined) throw new NoTokenError('no fleet token: refusing to call node agents unauthenticated');
     if (this.#closed) throw new AgentCallError(node.name, 'the pool setter is closed', { retriable: false });
+    const answer = await this.#send(node, purpose, method, path, body, token, signal);
+    if (rotation === undefined) return answer;
+    // During a rotation an agent may not have read the new token yet (or has
+    // dropped the old one): its 401 is worth one try with the other token. A
+    // 401 changed nothing, so even a push is safe to send again.
+    const other = answer.status === 401 ? rotation.alternateTo(token) : undefined;
+    if (other === undefined) {
+      if (answer.status !== 401) rotation.worked(token);
+      return answer;
+    }
+    const second = await this.#send(node, purpose, method, path, body, other, signal);
+    if (second.status !== 401) rotation.worked(other);
+    return second;
+  }
+
+  async #send(node: AgentNode, purpose: Purpose, method: Dispatcher.HttpMethod, path: string, body: string | undefined, token: string, signal: AbortSignal | undefined): Promise<Answer> {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(this.#timeoutMs);

@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import { errors, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import { TokenRotation } from '@warmpool/runtime';
 import { toUnavailable } from './errors.js';
 
 export interface SandboxdAnswer {
@@ -39,6 +40,12 @@ export interface SandboxdClientOptions {
   url: string;
   /** Sent as root (`Authorization: Bearer`) on every call that is not made with a sandbox's own token. */
   rootToken: string | undefined;
+  /**
+   * After setRootToken, how long the replaced token is still tried when
+   * sandboxd refuses the new one with 401 (sandboxd may read the rotated
+   * Secret later than the agent, or earlier). Default 0: no fallback.
+   */
+  rootTokenGraceMs?: number;
   /** Every call fails with a timeout error when sandboxd has not answered (headers, then each body chunk) in this long. */
   timeoutMs: number;
   /** Keep-alive connections to sandboxd at most. */
@@ -71,12 +78,18 @@ const JSON_TYPE = 'application/json';
 
 type Headers = Record<string, string>;
 
+/** The root headers of one token, built once per token, not per call: the claim path should only allocate what it must. */
+interface RootHeaders {
+  plain: Headers;
+  json: Headers;
+}
+
+const NO_ROOT: RootHeaders = { plain: {}, json: { 'content-type': JSON_TYPE } };
+
 export class SandboxdClient {
   readonly #pool: Pool;
   readonly #timeoutMs: number;
-  // Built once per token, not per call: the claim path should only allocate what it must.
-  #rootHeaders: Headers = {};
-  #rootJsonHeaders: Headers = { 'content-type': JSON_TYPE };
+  readonly #root: TokenRotation<RootHeaders>;
 
   constructor(options: SandboxdClientOptions) {
     const target = parseSandboxdUrl(options.url);
@@ -90,14 +103,30 @@ export class SandboxdClient {
       keepAliveTimeout: 30_000,
       ...(target.socketPath ? { socketPath: target.socketPath } : {}),
     });
-    this.setRootToken(options.rootToken);
+    this.#root = new TokenRotation(options.rootToken, {
+      graceMs: options.rootTokenGraceMs ?? 0,
+      derive: (token) => ({ plain: { authorization: `Bearer ${token}` }, json: { authorization: `Bearer ${token}`, 'content-type': JSON_TYPE } }),
+    });
   }
 
-  /** Used after the token file was rotated. */
+  /** Used after the token file was rotated: the replaced token stays a fallback for the grace period. */
   setRootToken(token: string | undefined): void {
-    const auth: Headers = token ? { authorization: `Bearer ${token}` } : {};
-    this.#rootHeaders = auth;
-    this.#rootJsonHeaders = { ...auth, 'content-type': JSON_TYPE };
+    this.#root.set(token);
+  }
+
+  // The token that last worked (see TokenRotation.preferred).
+  get #rootHeaders(): Headers {
+    return (this.#root.preferred ?? NO_ROOT).plain;
+  }
+
+  get #rootJsonHeaders(): Headers {
+    return (this.#root.preferred ?? NO_ROOT).json;
+  }
+
+  /** The root token `headers` were built from, if they are root headers. */
+  #rootOf(headers: Headers): RootHeaders | undefined {
+    const preferred = this.#root.preferred;
+    return preferred !== undefined && (headers === preferred.plain || headers === preferred.json) ? preferred : undefined;
   }
 
   info(): Promise<SandboxdAnswer> {
@@ -165,12 +194,58 @@ export class SandboxdClient {
    * the claim path less than a stream per call.
    */
   #dispatch(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers, receiver: SandboxdReceiver): void {
-    this.#pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, this.#timeoutMs, receiver));
+    const root = this.#rootOf(headers);
+    // Only while a replaced token is in grace is there anything to fall back to (and a receiver to wrap).
+    const through = root !== undefined && this.#root.previous !== undefined
+      ? this.#fallingBack(operation, method, path, body, root, headers === root.json, receiver)
+      : receiver;
+    this.#pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, this.#timeoutMs, through));
+  }
+
+  /**
+   * A root call during a rotation: sandboxd's 401 to one token sends the call
+   * again with the other (a 401 is sandboxd refusing before doing anything,
+   * so even a claim is safe to repeat), and whichever token sandboxd took is
+   * the one presented from then on.
+   */
+  #fallingBack(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, used: RootHeaders, json: boolean, receiver: SandboxdReceiver): SandboxdReceiver {
+    const tookIt = (token: RootHeaders, answer: SandboxdAnswer): void => {
+      if (answer.status !== 401) this.#root.worked(token);
+    };
+    return {
+      answer: (answer) => {
+        const other = answer.status === 401 ? this.#root.alternateTo(used) : undefined;
+        if (other === undefined) {
+          tookIt(used, answer);
+          receiver.answer(answer);
+          return;
+        }
+        this.#pool.dispatch({ method, path, headers: json ? other.json : other.plain, body }, new CollectingHandler(operation, this.#timeoutMs, {
+          answer: (second) => {
+            tookIt(other, second);
+            receiver.answer(second);
+          },
+          failed: (err) => receiver.failed(err),
+        }));
+      },
+      failed: (err) => receiver.failed(err),
+    };
   }
 
   async #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<Dispatcher.ResponseData> {
     try {
-      return await this.#pool.request({ method, path, headers, body });
+      const root = this.#rootOf(headers);
+      const answer = await this.#pool.request({ method, path, headers, body });
+      const other = root !== undefined && answer.statusCode === 401 ? this.#root.alternateTo(root) : undefined;
+      if (other === undefined) {
+        if (root !== undefined && answer.statusCode !== 401) this.#root.worked(root);
+        return answer;
+      }
+      // As #fallingBack, for a streamed answer.
+      await answer.body.dump();
+      const second = await this.#pool.request({ method, path, headers: headers === root?.json ? other.json : other.plain, body });
+      if (second.statusCode !== 401) this.#root.worked(other);
+      return second;
     } catch (err) {
       throw toUnavailable(operation, err, this.#timeoutMs);
     }
