@@ -19,7 +19,7 @@ class CountingWriter implements InventoryWriter {
     this.inner = inner;
   }
 
-  readStatus(name: string): Promise<NodeInventoryStatus | undefined> {
+  readStatus(name: string): ReturnType<InventoryWriter['readStatus']> {
     return this.inner.readStatus(name);
   }
 
