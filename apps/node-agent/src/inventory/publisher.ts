@@ -9,8 +9,10 @@
 // while the agent's memory is empty; SetPools is refused until that is done.
 // The one exception is the recovery of a forged or corrupted number (the
 // control-plane README): when the annotation RESET_APPLIED_GENERATION names
-// exactly the number read back, it is dropped and the next push sets it. Only
-// that exact number: once a push moved it, the annotation is inert.
+// exactly the number read back, the agent starts from 0 instead. Only that
+// exact number: once a push moved it, the annotation is inert. 0 rather than
+// none, so that the published value changes and replaces the forged one even
+// where another field manager (a `kubectl patch`) co-owns it.
 import type { NodeInfo, OwnerReference } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
@@ -132,8 +134,8 @@ export class InventoryPublisher {
         const previous = await writer.readStatus(nodeName);
         const applied = previous?.status.appliedGeneration;
         if (applied !== undefined && previous?.annotations[RESET_APPLIED_GENERATION] === String(applied)) {
-          logger.warn('applied generation reset as the NodeInventory annotation asks: the next push sets it', { droppedGeneration: applied, annotation: RESET_APPLIED_GENERATION });
-          generations.recover(undefined);
+          logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', { droppedGeneration: applied, annotation: RESET_APPLIED_GENERATION });
+          generations.recover(0);
         } else {
           generations.recover(applied);
         }
