@@ -132,6 +132,10 @@ describe('fencing and generation trust (processes)', () => {
 
   it('takes only the node whose NodeInventory shows a forged generation out of placement, at the next term, with an Event whose recovery works', async () => {
     const victim = fleet.nodes[2] as FleetNode;
+    // The CRD bounds the number to the largest generation a control plane issues.
+    const beyond = await cluster.kubectl(['patch', 'nodeinventory', victim.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { appliedGeneration: FORGED + 1 } })]);
+    expect(beyond.code).not.toBe(0);
+    expect(beyond.stderr).toContain('appliedGeneration');
     // The agent stopped, its inventory forged, the agent restarted: it reads the forged number back and refuses every push below it.
     await victim.stopAgent('SIGKILL');
     await kubectl(cluster, ['patch', 'nodeinventory', victim.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { appliedGeneration: FORGED } })]);

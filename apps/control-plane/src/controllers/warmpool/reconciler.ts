@@ -628,7 +628,8 @@ export class WarmPoolReconciler {
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
 
     await forEachLimited(writes, this.#settings.statusConcurrency, async (write) => {
-      if (term.signal.aborted) return;
+      // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
+      if (term.signal.aborted || !this.#leadership.holding()) return;
       try {
         const written = await statusWriter.write(write.pool, write.next, term.signal);
         if (written === undefined) {
