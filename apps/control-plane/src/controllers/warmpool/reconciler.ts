@@ -520,8 +520,9 @@ export class WarmPoolReconciler {
       }
       const why = this.#exclusionMessage(view);
       this.#o.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
-      // A forged generation gets its Event even at a term's first look: it needs a human.
-      if ((known && before === undefined) || view.exclusion === 'impossible-generation') this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+      // A forged generation gets its Event even at a term's first look: it needs a human. A leader past its
+      // renew deadline may be seeing its successor's generations, so it accuses no node.
+      if (((known && before === undefined) || view.exclusion === 'impossible-generation') && this.#leadership.holding()) this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
     }
     this.#o.metrics.nodes(counts);
   }
