@@ -35,8 +35,8 @@ export interface ReplicaOptions {
   lease: LeaseTiming;
 }
 
-/** Starts a replica and waits until it serves /readyz (another port if its port was taken). */
-export async function startReplica(options: ReplicaOptions, identity: string): Promise<Replica> {
+/** Starts a replica and waits until it serves /readyz (another port if its port was taken); `token: false` starts it without one. */
+export async function startReplica(options: ReplicaOptions, identity: string, extra: { token?: boolean } = {}): Promise<Replica> {
   for (let attempt = 1; ; attempt++) {
     const port = await quietPort();
     const args = [
@@ -51,7 +51,7 @@ export async function startReplica(options: ReplicaOptions, identity: string): P
       '--renew-deadline', `${options.lease.renewDeadline}ms`,
       '--retry-period', `${options.lease.retryPeriod}ms`,
       '--log-level', 'debug',
-      '--token-file', options.tokenFile,
+      ...(extra.token === false ? [] : ['--token-file', options.tokenFile]),
     ];
     const proc = new Proc({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(options.dir, `${identity}-${attempt}.log`) });
     const started = { identity, port, proc };
