@@ -310,7 +310,9 @@ function watchForChanges(
     onUpdate: (old, next) => {
       if (old === next) return;
       const name = next.metadata?.name ?? '';
-      if (!reconciler.inPlacement(name) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) reconciler.poke('node changed');
+      if (!reconciler.inPlacement(name) || reconciler.unissued(next.status?.appliedGeneration) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) {
+        reconciler.poke('node changed');
+      }
     },
     onDelete: () => reconciler.poke('node deleted'),
   });
@@ -322,8 +324,8 @@ function watchForChanges(
  * pushed and their generation: at 1 000 nodes that is 1 000 events in a few
  * seconds, and a full reconcile for each (coalesced, back to back) kept the
  * loop busy for seconds without changing anything. So: the new
- * appliedGeneration alone never matters during a term (it is read once, when
- * the term starts; a refusal comes back as a 409), and new targets matter only
+ * appliedGeneration alone matters only when no leader issued it (the node
+ * leaves placement; see unissued() at the call), and new targets matter only
  * when runs see the node through its inventory, i.e. no fresher answer of its
  * agent stands in for it (the probe every interval compares those).
  */

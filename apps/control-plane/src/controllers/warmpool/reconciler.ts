@@ -267,6 +267,12 @@ export class WarmPoolReconciler {
     return this.#tracker.readsInventory(name);
   }
 
+  /** Whether a node reporting `generation` as applied reports one no leader issued (it would leave placement). */
+  unissued(generation: number | undefined): boolean {
+    const issued = this.#o.generations.highestIssued;
+    return generation !== undefined && issued !== undefined && generation > issued;
+  }
+
   /** Every node as the driver sees it now. */
   nodes(): NodeView[] {
     return this.#tracker.views();
