@@ -13,7 +13,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, LeaderElector, type Informer } from '@warmpool/kube';
+import { createInformer, LeaderElector, NotLeaderError, type Informer, type Lease } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -26,7 +26,7 @@ import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
 import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
 import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
-import { LeaseEpochStore } from './generation/lease-epoch-store.js';
+import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
 import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -37,11 +37,11 @@ export interface ControlPlaneOptions {
   kubeConfig: KubeConfig;
   /** The fleet token, or where to read it at each call. None (or empty): fail-closed, see the README. */
   token: TokenSource | string | undefined;
-  /** Where the Lease and the generation record live (default `default`). */
+  /** Where the election Lease (which carries the generation epoch) lives (default `default`). */
   namespace?: string;
   /** This replica's identity in the Lease (default hostname-pid). */
   identity?: string;
-  /** The election Lease; the generation record is `<leaseName>-generation` (default `warmpool-control-plane`). */
+  /** The election Lease, which also carries the generation epoch (default `warmpool-control-plane`); `<leaseName>-generation` is only read, for upgrades. */
   leaseName?: string;
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
@@ -65,7 +65,7 @@ export interface ControlPlaneOptions {
   statusWriter?: PoolStatusWriter;
   /** Default: core/v1 Events. */
   events?: EventRecorder;
-  /** Default: an annotation on the Lease `<leaseName>-generation`. */
+  /** Default: an annotation on the election Lease, written only while holding it. */
   epochStore?: EpochStore;
 }
 
@@ -115,7 +115,16 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
   });
   const events = options.events ?? new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
-  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ kubeConfig: options.kubeConfig, namespace, name: `${leaseName}-generation` }));
+  let elector: LeaderElector | undefined;
+  // The epoch is written through whichever elector is campaigning now (there is a new one after each resign).
+  const heldLease = {
+    updateHeld: (mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
+      if (elector === undefined) return Promise.reject(new NotLeaderError('not campaigning'));
+      return elector.updateHeld(mutate, signal);
+    },
+  };
+  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : heldLease;
+  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
   const reconciler = new WarmPoolReconciler({
     pools: pools.lister,
     templates: templates.lister,
@@ -128,11 +137,15 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     metrics,
     logger: logger.child({ controller: 'warmpool' }),
     clock,
+    // Standalone (no election) always leads; otherwise ask the elector campaigning now.
+    leadership: {
+      holding: () => options.leaderElection === false || elector?.holding() === true,
+      confirm: async (signal) => options.leaderElection === false || (elector !== undefined && (await elector.confirm(signal))),
+    },
     ...options.driver,
   });
   watchForChanges(reconciler, pools, templates, inventories);
 
-  let elector: LeaderElector | undefined;
   let server: HttpServer | undefined;
   let tokenWatch: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
@@ -144,6 +157,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     const reasons: string[] = [];
     if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
     for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
+    reasons.push(...reconciler.notReadyReasons());
     return reasons;
   };
 
@@ -296,7 +310,9 @@ function watchForChanges(
     onUpdate: (old, next) => {
       if (old === next) return;
       const name = next.metadata?.name ?? '';
-      if (!reconciler.inPlacement(name) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) reconciler.poke('node changed');
+      if (!reconciler.inPlacement(name) || reconciler.unissued(next.status?.appliedGeneration) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) {
+        reconciler.poke('node changed');
+      }
     },
     onDelete: () => reconciler.poke('node deleted'),
   });
@@ -308,8 +324,8 @@ function watchForChanges(
  * pushed and their generation: at 1 000 nodes that is 1 000 events in a few
  * seconds, and a full reconcile for each (coalesced, back to back) kept the
  * loop busy for seconds without changing anything. So: the new
- * appliedGeneration alone never matters during a term (it is read once, when
- * the term starts; a refusal comes back as a 409), and new targets matter only
+ * appliedGeneration alone matters only when no leader issued it (the node
+ * leaves placement; see unissued() at the call), and new targets matter only
  * when runs see the node through its inventory, i.e. no fresher answer of its
  * agent stands in for it (the probe every interval compares those).
  */

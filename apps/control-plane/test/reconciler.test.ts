@@ -7,14 +7,15 @@ import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   ControlPlaneMetrics,
-  discardEvents,
   generationOf,
   GenerationSource,
+  MAX_EPOCH,
   MemoryEpochStore,
   StaleGenerationError,
   WarmPoolReconciler,
   type AgentNode,
   type EpochStore,
+  type EventRecorder,
   type PoolSetter,
   type PoolStatusWriter,
 } from '../src/index.js';
@@ -75,6 +76,17 @@ class FakeStatusWriter implements PoolStatusWriter {
   }
 }
 
+/** Events kept in memory. */
+class RecordedEvents implements EventRecorder {
+  readonly events: Array<{ name: string; type: string; reason: string; message: string }> = [];
+
+  record(object: { metadata?: { name?: string } }, _type: unknown, type: string, reason: string, message: string): void {
+    this.events.push({ name: object.metadata?.name ?? '', type, reason, message });
+  }
+
+  async close(): Promise<void> {}
+}
+
 class World {
   readonly pools = new ObjectStore<SandboxWarmPool>();
   readonly templates = new ObjectStore<SandboxTemplate>();
@@ -87,6 +99,11 @@ class World {
   token: string | undefined = 'fleet';
   readonly reconciler: WarmPoolReconciler;
   readonly leadership = new AbortController();
+  readonly events = new RecordedEvents();
+  /** What the election says: holding() (within the renew deadline) and what a re-read of the Lease finds. */
+  holding = true;
+  leaseHolder = 'us';
+  confirms = 0;
 
   constructor(options: { nodes?: number; intervalMs?: number; store?: EpochStore } = {}) {
     this.store = options.store ?? new MemoryEpochStore();
@@ -99,8 +116,17 @@ class World {
       inventories: new Lister(this.inventories),
       setter: this.agents,
       statusWriter: this.statuses,
-      events: discardEvents,
+      events: this.events,
       generations: this.generations,
+      leadership: {
+        holding: () => this.holding,
+        confirm: async () => {
+          this.confirms++;
+          if (this.leaseHolder === 'us') return true;
+          this.leadership.abort();
+          return false;
+        },
+      },
       token: () => this.token,
       metrics: new ControlPlaneMetrics(),
       logger: silentLogger,
@@ -191,36 +217,114 @@ describe('WarmPoolReconciler', () => {
     expect(w.targets()['node-b']).toBe('img=1');
   });
 
-  it('drops a node answering 409 from the round and pushes it again above the generation it applied', async () => {
+  it('takes a node out of placement, with an Event, when its 409 names a generation no leader issued; the epoch stays', async () => {
     const store = new MemoryEpochStore();
     const w = world({ store });
-    const theirs = generationOf(5, 10);
-    let refused = false;
-    w.agents.behaviours.set('node-b', async ({ node, generation, pools }) => {
-      if (!refused) {
-        refused = true;
-        throw new StaleGenerationError(node.name, generation, theirs);
-      }
-      w.agents.held.set(node.name, pools);
-      return w.agents.info(node);
+    const forged = Number.MAX_SAFE_INTEGER;
+    w.agents.behaviours.set('node-b', async ({ node, generation }) => {
+      throw new StaleGenerationError(node.name, generation, forged);
     });
-    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
     await w.settle();
-    const toB = w.agents.pushedTo('node-b');
-    expect(toB).toHaveLength(2);
-    expect(toB[1]?.generation).toBeGreaterThan(theirs);
-    expect(store.writes).toBe(2);
-    expect(w.targets()['node-b']).toBe('img=1');
+    await vi.waitFor(() => expect(w.confirms).toBe(1));
+    await w.change('resync', () => undefined);
+    expect(w.agents.pushedTo('node-b')).toHaveLength(1);
+    expect(store.writes).toBe(1);
+    expect(w.reconciler.driving).toBe(true);
+    expect(w.reconciler.nodes().find((v) => v.name === 'node-b')?.exclusion).toBe('impossible-generation');
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-c': 'img=3' });
+    const event = w.events.events.find((e) => e.name === 'node-b' && e.reason === 'NodeLeftPlacement');
+    expect(event?.type).toBe('Warning');
+    expect(event?.message).toContain(`reports applied generation ${forged}`);
+    expect(event?.message).toContain(`kubectl annotate nodeinventory node-b warmpool.dev/reset-applied-generation=${forged}`);
   });
 
-  it('starts a term above every generation the inventories show applied', async () => {
+  it('ends its term, rather than taking a higher epoch, when a 409 comes from a later leader\'s push', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store });
+    w.agents.behaviours.set('node-b', async ({ node, generation }) => {
+      // The standby took the Lease and pushed under the next epoch.
+      w.leaseHolder = 'them';
+      throw new StaleGenerationError(node.name, generation, generationOf(2, 0));
+    });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await vi.waitFor(() => expect(w.reconciler.driving).toBe(false));
+    expect(w.confirms).toBe(1);
+    expect(store.writes).toBe(1);
+    expect(w.agents.pushes.every((p) => p.generation === generationOf(1, 0))).toBe(true);
+  });
+
+  it('ignores a 409 naming a later generation of its own (its newer push got there first)', async () => {
     const w = world();
-    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
     w.drive();
     await w.settle();
-    expect(Math.min(...w.agents.pushes.map((p) => p.generation))).toBe(generationOf(9, 0));
+    const later = w.generations.last as number;
+    w.agents.behaviours.set('node-b', async ({ node, generation }) => {
+      throw new StaleGenerationError(node.name, generation, later);
+    });
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
+    expect(w.confirms).toBe(0);
+    expect(w.reconciler.nodes().every((v) => v.exclusion === undefined)).toBe(true);
+  });
+
+  it('pushes nothing while past its renew deadline (a paused leader that resumed)', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const pushed = w.agents.pushes.length;
+    w.holding = false;
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 9, { generation: 2 })));
+    expect(w.agents.pushes).toHaveLength(pushed);
+  });
+
+  it('starts a term above what a majority of the inventories show applied; one forged number moves nothing but its node', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 4));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(store.epoch).toBe(9);
+    expect(new Set(w.agents.pushes.map((p) => p.generation))).toEqual(new Set([generationOf(9, 0)]));
+    expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2' });
+    expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual([undefined, undefined, 'impossible-generation']);
+    expect(w.events.events.some((e) => e.name === 'node-c' && e.reason === 'NodeLeftPlacement')).toBe(true);
+  });
+
+  it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
+    const w = world();
+    w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 4));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(w.reconciler.inPlacement('node-c')).toBe(false);
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })));
+    await w.change('resync', () => undefined);
+    expect(w.reconciler.inPlacement('node-c')).toBe(true);
+    expect(w.targets()['node-c']).toBeDefined();
+  });
+
+  it('reports not ready and backs off, without spinning, when no generation is left', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = MAX_EPOCH;
+    const w = world({ store, intervalMs: 50 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await vi.waitFor(() => expect(w.reconciler.notReadyReasons().join(' ')).toContain('no generation left'));
+    const runs = w.reconciler.runs;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // The periodic sample (every 50 ms) runs; nothing else does.
+    expect(w.reconciler.runs - runs).toBeLessThan(60);
+    expect(store.writes).toBe(0);
+    expect(w.agents.pushes).toEqual([]);
   });
 
   it('keeps trying to take an epoch while the record cannot be written, and pushes nothing meanwhile', async () => {

@@ -5,13 +5,20 @@ import type { ResourceType } from './meta.js';
 import { poolTargetListSchema, type PoolTarget } from './sandboxd.js';
 
 /**
+ * The largest generation a control plane issues (epoch 2^32−1, counter
+ * 2^21−1): Number.MAX_SAFE_INTEGER, so a generation is exact in JSON and JS.
+ * The NodeInventory CRD bounds status.appliedGeneration to it too.
+ */
+export const MAX_GENERATION = Number.MAX_SAFE_INTEGER;
+
+/**
  * `PUT /v1/pools` on the agent: sandboxd's body plus the control plane's
  * generation. A push whose generation is below the last applied one answers
  * 409 and changes nothing, so a reordered retry or a deposed leader can never
  * roll a node back. Equal generations are idempotent re-pushes.
  */
 export const agentSetPoolsRequestSchema = z.object({
-  generation: z.number().int().min(0),
+  generation: z.number().int().min(0).max(MAX_GENERATION),
   pools: poolTargetListSchema,
 });
 export type AgentSetPoolsRequest = z.output<typeof agentSetPoolsRequestSchema>;

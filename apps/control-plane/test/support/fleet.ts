@@ -31,6 +31,8 @@ export interface FleetOptions {
   capacity?: number;
   /** Agents republish their inventory this often (default 1s). */
   publishInterval?: string;
+  /** The agents' --log-level (default warn; info logs every applied push with its generation). */
+  agentLogLevel?: string;
 }
 
 export class FleetNode {
@@ -40,6 +42,7 @@ export class FleetNode {
   readonly #options: FleetOptions;
   sandboxd: Proc | undefined;
   agent: Proc | undefined;
+  readonly #agents: Proc[] = [];
   #runs = 0;
 
   constructor(options: FleetOptions, name: string, agentPort: number, sandboxdPort: number) {
@@ -88,6 +91,7 @@ export class FleetNode {
     for (let attempt = 1; ; attempt++) {
       const agent = this.#spawnAgent();
       this.agent = agent;
+      this.#agents.push(agent);
       try {
         await eventually(async () => {
           if (!agent.running) throw new Error(`agent of ${this.name} exited:\n${agent.log()}`);
@@ -114,7 +118,7 @@ export class FleetNode {
       '--publish-interval', o.publishInterval ?? '1s',
       '--min-publish-gap', '100ms',
       '--poll-interval', '200ms',
-      '--log-level', 'warn',
+      '--log-level', o.agentLogLevel ?? 'warn',
       ...(o.capacity !== undefined ? ['--capacity', String(o.capacity)] : []),
     ];
     return new Proc({ name: `${this.name}-agent`, script: NODE_AGENT_MAIN, args, logFile: join(o.dir, `${this.name}-agent-${++this.#runs}.log`) });
@@ -122,6 +126,17 @@ export class FleetNode {
 
   async stopAgent(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     await this.agent?.stop(signal);
+  }
+
+  /** Every push its agents (this run and earlier ones) logged as applied, with the agent's timestamp; needs agentLogLevel info. */
+  appliedPushes(): Array<{ node: string; generation: number; at: number }> {
+    const applied: Array<{ node: string; generation: number; at: number }> = [];
+    for (const proc of this.#agents) {
+      for (const line of proc.logLines()) {
+        if (line['msg'] === 'pools set' && typeof line['generation'] === 'number') applied.push({ node: this.name, generation: line['generation'], at: Date.parse(String(line['ts'])) });
+      }
+    }
+    return applied;
   }
 
   /** What the node's sandboxd says, straight from it (not through the agent). */

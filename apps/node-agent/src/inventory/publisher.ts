@@ -7,6 +7,12 @@
 // Its first job after a (re)start is to read back the generation the node
 // last applied (status.appliedGeneration), so a stale SetPools cannot slip in
 // while the agent's memory is empty; SetPools is refused until that is done.
+// The one exception is the recovery of a forged or corrupted number (the
+// control-plane README): when the annotation RESET_APPLIED_GENERATION names
+// exactly the number read back, the agent starts from 0 instead. Only that
+// exact number: once a push moved it, the annotation is inert. 0 rather than
+// none, so that the published value changes and replaces the forged one even
+// where another field manager (a `kubectl patch`) co-owns it.
 import type { NodeInfo, OwnerReference } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
@@ -14,6 +20,9 @@ import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
 import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
 import type { InventoryWriter } from './writer.js';
+
+/** On a NodeInventory: the appliedGeneration its agent drops when it next starts (see above). */
+export const RESET_APPLIED_GENERATION = 'warmpool.dev/reset-applied-generation';
 
 export interface InventoryPublisherOptions {
   writer: InventoryWriter;
@@ -123,7 +132,13 @@ export class InventoryPublisher {
     try {
       if (!generations.recovered) {
         const previous = await writer.readStatus(nodeName);
-        generations.recover(previous?.appliedGeneration);
+        const applied = previous?.status.appliedGeneration;
+        if (applied !== undefined && previous?.annotations[RESET_APPLIED_GENERATION] === String(applied)) {
+          logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', { droppedGeneration: applied, annotation: RESET_APPLIED_GENERATION });
+          generations.recover(0);
+        } else {
+          generations.recover(applied);
+        }
         logger.info('applied generation recovered from NodeInventory', { appliedGeneration: generations.applied ?? null, inventoryExisted: previous !== undefined });
       }
       const info = this.#options.currentInfo();

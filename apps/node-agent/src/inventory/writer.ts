@@ -23,9 +23,15 @@ export interface InventoryIdentity {
   owner?: OwnerReference;
 }
 
+/** What the agent reads back from its NodeInventory after a (re)start. */
+export interface InventoryReadBack {
+  status: NodeInventoryStatus;
+  annotations: Record<string, string>;
+}
+
 export interface InventoryWriter {
-  /** The status this node last published, or undefined when it has no NodeInventory yet. */
-  readStatus(name: string): Promise<NodeInventoryStatus | undefined>;
+  /** The status this node last published (and the object's annotations), or undefined when it has no NodeInventory yet. */
+  readStatus(name: string): Promise<InventoryReadBack | undefined>;
   /** An owner reference to the Node of that name, or undefined when there is no such Node. */
   nodeOwner(name: string): Promise<OwnerReference | undefined>;
   /** Creates or updates the object's metadata and spec (not its status). */
@@ -53,10 +59,10 @@ export class KubeInventoryWriter implements InventoryWriter {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async readStatus(name: string): Promise<NodeInventoryStatus | undefined> {
+  async readStatus(name: string): Promise<InventoryReadBack | undefined> {
     try {
       const inventory = await this.#inventories.get({ name }, { signal: this.#signal() });
-      return inventory.status ?? {};
+      return { status: inventory.status ?? {}, annotations: inventory.metadata.annotations ?? {} };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

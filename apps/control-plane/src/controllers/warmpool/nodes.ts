@@ -12,7 +12,7 @@ import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
 import { reportedSig } from './desired.js';
 
-export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address';
+export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address' | 'impossible-generation';
 
 export interface Observation {
   pools: readonly InventoryPool[];
@@ -37,6 +37,8 @@ export interface NodeView {
   observation: Observation | undefined;
   failures: number;
   lastError: string | undefined;
+  /** The highest generation the node says it applied (inventory, or a 409 of its agent). */
+  appliedGeneration: number | undefined;
 }
 
 interface NodeRecord {
@@ -50,6 +52,10 @@ interface NodeRecord {
   lastError: string | undefined;
   inventory: Observation | undefined;
   agent: Observation | undefined;
+  /** status.appliedGeneration as last read. */
+  inventoryApplied: number | undefined;
+  /** What its agent's last 409 said it applied; cleared when the inventory's number changes. */
+  refusedWith: number | undefined;
 }
 
 export interface NodeTrackerOptions {
@@ -59,6 +65,8 @@ export interface NodeTrackerOptions {
   failureThreshold: number;
   /** An agent's own answer is preferred over the inventory while it is younger than this. */
   agentObservationTtlMs: number;
+  /** The highest generation any leader can have issued (GenerationSource.highestIssued): a node reporting more is out. */
+  highestIssued?: () => number | undefined;
 }
 
 export function observationOf(info: NodeInfo, at: number): Observation {
@@ -131,6 +139,12 @@ export class NodeTracker {
     return record.failures === this.#options.failureThreshold;
   }
 
+  /** Its agent refused a push (409), saying it has applied `generation`. */
+  recordRefusal(name: string, generation: number): void {
+    const record = this.#records.get(name);
+    if (record !== undefined) record.refusedWith = generation;
+  }
+
   /** True when runs see this node through its NodeInventory: its agent has not answered within the observation TTL. */
   readsInventory(name: string): boolean {
     const agent = this.#records.get(name)?.agent;
@@ -155,9 +169,12 @@ export class NodeTracker {
 
   #view(record: NodeRecord, now: number): NodeView {
     const observation = this.#best(record, now);
+    const applied = highest(record.inventoryApplied, record.refusedWith);
+    const issued = this.#options.highestIssued?.();
     let exclusion: Exclusion | undefined;
     if (!record.addressValid) exclusion = 'no-address';
     else if (now >= record.freshUntil) exclusion = 'stale';
+    else if (applied !== undefined && issued !== undefined && applied > issued) exclusion = 'impossible-generation';
     else if (record.failures >= this.#options.failureThreshold) exclusion = 'failing';
     else if (observation?.draining === true) exclusion = 'draining';
     const claimed = observation?.claimed ?? 0;
@@ -171,6 +188,7 @@ export class NodeTracker {
       observation,
       failures: record.failures,
       lastError: record.lastError,
+      appliedGeneration: applied,
     };
   }
 
@@ -189,6 +207,7 @@ export class NodeTracker {
       record = {
         name, address: '', addressValid: false, capacity: undefined, publishedAt: undefined,
         freshUntil: Number.NEGATIVE_INFINITY, failures: 0, lastError: undefined, inventory: undefined, agent: undefined,
+        inventoryApplied: undefined, refusedWith: undefined,
       };
       this.#records.set(name, record);
     }
@@ -201,6 +220,12 @@ export class NodeTracker {
       record.agent = undefined;
     }
     const status = inventory.status ?? {};
+    const applied = typeof status.appliedGeneration === 'number' ? status.appliedGeneration : undefined;
+    if (applied !== record.inventoryApplied) {
+      // The node's own newer word (e.g. after the recovery in the README) replaces what a 409 said.
+      record.inventoryApplied = applied;
+      record.refusedWith = undefined;
+    }
     record.capacity = typeof status.capacity === 'number' && status.capacity >= 0 ? status.capacity : undefined;
     const publishedAt = status.publishedAt;
     if (publishedAt === record.publishedAt) return;
@@ -253,5 +278,11 @@ export function nodeStateOf(view: NodeView): NodeState {
       return 'draining';
     case 'no-address':
       return 'no_address';
+    case 'impossible-generation':
+      return 'impossible_generation';
   }
+}
+
+function highest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.max(a, b);
 }
