@@ -42,6 +42,11 @@ export interface InformerOptions {
   /** Each watch asks the server to end it after a random time between this and twice this (client-go: 300 s). */
   watchTimeoutSeconds?: number;
   logger?: KubeLogger;
+  /**
+   * Applied to every object before it is cached or handed to handlers (client-go's SetTransform):
+   * keep only what is read, so a cache of big objects (Nodes) stays small.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
 }
 
 export class Informer<T extends KubeObject> {
@@ -186,6 +191,11 @@ export class Informer<T extends KubeObject> {
     }
   }
 
+  #transform(obj: T): T {
+    const transform = this.#options.transform;
+    return transform === undefined ? obj : (transform(obj) as T);
+  }
+
   #apply(event: WatchEvent<T>): void {
     const resourceVersion = event.object.metadata?.resourceVersion;
     switch (event.type) {
@@ -193,7 +203,7 @@ export class Informer<T extends KubeObject> {
         break;
       case 'ADDED':
       case 'MODIFIED': {
-        const obj = event.object;
+        const obj = this.#transform(event.object);
         const old = this.#store.upsert(obj);
         if (old) this.#emit('onUpdate', (h) => h.onUpdate?.(old, obj));
         else this.#emit('onAdd', (h) => h.onAdd?.(obj, false));
@@ -201,7 +211,7 @@ export class Informer<T extends KubeObject> {
       }
       case 'DELETED': {
         // The event carries the object's final state, fresher than the cached copy.
-        const obj = event.object;
+        const obj = this.#transform(event.object);
         this.#store.remove(keyOf(obj));
         this.#emit('onDelete', (h) => h.onDelete?.(obj));
         break;
@@ -215,7 +225,8 @@ export class Informer<T extends KubeObject> {
   #replace(items: T[]): void {
     const initial = !this.#synced;
     const seen = new Set<string>();
-    for (const obj of items) {
+    for (const item of items) {
+      const obj = this.#transform(item);
       seen.add(keyOf(obj));
       const old = this.#store.upsert(obj);
       if (!old) this.#emit('onAdd', (h) => h.onAdd?.(obj, initial));
