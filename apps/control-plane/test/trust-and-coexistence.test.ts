@@ -8,7 +8,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { nodeObject, startCluster, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/index.js';
@@ -20,6 +20,7 @@ import { chartPoolCrd, upstreamPoolCrd } from './support/upstream-crd.js';
 import { delay, eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-trust-tests';
+const AGENT_POD_SELECTOR = 'app.kubernetes.io/component=node-agent';
 
 /** Whoever sits at a forged address: records every request that reaches it. */
 interface Listener {
@@ -55,7 +56,7 @@ beforeAll(async () => {
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, TOKEN + '\n');
   fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 2, capacity: 20, publishInterval: '1s' });
-  controlPlane = await startControlPlane(cluster, dir, system, { token: TOKEN });
+  controlPlane = await startControlPlane(cluster, dir, system, { token: TOKEN, agentPodSelector: AGENT_POD_SELECTOR });
   await eventually(() => controlPlane.isLeader(), { what: 'the control plane to lead' });
   inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
 }, 180_000);
@@ -154,6 +155,46 @@ describe('a NodeInventory pointing where its Node does not', () => {
     } finally {
       await listener.close();
       await inventories.delete({ name: 'fake-node' }).catch(() => undefined);
+    }
+  });
+});
+
+describe('an agent advertising its pod IP (the chart\'s DaemonSet)', () => {
+  it('is called there while a node-agent pod on its node has that IP, and leaves placement once that pod goes', async () => {
+    const agent = await listenAt('127.0.0.3');
+    const name = 'pod-network-node';
+    try {
+      // The Node's own addresses do not include the pod IP, as on a cluster with a pod network.
+      await kubectl(cluster, ['create', '-f', '-'], JSON.stringify(nodeObject(name, '10.9.9.9')));
+      await kubectl(cluster, ['create', 'serviceaccount', 'default', '-n', system]).catch(() => undefined);
+      await kubectl(cluster, ['create', '-n', system, '-f', '-'], JSON.stringify({
+        apiVersion: 'v1', kind: 'Pod',
+        metadata: { name: 'agent-on-pod-network', labels: { 'app.kubernetes.io/component': 'node-agent' } },
+        spec: { nodeName: name, containers: [{ name: 'node-agent', image: 'node-agent:test' }] },
+      }));
+      // No kubelet here: report the pod running with the listener's IP ourselves.
+      await kubectl(cluster, ['patch', 'pod', 'agent-on-pod-network', '-n', system, '--subresource=status', '--type=merge', '-p',
+        JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.3', podIPs: [{ ip: '127.0.0.3' }] } })]);
+      await inventories.create({ apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name }, spec: { nodeName: name, address: agent.address } });
+      await inventories.applyStatus({ metadata: { name }, status: { capacity: 10, claimed: 0, publishedAt: new Date().toISOString(), pools: [] } }, { fieldManager: 'test', force: true });
+
+      const call = await eventually(() => agent.requests.find((r) => r.url === '/v1/info' || r.url === '/v1/pools'), { what: 'a call at the pod IP' });
+      expect(call.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(controlPlane.reconciler.nodes().find((v) => v.name === name)?.exclusion).not.toBe('unverified-address');
+
+      await kubectl(cluster, ['delete', 'pod', 'agent-on-pod-network', '-n', system, '--wait=false']);
+      const view = await eventually(() => {
+        const v = controlPlane.reconciler.nodes().find((n) => n.name === name);
+        return v?.exclusion === 'unverified-address' ? v : undefined;
+      }, { what: 'the node out of placement once its agent pod is going' });
+      expect(view.addressProblem).toBe(`127.0.0.3 is not one of Node ${name}'s addresses (10.9.9.9, ${name}) nor the IP of a node-agent pod on it`);
+      await delay(500);
+      const calls = agent.requests.length;
+      await delay(2_000);
+      expect(agent.requests).toHaveLength(calls);
+    } finally {
+      await agent.close();
+      await inventories.delete({ name }).catch(() => undefined);
     }
   });
 });
