@@ -461,6 +461,8 @@ export class WarmPoolReconciler {
       const why = this.#exclusionMessage(view);
       this.#o.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
       if (view.exclusion === 'unverified-address') {
+        // A push still queued for it (to an address vouched for when queued, no longer) is not sent.
+        term.pushers.forget(view.name);
         // Also for a node never placed: an inventory pointing elsewhere is worth a look (a forged one, or a misconfigured agent).
         this.#nodeEvent(view.name, 'Warning', 'AddressNotOfNode', `${why}; warmpool does not call this agent until its address is one of its node's`);
       } else if (known && before === undefined) {
