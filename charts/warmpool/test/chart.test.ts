@@ -36,6 +36,12 @@ describe('the Helm chart, rendered', () => {
     ]);
   });
 
+  it('points the control plane at the agents\' pods by the labels the DaemonSet gives them', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    expect(out).toContain('- --agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent');
+    expect(out).toContain('labels: { app.kubernetes.io/name: warmpool, app.kubernetes.io/instance: warmpool, app.kubernetes.io/component: node-agent }');
+  });
+
   it('leaves the CRDs out with crds.install=false, for clusters that already run upstream agent-sandbox', async () => {
     const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'crds.install=false']);
     expect(kinds(out)).not.toContain('CustomResourceDefinition');
