@@ -104,6 +104,25 @@ describe('Informer against a real apiserver', () => {
     expect(updated.at(-1)?.data).toEqual({ keep: 'b' });
   });
 
+  it('lists in pages of pageSize, and caches every page', async () => {
+    const namespace = await cluster.createNamespace('paged');
+    for (let i = 0; i < 5; i++) await configMaps.create(configMap(namespace, `cm-${i}`));
+    const pages: Array<number | undefined> = [];
+    const source: ListerWatcher<ConfigMap> = {
+      type: configMaps.type,
+      list: async (options) => {
+        pages.push(options?.limit);
+        return configMaps.list(options);
+      },
+      watch: (options) => configMaps.watch(options),
+    };
+    const informer = new Informer<ConfigMap>(source, { namespace, backoff, pageSize: 2 });
+    opened.push(informer);
+    await informer.start().waitForSync();
+    expect(informer.lister.list().map((c) => c.metadata.name).sort()).toEqual(['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4']);
+    expect(pages).toEqual([2, 2, 2]);
+  });
+
   it('gives a handler added after the first list the cached objects as adds', async () => {
     const namespace = await cluster.createNamespace('late');
     await configMaps.create(configMap(namespace, 'cached'));
