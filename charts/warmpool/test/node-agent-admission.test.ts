@@ -78,7 +78,7 @@ describe('the node agent admission policy', () => {
   it('lets an agent write the NodeInventory of the node its pod runs on, spec and status', async () => {
     const writer = writerFor(await podBoundToken('agent-a'));
     await writer.applyObject(spec('node-a', '127.0.1.1:7443'));
-    await expect(writer.applyStatus('node-a', { claimed: 0, publishedAt: new Date().toISOString() })).resolves.toBe('applied');
+    await expect(writer.applyStatus('node-a', { claimed: 0, publishedAt: new Date().toISOString() })).resolves.toEqual({ spec: { nodeName: 'node-a', address: '127.0.1.1:7443' } });
     expect(await addressOf('node-a')).toBe('127.0.1.1:7443');
   });
 
