@@ -23,6 +23,7 @@ export const FLAGS = {
   retryPeriod: { kind: 'duration', description: 'Leader election: between attempts to acquire or renew', env: 'RETRY_PERIOD', default: 2_000 },
   leaseName: { kind: 'string', description: 'The election Lease, which also carries the generation epoch', env: 'LEASE_NAME', default: DEFAULT_LEASE_NAME },
   namespace: { kind: 'string', description: 'Namespace of the election Lease (default: the pod\'s own, else "default")', env: 'POD_NAMESPACE' },
+  agentPodSelector: { kind: 'string', description: 'Label selector of the node agents\' pods in --namespace: an agent advertising its pod IP is called only at the IP of such a pod on its node. Without it only the Node\'s status.addresses vouch for an agent', env: 'AGENT_POD_SELECTOR' },
   identity: { kind: 'string', description: 'This replica\'s identity in the Lease (default: hostname-pid)', env: 'POD_NAME' },
   kubeconfig: { kind: 'string', description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)' },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },

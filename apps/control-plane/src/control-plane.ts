@@ -1,14 +1,22 @@
-// The control plane as a library: informers over the three kinds, the
+// The control plane as a library: informers over the three kinds (and the
+// Nodes and agent pods that vouch for agents' addresses), the
 // warm-pool driver, leader election, and the health/metrics server, wired
 // together with everything injectable (kubeconfig, logger, clock, pool
 // setter), so main.ts, the e2e stack and benchmarks all build it the same way.
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  CustomResourceDefinitionType,
+  KubeNodeType,
+  KubePodType,
   NodeInventoryType,
+  SANDBOX_WARM_POOL_CRD,
   SandboxTemplateType,
   SandboxWarmPoolType,
+  type CustomResourceDefinition,
+  type KubeNode,
   type KubeObject,
+  type KubePod,
   type NodeInventory,
   type SandboxTemplate,
   type SandboxWarmPool,
@@ -22,8 +30,10 @@ import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
+import { addressCheckOf, nodeAddressesChanged, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
 import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
+import { describeFields, statusFieldsOf, type StatusFields } from './controllers/warmpool/status-schema.js';
 import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
@@ -67,6 +77,12 @@ export interface ControlPlaneOptions {
   events?: EventRecorder;
   /** Default: an annotation on the election Lease, written only while holding it. */
   epochStore?: EpochStore;
+  /**
+   * The node agents' pods (label selector, in `namespace`): an agent advertising its pod IP is
+   * called there only while a pod of these runs on its node with that IP. Without it, only the
+   * Node's own status.addresses vouch for an agent's address.
+   */
+  agentPodSelector?: string;
 }
 
 export interface ControlPlane {
@@ -107,7 +123,17 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
   const templates = createInformer<SandboxTemplate>(options.kubeConfig, SandboxTemplateType, { logger: kubeLogger });
   const inventories = createInformer<NodeInventory>(options.kubeConfig, NodeInventoryType, { logger: kubeLogger });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories] as Array<Informer<KubeObject>>;
+  // Nodes and pods are big and there is one per node: listed in pages, cached cut down to what the check reads.
+  const nodes = createInformer<KubeNode>(options.kubeConfig, KubeNodeType, { logger: kubeLogger, transform: slimNode, pageSize: 500 });
+  const agentPods = options.agentPodSelector
+    ? createInformer<KubePod>(options.kubeConfig, KubePodType, { logger: kubeLogger, namespace, labelSelector: options.agentPodSelector, transform: slimPod, pageSize: 500 })
+    : undefined;
+  // The one CRD whose schema decides which status fields can be written (ours or upstream's).
+  const poolCrd = createInformer<CustomResourceDefinition>(options.kubeConfig, CustomResourceDefinitionType, {
+    logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
+  });
+  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
+  let poolStatusFields: StatusFields = 'any';
 
   const setter = options.poolSetter ?? new HttpPoolSetter({
     token,
@@ -129,8 +155,12 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     pools: pools.lister,
     templates: templates.lister,
     inventories: inventories.lister,
+    addresses: () => addressCheckOf({
+      node: (name) => nodes.lister.get(name),
+      ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
+    }),
     setter,
-    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig),
+    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig, { fields: () => poolStatusFields }),
     events,
     generations,
     token,
@@ -145,6 +175,19 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...options.driver,
   });
   watchForChanges(reconciler, pools, templates, inventories);
+  watchAddressVouchers(reconciler, nodes, agentPods);
+  followStatusSchema(poolCrd, (crd) => {
+    const fields = statusFieldsOf(crd);
+    if (describeFields(fields) === describeFields(poolStatusFields)) return;
+    poolStatusFields = fields;
+    const conditions = fields === 'any' || fields.has('conditions');
+    logger[conditions ? 'info' : 'warn'](conditions
+      ? 'SandboxWarmPool status schema read: writing every status field'
+      : 'the installed SandboxWarmPool CRD declares no status.conditions (upstream\'s schema): writing only the fields it declares', {
+      crd: SANDBOX_WARM_POOL_CRD, fields: describeFields(fields),
+    });
+    reconciler.poke('status schema changed');
+  });
 
   let server: HttpServer | undefined;
   let tokenWatch: NodeJS.Timeout | undefined;
@@ -315,6 +358,35 @@ function watchForChanges(
       }
     },
     onDelete: () => reconciler.poke('node deleted'),
+  });
+}
+
+/** The SandboxWarmPool CRD as it is now (undefined once deleted), at start and on every change. */
+function followStatusSchema(crds: Informer<CustomResourceDefinition>, onSchema: (crd: CustomResourceDefinition | undefined) => void): void {
+  crds.addEventHandler({
+    onAdd: (crd) => onSchema(crd),
+    onUpdate: (old, next) => {
+      if (old !== next) onSchema(next);
+    },
+    onDelete: () => onSchema(undefined),
+  });
+}
+
+/** A Node's addresses, or an agent pod's IP or node, decide which agent addresses are called. */
+function watchAddressVouchers(reconciler: WarmPoolReconciler, nodes: Informer<KubeNode>, agentPods: Informer<KubePod> | undefined): void {
+  nodes.addEventHandler({
+    onAdd: () => reconciler.poke('node object added'),
+    onUpdate: (old, next) => {
+      if (old !== next && nodeAddressesChanged(old, next)) reconciler.poke('node addresses changed');
+    },
+    onDelete: () => reconciler.poke('node object deleted'),
+  });
+  agentPods?.addEventHandler({
+    onAdd: () => reconciler.poke('agent pod added'),
+    onUpdate: (old, next) => {
+      if (old !== next && podPlacementChanged(old, next)) reconciler.poke('agent pod changed');
+    },
+    onDelete: () => reconciler.poke('agent pod deleted'),
   });
 }
 

@@ -15,6 +15,8 @@ export { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './controllers/warm
 export { planPools, demandsOf, replicasOf, type PoolPlan, type KeyDemand, type TemplateLookup } from './controllers/warmpool/plan.js';
 export { desiredSetOf, reportedSig, type DesiredSet } from './controllers/warmpool/desired.js';
 export { NodeTracker, observationOf, type NodeView, type Exclusion, type Observation, type NodeTrackerOptions } from './controllers/warmpool/nodes.js';
+export { addressCheckOf, slimNode, type AddressCheck, type NodeAddressSources } from './controllers/warmpool/node-addresses.js';
+export { fitStatus, statusFieldsOf, type StatusFields } from './controllers/warmpool/status-schema.js';
 export { READY, REASONS, selectorOf, statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan, type StatusInputs, type PoolEvent } from './controllers/warmpool/status.js';
 export { FIELD_MANAGER, KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 export { discardEvents, KubeEventRecorder, type EventRecorder, type EventType, type KubeEventRecorderOptions } from './controllers/warmpool/events.js';

@@ -51,6 +51,7 @@ async function main(): Promise<void> {
     namespace,
     identity: config.identity || defaultIdentity(),
     leaseName: config.leaseName,
+    ...(config.agentPodSelector ? { agentPodSelector: config.agentPodSelector } : {}),
     leaseDurationMs: config.leaseDuration,
     renewDeadlineMs: config.renewDeadline,
     retryPeriodMs: config.retryPeriod,

@@ -1,12 +1,14 @@
 // The reconciler against in-memory caches and a scripted PoolSetter: the
 // decisions (who is pushed what, with which generation, when status is
 // written) without any network. End to end is in driver.test.ts.
-import type { NodeInfo, NodeInventory, PoolTarget, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
+import type { KubeNode, NodeInfo, NodeInventory, PoolTarget, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  addressCheckOf,
   ControlPlaneMetrics,
+  fitStatus,
   generationOf,
   GenerationSource,
   MAX_EPOCH,
@@ -18,9 +20,10 @@ import {
   type EventRecorder,
   type PoolSetter,
   type PoolStatusWriter,
+  type StatusFields,
 } from '../src/index.js';
 import { AgentCallError } from '../src/index.js';
-import { inventoryObject, ManualClock, poolObject, templateObject } from './support/builders.js';
+import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from './support/builders.js';
 
 interface Push {
   node: string;
@@ -35,9 +38,12 @@ class FakeAgents implements PoolSetter {
   readonly pushes: Push[] = [];
   readonly held = new Map<string, readonly PoolTarget[]>();
   readonly behaviours = new Map<string, Behaviour>();
+  /** Every address a push or a probe went to. */
+  readonly called = new Set<string>();
   probes = 0;
 
   async setPools(node: AgentNode, generation: number, pools: readonly PoolTarget[], options: { signal?: AbortSignal } = {}): Promise<NodeInfo> {
+    this.called.add(node.address);
     this.pushes.push({ node: node.name, generation, pools: pools.map((p) => `${p.template}=${p.warm}`).join(',') });
     const behaviour = this.behaviours.get(node.name);
     if (behaviour !== undefined) return behaviour({ node, generation, pools, ...(options.signal ? { signal: options.signal } : {}) });
@@ -46,6 +52,7 @@ class FakeAgents implements PoolSetter {
   }
 
   async info(node: AgentNode): Promise<NodeInfo> {
+    this.called.add(node.address);
     this.probes++;
     const pools = this.held.get(node.name) ?? [];
     return { pools: pools.map((p) => ({ key: { template: p.template, net: p.net, size: p.size }, target: p.warm, warm: p.warm, refilling: 0 })), claimed: 0 };
@@ -62,10 +69,16 @@ class FakeAgents implements PoolSetter {
 class FakeStatusWriter implements PoolStatusWriter {
   readonly writes: Array<{ ref: string; status: SandboxWarmPoolStatus }> = [];
   readonly store: ObjectStore<SandboxWarmPool>;
+  /** The status fields the pools' schema declares. */
+  fields: StatusFields = 'any';
   #rv = 100;
 
   constructor(store: ObjectStore<SandboxWarmPool>) {
     this.store = store;
+  }
+
+  fit(status: SandboxWarmPoolStatus): SandboxWarmPoolStatus {
+    return fitStatus(status, this.fields);
   }
 
   async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus): Promise<SandboxWarmPool> {
@@ -91,6 +104,8 @@ class World {
   readonly pools = new ObjectStore<SandboxWarmPool>();
   readonly templates = new ObjectStore<SandboxTemplate>();
   readonly inventories = new ObjectStore<NodeInventory>();
+  /** The Node objects, each vouching for its inventory's default address. */
+  readonly nodes = new ObjectStore<KubeNode>();
   readonly agents = new FakeAgents();
   readonly statuses = new FakeStatusWriter(this.pools);
   readonly clock = new ManualClock();
@@ -104,16 +119,23 @@ class World {
   holding = true;
   leaseHolder = 'us';
   confirms = 0;
+  readonly metrics = new ControlPlaneMetrics();
 
   constructor(options: { nodes?: number; intervalMs?: number; store?: EpochStore } = {}) {
     this.store = options.store ?? new MemoryEpochStore();
     this.generations = new GenerationSource(this.store);
-    for (let i = 0; i < (options.nodes ?? 3); i++) this.inventories.upsert(inventoryObject(`node-${String.fromCharCode(97 + i)}`, { publishedAt: this.clock.iso() }));
+    for (let i = 0; i < (options.nodes ?? 3); i++) {
+      const name = `node-${String.fromCharCode(97 + i)}`;
+      this.inventories.upsert(inventoryObject(name, { publishedAt: this.clock.iso() }));
+      this.nodes.upsert(kubeNodeObject(name));
+    }
+    const nodes = new Lister(this.nodes);
     this.templates.upsert(templateObject('ns', 'tpl', 'img'));
     this.reconciler = new WarmPoolReconciler({
       pools: new Lister(this.pools),
       templates: new Lister(this.templates),
       inventories: new Lister(this.inventories),
+      addresses: () => addressCheckOf({ node: (name) => nodes.get(name) }),
       setter: this.agents,
       statusWriter: this.statuses,
       events: this.events,
@@ -128,7 +150,7 @@ class World {
         },
       },
       token: () => this.token,
-      metrics: new ControlPlaneMetrics(),
+      metrics: this.metrics,
       logger: silentLogger,
       clock: this.clock,
       intervalMs: options.intervalMs ?? 3_600_000,
@@ -343,6 +365,51 @@ describe('WarmPoolReconciler', () => {
     expect(w.agents.pushes).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(2_000);
     expect(w.agents.pushes).toHaveLength(3);
+  });
+
+  it('never calls an address the node\'s Node object does not vouch for: its share moves to the others until it points back', async () => {
+    const w = world({ intervalMs: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    const forged = '127.0.9.9:7443';
+    await w.change('node changed', () => {
+      // node-b re-pointed by someone holding an agent token, and a node that does not exist, claiming room for 100 000.
+      w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(), address: forged }));
+      w.inventories.upsert(inventoryObject('fake-node', { publishedAt: w.clock.iso(), address: forged, capacity: 100_000 }));
+    });
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-c': 'img=3' });
+    const probes = w.agents.probes;
+    await vi.waitFor(() => expect(w.agents.probes).toBeGreaterThan(probes + 4), { timeout: 5_000 });
+    await w.settle();
+    expect([...w.agents.called]).not.toContain(forged);
+    expect(w.agents.pushedTo('fake-node')).toEqual([]);
+    expect(w.reconciler.nodes().filter((v) => !v.eligible).map((v) => [v.name, v.exclusion, v.addressProblem])).toEqual([
+      ['fake-node', 'unverified-address', 'there is no Node named fake-node to vouch for 127.0.9.9'],
+      ['node-b', 'unverified-address', '127.0.9.9 is not one of Node node-b\'s addresses (node-b.test)'],
+    ]);
+    expect(await w.metrics.registry.metrics()).toContain('warmpool_controlplane_nodes{state="unverified_address"} 2');
+
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(1) })));
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
+  });
+
+  it('writes only the status fields the schema declares, and does not write again while they stand', async () => {
+    const w = world();
+    w.statuses.fields = new Set(['replicas', 'readyReplicas', 'selector']);
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const last = w.statuses.writes.at(-1)?.status;
+    expect(last).toEqual({ replicas: 3, readyReplicas: 3, selector: 'warmpool.dev/pool=pool' });
+    const writes = w.statuses.writes.length;
+    for (let i = 0; i < 3; i++) await w.change('resync', () => undefined);
+    expect(w.statuses.writes).toHaveLength(writes);
+
+    // The CRD now declares conditions: they are written without anything else changing.
+    w.statuses.fields = 'any';
+    await w.change('status schema changed', () => undefined);
+    expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([['Ready', 'True'], ['Degraded', 'False']]);
   });
 
   it('moves a failing node\'s share to the others', async () => {

@@ -22,6 +22,7 @@ export class AgentMetrics {
   readonly #appliedGeneration: Gauge;
   readonly #publishDuration: Histogram;
   readonly #publishFailures: Counter;
+  readonly #specRestored: Counter;
   readonly #staleGenerations: Counter;
 
   constructor(registry: Registry = new Registry()) {
@@ -63,6 +64,7 @@ export class AgentMetrics {
       registers,
     });
     this.#publishFailures = new Counter({ name: `${PREFIX}inventory_publish_failures_total`, help: 'Failed NodeInventory publish attempts', registers });
+    this.#specRestored = new Counter({ name: `${PREFIX}inventory_spec_restored_total`, help: 'Times the NodeInventory spec was found changed by someone else and put back', registers });
     this.#staleGenerations = new Counter({ name: `${PREFIX}stale_generation_pushes_total`, help: 'SetPools pushes refused as older than the applied generation', registers });
   }
 
@@ -116,6 +118,10 @@ export class AgentMetrics {
 
   publishFailed(): void {
     this.#publishFailures.inc();
+  }
+
+  inventorySpecRestored(): void {
+    this.#specRestored.inc();
   }
 
   get contentType(): string {

@@ -32,9 +32,9 @@ class CountingWriter implements InventoryWriter {
     this.objectWrites += 1;
   }
 
-  async applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'> {
+  async applyStatus(name: string, status: NodeInventoryStatus): ReturnType<InventoryWriter['applyStatus']> {
     const outcome = await this.inner.applyStatus(name, status);
-    if (outcome === 'applied') this.statusWrites += 1;
+    if (outcome !== 'missing') this.statusWrites += 1;
     return outcome;
   }
 }
@@ -112,6 +112,17 @@ describe('NodeInventory publisher', () => {
     expect(Math.abs(Date.parse(inventory.status?.publishedAt ?? '') - Date.now())).toBeLessThan(30_000);
     const managers = (inventory.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.map((f) => f.manager);
     expect(managers).toContain('warmpool-node-agent');
+  });
+
+  it('puts its spec back on its next publish when someone else re-pointed it, and counts it', async () => {
+    const name = nodeName();
+    const n = await agentFor(name, { publishIntervalMs: 500 });
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', 10_000, 'the inventory');
+    await cluster.kubectl(['patch', 'nodeinventory', name, '--type=merge', '-p', JSON.stringify({ spec: { address: '127.0.9.9:7443' } })]);
+    expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '127.0.9.9:7443' });
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', 10_000, 'the spec restored');
+    expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
+    expect(await n.agent.metrics.render()).toMatch(/^warmpool_agent_inventory_spec_restored_total [1-9]/m);
   });
 
   it('is owned by its Node when the Node exists, so it goes with it', async () => {

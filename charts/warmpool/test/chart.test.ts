@@ -32,7 +32,14 @@ describe('the Helm chart, rendered', () => {
       'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding',
       ...Array(6).fill('CustomResourceDefinition'),
       'DaemonSet', 'Deployment', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding',
     ]);
+  });
+
+  it('points the control plane at the agents\' pods by the labels the DaemonSet gives them', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    expect(out).toContain('- --agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent');
+    expect(out).toContain('labels: { app.kubernetes.io/name: warmpool, app.kubernetes.io/instance: warmpool, app.kubernetes.io/component: node-agent }');
   });
 
   it('leaves the CRDs out with crds.install=false, for clusters that already run upstream agent-sandbox', async () => {
@@ -108,6 +115,13 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('watch', 'nodeinventories.warmpool.dev', 'warmpool-control-plane')).toBe(true);
     expect(await can('update', 'leases.coordination.k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('create', 'events', 'warmpool-control-plane')).toBe(true);
+    expect(await can('watch', 'nodes', 'warmpool-control-plane')).toBe(true);
+    expect(await can('watch', 'pods', 'warmpool-control-plane')).toBe(true);
+    const canGetCrd = async (name: string): Promise<boolean> =>
+      (await cluster.kubectl(['auth', 'can-i', 'get', `customresourcedefinitions.apiextensions.k8s.io/${name}`, `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`])).stdout.trim() === 'yes';
+    expect(await canGetCrd('sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
+    expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
+    expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('get', 'secrets', 'warmpool-control-plane')).toBe(false);

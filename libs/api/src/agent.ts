@@ -1,7 +1,7 @@
 // The node agent's own additions to the sandboxd contract. Everything else the
 // agent serves has sandboxd's shapes (./sandboxd.ts).
 import { z } from 'zod';
-import type { ResourceType } from './meta.js';
+import type { KubeObject, ResourceType } from './meta.js';
 import { poolTargetListSchema, type PoolTarget } from './sandboxd.js';
 
 /**
@@ -32,9 +32,26 @@ export interface StaleGenerationError {
 export type { PoolTarget };
 
 /**
- * The core Node kind, which the agent reads only to point its NodeInventory's
- * owner reference at it (so the inventory is garbage-collected with its node).
+ * The core Node kind. The agent reads it to point its NodeInventory's owner
+ * reference at it (so the inventory is garbage-collected with its node); the
+ * control plane reads its addresses, the only ones it pushes to.
  */
 export const KubeNodeType: ResourceType = {
   group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false,
 };
+
+/** The slice of a core/v1 Node warmpool reads. */
+export interface KubeNode extends KubeObject {
+  status?: { addresses?: Array<{ type: string; address: string }> };
+}
+
+/** The core Pod kind: the control plane reads the node agents' own pods (their IPs and nodes). */
+export const KubePodType: ResourceType = {
+  group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true,
+};
+
+/** The slice of a core/v1 Pod warmpool reads. */
+export interface KubePod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; podIP?: string; podIPs?: Array<{ ip: string }> };
+}

@@ -1,10 +1,13 @@
-// A fleet of real nodes for the specs: per node, a fake-sandboxd process and
-// a real node-agent process in front of it, publishing its NodeInventory to
-// the test apiserver. Built from apps/*/dist (`npx tsc -b apps/node-agent apps/fake-sandboxd`).
+// A fleet of real nodes for the specs: per node, a core/v1 Node vouching for
+// 127.0.0.1 (the agents' address), a fake-sandboxd process and a real
+// node-agent process in front of it, publishing its NodeInventory to the test
+// apiserver. Built from apps/*/dist (`npx tsc -b apps/node-agent apps/fake-sandboxd`).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { poolKeyId, type NodeInfo } from '@warmpool/api';
+import { nodeObject } from '@warmpool/harness';
 import { addressInUse, quietPort } from './ports.js';
 import { Proc } from './processes.js';
 import { eventually } from './wait.js';
@@ -201,6 +204,10 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   for (let i = 0; i < options.count; i++) nodes.push(new FleetNode(options, `node-${i}`, await quietPort(), await quietPort()));
   const fleet = new Fleet(nodes);
   try {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(options.kubeconfigPath);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    for (const node of nodes) await core.createNode({ body: nodeObject(node.name, '127.0.0.1') });
     await Promise.all(nodes.map((node) => node.startSandboxd()));
     await Promise.all(nodes.map((node) => node.startAgent()));
   } catch (err) {

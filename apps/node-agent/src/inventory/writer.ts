@@ -36,8 +36,16 @@ export interface InventoryWriter {
   nodeOwner(name: string): Promise<OwnerReference | undefined>;
   /** Creates or updates the object's metadata and spec (not its status). */
   applyObject(identity: InventoryIdentity): Promise<void>;
-  /** Writes the status; 'missing' when the object does not exist (so applyObject must run first). */
-  applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'>;
+  /**
+   * Writes the status; 'missing' when the object does not exist (so applyObject must run first).
+   * Else the spec the object has now, as the write's answer carries it: how the publisher sees,
+   * at no extra call, whether someone changed it.
+   */
+  applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'>;
+}
+
+export interface StatusWritten {
+  spec: NodeInventorySpec | undefined;
 }
 
 export const FIELD_MANAGER = 'warmpool-node-agent';
@@ -90,10 +98,10 @@ export class KubeInventoryWriter implements InventoryWriter {
     );
   }
 
-  async applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'> {
+  async applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'> {
     try {
-      await this.#inventories.applyStatus({ metadata: { name }, status }, { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() });
-      return 'applied';
+      const written = await this.#inventories.applyStatus({ metadata: { name }, status }, { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() });
+      return { spec: written.spec };
     } catch (err) {
       if (isNotFound(err)) return 'missing';
       throw err;

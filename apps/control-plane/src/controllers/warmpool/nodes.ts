@@ -11,8 +11,9 @@ import { parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
 import { reportedSig } from './desired.js';
+import type { AddressCheck } from './node-addresses.js';
 
-export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address' | 'impossible-generation';
+export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address' | 'unverified-address' | 'impossible-generation';
 
 export interface Observation {
   pools: readonly InventoryPool[];
@@ -39,12 +40,15 @@ export interface NodeView {
   lastError: string | undefined;
   /** The highest generation the node says it applied (inventory, or a 409 of its agent). */
   appliedGeneration: number | undefined;
+  /** Why spec.address is not an address of this node (see node-addresses.ts), when it is not. */
+  addressProblem: string | undefined;
 }
 
 interface NodeRecord {
   name: string;
   address: string;
   addressValid: boolean;
+  addressProblem: string | undefined;
   capacity: number | undefined;
   publishedAt: string | undefined;
   freshUntil: number;
@@ -95,8 +99,11 @@ export class NodeTracker {
     return this.#records.size;
   }
 
-  /** Brings the records in line with the inventories; returns the records that went (with their address). */
-  sync(inventories: readonly NodeInventory[]): Array<{ name: string; address: string }> {
+  /**
+   * Brings the records in line with the inventories, and each address with what its Node vouches
+   * for (`checkAddress`); returns the records that went (with their address).
+   */
+  sync(inventories: readonly NodeInventory[], checkAddress: AddressCheck): Array<{ name: string; address: string }> {
     const now = this.#options.clock.now();
     const seen = new Set<string>();
     for (const inventory of inventories) {
@@ -104,6 +111,8 @@ export class NodeTracker {
       if (name === undefined || name === '') continue;
       seen.add(name);
       this.#observeInventory(name, inventory, now);
+      const record = this.#records.get(name);
+      if (record !== undefined) record.addressProblem = record.addressValid ? checkAddress(name, record.address) : undefined;
     }
     const removed: Array<{ name: string; address: string }> = [];
     for (const [name, record] of this.#records) {
@@ -173,6 +182,7 @@ export class NodeTracker {
     const issued = this.#options.highestIssued?.();
     let exclusion: Exclusion | undefined;
     if (!record.addressValid) exclusion = 'no-address';
+    else if (record.addressProblem !== undefined) exclusion = 'unverified-address';
     else if (now >= record.freshUntil) exclusion = 'stale';
     else if (applied !== undefined && issued !== undefined && applied > issued) exclusion = 'impossible-generation';
     else if (record.failures >= this.#options.failureThreshold) exclusion = 'failing';
@@ -189,6 +199,7 @@ export class NodeTracker {
       failures: record.failures,
       lastError: record.lastError,
       appliedGeneration: applied,
+      addressProblem: record.addressProblem,
     };
   }
 
@@ -205,7 +216,7 @@ export class NodeTracker {
     const address = inventory.spec?.address ?? '';
     if (record === undefined) {
       record = {
-        name, address: '', addressValid: false, capacity: undefined, publishedAt: undefined,
+        name, address: '', addressValid: false, addressProblem: undefined, capacity: undefined, publishedAt: undefined,
         freshUntil: Number.NEGATIVE_INFINITY, failures: 0, lastError: undefined, inventory: undefined, agent: undefined,
         inventoryApplied: undefined, refusedWith: undefined,
       };
@@ -280,6 +291,8 @@ export function nodeStateOf(view: NodeView): NodeState {
       return 'no_address';
     case 'impossible-generation':
       return 'impossible_generation';
+    case 'unverified-address':
+      return 'unverified_address';
   }
 }
 

@@ -42,6 +42,7 @@ import type { TokenSource } from '../../token.js';
 import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
 import { forEachLimited } from './limiter.js';
+import type { AddressCheck } from './node-addresses.js';
 import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from './nodes.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, planPools, type KeyDemand, type PoolPlan } from './plan.js';
@@ -70,6 +71,8 @@ export interface WarmPoolReconcilerOptions extends Partial<WarmPoolDriverSetting
   pools: Lister<SandboxWarmPool>;
   templates: Lister<SandboxTemplate>;
   inventories: Lister<NodeInventory>;
+  /** Which addresses each node vouches for, as of now (node-addresses.ts): an agent is called only at one of them. */
+  addresses: () => AddressCheck;
   setter: PoolSetter;
   statusWriter: PoolStatusWriter;
   events: EventRecorder;
@@ -117,7 +120,10 @@ interface StatusBatch {
 
 /** What we last wrote to a pool's status, so a cache that has not caught up is not mistaken for a difference. */
 interface Written {
+  /** As stored: what the schema could hold of `full`. */
   status: SandboxWarmPoolStatus;
+  /** As computed, conditions included even where the schema holds none: transition times and Events follow it. */
+  full: SandboxWarmPoolStatus;
   beforeRv: string | undefined;
   afterRv: string | undefined;
 }
@@ -219,7 +225,7 @@ export class WarmPoolReconciler {
     }, { once: true });
 
     const inventories = this.#o.inventories.list();
-    this.#tracker.sync(inventories);
+    this.#tracker.sync(inventories, this.#o.addresses());
     term.previous = heldTargets(this.#tracker.views());
     const floor = majorityApplied(inventories.map((inventory) => inventory.status?.appliedGeneration));
     this.#advance(term, floor);
@@ -313,7 +319,7 @@ export class WarmPoolReconciler {
 
   async #run(term: Term): Promise<void> {
     const now = this.#clock.now();
-    for (const gone of this.#tracker.sync(this.#o.inventories.list())) {
+    for (const gone of this.#tracker.sync(this.#o.inventories.list(), this.#o.addresses())) {
       term.pushers.forget(gone.name);
       term.placement.delete(gone.name);
       if (gone.address !== '') this.#o.setter.forget?.(gone.address);
@@ -491,7 +497,8 @@ export class WarmPoolReconciler {
     }
     const { setter, metrics, logger } = this.#o;
     // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
-    const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && !term.pushers.busy(v.name));
+    // Nor is an address its node does not vouch for ever called, not even to probe.
+    const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && v.exclusion !== 'unverified-address' && !term.pushers.busy(v.name));
     term.sampling = forEachLimited(probed, this.#settings.pushConcurrency, async (view) => {
       try {
         const info = await setter.info({ name: view.name, address: view.address }, { signal: term.signal });
@@ -526,9 +533,16 @@ export class WarmPoolReconciler {
       }
       const why = this.#exclusionMessage(view);
       this.#o.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
-      // A forged generation gets its Event even at a term's first look: it needs a human. A leader past its
-      // renew deadline may be seeing its successor's generations, so it accuses no node.
-      if (((known && before === undefined) || view.exclusion === 'impossible-generation') && this.#leadership.holding()) this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+      if (view.exclusion === 'unverified-address') {
+        // A push still queued for it (to an address vouched for when queued, no longer) is not sent.
+        term.pushers.forget(view.name);
+        // Also for a node never placed: an inventory pointing elsewhere is worth a look (a forged one, or a misconfigured agent).
+        this.#nodeEvent(view.name, 'Warning', 'AddressNotOfNode', `${why}; warmpool does not call this agent until its address is one of its node's`);
+      } else if (((known && before === undefined) || view.exclusion === 'impossible-generation') && this.#leadership.holding()) {
+        // A forged generation gets its Event even at a term's first look: it needs a human. A leader past its
+        // renew deadline may be seeing its successor's generations, so it accuses no node.
+        this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+      }
     }
     this.#o.metrics.nodes(counts);
   }
@@ -545,6 +559,8 @@ export class WarmPoolReconciler {
         return `NodeInventory ${view.name} has no usable spec.address (${JSON.stringify(view.address)})`;
       case 'impossible-generation':
         return `node ${view.name} reports applied generation ${view.appliedGeneration}, above any generation a leader has issued (${this.#o.generations.highestIssued}): forged or corrupted, so its agent would refuse every push; to recover it (control-plane README, "A node with an impossible generation"): \`kubectl annotate nodeinventory ${view.name} warmpool.dev/reset-applied-generation=${view.appliedGeneration} --overwrite\`, then restart the node agent on ${view.name}`;
+      case 'unverified-address':
+        return `NodeInventory ${view.name} points at ${view.address}, which is not its node's: ${view.addressProblem ?? 'unknown'}`;
       case undefined:
         return '';
     }
@@ -620,17 +636,23 @@ export class WarmPoolReconciler {
   async #writeStatusBatch(term: Term, batch: StatusBatch): Promise<void> {
     const { metrics, logger, statusWriter, events } = this.#o;
     const live = new Set<string>();
-    const writes: Array<{ pool: SandboxWarmPool; uid: string; rv: string | undefined; current: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus }> = [];
+    const writes: Array<{
+      pool: SandboxWarmPool; uid: string; rv: string | undefined; previous: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus; stored: SandboxWarmPoolStatus;
+    }> = [];
     for (const { plan, status } of batch.statuses) {
       const pool = plan.pool;
       const uid = pool.metadata?.uid ?? plan.ref;
       live.add(uid);
       const rv = pool.metadata?.resourceVersion;
       const memory = this.#written.get(uid);
-      const current = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv) ? memory.status : pool.status;
-      const next = withTransitionTimes(status, current, batch.now);
-      if (statusSig(next) === statusSig(projectLike(current, next))) continue;
-      writes.push({ pool, uid, rv, current, next });
+      const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
+      const current = remembered ? memory.status : pool.status;
+      const previous = remembered ? memory.full : pool.status;
+      const next = withTransitionTimes(status, previous, batch.now);
+      // Compared as it would be stored: a schema without conditions must not make every run a write.
+      const stored = statusWriter.fit?.(next) ?? next;
+      if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
+      writes.push({ pool, uid, rv, previous, next, stored });
     }
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
 
@@ -638,15 +660,15 @@ export class WarmPoolReconciler {
       // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
       if (term.signal.aborted || !this.#leadership.holding()) return;
       try {
-        const written = await statusWriter.write(write.pool, write.next, term.signal);
+        const written = await statusWriter.write(write.pool, write.stored, term.signal);
         if (written === undefined) {
           metrics.statusWrite('gone');
           this.#written.delete(write.uid);
           return;
         }
-        this.#written.set(write.uid, { status: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
+        this.#written.set(write.uid, { status: write.stored, full: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
         metrics.statusWrite('written');
-        for (const event of transitionEvents(write.current, write.next)) {
+        for (const event of transitionEvents(write.previous, write.next)) {
           events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
           metrics.event(event.reason);
         }
