@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
-import type { ClaimResponse, NodeInfo, SandboxList, SandboxRow } from '@warmpool/api';
+import { agentErrorBodySchema, type ClaimResponse, type NodeInfo, type SandboxList, type SandboxRow } from '@warmpool/api';
 import { createSandboxdApp, FakeSandboxd, startFakeSandboxd } from '@warmpool/fake-sandboxd';
 import { createNodeAgent } from '@warmpool/node-agent';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -56,6 +56,7 @@ describe('node agent auth', () => {
       const answer = await call<ErrorAnswer>(n.url, method, path, { token: null, body });
       expect(answer.status, `${method} ${path}`).toBe(401);
       expect(answer.body.error).toMatch(/bearer token/);
+      expect(agentErrorBodySchema.parse(answer.body).reason).toBe('Unauthenticated');
       expect(answer.headers.get('www-authenticate')).toBe('Bearer');
     }
   });
@@ -84,6 +85,7 @@ describe('node agent auth', () => {
         const answer = await call<ErrorAnswer>(n.url, method, path, { token, body });
         expect(answer.status, `${method} ${path}`).toBe(503);
         expect(answer.body.error).toMatch(/no API token configured/);
+        expect(answer.body.reason).toBe('NoToken');
       }
     }
     expect((await call(n.url, 'GET', '/healthz', { token: null })).status).toBe(200);
@@ -201,6 +203,7 @@ describe('SetPools (PUT /v1/pools)', () => {
     const answer = await call<ErrorAnswer>(n.url, 'PUT', '/v1/pools', { body });
     expect(answer.status).toBe(400);
     expect(answer.body.error).toMatch(message);
+    expect(answer.body.reason).toBe('BadRequest');
     expect(n.sandboxd.core.info().pools).toEqual([]);
   });
 });
@@ -281,7 +284,32 @@ describe('claims and sandboxes', () => {
 
   it('answers 404 with an error body on a path it does not serve', async () => {
     const n = await node();
-    expect(await call(n.url, 'GET', '/v2/nothing')).toMatchObject({ status: 404, body: { error: 'not found' } });
+    expect(await call(n.url, 'GET', '/v2/nothing')).toMatchObject({ status: 404, body: { error: 'not found', reason: 'NotFound' } });
+    expect(await call(n.url, 'GET', '/v1/info/')).toMatchObject({ status: 404, body: { reason: 'NotFound' } });
+  });
+
+  it('answers 405 with Allow, not 404, to every method a served path is not served with', async () => {
+    const n = await node();
+    const served = new Map<string, Set<string>>();
+    for (const { path, method } of n.agent.app.routes) {
+      if (method === 'ALL') continue;
+      served.set(path, (served.get(path) ?? new Set()).add(method));
+    }
+    expect([...served.keys()].sort()).toEqual([
+      '/healthz', '/metrics', '/readyz', '/v1/claim', '/v1/drain', '/v1/info', '/v1/pools',
+      '/v1/sandboxes', '/v1/sandboxes/:id', '/v1/sandboxes/:id/release', '/v1/sandboxes/:id/renew',
+    ]);
+    for (const [pattern, methods] of served) {
+      const path = pattern.replace(':id', 'sb_x');
+      const allow = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].sort().join(', ');
+      for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'].filter((m) => !methods.has(m))) {
+        const answer = await call<ErrorAnswer>(n.url, method, path);
+        expect(answer.status, `${method} ${path}`).toBe(405);
+        expect(answer.headers.get('allow'), `${method} ${path}`).toBe(allow);
+        expect(answer.body.reason).toBe('MethodNotAllowed');
+      }
+    }
+    expect(n.sandboxd.core.info().pools).toEqual([]);
   });
 });
 
