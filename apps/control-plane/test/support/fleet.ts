@@ -114,6 +114,8 @@ export class FleetNode {
       '--publish-interval', o.publishInterval ?? '1s',
       '--min-publish-gap', '100ms',
       '--poll-interval', '200ms',
+      // Tests stop agents to see them go: no drain delay before the listener closes.
+      '--drain-delay', '0s',
       '--log-level', 'warn',
       ...(o.capacity !== undefined ? ['--capacity', String(o.capacity)] : []),
     ];
