@@ -99,13 +99,21 @@ export function readIncomingJson(incoming: IncomingMessage, maxBytes: number, do
   });
 }
 
+/** An unread body declared this small is cheaper to read for keep-alive than a new connection. */
+const DRAINABLE_BYTES = 64 * 1024;
+
 /**
- * Whether the request's body is still (partly) unread: an answer written now
- * must close the connection, or Node would read the rest to keep it alive.
- * A request that declares no body has none to read.
+ * Whether the request's body is still (partly) unread and may be large: an
+ * answer written now must close the connection, or Node would read the rest
+ * to keep it alive. A request that declares no body has none to read; one
+ * that declares a small one (a release sent with `{}`) keeps its connection.
  */
 export function bodyLeftUnread(incoming: IncomingMessage): boolean {
   if (incoming.complete) return false;
   const { headers } = incoming;
-  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+  if (headers['transfer-encoding'] !== undefined) return true;
+  const declared = headers['content-length'];
+  if (declared === undefined) return false;
+  const length = Number(declared);
+  return !Number.isSafeInteger(length) || length > DRAINABLE_BYTES;
 }

@@ -98,6 +98,22 @@ describe('a body over the cap', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it('keeps the connection of a small declared body the app did not read', async () => {
+    const app = new Hono();
+    app.post('/ignores-body', (c) => c.body(null, 204));
+    const server = await serveApp(app, { host: '127.0.0.1', port: 0 });
+    open.push(() => server.close());
+    // The answer comes before the body is sent: still unread, but small.
+    const { socket } = raw(server, 'POST /ignores-body HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n');
+    const answer = await new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    expect(answer).toMatch(/^HTTP\/1\.1 204 /);
+    expect(answer.toLowerCase()).toContain('connection: keep-alive');
+    socket.write('{}');
+    socket.write('POST /ignores-body HTTP/1.1\r\nhost: test\r\ncontent-length: 0\r\n\r\n');
+    const second = await new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    expect(second).toMatch(/^HTTP\/1\.1 204 /);
+  });
+
   it('keeps the connection of a body read in full alive', async () => {
     const { server } = await serve();
     const body = '{"a":1}';
