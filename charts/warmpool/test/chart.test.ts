@@ -58,6 +58,16 @@ describe('the Helm chart, rendered', () => {
     expect(out.match(/--token-grace=5m/g)).toHaveLength(3);
   });
 
+  it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7']);
+    expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
+    expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
+    expect(out).toContain('- --drain-delay=7s');
+    expect(out).toContain('- --shutdown-timeout=20s');
+    // 2 s preStop + 7 s drain + 20 s for requests in flight + 5 s.
+    expect(out).toContain('terminationGracePeriodSeconds: 34');
+  });
+
   it('refuses a cluster older than the supported Kubernetes version', async () => {
     await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0'])).rejects.toThrow(/kubeVersion/);
   });

@@ -36,6 +36,8 @@ export interface FleetOptions {
   publishInterval?: string;
   /** The agents' --log-level (default warn; info logs every applied push with its generation). */
   agentLogLevel?: string;
+  /** More fake-sandboxd flags (a later flag wins over the defaults here), e.g. `--warm-claim-ms 8s`. */
+  sandboxdArgs?: string[];
 }
 
 export class FleetNode {
@@ -61,7 +63,7 @@ export class FleetNode {
       const sandboxd = new Proc({
         name: `${this.name}-sandboxd`,
         script: FAKE_SANDBOXD_MAIN,
-        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn'],
+        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn', ...(this.#options.sandboxdArgs ?? [])],
         logFile: join(this.#options.dir, `${this.name}-sandboxd-${++this.#runs}.log`),
       });
       this.sandboxd = sandboxd;
@@ -121,6 +123,8 @@ export class FleetNode {
       '--publish-interval', o.publishInterval ?? '1s',
       '--min-publish-gap', '100ms',
       '--poll-interval', '200ms',
+      // Tests stop agents to see them go: no drain delay before the listener closes.
+      '--drain-delay', '0s',
       '--log-level', o.agentLogLevel ?? 'warn',
       ...(o.capacity !== undefined ? ['--capacity', String(o.capacity)] : []),
     ];
