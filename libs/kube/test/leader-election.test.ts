@@ -162,8 +162,12 @@ describe('LeaderElector on a real Lease', () => {
     } finally {
       await cluster.startApiserver();
     }
-    await vi.waitFor(() => expect(a.started).toBe(2), { timeout: 20_000, interval: 50 });
-    expect(a.leading).toBe(true);
+    // Campaigns again and leads. (On a loaded machine a first re-acquire slower than renewDeadline is rightly
+    // given up at once, so it may take more than one term to settle.)
+    await vi.waitFor(() => {
+      expect(a.started).toBeGreaterThanOrEqual(2);
+      expect(a.leading).toBe(true);
+    }, { timeout: 20_000, interval: 50 });
   });
 
   it('is no longer leading the moment it resumes from a pause longer than renewDeadline, and steps down', async () => {
