@@ -107,6 +107,15 @@ describe('GenerationSource', () => {
     await source.advance();
     expect(source.next()).toBe(generationOf(2, 0));
   });
+
+  it('starts each term from that term\'s floor: a forged one that left no epoch does not outlive its term', async () => {
+    const source = new GenerationSource(new MemoryEpochStore());
+    await expect(source.advance(Number.MAX_SAFE_INTEGER)).rejects.toBeInstanceOf(GenerationExhaustedError);
+    source.reset();
+    // The nodes were recovered (README); the next term's floor is an honest one.
+    expect(await source.advance(generationOf(3, 5))).toBe(4);
+    expect(source.next()).toBe(generationOf(4, 0));
+  });
 });
 
 describe('majorityApplied (the floor a term starts from)', () => {
@@ -122,6 +131,11 @@ describe('majorityApplied (the floor a term starts from)', () => {
   it('counts nodes without a number as below every number', () => {
     expect(majorityApplied([inventory(), inventory(), inventory(9)])).toBeUndefined();
     expect(majorityApplied([])).toBeUndefined();
-    expect(majorityApplied([inventory(3)])).toBe(3);
+  });
+
+  it('needs at least two nodes: the one node of a one-node fleet cannot move the fleet\'s epoch by itself', () => {
+    expect(majorityApplied([inventory(Number.MAX_SAFE_INTEGER)])).toBeUndefined();
+    expect(majorityApplied([inventory(3), inventory()])).toBeUndefined();
+    expect(majorityApplied([inventory(3), inventory(4)])).toBe(3);
   });
 });

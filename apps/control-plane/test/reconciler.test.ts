@@ -320,6 +320,24 @@ describe('WarmPoolReconciler', () => {
     expect(w.events.events.some((e) => e.name === 'node-c' && e.reason === 'NodeLeftPlacement')).toBe(true);
   });
 
+  it('in a one-node fleet, a forged number in the one inventory takes that node out, not the leader\'s epochs or readiness', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 4;
+    const w = world({ store, nodes: 1 });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(store.epoch).toBe(5);
+    expect(w.reconciler.notReadyReasons()).toEqual([]);
+    expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual(['impossible-generation']);
+    // The recovery in the README brings it back under the same leader, without a restart.
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: 0 })));
+    await w.change('resync', () => undefined);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2' });
+  });
+
   it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
     const w = world();
     w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));

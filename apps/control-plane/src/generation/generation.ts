@@ -109,8 +109,13 @@ export class GenerationSource {
     return generation;
   }
 
-  /** Leadership ended: nothing may be handed out until the next term's own advance(). */
+  /**
+   * Leadership ended: nothing may be handed out until the next term's own
+   * advance(), from that term's own floor (a forged one that left no epoch
+   * must not outlive the nodes' recovery).
+   */
   reset(): void {
+    this.#floor = 0;
     this.#epoch = undefined;
     this.#last = undefined;
     this.#counter = 0;
@@ -140,9 +145,13 @@ export class GenerationSource {
  * The highest generation a strict majority of the nodes report having applied
  * (undefined without such a majority): the floor of a new term's epoch, for
  * when the epoch record was lost. A majority, so that one node's number
- * (forged, corrupted) cannot move the fleet's epoch; only a majority can.
+ * (forged, corrupted) cannot move the fleet's epoch; only a majority can, and
+ * never one node alone: in a one-node fleet that node is the majority, and its
+ * forged number would burn the epochs up to the last one for good. Without a
+ * floor, a node above the new epoch leaves placement with its recovery named.
  */
 export function majorityApplied(applied: ReadonlyArray<number | undefined>): number | undefined {
+  if (applied.length < 2) return undefined;
   const known = applied.filter((g): g is number => g !== undefined && Number.isSafeInteger(g) && g >= 0).sort((a, b) => b - a);
   // With n nodes, the (⌊n/2⌋+1)-th highest is reached or passed by a strict majority of them.
   return known[Math.floor(applied.length / 2)];
