@@ -55,6 +55,19 @@ describe('GenerationSource', () => {
     expect(source.next()).toBe(generationOf(2, 0));
   });
 
+  it('takes its next epoch within a term above its own, even when the record was lost meanwhile (the Lease deleted and re-created)', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 6;
+    const source = new GenerationSource(store);
+    await source.advance();
+    let last = 0;
+    for (let i = 0; i < EPOCH_SPAN; i++) last = source.next() as number;
+    store.epoch = 0;
+    await source.advance();
+    expect(source.next()).toBeGreaterThan(last);
+    expect(source.highestIssued).toBeGreaterThan(last);
+  });
+
   it('stays within Number.MAX_SAFE_INTEGER and refuses to go past the last epoch', async () => {
     expect(generationOf(MAX_EPOCH, EPOCH_SPAN - 1)).toBe(Number.MAX_SAFE_INTEGER);
     expect(epochOf(Number.MAX_SAFE_INTEGER)).toBe(MAX_EPOCH);

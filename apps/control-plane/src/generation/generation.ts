@@ -129,7 +129,9 @@ export class GenerationSource {
   }
 
   async #advance(signal: AbortSignal | undefined): Promise<number> {
-    const minimum = Math.max(this.#floor, 1);
+    // Above this term's own epoch too: a record lost mid-term (the Lease deleted, then re-created by
+    // its holder without the annotation) must not hand out generations below those already issued.
+    const minimum = Math.max(this.#floor, 1, this.#epoch === undefined ? 0 : this.#epoch + 1);
     if (minimum > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
     const session = this.#session;
     const epoch = await this.#store.advance(minimum, signal);
