@@ -338,6 +338,17 @@ describe('WarmPoolReconciler', () => {
     expect(w.targets()).toEqual({ 'node-a': 'img=2' });
   });
 
+  it('in a one-node fleet whose epoch record was lost (the Lease deleted), starts above what that node applied', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store, nodes: 1 });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
+    w.drive();
+    await w.settle();
+    expect(store.epoch).toBe(9);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2' });
+  });
+
   it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
     const w = world();
     w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
