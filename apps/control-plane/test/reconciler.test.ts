@@ -441,6 +441,17 @@ describe('WarmPoolReconciler', () => {
     expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([['Ready', 'True'], ['Degraded', 'False']]);
   });
 
+  it('writes no status at all where the schema holds none of its fields', async () => {
+    const w = world();
+    w.statuses.fields = new Set();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    for (let i = 0; i < 3; i++) await w.change('resync', () => undefined);
+    expect(w.statuses.writes).toEqual([]);
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=1', 'node-b': 'img=1', 'node-c': 'img=1' });
+  });
+
   it('moves a failing node\'s share to the others', async () => {
     const w = world();
     w.agents.behaviours.set('node-c', async ({ node }) => {
