@@ -320,6 +320,35 @@ describe('WarmPoolReconciler', () => {
     expect(w.events.events.some((e) => e.name === 'node-c' && e.reason === 'NodeLeftPlacement')).toBe(true);
   });
 
+  it('in a one-node fleet, a forged number in the one inventory takes that node out, not the leader\'s epochs or readiness', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 4;
+    const w = world({ store, nodes: 1 });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(store.epoch).toBe(5);
+    expect(w.reconciler.notReadyReasons()).toEqual([]);
+    expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual(['impossible-generation']);
+    // The recovery in the README brings it back under the same leader, without a restart.
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: 0 })));
+    await w.change('resync', () => undefined);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2' });
+  });
+
+  it('in a one-node fleet whose epoch record was lost (the Lease deleted), starts above what that node applied', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store, nodes: 1 });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
+    w.drive();
+    await w.settle();
+    expect(store.epoch).toBe(9);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2' });
+  });
+
   it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
     const w = world();
     w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
@@ -410,6 +439,17 @@ describe('WarmPoolReconciler', () => {
     w.statuses.fields = 'any';
     await w.change('status schema changed', () => undefined);
     expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([['Ready', 'True'], ['Degraded', 'False']]);
+  });
+
+  it('writes no status at all where the schema holds none of its fields', async () => {
+    const w = world();
+    w.statuses.fields = new Set();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    for (let i = 0; i < 3; i++) await w.change('resync', () => undefined);
+    expect(w.statuses.writes).toEqual([]);
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=1', 'node-b': 'img=1', 'node-c': 'img=1' });
   });
 
   it('moves a failing node\'s share to the others', async () => {

@@ -125,7 +125,12 @@ export function createApiApp(deps: ApiDependencies): Hono {
     if (!body.ok) return bodyRefused(body);
     const { generation, pools } = body.value;
     const json = JSON.stringify({ pools });
-    const outcome = await generations.apply(generation, () => sandboxd.setPools(json), (answer) => answer.status >= 200 && answer.status < 300);
+    const outcome = await generations.apply(
+      generation,
+      () => sandboxd.setPools(json),
+      (answer) => answer.status >= 200 && answer.status < 300,
+      (err) => isSandboxdUnavailable(err) && err.sent,
+    );
     switch (outcome.outcome) {
       case 'not-recovered':
         return errorResponse(503, 'GenerationNotRecovered', 'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly', undefined, { 'retry-after': '1' });

@@ -651,6 +651,8 @@ export class WarmPoolReconciler {
       const next = withTransitionTimes(status, previous, batch.now);
       // Compared as it would be stored: a schema without conditions must not make every run a write.
       const stored = statusWriter.fit?.(next) ?? next;
+      // Nothing the schema holds (or no status at all, where the apiserver refuses even `{}`): nothing to write.
+      if (Object.keys(stored).length === 0) continue;
       if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
       writes.push({ pool, uid, rv, previous, next, stored });
     }
