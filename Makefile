@@ -15,12 +15,14 @@ export WARMPOOL_CACHE := $(CACHE)
 WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
-.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench images clean
+.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e clean
 
 help:
 	@echo "make up      run the local stack (see README)"
 	@echo "make test    lint, typecheck and the whole test suite"
 	@echo "make bench   run every benchmark under bench/"
+	@echo "make images  build the OCI image archives into .local/images (no Docker needed)"
+	@echo "make kind-e2e  kind cluster + images + chart + the e2e spec (needs Docker and kind)"
 
 node: $(NODE_DIR)/bin/node
 $(NODE_DIR)/bin/node:
@@ -64,7 +66,7 @@ redis:
 	@# The tests start their own redis-server on a free port; stop Debian's service if the package started one.
 	@(command -v systemctl >/dev/null && systemctl is-active --quiet redis-server && systemctl stop redis-server) 2>/dev/null || true
 
-test: build lint typecheck kube-binaries redis
+test: build lint typecheck kube-binaries redis images
 	@echo "==> test"
 	@mkdir -p .local
 	@npx vitest run --reporter=default --reporter=json --outputFile.json=$(REPORT)
@@ -79,12 +81,20 @@ up: build kube-binaries redis
 bench: build
 	@for f in bench/*.bench.ts; do echo "==> $$f"; node "$$f"; done
 
-# For the kind path (needs a Docker engine; not available on this project's CI machine).
+# One OCI image per app, built without a container engine (images/build.sh:
+# mmdebstrap + buildah, both Debian packages), as .local/images/<app>.oci.tar.
+# Rebuilt only when an image's files change.
 IMAGE_REGISTRY ?= ghcr.io/warmpool
-IMAGE_TAG ?= 0.1.0
-images:
-	@for app in control-plane node-agent fake-sandboxd; do \
-	  docker build -f apps/Dockerfile --build-arg APP=$$app -t $(IMAGE_REGISTRY)/$$app:$(IMAGE_TAG) . ; done
+IMAGE_TAG ?=
+export IMAGE_REGISTRY IMAGE_TAG
+image-tools:
+	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { \
+	  echo "==> installing buildah and mmdebstrap (Debian packages)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap >/dev/null; }
+
+images: build image-tools
+	@echo "==> images"
+	@images/build.sh
 
 clean:
 	rm -rf node_modules .local libs/*/dist apps/*/dist test/harness/dist
