@@ -15,7 +15,7 @@ export WARMPOOL_CACHE := $(CACHE)
 WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
-.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e clean
+.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e kind-delete clean
 
 help:
 	@echo "make up      run the local stack (see README)"
@@ -95,6 +95,22 @@ image-tools:
 images: build image-tools
 	@echo "==> images"
 	@images/build.sh
+
+# kind, for users with Docker (see README, "On a real cluster"). Not runnable on
+# this project's CI machine, which has no container engine.
+KIND_CLUSTER ?= warmpool
+KIND_NAMESPACE ?= warmpool-system
+kind-e2e: images kube-binaries
+	@command -v kind >/dev/null || { echo "kind-e2e needs kind (https://kind.sigs.k8s.io) and a Docker engine"; exit 1; }
+	@kind get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)' || kind create cluster --name $(KIND_CLUSTER) --config kind-config.yaml
+	@for app in control-plane node-agent fake-sandboxd; do kind load image-archive .local/images/$$app.oci.tar --name $(KIND_CLUSTER); done
+	@kind get kubeconfig --name $(KIND_CLUSTER) > .local/kind.kubeconfig
+	@KUBECONFIG=.local/kind.kubeconfig helm upgrade --install warmpool charts/warmpool -n $(KIND_NAMESPACE) --create-namespace \
+	  --set fakeSandboxd.enabled=true --set image.pullPolicy=Never $${IMAGE_TAG:+--set image.tag=$$IMAGE_TAG} --wait --timeout 5m
+	@WARMPOOL_E2E_KUBECONFIG=.local/kind.kubeconfig WARMPOOL_E2E_NAMESPACE=$(KIND_NAMESPACE) npx vitest run test/e2e
+
+kind-delete:
+	@kind delete cluster --name $(KIND_CLUSTER)
 
 clean:
 	rm -rf node_modules .local libs/*/dist apps/*/dist test/harness/dist
