@@ -7,6 +7,7 @@ import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   ControlPlaneMetrics,
+  createHealthApp,
   discardEvents,
   generationOf,
   GenerationSource,
@@ -358,5 +359,42 @@ describe('WarmPoolReconciler', () => {
     release?.();
     await w.settle();
     expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3', 'node-c': 'img=3' });
+  });
+
+  it('measures how long the loop has gone without finishing a run while it drives, so liveness catches a wedged loop', async () => {
+    const w = world({ intervalMs: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    expect(w.reconciler.stalledMs(), 'a standby is never stalled').toBeUndefined();
+    w.drive();
+    await w.settle();
+    expect(w.reconciler.stalledMs()).toBe(0);
+    w.clock.advance(60_000);
+    await vi.waitFor(() => expect(w.reconciler.stalledMs()).toBe(0), { timeout: 5_000 });
+
+    // Probes that never answer: the periodic sample never settles, so no run follows it.
+    w.agents.info = () => new Promise<NodeInfo>(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    w.clock.advance(300_000);
+    expect(w.reconciler.stalledMs()).toBeGreaterThanOrEqual(300_000);
+
+    w.leadership.abort();
+    expect(w.reconciler.stalledMs(), 'stepping down ends the measure').toBeUndefined();
+  });
+});
+
+describe('the health endpoints', () => {
+  it('answers /healthz 503 with a reason while the loop is wedged, and ok otherwise; /metrics only where asked', async () => {
+    let wedged = false;
+    const options = { notReadyReasons: () => [], notLiveReasons: () => (wedged ? ['no reconcile finished for 300 s'] : []) };
+    const probes = createHealthApp(options);
+    expect((await probes.request('/healthz')).status).toBe(200);
+    wedged = true;
+    const res = await probes.request('/healthz');
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ reason: 'ReconcileStalled', reasons: ['no reconcile finished for 300 s'] });
+    expect((await probes.request('/metrics')).status).toBe(404);
+    const withMetrics = createHealthApp({ ...options, metrics: new ControlPlaneMetrics() });
+    const metrics = await (await withMetrics.request('/metrics')).text();
+    expect(metrics).toMatch(/^warmpool_build_info\{component="control-plane",version="unknown",node_version="v\d+/m);
   });
 });
