@@ -66,7 +66,8 @@ redis:
 	@# The tests start their own redis-server on a free port; stop Debian's service if the package started one.
 	@(command -v systemctl >/dev/null && systemctl is-active --quiet redis-server && systemctl stop redis-server) 2>/dev/null || true
 
-test: build lint typecheck kube-binaries redis images
+# The image test builds the images itself (images/build.sh, cached).
+test: build lint typecheck kube-binaries redis image-tools
 	@echo "==> test"
 	@mkdir -p .local
 	@npx vitest run --reporter=default --reporter=json --outputFile.json=$(REPORT)

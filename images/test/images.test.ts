@@ -47,8 +47,8 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
   const children: ManagedChild[] = [];
 
   beforeAll(async () => {
-    // `make test` builds them first (make images); a bare vitest run builds here. Cached: a no-op when nothing changed.
-    if (!APPS.every((app) => existsSync(archiveOf(app)))) await run(BUILD, [], { maxBuffer: 16 * 1024 * 1024 });
+    // Always through the build, so the images under test hold the code just built; cached, it rebuilds only what changed.
+    await run(BUILD, [], { maxBuffer: 16 * 1024 * 1024 });
     for (const app of APPS) images.set(app, await unpackImage(archiveOf(app)));
   }, 600_000);
 
@@ -71,10 +71,11 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
     expect(config.Labels['org.opencontainers.image.licenses']).toBe('Apache-2.0');
   });
 
-  it.each(APPS)('%s: --help answers from inside the image', async (app) => {
-    const { command, args } = entrypoint(image(app), ['--help']);
-    const { stdout } = await run(command, args, { timeout: 60_000 });
-    expect(stdout).toContain(`Usage: ${app}`);
+  it.each(APPS)('%s: --help and --version answer from inside the image', async (app) => {
+    const help = entrypoint(image(app), ['--help']);
+    expect((await run(help.command, help.args, { timeout: 60_000 })).stdout).toContain(`Usage: ${app}`);
+    const version = entrypoint(image(app), ['--version']);
+    expect((await run(version.command, version.args, { timeout: 60_000 })).stdout).toMatch(new RegExp(`^${app} \\d+\\.\\d+\\.\\d+ \\(node v24\\.`));
   });
 
   it.each(APPS)('%s: holds only the allow-listed files: no sources, tests, dev dependencies, shell or package manager', async (app) => {

@@ -136,6 +136,8 @@ describe('the Helm chart, rendered', () => {
     expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
     expect(find(objects, 'Service').spec).toMatchObject({ ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics' }] });
     expect((await render(['controlPlane.replicas=1'])).some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
+    await expect(render(['controlPlane.leaderElect=false'])).rejects.toThrow(/leaderElect=false drives without a Lease/);
+    expect(containerOf(find(await render(['controlPlane.leaderElect=false', 'controlPlane.replicas=1']), 'Deployment'), 'control-plane').args).toContain('--leader-elect=false');
   });
 
   it('takes the usual knobs: namespace, names, images by tag or digest, pull secrets, pod metadata, extra args and env', async () => {
