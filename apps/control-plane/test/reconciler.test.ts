@@ -361,6 +361,33 @@ describe('WarmPoolReconciler', () => {
     expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3', 'node-c': 'img=3' });
   });
 
+  it('reports each pool\'s ready and desired replicas as gauges, and drops a deleted pool\'s series', async () => {
+    const metrics = new ControlPlaneMetrics();
+    const w = world();
+    const series = async () => (await metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
+    const r = new WarmPoolReconciler({
+      pools: new Lister(w.pools), templates: new Lister(w.templates), inventories: new Lister(w.inventories), setter: w.agents, statusWriter: w.statuses,
+      events: discardEvents, generations: w.generations, token: () => 'fleet', metrics, logger: silentLogger, clock: w.clock, intervalMs: 3_600_000, staleAfterMs: 90_000,
+    });
+    try {
+      w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+      r.startDriving(w.leadership.signal);
+      await r.settled();
+      r.poke('sample');
+      await r.settled();
+      expect(await series()).toEqual(expect.arrayContaining([
+        'warmpool_controlplane_pool_ready_replicas{pool_namespace="ns",pool="pool"} 6',
+        'warmpool_controlplane_pool_desired_replicas{pool_namespace="ns",pool="pool"} 6',
+      ]));
+      w.pools.remove('ns/pool');
+      r.poke('pool deleted');
+      await r.settled();
+      expect(await series()).toEqual([]);
+    } finally {
+      await r.close();
+    }
+  });
+
   it('measures how long the loop has gone without finishing a run while it drives, so liveness catches a wedged loop', async () => {
     const w = world({ intervalMs: 20 });
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
