@@ -107,7 +107,8 @@ kind-e2e: images kube-binaries
 	@for app in control-plane node-agent fake-sandboxd; do kind load image-archive .local/images/$$app.oci.tar --name $(KIND_CLUSTER); done
 	@kind get kubeconfig --name $(KIND_CLUSTER) > .local/kind.kubeconfig
 	@KUBECONFIG=.local/kind.kubeconfig helm upgrade --install warmpool charts/warmpool -n $(KIND_NAMESPACE) --create-namespace \
-	  --set fakeSandboxd.enabled=true --set image.pullPolicy=Never $${IMAGE_TAG:+--set image.tag=$$IMAGE_TAG} --wait --timeout 5m
+	  --set fakeSandboxd.enabled=true --set image.pullPolicy=Never --set image.registry=$(IMAGE_REGISTRY) \
+	  $${IMAGE_TAG:+--set image.tag=$$IMAGE_TAG} --wait --timeout 5m
 	@WARMPOOL_E2E_KUBECONFIG=.local/kind.kubeconfig WARMPOOL_E2E_NAMESPACE=$(KIND_NAMESPACE) npx vitest run test/e2e
 
 kind-delete:
