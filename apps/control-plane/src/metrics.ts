@@ -5,8 +5,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const PREFIX = 'warmpool_controlplane_';
 
-export type NodeState = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address';
-export const NODE_STATES: readonly NodeState[] = ['ready', 'stale', 'failing', 'draining', 'no_address'];
+export type NodeState = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
+export const NODE_STATES: readonly NodeState[] = ['ready', 'stale', 'failing', 'draining', 'no_address', 'impossible_generation', 'unverified_address'];
 
 export type PoolState = 'driven' | 'template_missing' | 'invalid_template';
 export const POOL_STATES: readonly PoolState[] = ['driven', 'template_missing', 'invalid_template'];

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
     identity: config.identity || defaultIdentity(),
     leaderElection: config.leaderElect,
     leaseName: config.leaderElectResourceName,
+    ...(config.agentPodSelector ? { agentPodSelector: config.agentPodSelector } : {}),
     leaseDurationMs: config.leaderElectLeaseDuration,
     renewDeadlineMs: config.leaderElectRenewDeadline,
     retryPeriodMs: config.leaderElectRetryPeriod,

@@ -18,9 +18,11 @@ export const FLAGS = {
   publishInterval: { kind: 'duration', description: 'Publish the NodeInventory at least this often', env: 'PUBLISH_INTERVAL', default: DEFAULTS.publishIntervalMs },
   minPublishGap: { kind: 'duration', description: 'Never write the NodeInventory twice within this gap (debounces significant changes)', env: 'MIN_PUBLISH_GAP', default: DEFAULTS.minPublishGapMs },
   pollInterval: { kind: 'duration', description: 'How often sandboxd\'s GET /v1/info is polled', env: 'POLL_INTERVAL', default: DEFAULTS.pollIntervalMs },
-  sandboxdTimeout: { kind: 'duration', description: 'Timeout of every call to sandboxd', env: 'SANDBOXD_TIMEOUT', default: DEFAULTS.sandboxdTimeoutMs },
+  sandboxdTimeout: { kind: 'duration', description: 'Deadline of every call to sandboxd, counted from when it is made (the wait for a connection included)', env: 'SANDBOXD_TIMEOUT', default: DEFAULTS.sandboxdTimeoutMs },
+  maxClaimsInFlight: { kind: 'number', description: 'Claims in flight to sandboxd at most; past it a claim answers 429 with Retry-After at once', env: 'MAX_CLAIMS_IN_FLIGHT', default: DEFAULTS.maxClaimsInFlight },
   capacity: { kind: 'number', description: 'Sandboxes (warm + claimed) the node can hold, published as status.capacity (default: unknown)', env: 'NODE_CAPACITY' },
-  shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, wait this long for requests in flight', env: 'SHUTDOWN_TIMEOUT', default: DEFAULTS.closeTimeoutMs },
+  drainDelay: { kind: 'duration', description: 'On SIGTERM, answer /readyz 503 and keep serving this long before the listener closes', env: 'DRAIN_DELAY', default: DEFAULTS.drainDelayMs },
+  shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, after the drain delay, wait this long for requests in flight', env: 'SHUTDOWN_TIMEOUT', default: DEFAULTS.closeTimeoutMs },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
 } satisfies FlagsSpec;
 
@@ -47,6 +49,8 @@ export function validateConfig(config: AgentConfig): { listen: HostPort } {
   }
   if (config.minPublishGap < 0) throw new ConfigError('--min-publish-gap must not be negative');
   if (config.tokenGrace < 0) throw new ConfigError('--token-grace must not be negative');
+  if (config.drainDelay < 0) throw new ConfigError('--drain-delay must not be negative');
+  if (!Number.isSafeInteger(config.maxClaimsInFlight) || config.maxClaimsInFlight < 1) throw new ConfigError('--max-claims-in-flight must be a positive integer');
   if (config.capacity !== undefined && (!Number.isInteger(config.capacity) || config.capacity < 0)) throw new ConfigError('--capacity must be a non-negative integer');
   if (!config.noInventory && !config.nodeName) throw new ConfigError('--node-name (or NODE_NAME) is required to publish the NodeInventory');
   return { listen };

@@ -48,12 +48,14 @@ async function main(): Promise<void> {
     minPublishGapMs: config.minPublishGap,
     pollIntervalMs: config.pollInterval,
     sandboxdTimeoutMs: config.sandboxdTimeout,
+    maxClaimsInFlight: config.maxClaimsInFlight,
+    drainDelayMs: config.drainDelay,
     closeTimeoutMs: config.shutdownTimeout,
     logger,
     registry,
   });
-  // The agent's own close() is bounded by --shutdown-timeout; the deadline here only guards against a hang.
-  const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout + 5_000 });
+  // The agent's own close() is bounded by --drain-delay plus --shutdown-timeout; the deadline here only guards against a hang.
+  const shutdown = new Shutdown({ logger, timeoutMs: config.drainDelay + config.shutdownTimeout + 5_000 });
   shutdown.add('node-agent', agent);
   await agent.start();
 }

@@ -80,6 +80,36 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
 }
 
 export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const FAKE_SANDBOXD_MAIN = new URL('../../fake-sandboxd/dist/main.js', import.meta.url).pathname;
+
+export interface SandboxdProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Runs fake-sandboxd's dist/main.js (with the fleet token) on a free loopback port. */
+export async function spawnFakeSandboxd(args: string[]): Promise<SandboxdProcess> {
+  const child = spawn(process.execPath, [FAKE_SANDBOXD_MAIN, '--listen', '127.0.0.1:0', '--api-token', FLEET_TOKEN, ...args], {
+    env: { PATH: process.env['PATH'] },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const address = await Promise.race([
+    eventually(() => /"msg":"serving","address":"([^"]+)"/.exec(output)?.[1], 15_000, 'fake-sandboxd to serve'),
+    exited.then(() => {
+      throw new Error(`fake-sandboxd exited before serving:\n${output}`);
+    }),
+  ]);
+  return {
+    url: `http://${address}`,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
 
 export interface AgentProcess {
   child: ChildProcess;

@@ -32,7 +32,7 @@ describe('the agent\'s OpenAPI document', () => {
     ]);
     for (const [route, ops] of Object.entries(doc.paths)) {
       for (const operation of Object.values(ops)) {
-        if (route.startsWith('/v1/')) expect(Object.keys(operation.responses), route).toEqual(expect.arrayContaining(['401', '503']));
+        if (route.startsWith('/v1/')) expect(Object.keys(operation.responses), route).toEqual(expect.arrayContaining(['401', '405', '503']));
       }
     }
   });
@@ -46,6 +46,8 @@ describe('the agent\'s OpenAPI document', () => {
     expect(setPools?.required).toEqual(expect.arrayContaining(['generation', 'pools']));
     expect(setPools?.properties?.['generation']).toMatchObject({ type: 'integer', minimum: 0 });
     expect(components.schemas['NodeInfo']?.required).toEqual(expect.arrayContaining(['pools', 'claimed']));
-    expect(components.schemas['Error']?.required).toContain('error');
+    // Every error body carries a machine-readable reason from a closed list.
+    expect(components.schemas['Error']?.required).toEqual(expect.arrayContaining(['error', 'reason']));
+    expect((components.schemas['Error']?.properties?.['reason'] as { enum?: string[] } | undefined)?.enum).toContain('StaleGeneration');
   });
 });

@@ -231,6 +231,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
         `--kubeconfig=${kubeconfig}`,
         '--publish-interval=30s',
         `--min-publish-gap=${options.minPublishGap ?? DEFAULTS.minPublishGap}`,
+        // Nothing here routes by the agents' readiness, so stopping the stack need not wait out a drain delay.
+        '--drain-delay=0s',
       ]));
       pids[agent.name] = agent.pid;
       const node = { name, host, agentAddress, agentUrl: `http://${agentAddress}`, sandboxdUrl };

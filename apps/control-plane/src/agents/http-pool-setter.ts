@@ -14,7 +14,7 @@ import { nodeInfoSchema, type NodeInfo, type PoolTarget } from '@warmpool/api';
 import { Backoff, sleep } from '@warmpool/kube';
 import { Client, type Dispatcher } from 'undici';
 import type { TokenSource } from '../token.js';
-import { AgentCallError, NoTokenError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
+import { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
 
 export interface HttpPoolSetterOptions {
   token: TokenSource;
@@ -56,6 +56,7 @@ export class HttpPoolSetter implements PoolSetter {
     const body = JSON.stringify({ generation, pools });
     const backoff = new Backoff({ initialMs: this.#retryInitialMs, maxMs: this.#retryMaxMs, factor: 2, jitter: 0.5 });
     for (let attempt = 1; ; attempt++) {
+      if (options.proceed?.() === false) throw new NotLeadingError(`not leading: nothing pushed to node ${node.name}`);
       try {
         const answer = await this.#call(node, 'push', 'PUT', '/v1/pools', body, options.signal);
         if (answer.status === 409) {

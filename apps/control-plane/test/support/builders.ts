@@ -1,5 +1,5 @@
 // Plain objects for in-process specs.
-import { DRIVER_ANNOTATION, DRIVER_SANDBOXD, type NodeInfo, type NodeInventory, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
+import { DRIVER_ANNOTATION, DRIVER_SANDBOXD, type KubeNode, type NodeInfo, type NodeInventory, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
 
 let uid = 0;
 
@@ -32,6 +32,11 @@ export function inventoryObject(name: string, options: { address?: string; publi
       ...(options.appliedGeneration !== undefined ? { appliedGeneration: options.appliedGeneration } : {}),
     },
   };
+}
+
+/** A Node vouching for `addresses` (default: the host of inventoryObject's default address). */
+export function kubeNodeObject(name: string, addresses: string[] = [`${name}.test`]): KubeNode {
+  return { metadata: { name, resourceVersion: '1' }, status: { addresses: addresses.map((address) => ({ type: 'InternalIP', address })) } };
 }
 
 export function infoOf(targets: Record<string, number>, warm: Record<string, number> = {}): NodeInfo {

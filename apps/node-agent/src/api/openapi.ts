@@ -3,10 +3,10 @@
 // (libs/api), so the document cannot drift from what the agent accepts and
 // answers; only the route table below is written here.
 import {
+  agentErrorBodySchema,
   agentSetPoolsRequestSchema,
   claimRequestSchema,
   claimResponseSchema,
-  errorBodySchema,
   nodeInfoSchema,
   renewRequestSchema,
   renewResponseSchema,
@@ -19,7 +19,7 @@ import { z } from 'zod';
 type Io = 'input' | 'output';
 type Json = Record<string, unknown>;
 
-const staleGenerationSchema = z.object({ error: z.string(), appliedGeneration: z.number().int() });
+const staleGenerationSchema = z.object({ error: z.string(), reason: z.literal('StaleGeneration'), appliedGeneration: z.number().int() });
 
 /** Named component schemas: the request and answer shapes of the API. */
 const COMPONENTS: Record<string, { schema: z.ZodType; io: Io }> = {
@@ -31,7 +31,7 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: Io }> = {
   RenewResponse: { schema: renewResponseSchema, io: 'output' },
   SandboxRow: { schema: sandboxRowSchema, io: 'output' },
   SandboxList: { schema: sandboxListSchema, io: 'output' },
-  Error: { schema: errorBodySchema, io: 'output' },
+  Error: { schema: agentErrorBodySchema, io: 'output' },
   StaleGeneration: { schema: staleGenerationSchema, io: 'output' },
 };
 
@@ -43,6 +43,7 @@ const body = (name: keyof typeof COMPONENTS): Json => ({ required: true, content
 /** Answers every authenticated route can give besides its own. */
 const COMMON_ERRORS: Json = {
   '401': json('Error', 'no or a wrong token'),
+  '405': json('Error', 'the path exists, the method does not (Allow lists the ones that do)'),
   '503': json('Error', 'no fleet token configured, or sandboxd unreachable'),
 };
 const ROOT = [{ fleetToken: [] }];
