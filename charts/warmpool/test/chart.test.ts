@@ -156,9 +156,12 @@ describe('the Helm chart, rendered', () => {
       'controlPlane.podAnnotations.team=sandbox', 'controlPlane.podLabels.tier=control', 'controlPlane.extraArgs={--set-pools-attempts=5}',
       'nodeAgent.extraEnv[0].name=EXTRA', 'nodeAgent.extraEnv[0].value=one', 'commonLabels.owner=platform',
     ]);
-    const namespaced = objects.filter((o) => !['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition'].includes(o.kind));
+    const clusterScoped = ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+    const namespaced = objects.filter((o) => !clusterScoped.includes(o.kind));
     expect(namespaced.length).toBeGreaterThan(5);
     for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe('elsewhere');
+    // The admission policy names the agents' ServiceAccount in that namespace.
+    expect(JSON.stringify(find(objects, 'ValidatingAdmissionPolicy').spec)).toContain('system:serviceaccount:elsewhere:wp-node-agent');
     for (const o of objects.filter((x) => x.kind !== 'CustomResourceDefinition')) expect(o.metadata.labels?.['owner'], `${o.kind} ${o.metadata.name}`).toBe('platform');
     const cp = find(objects, 'Deployment');
     expect(cp.metadata.name).toBe('wp-control-plane');
@@ -208,7 +211,7 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7']);
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7', '--set', 'fleetToken.value=t']);
     expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
     expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
     expect(out).toContain('- --drain-delay=7s');
