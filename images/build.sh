@@ -147,7 +147,8 @@ build_image() {
   fi
 
   log "$app: committing $name"
-  local ctr="warmpool-image-$app-$$"
+  # One working container name per app: a build that died half-way leaves it behind, and the next removes it.
+  local ctr="warmpool-image-$app"
   "${BUILDAH[@]}" rm "$ctr" >/dev/null 2>&1 || true
   "${BUILDAH[@]}" from --name "$ctr" scratch >/dev/null
   trap '"${BUILDAH[@]}" rm "'"$ctr"'" >/dev/null 2>&1 || true' RETURN
