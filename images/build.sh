@@ -147,11 +147,10 @@ build_image() {
   fi
 
   log "$app: committing $name"
-  # One working container name per app: a build that died half-way leaves it behind, and the next removes it.
-  local ctr="warmpool-image-$app"
-  "${BUILDAH[@]}" rm "$ctr" >/dev/null 2>&1 || true
+  # Named per process: builds in other checkouts on this machine share buildah's storage.
+  local ctr="warmpool-image-$app-$$"
   "${BUILDAH[@]}" from --name "$ctr" scratch >/dev/null
-  trap '"${BUILDAH[@]}" rm "'"$ctr"'" >/dev/null 2>&1 || true' RETURN
+  WORKING_CONTAINERS+=("$ctr")
   "${BUILDAH[@]}" copy --quiet "$ctr" "$stage" / >/dev/null
   "${BUILDAH[@]}" config "${config[@]}" --label "org.opencontainers.image.revision=$revision" "$ctr"
   local layout="$OUT/work/$app"
@@ -171,6 +170,11 @@ build_image() {
   rm -rf "$layout" "$stage"
   log "$app: $(du -h "$archive" | cut -f1) -> $archive"
 }
+
+# Working containers are removed however the script ends.
+WORKING_CONTAINERS=()
+remove_working_containers() { for c in "${WORKING_CONTAINERS[@]}"; do "${BUILDAH[@]}" rm "$c" >/dev/null 2>&1 || true; done; }
+trap remove_working_containers EXIT
 
 apps=("$@")
 [[ ${#apps[@]} -gt 0 ]] || apps=(control-plane node-agent fake-sandboxd)
