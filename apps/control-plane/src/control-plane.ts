@@ -65,6 +65,12 @@ export interface ControlPlaneOptions {
   setPoolsAttempts?: number;
   /** Serve /healthz, /readyz and /metrics here; nothing is served when omitted. */
   listen?: HostPort;
+  /** For warmpool_build_info. */
+  version?: string;
+  /** Also serve /healthz and /readyz (only) here: the probe port. */
+  probeListen?: HostPort;
+  /** /healthz fails when, while leading, no reconcile finished for this long (default 2 min). */
+  stallTimeoutMs?: number;
   logger?: Logger;
   clock?: Clock;
   /** Metrics go here (default: a registry of the control plane's own). */
@@ -94,6 +100,10 @@ export interface ControlPlane {
   readonly reconciler: WarmPoolReconciler;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
+  /** The bound URL of the probe-only server, once started with `probeListen`. */
+  readonly probeUrl: string | undefined;
+  /** Why /healthz fails (empty when live): a wedged reconcile loop while leading. */
+  notLiveReasons(): string[];
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -117,7 +127,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const namespace = options.namespace ?? 'default';
   const identity = options.identity ?? defaultIdentity();
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
-  const metrics = new ControlPlaneMetrics(options.registry);
+  const metrics = new ControlPlaneMetrics(options.registry, { ...(options.version !== undefined ? { version: options.version } : {}) });
   const kubeLogger = logger.child({ subsystem: 'kube' });
 
   const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
@@ -190,6 +200,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   });
 
   let server: HttpServer | undefined;
+  let probeServer: HttpServer | undefined;
   let tokenWatch: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -204,11 +215,15 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     return reasons;
   };
 
-  const app = createHealthApp({
-    metrics,
-    notReadyReasons,
-    describe: () => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null }),
-  });
+  const stallTimeoutMs = options.stallTimeoutMs ?? 120_000;
+  const notLiveReasons = (): string[] => {
+    const stalled = reconciler.stalledMs(clock.now());
+    if (stalled === undefined || stalled <= stallTimeoutMs) return [];
+    return [`leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`];
+  };
+  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null });
+  const app = createHealthApp({ metrics, notReadyReasons, notLiveReasons, describe });
+  const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, describe });
 
   const drive = async (signal: AbortSignal): Promise<void> => {
     leading = true;
@@ -280,6 +295,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
 
   const start = async (): Promise<void> => {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
+    if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
     if (token() !== undefined) campaign();
     else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
@@ -299,6 +315,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     await setter.close();
     await events.close();
     await server?.close();
+    await probeServer?.close();
   };
 
   return {
@@ -310,6 +327,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get url(): string | undefined {
       return server?.url;
     },
+    get probeUrl(): string | undefined {
+      return probeServer?.url;
+    },
+    notLiveReasons,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,
     isLeader: () => leading && reconciler.driving,

@@ -3,7 +3,7 @@
 // releases the lease (a standby takes over at once) and closes everything.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown, TokenRotation, watchTokenFile } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, packageVersion, parseConfig, parseLogLevel, Shutdown, TokenRotation, versionLine, watchTokenFile } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
@@ -11,12 +11,17 @@ import { rotatingToken, staticToken, type TokenSource } from './token.js';
 const TOKEN_FILE_CHECK_MS = 10_000;
 
 async function main(): Promise<void> {
-  const { config, help } = parseConfig(FLAGS);
+  const { config, help, version: printVersion } = parseConfig(FLAGS);
+  const version = packageVersion(import.meta.url);
   if (help) {
     process.stdout.write(helpText('control-plane', SUMMARY, FLAGS));
     return;
   }
-  const { listen, namespace } = validateConfig(config);
+  if (printVersion) {
+    process.stdout.write(versionLine('control-plane', version));
+    return;
+  }
+  const { listen, probeListen, namespace } = validateConfig(config);
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -44,17 +49,20 @@ async function main(): Promise<void> {
   }
 
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'warmpool_controlplane_' });
+  // Node's process_* / nodejs_* metrics under their standard names, so stock dashboards work.
+  collectDefaultMetrics({ register: registry });
   const controlPlane = createControlPlane({
     kubeConfig: loadKubeConfig(config.kubeconfig),
     token,
     namespace,
     identity: config.identity || defaultIdentity(),
-    leaseName: config.leaseName,
+    leaderElection: config.leaderElect,
+    leaseName: config.leaderElectResourceName,
     ...(config.agentPodSelector ? { agentPodSelector: config.agentPodSelector } : {}),
-    leaseDurationMs: config.leaseDuration,
-    renewDeadlineMs: config.renewDeadline,
-    retryPeriodMs: config.retryPeriod,
+    leaseDurationMs: config.leaderElectLeaseDuration,
+    renewDeadlineMs: config.leaderElectRenewDeadline,
+    retryPeriodMs: config.leaderElectRetryPeriod,
+    version,
     driver: {
       intervalMs: config.interval,
       staleAfterMs: config.staleAfter,
@@ -64,6 +72,8 @@ async function main(): Promise<void> {
     setPoolsTimeoutMs: config.setPoolsTimeout,
     setPoolsAttempts: config.setPoolsAttempts,
     listen,
+    ...(probeListen ? { probeListen } : {}),
+    stallTimeoutMs: config.stallTimeout,
     logger,
     registry,
   });

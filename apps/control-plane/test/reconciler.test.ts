@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   addressCheckOf,
   ControlPlaneMetrics,
+  createHealthApp,
   fitStatus,
   generationOf,
   GenerationSource,
@@ -569,5 +570,58 @@ describe('WarmPoolReconciler', () => {
     release?.();
     await w.settle();
     expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3', 'node-c': 'img=3' });
+  });
+
+  it('reports each pool\'s ready and desired replicas as gauges, and drops a deleted pool\'s series', async () => {
+    const w = world();
+    const series = async () => (await w.metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    w.reconciler.poke('sample');
+    await w.settle();
+    expect(await series()).toEqual(expect.arrayContaining([
+      'warmpool_controlplane_pool_ready_replicas{pool_namespace="ns",pool="pool"} 6',
+      'warmpool_controlplane_pool_desired_replicas{pool_namespace="ns",pool="pool"} 6',
+    ]));
+    await w.change('pool deleted', () => w.pools.remove('ns/pool'));
+    expect(await series()).toEqual([]);
+  });
+
+  it('measures how long the loop has gone without finishing a run while it drives, so liveness catches a wedged loop', async () => {
+    const w = world({ intervalMs: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    expect(w.reconciler.stalledMs(), 'a standby is never stalled').toBeUndefined();
+    w.drive();
+    await w.settle();
+    expect(w.reconciler.stalledMs()).toBe(0);
+    w.clock.advance(60_000);
+    await vi.waitFor(() => expect(w.reconciler.stalledMs()).toBe(0), { timeout: 5_000 });
+
+    // Probes that never answer: the periodic sample never settles, so no run follows it.
+    w.agents.info = () => new Promise<NodeInfo>(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    w.clock.advance(300_000);
+    expect(w.reconciler.stalledMs()).toBeGreaterThanOrEqual(300_000);
+
+    w.leadership.abort();
+    expect(w.reconciler.stalledMs(), 'stepping down ends the measure').toBeUndefined();
+  });
+});
+
+describe('the health endpoints', () => {
+  it('answers /healthz 503 with a reason while the loop is wedged, and ok otherwise; /metrics only where asked', async () => {
+    let wedged = false;
+    const options = { notReadyReasons: () => [], notLiveReasons: () => (wedged ? ['no reconcile finished for 300 s'] : []) };
+    const probes = createHealthApp(options);
+    expect((await probes.request('/healthz')).status).toBe(200);
+    wedged = true;
+    const res = await probes.request('/healthz');
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ reason: 'ReconcileStalled', reasons: ['no reconcile finished for 300 s'] });
+    expect((await probes.request('/metrics')).status).toBe(404);
+    const withMetrics = createHealthApp({ ...options, metrics: new ControlPlaneMetrics() });
+    const metrics = await (await withMetrics.request('/metrics')).text();
+    expect(metrics).toMatch(/^warmpool_build_info\{component="control-plane",version="unknown",node_version="v\d+/m);
   });
 });

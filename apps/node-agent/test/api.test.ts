@@ -330,7 +330,7 @@ describe('claims and sandboxes', () => {
       served.set(path, (served.get(path) ?? new Set()).add(method));
     }
     expect([...served.keys()].sort()).toEqual([
-      '/healthz', '/metrics', '/readyz', '/v1/claim', '/v1/drain', '/v1/info', '/v1/pools',
+      '/healthz', '/metrics', '/openapi.json', '/readyz', '/v1/claim', '/v1/drain', '/v1/info', '/v1/pools',
       '/v1/sandboxes', '/v1/sandboxes/:id', '/v1/sandboxes/:id/release', '/v1/sandboxes/:id/renew',
     ]);
     for (const [pattern, methods] of served) {

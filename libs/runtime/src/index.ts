@@ -8,3 +8,4 @@ export * from './request.js';
 export * from './incoming-body.js';
 export * from './token-file.js';
 export * from './token-rotation.js';
+export * from './version.js';

@@ -126,7 +126,7 @@ const DEFAULTS = {
   nodes: 3,
   loopbackPrefix: '127.0.1',
   sandboxdPort: 7070,
-  agentPort: 7443,
+  agentPort: 7071,
   controlPlanePort: 8080,
   interval: '2s',
   minPublishGap: '1s',

@@ -22,6 +22,7 @@ import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { methodNotAllowed } from './methods.js';
+import { openApiDocument } from './openapi.js';
 import { errorReply, errorResponse, jsonResponse, passThrough, toResponse, unavailableReply, type Reply } from './responses.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
@@ -117,6 +118,8 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.get('/metrics', route('metrics', async () => {
     return new Response(await metrics.render(), { status: 200, headers: { 'content-type': metrics.contentType } });
   }));
+
+  app.get('/openapi.json', route('openapi', () => jsonResponse(200, openApiDocument())));
 
   app.put('/v1/pools', route('set_pools', async (c) => {
     const refused = refuseUnlessRoot(c);

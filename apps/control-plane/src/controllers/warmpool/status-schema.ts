@@ -1,7 +1,7 @@
 // What the installed SandboxWarmPool CRD lets us write into status. Ours
 // declares replicas, readyReplicas, selector, observedGeneration and
 // conditions; upstream agent-sandbox's (which a cluster may run instead,
-// crds.install=false) declares no conditions, and server-side apply refuses a
+// crds.upstream.install=false) declares no conditions, and server-side apply refuses a
 // whole write that carries an undeclared field (".status.conditions: field not
 // declared in schema"), which froze `kubectl get swp` at its old READY. So each
 // top-level status field is written only where the served version declares it,
