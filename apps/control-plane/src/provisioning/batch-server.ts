@@ -43,6 +43,8 @@ export interface BatchServerOptions {
   maxAttempts?: number;
   /** How often a claim reserved by another job looks again (default 20 ms). */
   pollMs?: number;
+  /** The timeout of each call to a node: a node asked less than this long ago may still be serving the claim. */
+  nodeTimeoutMs: number;
   now?: () => number;
 }
 
@@ -63,6 +65,8 @@ interface Work {
   keepReservation: boolean;
 }
 
+/** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
+const SETTLE_MARGIN_MS = 250;
 /** A reservation outlives the longest lease of its batch by this much. */
 const RESERVATION_GRACE_MS = 30_000;
 /** How often a claim waiting on another job checks whether that job is still alive. */
@@ -144,7 +148,7 @@ export class BatchServer {
         this.#failFromRefusal(work);
         continue;
       }
-      const tried: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier };
+      const tried: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
       work.tried.push(tried);
       work.asked++;
       asks.push({ work, tried });
@@ -180,7 +184,13 @@ export class BatchServer {
     for (const tried of nodes) {
       if (work.outcome !== undefined) return;
       try {
-        const [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
+        let [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
+        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot be.
+        const settledAt = tried.at + this.#o.nodeTimeoutMs + SETTLE_MARGIN_MS;
+        if (first === undefined && Date.now() < settledAt) {
+          await sleep(settledAt - Date.now());
+          [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
+        }
         for (const row of extra) {
           this.#o.logger.error('a node holds one claim_ref twice: releasing the extra sandbox', { node: tried.node, claimRef: work.nodeRef, id: row.id });
           await this.#o.agents.release(tried.address, row.id);

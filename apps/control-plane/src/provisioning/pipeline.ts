@@ -113,6 +113,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     metrics,
     logger: logger.child({ component: 'batch-worker' }),
     maxAttempts: settings.maxAttempts,
+    nodeTimeoutMs: settings.nodeTimeoutMs,
   });
 
   const waiting = new Map<string, Waiting>();
@@ -256,6 +257,10 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       drainDelay: 1,
     });
     worker.on('error', (err: Error) => logger.debug('claim worker connection error', { err: err.message }));
+    worker.on('stalled', (jobId) => {
+      metrics.stalledJob();
+      logger.warn('a claim batch job stalled (its worker died or froze): serving it here, asking the nodes it tried first', { jobId });
+    });
     worker.on('failed', (job, err) => logger.warn('claim batch job failed', { jobId: job?.id, attempts: job?.attemptsMade, err: err.message }));
   };
 
