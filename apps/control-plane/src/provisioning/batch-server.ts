@@ -99,18 +99,47 @@ export class BatchServer {
     const works = [...unique.values()];
     const ttlMs = reservationTtlMs(works);
 
-    const states = await this.#o.index.reserve(namespace, works.map((w) => w.claim.claimRef), job.id, ttlMs);
+    // Where each new claim goes is chosen before reserving, so the reservation carries it: written ahead in the same round trip.
+    const round = this.#o.placement.round(job.data.key);
+    const plans = works.map((work): { tried: TriedNode[]; ask: TriedNode | undefined } => {
+      const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
+      // Asked by an earlier run of this job: those nodes are asked whether they hold it before anything else.
+      if (recorded.length > 0) return { tried: [...recorded], ask: undefined };
+      const choice = round.choose();
+      if (choice === undefined) return { tried: [], ask: undefined };
+      const ask: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+      return { tried: [ask], ask };
+    });
+    const progress: BatchProgress = { tried: { ...(job.progress?.tried ?? {}) } };
+    works.forEach((work, i) => {
+      const tried = plans[i]?.tried ?? [];
+      if (tried.length > 0) progress.tried[work.claim.claimRef] = tried;
+    });
+    const [states] = await Promise.all([
+      this.#o.index.reserve(namespace, works.map((w) => w.claim.claimRef), job.id, ttlMs, plans.map((p) => p.tried)),
+      job.updateProgress(progress),
+    ]);
     const checks: Array<Promise<void>> = [];
     states.forEach((state, i) => {
       const work = works[i] as Work;
+      const plan = plans[i] as { tried: TriedNode[]; ask: TriedNode | undefined };
       const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
       switch (state.state) {
         case 'served':
           work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: state.record };
           return;
         case 'new':
+          work.tried = plan.tried;
+          if (plan.ask !== undefined) {
+            work.asked = 1;
+            checks.push(this.#claimOn(job.data, work, plan.ask, round));
+          } else if (work.tried.length > 0) {
+            checks.push(this.#askTried(job.data, work, work.tried));
+          }
+          return;
         case 'mine':
-          work.tried = union(state.state === 'mine' ? state.reservation.tried : [], recorded);
+          // This job ran before: the reservation holds what it sent where (this run's plan was not written, nor sent).
+          work.tried = union(state.reservation.tried, recorded);
           if (work.tried.length > 0) checks.push(this.#askTried(job.data, work, work.tried));
           return;
         case 'busy':
@@ -122,7 +151,6 @@ export class BatchServer {
     });
     await Promise.all(checks);
 
-    const round = this.#o.placement.round(job.data.key);
     for (;;) {
       const pending = works.filter((w) => w.outcome === undefined);
       if (pending.length === 0) break;
