@@ -126,4 +126,42 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     for (const claim of claims) expect((await callClaims(base, 'DELETE', `${path}/${claim.claimRef}`, user)).status).toBe(204);
     expect(await claimsOnNodes(fleet, TOKEN)).toEqual([]);
   });
+
+  it('releases the sandbox of a caller that gave up without a claimRef, and keeps it for one that sent a claimRef', async () => {
+    const patient = await replica('patient', 8);
+    const base = `http://127.0.0.1:${patient.claims}`;
+    const path = `/v1/namespaces/${ns}/claims`;
+    const giveUp = async (body: Record<string, unknown>): Promise<void> => {
+      const controller = new AbortController();
+      const sent = fetch(`${base}${path}`, {
+        method: 'POST', signal: controller.signal,
+        headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ warmPool: 'cold', ...body }),
+      });
+      await delay(COLD_BOOT_MS / 3); // the cold boot is under way on a node
+      controller.abort();
+      await expect(sent).rejects.toThrow();
+    };
+    const ours = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> => (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/`) === true);
+
+    await giveUp({});
+    await giveUp({ claimRef: 'comes-back' });
+    // Both boots land; the anonymous one is released, the named one waits for its caller.
+    await delay(COLD_BOOT_MS + 500);
+    const held = await eventually(async () => {
+      const now = await ours();
+      return now.length === 1 ? now : undefined;
+    }, { what: 'only the claim with a claimRef to be left on the nodes', timeoutMs: 15_000 });
+    expect(held[0]?.claimRef).toBe(`${ns}/comes-back`);
+    const metrics = await (await fetch(`http://127.0.0.1:${patient.health}/metrics`)).text();
+    expect(Number(/warmpool_controlplane_claims_released_unanswered_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBe(1);
+
+    // The caller comes back with its claimRef: the same sandbox, at once, and no second one.
+    const again = await callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef: 'comes-back' });
+    expect(again.status).toBe(200);
+    expect(claimBodySchema.parse(again.body).id).toBe(held[0]?.id);
+    expect(await ours()).toHaveLength(1);
+    expect((await callClaims(base, 'DELETE', `${path}/comes-back`, user)).status).toBe(204);
+    expect(await ours()).toEqual([]);
+  });
 });
