@@ -248,9 +248,18 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       expect(claimErrorBodySchema.parse(answer.body).reason).toBe('Unavailable');
       expect(answer.headers.get('retry-after')).not.toBeNull();
       expect(a.ready()).toBe(true); // the driver is unaffected: /readyz stays ready
-      redis = await startRedis({ port });
-      for (const cp of [a, b]) {
-        await eventually(async () => (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again', timeoutMs: 30_000 });
+      // A replica that starts while Redis is away serves the API (503) and claims once Redis is back.
+      const late = await replica();
+      try {
+        const early = await callClaims(urlOf(late), 'POST', claimsPath(), allowed, { warmPool: 'python' });
+        expect(early.status).toBe(503);
+        expect(claimErrorBodySchema.parse(early.body)).toMatchObject({ reason: 'Unavailable', error: expect.stringContaining('Redis') });
+        redis = await startRedis({ port });
+        for (const cp of [a, b, late]) {
+          await eventually(async () => (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again', timeoutMs: 30_000 });
+        }
+      } finally {
+        await late.close();
       }
     });
   });
