@@ -62,6 +62,11 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     b = await replica();
     await eventually(() => a.isLeader() || b.isLeader(), { what: 'a leader' });
     await eventually(async () => (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every((w) => w === 2), { what: '2 warm on every node', timeoutMs: 30_000 });
+    // Placement reads the warm counts the nodes publish (or the leader's fresher view): wait until they show the fill.
+    await eventually(async () => {
+      const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as { items: Array<{ status?: { pools?: Array<{ template: string; warm: number }> } }> };
+      return inventories.items.length === 3 && inventories.items.every((i) => (i.status?.pools ?? []).some((p) => p.template === IMAGE && p.warm >= 2));
+    }, { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 });
     await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, { what: 'both replicas ready to claim' });
   });
 
