@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, type ClaimBody } from '@warmpool/api';
 import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/index.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
@@ -267,6 +268,28 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
         await late.close();
       }
     });
+  });
+
+  it('serves the claim API over TLS when given a certificate and key', async () => {
+    const secure = await startControlPlane(cluster, dir, 'default', {
+      token: TOKEN,
+      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 }, tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } },
+    });
+    const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
+    try {
+      expect(secure.claimsUrl).toMatch(/^https:\/\//);
+      await eventually(() => secure.claims?.notReadyReasons().length === 0, { what: 'the TLS replica ready to claim' });
+      const res = await undiciFetch(`${secure.claimsUrl}${claimsPath()}`, {
+        method: 'POST', dispatcher,
+        headers: { authorization: `Bearer ${allowed}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ warmPool: 'python' }),
+      });
+      expect(res.status).toBe(200);
+      expect(claimBodySchema.parse(await res.json()).namespace).toBe(ns);
+    } finally {
+      await dispatcher.close();
+      await secure.close();
+    }
   });
 
   it('writes nothing to the apiserver per claim (no SandboxClaim, no Sandbox objects)', async () => {
