@@ -220,6 +220,19 @@ describe('the Helm chart, rendered', () => {
     expect(out).toContain('terminationGracePeriodSeconds: 34');
   });
 
+  it('turns provisioning on with controlPlane.redis.url: the claim flags, the claims port and Service, TLS from a Secret', async () => {
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    expect(off).not.toContain('--redis-url');
+    expect(off).not.toContain('warmpool-claims');
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'controlPlane.redis.url=redis://redis:6379', '--set', 'controlPlane.claims.tlsSecret=claims-tls']);
+    for (const flag of ['--redis-url=redis://redis:6379', '--claims-listen=0.0.0.0:8081', '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt', '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key', '--claim-batch-idle=2ms', '--claim-batch-max=20ms', '--claim-timeout=10s']) {
+      expect(on).toContain(flag);
+    }
+    expect(on).toContain('name: warmpool-claims');
+    expect(on).toContain('{ name: claims, containerPort: 8081 }');
+    expect(on).toContain('secretName: claims-tls');
+  });
+
   it('refuses a cluster older than the supported Kubernetes version', async () => {
     await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0', '--set', 'fakeSandboxd.enabled=true'])).rejects.toThrow(/kubeVersion/);
   });
@@ -318,5 +331,10 @@ describe('the Helm chart, installed on a real apiserver', () => {
   it('refuses values of the wrong type at install time, before anything is created', async () => {
     await expect(helm(cluster, ['install', 'bad', CHART, '-n', 'bad', '--create-namespace', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=two'])).rejects.toThrow(/replicas/);
     expect((await cluster.kubectl(['get', 'deploy', '-n', 'bad', '-o', 'name'])).stdout.trim()).toBe('');
+  });
+
+  it('lets the control plane review the claim API\'s callers (TokenReview, SubjectAccessReview)', async () => {
+    expect(await can('create', 'tokenreviews.authentication.k8s.io', 'warmpool-control-plane')).toBe(true);
+    expect(await can('create', 'subjectaccessreviews.authorization.k8s.io', 'warmpool-control-plane')).toBe(true);
   });
 });

@@ -14,6 +14,12 @@ export interface HealthAppOptions {
   notLiveReasons(): string[];
   /** Extra facts for /readyz's body. */
   describe?(): Record<string, unknown>;
+  /**
+   * Why the claim API cannot serve claims (Redis, caches): /readyz/claims.
+   * Not part of /readyz: a replica whose Redis is down still drives, and its
+   * claim API still answers (503 with the reason) rather than vanishing.
+   */
+  claimsNotReadyReasons?(): string[];
 }
 
 export function createHealthApp(options: HealthAppOptions): Hono {
@@ -29,6 +35,13 @@ export function createHealthApp(options: HealthAppOptions): Hono {
     if (reasons.length === 0) return c.json({ ready: true, ...facts });
     return c.json({ ready: false, error: 'not ready', reason: 'NotReady', reasons, ...facts }, 503);
   });
+  const claimsNotReady = options.claimsNotReadyReasons;
+  if (claimsNotReady !== undefined) {
+    app.get('/readyz/claims', (c) => {
+      const reasons = claimsNotReady();
+      return reasons.length === 0 ? c.json({ ready: true }) : c.json({ ready: false, error: 'claims not ready', reason: 'NotReady', reasons }, 503);
+    });
+  }
   const metrics = options.metrics;
   if (metrics) {
     app.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
