@@ -20,6 +20,9 @@ import type { Registry } from 'prom-client';
 import { HttpPoolSetter } from './agents/http-pool-setter.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
+import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
+import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
+import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
@@ -29,6 +32,7 @@ import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore } from './generation/lease-epoch-store.js';
 import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
+import type { ClaimService } from './provisioning/claim-service.js';
 import { staticToken, type TokenSource } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -67,6 +71,9 @@ export interface ControlPlaneOptions {
   events?: EventRecorder;
   /** Default: an annotation on the Lease `<leaseName>-generation`. */
   epochStore?: EpochStore;
+  /** The claim pipeline; with it the leader also serves SandboxClaims and runs the claim janitor. */
+  claims?: ClaimService;
+  sandboxClaims?: { controller?: Partial<SandboxClaimSettings>; janitor?: Partial<ClaimJanitorSettings> };
 }
 
 export interface ControlPlane {
@@ -76,6 +83,8 @@ export interface ControlPlane {
   /** The health/metrics app (served at `url` when `listen` was given). */
   readonly app: Hono;
   readonly reconciler: WarmPoolReconciler;
+  /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
+  readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
@@ -131,6 +140,21 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...options.driver,
   });
   watchForChanges(reconciler, pools, templates, inventories);
+  const sandboxClaims = options.claims === undefined ? undefined : new SandboxClaims({
+    kubeConfig: options.kubeConfig,
+    claims: options.claims,
+    pools,
+    templates,
+    inventories,
+    token,
+    registry: metrics.registry,
+    logger,
+    kubeLogger,
+    clock,
+    ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
+    ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
+  });
+  if (sandboxClaims !== undefined) informers.push(sandboxClaims.informer as Informer<KubeObject>);
 
   let elector: LeaderElector | undefined;
   let server: HttpServer | undefined;
@@ -163,12 +187,14 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
+    sandboxClaims?.lead();
   };
 
   const stopLeading = (): void => {
     leading = false;
     metrics.leading(false);
     reconciler.stopDriving();
+    void sandboxClaims?.stopLeading();
   };
 
   const campaign = (): void => {
@@ -237,6 +263,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     clearInterval(tokenWatch);
     // Stop pushing first, then hand the lease over so a standby takes over at once.
     await resign();
+    await sandboxClaims?.stopLeading();
     await reconciler.close();
     await Promise.all(informers.map((informer) => informer.close()));
     await setter.close();
@@ -250,6 +277,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     registry: metrics.registry,
     app,
     reconciler,
+    sandboxClaims,
     get url(): string | undefined {
       return server?.url;
     },
