@@ -103,6 +103,10 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  export KUBECONFIG=${kubeconfig}`,
     '  kubectl get swp,nodeinventories',
     ...(d.sample ? [`  kubectl scale swp ${d.sample.name} --replicas=60`] : []),
+    ...(d.claims ? [
+      `  kubectl apply -f ${shown(d.claims.examplePath)}    # a SandboxClaim: Ready, its Secret holds the token`,
+      '  kubectl get sandboxclaims',
+    ] : []),
   ];
   if (first) {
     lines.push(`  curl -H "Authorization: Bearer ${token}" ${first.agentUrl}/v1/info`);

@@ -12,6 +12,7 @@ import { ManagedChild } from './children.js';
 import { startCluster, type TestCluster } from './cluster.js';
 import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
+import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
 import { preferredOrFreePort } from './stack-ports.js';
 import { waitUntil } from './wait.js';
@@ -88,6 +89,8 @@ export interface StackDescription {
   namespace: string;
   nodes: StackNode[];
   sample: StackSample | undefined;
+  /** The `warmpool-demo` ServiceAccount and the SandboxClaim example (with the sample). */
+  claims: DemoClaims | undefined;
   logsDir: string;
   /** etcd and kube-apiserver logs live here while the stack runs. */
   clusterDataDir: string;
@@ -271,8 +274,14 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       sample = { ...wanted, manifestPath };
     }
 
+    let claims: DemoClaims | undefined;
+    if (sample !== undefined) {
+      log(`creating the ServiceAccount ${namespace}/warmpool-demo (may claim sandboxes) and a SandboxClaim example`);
+      claims = await setUpDemoClaims(cluster, dir, namespace, sample.name);
+    }
+
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, redisUrl: redis.url, namespace, nodes, sample, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, redisUrl: redis.url, namespace, nodes, sample, claims, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);
