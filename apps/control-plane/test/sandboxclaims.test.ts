@@ -63,12 +63,12 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     return name;
   }
 
-  async function start(): Promise<ControlPlane> {
+  async function start(controller: { leaseSeconds?: number } = {}): Promise<ControlPlane> {
     controlPlane = await startControlPlane(cluster, dir, system, {
       token: TOKEN,
       claims,
       sandboxClaims: {
-        controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000 },
+        controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000, ...controller },
         // The janitor is swept by hand in its spec.
         janitor: { intervalMs: 3_600_000, graceMs: 500 },
       },
@@ -346,5 +346,61 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(await heldAnywhere(`${ns}/alive`)).toHaveLength(1);
     expect(await controlPlane?.registry.getSingleMetricAsString('warmpool_controlplane_claim_janitor_releases_total')).toMatch(/ 1$/m);
     await claims.release(ns, 'over-http');
+  });
+
+  it('renews the lease of a claim without shutdownTime, so its sandbox outlives the lease', async () => {
+    await controlPlane?.close();
+    await start({ leaseSeconds: 3 });
+    try {
+      const ns = await namespace('renew');
+      await drivenPool(ns, 'pool');
+      await apply(cluster, sandboxClaim(ns, 'long', 'pool'));
+      await readyClaim(ns, 'long');
+      const first = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
+      await eventually(async () => {
+        const now = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
+        return Date.parse(now) > Date.parse(first) ? now : undefined;
+      }, { what: 'the Secret\'s deadline to move with a renewal' });
+      await delay(4_000);
+      expect(await heldAnywhere(`${ns}/long`)).toHaveLength(1);
+      expect(ready(await getClaim(ns, 'long'))).toMatchObject({ status: 'True', reason: 'Claimed' });
+    } finally {
+      await controlPlane?.close();
+      await start();
+    }
+  });
+
+  it('leaves a user\'s own Secret of the claim\'s name untouched, releases the sandbox and says BadRequest', async () => {
+    const ns = await namespace('taken');
+    await drivenPool(ns, 'pool');
+    await secretClient.create({ metadata: { name: 'taken', namespace: ns }, type: 'Opaque', data: { mine: Buffer.from('yes').toString('base64') } });
+    await apply(cluster, sandboxClaim(ns, 'taken', 'pool'));
+    const failed = await failedWith(ns, 'taken', 'BadRequest');
+    expect(ready(failed)?.message).toContain('Secret');
+    expect((await getSecret(ns, 'taken'))?.data).toEqual({ mine: Buffer.from('yes').toString('base64') });
+    expect(await heldAnywhere(`${ns}/taken`)).toEqual([]);
+    const made = claims.claims;
+    await delay(1_000);
+    expect(claims.claims, 'a refused claim is not claimed again and again').toBe(made);
+    const claim = await getClaim(ns, 'taken');
+    expect(claim?.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
+    expect(claim?.metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
+    const standby = await startControlPlane(cluster, dir, system, { token: TOKEN, claims });
+    try {
+      await eventually(() => standby.ready(), { what: 'the standby\'s caches to sync' });
+      expect(standby.isLeader()).toBe(false);
+      const ns = await namespace('standby');
+      await drivenPool(ns, 'pool');
+      await apply(cluster, sandboxClaim(ns, 'one', 'pool'));
+      await readyClaim(ns, 'one');
+      const writes = await standby.registry.getSingleMetricAsString('warmpool_controlplane_sandboxclaim_api_writes_total');
+      expect(writes).not.toMatch(/_total\{[^}]*\} [1-9]/);
+      expect(standby.sandboxClaims?.controller.running).toBe(false);
+    } finally {
+      await standby.close();
+    }
   });
 });

@@ -146,7 +146,10 @@ export class SandboxClaimController {
     const now = this.#options.clock.now();
     const shutdown = shutdownAt(claim);
     const served = claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] !== undefined;
-    if (readyOf(claim)?.reason === 'Expired') return { kind: 'done' };
+    // Terminal: an expired claim stays so; a refused one until its spec changes.
+    const ready = readyOf(claim);
+    if (ready?.reason === 'Expired') return { kind: 'done' };
+    if (ready?.reason === 'BadRequest' && !served && ready.observedGeneration === claim.metadata.generation) return { kind: 'done' };
     if (isExpired(shutdown, now)) return this.#expire(key, claim, 'spec.lifecycle.shutdownTime has passed: the node reaped the sandbox');
     if (served) return this.#maintain(key, claim, shutdown, now);
     if (ownership.kind === 'unservable') {
@@ -178,16 +181,18 @@ export class SandboxClaimController {
       await this.#release(key, claim, 'vanished');
       return { kind: 'done' };
     }
-    let marked: 'marked' | 'gone';
-    try {
-      [marked] = await Promise.all([writer.markServed(claim, grant.id), writer.ensureSecret(claim, grant)]);
-    } catch (err) {
-      if (!(err instanceof SecretTakenError)) throw err;
-      // Not ours to overwrite: hand the sandbox back and say why.
+    const [marking, secret] = await Promise.allSettled([writer.markServed(claim, grant.id), writer.ensureSecret(claim, grant)]);
+    if (secret.status === 'rejected' && secret.reason instanceof SecretTakenError) {
+      // Not ours to overwrite: hand the sandbox back, unmark the claim and say why (until its spec changes).
+      // The status first: the unmarking's watch event must find the claim already refused.
       await this.#release(key, claim, 'vanished');
-      await this.#fail(claim, 'BadRequest', err.message, this.#options.clock.now());
+      await this.#fail(claim, 'BadRequest', secret.reason.message, this.#options.clock.now());
+      if (marking.status === 'fulfilled' && marking.value === 'marked') await writer.unmarkServed(claim);
       return { kind: 'done' };
     }
+    if (marking.status === 'rejected') throw marking.reason;
+    if (secret.status === 'rejected') throw secret.reason; // retried: the claim is marked, #maintain writes the Secret
+    const marked = marking.value;
     if (marked === 'gone') {
       await this.#release(key, claim, 'vanished');
       return { kind: 'done' };

@@ -70,6 +70,26 @@ export class ClaimWriter {
     }
   }
 
+  /** Undoes markServed when the sandbox had to be handed back before the claim was answered. */
+  async unmarkServed(claim: SandboxClaim): Promise<void> {
+    try {
+      await retryOnConflict(async () => {
+        const current = await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+        if (current.metadata.uid !== claim.metadata.uid) return;
+        this.#metrics.write('metadata');
+        await this.#claims.patch(refOf(claim), {
+          metadata: {
+            resourceVersion: current.metadata.resourceVersion,
+            finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== SANDBOX_CLAIM_FINALIZER),
+            annotations: { [SANDBOX_ID_ANNOTATION]: null },
+          },
+        }, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
   /** Lets the apiserver finish deleting the claim. */
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
     try {
