@@ -2,9 +2,11 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
+import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { ConfigError, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
+import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
 export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 
@@ -25,7 +27,19 @@ export const FLAGS = {
   identity: { kind: 'string', description: 'This replica\'s identity in the Lease (default: hostname-pid)', env: 'POD_NAME' },
   kubeconfig: { kind: 'string', description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)' },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  redisUrl: { kind: 'string', description: 'Redis for provisioning batches (accepted; not yet implemented)', env: 'REDIS_URL' },
+  redisUrl: { kind: 'string', description: 'Redis for claims (batch jobs, the claim index, reply lists; maxmemory-policy must be noeviction). When set, every replica serves the claim API on --claims-listen and runs batch workers', env: 'REDIS_URL' },
+  claimsListen: { kind: 'string', description: 'Address of the HTTP claim API (HOST:PORT); served only with --redis-url', env: 'CLAIMS_LISTEN', default: '0.0.0.0:8081' },
+  claimsTlsCertFile: { kind: 'string', description: 'Serve the claim API over TLS with this certificate (PEM); needs --claims-tls-key-file', env: 'CLAIMS_TLS_CERT_FILE' },
+  claimsTlsKeyFile: { kind: 'string', description: 'The key of --claims-tls-cert-file (PEM)', env: 'CLAIMS_TLS_KEY_FILE' },
+  claimBatchIdle: { kind: 'duration', description: 'A claim batch closes after this long without a new claim', env: 'CLAIM_BATCH_IDLE', default: DEFAULT_BATCH_OPTIONS.idleMs },
+  claimBatchMax: { kind: 'duration', description: 'A claim batch closes after this long at the latest', env: 'CLAIM_BATCH_MAX', default: DEFAULT_BATCH_OPTIONS.maxDurationMs },
+  claimBatchMaxItems: { kind: 'number', description: 'A claim batch closes once it holds this many claims', env: 'CLAIM_BATCH_MAX_ITEMS', default: DEFAULT_BATCH_OPTIONS.maxItems },
+  claimTimeout: { kind: 'duration', description: 'A claim not answered within this long fails Timeout (HTTP 504)', env: 'CLAIM_TIMEOUT', default: PROVISIONING_DEFAULTS.claimTimeoutMs },
+  claimWorkerConcurrency: { kind: 'number', description: 'Batch jobs this replica\'s worker serves at once', env: 'CLAIM_WORKER_CONCURRENCY', default: PROVISIONING_DEFAULTS.workerConcurrency },
+  claimLockDuration: { kind: 'duration', description: 'A worker\'s lock on a batch job; a dead worker\'s job is served elsewhere about this plus --claim-stalled-interval later', env: 'CLAIM_LOCK_DURATION', default: PROVISIONING_DEFAULTS.lockDurationMs },
+  claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
+  claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
+  claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
   clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
   federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
@@ -44,6 +58,14 @@ const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount
 export interface ValidatedConfig {
   listen: HostPort;
   namespace: string;
+  /** Set when provisioning is on (--redis-url given). */
+  claims: ValidatedClaimsConfig | undefined;
+}
+
+export interface ValidatedClaimsConfig {
+  redisUrl: string;
+  listen: HostPort;
+  tls: { certFile: string; keyFile: string } | undefined;
 }
 
 /** Checks what can be checked before anything starts; every problem is a ConfigError naming the flag. */
@@ -69,7 +91,39 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');
   if (!config.leaseName) throw new ConfigError('--lease-name must not be empty');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, namespace };
+  return { listen, namespace, claims: validateClaims(config) };
+}
+
+function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {
+  const tlsFlags = config.claimsTlsCertFile !== undefined || config.claimsTlsKeyFile !== undefined;
+  if (!config.redisUrl) {
+    if (tlsFlags) throw new ConfigError('--claims-tls-cert-file / --claims-tls-key-file need --redis-url (the claim API is served only with provisioning on)');
+    return undefined;
+  }
+  try {
+    const url = new URL(config.redisUrl);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+  } catch (err) {
+    throw new ConfigError(`--redis-url: ${(err as Error).message}`);
+  }
+  let listen: HostPort;
+  try {
+    listen = parseHostPort(config.claimsListen);
+  } catch (err) {
+    throw new ConfigError(`--claims-listen: ${(err as Error).message}`);
+  }
+  if ((config.claimsTlsCertFile === undefined) !== (config.claimsTlsKeyFile === undefined)) {
+    throw new ConfigError('--claims-tls-cert-file and --claims-tls-key-file go together');
+  }
+  for (const [flag, ms] of [['--claim-batch-max', config.claimBatchMax], ['--claim-timeout', config.claimTimeout], ['--claim-lock-duration', config.claimLockDuration], ['--claim-stalled-interval', config.claimStalledInterval], ['--claim-node-timeout', config.claimNodeTimeout]] as const) {
+    if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
+  }
+  if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
+  for (const [flag, n] of [['--claim-batch-max-items', config.claimBatchMaxItems], ['--claim-worker-concurrency', config.claimWorkerConcurrency], ['--claim-attempts', config.claimAttempts]] as const) {
+    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
+  }
+  const tls = config.claimsTlsCertFile !== undefined && config.claimsTlsKeyFile !== undefined ? { certFile: config.claimsTlsCertFile, keyFile: config.claimsTlsKeyFile } : undefined;
+  return { redisUrl: config.redisUrl, listen, tls };
 }
 
 function defaultNamespaceFile(): string | undefined {

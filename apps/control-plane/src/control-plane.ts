@@ -13,7 +13,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, LeaderElector, type Informer } from '@warmpool/kube';
+import { createInformer, LeaderElector, transportFor, type Informer } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -30,9 +30,13 @@ import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
 import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore } from './generation/lease-epoch-store.js';
+import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
+import { createClaimApi } from './http/claims/app.js';
 import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
+import type { ProvisioningSettings } from './provisioning/options.js';
+import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
 import { staticToken, type TokenSource } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -71,9 +75,27 @@ export interface ControlPlaneOptions {
   events?: EventRecorder;
   /** Default: an annotation on the Lease `<leaseName>-generation`. */
   epochStore?: EpochStore;
-  /** The claim pipeline; with it the leader also serves SandboxClaims and runs the claim janitor. */
-  claims?: ClaimService;
+  /** Provisioning (claims): off when omitted. Every replica runs it. */
+  claims?: ClaimsOptions;
+  /**
+   * The claim pipeline the SandboxClaim controller uses instead of the one
+   * built from `claims` (embedding, specs). With either, the leader also
+   * serves SandboxClaims and runs the claim janitor.
+   */
+  claimService?: ClaimService;
   sandboxClaims?: { controller?: Partial<SandboxClaimSettings>; janitor?: Partial<ClaimJanitorSettings> };
+}
+
+export interface ClaimsOptions {
+  redisUrl: string;
+  /** Serve the HTTP claim API here; not served when omitted (the pipeline still runs, e.g. for SandboxClaims). */
+  listen?: HostPort;
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  settings?: Partial<ProvisioningSettings>;
+  /** Key prefix in Redis (default `warmpool`). */
+  prefix?: string;
+  /** Default: TokenReview + SubjectAccessReview on the apiserver. */
+  reviewer?: AccessReviewer;
 }
 
 export interface ControlPlane {
@@ -87,6 +109,10 @@ export interface ControlPlane {
   readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
+  /** The claim pipeline (a ClaimService), when provisioning is on. */
+  readonly claims: ProvisioningPipeline | undefined;
+  /** The bound URL of the claim API, once started with `claims.listen`. */
+  readonly claimsUrl: string | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -140,9 +166,35 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...options.driver,
   });
   watchForChanges(reconciler, pools, templates, inventories);
-  const sandboxClaims = options.claims === undefined ? undefined : new SandboxClaims({
+
+  // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
+  const claimsOptions = options.claims;
+  const claims = claimsOptions === undefined ? undefined : createProvisioning({
+    redisUrl: claimsOptions.redisUrl,
+    replica: identity,
+    ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
+    ...claimsOptions.settings,
+    pools,
+    templates,
+    inventories,
+    driverViews: () => (reconciler.driving ? reconciler.nodes() : []),
+    staleAfterMs: reconciler.settings.staleAfterMs,
+    token,
+    registry: metrics.registry,
+    clock,
+    logger: logger.child({ subsystem: 'provisioning' }),
+  });
+  const claimApi = claims === undefined ? undefined : createClaimApi({
+    claims,
+    reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
+    logger: logger.child({ subsystem: 'claim-api' }),
+  });
+  let claimsServer: HttpServer | undefined;
+  // Leader-only: the SandboxClaim controller and the claim janitor, over whichever pipeline there is.
+  const claimService: ClaimService | undefined = options.claimService ?? claims;
+  const sandboxClaims = claimService === undefined ? undefined : new SandboxClaims({
     kubeConfig: options.kubeConfig,
-    claims: options.claims,
+    claims: claimService,
     pools,
     templates,
     inventories,
@@ -174,6 +226,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const app = createHealthApp({
     metrics,
     notReadyReasons,
+    ...(claims !== undefined ? { claimsNotReadyReasons: () => claims.notReadyReasons() } : {}),
     describe: () => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null }),
   });
 
@@ -250,25 +303,43 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const start = async (): Promise<void> => {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
     for (const informer of informers) informer.start();
+    if (claims !== undefined && claimApi !== undefined) {
+      await claims.start();
+      const listen = claimsOptions?.listen;
+      if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
+    }
     if (token() !== undefined) campaign();
     else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
     tokenWatch = setInterval(followToken, 1_000);
     tokenWatch.unref();
     logger.info('control plane started', {
-      identity, namespace, lease: leaseName, url: server?.url ?? null, ...reconciler.settings,
+      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, ...reconciler.settings,
     });
   };
 
+  /** Every step runs even when one before it throws; the failures are logged. */
   const close = async (): Promise<void> => {
     clearInterval(tokenWatch);
-    // Stop pushing first, then hand the lease over so a standby takes over at once.
-    await resign();
-    await sandboxClaims?.stopLeading();
-    await reconciler.close();
-    await Promise.all(informers.map((informer) => informer.close()));
-    await setter.close();
-    await events.close();
-    await server?.close();
+    const steps: Array<[string, () => Promise<unknown>]> = [
+      // Stop pushing first, then hand the lease over so a standby takes over at once.
+      ['leadership', resign],
+      ['reconciler', () => reconciler.close()],
+      ['sandbox claims', async () => sandboxClaims?.stopLeading()],
+      // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
+      ['claim API', async () => claimsServer?.close()],
+      ['claims', async () => claims?.close()],
+      ['informers', () => Promise.all(informers.map((informer) => informer.close()))],
+      ['pool setter', () => setter.close()],
+      ['events', () => events.close()],
+      ['health server', async () => server?.close()],
+    ];
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        logger.warn('closing the control plane: a step failed', { step: name, err });
+      }
+    }
   };
 
   return {
@@ -280,6 +351,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     sandboxClaims,
     get url(): string | undefined {
       return server?.url;
+    },
+    claims,
+    get claimsUrl(): string | undefined {
+      return claimsServer?.url;
     },
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,

@@ -2,6 +2,7 @@
 // The control plane as a process (a Deployment pod): flags and env, the fleet
 // token, Kubernetes access, health/metrics, and a SIGTERM that stops pushing,
 // releases the lease (a standby takes over at once) and closes everything.
+import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
 import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown, watchTokenFile } from '@warmpool/runtime';
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
     process.stdout.write(helpText('control-plane', SUMMARY, FLAGS));
     return;
   }
-  const { listen, namespace } = validateConfig(config);
+  const { listen, namespace, claims } = validateConfig(config);
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -35,8 +36,8 @@ async function main(): Promise<void> {
     token = staticToken(process.env[TOKEN_ENV]);
   }
 
-  for (const [flag, value] of [['--redis-url', config.redisUrl], ['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
-    if (value) logger.warn(`${flag} is accepted but not yet implemented: provisioning batches and federation arrive in later issues`, { flag });
+  for (const [flag, value] of [['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
+    if (value) logger.warn(`${flag} is accepted but not yet implemented: federation arrives in a later issue`, { flag });
   }
 
   const registry = new Registry();
@@ -61,7 +62,24 @@ async function main(): Promise<void> {
     listen,
     logger,
     registry,
+    ...(claims !== undefined ? {
+      claims: {
+        redisUrl: claims.redisUrl,
+        listen: claims.listen,
+        ...(claims.tls !== undefined ? { tls: { cert: readFileSync(claims.tls.certFile), key: readFileSync(claims.tls.keyFile) } } : {}),
+        settings: {
+          batcher: { idleMs: config.claimBatchIdle, maxDurationMs: config.claimBatchMax, maxItems: config.claimBatchMaxItems },
+          claimTimeoutMs: config.claimTimeout,
+          workerConcurrency: config.claimWorkerConcurrency,
+          lockDurationMs: config.claimLockDuration,
+          stalledIntervalMs: config.claimStalledInterval,
+          nodeTimeoutMs: config.claimNodeTimeout,
+          maxAttempts: config.claimAttempts,
+        },
+      },
+    } : {}),
   });
+  if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
   shutdown.add('control-plane', controlPlane);
   await controlPlane.start();
 }

@@ -1,7 +1,8 @@
-// SandboxClaims end to end: a real kube-apiserver, three real node agents
-// (processes) each in front of a fake-sandboxd (process), the control plane in
-// this process with the SandboxClaim controller and the claim janitor. What
-// the nodes hold is read straight from the agents.
+// SandboxClaims end to end: a real kube-apiserver, a real Redis, three real
+// node agents (processes) each in front of a fake-sandboxd (process), and the
+// control plane in this process with the claim pipeline, the SandboxClaim
+// controller and the claim janitor. What the nodes hold is read straight from
+// the agents.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,12 +14,11 @@ import {
   type SandboxClaim,
   type SandboxRow,
 } from '@warmpool/api';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { isNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, KubeSecret } from '../src/index.js';
 import { startControlPlane } from './support/control-plane.js';
-import { DirectClaims } from './support/direct-claims.js';
 import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch, template, warmPool } from './support/objects.js';
 import { stopAll } from './support/processes.js';
@@ -46,16 +46,14 @@ function decode(secret: KubeSecret): Record<string, string> {
 
 describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   let cluster: TestCluster;
+  let redis: TestRedis;
   let fleet: Fleet;
   let dir: string;
   let system: string;
-  let claims: DirectClaims;
   let controlPlane: ControlPlane | undefined;
   let claimClient: ResourceClient<SandboxClaim>;
   let secretClient: ResourceClient<KubeSecret>;
   const namespaces: string[] = [];
-
-  const agents = (): Array<{ node: string; address: string }> => fleet.nodes.map((n) => ({ node: n.name, address: `127.0.0.1:${n.agentPort}` }));
 
   async function namespace(prefix: string): Promise<string> {
     const name = await cluster.createNamespace(prefix);
@@ -66,7 +64,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   async function start(controller: { leaseSeconds?: number } = {}): Promise<ControlPlane> {
     controlPlane = await startControlPlane(cluster, dir, system, {
       token: TOKEN,
-      claims,
+      claims: { redisUrl: redis.url },
       sandboxClaims: {
         controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000, ...controller },
         // The janitor is swept by hand in its spec.
@@ -74,7 +72,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       },
     });
     const started = controlPlane;
-    await eventually(() => started.isLeader() && started.sandboxClaims?.controller.running, { what: 'the control plane to lead' });
+    await eventually(() => started.isLeader() && started.sandboxClaims?.controller.running && started.claims?.notReadyReasons().length === 0, { what: 'the control plane to lead, ready to claim' });
     return started;
   }
 
@@ -116,6 +114,12 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     return sandboxListSchema.parse(await res.json()).sandboxes;
   }
 
+  async function metric(name: string, labels = ''): Promise<number> {
+    const text = (await controlPlane?.registry.getSingleMetricAsString(name)) ?? '';
+    const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+    return line === undefined ? 0 : Number(line.split(' ').at(-1));
+  }
+
   async function heldAnywhere(claimRef: string): Promise<SandboxRow[]> {
     return (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref === claimRef);
   }
@@ -126,19 +130,17 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-sandboxclaims-'));
-    cluster = await startCluster({ name: 'cp-sandboxclaims' });
+    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-sandboxclaims' }), startRedis()]);
     system = await cluster.createNamespace('warmpool-system');
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN + '\n');
     fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
     claimClient = new ResourceClient<SandboxClaim>(cluster.kubeConfig, SandboxClaimType);
     secretClient = new ResourceClient<KubeSecret>(cluster.kubeConfig, { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true });
-    claims = new DirectClaims(cluster.kubeConfig, agents, TOKEN);
     await start();
   }, 120_000);
 
   afterEach(async () => {
-    claims.gate = () => Promise.resolve();
     // Namespaces never finish terminating without a controller manager: delete the objects themselves.
     for (const ns of namespaces.splice(0)) {
       await kubectl(cluster, ['delete', 'sandboxclaims,sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
@@ -149,6 +151,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await controlPlane?.close();
     await fleet?.stop();
     await stopAll();
+    await redis?.stop();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
     else console.error(`sandboxclaim logs kept in ${dir}`);
@@ -282,23 +285,17 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   it('releases the sandbox of a claim deleted while its batch ran', async () => {
     const ns = await namespace('inflight');
     await drivenPool(ns, 'pool');
-    let entered = false;
-    let letGo: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => { letGo = resolve; });
-    claims.gate = async (order) => {
-      if (order.claimRef !== 'racing') return;
-      entered = true;
-      await held;
-    };
-    await apply(cluster, sandboxClaim(ns, 'racing', 'pool'));
-    await eventually(() => entered, { what: 'the claim to be in its batch' });
-    await kubectl(cluster, ['delete', 'sandboxclaim', 'racing', '-n', ns]);
-    letGo();
-    await eventually(async () => {
-      const rows = await heldAnywhere(`${ns}/racing`);
-      return rows.length === 0 && claims.claims > 0;
-    }, { what: 'the landed claim to be released' });
-    await delay(300);
+    const vanished = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
+    // The agents are paused: the claim's job waits on a node while the claim is deleted (it has no finalizer yet).
+    for (const node of fleet.nodes) node.agent?.killNow('SIGSTOP');
+    try {
+      await apply(cluster, sandboxClaim(ns, 'racing', 'pool'));
+      await delay(300);
+      await kubectl(cluster, ['delete', 'sandboxclaim', 'racing', '-n', ns]);
+    } finally {
+      for (const node of fleet.nodes) node.agent?.killNow('SIGCONT');
+    }
+    await eventually(async () => (await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}')) === vanished + 1, { what: 'the landed claim to be released' });
     expect(await heldAnywhere(`${ns}/racing`)).toEqual([]);
     expect(await getSecret(ns, 'racing')).toBeUndefined();
   });
@@ -334,18 +331,23 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       body: JSON.stringify({ template: `registry.test/${ns}-pool:1`, claim_ref: `${ns}/ghost`, ttl_seconds: 600 }),
     });
     expect(res.status).toBe(200);
+    // One served by the pipeline for the CRD path whose SandboxClaim never came to be (indexed, path crd).
+    const pipeline = controlPlane?.claims;
+    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'indexed-ghost', ttlSeconds: 600, path: 'crd' });
     // An HTTP-path claim of the same shape: no SandboxClaim, and never the janitor's.
-    await claims.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, path: 'http' });
+    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, path: 'http' });
     await delay(600);
 
-    const janitor = controlPlane?.sandboxClaims?.janitor;
-    const swept = await janitor?.sweep();
-    expect(swept).toMatchObject({ nodes: 3, failedNodes: 0, released: 1 });
+    const before = await metric('warmpool_controlplane_claim_janitor_releases_total');
+    const swept = await controlPlane?.sandboxClaims?.janitor.sweep();
+    expect(swept).toMatchObject({ nodes: 3, failedNodes: 0, released: 2 });
     expect(await heldAnywhere(`${ns}/ghost`)).toEqual([]);
+    expect(await heldAnywhere(`${ns}/indexed-ghost`)).toEqual([]);
+    expect(await pipeline?.lookup(ns, 'indexed-ghost')).toBeUndefined();
     expect(await heldAnywhere(`${ns}/over-http`)).toHaveLength(1);
     expect(await heldAnywhere(`${ns}/alive`)).toHaveLength(1);
-    expect(await controlPlane?.registry.getSingleMetricAsString('warmpool_controlplane_claim_janitor_releases_total')).toMatch(/ 1$/m);
-    await claims.release(ns, 'over-http');
+    expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(before + 2);
+    await pipeline?.release(ns, 'over-http');
   });
 
   it('renews the lease of a claim without shutdownTime, so its sandbox outlives the lease', async () => {
@@ -379,16 +381,18 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(ready(failed)?.message).toContain('Secret');
     expect((await getSecret(ns, 'taken'))?.data).toEqual({ mine: Buffer.from('yes').toString('base64') });
     expect(await heldAnywhere(`${ns}/taken`)).toEqual([]);
-    const made = claims.claims;
+    const made = await metric('warmpool_controlplane_claims_by_path_total', '{path="crd",result="claimed",reason=""}');
+    const released = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
     await delay(1_000);
-    expect(claims.claims, 'a refused claim is not claimed again and again').toBe(made);
+    expect(await metric('warmpool_controlplane_claims_by_path_total', '{path="crd",result="claimed",reason=""}')).toBe(made);
+    expect(await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}'), 'a refused claim is not claimed again and again').toBe(released);
     const claim = await getClaim(ns, 'taken');
     expect(claim?.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
     expect(claim?.metadata.finalizers ?? []).toEqual([]);
   });
 
   it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
-    const standby = await startControlPlane(cluster, dir, system, { token: TOKEN, claims });
+    const standby = await startControlPlane(cluster, dir, system, { token: TOKEN, claims: { redisUrl: redis.url } });
     try {
       await eventually(() => standby.ready(), { what: 'the standby\'s caches to sync' });
       expect(standby.isLeader()).toBe(false);

@@ -10,6 +10,12 @@ export interface HealthAppOptions {
   notReadyReasons(): string[];
   /** Extra facts for /readyz's body. */
   describe?(): Record<string, unknown>;
+  /**
+   * Why the claim API cannot serve claims (Redis, caches): /readyz/claims.
+   * Not part of /readyz: a replica whose Redis is down still drives, and its
+   * claim API still answers (503 with the reason) rather than vanishing.
+   */
+  claimsNotReadyReasons?(): string[];
 }
 
 export function createHealthApp(options: HealthAppOptions): Hono {
@@ -21,6 +27,13 @@ export function createHealthApp(options: HealthAppOptions): Hono {
     if (reasons.length === 0) return c.json({ ready: true, ...facts });
     return c.json({ ready: false, error: 'not ready', reasons, ...facts }, 503);
   });
+  const claimsNotReady = options.claimsNotReadyReasons;
+  if (claimsNotReady !== undefined) {
+    app.get('/readyz/claims', (c) => {
+      const reasons = claimsNotReady();
+      return reasons.length === 0 ? c.json({ ready: true }) : c.json({ ready: false, error: 'claims not ready', reasons }, 503);
+    });
+  }
   app.get('/metrics', async (c) => {
     return c.body(await options.metrics.render(), 200, { 'content-type': options.metrics.contentType });
   });

@@ -114,7 +114,9 @@ export class ClaimJanitor {
       while (next < all.length && !signal.aborted) {
         const agent = all[next++] as AgentAddress;
         try {
-          released += await this.#sweepNode(agent, signal);
+          // Awaited first: `released += await …` would read `released` before another lane's addition.
+          const n = await this.#sweepNode(agent, signal);
+          released += n;
         } catch (err) {
           failedNodes++;
           this.#options.logger.debug('claim janitor: node not swept', { node: agent.node, err });

@@ -1,0 +1,410 @@
+// The provisioning pipeline, the ClaimService behind both front doors:
+// Controller → Provisioner per driven pool → Batcher → one BullMQ job per
+// closed batch on the shared Redis → a worker in ANY replica serves it
+// (BatchServer: placement, node agents, exactly once) → the reply goes back to
+// the replica whose callers wait (ReplyChannel) → each caller gets its claim.
+//
+// Every replica runs all of it (claims scale out with replicas); nothing here
+// is leader-only. Nothing here writes to the apiserver.
+import {
+  batchJobSchema,
+  batchProgressSchema,
+  type BatchJob,
+  type BatchReply,
+  type ClaimOutcome,
+  type NodeInventory,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
+import type { Batch } from '@warmpool/batcher';
+import type { Informer } from '@warmpool/kube';
+import type { Logger } from '@warmpool/runtime';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { Clock } from '../clock.js';
+import type { NodeView } from '../controllers/warmpool/nodes.js';
+import type { TokenSource } from '../token.js';
+import { AgentClaims } from './agent-claims.js';
+import { BatchServer } from './batch-server.js';
+import { ClaimIndex } from './claim-index.js';
+import { ClaimFailure, type ClaimCallOptions, type ClaimGrant, type ClaimOrder, type ClaimService } from './claim-service.js';
+import { ProvisionerController } from './controller.js';
+import { PROVISIONING_DEFAULTS, type ProvisioningSettings } from './options.js';
+import { ProvisioningMetrics } from './metrics.js';
+import { nodeSnapshotSource } from './node-snapshots.js';
+import { Placement } from './placement.js';
+import type { PendingClaim, Provisioner } from './provisioner.js';
+import { ReplyChannel } from './reply-channel.js';
+import { watchProvisioners } from './watch.js';
+
+export const QUEUE_NAME = 'claims';
+export const DEFAULT_PREFIX = 'warmpool';
+
+export interface ProvisioningOptions extends Partial<ProvisioningSettings> {
+  redisUrl: string;
+  /** This replica; its reply list and job ids carry it. */
+  replica: string;
+  /** Key prefix of the queue, index and reply lists (default `warmpool`). */
+  prefix?: string;
+  pools: Informer<SandboxWarmPool>;
+  templates: Informer<SandboxTemplate>;
+  inventories: Informer<NodeInventory>;
+  /** The warm-pool driver's node views (fresher counts on the leader; empty elsewhere). */
+  driverViews: () => readonly NodeView[];
+  staleAfterMs: number;
+  token: TokenSource;
+  registry: Registry;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface ProvisioningPipeline extends ClaimService {
+  readonly controller: ProvisionerController;
+  readonly settings: Readonly<ProvisioningSettings>;
+  /** Checks Redis's eviction policy, starts the worker and the reply listener. */
+  start(): Promise<void>;
+}
+
+/** Callers of one job, waiting for its reply. */
+interface Waiting {
+  readonly items: readonly PendingClaim[];
+  readonly timer: NodeJS.Timeout;
+}
+
+export function createProvisioning(options: ProvisioningOptions): ProvisioningPipeline {
+  const settings = settingsOf(options);
+  const { logger, replica: rawReplica } = options;
+  const replica = rawReplica.replaceAll(':', '_');
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const keyPrefix = `${prefix}:claims:`;
+
+  // Commands fail at once while Redis is away (claims answer 503), rather than queueing behind a reconnect.
+  const redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: reconnectDelay, lazyConnect: true });
+  const listener = new Redis(options.redisUrl, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay, lazyConnect: true });
+  for (const [name, connection] of [['commands', redis], ['replies', listener]] as const) {
+    connection.on('error', (err: Error) => logger.debug('redis connection error', { connection: name, err: err.message }));
+  }
+  const bullConnection = { url: options.redisUrl, maxRetriesPerRequest: null, retryStrategy: reconnectDelay };
+  const queue = new Queue<BatchJob>(QUEUE_NAME, { connection: { ...bullConnection, enableOfflineQueue: false }, prefix });
+  queue.on('error', (err: Error) => logger.debug('claim queue connection error', { err: err.message }));
+
+  const index = new ClaimIndex(redis, { prefix: keyPrefix });
+  const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs });
+  const placement = new Placement(nodeSnapshotSource({
+    inventories: options.inventories.lister,
+    driverViews: options.driverViews,
+    staleAfterMs: options.staleAfterMs,
+    clock: options.clock,
+  }));
+  const jobCounts = async (): Promise<{ waiting: number; active: number }> => {
+    const counts = await queue.getJobCounts('waiting', 'active');
+    return { waiting: counts.waiting ?? 0, active: counts.active ?? 0 };
+  };
+  const metrics = new ProvisioningMetrics(options.registry, jobCounts);
+  const server = new BatchServer({
+    index,
+    agents,
+    placement,
+    jobAlive: async (id) => {
+      const state = await queue.getJobState(id);
+      return state !== 'completed' && state !== 'failed' && state !== 'unknown';
+    },
+    metrics,
+    logger: logger.child({ component: 'batch-worker' }),
+    maxAttempts: settings.maxAttempts,
+  });
+
+  const waiting = new Map<string, Waiting>();
+  /** Jobs whose callers were answered Timeout: a late reply releases what nobody can come back for. */
+  const abandoned = new Map<string, readonly PendingClaim[]>();
+  let sequence = 0;
+
+  const release = async (grant: ClaimGrant): Promise<void> => {
+    const address = addressOf(grant.node);
+    if (address !== undefined) await agents.release(address, grant.id);
+    await index.drop(grant);
+  };
+
+  const addressOf = (node: string): string | undefined => options.inventories.lister.get(node)?.spec?.address || undefined;
+
+  const releaseUnanswered = (grant: ClaimGrant, why: string): void => {
+    metrics.releasedUnanswered();
+    release(grant).catch((err: unknown) => logger.warn('could not release a sandbox nobody will claim; the node reaps it at its deadline', { why, id: grant.id, node: grant.node, deadline: grant.deadline, err }));
+  };
+
+  const settle = (items: readonly PendingClaim[], outcomes: readonly ClaimOutcome[]): void => {
+    items.forEach((item, i) => {
+      const outcome = outcomes[i];
+      if (outcome === undefined) item.reject(new ClaimFailure('Unavailable', 'the batch reply did not cover this claim'));
+      else if (outcome.ok) item.resolve(outcome.grant);
+      else item.reject(new ClaimFailure(outcome.reason, outcome.message, outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}));
+    });
+  };
+
+  const onReply = (reply: BatchReply): void => {
+    const pending = waiting.get(reply.jobId);
+    if (pending !== undefined) {
+      waiting.delete(reply.jobId);
+      clearTimeout(pending.timer);
+      settle(pending.items, reply.outcomes);
+      return;
+    }
+    const late = abandoned.get(reply.jobId);
+    if (late === undefined) return; // a stalled job's second reply: its callers have their answer
+    abandoned.delete(reply.jobId);
+    late.forEach((item, i) => {
+      const outcome = reply.outcomes[i];
+      if (outcome?.ok === true && item.order.claimRefGenerated === true) releaseUnanswered(outcome.grant, 'answered after the caller timed out');
+    });
+  };
+  const replies = new ReplyChannel({ replica, redis, listener, prefix: keyPrefix, onReply, logger });
+
+  const dispatch = async (provisioner: Provisioner, batch: Batch<PendingClaim>): Promise<void> => {
+    const items = batch.items;
+    metrics.batch(items.length, batch.windowMs);
+    const jobId = `${replica}-${++sequence}`;
+    const data: BatchJob = {
+      replyTo: replica,
+      namespace: provisioner.namespace,
+      warmPool: provisioner.name,
+      key: provisioner.key,
+      deadline: Date.now() + settings.claimTimeoutMs,
+      claims: items.map(({ order }) => ({ claimRef: order.claimRef, ttlSeconds: order.ttlSeconds, path: order.path, generated: order.claimRefGenerated === true })),
+    };
+    const timer = setTimeout(() => {
+      if (!waiting.delete(jobId)) return;
+      abandoned.set(jobId, items);
+      setTimeout(() => abandoned.delete(jobId), settings.claimTimeoutMs * 3).unref();
+      for (const item of items) item.reject(new ClaimFailure('Timeout', `no answer within ${settings.claimTimeoutMs} ms`));
+    }, settings.claimTimeoutMs);
+    waiting.set(jobId, { items, timer });
+    try {
+      await queue.add('batch', data, { jobId, removeOnComplete: true, removeOnFail: { age: 3_600, count: 1_000 }, attempts: 2, backoff: { type: 'fixed', delay: 50 } });
+    } catch (err) {
+      if (!waiting.delete(jobId)) return;
+      clearTimeout(timer);
+      logger.warn('could not queue a claim batch', { jobId, claims: items.length, err });
+      for (const item of items) item.reject(new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, { retryAfterSeconds: 1, cause: err }));
+    }
+  };
+
+  const controller = new ProvisionerController({
+    pools: options.pools.lister,
+    templates: options.templates.lister,
+    dispatch,
+    batcher: settings.batcher,
+    logger: logger.child({ component: 'provisioners' }),
+  });
+  watchProvisioners(controller, options.pools, options.templates);
+
+  let worker: Worker<BatchJob> | undefined;
+  const stopping = new AbortController();
+
+  const serveJob = async (job: Job<BatchJob>): Promise<void> => {
+    const data = batchJobSchema.parse(job.data);
+    const id = job.id ?? '';
+    const progress = batchProgressSchema.safeParse(job.progress);
+    let outcomes: ClaimOutcome[];
+    try {
+      outcomes = await server.serve({
+        id,
+        data,
+        progress: progress.success ? progress.data : undefined,
+        updateProgress: (p) => job.updateProgress(p),
+      });
+    } catch (err) {
+      // Another attempt asks the nodes already tried first; the last one answers Unavailable.
+      if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw err;
+      logger.error('a claim batch failed', { jobId: id, err });
+      const message = `the claim batch failed: ${messageOf(err)}`;
+      outcomes = data.claims.map((c) => ({ ok: false, claimRef: c.claimRef, reason: 'Unavailable', message, retryAfterSeconds: 1 }));
+    }
+    await replies.send(data.replyTo, { jobId: id, outcomes });
+  };
+
+  const notReadyReasons = (): string[] => {
+    const reasons: string[] = [];
+    if (redis.status !== 'ready') reasons.push(`Redis (--redis-url) is not reachable (connection ${redis.status})`);
+    for (const informer of [options.pools, options.templates, options.inventories]) {
+      if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
+    }
+    return reasons;
+  };
+
+  const start = async (): Promise<void> => {
+    await redis.connect().catch((err: unknown) => logger.error('Redis (--redis-url) is not reachable: claims answer 503 until it is', { err }));
+    void listener.connect().catch(() => undefined);
+    const evictionProblem = await checkEvictionPolicy(redis).catch((err: unknown) => `could not read maxmemory-policy: ${messageOf(err)}`);
+    if (evictionProblem !== undefined) logger.error(`Redis eviction policy: ${evictionProblem}. BullMQ loses jobs when Redis evicts keys; set maxmemory-policy noeviction`, { redis: redactUrl(options.redisUrl) });
+    replies.start();
+    // A worker places claims from the inventory cache: it takes jobs only once that cache is filled.
+    void options.inventories.waitForSync(stopping.signal).then(startWorker, () => undefined);
+    controller.sync();
+    logger.info('provisioning started', { replica, redis: redactUrl(options.redisUrl), ...settings });
+  };
+
+  const startWorker = (): void => {
+    if (stopping.signal.aborted) return;
+    worker = new Worker<BatchJob>(QUEUE_NAME, serveJob, {
+      connection: bullConnection,
+      prefix,
+      concurrency: settings.workerConcurrency,
+      lockDuration: settings.lockDurationMs,
+      stalledInterval: settings.stalledIntervalMs,
+      maxStalledCount: 2,
+      drainDelay: 1,
+    });
+    worker.on('error', (err: Error) => logger.debug('claim worker connection error', { err: err.message }));
+    worker.on('failed', (job, err) => logger.warn('claim batch job failed', { jobId: job?.id, attempts: job?.attemptsMade, err: err.message }));
+  };
+
+  const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ClaimGrant> => {
+    const started = performance.now();
+    try {
+      const grant = await claimOnce(order, callOptions.signal);
+      metrics.served(order.path, grant.tier, (performance.now() - started) / 1000);
+      return grant;
+    } catch (err) {
+      const failure = err instanceof ClaimFailure ? err : new ClaimFailure('Unavailable', messageOf(err), { cause: err });
+      metrics.failed(order.path, failure.reason);
+      throw failure;
+    }
+  };
+
+  const claimOnce = (order: ClaimOrder, signal: AbortSignal | undefined): Promise<ClaimGrant> => {
+    const reasons = notReadyReasons();
+    if (reasons.length > 0) return Promise.reject(new ClaimFailure('Unavailable', `not ready to claim: ${reasons.join('; ')}`, { retryAfterSeconds: 1 }));
+    const provisioner = controller.get(order.namespace, order.warmPool);
+    if (provisioner === undefined || !provisioner.accepting) return Promise.reject(controller.refusal(order.namespace, order.warmPool));
+    const answer = provisioner.add(order);
+    if (signal === undefined) return answer;
+    if (signal.aborted) {
+      void answer.then((grant) => order.claimRefGenerated === true && releaseUnanswered(grant, 'the caller gave up'), () => undefined);
+      return Promise.reject(new ClaimFailure('Timeout', 'the caller gave up'));
+    }
+    return new Promise<ClaimGrant>((resolve, reject) => {
+      let gaveUp = false;
+      const onAbort = (): void => {
+        gaveUp = true;
+        reject(new ClaimFailure('Timeout', 'the caller gave up'));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      answer.then((grant) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!gaveUp) resolve(grant);
+        else if (order.claimRefGenerated === true) releaseUnanswered(grant, 'the caller gave up');
+      }, (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      });
+    });
+  };
+
+  const lookup = async (namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined> => {
+    try {
+      return await index.lookup(namespace, idOrClaimRef);
+    } catch (err) {
+      throw new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, { retryAfterSeconds: 1, cause: err });
+    }
+  };
+
+  const renew = async (namespace: string, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }> => {
+    const grant = await lookup(namespace, idOrClaimRef);
+    if (grant === undefined) throw new ClaimFailure('ClaimNotFound', `claim ${namespace}/${idOrClaimRef} not found`);
+    const address = addressOf(grant.node);
+    if (address === undefined) throw new ClaimFailure('Unavailable', `node ${grant.node} of claim ${namespace}/${idOrClaimRef} has no NodeInventory`, { retryAfterSeconds: 1 });
+    let renewed: { deadline: string } | undefined;
+    try {
+      renewed = await agents.renew(address, grant.id, ttlSeconds);
+    } catch (err) {
+      throw new ClaimFailure('Timeout', `node ${grant.node} did not renew: ${messageOf(err)}`, { cause: err });
+    }
+    if (renewed === undefined) {
+      await index.drop(grant).catch(() => undefined);
+      throw new ClaimFailure('ClaimNotFound', `claim ${namespace}/${idOrClaimRef} is gone from node ${grant.node}`);
+    }
+    await index.renewed(grant, renewed.deadline).catch((err: unknown) => logger.warn('renewed on the node but not in the index', { id: grant.id, err }));
+    return renewed;
+  };
+
+  const releaseClaim = async (namespace: string, idOrClaimRef: string): Promise<boolean> => {
+    const grant = await lookup(namespace, idOrClaimRef);
+    if (grant === undefined) return false;
+    const address = addressOf(grant.node);
+    if (address !== undefined) {
+      try {
+        await agents.release(address, grant.id);
+      } catch (err) {
+        throw new ClaimFailure('Timeout', `node ${grant.node} did not release: ${messageOf(err)}`, { cause: err });
+      }
+    }
+    await index.drop(grant);
+    return true;
+  };
+
+  const close = async (): Promise<void> => {
+    stopping.abort();
+    const steps: Array<[string, () => Promise<unknown>]> = [
+      ['provisioners', () => controller.close()],
+      ['worker', async () => worker?.close()],
+      ['queue', () => queue.close()],
+      ['replies', () => replies.close()],
+      ['agents', () => agents.close()],
+      ['redis', async () => redis.disconnect()],
+    ];
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        logger.warn('closing the provisioning pipeline: a step failed', { step: name, err });
+      }
+    }
+    for (const [, pending] of waiting) clearTimeout(pending.timer);
+  };
+
+  return {
+    controller,
+    settings,
+    start,
+    claim,
+    lookup,
+    renew,
+    release: releaseClaim,
+    notReadyReasons,
+    close,
+  };
+}
+
+/** Why Redis's eviction policy loses jobs, or undefined when it is noeviction. */
+export async function checkEvictionPolicy(redis: Redis): Promise<string | undefined> {
+  const answer = (await redis.config('GET', 'maxmemory-policy')) as string[];
+  const policy = answer[1];
+  return policy === 'noeviction' ? undefined : `maxmemory-policy is ${policy ?? '(unknown)'}, not noeviction`;
+}
+
+function reconnectDelay(times: number): number {
+  return Math.min(50 * 2 ** Math.min(times, 5), 1_000);
+}
+
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable url)';
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function settingsOf(options: Partial<ProvisioningSettings>): ProvisioningSettings {
+  const settings: ProvisioningSettings = { ...PROVISIONING_DEFAULTS };
+  for (const name of Object.keys(PROVISIONING_DEFAULTS) as Array<keyof ProvisioningSettings>) {
+    if (options[name] !== undefined) Object.assign(settings, { [name]: options[name] });
+  }
+  return settings;
+}
