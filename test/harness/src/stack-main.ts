@@ -3,7 +3,7 @@
 // filling, and on Ctrl-C (or SIGTERM) stops everything in reverse order.
 // With --exit-when-ready it stops by itself once every pool is READY = DESIRED
 // (exit 0), or fails after --ready-timeout (exit 1).
-import { relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { leaveSignalsToCaller } from './children.js';
 import { startStack, type LocalStack, type StackDescription } from './stack.js';
@@ -94,6 +94,7 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  kubeconfig     ${shown(d.kubeconfig)}  (admin of ${d.server})`,
     `  fleet token    ${shown(d.tokenFile)}`,
     `  control plane  ${d.controlPlaneUrl ?? 'not started'}  (/metrics, /readyz)`,
+    ...(d.claimsUrl ? [`  claim API      ${d.claimsUrl}  (${shown(join(d.dir, 'claims-url'))})`] : []),
     ...d.nodes.map((n, i) => `  ${i === 0 ? 'nodes        ' : '             '}  ${n.name}  agent ${n.agentAddress}  sandboxd ${n.sandboxdUrl.replace('http://', '')}`),
     `  logs           ${shown(d.logsDir)}/<name>.log  (etcd and kube-apiserver: ${d.clusterDataDir})`,
     ...(d.sample ? [`  sample         ${shown(d.sample.manifestPath)}: SandboxWarmPool ${d.sample.namespace}/${d.sample.name}, ${d.sample.replicas} × ${d.sample.image}`] : []),
@@ -106,6 +107,10 @@ function instructions(d: StackDescription, startupMs: number): string {
     ...(d.claims ? [
       `  kubectl apply -f ${shown(d.claims.examplePath)}    # a SandboxClaim: Ready, its Secret holds the token`,
       '  kubectl get sandboxclaims',
+    ] : []),
+    ...(d.claims && d.sample && d.claimsUrl ? [
+      `  # the HTTP claim API (${d.claimsUrl}, also in ${shown(join(d.dir, 'claims-url'))}) as the ServiceAccount ${d.claims.account}:`,
+      `  curl -X POST -H "Authorization: Bearer $(kubectl create token ${d.claims.account})" -H 'content-type: application/json' -d '{"warmPool":"${d.sample.name}","ttlSeconds":60}' $(cat ${shown(join(d.dir, 'claims-url'))})`,
     ] : []),
   ];
   if (first) {

@@ -46,6 +46,8 @@ export interface StartStackOptions {
   controlPlane?: boolean;
   /** 0 = any free port (default 8080). */
   controlPlanePort?: number;
+  /** The HTTP claim API's port; 0 = any free port (default 8081). */
+  claimsPort?: number;
   /** The control plane's reconcile interval, a Go-style duration (default `2s`). */
   interval?: string;
   /** How often each agent may write its NodeInventory on change (default `1s`). */
@@ -85,6 +87,8 @@ export interface StackDescription {
   server: string;
   /** Undefined when started without the control plane. */
   controlPlaneUrl: string | undefined;
+  /** `POST` here to claim in the stack's namespace (also in `<dir>/claims-url`); undefined without the control plane. */
+  claimsUrl: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
@@ -131,6 +135,7 @@ const DEFAULTS = {
   sandboxdPort: 7070,
   agentPort: 7443,
   controlPlanePort: 8080,
+  claimsPort: 8081,
   interval: '2s',
   minPublishGap: '1s',
   namespace: 'default',
@@ -245,7 +250,9 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     await Promise.all(agents.map(({ node, child }) => waitForHttp(child, `${node.agentUrl}/readyz`)));
 
     let controlPlaneUrl: string | undefined;
+    let claimsUrl: string | undefined;
     if (options.controlPlane ?? true) {
+      const claimsPort = await preferredOrFreePort('127.0.0.1', options.claimsPort ?? DEFAULTS.claimsPort);
       const wanted = options.controlPlanePort ?? DEFAULTS.controlPlanePort;
       const cpPort = await preferredOrFreePort('127.0.0.1', wanted);
       controlPlaneUrl = `http://127.0.0.1:${cpPort.port}`;
@@ -258,9 +265,12 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
         `--namespace=${namespace}`,
         `--identity=local-${process.pid}`,
         `--redis-url=${redis.url}`,
+        `--claims-listen=127.0.0.1:${claimsPort.port}`,
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
+      claimsUrl = `http://127.0.0.1:${claimsPort.port}/v1/namespaces/${namespace}/claims`;
+      writeFileSync(join(dir, 'claims-url'), `${claimsUrl}\n`);
     }
 
     let sample: StackSample | undefined;
@@ -281,7 +291,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     }
 
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, redisUrl: redis.url, namespace, nodes, sample, claims, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, redisUrl: redis.url, namespace, nodes, sample, claims, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);
