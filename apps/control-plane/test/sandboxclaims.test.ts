@@ -381,10 +381,10 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(ready(failed)?.message).toContain('Secret');
     expect((await getSecret(ns, 'taken'))?.data).toEqual({ mine: Buffer.from('yes').toString('base64') });
     expect(await heldAnywhere(`${ns}/taken`)).toEqual([]);
-    const made = await metric('warmpool_controlplane_claims_by_path_total', '{path="crd",result="claimed",reason=""}');
+    const made = await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}');
     const released = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
     await delay(1_000);
-    expect(await metric('warmpool_controlplane_claims_by_path_total', '{path="crd",result="claimed",reason=""}')).toBe(made);
+    expect(await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}')).toBe(made);
     expect(await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}'), 'a refused claim is not claimed again and again').toBe(released);
     const claim = await getClaim(ns, 'taken');
     expect(claim?.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();

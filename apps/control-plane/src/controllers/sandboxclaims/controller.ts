@@ -72,8 +72,15 @@ export class SandboxClaimController {
   readonly settings: SandboxClaimSettings;
   readonly #options: SandboxClaimControllerOptions;
   readonly #queue: KeyedQueue;
-  /** Deadlines of the leases this replica granted or renewed, by key: what it renews by. */
-  readonly #deadlines = new Map<string, number>();
+  /**
+   * The leases this replica granted or renewed during its term, by key: what
+   * it renews by, and proof that it wrote the claim's Secret and status itself
+   * (so a watch event that arrives before its own status write is not taken
+   * for a status that needs repair).
+   */
+  readonly #leases = new Map<string, { uid: string; deadline: number }>();
+  /** When each claim not yet answered was first seen (performance.now()), for the ready-latency histogram. */
+  readonly #seen = new Map<string, number>();
 
   constructor(options: SandboxClaimControllerOptions) {
     this.#options = options;
@@ -112,13 +119,16 @@ export class SandboxClaimController {
   /** Stops taking work (leadership lost, or closing); waits for the claims being worked on. */
   async stop(): Promise<void> {
     await this.#queue.stop();
-    this.#deadlines.clear();
+    this.#leases.clear();
+    this.#seen.clear();
   }
 
   enqueue(claim: SandboxClaim): void {
     const { namespace, name } = claim.metadata;
     if (namespace === undefined || name === undefined) return;
-    this.#queue.add(`${namespace}/${name}`);
+    const key = `${namespace}/${name}`;
+    if (!this.#seen.has(key) && claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === undefined) this.#seen.set(key, performance.now());
+    this.#queue.add(key);
     this.#options.metrics.queueSize(this.#queue.size);
   }
 
@@ -136,12 +146,16 @@ export class SandboxClaimController {
     const claim = this.#options.cache.get(namespace, name);
     if (claim === undefined) {
       // Gone: its finalizer was handled, or forcibly removed (the janitor sweeps what that leaked).
-      this.#deadlines.delete(key);
+      this.#leases.delete(key);
+      this.#seen.delete(key);
       return { kind: 'done' };
     }
     if (claim.metadata.deletionTimestamp !== undefined) return this.#finalize(key, claim);
     const ownership = ownershipOf(claim, this.#options.caches);
-    if (ownership.kind === 'not-ours') return { kind: 'done' };
+    if (ownership.kind === 'not-ours') {
+      this.#seen.delete(key);
+      return { kind: 'done' };
+    }
 
     const now = this.#options.clock.now();
     const shutdown = shutdownAt(claim);
@@ -153,7 +167,7 @@ export class SandboxClaimController {
     if (isExpired(shutdown, now)) return this.#expire(key, claim, 'spec.lifecycle.shutdownTime has passed: the node reaped the sandbox');
     if (served) return this.#maintain(key, claim, shutdown, now);
     if (ownership.kind === 'unservable') {
-      await this.#fail(claim, ownership.reason, ownership.message, now);
+      if (await this.#fail(claim, ownership.reason, ownership.message, now)) this.#options.metrics.failed(ownership.reason);
       return { kind: 'after', ms: this.settings.unservableRecheckMs };
     }
     return this.#serve(key, claim, ownership.pool, shutdown, now);
@@ -199,10 +213,11 @@ export class SandboxClaimController {
     }
     const written = this.#options.clock.now();
     await writer.writeStatus(claim, claimedStatus(claim, grant, written));
-    const created = Date.parse(claim.metadata.creationTimestamp ?? '');
-    metrics.claimed(Number.isNaN(created) ? undefined : (written - created) / 1000);
+    const seen = this.#seen.get(key);
+    this.#seen.delete(key);
+    metrics.claimed(seen === undefined ? undefined : (performance.now() - seen) / 1000);
     const deadline = Date.parse(grant.deadline);
-    this.#deadlines.set(key, deadline);
+    this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
     this.#options.logger.debug('SandboxClaim served', { claim: key, sandbox: grant.id, node: grant.node, tier: grant.tier });
     return this.#next(deadline, shutdown, written);
   }
@@ -212,8 +227,9 @@ export class SandboxClaimController {
     const { claims, writer } = this.#options;
     const namespace = claim.metadata.namespace ?? '';
     const name = claim.metadata.name ?? '';
-    let deadline = this.#deadlines.get(key);
-    if (deadline === undefined || !isReadyClaimed(claim)) {
+    const lease = this.#leases.get(key);
+    let deadline = lease !== undefined && lease.uid === claim.metadata.uid ? lease.deadline : undefined;
+    if (deadline === undefined) {
       // After a restart or a leader change, or with the status write lost: ask the shared index.
       const grant = await claims.lookup(namespace, name);
       if (grant === undefined) return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
@@ -222,7 +238,7 @@ export class SandboxClaimController {
         await writer.writeStatus(claim, claimedStatus(claim, grant, now));
       }
       deadline = Date.parse(grant.deadline);
-      this.#deadlines.set(key, deadline);
+      this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
     }
     const renewal = renewalAt(deadline, shutdown, now, this.settings.leaseSeconds);
     if (renewal !== undefined && renewal <= now) {
@@ -239,7 +255,7 @@ export class SandboxClaimController {
       }
       this.#options.metrics.renewed('ok');
       deadline = Date.parse(granted);
-      this.#deadlines.set(key, deadline);
+      this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
       const grant = await claims.lookup(namespace, name);
       if (grant !== undefined) await writer.updateSecretDeadline(claim, grant, granted);
     }
@@ -275,15 +291,18 @@ export class SandboxClaimController {
 
   async #release(key: string, claim: SandboxClaim, cause: 'deleted' | 'vanished' | 'expired'): Promise<void> {
     const released = await this.#options.claims.release(claim.metadata.namespace ?? '', claim.metadata.name ?? '');
-    this.#deadlines.delete(key);
+    this.#leases.delete(key);
     if (released) {
       this.#options.metrics.released(cause);
       this.#options.logger.debug('SandboxClaim sandbox released', { claim: key, cause });
     }
   }
 
-  async #fail(claim: SandboxClaim, reason: ClaimFailureReason, message: string, now: number): Promise<void> {
+  /** Writes Ready=False unless the claim already says so; whether it wrote. */
+  async #fail(claim: SandboxClaim, reason: ClaimFailureReason, message: string, now: number): Promise<boolean> {
     const next = failedStatus(claim, reason, message, now);
-    if (statusDiffers(claim, next)) await this.#options.writer.writeStatus(claim, next);
+    if (!statusDiffers(claim, next)) return false;
+    await this.#options.writer.writeStatus(claim, next);
+    return true;
   }
 }

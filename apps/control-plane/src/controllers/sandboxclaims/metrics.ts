@@ -1,7 +1,7 @@
 // The SandboxClaim controller's and the claim janitor's metrics, on the
-// control plane's registry (prefix `warmpool_controlplane_`). The claim
-// pipeline's own metrics (latency by path and tier, batches, jobs) are the
-// provisioning pipeline's; these count what only the CRD front door sees.
+// control plane's registry (prefix `warmpool_controlplane_`). Claims by path
+// (`claims_total{path="crd"}`, latency by path and tier, batches, jobs) are
+// the provisioning pipeline's; these count what only the CRD front door sees.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 const PREFIX = 'warmpool_controlplane_';
@@ -22,14 +22,14 @@ export class SandboxClaimMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     this.#claims = new Counter({
-      name: `${PREFIX}claims_by_path_total`,
-      help: 'Claims answered by a front door, by path (crd: SandboxClaim), result and failure reason (empty when claimed)',
-      labelNames: ['path', 'result', 'reason'],
+      name: `${PREFIX}sandboxclaim_results_total`,
+      help: 'SandboxClaims answered Ready=True (claimed) or Ready=False (failed, with the reason; each retry counts), by the SandboxClaim controller',
+      labelNames: ['result', 'reason'],
       registers,
     });
     this.#ready = new Histogram({
       name: `${PREFIX}sandboxclaim_ready_seconds`,
-      help: 'From a SandboxClaim\'s creation to its Ready=True status write',
+      help: 'From this replica first seeing a SandboxClaim to its Ready=True status write (retries included)',
       buckets: [0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
@@ -47,12 +47,12 @@ export class SandboxClaimMetrics {
   }
 
   claimed(readySeconds: number | undefined): void {
-    this.#claims.inc({ path: 'crd', result: 'claimed', reason: '' });
+    this.#claims.inc({ result: 'claimed', reason: '' });
     if (readySeconds !== undefined && readySeconds >= 0) this.#ready.observe(readySeconds);
   }
 
   failed(reason: string): void {
-    this.#claims.inc({ path: 'crd', result: 'failed', reason });
+    this.#claims.inc({ result: 'failed', reason });
   }
 
   write(kind: ApiWriteKind): void {
