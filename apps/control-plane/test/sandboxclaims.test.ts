@@ -104,7 +104,8 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   async function failedWith(ns: string, name: string, reason: string): Promise<SandboxClaim> {
     return eventually(async () => {
       const claim = await getClaim(ns, name);
-      return ready(claim)?.status === 'False' && ready(claim)?.reason === reason ? claim : undefined;
+      if (ready(claim)?.status === 'False' && ready(claim)?.reason === reason) return claim;
+      throw new Error(`the claim is ${JSON.stringify({ metadata: claim?.metadata, status: claim?.status })}`);
     }, { what: `SandboxClaim ${ns}/${name} to be Ready=False ${reason}` });
   }
 
@@ -406,5 +407,20 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     } finally {
       await standby.close();
     }
+  });
+
+  it('never takes nor releases an HTTP client\'s sandbox held under the claim\'s name (shared claim_ref)', async () => {
+    const ns = await namespace('shared');
+    await drivenPool(ns, 'pool');
+    const http = await controlPlane?.claims?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'shared', ttlSeconds: 600, path: 'http' });
+    await apply(cluster, sandboxClaim(ns, 'shared', 'pool', { lifecycle: { shutdownTime: new Date(Date.now() + 60_000).toISOString() } }));
+    const failed = await failedWith(ns, 'shared', 'BadRequest');
+    expect(ready(failed)?.message).toContain('HTTP claim');
+    expect(await getSecret(ns, 'shared')).toBeUndefined();
+    expect(failed.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'shared', '-n', ns]);
+    await delay(500);
+    expect((await heldAnywhere(`${ns}/shared`)).map((row) => row.id)).toEqual([http?.id]);
+    await controlPlane?.claims?.release(ns, 'shared');
   });
 });

@@ -79,6 +79,12 @@ export class SandboxClaimController {
    * for a status that needs repair).
    */
   readonly #leases = new Map<string, { uid: string; deadline: number }>();
+  /**
+   * Claims this replica refused for good (BadRequest) at a generation: the
+   * watch may still show them marked as served for a moment after the
+   * refusal, and such a stale view must not be acted on.
+   */
+  readonly #refused = new Map<string, { uid: string; generation: number | undefined }>();
   /** When each claim not yet answered was first seen (performance.now()), for the ready-latency histogram. */
   readonly #seen = new Map<string, number>();
 
@@ -121,6 +127,7 @@ export class SandboxClaimController {
     await this.#queue.stop();
     this.#leases.clear();
     this.#seen.clear();
+    this.#refused.clear();
   }
 
   enqueue(claim: SandboxClaim): void {
@@ -148,6 +155,11 @@ export class SandboxClaimController {
       // Gone: its finalizer was handled, or forcibly removed (the janitor sweeps what that leaked).
       this.#leases.delete(key);
       this.#seen.delete(key);
+      this.#refused.delete(key);
+      return { kind: 'done' };
+    }
+    const refused = this.#refused.get(key);
+    if (refused !== undefined && refused.uid === claim.metadata.uid && refused.generation === claim.metadata.generation && claim.metadata.deletionTimestamp === undefined) {
       return { kind: 'done' };
     }
     if (claim.metadata.deletionTimestamp !== undefined) return this.#finalize(key, claim);
@@ -189,6 +201,13 @@ export class SandboxClaimController {
       return { kind: 'done' };
     }
 
+    // Both front doors share the claim_ref `<namespace>/<claimRef>`: a sandbox an HTTP client holds
+    // under this claim's name is theirs, never handed to (or released for) this SandboxClaim.
+    if (grant.path === 'http') {
+      this.#refuse(key, claim);
+      await this.#fail(claim, 'BadRequest', `claimRef ${namespace}/${name} is held by an HTTP claim (sandbox ${grant.id}); rename the SandboxClaim or release that claim`, this.#options.clock.now());
+      return { kind: 'done' };
+    }
     // The claim may have been deleted (or replaced by a namesake) while its batch ran.
     const current = this.#options.cache.get(namespace, name);
     if (current === undefined || current.metadata.uid !== claim.metadata.uid || (current.metadata.deletionTimestamp !== undefined && !hasFinalizer(current))) {
@@ -199,6 +218,7 @@ export class SandboxClaimController {
     if (secret.status === 'rejected' && secret.reason instanceof SecretTakenError) {
       // Not ours to overwrite: hand the sandbox back, unmark the claim and say why (until its spec changes).
       // The status first: the unmarking's watch event must find the claim already refused.
+      this.#refuse(key, claim);
       await this.#release(key, claim, 'vanished');
       await this.#fail(claim, 'BadRequest', secret.reason.message, this.#options.clock.now());
       if (marking.status === 'fulfilled' && marking.value === 'marked') await writer.unmarkServed(claim);
@@ -290,12 +310,24 @@ export class SandboxClaimController {
   }
 
   async #release(key: string, claim: SandboxClaim, cause: 'deleted' | 'vanished' | 'expired'): Promise<void> {
-    const released = await this.#options.claims.release(claim.metadata.namespace ?? '', claim.metadata.name ?? '');
+    const namespace = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    // Never an HTTP client's sandbox that happens to share this claim's name (see #serve).
+    if ((await this.#options.claims.lookup(namespace, name))?.path === 'http') {
+      this.#leases.delete(key);
+      return;
+    }
+    const released = await this.#options.claims.release(namespace, name);
     this.#leases.delete(key);
     if (released) {
       this.#options.metrics.released(cause);
       this.#options.logger.debug('SandboxClaim sandbox released', { claim: key, cause });
     }
+  }
+
+  #refuse(key: string, claim: SandboxClaim): void {
+    this.#refused.set(key, { uid: claim.metadata.uid ?? '', generation: claim.metadata.generation });
+    this.#seen.delete(key);
   }
 
   /** Writes Ready=False unless the claim already says so; whether it wrote. */
