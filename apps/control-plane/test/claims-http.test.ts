@@ -181,6 +181,19 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
   });
 
+  describe('for a janitor', () => {
+    it('lists what every node holds and releases one sandbox on its node, forgetting it in the index', async () => {
+      const claim = claimBodySchema.parse((await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'swept' })).body);
+      const listed = await b.claims?.listNodeClaims();
+      expect(listed?.unreachable).toEqual([]);
+      expect(listed?.claims).toContainEqual({ node: claim.node, id: claim.id, claimRef: `${ns}/swept`, deadline: claim.deadline });
+      expect(await b.claims?.releaseOnNode(claim.node, claim.id, { namespace: ns, claimRef: 'swept' })).toBe(true);
+      expect((await nodeClaims()).some((c) => c.id === claim.id)).toBe(false);
+      expect(await a.claims?.lookup(ns, 'swept')).toBeUndefined();
+      expect(await b.claims?.releaseOnNode(claim.node, claim.id)).toBe(false);
+    });
+  });
+
   describe('refusals change nothing', () => {
     it.each([
       ['not JSON', '{"warmPool":'],

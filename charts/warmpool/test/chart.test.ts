@@ -47,6 +47,19 @@ describe('the Helm chart, rendered', () => {
     expect(out).not.toContain('hostPath');
   });
 
+  it('turns provisioning on with controlPlane.redis.url: the claim flags, the claims port and Service, TLS from a Secret', async () => {
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    expect(off).not.toContain('--redis-url');
+    expect(off).not.toContain('warmpool-claims');
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'controlPlane.redis.url=redis://redis:6379', '--set', 'controlPlane.claims.tlsSecret=claims-tls']);
+    for (const flag of ['--redis-url=redis://redis:6379', '--claims-listen=0.0.0.0:8081', '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt', '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key', '--claim-batch-idle=2ms', '--claim-batch-max=20ms', '--claim-timeout=10s']) {
+      expect(on).toContain(flag);
+    }
+    expect(on).toContain('name: warmpool-claims');
+    expect(on).toContain('{ name: claims, containerPort: 8081 }');
+    expect(on).toContain('secretName: claims-tls');
+  });
+
   it('refuses a cluster older than the supported Kubernetes version', async () => {
     await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0'])).rejects.toThrow(/kubeVersion/);
   });
@@ -117,5 +130,10 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('watch', 'secrets', 'warmpool-control-plane')).toBe(false);
     expect(await can('create', 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('create', 'sandboxes.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
+  });
+
+  it('lets the control plane review the claim API\'s callers (TokenReview, SubjectAccessReview)', async () => {
+    expect(await can('create', 'tokenreviews.authentication.k8s.io', 'warmpool-control-plane')).toBe(true);
+    expect(await can('create', 'subjectaccessreviews.authorization.k8s.io', 'warmpool-control-plane')).toBe(true);
   });
 });

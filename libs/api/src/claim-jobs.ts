@@ -30,7 +30,13 @@ export const batchJobSchema = z.object({
 export type BatchJob = z.output<typeof batchJobSchema>;
 
 /** A node a batch job asked (or is about to ask) for a claim, and why it chose it. */
-export const triedNodeSchema = z.object({ node: z.string(), address: z.string(), tier: claimTierSchema });
+export const triedNodeSchema = z.object({
+  node: z.string(),
+  address: z.string(),
+  tier: claimTierSchema,
+  /** Epoch ms when the claim was sent to it: until that call's timeout has passed, the node may still be serving it. */
+  at: z.number(),
+});
 export type TriedNode = z.output<typeof triedNodeSchema>;
 
 /** The nodes a job has asked per claimRef, written before asking (a retried job asks them first). */

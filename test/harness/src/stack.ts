@@ -46,7 +46,7 @@ export interface StartStackOptions {
   controlPlane?: boolean;
   /** 0 = any free port (default 8080). */
   controlPlanePort?: number;
-  /** The HTTP claim API's port; 0 = any free port (default 8081). */
+  /** The control plane's claim API (--claims-listen); 0 = any free port (default 8081). */
   claimsPort?: number;
   /** The control plane's reconcile interval, a Go-style duration (default `2s`). */
   interval?: string;
@@ -87,7 +87,7 @@ export interface StackDescription {
   server: string;
   /** Undefined when started without the control plane. */
   controlPlaneUrl: string | undefined;
-  /** `POST` here to claim in the stack's namespace (also in `<dir>/claims-url`); undefined without the control plane. */
+  /** The HTTP claim API; undefined when started without the control plane. `<dir>/claims-url` holds its claims URL for the stack's namespace. */
   claimsUrl: string | undefined;
   redisUrl: string;
   namespace: string;
@@ -252,11 +252,13 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     let controlPlaneUrl: string | undefined;
     let claimsUrl: string | undefined;
     if (options.controlPlane ?? true) {
-      const claimsPort = await preferredOrFreePort('127.0.0.1', options.claimsPort ?? DEFAULTS.claimsPort);
       const wanted = options.controlPlanePort ?? DEFAULTS.controlPlanePort;
       const cpPort = await preferredOrFreePort('127.0.0.1', wanted);
       controlPlaneUrl = `http://127.0.0.1:${cpPort.port}`;
-      log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}`);
+      const wantedClaims = options.claimsPort ?? DEFAULTS.claimsPort;
+      const claimsPort = await preferredOrFreePort('127.0.0.1', wantedClaims);
+      claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
+      log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`);
       const controlPlane = track(startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
         `--kubeconfig=${kubeconfig}`,
         `--token-file=${tokenFile}`,
@@ -269,8 +271,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
-      claimsUrl = `http://127.0.0.1:${claimsPort.port}/v1/namespaces/${namespace}/claims`;
-      writeFileSync(join(dir, 'claims-url'), `${claimsUrl}\n`);
+      // For scripts: `curl -X POST … $(cat .local/claims-url)`.
+      writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
     }
 
     let sample: StackSample | undefined;

@@ -83,6 +83,13 @@ export class AgentClaims {
     return sandboxListSchema.parse(JSON.parse(answer.text)).sandboxes;
   }
 
+  /** Every live claim on the node (never tokens). */
+  async list(address: string): Promise<SandboxRow[]> {
+    const answer = await this.#call(address, 'GET', '/v1/sandboxes');
+    if (answer.status !== 200) throw new AgentCallFailed(`GET /v1/sandboxes on ${address}: HTTP ${answer.status}`, answer.status);
+    return sandboxListSchema.parse(JSON.parse(answer.text)).sandboxes;
+  }
+
   /** One claim with its token (root callers see it); undefined when the node does not know it. */
   async get(address: string, id: string): Promise<SandboxRow | undefined> {
     const answer = await this.#call(address, 'GET', `/v1/sandboxes/${encodeURIComponent(id)}`);

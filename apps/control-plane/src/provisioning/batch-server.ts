@@ -43,6 +43,8 @@ export interface BatchServerOptions {
   maxAttempts?: number;
   /** How often a claim reserved by another job looks again (default 20 ms). */
   pollMs?: number;
+  /** The timeout of each call to a node: a node asked less than this long ago may still be serving the claim. */
+  nodeTimeoutMs: number;
   now?: () => number;
 }
 
@@ -63,6 +65,8 @@ interface Work {
   keepReservation: boolean;
 }
 
+/** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
+const SETTLE_MARGIN_MS = 250;
 /** A reservation outlives the longest lease of its batch by this much. */
 const RESERVATION_GRACE_MS = 30_000;
 /** How often a claim waiting on another job checks whether that job is still alive. */
@@ -95,18 +99,47 @@ export class BatchServer {
     const works = [...unique.values()];
     const ttlMs = reservationTtlMs(works);
 
-    const states = await this.#o.index.reserve(namespace, works.map((w) => w.claim.claimRef), job.id, ttlMs);
+    // Where each new claim goes is chosen before reserving, so the reservation carries it: written ahead in the same round trip.
+    const round = this.#o.placement.round(job.data.key);
+    const plans = works.map((work): { tried: TriedNode[]; ask: TriedNode | undefined } => {
+      const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
+      // Asked by an earlier run of this job: those nodes are asked whether they hold it before anything else.
+      if (recorded.length > 0) return { tried: [...recorded], ask: undefined };
+      const choice = round.choose();
+      if (choice === undefined) return { tried: [], ask: undefined };
+      const ask: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+      return { tried: [ask], ask };
+    });
+    const progress: BatchProgress = { tried: { ...(job.progress?.tried ?? {}) } };
+    works.forEach((work, i) => {
+      const tried = plans[i]?.tried ?? [];
+      if (tried.length > 0) progress.tried[work.claim.claimRef] = tried;
+    });
+    const [states] = await Promise.all([
+      this.#o.index.reserve(namespace, works.map((w) => w.claim.claimRef), job.id, ttlMs, plans.map((p) => p.tried)),
+      job.updateProgress(progress),
+    ]);
     const checks: Array<Promise<void>> = [];
     states.forEach((state, i) => {
       const work = works[i] as Work;
+      const plan = plans[i] as { tried: TriedNode[]; ask: TriedNode | undefined };
       const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
       switch (state.state) {
         case 'served':
           work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: state.record };
           return;
         case 'new':
+          work.tried = plan.tried;
+          if (plan.ask !== undefined) {
+            work.asked = 1;
+            checks.push(this.#claimOn(job.data, work, plan.ask, round));
+          } else if (work.tried.length > 0) {
+            checks.push(this.#askTried(job.data, work, work.tried));
+          }
+          return;
         case 'mine':
-          work.tried = union(state.state === 'mine' ? state.reservation.tried : [], recorded);
+          // This job ran before: the reservation holds what it sent where (this run's plan was not written, nor sent).
+          work.tried = union(state.reservation.tried, recorded);
           if (work.tried.length > 0) checks.push(this.#askTried(job.data, work, work.tried));
           return;
         case 'busy':
@@ -118,7 +151,6 @@ export class BatchServer {
     });
     await Promise.all(checks);
 
-    const round = this.#o.placement.round(job.data.key);
     for (;;) {
       const pending = works.filter((w) => w.outcome === undefined);
       if (pending.length === 0) break;
@@ -144,7 +176,7 @@ export class BatchServer {
         this.#failFromRefusal(work);
         continue;
       }
-      const tried: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier };
+      const tried: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
       work.tried.push(tried);
       work.asked++;
       asks.push({ work, tried });
@@ -180,7 +212,13 @@ export class BatchServer {
     for (const tried of nodes) {
       if (work.outcome !== undefined) return;
       try {
-        const [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
+        let [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
+        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot be.
+        const settledAt = tried.at + this.#o.nodeTimeoutMs + SETTLE_MARGIN_MS;
+        if (first === undefined && Date.now() < settledAt) {
+          await sleep(settledAt - Date.now());
+          [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
+        }
         for (const row of extra) {
           this.#o.logger.error('a node holds one claim_ref twice: releasing the extra sandbox', { node: tried.node, claimRef: work.nodeRef, id: row.id });
           await this.#o.agents.release(tried.address, row.id);

@@ -28,16 +28,17 @@ export type ReserveResult =
   /** Reserved by another job. */
   | { state: 'busy'; reservation: Reservation };
 
-// KEYS: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms. Per key: '' when newly reserved, else the value found.
+// KEYS: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the JSON array of nodes key i is about to be sent to.
+// Per key: '' when newly reserved (with those nodes), else the value found (left as it is).
 const RESERVE = `
 local out = {}
-local fresh = '{"job":' .. cjson.encode(ARGV[1]) .. ',"tried":[]}'
+local job = cjson.encode(ARGV[1])
 for i, key in ipairs(KEYS) do
   local found = redis.call('GET', key)
   if found then
     out[i] = found
   else
-    redis.call('SET', key, fresh, 'PX', ARGV[2])
+    redis.call('SET', key, '{"job":' .. job .. ',"tried":' .. ARGV[2 + i] .. '}', 'PX', ARGV[2])
     out[i] = ''
   end
 end
@@ -89,10 +90,15 @@ export class ClaimIndex {
     return `${this.#prefix}id:${namespace}/${id}`;
   }
 
-  /** Reserves every claimRef not yet known for `job`, in one round trip; answers what was there for the others. */
-  async reserve(namespace: string, claimRefs: readonly string[], job: string, ttlMs: number): Promise<ReserveResult[]> {
+  /**
+   * Reserves every claimRef not yet known for `job`, recording the nodes it
+   * is about to be sent to (`tried[i]`, written ahead), in one round trip;
+   * answers what was there for the others, which stay as they were.
+   */
+  async reserve(namespace: string, claimRefs: readonly string[], job: string, ttlMs: number, tried: ReadonlyArray<readonly TriedNode[]> = []): Promise<ReserveResult[]> {
     const keys = claimRefs.map((ref) => this.refKey(namespace, ref));
-    const found = (await this.#redis.eval(RESERVE, keys.length, ...keys, job, String(Math.max(1, Math.ceil(ttlMs))))) as string[];
+    const nodes = claimRefs.map((_, i) => JSON.stringify(tried[i] ?? []));
+    const found = (await this.#redis.eval(RESERVE, keys.length, ...keys, job, String(Math.max(1, Math.ceil(ttlMs))), ...nodes)) as string[];
     return found.map((value): ReserveResult => {
       if (value === '') return { state: 'new' };
       const parsed = parseValue(value);

@@ -19,6 +19,7 @@ export class ProvisioningMetrics {
   readonly #adopted: Counter;
   readonly #released: Counter;
   readonly #jobs: Gauge;
+  readonly #stalled: Counter;
 
   constructor(registry: Registry, jobCounts: () => Promise<{ waiting: number; active: number }>) {
     const registers = [registry];
@@ -35,6 +36,7 @@ export class ProvisioningMetrics {
     this.#nodeClaims = new Counter({ name: `${PREFIX}node_claims_total`, help: 'POST /v1/claim calls to node agents by the batch workers, by outcome', labelNames: ['outcome'], registers });
     this.#adopted = new Counter({ name: `${PREFIX}claims_adopted_total`, help: 'Claims a retried or stalled job found already served on a node it had asked (answered, not claimed twice)', registers });
     this.#released = new Counter({ name: `${PREFIX}claims_released_unanswered_total`, help: 'Sandboxes released because their caller gave up before the answer and cannot come back for them', registers });
+    this.#stalled = new Counter({ name: `${PREFIX}claim_jobs_stalled_total`, help: 'Batch jobs this replica\'s worker found stalled (their worker died or froze) and took over', registers });
     this.#jobs = new Gauge({
       name: `${PREFIX}claim_jobs`,
       help: 'Batch jobs in the shared queue, by state (waiting / active), as this replica read them at scrape time',
@@ -72,6 +74,10 @@ export class ProvisioningMetrics {
 
   adopted(): void {
     this.#adopted.inc();
+  }
+
+  stalledJob(): void {
+    this.#stalled.inc();
   }
 
   releasedUnanswered(): void {

@@ -59,11 +59,24 @@ export interface ProvisioningOptions extends Partial<ProvisioningSettings> {
   logger: Logger;
 }
 
+/** A claim as a node holds it. */
+export interface NodeClaim {
+  node: string;
+  id: string;
+  /** `<namespace>/<claimRef>` for claims made through warmpool. */
+  claimRef: string | undefined;
+  deadline: string;
+}
+
 export interface ProvisioningPipeline extends ClaimService {
   readonly controller: ProvisionerController;
   readonly settings: Readonly<ProvisioningSettings>;
   /** Checks Redis's eviction policy, starts the worker and the reply listener. */
   start(): Promise<void>;
+  /** Every claim every node with a NodeInventory holds (for a janitor); nodes that did not answer are named, not guessed. */
+  listNodeClaims(): Promise<{ claims: NodeClaim[]; unreachable: string[] }>;
+  /** Releases one sandbox on its node (root token) and forgets it in the index; false when the node did not know it. */
+  releaseOnNode(node: string, id: string, claim?: { namespace: string; claimRef: string }): Promise<boolean>;
 }
 
 /** Callers of one job, waiting for its reply. */
@@ -113,6 +126,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     metrics,
     logger: logger.child({ component: 'batch-worker' }),
     maxAttempts: settings.maxAttempts,
+    nodeTimeoutMs: settings.nodeTimeoutMs,
   });
 
   const waiting = new Map<string, Waiting>();
@@ -256,6 +270,10 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       drainDelay: 1,
     });
     worker.on('error', (err: Error) => logger.debug('claim worker connection error', { err: err.message }));
+    worker.on('stalled', (jobId) => {
+      metrics.stalledJob();
+      logger.warn('a claim batch job stalled (its worker died or froze): serving it here, asking the nodes it tried first', { jobId });
+    });
     worker.on('failed', (job, err) => logger.warn('claim batch job failed', { jobId: job?.id, attempts: job?.attemptsMade, err: err.message }));
   };
 
@@ -343,6 +361,34 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     return true;
   };
 
+  const listNodeClaims = async (): Promise<{ claims: NodeClaim[]; unreachable: string[] }> => {
+    const claims: NodeClaim[] = [];
+    const unreachable: string[] = [];
+    await Promise.all(options.inventories.lister.list().map(async (inventory) => {
+      const node = inventory.metadata?.name ?? '';
+      const address = inventory.spec?.address ?? '';
+      if (node === '' || address === '') return;
+      try {
+        for (const row of await agents.list(address)) claims.push({ node, id: row.id, claimRef: row.claim_ref, deadline: row.deadline });
+      } catch (err) {
+        logger.debug('could not list the claims of a node', { node, err });
+        unreachable.push(node);
+      }
+    }));
+    return { claims, unreachable };
+  };
+
+  const releaseOnNode = async (node: string, id: string, claim?: { namespace: string; claimRef: string }): Promise<boolean> => {
+    const address = addressOf(node);
+    if (address === undefined) throw new ClaimFailure('Unavailable', `node ${node} has no NodeInventory`, { retryAfterSeconds: 1 });
+    const released = await agents.release(address, id);
+    if (claim !== undefined) {
+      const record = await index.lookup(claim.namespace, id);
+      if (record !== undefined) await index.drop(record);
+    }
+    return released;
+  };
+
   const close = async (): Promise<void> => {
     stopping.abort();
     const steps: Array<[string, () => Promise<unknown>]> = [
@@ -371,6 +417,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     lookup,
     renew,
     release: releaseClaim,
+    listNodeClaims,
+    releaseOnNode,
     notReadyReasons,
     close,
   };

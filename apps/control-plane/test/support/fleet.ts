@@ -31,6 +31,8 @@ export interface FleetOptions {
   capacity?: number;
   /** Agents republish their inventory this often (default 1s). */
   publishInterval?: string;
+  /** More fake-sandboxd flags (later ones win, e.g. a slower --cold-boot-ms). */
+  sandboxdArgs?: string[];
 }
 
 export class FleetNode {
@@ -55,7 +57,7 @@ export class FleetNode {
       const sandboxd = new Proc({
         name: `${this.name}-sandboxd`,
         script: FAKE_SANDBOXD_MAIN,
-        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn'],
+        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn', ...(this.#options.sandboxdArgs ?? [])],
         logFile: join(this.#options.dir, `${this.name}-sandboxd-${++this.#runs}.log`),
       });
       this.sandboxd = sandboxd;

@@ -1,0 +1,71 @@
+// Placement of claims: power of two choices among nodes with warm sandboxes of
+// the key, never always the node with the most warm; counts taken since the
+// last report; a cold boot on the least-loaded node with room when no node has
+// warm.
+import { describe, expect, it } from 'vitest';
+import { Placement, type NodeSnapshot } from '../src/provisioning/placement.js';
+
+const KEY = { template: 'img', net: 'none', size: 'small' };
+const KEY_ID = 'img|none|small';
+
+function node(name: string, warm: number, options: { claimed?: number; coldRoom?: number; stamp?: string } = {}): NodeSnapshot {
+  return { name, address: `${name}:7071`, stamp: options.stamp ?? 's1', warm: new Map([[KEY_ID, warm]]), claimed: options.claimed ?? 0, coldRoom: options.coldRoom ?? Infinity };
+}
+
+/** A seeded PRNG (mulberry32), so the specs are repeatable. */
+function seeded(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a |= 0;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('Placement', () => {
+  it('takes warm sandboxes only from nodes that have them, and no more than they reported', () => {
+    const placement = new Placement(() => [node('a', 2), node('b', 0), node('c', 1)], seeded(1));
+    const round = placement.round(KEY);
+    const chosen = [round.choose(), round.choose(), round.choose()].map((c) => `${c?.node.name}:${c?.tier}`);
+    expect(chosen.sort()).toEqual(['a:warm', 'a:warm', 'c:warm']);
+    // No warm left anywhere: cold, on the least-loaded node.
+    expect(round.choose()).toMatchObject({ tier: 'cold', node: { name: 'b' } });
+  });
+
+  it('spreads a burst over the nodes rather than draining the one with the most warm', () => {
+    const nodes = [node('a', 50), node('b', 40), node('c', 40), node('d', 40)];
+    const round = new Placement(() => nodes, seeded(7)).round(KEY);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 40; i++) {
+      const name = round.choose()?.node.name ?? '';
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    // "Most warm" would send all 40 to a (it stays the richest for the first 10 and ties after); two choices spread them.
+    expect(counts.get('a') ?? 0).toBeLessThan(40);
+    expect([...counts.keys()].length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('remembers what it took until the node reports again (a new stamp)', () => {
+    let nodes = [node('a', 1)];
+    const placement = new Placement(() => nodes, seeded(3));
+    expect(placement.round(KEY).choose()?.tier).toBe('warm');
+    expect(placement.round(KEY).choose()?.tier).toBe('cold'); // same report: the one warm is taken
+    nodes = [node('a', 1, { stamp: 's2' })];
+    expect(placement.round(KEY).choose()?.tier).toBe('warm');
+  });
+
+  it('boots cold only where there is room, on the least-loaded node', () => {
+    const round = new Placement(() => [node('a', 0, { claimed: 5, coldRoom: 10 }), node('b', 0, { claimed: 1, coldRoom: 1 }), node('c', 0, { claimed: 0, coldRoom: 0 })], seeded(5)).round(KEY);
+    expect(round.choose()?.node.name).toBe('b');
+    expect(round.choose()?.node.name).toBe('a'); // b is out of room now
+  });
+
+  it('answers nothing when every node is excluded or avoided', () => {
+    const round = new Placement(() => [node('a', 3), node('b', 3)], seeded(9)).round(KEY);
+    round.exclude('a');
+    expect(round.choose(new Set(['b']))).toBeUndefined();
+    expect(round.choose()?.node.name).toBe('b');
+  });
+});
