@@ -252,7 +252,8 @@ export class SandboxClaimController {
     if (deadline === undefined) {
       // After a restart or a leader change, or with the status write lost: ask the shared index.
       const grant = await claims.lookup(namespace, name);
-      if (grant === undefined) return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
+      // An HTTP claim under this name is never this claim's sandbox (see #serve).
+      if (grant === undefined || grant.path === 'http') return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
       if (!isReadyClaimed(claim)) {
         await writer.ensureSecret(claim, grant);
         await writer.writeStatus(claim, claimedStatus(claim, grant, now));
