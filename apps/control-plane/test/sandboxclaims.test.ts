@@ -18,6 +18,7 @@ import { startCluster, startRedis, type TestCluster, type TestRedis } from '@war
 import { isNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, KubeSecret } from '../src/index.js';
+import { callClaims, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch, template, warmPool } from './support/objects.js';
@@ -64,7 +65,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   async function start(controller: { leaseSeconds?: number } = {}): Promise<ControlPlane> {
     controlPlane = await startControlPlane(cluster, dir, system, {
       token: TOKEN,
-      claims: { redisUrl: redis.url },
+      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
       sandboxClaims: {
         controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000, ...controller },
         // The janitor is swept by hand in its spec.
@@ -412,7 +413,8 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   it('never takes nor releases an HTTP client\'s sandbox held under the claim\'s name (shared claim_ref)', async () => {
     const ns = await namespace('shared');
     await drivenPool(ns, 'pool');
-    const http = await controlPlane?.claims?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'shared', ttlSeconds: 600, path: 'http' });
+    // Once the pipeline's caches have the pool.
+    const http = await eventually(() => controlPlane?.claims?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'shared', ttlSeconds: 600, path: 'http' }), { what: 'an HTTP claim' });
     await apply(cluster, sandboxClaim(ns, 'shared', 'pool', { lifecycle: { shutdownTime: new Date(Date.now() + 60_000).toISOString() } }));
     const failed = await failedWith(ns, 'shared', 'BadRequest');
     expect(ready(failed)?.message).toContain('HTTP claim');
@@ -422,5 +424,20 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await delay(500);
     expect((await heldAnywhere(`${ns}/shared`)).map((row) => row.id)).toEqual([http?.id]);
     await controlPlane?.claims?.release(ns, 'shared');
+  });
+
+  it('never hands a SandboxClaim\'s sandbox (or its token) to an HTTP client asking with the claim\'s name as claimRef', async () => {
+    const ns = await namespace('steal');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'mine', 'pool'));
+    await readyClaim(ns, 'mine');
+    const secretToken = decode((await getSecret(ns, 'mine')) as KubeSecret)['token'];
+    const creator = await serviceAccountToken(cluster, ns, 'creator', ['create']);
+    const answer = await callClaims<{ reason?: string; token?: string }>(controlPlane?.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, creator, { warmPool: 'pool', claimRef: 'mine' });
+    expect(answer.status).toBe(400);
+    expect(answer.body.reason).toBe('BadRequest');
+    expect(JSON.stringify(answer.body)).not.toContain(secretToken);
+    expect(await heldAnywhere(`${ns}/mine`)).toHaveLength(1);
+    expect(ready(await getClaim(ns, 'mine'))).toMatchObject({ status: 'True', reason: 'Claimed' });
   });
 });
