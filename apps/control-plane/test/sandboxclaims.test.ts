@@ -181,6 +181,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
 
     const held = await heldAnywhere(`${ns}/one`);
     expect(held.map((row) => row.id)).toEqual([id]);
+    expect((await kubectl(cluster, ['get', 'sandboxes.agents.x-k8s.io', '-A', '-o', 'name'])).trim(), 'no Sandbox object is created').toBe('');
   });
 
   it('releases the sandbox when the SandboxClaim is deleted, and deletes its Secret', async () => {
