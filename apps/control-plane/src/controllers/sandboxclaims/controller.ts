@@ -136,7 +136,6 @@ export class SandboxClaimController {
     const key = `${namespace}/${name}`;
     if (!this.#seen.has(key) && claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === undefined) this.#seen.set(key, performance.now());
     this.#queue.add(key);
-    this.#options.metrics.queueSize(this.#queue.size);
   }
 
   /** Every claim of a namespace that refers to one of `pools` (a pool or its template changed). */

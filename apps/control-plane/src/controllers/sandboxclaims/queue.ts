@@ -43,9 +43,9 @@ export class KeyedQueue {
     return this.#running;
   }
 
-  /** Keys waiting, delayed or being worked on. */
+  /** Keys waiting, delayed or being worked on (O(1); a key both waiting and delayed counts twice). */
   get size(): number {
-    return new Set([...this.#queued, ...this.#active, ...this.#timers.keys()]).size;
+    return this.#queued.size + this.#active.size + this.#timers.size;
   }
 
   start(): void {
