@@ -182,6 +182,8 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const held = await heldAnywhere(`${ns}/one`);
     expect(held.map((row) => row.id)).toEqual([id]);
     expect((await kubectl(cluster, ['get', 'sandboxes.agents.x-k8s.io', '-A', '-o', 'name'])).trim(), 'no Sandbox object is created').toBe('');
+    const columns = (await kubectl(cluster, ['get', 'sandboxclaim', 'one', '-n', ns, '--no-headers'])).trim().split(/\s+/);
+    expect(columns.slice(0, 4)).toEqual(['one', 'True', 'one', 'Claimed']);
   });
 
   it('releases the sandbox when the SandboxClaim is deleted, and deletes its Secret', async () => {
