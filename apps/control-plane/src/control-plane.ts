@@ -234,13 +234,14 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     leading = true;
     metrics.leading(true);
     logger.info('leading: driving the node agents', { identity });
+    // The driver does not wait for the SandboxClaim cache; the SandboxClaim controller waits for it itself.
+    void sandboxClaims?.lead(signal);
     try {
-      await Promise.all(informers.map((informer) => informer.waitForSync(signal)));
+      await Promise.all(informers.filter((informer) => informer !== sandboxClaims?.informer).map((informer) => informer.waitForSync(signal)));
     } catch {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
-    sandboxClaims?.lead();
   };
 
   const stopLeading = (): void => {

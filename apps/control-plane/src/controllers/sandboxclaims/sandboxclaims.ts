@@ -48,8 +48,14 @@ export class SandboxClaims {
   readonly controller: SandboxClaimController;
   readonly janitor: ClaimJanitor;
   readonly metrics: SandboxClaimMetrics;
+  readonly #pools: Informer<SandboxWarmPool>;
+  readonly #templates: Informer<SandboxTemplate>;
+  readonly #inventories: Informer<NodeInventory>;
 
   constructor(options: SandboxClaimsOptions) {
+    this.#pools = options.pools;
+    this.#templates = options.templates;
+    this.#inventories = options.inventories;
     this.metrics = new SandboxClaimMetrics(options.registry);
     this.informer = createInformer<SandboxClaim>(options.kubeConfig, SandboxClaimType, { logger: options.kubeLogger });
     const logger = options.logger.child({ controller: 'sandboxclaims' });
@@ -84,8 +90,14 @@ export class SandboxClaims {
     watchSandboxClaims(this.controller, this.informer, options.pools, options.templates);
   }
 
-  /** On becoming leader, with the caches synced. */
-  lead(): void {
+  /** On becoming leader: starts once the SandboxClaim, pool and template caches have synced, unless the term ended first. */
+  async lead(signal: AbortSignal): Promise<void> {
+    try {
+      await Promise.all([this.informer, this.#pools, this.#templates, this.#inventories].map((informer) => informer.waitForSync(signal)));
+    } catch {
+      return; // the term ended before the caches filled
+    }
+    if (signal.aborted) return;
     this.controller.start();
     this.janitor.start();
   }
