@@ -2,9 +2,12 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
+import { MAX_CLAIM_TTL_SECONDS } from '@warmpool/api';
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
+import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
+import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
@@ -45,6 +48,9 @@ export const FLAGS = {
   claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
   claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
   claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
+  sandboxclaimLease: { kind: 'duration', description: 'Lease of the sandbox of a SandboxClaim without spec.lifecycle.shutdownTime, renewed at half by the leader (at most 24h)', env: 'SANDBOXCLAIM_LEASE', default: SANDBOX_CLAIM_DEFAULTS.leaseSeconds * 1000 },
+  claimJanitorInterval: { kind: 'duration', description: 'The leader\'s sweep of node claims whose SandboxClaim no longer exists runs this often', env: 'CLAIM_JANITOR_INTERVAL', default: JANITOR_DEFAULTS.intervalMs },
+  claimJanitorGrace: { kind: 'duration', description: 'The janitor never releases a node claim younger than this', env: 'CLAIM_JANITOR_GRACE', default: JANITOR_DEFAULTS.graceMs },
   clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
   federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
@@ -93,12 +99,14 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
     ['--interval', config.interval], ['--stale-after', config.staleAfter], ['--set-pools-timeout', config.setPoolsTimeout],
     ['--leader-elect-lease-duration', config.leaderElectLeaseDuration], ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline], ['--leader-elect-retry-period', config.leaderElectRetryPeriod],
     ['--shutdown-timeout', config.shutdownTimeout], ['--stall-timeout', config.stallTimeout],
+    ['--claim-janitor-interval', config.claimJanitorInterval], ['--claim-janitor-grace', config.claimJanitorGrace],
   ];
   for (const [flag, ms] of positive) if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
   const counts: Array<[string, number]> = [
     ['--set-pools-concurrency', config.setPoolsConcurrency], ['--set-pools-attempts', config.setPoolsAttempts], ['--failure-threshold', config.failureThreshold],
   ];
   for (const [flag, n] of counts) if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
+  if (!(config.sandboxclaimLease >= 2_000 && config.sandboxclaimLease <= MAX_CLAIM_TTL_SECONDS * 1000)) throw new ConfigError(`--sandboxclaim-lease must be between 2s and 24h (got ${formatDuration(config.sandboxclaimLease)})`);
   if (config.leaderElectLeaseDuration <= config.leaderElectRenewDeadline) throw new ConfigError('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
   if (config.leaderElectRenewDeadline <= 1.2 * config.leaderElectRetryPeriod) throw new ConfigError('--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period');
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');

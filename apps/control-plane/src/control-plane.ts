@@ -28,6 +28,9 @@ import type { Registry } from 'prom-client';
 import { HttpPoolSetter } from './agents/http-pool-setter.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
+import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
+import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
+import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
 import { addressCheckOf, nodeAddressesChanged, type AddressCheck, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
@@ -41,6 +44,7 @@ import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-re
 import { createClaimApi } from './http/claims/app.js';
 import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
+import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -95,6 +99,13 @@ export interface ControlPlaneOptions {
   agentPodSelector?: string;
   /** Provisioning (claims): off when omitted. Every replica runs it. */
   claims?: ClaimsOptions;
+  /**
+   * The claim pipeline the SandboxClaim controller uses instead of the one
+   * built from `claims` (embedding, specs). With either, the leader also
+   * serves SandboxClaims and runs the claim janitor.
+   */
+  claimService?: ClaimService;
+  sandboxClaims?: { controller?: Partial<SandboxClaimSettings>; janitor?: Partial<ClaimJanitorSettings> };
 }
 
 export interface ClaimsOptions {
@@ -116,6 +127,8 @@ export interface ControlPlane {
   /** The health/metrics app (served at `url` when `listen` was given). */
   readonly app: Hono;
   readonly reconciler: WarmPoolReconciler;
+  /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
+  readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
   /** The bound URL of the probe-only server, once started with `probeListen`. */
@@ -247,6 +260,24 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     logger: logger.child({ subsystem: 'claim-api' }),
   });
   let claimsServer: HttpServer | undefined;
+  // Leader-only: the SandboxClaim controller and the claim janitor, over whichever pipeline there is.
+  const claimService: ClaimService | undefined = options.claimService ?? claims;
+  const sandboxClaims = claimService === undefined ? undefined : new SandboxClaims({
+    kubeConfig: options.kubeConfig,
+    claims: claimService,
+    pools,
+    templates,
+    inventories,
+    addresses,
+    token,
+    registry: metrics.registry,
+    logger,
+    kubeLogger,
+    clock,
+    ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
+    ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
+  });
+  if (sandboxClaims !== undefined) informers.push(sandboxClaims.informer as Informer<KubeObject>);
 
   let server: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
@@ -279,8 +310,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     leading = true;
     metrics.leading(true);
     logger.info('leading: driving the node agents', { identity });
+    // The driver does not wait for the SandboxClaim cache; the SandboxClaim controller waits for it itself.
+    void sandboxClaims?.lead(signal);
     try {
-      await Promise.all(informers.map((informer) => informer.waitForSync(signal)));
+      await Promise.all(informers.filter((informer) => informer !== sandboxClaims?.informer).map((informer) => informer.waitForSync(signal)));
     } catch {
       return; // leadership ended before the caches filled
     }
@@ -291,6 +324,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     leading = false;
     metrics.leading(false);
     reconciler.stopDriving();
+    void sandboxClaims?.stopLeading();
   };
 
   const campaign = (): void => {
@@ -368,6 +402,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       // Stop pushing first, then hand the lease over so a standby takes over at once.
       ['leadership', resign],
       ['reconciler', () => reconciler.close()],
+      ['sandbox claims', async () => sandboxClaims?.stopLeading()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
       ['claims', async () => claims?.close()],
@@ -392,6 +427,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     registry: metrics.registry,
     app,
     reconciler,
+    sandboxClaims,
     get url(): string | undefined {
       return server?.url;
     },

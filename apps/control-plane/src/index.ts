@@ -21,3 +21,13 @@ export { READY, REASONS, selectorOf, statusesOf, statusSig, transitionEvents, wi
 export { FIELD_MANAGER, KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 export { discardEvents, KubeEventRecorder, type EventRecorder, type EventType, type KubeEventRecorderOptions } from './controllers/warmpool/events.js';
 export { createHealthApp, type HealthAppOptions } from './http/health.js';
+export { SandboxClaims, type SandboxClaimsOptions } from './controllers/sandboxclaims/sandboxclaims.js';
+export { SandboxClaimController, SANDBOX_CLAIM_DEFAULTS, type SandboxClaimSettings, type SandboxClaimControllerOptions } from './controllers/sandboxclaims/controller.js';
+export { ClaimJanitor, JANITOR_DEFAULTS, parseClaimRef, type ClaimJanitorSettings, type ClaimJanitorOptions, type SweepResult } from './controllers/sandboxclaims/janitor.js';
+export { addressedToWarmpool, hasFinalizer, ownershipOf, type ClaimCaches, type ClaimOwnership } from './controllers/sandboxclaims/ownership.js';
+export { CLAIMED, claimedStatus, failedStatus, ipOf, isReadyClaimed, isRetryable, readyOf, statusDiffers, type ClaimStatusPatch, type ReadyReason } from './controllers/sandboxclaims/status.js';
+export { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './controllers/sandboxclaims/lifetime.js';
+export { CLAIM_LABEL, isClaimSecret, SANDBOX_SECRET_TYPE, sandboxSecret, secretMatches, type KubeSecret } from './controllers/sandboxclaims/secret.js';
+export { KeyedQueue, type KeyedQueueOptions, type WorkOutcome } from './controllers/sandboxclaims/queue.js';
+export { HttpNodeClaims, type AgentAddress, type NodeClaims } from './controllers/sandboxclaims/node-claims.js';
+export { SandboxClaimMetrics } from './controllers/sandboxclaims/metrics.js';

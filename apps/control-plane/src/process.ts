@@ -93,6 +93,10 @@ async function main(): Promise<void> {
         },
       },
     } : {}),
+    sandboxClaims: {
+      controller: { leaseSeconds: Math.ceil(config.sandboxclaimLease / 1000) },
+      janitor: { intervalMs: config.claimJanitorInterval, graceMs: config.claimJanitorGrace },
+    },
   });
   if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
   shutdown.add('control-plane', controlPlane);

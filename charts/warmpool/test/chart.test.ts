@@ -284,7 +284,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('get', 'secrets', 'warmpool-node-agent')).toBe(false);
   });
 
-  it('lets the control plane read intent, write pool status and its Lease, but never write specs or secrets', async () => {
+  it('lets the control plane read intent, write pool status and its Lease, but never write pool specs', async () => {
     expect(await can('watch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
     expect(await can('watch', 'nodeinventories.warmpool.dev', 'warmpool-control-plane')).toBe(true);
@@ -299,7 +299,17 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
-    expect(await can('get', 'secrets', 'warmpool-control-plane')).toBe(false);
+  });
+
+  it('lets the control plane answer SandboxClaims (status, finalizer, annotation, the token Secret by name) and no more', async () => {
+    for (const verb of ['get', 'list', 'watch', 'update', 'patch', 'delete']) expect(await can(verb, 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane'), verb).toBe(true);
+    expect(await can('patch', 'sandboxclaims.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io/finalizers', 'warmpool-control-plane')).toBe(true);
+    for (const verb of ['get', 'create', 'update', 'delete']) expect(await can(verb, 'secrets', 'warmpool-control-plane'), verb).toBe(true);
+    expect(await can('list', 'secrets', 'warmpool-control-plane')).toBe(false);
+    expect(await can('watch', 'secrets', 'warmpool-control-plane')).toBe(false);
+    expect(await can('create', 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
+    expect(await can('create', 'sandboxes.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
   });
 
   it('lists every kind under the category `warmpool`, and a pool\'s Reason column', async () => {

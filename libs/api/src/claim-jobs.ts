@@ -54,6 +54,8 @@ export const claimRecordSchema = z.object({
   warmPool: z.string(),
   claimRef: z.string().min(1),
   tier: claimTierSchema,
+  /** The front door that claimed it: the claim janitor releases orphans of 'crd' only (absent in records of older replicas). */
+  path: z.enum(['http', 'crd']).optional(),
 });
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 

@@ -120,6 +120,14 @@ export interface SandboxClaim extends KubeObject {
   status?: SandboxClaimStatus;
 }
 
+/** warmpool's finalizer on a SandboxClaim it served: deleting the claim releases its sandbox first. */
+export const SANDBOX_CLAIM_FINALIZER = 'warmpool.dev/release-sandbox';
+/** The node-local id of a SandboxClaim's sandbox (the token is never in an annotation or status). */
+export const SANDBOX_ID_ANNOTATION = 'warmpool.dev/sandbox-id';
+/** The keys of the Secret named after a served SandboxClaim (owned by it) that carries the sandbox's token. */
+export const SANDBOX_SECRET_KEYS = ['id', 'token', 'ownerAddr', 'deadline', 'node'] as const;
+export type SandboxSecretKey = (typeof SANDBOX_SECRET_KEYS)[number];
+
 // ---- Sandbox (agents.x-k8s.io/v1beta1) --------------------------------------
 // warmpool never writes these (etcd stores intent, not one object per sandbox);
 // the type exists so coexistence code can read upstream's.

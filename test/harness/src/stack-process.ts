@@ -2,7 +2,7 @@
 // filling, and on Ctrl-C (or SIGTERM) stops everything in reverse order.
 // With --exit-when-ready it stops by itself once every pool is READY = DESIRED
 // (exit 0), or fails after --ready-timeout (exit 1).
-import { relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { leaveSignalsToCaller } from './children.js';
 import { startStack, type LocalStack, type StackDescription } from './stack.js';
@@ -107,6 +107,14 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  export KUBECONFIG=${kubeconfig}`,
     '  kubectl get swp,nodeinventories',
     ...(d.sample ? [`  kubectl scale swp ${d.sample.name} --replicas=60`] : []),
+    ...(d.claims ? [
+      `  kubectl apply -f ${shown(d.claims.examplePath)}    # a SandboxClaim: Ready, its Secret holds the token`,
+      '  kubectl get sandboxclaims',
+    ] : []),
+    ...(d.claims && d.sample && d.claimsUrl ? [
+      `  # claim over HTTP as the ServiceAccount ${d.claims.account}: POST ${d.claimsUrl}/v1/namespaces/${d.namespace}/claims (in ${shown(join(d.dir, 'claims-url'))})`,
+      `  curl -X POST -H "Authorization: Bearer $(kubectl create token ${d.claims.account})" -H 'content-type: application/json' -d '{"warmPool":"${d.sample.name}","ttlSeconds":60}' $(cat ${shown(join(d.dir, 'claims-url'))})`,
+    ] : []),
   ];
   if (first) {
     lines.push(`  curl -H "Authorization: Bearer ${token}" ${first.agentUrl}/v1/info`);

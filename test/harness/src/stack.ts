@@ -12,6 +12,7 @@ import { ManagedChild } from './children.js';
 import { startCluster, type TestCluster } from './cluster.js';
 import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
+import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
 import { preferredOrFreePort } from './stack-ports.js';
 import { waitUntil } from './wait.js';
@@ -86,12 +87,14 @@ export interface StackDescription {
   server: string;
   /** Undefined when started without the control plane. */
   controlPlaneUrl: string | undefined;
-  /** The HTTP claim API; undefined when started without the control plane. */
+  /** The HTTP claim API; undefined when started without the control plane. `<dir>/claims-url` holds its claims URL for the stack's namespace. */
   claimsUrl: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
   sample: StackSample | undefined;
+  /** The `warmpool-demo` ServiceAccount and the SandboxClaim example (with the sample). */
+  claims: DemoClaims | undefined;
   logsDir: string;
   /** etcd and kube-apiserver logs live here while the stack runs. */
   clusterDataDir: string;
@@ -269,6 +272,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
+      // For scripts: `curl -X POST … $(cat .local/claims-url)`.
+      writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
     }
 
     let sample: StackSample | undefined;
@@ -282,8 +287,14 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       sample = { ...wanted, manifestPath };
     }
 
+    let claims: DemoClaims | undefined;
+    if (sample !== undefined) {
+      log(`creating the ServiceAccount ${namespace}/warmpool-demo (may claim sandboxes) and a SandboxClaim example`);
+      claims = await setUpDemoClaims(cluster, dir, namespace, sample.name);
+    }
+
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, redisUrl: redis.url, namespace, nodes, sample, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, redisUrl: redis.url, namespace, nodes, sample, claims, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);

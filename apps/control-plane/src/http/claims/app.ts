@@ -91,6 +91,9 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
       path: 'http',
       claimRefGenerated: claimRef === undefined,
     }, { signal: c.req.raw.signal });
+    // Both front doors name claims `<namespace>/<claimRef>`: a SandboxClaim's sandbox is never handed out here
+    // (its token is only in the claim's Secret, which `create` on sandboxclaims does not let one read).
+    if (grant.path === 'crd') return fail(c, 'BadRequest', `claimRef ${grant.claimRef} is held by a SandboxClaim in namespace ${grant.namespace}; choose another claimRef`);
     return c.json<ClaimBody>(bodyOf(grant, true), 200);
   });
 
