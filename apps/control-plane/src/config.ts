@@ -6,6 +6,7 @@ import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { ConfigError, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
+import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
 export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
@@ -40,8 +41,13 @@ export const FLAGS = {
   claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
   claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
   claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
-  clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
-  federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
+  clusterId: { kind: 'string', description: 'This cluster\'s id for federation: with --federation-redis-url, the cluster shares its SandboxEnv capacity with the others and spills Env claims to them', env: 'CLUSTER_ID' },
+  federationRedisUrl: { kind: 'string', description: 'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too', env: 'FEDERATION_REDIS_URL' },
+  federationInterval: { kind: 'duration', description: 'Federation: how often the leader reports this cluster\'s capacity and every replica re-reads the others\'', env: 'FEDERATION_INTERVAL', default: FEDERATION_DEFAULTS.intervalMs },
+  federationTtl: { kind: 'duration', description: 'Federation: how long a reported record lives (default 3 × --federation-interval)', env: 'FEDERATION_TTL' },
+  federationPrefix: { kind: 'string', description: 'Federation: key prefix on the hub (every federated cluster must use the same)', env: 'FEDERATION_PREFIX', default: FEDERATION_DEFAULTS.prefix },
+  federationTokenFile: { kind: 'string', description: 'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer', env: 'FEDERATION_TOKEN_FILE' },
+  claimsAdvertiseUrl: { kind: 'string', description: 'Federation: the URL peers reach this cluster\'s claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here', env: 'CLAIMS_ADVERTISE_URL' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
 } satisfies FlagsSpec;
 
@@ -60,6 +66,15 @@ export interface ValidatedConfig {
   namespace: string;
   /** Set when provisioning is on (--redis-url given). */
   claims: ValidatedClaimsConfig | undefined;
+  /** Set in multi-cluster mode (--cluster-id and --federation-redis-url). */
+  federation: ValidatedFederationConfig | undefined;
+}
+
+export interface ValidatedFederationConfig {
+  clusterId: string;
+  redisUrl: string;
+  intervalMs: number;
+  ttlMs: number;
 }
 
 export interface ValidatedClaimsConfig {
@@ -91,7 +106,30 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');
   if (!config.leaseName) throw new ConfigError('--lease-name must not be empty');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, namespace, claims: validateClaims(config) };
+  return { listen, namespace, claims: validateClaims(config), federation: validateFederation(config) };
+}
+
+function validateFederation(config: ControlPlaneConfig): ValidatedFederationConfig | undefined {
+  if (!(config.federationInterval > 0)) throw new ConfigError(`--federation-interval must be positive (got ${formatDuration(config.federationInterval)})`);
+  const ttlMs = config.federationTtl ?? FEDERATION_DEFAULTS.ttlFactor * config.federationInterval;
+  if (!(ttlMs > config.federationInterval)) throw new ConfigError('--federation-ttl must be greater than --federation-interval (a record must outlive the next report)');
+  if (!config.federationPrefix) throw new ConfigError('--federation-prefix must not be empty');
+  if (config.claimsAdvertiseUrl) {
+    try {
+      const url = new URL(config.claimsAdvertiseUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`scheme ${url.protocol} is not http: or https:`);
+    } catch (err) {
+      throw new ConfigError(`--claims-advertise-url: ${(err as Error).message}`);
+    }
+  }
+  if (!config.clusterId || !config.federationRedisUrl) return undefined;
+  try {
+    const url = new URL(config.federationRedisUrl);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+  } catch (err) {
+    throw new ConfigError(`--federation-redis-url: ${(err as Error).message}`);
+  }
+  return { clusterId: config.clusterId, redisUrl: config.federationRedisUrl, intervalMs: config.federationInterval, ttlMs };
 }
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {

@@ -6,10 +6,12 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   NodeInventoryType,
+  SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
   type KubeObject,
   type NodeInventory,
+  type SandboxEnv,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -20,6 +22,9 @@ import type { Registry } from 'prom-client';
 import { HttpPoolSetter } from './agents/http-pool-setter.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
+import { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import { KubeEnvStatusWriter, type EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
+import { watchSandboxEnvs } from './controllers/sandboxenvs/watch.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
@@ -30,6 +35,8 @@ import { LeaseEpochStore } from './generation/lease-epoch-store.js';
 import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
 import { createClaimApi } from './http/claims/app.js';
 import { createHealthApp } from './http/health.js';
+import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation/federation.js';
+import { EnvClaimRouter } from './federation/router.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
@@ -73,6 +80,22 @@ export interface ControlPlaneOptions {
   epochStore?: EpochStore;
   /** Provisioning (claims): off when omitted. Every replica runs it. */
   claims?: ClaimsOptions;
+  /** SandboxEnv status and federation; see FederationSettings. */
+  federation?: FederationSettings;
+  /** Default: a merge patch of the SandboxEnv status subresource. */
+  envStatusWriter?: EnvStatusWriter;
+}
+
+export interface FederationSettings {
+  /** This cluster's id; without it (or without `hub`) the cluster is alone and nothing is started. */
+  clusterId?: string;
+  /** The shared hub: multi-cluster mode when given together with clusterId. */
+  hub?: HubSettings;
+  /** Report / full-read interval (default 2 s); records live 3 × this unless ttlMs says otherwise. */
+  intervalMs?: number;
+  ttlMs?: number;
+  /** The token peer clusters share to forward claims to each other. */
+  token?: TokenSource;
 }
 
 export interface ClaimsOptions {
@@ -100,6 +123,8 @@ export interface ControlPlane {
   readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
+  readonly envs: SandboxEnvReconciler;
+  readonly federation: Federation;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -129,7 +154,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
   const templates = createInformer<SandboxTemplate>(options.kubeConfig, SandboxTemplateType, { logger: kubeLogger });
   const inventories = createInformer<NodeInventory>(options.kubeConfig, NodeInventoryType, { logger: kubeLogger });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories] as Array<Informer<KubeObject>>;
+  const envInformer = createInformer<SandboxEnv>(options.kubeConfig, SandboxEnvType, { logger: kubeLogger });
+  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, envInformer] as Array<Informer<KubeObject>>;
 
   const setter = options.poolSetter ?? new HttpPoolSetter({
     token,
@@ -154,6 +180,32 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   });
   watchForChanges(reconciler, pools, templates, inventories);
 
+  // Every replica: each Env's local capacity (for its claim router); leader-only: status writes and reporting.
+  const federationSettings = options.federation ?? {};
+  const multiCluster = federationSettings.clusterId !== undefined && federationSettings.hub !== undefined;
+  const federation = new Federation({
+    clusterId: federationSettings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
+    ...(federationSettings.intervalMs !== undefined ? { intervalMs: federationSettings.intervalMs } : {}),
+    ...(federationSettings.ttlMs !== undefined ? { ttlMs: federationSettings.ttlMs } : {}),
+    ...(multiCluster && federationSettings.hub !== undefined ? { hub: { ...federationSettings.hub, claimsAdvertiseUrl: () => advertisedClaimsUrl(federationSettings.hub?.claimsAdvertiseUrl, claimsServer?.url) } } : {}),
+    promRegistry: metrics.registry,
+    logger: logger.child({ subsystem: 'federation' }),
+  });
+  const envs = new SandboxEnvReconciler({
+    envs: envInformer.lister,
+    pools: pools.lister,
+    templates: templates.lister,
+    inventories: inventories.lister,
+    writer: options.envStatusWriter ?? new KubeEnvStatusWriter(options.kubeConfig),
+    ...(multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
+    onCapacity: (records) => federation.setLocal(records),
+    clock,
+    staleAfterMs: reconciler.settings.staleAfterMs,
+    intervalMs: Math.min(federation.intervalMs, reconciler.settings.intervalMs),
+    logger: logger.child({ controller: 'sandboxenvs' }),
+  });
+  watchSandboxEnvs(envs, envInformer, pools, templates, inventories);
+
   // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
   const claimsOptions = options.claims;
   const claims = claimsOptions === undefined ? undefined : createProvisioning({
@@ -171,10 +223,22 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     clock,
     logger: logger.child({ subsystem: 'provisioning' }),
   });
+  const envRouter = claims === undefined ? undefined : new EnvClaimRouter({
+    claims,
+    index: claims.index,
+    envs: envInformer.lister,
+    registry: federation.registry,
+    localRecords: () => envs.records,
+    ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
+    ...(federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
+    logger: logger.child({ subsystem: 'env-claims' }),
+  });
   const claimApi = claims === undefined ? undefined : createClaimApi({
     claims,
     reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
     logger: logger.child({ subsystem: 'claim-api' }),
+    ...(envRouter !== undefined ? { envs: envRouter } : {}),
+    ...(multiCluster && federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
   });
   let claimsServer: HttpServer | undefined;
 
@@ -210,12 +274,16 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
+    envs.startLeading();
+    federation.startReporting();
   };
 
   const stopLeading = (): void => {
     leading = false;
     metrics.leading(false);
     reconciler.stopDriving();
+    envs.stopLeading();
+    void federation.stopReporting();
   };
 
   const campaign = (): void => {
@@ -271,6 +339,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const start = async (): Promise<void> => {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
     for (const informer of informers) informer.start();
+    // The Env runs read the caches: the first waits for them, later ones see them filled.
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.start(), () => undefined);
+    if (multiCluster) await federation.start();
+    else logger.info('single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched');
     if (claims !== undefined && claimApi !== undefined) {
       await claims.start();
       const listen = claimsOptions?.listen;
@@ -292,6 +364,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       // Stop pushing first, then hand the lease over so a standby takes over at once.
       ['leadership', resign],
       ['reconciler', () => reconciler.close()],
+      ['sandboxenvs', () => envs.close()],
+      ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
       ['claims', async () => claims?.close()],
@@ -322,12 +396,27 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl(): string | undefined {
       return claimsServer?.url;
     },
+    envs,
+    federation,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,
     isLeader: () => leading && reconciler.driving,
     start: () => (started ??= start()),
     close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
   };
+}
+
+/**
+ * Where peers reach this cluster's claim API: the URL given, else the claim
+ * API's own URL when it listens on one address (a wildcard one is not an
+ * address a peer can use).
+ */
+function advertisedClaimsUrl(given: string | (() => string | undefined) | undefined, bound: string | undefined): string | undefined {
+  const url = typeof given === 'function' ? given() : given;
+  if (url !== undefined) return url;
+  if (bound === undefined) return undefined;
+  const host = new URL(bound).hostname;
+  return host === '0.0.0.0' || host === '[::]' ? undefined : bound;
 }
 
 /**

@@ -54,6 +54,8 @@ export const claimRecordSchema = z.object({
   warmPool: z.string(),
   claimRef: z.string().min(1),
   tier: claimTierSchema,
+  /** Set when a peer cluster serves the claim (an Env claim that spilled): renew and release go to it. */
+  cluster: z.string().min(1).optional(),
 });
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 

@@ -44,6 +44,8 @@ export interface ClaimGrant {
   warmPool: string;
   claimRef: string;
   tier: ClaimTier;
+  /** Set when a peer cluster serves it (a spilled Env claim). */
+  cluster?: string;
 }
 
 export interface ClaimCallOptions {
