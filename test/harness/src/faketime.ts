@@ -16,7 +16,7 @@ export type FaketimeLookup = { path: string; env: (offset: string) => Record<str
 
 function preloadLibrary(): string | undefined {
   for (const dir of ['/usr/lib', '/usr/local/lib']) {
-    let entries: string[] = [];
+    let entries: string[];
     try {
       entries = readdirSync(dir);
     } catch {
