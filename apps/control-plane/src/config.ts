@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { ConfigError, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
+import { AUTOSCALER_DEFAULTS } from './controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
@@ -41,6 +42,7 @@ export const FLAGS = {
   claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
   claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
   claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
+  envScaleDownDelay: { kind: 'duration', description: 'SandboxEnv autoscaler: no scale-down of a group until this long after its last scale-up (hysteresis)', env: 'ENV_SCALE_DOWN_DELAY', default: AUTOSCALER_DEFAULTS.scaleDownDelayMs },
   clusterId: { kind: 'string', description: 'This cluster\'s id for federation: with --federation-redis-url, the cluster shares its SandboxEnv capacity with the others and spills Env claims to them', env: 'CLUSTER_ID' },
   federationRedisUrl: { kind: 'string', description: 'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too', env: 'FEDERATION_REDIS_URL' },
   federationInterval: { kind: 'duration', description: 'Federation: how often the leader reports this cluster\'s capacity and every replica re-reads the others\'', env: 'FEDERATION_INTERVAL', default: FEDERATION_DEFAULTS.intervalMs },

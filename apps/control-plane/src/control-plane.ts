@@ -22,6 +22,7 @@ import type { Registry } from 'prom-client';
 import { HttpPoolSetter } from './agents/http-pool-setter.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
+import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
 import { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
 import { KubeEnvStatusWriter, type EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
 import { watchSandboxEnvs } from './controllers/sandboxenvs/watch.js';
@@ -84,6 +85,10 @@ export interface ControlPlaneOptions {
   federation?: FederationSettings;
   /** Default: a merge patch of the SandboxEnv status subresource. */
   envStatusWriter?: EnvStatusWriter;
+  /** The Env autoscaler (leader-only): no scale-down until this long after a scale-up (default 60 s). */
+  envScaleDownDelayMs?: number;
+  /** Default: the SandboxWarmPool scale subresource. */
+  scaleTarget?: ScaleTarget;
 }
 
 export interface FederationSettings {
@@ -124,6 +129,7 @@ export interface ControlPlane {
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
   readonly envs: SandboxEnvReconciler;
+  readonly autoscaler: EnvAutoscaler;
   readonly federation: Federation;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
@@ -191,6 +197,12 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     promRegistry: metrics.registry,
     logger: logger.child({ subsystem: 'federation' }),
   });
+  const autoscaler = new EnvAutoscaler({
+    target: options.scaleTarget ?? new KubeScaleTarget(options.kubeConfig),
+    clock,
+    ...(options.envScaleDownDelayMs !== undefined ? { scaleDownDelayMs: options.envScaleDownDelayMs } : {}),
+    logger: logger.child({ controller: 'env-autoscaler' }),
+  });
   const envs = new SandboxEnvReconciler({
     envs: envInformer.lister,
     pools: pools.lister,
@@ -199,6 +211,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     writer: options.envStatusWriter ?? new KubeEnvStatusWriter(options.kubeConfig),
     ...(multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
     onCapacity: (records) => federation.setLocal(records),
+    onLeaderRun: (runs, counts, signal) => autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
     clock,
     staleAfterMs: reconciler.settings.staleAfterMs,
     intervalMs: Math.min(federation.intervalMs, reconciler.settings.intervalMs),
@@ -397,6 +410,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       return claimsServer?.url;
     },
     envs,
+    autoscaler,
     federation,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,

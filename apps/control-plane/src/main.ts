@@ -75,6 +75,7 @@ async function main(): Promise<void> {
     listen,
     logger,
     registry,
+    envScaleDownDelayMs: config.envScaleDownDelay,
     federation: {
       ...(config.clusterId ? { clusterId: config.clusterId } : {}),
       intervalMs: config.federationInterval,
