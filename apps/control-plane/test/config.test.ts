@@ -51,4 +51,17 @@ describe('control plane flags', () => {
     expect(() => parse('--set-pools-concurrency=0')).toThrow(/--set-pools-concurrency/);
     expect(() => parse('--listen=nope')).toThrow(/--listen/);
   });
+
+  it('federates only with both --cluster-id and --federation-redis-url, and checks the federation timings and URLs', () => {
+    const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
+    expect(parse().federation).toBeUndefined();
+    expect(parse('--cluster-id=east').federation).toBeUndefined();
+    expect(parse('--federation-redis-url=redis://hub:6379').federation).toBeUndefined();
+    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({ clusterId: 'east', redisUrl: 'redis://hub:6379', intervalMs: 2_000, ttlMs: 6_000 });
+    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=1s', '--federation-ttl=10s').federation).toMatchObject({ intervalMs: 1_000, ttlMs: 10_000 });
+    expect(() => parse('--cluster-id=east', '--federation-redis-url=http://hub')).toThrow(/--federation-redis-url/);
+    expect(() => parse('--federation-interval=2s', '--federation-ttl=2s')).toThrow(/--federation-ttl/);
+    expect(() => parse('--federation-interval=0s')).toThrow(/--federation-interval/);
+    expect(() => parse('--claims-advertise-url=ftp://x')).toThrow(/--claims-advertise-url/);
+  });
 });
