@@ -19,3 +19,10 @@ export { READY, REASONS, selectorOf, statusesOf, statusSig, transitionEvents, wi
 export { FIELD_MANAGER, KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 export { discardEvents, KubeEventRecorder, type EventRecorder, type EventType, type KubeEventRecorderOptions } from './controllers/warmpool/events.js';
 export { createHealthApp, type HealthAppOptions } from './http/health.js';
+export { Federation, FEDERATION_DEFAULTS, type FederationOptions, type HubSettings } from './federation/federation.js';
+export { FederationKeys, DEFAULT_FEDERATION_PREFIX } from './federation/keys.js';
+export { FederationReporter, type ReporterOptions } from './federation/reporter.js';
+export { FederationWatcher, type WatcherOptions } from './federation/watcher.js';
+export { EnvClaimRouter, type EnvClaimOrder, type EnvGrant } from './federation/router.js';
+export { SandboxEnvReconciler, type SandboxEnvReconcilerOptions } from './controllers/sandboxenvs/reconciler.js';
+export { EnvAutoscaler, AUTOSCALER_DEFAULTS, nextTotal, distribute } from './controllers/sandboxenvs/autoscaler.js';
