@@ -91,7 +91,8 @@ async function visibility(withHint: boolean): Promise<number[]> {
     await reporter.report();
     await seen;
     samples.push(performance.now() - t0);
-    await sleep(withHint ? 5 : Math.random() * 500);
+    // Without the hint, report at a random phase of the 2 s full read.
+    await sleep(withHint ? 5 : Math.random() * 2_000);
   }
   await watcher.stop();
   return samples;
@@ -149,10 +150,11 @@ async function commandStats(redis: Redis): Promise<Map<string, number>> {
   const total = deltas.reduce((n, [, d]) => n + d, 0);
   const roundTrips = deltas.filter(([name]) => !['get', 'pttl'].includes(name)).reduce((n, [, d]) => n + d, 0);
   const seen = registries.map((r) => r.snapshot().length);
+  const foreign = CLUSTERS * 1_000 - 1_000;
   rows.push(
     ['Redis commands/s, 100 Envs × 10 members × 10 clusters, 2 s interval', `${(total / elapsed).toFixed(0)}/s (${deltas.slice(0, 6).map(([n, d]) => `${n} ${(d / elapsed).toFixed(0)}/s`).join(', ')})`, '', '10 000 records', ''],
     ['  of which client calls (not inside the read script)', `${(roundTrips / elapsed).toFixed(0)}/s`, '', '', ''],
-    ['  records each cluster holds (local + foreign)', `${Math.min(...seen)}–${Math.max(...seen)} of 10 000`, '10 000', '', pass(Math.min(...seen) === 10_000)],
+    ['  foreign records each cluster holds', `${Math.min(...seen)}–${Math.max(...seen)}`, `${foreign}`, '', pass(Math.min(...seen) === foreign)],
     ['  CPU of the 10 reporters + 10 watchers (this process)', `${(((cpu.user + cpu.system) / 1000) / elapsed / 10).toFixed(0)} ms/s per cluster`, '', '', ''],
   );
   for (const r of reporters) await r.stop();

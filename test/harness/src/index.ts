@@ -23,3 +23,4 @@ export { canListen, preferredOrFreePort } from './stack-ports.js';
 export { sleep, waitUntil } from './wait.js';
 export type { WaitOptions } from './wait.js';
 export { ensureFaketime, type FaketimeLookup } from './faketime.js';
+export { startFederatedStacks, type FederatedStacks } from './stack-federation.js';

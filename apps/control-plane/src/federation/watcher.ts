@@ -1,7 +1,9 @@
 // Keeps the Registry fresh with the other clusters' records: at once on a hint
 // (that cluster's index, then its records, in one round trip), and by a full
 // read every interval (SCAN over the index keys, never KEYS) so a lost hint
-// costs at most one interval. Each record's age is taken from Redis itself:
+// costs at most one interval. The full read skips a cluster whose hint was
+// read within the last interval: while hints flow, each record is read once
+// per report, not twice. Each record's age is taken from Redis itself:
 // the TTL it was written with minus its remaining PTTL, so no clock of any
 // cluster moves an expiry. Records of this cluster are skipped: the local view
 // comes straight from this cluster's own caches.
@@ -48,6 +50,8 @@ export class FederationWatcher {
   #timer: NodeJS.Timeout | undefined;
   #fullRead: Promise<void> | undefined;
   #invalid = 0;
+  /** performance.now() of the last hinted read per cluster. */
+  readonly #hintedAt = new Map<string, number>();
 
   constructor(options: WatcherOptions) {
     this.#options = options;
@@ -117,7 +121,12 @@ export class FederationWatcher {
           if (cluster !== undefined) clusters.add(cluster);
         }
       } while (cursor !== '0');
-      for (const cluster of clusters) await this.readCluster(cluster);
+      const recent = performance.now() - this.#options.intervalMs;
+      for (const cluster of clusters) {
+        if ((this.#hintedAt.get(cluster) ?? Number.NEGATIVE_INFINITY) > recent) continue;
+        await this.readCluster(cluster);
+      }
+      for (const [cluster, at] of this.#hintedAt) if (at <= recent) this.#hintedAt.delete(cluster);
       this.#options.registry.prune();
       this.#health.succeeded(() => logger.info('federation hub reachable again: watching'));
       this.#options.onUpdate?.();
@@ -136,7 +145,11 @@ export class FederationWatcher {
       return;
     }
     if (!hint.success) return;
-    this.readCluster(hint.data.clusterId).then(() => this.#options.onUpdate?.(), () => undefined);
+    const cluster = hint.data.clusterId;
+    this.readCluster(cluster).then(() => {
+      this.#hintedAt.set(cluster, performance.now());
+      this.#options.onUpdate?.();
+    }, () => undefined);
   }
 }
 
