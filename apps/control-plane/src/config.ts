@@ -58,7 +58,8 @@ export type ControlPlaneConfig = ConfigOf<typeof FLAGS>;
 export const SUMMARY = [
   'The warmpool control plane: drives every node\'s warm pools from SandboxWarmPool objects (one global, coalescing',
   'reconcile; SetPools to each node agent with a generation that only grows), writes pool status, and elects one',
-  'leader on a Lease.',
+  'leader on a Lease. Writes SandboxEnv status and autoscales Env groups; with --redis-url serves the claim API; with',
+  '--cluster-id and --federation-redis-url shares Env capacity with other clusters and spills Env claims to them.',
 ].join('\n');
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

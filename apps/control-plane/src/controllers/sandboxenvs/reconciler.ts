@@ -43,6 +43,7 @@ export class SandboxEnvReconciler {
   #term: AbortController | undefined;
   #records: ReadonlyArray<Omit<FederationRecord, 'clusterId'>> = [];
   #writes = 0;
+  #closed = false;
 
   constructor(options: SandboxEnvReconcilerOptions) {
     this.#options = options;
@@ -68,7 +69,7 @@ export class SandboxEnvReconciler {
 
   /** Runs every interval from now on (every replica). */
   start(): void {
-    if (this.#timer !== undefined) return;
+    if (this.#timer !== undefined || this.#closed) return;
     this.#timer = setInterval(() => this.poke('interval'), this.#options.intervalMs);
     this.#timer.unref();
     this.poke('start');
@@ -85,7 +86,7 @@ export class SandboxEnvReconciler {
 
   /** Leader-only from here on: status writes and the autoscaler. */
   startLeading(): void {
-    if (this.#term !== undefined) return;
+    if (this.#term !== undefined || this.#closed) return;
     this.#term = new AbortController();
     this.poke('leading');
   }
@@ -96,6 +97,7 @@ export class SandboxEnvReconciler {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
     this.stopLeading();
