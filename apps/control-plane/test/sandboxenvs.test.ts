@@ -58,7 +58,7 @@ describe('SandboxEnv status rows (pure)', () => {
 });
 
 describe('the Env autoscaler\'s rule (pure)', () => {
-  const base: GroupScaleInput = { total: 2, idle: 2, pending: 0, unapplied: 0, claimedSinceLast: 0, minReplicas: 0, maxReplicas: 10, targetIdle: 2, mayScaleDown: true };
+  const base: GroupScaleInput = { total: 2, idle: 2, pending: 0, unapplied: 0, claimedSinceLast: 0, minReplicas: 0, maxReplicas: 10, targetIdle: 2, mayScaleDown: true, mayScaleUp: true };
 
   it('raises by the shortfall of targetIdle plus the claims since the last run, counting what is already booting or not yet applied', () => {
     expect(nextTotal({ ...base, idle: 0 })).toBe(4);
@@ -66,6 +66,12 @@ describe('the Env autoscaler\'s rule (pure)', () => {
     expect(nextTotal({ ...base, idle: 0, pending: 2, claimedSinceLast: 3 })).toBe(5);
     expect(nextTotal({ ...base, idle: 0, pending: 2 })).toBe(2);
     expect(nextTotal({ ...base, idle: 0, unapplied: 2 })).toBe(2);
+  });
+
+  it('within the cooldown after a raise, raises again only for new claims (a boot the inventory does not show yet is not a shortfall)', () => {
+    expect(nextTotal({ ...base, idle: 0, mayScaleUp: false })).toBe(2);
+    expect(nextTotal({ ...base, idle: 0, mayScaleUp: false, claimedSinceLast: 1 })).toBe(5);
+    expect(nextTotal({ ...base, total: 0, idle: 0, minReplicas: 1, mayScaleUp: false })).toBe(1);
   });
 
   it('stops at maxReplicas and keeps within minReplicas', () => {

@@ -128,7 +128,7 @@ export class EnvClaimRouter {
     }
     if (answer.status !== 200) throw failureOf(answer, `cluster ${grant.cluster} did not renew`);
     const deadline = String((answer.body as { deadline?: unknown }).deadline ?? '');
-    await this.#o.index.renewed(grant as Parameters<ClaimIndex['renewed']>[0], deadline).catch(() => undefined);
+    await this.#o.index.renewed(grant, deadline).catch(() => undefined);
     return { deadline };
   }
 
@@ -138,7 +138,7 @@ export class EnvClaimRouter {
     if (grant?.cluster === undefined || grant.cluster === this.clusterId) return this.#o.claims.release(namespace, idOrClaimRef);
     const answer = await this.#forward(grant.cluster, 'DELETE', `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}`);
     if (answer.status !== 204 && answer.status !== 404) throw failureOf(answer, `cluster ${grant.cluster} did not release`);
-    await this.#o.index.drop(grant as Parameters<ClaimIndex['drop']>[0]);
+    await this.#o.index.drop(grant);
     return true;
   }
 
@@ -208,7 +208,7 @@ export class EnvClaimRouter {
       }
       const grant = grantOf(body.data, candidate.clusterId);
       try {
-        await this.#o.index.record([{ ...grant, token: grant.token, cluster: candidate.clusterId }]);
+        await this.#o.index.record([grant]);
       } catch (err) {
         logger.warn('served by another cluster but not recorded here: release and renew must go to that cluster', { target, id: grant.id, err });
       }

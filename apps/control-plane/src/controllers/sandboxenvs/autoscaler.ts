@@ -7,7 +7,9 @@
 //   nodes have not taken on yet) is below targetIdle plus the sandboxes
 //   claimed since the last run (the claim rate over one interval), by the
 //   shortfall, capped at maxReplicas. Counting what is already on its way is
-//   what keeps one shortfall from raising the pools again at every run.
+//   what keeps one shortfall from raising the pools again at every run; and
+//   since the inventory shows a new boot only at its next publish, for
+//   scaleUpCooldownMs after a raise only new claims raise again.
 // - Down: only when idle exceeds targetIdle by more than the band (half of
 //   targetIdle, at least 1) and no scale-up happened for scaleDownDelayMs:
 //   hysteresis, so a group does not flap between two sizes.
@@ -26,6 +28,7 @@ import { autoscalingOf, type EnvCapacity } from './status.js';
 export const AUTOSCALER_DEFAULTS = {
   targetIdle: 1,
   scaleDownDelayMs: 60_000,
+  scaleUpCooldownMs: 15_000,
 } as const;
 
 export interface GroupScaleInput {
@@ -42,17 +45,19 @@ export interface GroupScaleInput {
   targetIdle: number;
   /** Whether a scale-down is allowed now (no scale-up for the delay). */
   mayScaleDown: boolean;
+  /** Whether a raise for a shortfall alone is allowed now (no raise within the cooldown); new claims always may raise. */
+  mayScaleUp: boolean;
 }
 
 /** The group's next total replicas. Pure. */
 export function nextTotal(input: GroupScaleInput): number {
-  const { total, idle, pending, unapplied, claimedSinceLast, minReplicas, maxReplicas, targetIdle, mayScaleDown } = input;
+  const { total, idle, pending, unapplied, claimedSinceLast, minReplicas, maxReplicas, targetIdle, mayScaleDown, mayScaleUp } = input;
   const clamp = (n: number): number => Math.max(minReplicas, Math.min(maxReplicas, n));
   if (total < minReplicas || total > maxReplicas) return clamp(total);
   const coming = idle + pending + unapplied;
   // The sandboxes claimed over the last interval are what the next one is likely to take too.
   const wanted = targetIdle + Math.max(0, claimedSinceLast);
-  if (coming < wanted) return clamp(total + (wanted - coming));
+  if (coming < wanted) return mayScaleUp || claimedSinceLast > 0 ? clamp(total + (wanted - coming)) : total;
   const band = Math.max(1, Math.ceil(targetIdle / 2));
   if (mayScaleDown && pending === 0 && unapplied === 0 && idle > targetIdle + band) return clamp(total - (idle - targetIdle));
   return total;
@@ -94,6 +99,7 @@ export interface EnvAutoscalerOptions {
   target: ScaleTarget;
   clock: Clock;
   scaleDownDelayMs?: number;
+  scaleUpCooldownMs?: number;
   logger: Logger;
 }
 
@@ -151,6 +157,7 @@ export class EnvAutoscaler {
           maxReplicas: autoscaling.maxReplicas ?? Number.POSITIVE_INFINITY,
           targetIdle: autoscaling.targetIdle ?? AUTOSCALER_DEFAULTS.targetIdle,
           mayScaleDown: now - memory.lastScaleUpAt >= delay,
+          mayScaleUp: now - memory.lastScaleUpAt >= (this.#options.scaleUpCooldownMs ?? AUTOSCALER_DEFAULTS.scaleUpCooldownMs),
         });
         this.#memory.set(key, { running: group.running, lastScaleUpAt: next > group.desired ? now : memory.lastScaleUpAt });
         if (next === group.desired) continue;
