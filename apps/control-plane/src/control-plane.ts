@@ -245,6 +245,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
     ...(federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
     logger: logger.child({ subsystem: 'env-claims' }),
+    metrics: federation.metrics,
   });
   const claimApi = claims === undefined ? undefined : createClaimApi({
     claims,

@@ -151,6 +151,8 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
     const text = await (await fetch(`${a.cp.url ?? ''}/metrics`)).text();
     expect(text).toMatch(/agentbox_federation_env_idle\{cluster="b",namespace="fed",env="python",group="cpu"\} 3/);
     expect(text).toMatch(/agentbox_federation_env_desired\{cluster="a",namespace="fed",env="python",group="cpu"\} 0/);
+    expect(text).toMatch(/warmpool_controlplane_federation_foreign_records 1/);
+    expect(text).toMatch(/warmpool_controlplane_federation_reads_total\{kind="hint",outcome="ok"\} [1-9]/);
   });
 
   it('serves an Env claim from B when A\'s member pool is drained (cluster: b), and releases it through A', async () => {
@@ -173,6 +175,7 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
     expect(released.status, JSON.stringify(released.body)).toBe(204);
     expect((await claimsOnNodes(b.fleet, TOKEN)).filter((c) => c.id === claim.id)).toEqual([]);
     expect((await callClaims(claimsA(), 'GET', `/v1/namespaces/${NS}/claims/spill-1`, user)).status).toBe(404);
+    expect(await (await fetch(`${a.cp.url ?? ''}/metrics`)).text()).toMatch(/warmpool_controlplane_env_claims_total\{outcome="spilled"\} [1-9]/);
   });
 
   it('refuses forged forwards: target without the federation token, a pool that is not a member, another cluster, a wrong token', async () => {

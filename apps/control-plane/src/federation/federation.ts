@@ -9,6 +9,7 @@ import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_FEDERATION_PREFIX, FederationKeys } from './keys.js';
+import { FederationMetrics } from './metrics.js';
 import { hubConnection } from './redis.js';
 import { FederationReporter } from './reporter.js';
 import { FederationWatcher } from './watcher.js';
@@ -51,6 +52,7 @@ export class Federation {
   readonly keys: FederationKeys | undefined;
   readonly reporter: FederationReporter | undefined;
   readonly watcher: FederationWatcher | undefined;
+  readonly metrics: FederationMetrics;
   readonly #gauges: FederationGauges;
   readonly #redis: Redis | undefined;
   readonly #subscriber: Redis | undefined;
@@ -64,6 +66,7 @@ export class Federation {
     this.#logger = options.logger;
     this.registry = new Registry({ localClusterId: this.clusterId, ttlMs: this.ttlMs });
     this.#gauges = new FederationGauges(options.promRegistry);
+    this.metrics = new FederationMetrics(options.promRegistry, () => this.registry.snapshot().filter((r) => r.clusterId !== this.clusterId).length);
     const hub = options.hub;
     if (hub === undefined) return;
     this.keys = new FederationKeys(hub.prefix ?? FEDERATION_DEFAULTS.prefix);
@@ -81,6 +84,7 @@ export class Federation {
       records: () => this.#local,
       claimsUrl: typeof hub.claimsAdvertiseUrl === 'function' ? hub.claimsAdvertiseUrl : () => hub.claimsAdvertiseUrl as string | undefined,
       logger: options.logger,
+      metrics: this.metrics,
     });
     this.watcher = new FederationWatcher({
       redis: this.#redis,
@@ -90,6 +94,7 @@ export class Federation {
       intervalMs: this.intervalMs,
       logger: options.logger,
       onUpdate: () => this.#publish(),
+      metrics: this.metrics,
     });
   }
 
@@ -147,6 +152,7 @@ export class Federation {
       ['hub', async () => this.#redis?.disconnect()],
       ['hub subscriber', async () => this.#subscriber?.disconnect()],
       ['gauges', async () => this.#gauges.close()],
+      ['metrics', async () => this.metrics.close()],
     ];
     for (const [name, step] of steps) {
       try {

@@ -7,6 +7,7 @@ import type { FederationEntry, FederationHint, FederationRecord } from '@warmpoo
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { FederationKeys } from './keys.js';
+import type { FederationMetrics } from './metrics.js';
 import { OnceLogger } from './redis.js';
 
 export interface ReporterOptions {
@@ -20,6 +21,7 @@ export interface ReporterOptions {
   /** Where peers reach this cluster's claim API; not advertised while undefined. */
   claimsUrl: () => string | undefined;
   logger: Logger;
+  metrics?: FederationMetrics;
 }
 
 export class FederationReporter {
@@ -84,8 +86,14 @@ export class FederationReporter {
     if (this.#inFlight !== undefined) return; // a slow hub: one report at a time
     const { logger, clusterId } = this.#options;
     this.#inFlight = this.report().then(
-      () => this.#health.succeeded(() => logger.info('federation hub reachable again: reporting', { clusterId })),
-      (err: unknown) => this.#health.failed(() => logger.warn('federation hub not reachable: not reporting (retrying every interval; local claims are unaffected)', { clusterId, err: (err as Error).message })),
+      () => {
+        this.#options.metrics?.report(true);
+        this.#health.succeeded(() => logger.info('federation hub reachable again: reporting', { clusterId }));
+      },
+      (err: unknown) => {
+        this.#options.metrics?.report(false);
+        this.#health.failed(() => logger.warn('federation hub not reachable: not reporting (retrying every interval; local claims are unaffected)', { clusterId, err: (err as Error).message }));
+      },
     ).finally(() => {
       this.#inFlight = undefined;
     });

@@ -20,6 +20,7 @@ import type { Logger } from '@warmpool/runtime';
 import type { ClaimIndex } from '../provisioning/claim-index.js';
 import { ClaimFailure, type ClaimCallOptions, type ClaimGrant, type ClaimService } from '../provisioning/claim-service.js';
 import type { TokenSource } from '../token.js';
+import type { FederationMetrics } from './metrics.js';
 
 /** A claim of `POST /v1/namespaces/{ns}/claims` with `env`. */
 export interface EnvClaimOrder {
@@ -60,6 +61,7 @@ export interface EnvClaimRouterOptions {
   /** Foreign members tried per claim at most (default 3). */
   maxForeignAttempts?: number;
   logger: Logger;
+  metrics?: FederationMetrics;
 }
 
 export class EnvClaimRouter {
@@ -74,6 +76,17 @@ export class EnvClaimRouter {
   }
 
   async claim(order: EnvClaimOrder, options: ClaimCallOptions = {}): Promise<EnvGrant> {
+    try {
+      const served = await this.#claim(order, options);
+      this.#o.metrics?.envClaim(served.cluster === this.clusterId ? 'local' : 'spilled');
+      return served;
+    } catch (err) {
+      this.#o.metrics?.envClaim(err instanceof ClaimFailure && err.reason === 'NoCapacity' ? 'no_capacity' : 'failed');
+      throw err;
+    }
+  }
+
+  async #claim(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant> {
     const { registry } = this.#o;
     this.#env(order.namespace, order.env);
     // The same claimRef again answers the claim it already has, wherever it is served.
@@ -194,18 +207,22 @@ export class EnvClaimRouter {
           claimRef: order.claimRef,
         }, options.signal);
       } catch (err) {
+        this.#o.metrics?.forward('unreachable');
         logger.info('a foreign member could not be asked: trying the next', { target, err: (err as Error).message });
         continue;
       }
       if (answer.status !== 200) {
+        this.#o.metrics?.forward('refused');
         logger.info('a foreign member did not serve the claim: trying the next', { target, status: answer.status, body: answer.body });
         continue;
       }
       const body = claimBodySchema.safeParse(answer.body);
       if (!body.success) {
+        this.#o.metrics?.forward('refused');
         logger.warn('a foreign member answered an unreadable claim: trying the next', { target });
         continue;
       }
+      this.#o.metrics?.forward('served');
       const grant = grantOf(body.data, candidate.clusterId);
       try {
         await this.#o.index.record([grant]);

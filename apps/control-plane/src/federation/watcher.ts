@@ -12,6 +12,7 @@ import type { Registry } from '@warmpool/federation';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { FederationKeys } from './keys.js';
+import type { FederationMetrics } from './metrics.js';
 import { OnceLogger } from './redis.js';
 
 // KEYS[1]: a cluster's index key. Answers { value, pttl, value, pttl, ... } for every record key it lists.
@@ -42,6 +43,7 @@ export interface WatcherOptions {
   logger: Logger;
   /** After each change of the foreign view (hint or full read). */
   onUpdate?: () => void;
+  metrics?: FederationMetrics;
 }
 
 export class FederationWatcher {
@@ -99,7 +101,10 @@ export class FederationWatcher {
       const pttl = Number(flat[i + 1]);
       // -1: no TTL (not written by a reporter), -2: gone meanwhile. Neither is a live record.
       if (entry === undefined || entry.record.clusterId !== clusterId || !(pttl > 0)) {
-        if (entry === undefined) this.#invalid++;
+        if (entry === undefined) {
+          this.#invalid++;
+          this.#options.metrics?.invalidEntries(1);
+        }
         continue;
       }
       observations.push({ ...entry.record, ageMs: Math.max(0, entry.ttlMs - pttl) });
@@ -128,9 +133,11 @@ export class FederationWatcher {
       }
       for (const [cluster, at] of this.#hintedAt) if (at <= recent) this.#hintedAt.delete(cluster);
       this.#options.registry.prune();
+      this.#options.metrics?.read('full', true);
       this.#health.succeeded(() => logger.info('federation hub reachable again: watching'));
       this.#options.onUpdate?.();
     } catch (err) {
+      this.#options.metrics?.read('full', false);
       this.#options.registry.prune();
       this.#health.failed(() => logger.warn('federation hub not reachable: the foreign view ages out until it is back', { err: (err as Error).message }));
       this.#options.onUpdate?.();
@@ -147,9 +154,10 @@ export class FederationWatcher {
     if (!hint.success) return;
     const cluster = hint.data.clusterId;
     this.readCluster(cluster).then(() => {
+      this.#options.metrics?.read('hint', true);
       this.#hintedAt.set(cluster, performance.now());
       this.#options.onUpdate?.();
-    }, () => undefined);
+    }, () => this.#options.metrics?.read('hint', false));
   }
 }
 
