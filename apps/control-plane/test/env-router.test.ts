@@ -72,7 +72,7 @@ describe('the Env claim router', () => {
       req.on('data', (chunk: Buffer) => (text += chunk.toString()));
       req.on('end', () => {
         const body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
-        calls.push({ ...body, authorization: req.headers.authorization });
+        calls.push({ ...body, authorization: req.headers.authorization, generated: req.headers['x-warmpool-claimref-generated'] });
         peers.get(clusterId)?.script(body, res);
       });
     });
@@ -172,13 +172,15 @@ describe('the Env claim router', () => {
     expect(peers.get('north')?.calls).toEqual([]);
   });
 
-  it('spills when the local member finds no capacity although it looked idle', async () => {
+  it('spills when the local member finds no capacity although it looked idle, and tells the peer when the claimRef was generated', async () => {
     resetCalls();
     const registry = new Registry({ localClusterId: 'here', ttlMs: 60_000 });
     registry.upsert([foreign('here', 'local-pool', 1), foreign('south', 's-pool', 3)]);
     const { router: r, claims } = router(registry);
     claims.refuse = true;
     expect(await r.claim(order('d1'))).toMatchObject({ cluster: 'south' });
+    expect(await r.claim({ ...order('d2'), claimRefGenerated: true })).toMatchObject({ cluster: 'south' });
+    expect(peers.get('south')?.calls.map((c) => [c['claimRef'], c['generated']])).toEqual([['d1', undefined], ['d2', '1']]);
   });
 
   it('refuses a pinned claim for another cluster, a non-member, or a member that can no longer serve', async () => {

@@ -35,6 +35,13 @@ export const createClaimRequestSchema = z.strictObject({
 });
 export type CreateClaimRequest = z.output<typeof createClaimRequestSchema>;
 
+/**
+ * Sent (value `1`) by a peer cluster forwarding a claim whose claimRef its own
+ * front door generated: the serving cluster then releases a sandbox it serves
+ * after the forward gave up. Heeded only with the federation token.
+ */
+export const CLAIMREF_GENERATED_HEADER = 'x-warmpool-claimref-generated';
+
 /** `POST /v1/namespaces/{ns}/claims/{id}/renew`. */
 export const renewClaimRequestSchema = z.strictObject({ ttlSeconds: ttlSecondsSchema.optional() });
 export type RenewClaimRequest = z.output<typeof renewClaimRequestSchema>;

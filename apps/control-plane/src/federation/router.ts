@@ -13,7 +13,7 @@
 // - A spilled claim is recorded in this cluster's claim index with the
 //   serving cluster, so get, renew and release work through this cluster's
 //   API (renew and release are forwarded to the serving cluster).
-import { claimBodySchema, claimErrorBodySchema, type ClaimBody, type FederationRecord, type SandboxEnv } from '@warmpool/api';
+import { CLAIMREF_GENERATED_HEADER, claimBodySchema, claimErrorBodySchema, type ClaimBody, type FederationRecord, type SandboxEnv } from '@warmpool/api';
 import { compareForeignCandidates, formatPinnedTarget, parsePinnedTarget, schedulable, type Registry } from '@warmpool/federation';
 import type { Lister } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
@@ -205,7 +205,7 @@ export class EnvClaimRouter {
           target,
           ttlSeconds: order.ttlSeconds,
           claimRef: order.claimRef,
-        }, options.signal);
+        }, options.signal, order.claimRefGenerated);
       } catch (err) {
         this.#o.metrics?.forward('unreachable');
         logger.info('a foreign member could not be asked: trying the next', { target, err: (err as Error).message });
@@ -234,7 +234,7 @@ export class EnvClaimRouter {
     return undefined;
   }
 
-  async #forward(clusterId: string, method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+  async #forward(clusterId: string, method: string, path: string, body?: unknown, signal?: AbortSignal, generatedRef = false): Promise<Answer> {
     const token = this.#o.federationToken?.();
     if (token === undefined) throw new ClaimFailure('Unavailable', 'no federation token (--federation-token-file): cannot reach other clusters', { retryAfterSeconds: 1 });
     const base = await this.#o.claimsUrlOf?.(clusterId);
@@ -242,7 +242,12 @@ export class EnvClaimRouter {
     const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
     const res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for it).
+        ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
     });

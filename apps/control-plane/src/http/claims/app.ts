@@ -5,6 +5,7 @@
 // `route()`, so none can skip that check: deny by default. Bodies are checked
 // with the zod schemas of libs/api; nothing here writes to the apiserver.
 import {
+  CLAIMREF_GENERATED_HEADER,
   claimRefSchema,
   createClaimRequestSchema,
   DEFAULT_CLAIM_TTL_SECONDS,
@@ -118,7 +119,8 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         scalingGroup: scalingGroup ?? '',
         claimRef: claimRef ?? generateClaimRef(),
         ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-        claimRefGenerated: claimRef === undefined,
+        // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up is released here too.
+        claimRefGenerated: claimRef === undefined || (c.get('peer') && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
       };
       const served: EnvGrant = target !== undefined
         ? await options.envs.claimPinned(order, target, { signal: c.req.raw.signal })
