@@ -8,7 +8,9 @@ import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, parseHostPort, typ
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
+import { AUTOSCALER_DEFAULTS } from './controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
+import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
 export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
@@ -51,8 +53,14 @@ export const FLAGS = {
   sandboxclaimLease: { kind: 'duration', description: 'Lease of the sandbox of a SandboxClaim without spec.lifecycle.shutdownTime, renewed at half by the leader (at most 24h)', env: 'SANDBOXCLAIM_LEASE', default: SANDBOX_CLAIM_DEFAULTS.leaseSeconds * 1000 },
   claimJanitorInterval: { kind: 'duration', description: 'The leader\'s sweep of node claims whose SandboxClaim no longer exists runs this often', env: 'CLAIM_JANITOR_INTERVAL', default: JANITOR_DEFAULTS.intervalMs },
   claimJanitorGrace: { kind: 'duration', description: 'The janitor never releases a node claim younger than this', env: 'CLAIM_JANITOR_GRACE', default: JANITOR_DEFAULTS.graceMs },
-  clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
-  federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
+  envScaleDownDelay: { kind: 'duration', description: 'SandboxEnv autoscaler: no scale-down of a group until this long after its last scale-up (hysteresis)', env: 'ENV_SCALE_DOWN_DELAY', default: AUTOSCALER_DEFAULTS.scaleDownDelayMs },
+  clusterId: { kind: 'string', description: 'This cluster\'s id for federation: with --federation-redis-url, the cluster shares its SandboxEnv capacity with the others and spills Env claims to them', env: 'CLUSTER_ID' },
+  federationRedisUrl: { kind: 'string', description: 'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too', env: 'FEDERATION_REDIS_URL' },
+  federationInterval: { kind: 'duration', description: 'Federation: how often the leader reports this cluster\'s capacity and every replica re-reads the others\'', env: 'FEDERATION_INTERVAL', default: FEDERATION_DEFAULTS.intervalMs },
+  federationTtl: { kind: 'duration', description: 'Federation: how long a reported record lives (default 3 × --federation-interval)', env: 'FEDERATION_TTL' },
+  federationPrefix: { kind: 'string', description: 'Federation: key prefix on the hub (every federated cluster must use the same)', env: 'FEDERATION_PREFIX', default: FEDERATION_DEFAULTS.prefix },
+  federationTokenFile: { kind: 'string', description: 'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer', env: 'FEDERATION_TOKEN_FILE' },
+  claimsAdvertiseUrl: { kind: 'string', description: 'Federation: the URL peers reach this cluster\'s claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here', env: 'CLAIMS_ADVERTISE_URL' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
 } satisfies FlagsSpec;
 
@@ -61,7 +69,8 @@ export type ControlPlaneConfig = ConfigOf<typeof FLAGS>;
 export const SUMMARY = [
   'The warmpool control plane: drives every node\'s warm pools from SandboxWarmPool objects (one global, coalescing',
   'reconcile; SetPools to each node agent with a generation that only grows), writes pool status, and elects one',
-  'leader on a Lease.',
+  'leader on a Lease. Writes SandboxEnv status and autoscales Env groups; with --redis-url serves the claim API; with',
+  '--cluster-id and --federation-redis-url shares Env capacity with other clusters and spills Env claims to them.',
 ].join('\n');
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -73,6 +82,15 @@ export interface ValidatedConfig {
   namespace: string;
   /** Set when provisioning is on (--redis-url given). */
   claims: ValidatedClaimsConfig | undefined;
+  /** Set in multi-cluster mode (--cluster-id and --federation-redis-url). */
+  federation: ValidatedFederationConfig | undefined;
+}
+
+export interface ValidatedFederationConfig {
+  clusterId: string;
+  redisUrl: string;
+  intervalMs: number;
+  ttlMs: number;
 }
 
 export interface ValidatedClaimsConfig {
@@ -113,7 +131,30 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   if (!config.leaderElectResourceName) throw new ConfigError('--leader-elect-resource-name must not be empty');
   if (config.stallTimeout <= config.interval) throw new ConfigError('--stall-timeout must be greater than --interval');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, probeListen, namespace, claims: validateClaims(config) };
+  return { listen, probeListen, namespace, claims: validateClaims(config), federation: validateFederation(config) };
+}
+
+function validateFederation(config: ControlPlaneConfig): ValidatedFederationConfig | undefined {
+  if (!(config.federationInterval > 0)) throw new ConfigError(`--federation-interval must be positive (got ${formatDuration(config.federationInterval)})`);
+  const ttlMs = config.federationTtl ?? FEDERATION_DEFAULTS.ttlFactor * config.federationInterval;
+  if (!(ttlMs > config.federationInterval)) throw new ConfigError('--federation-ttl must be greater than --federation-interval (a record must outlive the next report)');
+  if (!config.federationPrefix) throw new ConfigError('--federation-prefix must not be empty');
+  if (config.claimsAdvertiseUrl) {
+    try {
+      const url = new URL(config.claimsAdvertiseUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`scheme ${url.protocol} is not http: or https:`);
+    } catch (err) {
+      throw new ConfigError(`--claims-advertise-url: ${(err as Error).message}`);
+    }
+  }
+  if (!config.clusterId || !config.federationRedisUrl) return undefined;
+  try {
+    const url = new URL(config.federationRedisUrl);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+  } catch (err) {
+    throw new ConfigError(`--federation-redis-url: ${(err as Error).message}`);
+  }
+  return { clusterId: config.clusterId, redisUrl: config.federationRedisUrl, intervalMs: config.federationInterval, ttlMs };
 }
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {

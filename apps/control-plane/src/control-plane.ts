@@ -11,6 +11,7 @@ import {
   KubePodType,
   NodeInventoryType,
   SANDBOX_WARM_POOL_CRD,
+  SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
   type CustomResourceDefinition,
@@ -18,6 +19,7 @@ import {
   type KubeObject,
   type KubePod,
   type NodeInventory,
+  type SandboxEnv,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -31,6 +33,10 @@ import { systemClock, type Clock } from './clock.js';
 import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
 import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
 import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
+import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
+import { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import { KubeEnvStatusWriter, type EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
+import { watchSandboxEnvs } from './controllers/sandboxenvs/watch.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
 import { addressCheckOf, nodeAddressesChanged, type AddressCheck, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
@@ -43,6 +49,8 @@ import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.
 import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
 import { createClaimApi } from './http/claims/app.js';
 import { createHealthApp } from './http/health.js';
+import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation/federation.js';
+import { EnvClaimRouter } from './federation/router.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
@@ -106,6 +114,26 @@ export interface ControlPlaneOptions {
    */
   claimService?: ClaimService;
   sandboxClaims?: { controller?: Partial<SandboxClaimSettings>; janitor?: Partial<ClaimJanitorSettings> };
+  /** SandboxEnv status and federation; see FederationSettings. */
+  federation?: FederationSettings;
+  /** Default: a merge patch of the SandboxEnv status subresource. */
+  envStatusWriter?: EnvStatusWriter;
+  /** The Env autoscaler (leader-only): no scale-down until this long after a scale-up (default 60 s). */
+  envScaleDownDelayMs?: number;
+  /** Default: the SandboxWarmPool scale subresource. */
+  scaleTarget?: ScaleTarget;
+}
+
+export interface FederationSettings {
+  /** This cluster's id; without it (or without `hub`) the cluster is alone and nothing is started. */
+  clusterId?: string;
+  /** The shared hub: multi-cluster mode when given together with clusterId. */
+  hub?: HubSettings;
+  /** Report / full-read interval (default 2 s); records live 3 × this unless ttlMs says otherwise. */
+  intervalMs?: number;
+  ttlMs?: number;
+  /** The token peer clusters share to forward claims to each other. */
+  token?: TokenSource;
 }
 
 export interface ClaimsOptions {
@@ -139,6 +167,9 @@ export interface ControlPlane {
   readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
+  readonly envs: SandboxEnvReconciler;
+  readonly autoscaler: EnvAutoscaler;
+  readonly federation: Federation;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -177,7 +208,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const poolCrd = createInformer<CustomResourceDefinition>(options.kubeConfig, CustomResourceDefinitionType, {
     logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
   });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
+  const envInformer = createInformer<SandboxEnv>(options.kubeConfig, SandboxEnvType, { logger: kubeLogger });
+  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, envInformer, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
   let poolStatusFields: StatusFields = 'any';
 
   const setter = options.poolSetter ?? new HttpPoolSetter({
@@ -236,6 +268,39 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     reconciler.poke('status schema changed');
   });
 
+  // Every replica: each Env's local capacity (for its claim router); leader-only: status writes and reporting.
+  const federationSettings = options.federation ?? {};
+  const multiCluster = federationSettings.clusterId !== undefined && federationSettings.hub !== undefined;
+  const federation = new Federation({
+    clusterId: federationSettings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
+    ...(federationSettings.intervalMs !== undefined ? { intervalMs: federationSettings.intervalMs } : {}),
+    ...(federationSettings.ttlMs !== undefined ? { ttlMs: federationSettings.ttlMs } : {}),
+    ...(multiCluster && federationSettings.hub !== undefined ? { hub: { ...federationSettings.hub, claimsAdvertiseUrl: () => advertisedClaimsUrl(federationSettings.hub?.claimsAdvertiseUrl, claimsServer?.url) } } : {}),
+    promRegistry: metrics.registry,
+    logger: logger.child({ subsystem: 'federation' }),
+  });
+  const autoscaler = new EnvAutoscaler({
+    target: options.scaleTarget ?? new KubeScaleTarget(options.kubeConfig),
+    clock,
+    ...(options.envScaleDownDelayMs !== undefined ? { scaleDownDelayMs: options.envScaleDownDelayMs } : {}),
+    logger: logger.child({ controller: 'env-autoscaler' }),
+  });
+  const envs = new SandboxEnvReconciler({
+    envs: envInformer.lister,
+    pools: pools.lister,
+    templates: templates.lister,
+    inventories: inventories.lister,
+    writer: options.envStatusWriter ?? new KubeEnvStatusWriter(options.kubeConfig),
+    ...(multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
+    onCapacity: (records) => federation.setLocal(records),
+    onLeaderRun: (runs, counts, signal) => autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
+    clock,
+    staleAfterMs: reconciler.settings.staleAfterMs,
+    intervalMs: Math.min(federation.intervalMs, reconciler.settings.intervalMs),
+    logger: logger.child({ controller: 'sandboxenvs' }),
+  });
+  watchSandboxEnvs(envs, envInformer, pools, templates, inventories);
+
   // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
   const claimsOptions = options.claims;
   const claims = claimsOptions === undefined ? undefined : createProvisioning({
@@ -254,10 +319,23 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     clock,
     logger: logger.child({ subsystem: 'provisioning' }),
   });
+  const envRouter = claims === undefined ? undefined : new EnvClaimRouter({
+    claims,
+    index: claims.index,
+    envs: envInformer.lister,
+    registry: federation.registry,
+    localRecords: () => envs.records,
+    ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
+    ...(federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
+    logger: logger.child({ subsystem: 'env-claims' }),
+    metrics: federation.metrics,
+  });
   const claimApi = claims === undefined ? undefined : createClaimApi({
     claims,
     reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
     logger: logger.child({ subsystem: 'claim-api' }),
+    ...(envRouter !== undefined ? { envs: envRouter } : {}),
+    ...(multiCluster && federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
   });
   let claimsServer: HttpServer | undefined;
   // Leader-only: the SandboxClaim controller and the claim janitor, over whichever pipeline there is.
@@ -318,6 +396,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
+    envs.startLeading();
+    federation.startReporting();
   };
 
   const stopLeading = (): void => {
@@ -325,6 +405,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     metrics.leading(false);
     reconciler.stopDriving();
     void sandboxClaims?.stopLeading();
+    envs.stopLeading();
+    void federation.stopReporting();
   };
 
   const campaign = (): void => {
@@ -381,6 +463,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
     if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
+    // The Env runs read the caches: the first waits for them, later ones see them filled.
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.start(), () => undefined);
+    if (multiCluster) await federation.start();
+    else logger.info('single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched');
     if (claims !== undefined && claimApi !== undefined) {
       await claims.start();
       const listen = claimsOptions?.listen;
@@ -403,6 +489,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       ['leadership', resign],
       ['reconciler', () => reconciler.close()],
       ['sandbox claims', async () => sandboxClaims?.stopLeading()],
+      ['sandboxenvs', () => envs.close()],
+      ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
       ['claims', async () => claims?.close()],
@@ -439,12 +527,28 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl(): string | undefined {
       return claimsServer?.url;
     },
+    envs,
+    autoscaler,
+    federation,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,
     isLeader: () => leading && reconciler.driving,
     start: () => (started ??= start()),
     close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
   };
+}
+
+/**
+ * Where peers reach this cluster's claim API: the URL given, else the claim
+ * API's own URL when it listens on one address (a wildcard one is not an
+ * address a peer can use).
+ */
+function advertisedClaimsUrl(given: string | (() => string | undefined) | undefined, bound: string | undefined): string | undefined {
+  const url = typeof given === 'function' ? given() : given;
+  if (url !== undefined) return url;
+  if (bound === undefined) return undefined;
+  const host = new URL(bound).hostname;
+  return host === '0.0.0.0' || host === '[::]' ? undefined : bound;
 }
 
 /**

@@ -31,3 +31,10 @@ export { CLAIM_LABEL, isClaimSecret, SANDBOX_SECRET_TYPE, sandboxSecret, secretM
 export { KeyedQueue, type KeyedQueueOptions, type WorkOutcome } from './controllers/sandboxclaims/queue.js';
 export { HttpNodeClaims, type AgentAddress, type NodeClaims } from './controllers/sandboxclaims/node-claims.js';
 export { SandboxClaimMetrics } from './controllers/sandboxclaims/metrics.js';
+export { Federation, FEDERATION_DEFAULTS, type FederationOptions, type HubSettings } from './federation/federation.js';
+export { FederationKeys, DEFAULT_FEDERATION_PREFIX } from './federation/keys.js';
+export { FederationReporter, type ReporterOptions } from './federation/reporter.js';
+export { FederationWatcher, type WatcherOptions } from './federation/watcher.js';
+export { EnvClaimRouter, type EnvClaimOrder, type EnvGrant } from './federation/router.js';
+export { SandboxEnvReconciler, type SandboxEnvReconcilerOptions } from './controllers/sandboxenvs/reconciler.js';
+export { EnvAutoscaler, AUTOSCALER_DEFAULTS, nextTotal, distribute } from './controllers/sandboxenvs/autoscaler.js';

@@ -233,6 +233,18 @@ describe('the Helm chart, rendered', () => {
     expect(on).toContain('secretName: claims-tls');
   });
 
+  it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, the shared token from a Secret', async () => {
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'controlPlane.federation.clusterId=east']);
+    expect(off).not.toContain('--cluster-id');
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2',
+      '--set', 'controlPlane.federation.clusterId=east', '--set', 'controlPlane.federation.redisUrl=redis://hub:6379',
+      '--set', 'controlPlane.federation.tokenSecret=federation', '--set', 'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example']);
+    for (const flag of ['--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=2s', '--federation-prefix=warmpool:federation', '--federation-token-file=/var/run/warmpool-federation/token', '--claims-advertise-url=https://claims.east.example']) {
+      expect(on).toContain(flag);
+    }
+    expect(on).toContain('secretName: federation');
+  });
+
   it('refuses a cluster older than the supported Kubernetes version', async () => {
     await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0', '--set', 'fakeSandboxd.enabled=true'])).rejects.toThrow(/kubeVersion/);
   });
@@ -297,6 +309,9 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await canGetCrd('sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
     expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
+    expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    // The SandboxEnv autoscaler moves replicas through the scale subresource only.
+    expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(true);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
   });

@@ -56,6 +56,8 @@ export const claimRecordSchema = z.object({
   tier: claimTierSchema,
   /** The front door that claimed it: the claim janitor releases orphans of 'crd' only (absent in records of older replicas). */
   path: z.enum(['http', 'crd']).optional(),
+  /** Set when a peer cluster serves the claim (an Env claim that spilled): renew and release go to it. */
+  cluster: z.string().min(1).optional(),
 });
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 

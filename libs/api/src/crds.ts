@@ -147,6 +147,8 @@ export interface InventoryPool {
   target: number;
   warm: number;
   refilling: number;
+  /** Claimed sandboxes of this key on the node (absent from agents that do not count them). */
+  claimed?: number;
 }
 
 export interface InventoryEntry {

@@ -22,3 +22,5 @@ export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, S
 export { canListen, preferredOrFreePort } from './stack-ports.js';
 export { sleep, waitUntil } from './wait.js';
 export type { WaitOptions } from './wait.js';
+export { ensureFaketime, type FaketimeLookup } from './faketime.js';
+export { startFederatedStacks, type FederatedStacks } from './stack-federation.js';

@@ -6,9 +6,11 @@ import {
   apiVersionOf,
   DRIVER_ANNOTATION,
   DRIVER_SANDBOXD,
+  SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
   type ObjectMeta,
+  type SandboxEnv,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -51,9 +53,21 @@ export function samplePool(options: SampleOptions): Named<SandboxWarmPool> {
   };
 }
 
-/** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit. */
-export function sampleManifest(options: SampleOptions): string {
-  return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [sampleTemplate(options), samplePool(options)] }, null, 2)}\n`;
+/** A SandboxEnv of the same name whose one member is the sample pool, in the scaling group `default`. */
+export function sampleEnv(options: SampleOptions): Named<SandboxEnv> {
+  const name = options.name ?? SAMPLE_NAME;
+  return {
+    apiVersion: apiVersionOf(SandboxEnvType),
+    kind: SandboxEnvType.kind,
+    metadata: { name, namespace: options.namespace },
+    spec: { members: [{ pool: name, scalingGroup: 'default' }] },
+  };
+}
+
+/** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit; with `env`, its SandboxEnv too. */
+export function sampleManifest(options: SampleOptions, extra: { env?: boolean } = {}): string {
+  const items = [sampleTemplate(options), samplePool(options), ...(extra.env === true ? [sampleEnv(options)] : [])];
+  return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`;
 }
 
 /**

@@ -58,8 +58,26 @@ export interface StartStackOptions {
   sample?: StackSampleOptions | false;
   /** Extra flags for every fake-sandboxd (e.g. `--refill-rate=50` to watch a slower fill). */
   sandboxdArgs?: string[];
+  /** A redis-server shared with other stacks (not stopped by this one), instead of one of its own. */
+  redis?: TestRedis;
+  /** The Redis database of this stack's claims (default 0), so stacks sharing a redis-server keep their claims apart. */
+  redisDb?: number;
+  /** Federate this stack's control plane with others through a shared hub (`make up CLUSTERS=2`). */
+  federation?: StackFederation;
+  /** Also apply a SandboxEnv over the sample pool (its name and namespace). */
+  sampleEnv?: boolean;
+  /** The apiserver's name (default `warmpool-local`). */
+  clusterName?: string;
   /** Startup progress, one line at a time (default: silent). */
   log?: (line: string) => void;
+}
+
+export interface StackFederation {
+  clusterId: string;
+  /** The hub (--federation-redis-url). */
+  hubUrl: string;
+  /** The token the clusters share (--federation-token-file). */
+  tokenFile: string;
 }
 
 export interface StackNode {
@@ -89,6 +107,8 @@ export interface StackDescription {
   controlPlaneUrl: string | undefined;
   /** The HTTP claim API; undefined when started without the control plane. `<dir>/claims-url` holds its claims URL for the stack's namespace. */
   claimsUrl: string | undefined;
+  /** This stack's cluster id when federated. */
+  clusterId: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
@@ -191,14 +211,21 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
 
   try {
     log('starting etcd and kube-apiserver (with the CRDs)');
-    const cluster = await startCluster({ name: 'warmpool-local' });
+    const cluster = await startCluster({ name: options.clusterName ?? 'warmpool-local' });
     started.push({ name: 'kube-apiserver and etcd', stop: () => cluster.stop() });
     const kubeconfig = join(dir, 'kubeconfig');
     copyFileSync(cluster.kubeconfigPath, kubeconfig);
 
-    log('starting redis-server');
-    const redis = await startRedis();
-    started.push({ name: 'redis-server', stop: () => redis.stop() });
+    let redis: TestRedis;
+    if (options.redis !== undefined) {
+      redis = options.redis;
+    } else {
+      log('starting redis-server');
+      const own = await startRedis();
+      started.push({ name: 'redis-server', stop: () => own.stop() });
+      redis = own;
+    }
+    const claimsRedisUrl = options.redisDb === undefined || options.redisDb === 0 ? redis.url : `${redis.url}/${options.redisDb}`;
 
     const token = randomBytes(24).toString('hex');
     const tokenFile = join(dir, 'token');
@@ -267,8 +294,14 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
         `--interval=${options.interval ?? DEFAULTS.interval}`,
         `--namespace=${namespace}`,
         `--identity=local-${process.pid}`,
-        `--redis-url=${redis.url}`,
+        `--redis-url=${claimsRedisUrl}`,
         `--claims-listen=127.0.0.1:${claimsPort.port}`,
+        ...(options.federation !== undefined ? [
+          `--cluster-id=${options.federation.clusterId}`,
+          `--federation-redis-url=${options.federation.hubUrl}`,
+          `--federation-token-file=${options.federation.tokenFile}`,
+          `--claims-advertise-url=${claimsUrl}`,
+        ] : []),
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
@@ -280,7 +313,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     if (options.sample !== false) {
       const wanted = { namespace, name: options.sample?.name ?? SAMPLE_NAME, image: options.sample?.image ?? SAMPLE_IMAGE, replicas: options.sample?.replicas ?? SAMPLE_REPLICAS };
       const manifestPath = join(dir, 'sample.json');
-      writeFileSync(manifestPath, sampleManifest(wanted));
+      writeFileSync(manifestPath, sampleManifest(wanted, { env: options.sampleEnv === true }));
       log(`applying the sample SandboxTemplate and SandboxWarmPool ${namespace}/${wanted.name} (${wanted.replicas} replicas of ${wanted.image})`);
       const applied = await cluster.kubectl(['apply', '--server-side', '--field-manager=warmpool-local', '-f', manifestPath]);
       if (applied.code !== 0) throw new Error(`applying ${manifestPath} failed:\n${applied.stderr}${applied.stdout}`);
@@ -294,7 +327,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     }
 
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, redisUrl: redis.url, namespace, nodes, sample, claims, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, clusterId: options.federation?.clusterId, redisUrl: claimsRedisUrl, namespace, nodes, sample, claims, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);

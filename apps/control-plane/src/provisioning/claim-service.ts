@@ -50,6 +50,8 @@ export interface ClaimGrant {
    * grant whose path is 'http' or unknown.
    */
   path?: ClaimPath;
+  /** Set when a peer cluster serves it (a spilled Env claim). */
+  cluster?: string;
 }
 
 export interface ClaimCallOptions {

@@ -75,6 +75,8 @@ export interface NodeClaim {
 
 export interface ProvisioningPipeline extends ClaimService {
   readonly controller: ProvisionerController;
+  /** The shared claim index (the Env claim router records spilled claims in it). */
+  readonly index: ClaimIndex;
   readonly settings: Readonly<ProvisioningSettings>;
   /** Checks Redis's eviction policy, starts the worker and the reply listener. */
   start(): Promise<void>;
@@ -434,6 +436,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   return {
     controller,
+    index,
     settings,
     start,
     claim,

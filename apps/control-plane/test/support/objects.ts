@@ -1,5 +1,5 @@
 // The objects the specs apply, as a user would write them, and kubectl helpers.
-import { DRIVER_ANNOTATION, DRIVER_SANDBOXD, SandboxWarmPoolType, type SandboxWarmPool } from '@warmpool/api';
+import { DRIVER_ANNOTATION, DRIVER_SANDBOXD, SandboxEnvType, SandboxWarmPoolType, type SandboxEnv, type SandboxWarmPool } from '@warmpool/api';
 import type { TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 
@@ -42,4 +42,18 @@ export async function getPool(cluster: TestCluster, namespace: string, name: str
 
 export function condition(pool: SandboxWarmPool, type: string): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined {
   return pool.status?.conditions?.find((c) => c.type === type);
+}
+
+/** A SandboxEnv of `members` (pool → scaling group), with optional autoscaling per group. */
+export function sandboxEnv(namespace: string, name: string, members: Record<string, string>, autoscaling: Array<Record<string, unknown>> = []): Record<string, unknown> {
+  return {
+    apiVersion: 'warmpool.dev/v1alpha1',
+    kind: 'SandboxEnv',
+    metadata: { namespace, name },
+    spec: { members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })), ...(autoscaling.length > 0 ? { autoscaling } : {}) },
+  };
+}
+
+export async function getEnv(cluster: TestCluster, namespace: string, name: string): Promise<SandboxEnv> {
+  return new ResourceClient<SandboxEnv>(cluster.kubeConfig, SandboxEnvType).get({ namespace, name });
 }

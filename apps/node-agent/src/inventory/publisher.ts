@@ -38,6 +38,11 @@ export interface InventoryPublisherOptions {
   generations: GenerationGuard;
   /** The latest view of sandboxd; undefined until it first answered. */
   currentInfo: () => NodeInfo | undefined;
+  /**
+   * Claimed sandboxes per pool key id, read once per write (never per claim);
+   * undefined or a failure leaves the per-pool claimed counts out of that write.
+   */
+  claimedByKey?: () => Promise<ReadonlyMap<string, number> | undefined>;
   publishIntervalMs: number;
   minPublishGapMs: number;
   /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
@@ -151,11 +156,20 @@ export class InventoryPublisher {
         this.#succeeded(undefined, started);
         return;
       }
-      const snapshot = snapshotOf(info, generations.applied);
+      const snapshot = snapshotOf(info, generations.applied, await this.#claimedByKey());
       await this.#write(snapshot);
       this.#succeeded(snapshot, started);
     } catch (err) {
       this.#failed(err);
+    }
+  }
+
+  async #claimedByKey(): Promise<ReadonlyMap<string, number> | undefined> {
+    try {
+      return await this.#options.claimedByKey?.();
+    } catch (err) {
+      this.#options.logger.debug('could not count claimed sandboxes per pool; this write leaves them out', { err });
+      return undefined;
     }
   }
 

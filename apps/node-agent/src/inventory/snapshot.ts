@@ -17,9 +17,17 @@ function poolId(pool: InventoryPool): string {
   return poolKeyId(pool);
 }
 
-export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined): InventorySnapshot {
+/**
+ * `claimedByKey` (pool key id → claimed sandboxes), when given, adds each
+ * pool's claimed count: what SandboxEnv status shows as running.
+ */
+export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined, claimedByKey?: ReadonlyMap<string, number>): InventorySnapshot {
   const pools = info.pools
-    .map((p): InventoryPool => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling }))
+    .map((p): InventoryPool => {
+      const pool: InventoryPool = { template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling };
+      if (claimedByKey !== undefined) pool.claimed = claimedByKey.get(poolKeyId(pool)) ?? 0;
+      return pool;
+    })
     .sort((a, b) => (poolId(a) < poolId(b) ? -1 : poolId(a) > poolId(b) ? 1 : 0));
   return { pools, claimed: info.claimed, draining: info.draining === true, atCapacity: info.at_capacity === true, appliedGeneration };
 }
