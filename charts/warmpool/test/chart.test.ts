@@ -234,9 +234,9 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, the shared token from a Secret', async () => {
-    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'controlPlane.federation.clusterId=east']);
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.federation.clusterId=east']);
     expect(off).not.toContain('--cluster-id');
-    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2',
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true',
       '--set', 'controlPlane.federation.clusterId=east', '--set', 'controlPlane.federation.redisUrl=redis://hub:6379',
       '--set', 'controlPlane.federation.tokenSecret=federation', '--set', 'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example']);
     for (const flag of ['--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=2s', '--federation-prefix=warmpool:federation', '--federation-token-file=/var/run/warmpool-federation/token', '--claims-advertise-url=https://claims.east.example']) {
