@@ -40,6 +40,10 @@ export const FLAGS = {
   claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
   claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
   claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
+  aggregatedListen: { kind: 'string', description: 'Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind the APIService v1beta1.agents.x-k8s.io) over TLS on this address (HOST:PORT); off when empty', env: 'AGGREGATED_LISTEN', default: '' },
+  aggregatedTlsCertFile: { kind: 'string', description: 'The Sandbox API\'s serving certificate (PEM); without it a self-signed one is made at start (the APIService must then skip TLS verification)', env: 'AGGREGATED_TLS_CERT_FILE' },
+  aggregatedTlsKeyFile: { kind: 'string', description: 'The key of --aggregated-tls-cert-file (PEM)', env: 'AGGREGATED_TLS_KEY_FILE' },
+  aggregatedTlsSans: { kind: 'string', description: 'Comma-separated extra DNS names of the self-signed certificate (e.g. the Service\'s <name>.<namespace>.svc)', env: 'AGGREGATED_TLS_SANS', default: '' },
   clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
   federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
@@ -60,6 +64,14 @@ export interface ValidatedConfig {
   namespace: string;
   /** Set when provisioning is on (--redis-url given). */
   claims: ValidatedClaimsConfig | undefined;
+  /** Set when the Sandbox API is served (--aggregated-listen given). */
+  aggregated: ValidatedAggregatedConfig | undefined;
+}
+
+export interface ValidatedAggregatedConfig {
+  listen: HostPort;
+  tls: { certFile: string; keyFile: string } | undefined;
+  selfSignedNames: string[];
 }
 
 export interface ValidatedClaimsConfig {
@@ -91,7 +103,27 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');
   if (!config.leaseName) throw new ConfigError('--lease-name must not be empty');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, namespace, claims: validateClaims(config) };
+  return { listen, namespace, claims: validateClaims(config), aggregated: validateAggregated(config) };
+}
+
+function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConfig | undefined {
+  const tlsFlags = config.aggregatedTlsCertFile !== undefined || config.aggregatedTlsKeyFile !== undefined;
+  if (!config.aggregatedListen) {
+    if (tlsFlags) throw new ConfigError('--aggregated-tls-cert-file / --aggregated-tls-key-file need --aggregated-listen');
+    return undefined;
+  }
+  let listen: HostPort;
+  try {
+    listen = parseHostPort(config.aggregatedListen);
+  } catch (err) {
+    throw new ConfigError(`--aggregated-listen: ${(err as Error).message}`);
+  }
+  if ((config.aggregatedTlsCertFile === undefined) !== (config.aggregatedTlsKeyFile === undefined)) {
+    throw new ConfigError('--aggregated-tls-cert-file and --aggregated-tls-key-file go together');
+  }
+  const tls = config.aggregatedTlsCertFile !== undefined && config.aggregatedTlsKeyFile !== undefined ? { certFile: config.aggregatedTlsCertFile, keyFile: config.aggregatedTlsKeyFile } : undefined;
+  const selfSignedNames = config.aggregatedTlsSans.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  return { listen, tls, selfSignedNames };
 }
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {

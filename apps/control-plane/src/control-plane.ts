@@ -33,6 +33,8 @@ import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
+import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
+import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -73,6 +75,18 @@ export interface ControlPlaneOptions {
   epochStore?: EpochStore;
   /** Provisioning (claims): off when omitted. Every replica runs it. */
   claims?: ClaimsOptions;
+  /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
+  sandboxApi?: SandboxApiServing;
+}
+
+export interface SandboxApiServing {
+  listen: HostPort;
+  /** PEM files; absent: a self-signed certificate made at start. */
+  tls?: { certFile: string; keyFile: string };
+  /** Extra DNS names for the self-signed certificate. */
+  selfSignedNames?: string[];
+  /** Default: SubjectAccessReviews. */
+  authorizer?: SandboxAuthorizer;
 }
 
 export interface ClaimsOptions {
@@ -100,6 +114,8 @@ export interface ControlPlane {
   readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
+  /** The Sandbox API, when served. */
+  readonly sandboxApi: SandboxApi | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -177,6 +193,17 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     logger: logger.child({ subsystem: 'claim-api' }),
   });
   let claimsServer: HttpServer | undefined;
+  const sandboxApi = options.sandboxApi === undefined ? undefined : createSandboxApi({
+    ...options.sandboxApi,
+    transport: transportFor(options.kubeConfig),
+    inventories,
+    pools,
+    templates,
+    ...(claims !== undefined && claimsOptions !== undefined ? { claims: { pipeline: claims, redisUrl: claimsOptions.redisUrl, eventsKey: claims.claimEventsKey } } : {}),
+    token,
+    registry: metrics.registry,
+    logger: logger.child({ subsystem: 'sandbox-api' }),
+  });
 
   let elector: LeaderElector | undefined;
   let server: HttpServer | undefined;
@@ -276,12 +303,13 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       const listen = claimsOptions?.listen;
       if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
     }
+    await sandboxApi?.start();
     if (token() !== undefined) campaign();
     else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
     tokenWatch = setInterval(followToken, 1_000);
     tokenWatch.unref();
     logger.info('control plane started', {
-      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, ...reconciler.settings,
+      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, sandboxApiUrl: sandboxApi?.url ?? null, ...reconciler.settings,
     });
   };
 
@@ -294,6 +322,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       ['reconciler', () => reconciler.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
+      ['Sandbox API', async () => sandboxApi?.close()],
       ['claims', async () => claims?.close()],
       ['informers', () => Promise.all(informers.map((informer) => informer.close()))],
       ['pool setter', () => setter.close()],
@@ -322,6 +351,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl(): string | undefined {
       return claimsServer?.url;
     },
+    sandboxApi,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,
     isLeader: () => leading && reconciler.driving,

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     process.stdout.write(helpText('control-plane', SUMMARY, FLAGS));
     return;
   }
-  const { listen, namespace, claims } = validateConfig(config);
+  const { listen, namespace, claims, aggregated } = validateConfig(config);
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -77,6 +77,9 @@ async function main(): Promise<void> {
           maxAttempts: config.claimAttempts,
         },
       },
+    } : {}),
+    ...(aggregated !== undefined ? {
+      sandboxApi: { listen: aggregated.listen, ...(aggregated.tls !== undefined ? { tls: aggregated.tls } : {}), selfSignedNames: aggregated.selfSignedNames },
     } : {}),
   });
   if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import { Gatekeeper } from './api/auth.js';
 import { createApiApp } from './api/app.js';
 import { GenerationGuard } from './generation.js';
+import { readEntries } from './inventory/entries.js';
 import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
@@ -138,6 +139,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
         generations,
         currentInfo: (): NodeInfo | undefined => state.info,
+        readEntries: () => readEntries(sandboxd),
         publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
         minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
         ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),

@@ -7,3 +7,4 @@ export * from './http.js';
 export * from './request.js';
 export * from './incoming-body.js';
 export * from './token-file.js';
+export * from './x509/certificates.js';

@@ -9,11 +9,18 @@
 //                                 batch job serves it (the job id and the nodes
 //                                 it asked, written before asking)
 //   <prefix>id:<ns>/<id>        → <claimRef>
-import { claimRecordSchema, triedNodeSchema, type ClaimRecord, type TriedNode } from '@warmpool/api';
+//   <prefix>events              → a stream of ClaimEvents (claimed, renewed,
+//                                 released), trimmed to the last
+//                                 `eventsWindowMs`: how every replica's
+//                                 Sandbox view learns of a claim before its
+//                                 node publishes it
+import { claimRecordSchema, triedNodeSchema, type ClaimEvent, type ClaimRecord, type TriedNode } from '@warmpool/api';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
 export const DEFAULT_INDEX_PREFIX = 'warmpool:claims:';
+/** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
+export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
 
 
 const reservationSchema = z.object({ job: z.string(), tried: z.array(triedNodeSchema) });
@@ -75,11 +82,18 @@ export class ClaimIndex {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #now: () => number;
+  readonly #eventsWindowMs: number;
 
-  constructor(redis: Redis, options: { prefix?: string; now?: () => number } = {}) {
+  constructor(redis: Redis, options: { prefix?: string; now?: () => number; eventsWindowMs?: number } = {}) {
     this.#redis = redis;
     this.#prefix = options.prefix ?? DEFAULT_INDEX_PREFIX;
     this.#now = options.now ?? Date.now;
+    this.#eventsWindowMs = options.eventsWindowMs ?? DEFAULT_EVENTS_WINDOW_MS;
+  }
+
+  /** The stream of ClaimEvents (field `e`: the event's JSON). */
+  get eventsKey(): string {
+    return `${this.#prefix}events`;
   }
 
   refKey(namespace: string, claimRef: string): string {
@@ -139,8 +153,14 @@ export class ClaimIndex {
       const expiresAt = this.#expiresAt(record.deadline);
       pipeline.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt);
       pipeline.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt);
+      const { token: _token, ...shown } = record;
+      this.#appendEvent(pipeline, { op: 'claimed', record: shown });
     }
     await execOrThrow(pipeline.exec());
+  }
+
+  #appendEvent(pipeline: ReturnType<Redis['pipeline']>, event: ClaimEvent): void {
+    pipeline.xadd(this.eventsKey, 'MINID', '~', String(Math.max(0, this.#now() - this.#eventsWindowMs)), '*', 'e', JSON.stringify(event));
   }
 
   /** Drops reservations of `job` for claims that failed (nothing is claimed for them anywhere). */
@@ -169,7 +189,10 @@ export class ClaimIndex {
 
   /** Forgets a released (or vanished) claim. */
   async drop(record: ClaimRecord): Promise<void> {
-    await this.#redis.eval(DROP_RECORD, 2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id);
+    const pipeline = this.#redis.pipeline();
+    pipeline.eval(DROP_RECORD, 2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id);
+    this.#appendEvent(pipeline, { op: 'released', namespace: record.namespace, claimRef: record.claimRef, id: record.id });
+    await execOrThrow(pipeline.exec());
   }
 
   #expiresAt(deadline: string): number {

@@ -71,6 +71,8 @@ export interface NodeClaim {
 export interface ProvisioningPipeline extends ClaimService {
   readonly controller: ProvisionerController;
   readonly settings: Readonly<ProvisioningSettings>;
+  /** The claim index's event stream (claimed, renewed, released), which the Sandbox API follows. */
+  readonly claimEventsKey: string;
   /** Checks Redis's eviction policy, starts the worker and the reply listener. */
   start(): Promise<void>;
   /** Every claim every node with a NodeInventory holds (for a janitor); nodes that did not answer are named, not guessed. */
@@ -412,6 +414,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   return {
     controller,
     settings,
+    claimEventsKey: index.eventsKey,
     start,
     claim,
     lookup,

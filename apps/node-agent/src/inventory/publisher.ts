@@ -12,6 +12,7 @@ import { Backoff } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
+import type { PublishedEntries } from './entries.js';
 import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
 import type { InventoryWriter } from './writer.js';
 
@@ -25,6 +26,8 @@ export interface InventoryPublisherOptions {
   generations: GenerationGuard;
   /** The latest view of sandboxd; undefined until it first answered. */
   currentInfo: () => NodeInfo | undefined;
+  /** The node's claims for status.entries[], read at each write; none published when omitted or when it fails. */
+  readEntries?: () => Promise<PublishedEntries>;
   publishIntervalMs: number;
   minPublishGapMs: number;
   /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
@@ -150,11 +153,21 @@ export class InventoryPublisher {
       }
     }
     if (!this.#objectApplied) await this.#applyObject();
-    const status = statusOf(snapshot, new Date(), this.#options.capacity);
+    const status = statusOf(snapshot, new Date(), this.#options.capacity, await this.#entries());
     if ((await writer.applyStatus(nodeName, status)) === 'missing') {
       // Deleted behind our back (kubectl delete, or its Node went): create it again.
       await this.#applyObject();
       if ((await writer.applyStatus(nodeName, status)) === 'missing') throw new Error(`NodeInventory ${nodeName} vanished while being written`);
+    }
+  }
+
+  async #entries(): Promise<PublishedEntries | undefined> {
+    if (this.#options.readEntries === undefined) return undefined;
+    try {
+      return await this.#options.readEntries();
+    } catch (err) {
+      this.#options.logger.warn('cannot read the node\'s claims for the inventory entries; publishing without them', { err });
+      return undefined;
     }
   }
 
