@@ -13,6 +13,7 @@
 //   npx tsc -b && node bench/claims.bench.ts
 // About 1.5 minutes.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { freePort, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
@@ -51,7 +52,8 @@ const profileDir = process.env['CPU_PROF'];
 const controlPlane = await startControlPlaneProcess({
   cluster, token, interval: '5s',
   ...(profileDir !== undefined ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
-  extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`],
+  // CLAIM_FLAGS: more control-plane flags, e.g. `--claim-batch-max-items=8` to compare batch shapes.
+  extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`, ...(process.env['CLAIM_FLAGS'] ?? '').split(/\s+/).filter(Boolean)],
 });
 const claimsBase = `http://127.0.0.1:${claimsPort}`;
 
@@ -99,6 +101,16 @@ function merge(results: PathResult[]): PathResult {
     errors: results.reduce((n, r) => n + r.errors, 0),
     elapsedMs: results.reduce((n, r) => n + r.elapsedMs, 0),
   };
+}
+
+/** CPU time a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function batchStats(text: string): { count: number; sum: number } {
@@ -158,6 +170,7 @@ try {
     const http: PathResult[] = [];
     let batches = { count: 0, sum: 0 };
     let writes = { total: 0, perClaimKinds: 0, byResource: '' };
+    let cpu = { controlPlane: 0, redis: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       // Direct: the same number in flight, split over the agents (at 1 in flight, the first agent only).
       const shares = agentPools.map((_, a) => Math.floor(concurrency / NODES) + (a < concurrency % NODES ? 1 : 0));
@@ -165,7 +178,9 @@ try {
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
       const metricsBefore = batchStats(await controlPlane.metrics());
       const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
+      const cpuBefore = { controlPlane: cpuMs(controlPlane.pid), redis: cpuMs(redis.pid) };
       http.push(await drive(claimsPool, concurrency, ROUND_MS, () => ({ path: '/v1/namespaces/default/claims', body: httpBody, authorization: `Bearer ${userToken}` })));
+      cpu = { controlPlane: cpu.controlPlane + cpuMs(controlPlane.pid) - cpuBefore.controlPlane, redis: cpu.redis + cpuMs(redis.pid) - cpuBefore.redis };
       const writesAfter = await scrapeWrites(cluster.server, cluster.adminTls);
       const metricsAfter = batchStats(await controlPlane.metrics());
       batches = { count: batches.count + metricsAfter.count - metricsBefore.count, sum: batches.sum + metricsAfter.sum - metricsBefore.sum };
@@ -185,6 +200,7 @@ try {
         'upstream claim p50 48–54 ms, p95 ≈ 70 ms; roadmap 1 000+/s',
         goal ? pass(rate(h) >= GOAL_RATE && quantile(h.latencies, 0.99) <= GOAL_P99_MS) : '',
       ],
+      [`CPU per HTTP claim, ${concurrency} in flight`, `control plane ${(cpu.controlPlane / Math.max(1, h.claims) * 1000).toFixed(0)} µs, redis-server ${(cpu.redis / Math.max(1, h.claims) * 1000).toFixed(0)} µs`, '', '', ''],
       [`apiserver writes per HTTP claim, ${concurrency} in flight`, `${writes.perClaimKinds} claim/sandbox/secret writes; ${writes.total} writes of any kind over ${h.claims} claims (last round: ${writes.byResource})`, '0', '', pass(writes.perClaimKinds === 0 && writes.total < h.claims / 10)],
     );
   }

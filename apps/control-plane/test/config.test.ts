@@ -20,8 +20,21 @@ describe('control plane flags', () => {
     const chart = readFileSync(fileURLToPath(new URL('../../../charts/warmpool/templates/control-plane.yaml', import.meta.url)), 'utf8');
     const flags = [...chart.matchAll(/- --([a-z-]+)=/g)].map((m) => m[1] as string);
     expect(flags.length).toBeGreaterThan(10);
-    const argv = flags.map((flag) => `--${flag}=${flag.endsWith('concurrency') ? '8' : /timeout|interval|after|duration|deadline|period/.test(flag) ? '1s' : 'x'}`);
+    const argv = flags.map((flag) => `--${flag}=${/concurrency|items$/.test(flag) ? '8' : /timeout|interval|after|duration|deadline|period|idle$|batch-max$/.test(flag) ? '1s' : 'x'}`);
     expect(() => parseConfig(FLAGS, argv, {})).not.toThrow();
+  });
+
+  it('turns provisioning on with --redis-url, serving the claim API on --claims-listen', () => {
+    const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
+    expect(parse().claims).toBeUndefined();
+    expect(parse('--redis-url=redis://127.0.0.1:6379').claims).toEqual({ redisUrl: 'redis://127.0.0.1:6379', listen: { host: '0.0.0.0', port: 8081 }, tls: undefined });
+    expect(parse('--redis-url=rediss://r:6380', '--claims-listen=127.0.0.1:9443', '--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem').claims)
+      .toEqual({ redisUrl: 'rediss://r:6380', listen: { host: '127.0.0.1', port: 9443 }, tls: { certFile: 'c.pem', keyFile: 'k.pem' } });
+    expect(() => parse('--redis-url=http://r')).toThrow(/--redis-url/);
+    expect(() => parse('--redis-url=redis://r', '--claims-tls-cert-file=c.pem')).toThrow(/go together/);
+    expect(() => parse('--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem')).toThrow(/need --redis-url/);
+    expect(() => parse('--redis-url=redis://r', '--claims-listen=nope')).toThrow(/--claims-listen/);
+    expect(() => parse('--redis-url=redis://r', '--claim-batch-max-items=0')).toThrow(/--claim-batch-max-items/);
   });
 
   it('reads the pod\'s namespace and name from the downward API env', () => {

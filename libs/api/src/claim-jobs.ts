@@ -69,10 +69,18 @@ export const claimOutcomeSchema = z.discriminatedUnion('ok', [
 ]);
 export type ClaimOutcome = z.output<typeof claimOutcomeSchema>;
 
-/** What a worker pushes onto the reply list of `replyTo`. */
+/** The outcome of the claim at `index` in the job's `claims`. */
+export const indexedOutcomeSchema = claimOutcomeSchema.and(z.object({ index: z.number().int().min(0) }));
+export type IndexedOutcome = z.output<typeof indexedOutcomeSchema>;
+
+/**
+ * What a worker pushes onto the reply list of `replyTo`: some of a job's
+ * outcomes, as they become final (a job answers over several replies; a job
+ * run twice may answer a claim twice, the same way: the first answer counts).
+ */
 export const batchReplySchema = z.object({
   jobId: z.string().min(1),
-  outcomes: z.array(claimOutcomeSchema),
+  outcomes: z.array(indexedOutcomeSchema),
 });
 export type BatchReply = z.output<typeof batchReplySchema>;
 

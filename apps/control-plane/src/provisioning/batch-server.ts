@@ -58,8 +58,8 @@ interface Work {
   /** Nodes asked by this run. */
   asked: number;
   outcome: ClaimOutcome | undefined;
-  /** Served (or adopted) by this run: to be recorded in the index. */
-  fresh: boolean;
+  /** Hands the outcome to the callers as soon as it is final (a served claim once it is in the index). */
+  readonly emit: (outcome: ClaimOutcome) => void;
   lastRefusal: Refusal | undefined;
   /** Keep the reservation when failing: a node may hold the claim and could not be asked. */
   keepReservation: boolean;
@@ -87,13 +87,20 @@ export class BatchServer {
     this.#now = options.now ?? Date.now;
   }
 
-  async serve(job: BatchJobHandle): Promise<ClaimOutcome[]> {
+  /**
+   * Serves the batch. `emit` gets each claim's outcome as soon as it is final
+   * (a served one once it is in the claim index, so any replica finds it), so
+   * a caller does not wait for the slowest claim of its batch; failures come
+   * last, once their reservations are dropped. Answers every outcome, in the
+   * claims' order (a claimRef twice in a batch gets one sandbox, twice).
+   */
+  async serve(job: BatchJobHandle, emit: (outcome: ClaimOutcome) => void = () => {}): Promise<ClaimOutcome[]> {
     const { namespace, claims } = job.data;
     const unique = new Map<string, Work>();
     for (const claim of claims) {
       if (unique.has(claim.claimRef)) continue;
       unique.set(claim.claimRef, {
-        claim, nodeRef: `${namespace}/${claim.claimRef}`, tried: [], asked: 0, outcome: undefined, fresh: false, lastRefusal: undefined, keepReservation: false,
+        claim, nodeRef: `${namespace}/${claim.claimRef}`, tried: [], asked: 0, outcome: undefined, emit, lastRefusal: undefined, keepReservation: false,
       });
     }
     const works = [...unique.values()];
@@ -126,7 +133,7 @@ export class BatchServer {
       const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
       switch (state.state) {
         case 'served':
-          work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: state.record };
+          this.#answer(work, state.record);
           return;
         case 'new':
           work.tried = plan.tried;
@@ -161,9 +168,9 @@ export class BatchServer {
       await this.#attempt(job, pending, round);
     }
 
-    await this.#o.index.record(works.flatMap((w) => (w.fresh && w.outcome?.ok === true ? [w.outcome.grant] : [])));
-    const dropped = works.filter((w) => w.outcome?.ok === false && !w.keepReservation).map((w) => w.claim.claimRef);
-    await this.#o.index.dropReservations(namespace, dropped, job.id);
+    const failed = works.filter((w) => w.outcome?.ok === false);
+    await this.#o.index.dropReservations(namespace, failed.filter((w) => !w.keepReservation).map((w) => w.claim.claimRef), job.id);
+    for (const work of failed) work.emit(work.outcome as ClaimOutcome);
     return claims.map((claim) => (unique.get(claim.claimRef) as Work).outcome as ClaimOutcome);
   }
 
@@ -191,8 +198,7 @@ export class BatchServer {
     this.#o.metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
     if (answer.ok) {
       this.#ownerAddrs.set(tried.node, answer.claim.owner_addr);
-      work.fresh = true;
-      work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: grantOf(data, work.claim, tried, answer.claim) };
+      await this.#served(work, grantOf(data, work.claim, tried, answer.claim));
       return;
     }
     work.lastRefusal = answer.refusal;
@@ -211,6 +217,7 @@ export class BatchServer {
   async #askTried(data: BatchJob, work: Work, nodes: readonly TriedNode[]): Promise<void> {
     for (const tried of nodes) {
       if (work.outcome !== undefined) return;
+      let served: ClaimRecord | undefined;
       try {
         let [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
         // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot be.
@@ -227,13 +234,16 @@ export class BatchServer {
         const full = await this.#o.agents.get(tried.address, first.id);
         if (full?.token === undefined) continue;
         this.#o.metrics.adopted();
-        work.fresh = true;
         const answer = { id: full.id, token: full.token, deadline: full.deadline, owner_addr: this.#ownerAddrs.get(tried.node) ?? '' };
-        work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: grantOf(data, work.claim, tried, answer) };
+        served = grantOf(data, work.claim, tried, answer);
       } catch (err) {
         this.#o.logger.warn('cannot ask a node whether it holds a claim: failing it Timeout, its reservation kept', { node: tried.node, claimRef: work.nodeRef, err });
         work.keepReservation = true;
         this.#fail(work, 'Timeout', `node ${tried.node} did not answer and may hold the claim; retry with the same claimRef`);
+        return;
+      }
+      if (served !== undefined) {
+        await this.#served(work, served);
         return;
       }
     }
@@ -262,7 +272,7 @@ export class BatchServer {
       await sleep(this.#pollMs);
       const value = await this.#o.index.peek(namespace, ref);
       if (value !== undefined && 'id' in value) {
-        work.outcome = { ok: true, claimRef: ref, grant: value };
+        this.#answer(work, value);
         return false;
       }
       if (value !== undefined) {
@@ -273,7 +283,7 @@ export class BatchServer {
       const [again] = await this.#o.index.reserve(namespace, [ref], job.id, ttlMs);
       if (again?.state === 'new') return false;
       if (again?.state === 'served') {
-        work.outcome = { ok: true, claimRef: ref, grant: again.record };
+        this.#answer(work, again.record);
         return false;
       }
       if (again?.state === 'busy') current = again.reservation;
@@ -287,6 +297,23 @@ export class BatchServer {
       this.#o.index.noteTried(job.data.namespace, works.map((w) => ({ claimRef: w.claim.claimRef, tried: w.tried })), job.id, reservationTtlMs(works)),
       job.updateProgress(progress),
     ]);
+  }
+
+  /** Served here: recorded in the index first, then answered. */
+  async #served(work: Work, grant: ClaimRecord): Promise<void> {
+    if (work.outcome !== undefined) return;
+    const outcome: ClaimOutcome = { ok: true, claimRef: work.claim.claimRef, grant };
+    work.outcome = outcome;
+    await this.#o.index.record([grant]);
+    work.emit(outcome);
+  }
+
+  /** Served already (by an earlier job, or the one this waited for): answered as it is. */
+  #answer(work: Work, grant: ClaimRecord): void {
+    if (work.outcome !== undefined) return;
+    const outcome: ClaimOutcome = { ok: true, claimRef: work.claim.claimRef, grant };
+    work.outcome = outcome;
+    work.emit(outcome);
   }
 
   #failFromRefusal(work: Work): void {

@@ -12,6 +12,7 @@ import {
   type BatchJob,
   type BatchReply,
   type ClaimOutcome,
+  type IndexedOutcome,
   type NodeInventory,
   type SandboxTemplate,
   type SandboxWarmPool,
@@ -81,9 +82,12 @@ export interface ProvisioningPipeline extends ClaimService {
   releaseOnNode(node: string, id: string, claim?: { namespace: string; claimRef: string }): Promise<boolean>;
 }
 
-/** Callers of one job, waiting for its reply. */
+/** Callers of one job, waiting for their outcomes. */
 interface Waiting {
   readonly items: readonly PendingClaim[];
+  /** Per item: answered already. */
+  readonly answered: boolean[];
+  unanswered: number;
   readonly timer: NodeJS.Timeout;
 }
 
@@ -132,8 +136,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   });
 
   const waiting = new Map<string, Waiting>();
-  /** Jobs whose callers were answered Timeout: a late reply releases what nobody can come back for. */
-  const abandoned = new Map<string, readonly PendingClaim[]>();
+  /** Jobs some of whose callers were answered Timeout: a late outcome releases what nobody can come back for. */
+  const abandoned = new Map<string, { items: readonly PendingClaim[]; answered: readonly boolean[] }>();
   let sequence = 0;
 
   const release = async (grant: ClaimGrant): Promise<void> => {
@@ -149,30 +153,34 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     release(grant).catch((err: unknown) => logger.warn('could not release a sandbox nobody will claim; the node reaps it at its deadline', { why, id: grant.id, node: grant.node, deadline: grant.deadline, err }));
   };
 
-  const settle = (items: readonly PendingClaim[], outcomes: readonly ClaimOutcome[]): void => {
-    items.forEach((item, i) => {
-      const outcome = outcomes[i];
-      if (outcome === undefined) item.reject(new ClaimFailure('Unavailable', 'the batch reply did not cover this claim'));
-      else if (outcome.ok) item.resolve(outcome.grant);
-      else item.reject(new ClaimFailure(outcome.reason, outcome.message, outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}));
-    });
+  const answer = (item: PendingClaim, outcome: ClaimOutcome): void => {
+    if (outcome.ok) item.resolve(outcome.grant);
+    else item.reject(new ClaimFailure(outcome.reason, outcome.message, outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}));
   };
 
   const onReply = (reply: BatchReply): void => {
     const pending = waiting.get(reply.jobId);
     if (pending !== undefined) {
-      waiting.delete(reply.jobId);
-      clearTimeout(pending.timer);
-      settle(pending.items, reply.outcomes);
+      for (const outcome of reply.outcomes) {
+        const item = pending.items[outcome.index];
+        if (item === undefined || pending.answered[outcome.index] === true) continue; // answered already (a job run twice)
+        pending.answered[outcome.index] = true;
+        pending.unanswered--;
+        answer(item, outcome);
+      }
+      if (pending.unanswered === 0) {
+        waiting.delete(reply.jobId);
+        clearTimeout(pending.timer);
+      }
       return;
     }
     const late = abandoned.get(reply.jobId);
-    if (late === undefined) return; // a stalled job's second reply: its callers have their answer
-    abandoned.delete(reply.jobId);
-    late.forEach((item, i) => {
-      const outcome = reply.outcomes[i];
-      if (outcome?.ok === true && item.order.claimRefGenerated === true) releaseUnanswered(outcome.grant, 'answered after the caller timed out');
-    });
+    if (late === undefined) return; // every caller of that job has its answer
+    for (const outcome of reply.outcomes) {
+      const item = late.items[outcome.index];
+      if (item === undefined || late.answered[outcome.index] === true) continue;
+      if (outcome.ok && item.order.claimRefGenerated === true) releaseUnanswered(outcome.grant, 'answered after the caller timed out');
+    }
   };
   const replies = new ReplyChannel({ replica, redis, listener, prefix: keyPrefix, onReply, logger });
 
@@ -188,13 +196,16 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       deadline: Date.now() + settings.claimTimeoutMs,
       claims: items.map(({ order }) => ({ claimRef: order.claimRef, ttlSeconds: order.ttlSeconds, path: order.path, generated: order.claimRefGenerated === true })),
     };
+    const answered = items.map(() => false);
     const timer = setTimeout(() => {
       if (!waiting.delete(jobId)) return;
-      abandoned.set(jobId, items);
+      abandoned.set(jobId, { items, answered: [...answered] });
       setTimeout(() => abandoned.delete(jobId), settings.claimTimeoutMs * 3).unref();
-      for (const item of items) item.reject(new ClaimFailure('Timeout', `no answer within ${settings.claimTimeoutMs} ms`));
+      items.forEach((item, i) => {
+        if (answered[i] !== true) item.reject(new ClaimFailure('Timeout', `no answer within ${settings.claimTimeoutMs} ms`));
+      });
     }, settings.claimTimeoutMs);
-    waiting.set(jobId, { items, timer });
+    waiting.set(jobId, { items, answered, unanswered: items.length, timer });
     try {
       await queue.add('batch', data, { jobId, removeOnComplete: true, removeOnFail: { age: 3_600, count: 1_000 }, attempts: 2, backoff: { type: 'fixed', delay: 50 } });
     } catch (err) {
@@ -221,22 +232,22 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     const data = batchJobSchema.parse(job.data);
     const id = job.id ?? '';
     const progress = batchProgressSchema.safeParse(job.progress);
-    let outcomes: ClaimOutcome[];
+    const answers = new ReplyBatcher(id, data, (reply) => replies.send(data.replyTo, reply));
     try {
-      outcomes = await server.serve({
+      await server.serve({
         id,
         data,
         progress: progress.success ? progress.data : undefined,
         updateProgress: (p) => job.updateProgress(p),
-      });
+      }, (outcome) => answers.add(outcome));
     } catch (err) {
       // Another attempt asks the nodes already tried first; the last one answers Unavailable.
       if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw err;
       logger.error('a claim batch failed', { jobId: id, err });
       const message = `the claim batch failed: ${messageOf(err)}`;
-      outcomes = data.claims.map((c) => ({ ok: false, claimRef: c.claimRef, reason: 'Unavailable', message, retryAfterSeconds: 1 }));
+      for (const c of data.claims) answers.add({ ok: false, claimRef: c.claimRef, reason: 'Unavailable', message, retryAfterSeconds: 1 });
     }
-    await replies.send(data.replyTo, { jobId: id, outcomes });
+    await answers.flushed();
   };
 
   const notReadyReasons = (): string[] => {
@@ -425,6 +436,52 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     notReadyReasons,
     close,
   };
+}
+
+/**
+ * A job's outcomes on their way back: each claim's outcome goes to every
+ * position of its claimRef in the batch; outcomes that become final in the
+ * same tick share one reply (one LPUSH when the caller is another replica).
+ */
+class ReplyBatcher {
+  readonly #jobId: string;
+  readonly #positions = new Map<string, number[]>();
+  readonly #send: (reply: BatchReply) => Promise<void>;
+  #pending: IndexedOutcome[] = [];
+  readonly #sending: Array<Promise<void>> = [];
+  #failure: unknown;
+
+  constructor(jobId: string, data: BatchJob, send: (reply: BatchReply) => Promise<void>) {
+    this.#jobId = jobId;
+    this.#send = send;
+    data.claims.forEach((claim, index) => {
+      const positions = this.#positions.get(claim.claimRef);
+      if (positions === undefined) this.#positions.set(claim.claimRef, [index]);
+      else positions.push(index);
+    });
+  }
+
+  add(outcome: ClaimOutcome): void {
+    if (this.#pending.length === 0) setImmediate(() => this.#flush());
+    for (const index of this.#positions.get(outcome.claimRef) ?? []) this.#pending.push({ ...outcome, index });
+  }
+
+  /** Resolves once every outcome added so far is delivered; rejects when one could not be. */
+  async flushed(): Promise<void> {
+    this.#flush();
+    await Promise.all(this.#sending);
+    if (this.#failure !== undefined) throw this.#failure;
+  }
+
+  #flush(): void {
+    if (this.#pending.length === 0) return;
+    const outcomes = this.#pending;
+    this.#pending = [];
+    // Caught here (a send may fail before flushed() is awaited) and rethrown by flushed().
+    this.#sending.push(this.#send({ jobId: this.#jobId, outcomes }).catch((err: unknown) => {
+      this.#failure ??= err;
+    }));
+  }
 }
 
 /** Why Redis's eviction policy loses jobs, or undefined when it is noeviction. */
