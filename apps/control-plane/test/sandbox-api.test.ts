@@ -86,9 +86,9 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   it('serves discovery: kubectl api-resources lists sandboxes of agents.x-k8s.io/v1beta1, namespaced', async () => {
     const out = await kubectl(cluster, ['api-resources', '--api-group=agents.x-k8s.io', '--no-headers']);
     expect(out).toMatch(/^sandboxes\s+agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox/m);
-    const explain = await kubectl(cluster, ['explain', 'sandboxes.status.nodeName', '--api-version=agents.x-k8s.io/v1beta1']);
-    expect(explain).toContain('The node holding the sandbox');
-  });
+    // The apiserver fetches the OpenAPI documents of an APIService shortly after it becomes Available.
+    await eventually(async () => (await cluster.kubectl(['explain', 'sandboxes.status.nodeName', '--api-version=agents.x-k8s.io/v1beta1'])).stdout.includes('The node holding the sandbox'), { what: 'kubectl explain of a Sandbox field', timeoutMs: 30_000, everyMs: 1_000 });
+  }, 60_000);
 
   it('gets a sandbox the moment its claim is answered: name = claimRef, namespace, node, owner address, Ready, deadline', async () => {
     const claimed = await claim({ claimRef: 'fresh-1', ttlSeconds: 600 });
@@ -136,28 +136,37 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(names(await getJson(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName=${node}`]))).toEqual(onNode);
     expect(names(await getJson(['get', 'sandboxes', '-A', '--field-selector', `spec.nodeName=${node}`]))).toEqual(onNode);
     expect(names(await getJson(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName!=${node}`]))).toEqual(claims.filter((c) => c.node !== node).map((c) => c.claimRef).sort());
+    // What the nodes hold is published: each claim is an entry of its node's NodeInventory.
+    await eventually(async () => {
+      const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as { items: Array<{ metadata: { name: string }; status?: { entries?: Array<{ claimRef?: string; id: string }> } }> };
+      return claims.every((c) => inventories.items.find((i) => i.metadata.name === c.node)?.status?.entries?.some((e) => e.claimRef === `${ns}/${c.claimRef}` && e.id === c.id) === true);
+    }, { what: 'the claims in their nodes\' NodeInventory entries', timeoutMs: 20_000 });
     const bad = await cluster.kubectl(['get', 'sandboxes', '-n', ns, '--field-selector', 'status.phase=Running']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('field label not supported');
   });
 
   it('watches: kubectl get -w sees a claim ADDED and its release DELETED', async () => {
-    const lines: string[] = [];
+    let stdout = '';
+    const lines = (): string[] => stdout.split('\n');
     const watch = spawn(findBinary('kubectl'), [`--kubeconfig=${cluster.kubeconfigPath}`, 'get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '--watch-only'], { stdio: ['ignore', 'pipe', 'pipe'] });
     watches.push(watch);
     let stderr = '';
-    watch.stdout?.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n')));
+    watch.stdout?.on('data', (chunk: Buffer) => { stdout += chunk.toString('utf8'); });
     watch.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
-    // The watch is open once a claim made now shows up in it.
+    // The watch is open once a claim made now shows up in it (one made before it opened is not replayed: --watch-only).
+    let seen: string | undefined;
+    let attempt = 0;
     await eventually(async () => {
-      if (lines.some((l) => /^ADDED\s+watched-1\s/.test(l))) return true;
-      if (!lines.some((l) => l.includes('watched-1')) && (await cp.claims?.lookup(ns, 'watched-1')) === undefined) await claim({ claimRef: 'watched-1' });
+      seen = lines().map((l) => /^ADDED\s+(watched-\d+)\s/.exec(l)?.[1]).find((name) => name !== undefined);
+      if (seen !== undefined) return true;
+      await claim({ claimRef: `watched-${++attempt}` });
       return false;
-    }, { what: `ADDED watched-1 in kubectl get -w (stderr: ${stderr})`, timeoutMs: 30_000, everyMs: 500 });
-    await release('watched-1');
-    await eventually(() => lines.some((l) => /^DELETED\s+watched-1\s/.test(l)), { what: 'DELETED watched-1 in kubectl get -w', timeoutMs: 30_000 });
+    }, { what: 'a claim ADDED in kubectl get -w', timeoutMs: 20_000, everyMs: 1_000 });
+    await release(seen ?? '');
+    await eventually(() => lines().some((l) => new RegExp(`^DELETED\\s+${seen}\\s`).test(l)), { what: `DELETED ${seen} in kubectl get -w (stderr: ${stderr})`, timeoutMs: 20_000 });
     watch.kill('SIGTERM');
-  });
+  }, 60_000);
 
   it('creates with kubectl create (a claim from the named pool) and deletes with kubectl delete (a release on the node)', async () => {
     const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'made-by-kubectl' }, spec: { warmPoolRef: { name: 'python' }, ttlSeconds: 300 } };
@@ -212,6 +221,22 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect((await getJson(['get', 'sandboxes', '-A'])).items?.length ?? 0).toBeGreaterThan(3);
     expect(await etcdCount(cluster, '/registry/agents.x-k8s.io/')).toBe(0);
     expect(await etcdCount(cluster, '/registry/warmpool.dev/nodeinventories/')).toBe(fleet.nodes.length);
+  });
+
+  it('a replica started later serves the same sandboxes (claim events replayed, node entries)', async () => {
+    const later = await startControlPlane(cluster, dir, 'default', {
+      token: TOKEN,
+      claims: { redisUrl: redis.url },
+      sandboxApi: { listen: { host: '127.0.0.1', port: 0 }, tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') } },
+    });
+    try {
+      await eventually(() => later.sandboxApi?.notReadyReasons().length === 0, { what: 'the later replica ready' });
+      const names = (view: NonNullable<ControlPlane['sandboxApi']>['view']): string[] => [...view.items(ns)].map((s) => `${s.facts.name}@${s.facts.node}`).sort();
+      await eventually(() => JSON.stringify(names(later.sandboxApi!.view)) === JSON.stringify(names(cp.sandboxApi!.view)), { what: 'the same sandboxes in both replicas' });
+      expect(names(later.sandboxApi!.view).length).toBeGreaterThan(3);
+    } finally {
+      await later.close();
+    }
   });
 
   it('answers get and list -A within the timeout while a node is frozen (SIGSTOP)', async () => {
