@@ -19,3 +19,7 @@ export { READY, REASONS, selectorOf, statusesOf, statusSig, transitionEvents, wi
 export { FIELD_MANAGER, KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 export { discardEvents, KubeEventRecorder, type EventRecorder, type EventType, type KubeEventRecorderOptions } from './controllers/warmpool/events.js';
 export { createHealthApp, type HealthAppOptions } from './http/health.js';
+export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './aggregated/view.js';
+export { SandboxReader, type SandboxReaderOptions } from './aggregated/reader.js';
+export { sandboxObject, type SandboxFacts, type ServedSandbox } from './aggregated/sandbox-object.js';
+export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from './aggregated/sandbox-api.js';

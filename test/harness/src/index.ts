@@ -22,3 +22,5 @@ export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, S
 export { canListen, preferredOrFreePort } from './stack-ports.js';
 export { sleep, waitUntil } from './wait.js';
 export type { WaitOptions } from './wait.js';
+export { registerAggregatedApi } from './aggregation.js';
+export type { AggregatedApiOptions } from './aggregation.js';

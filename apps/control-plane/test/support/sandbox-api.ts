@@ -1,12 +1,10 @@
 // The Sandbox API behind the real apiserver's aggregation layer, for specs:
-// a serving certificate from a CA of the spec's own, the APIService and an
-// ExternalName Service pointing at the control plane on loopback, calls
+// a serving certificate from a CA of the spec's own, its registration (the
+// harness's ExternalName Service + APIService to loopback), calls
 // straight to the control plane as the front proxy (or as anyone else), and
 // what etcd holds.
 import { request } from 'node:https';
-import { issueCertificate, type IssuedCertificate, type TestCluster } from '@warmpool/harness';
-import { kubectl } from './objects.js';
-import { eventually } from './wait.js';
+import { issueCertificate, registerAggregatedApi, type IssuedCertificate, type TestCluster } from '@warmpool/harness';
 
 export const API_SERVICE_NAMESPACE = 'kube-system';
 export const API_SERVICE_NAME = 'warmpool-sandbox-api';
@@ -26,32 +24,12 @@ export function servingPki(): ServingPki {
   return { ca, serving };
 }
 
-/**
- * Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox
- * CRD: the CRD goes, an ExternalName Service names 127.0.0.1, the APIService
- * points at it; waits until the aggregator calls it Available.
- */
+/** Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox CRD (the harness's aggregation helper). */
 export async function registerSandboxApi(cluster: TestCluster, port: number, caPem: string | undefined): Promise<void> {
-  await kubectl(cluster, ['delete', 'crd', 'sandboxes.agents.x-k8s.io', '--ignore-not-found', '--wait=true']);
-  const service = {
-    apiVersion: 'v1', kind: 'Service',
-    metadata: { name: API_SERVICE_NAME, namespace: API_SERVICE_NAMESPACE },
-    spec: { type: 'ExternalName', externalName: '127.0.0.1', ports: [{ name: 'https', port, protocol: 'TCP' }] },
-  };
-  const apiService = {
-    apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService',
-    metadata: { name: 'v1beta1.agents.x-k8s.io' },
-    spec: {
-      group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15,
-      service: { namespace: API_SERVICE_NAMESPACE, name: API_SERVICE_NAME, port },
-      ...(caPem !== undefined ? { caBundle: Buffer.from(caPem).toString('base64') } : { insecureSkipTLSVerify: true }),
-    },
-  };
-  await kubectl(cluster, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service, apiService] }));
-  await eventually(async () => {
-    const status = await kubectl(cluster, ['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
-    return status.trim() === 'True';
-  }, { what: 'the APIService v1beta1.agents.x-k8s.io Available', timeoutMs: 60_000, everyMs: 500 });
+  await registerAggregatedApi(cluster, {
+    group: 'agents.x-k8s.io', version: 'v1beta1', port, ...(caPem !== undefined ? { caPem } : {}),
+    serviceNamespace: API_SERVICE_NAMESPACE, serviceName: API_SERVICE_NAME, replacesCrd: 'sandboxes.agents.x-k8s.io',
+  });
 }
 
 export interface DirectAnswer {
