@@ -21,7 +21,8 @@ import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { SandboxReader, SandboxView, type SandboxFacts } from '@warmpool/control-plane';
 import { freePort, issueCertificate, registerAggregatedApi, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
-import { Agent, Pool } from 'undici';
+// undici's own fetch: the global one cannot take this undici's Agent as its dispatcher.
+import { Agent, fetch, Pool } from 'undici';
 import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
@@ -117,7 +118,7 @@ async function kubectl(args: string[]): Promise<string> {
 
 async function read(base: string, dispatcher: Agent, path: string, accept = 'application/json', headers: Record<string, string> = {}): Promise<{ status: number; ms: number; bytes: number; body: string }> {
   const t0 = performance.now();
-  const res = await fetch(`${base}${path}`, { dispatcher, headers: { accept, ...headers } } as RequestInit);
+  const res = await fetch(`${base}${path}`, { dispatcher, headers: { accept, ...headers } });
   const body = await res.text();
   return { status: res.status, ms: performance.now() - t0, bytes: body.length, body };
 }
@@ -176,7 +177,7 @@ try {
   const seenAt = new Map<string, number>();
   const watchAbort = new AbortController();
   const watching = (async () => {
-    const res = await fetch(`${cluster.server}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true`, { dispatcher: admin, signal: watchAbort.signal } as RequestInit);
+    const res = await fetch(`${cluster.server}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true`, { dispatcher: admin, signal: watchAbort.signal });
     const reader = res.body?.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
