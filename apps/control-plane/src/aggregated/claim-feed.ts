@@ -112,8 +112,8 @@ export class ClaimFeed {
 }
 
 function parseEvent(fields: string[]): ClaimEvent | undefined {
-  const at = fields.indexOf('e');
-  const text = at >= 0 ? fields[at + 1] : undefined;
+  let text: string | undefined;
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'e') text = fields[i + 1];
   if (text === undefined) return undefined;
   try {
     const parsed = claimEventSchema.safeParse(JSON.parse(text));

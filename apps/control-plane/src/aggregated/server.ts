@@ -55,6 +55,7 @@ const GROUP_VERSION_PATH = `/apis/${AGENTS_GROUP}/${UPSTREAM_VERSION}`;
 const PLURAL = SandboxType.plural;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const MAX_BODY_BYTES = 64 * 1024;
+const MAX_WATCH_BACKLOG_BYTES = 16 * 1024 * 1024;
 
 interface ResourceRequest {
   namespace: string | undefined;
@@ -293,7 +294,10 @@ export class SandboxApiServer {
 
     const unsubscribe = view.subscribe((change) => {
       const line = deliver(change);
-      if (line !== undefined) res.write(line);
+      if (line === undefined) return;
+      res.write(line);
+      // A client that does not read is let go rather than buffered without bound; it relists and watches again.
+      if (res.writableLength > MAX_WATCH_BACKLOG_BYTES) end();
     });
     const timeoutSeconds = Number(query.get('timeoutSeconds') ?? '');
     const timeoutMs = Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds * 1000 : (this.#options.defaultWatchTimeoutMs ?? 30 * 60_000);
