@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, type ClaimBody } from '@warmpool/api';
 import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/index.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
@@ -62,6 +63,11 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     b = await replica();
     await eventually(() => a.isLeader() || b.isLeader(), { what: 'a leader' });
     await eventually(async () => (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every((w) => w === 2), { what: '2 warm on every node', timeoutMs: 30_000 });
+    // Placement reads the warm counts the nodes publish (or the leader's fresher view): wait until they show the fill.
+    await eventually(async () => {
+      const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as { items: Array<{ status?: { pools?: Array<{ template: string; warm: number }> } }> };
+      return inventories.items.length === 3 && inventories.items.every((i) => (i.status?.pools ?? []).some((p) => p.template === IMAGE && p.warm >= 2));
+    }, { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 });
     await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, { what: 'both replicas ready to claim' });
   });
 
@@ -248,11 +254,42 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       expect(claimErrorBodySchema.parse(answer.body).reason).toBe('Unavailable');
       expect(answer.headers.get('retry-after')).not.toBeNull();
       expect(a.ready()).toBe(true); // the driver is unaffected: /readyz stays ready
-      redis = await startRedis({ port });
-      for (const cp of [a, b]) {
-        await eventually(async () => (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again', timeoutMs: 30_000 });
+      // A replica that starts while Redis is away serves the API (503) and claims once Redis is back.
+      const late = await replica();
+      try {
+        const early = await callClaims(urlOf(late), 'POST', claimsPath(), allowed, { warmPool: 'python' });
+        expect(early.status).toBe(503);
+        expect(claimErrorBodySchema.parse(early.body)).toMatchObject({ reason: 'Unavailable', error: expect.stringContaining('Redis') });
+        redis = await startRedis({ port });
+        for (const cp of [a, b, late]) {
+          await eventually(async () => (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again', timeoutMs: 30_000 });
+        }
+      } finally {
+        await late.close();
       }
     });
+  });
+
+  it('serves the claim API over TLS when given a certificate and key', async () => {
+    const secure = await startControlPlane(cluster, dir, 'default', {
+      token: TOKEN,
+      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 }, tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } },
+    });
+    const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
+    try {
+      expect(secure.claimsUrl).toMatch(/^https:\/\//);
+      await eventually(() => secure.claims?.notReadyReasons().length === 0, { what: 'the TLS replica ready to claim' });
+      const res = await undiciFetch(`${secure.claimsUrl}${claimsPath()}`, {
+        method: 'POST', dispatcher,
+        headers: { authorization: `Bearer ${allowed}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ warmPool: 'python' }),
+      });
+      expect(res.status).toBe(200);
+      expect(claimBodySchema.parse(await res.json()).namespace).toBe(ns);
+    } finally {
+      await dispatcher.close();
+      await secure.close();
+    }
   });
 
   it('writes nothing to the apiserver per claim (no SandboxClaim, no Sandbox objects)', async () => {

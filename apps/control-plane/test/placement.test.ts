@@ -3,7 +3,12 @@
 // last report; a cold boot on the least-loaded node with room when no node has
 // warm.
 import { describe, expect, it } from 'vitest';
+import type { NodeInventory } from '@warmpool/api';
+import type { Lister } from '@warmpool/kube';
+import type { NodeView } from '../src/controllers/warmpool/nodes.js';
+import { nodeSnapshotSource } from '../src/provisioning/node-snapshots.js';
 import { Placement, type NodeSnapshot } from '../src/provisioning/placement.js';
+import { inventoryObject } from './support/builders.js';
 
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const KEY_ID = 'img|none|small';
@@ -67,5 +72,41 @@ describe('Placement', () => {
     round.exclude('a');
     expect(round.choose(new Set(['b']))).toBeUndefined();
     expect(round.choose()?.node.name).toBe('b');
+  });
+});
+
+describe('the nodes placement sees', () => {
+  const NOW = Date.parse('2030-01-01T00:00:10Z');
+  const clock = { now: () => NOW };
+  function inventory(name: string, warm: number, publishedAt: string, extra: Parameters<typeof inventoryObject>[1] = {}): NodeInventory {
+    const object = inventoryObject(name, { publishedAt, capacity: 10, ...extra });
+    if (object.status) object.status.pools = [{ template: 'img', net: 'none', size: 'small', target: 2, warm, refilling: 0 }];
+    return object;
+  }
+  const lister = (items: NodeInventory[]): Lister<NodeInventory> => ({ list: () => items } as unknown as Lister<NodeInventory>);
+  function view(name: string, warm: number, at: number, eligible = true): NodeView {
+    const pools = [{ template: 'img', net: 'none', size: 'small', target: 2, warm, refilling: 2 - warm }];
+    return {
+      name, address: `${name}.test:7071`, eligible, exclusion: eligible ? undefined : 'failing', room: 10, failures: 0, lastError: undefined,
+      observation: { pools, claimed: 0, draining: false, atCapacity: false, at, source: 'agent', reported: '' },
+    };
+  }
+
+  it('takes fresh inventories where the driver has no view, and leaves stale ones out', () => {
+    const source = nodeSnapshotSource({
+      inventories: lister([inventory('a', 2, '2030-01-01T00:00:09Z'), inventory('b', 2, '2030-01-01T00:00:00Z')]),
+      driverViews: () => [], staleAfterMs: 5_000, clock,
+    });
+    expect(source().map((n) => [n.name, n.warm.get(KEY_ID)])).toEqual([['a', 2]]);
+  });
+
+  it('on the leader: the driver decides who is usable, and the newer of its agent answer and the inventory gives the counts', () => {
+    const source = nodeSnapshotSource({
+      inventories: lister([inventory('a', 2, '2030-01-01T00:00:09Z'), inventory('b', 0, '2030-01-01T00:00:05Z'), inventory('c', 2, '2030-01-01T00:00:09Z')]),
+      // a: a push answer (0 warm) older than its inventory; b: a probe answer newer than its inventory; c: failing.
+      driverViews: () => [view('a', 0, NOW - 5_000), view('b', 2, NOW - 1_000), view('c', 2, NOW, false)],
+      staleAfterMs: 5_000, clock,
+    });
+    expect(source().map((n) => [n.name, n.warm.get(KEY_ID)])).toEqual([['a', 2], ['b', 2]]);
   });
 });

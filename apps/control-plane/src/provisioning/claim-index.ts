@@ -78,14 +78,38 @@ local ok, value = pcall(cjson.decode, found)
 if ok and value.id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0`;
 
+/** The scripts, sent once and then called by their SHA (EVALSHA); the first argument is the number of keys. */
+interface Scripts {
+  warmpoolClaimReserve(...args: Array<string | number>): Promise<string[]>;
+  warmpoolClaimUpdateIfReserved(...args: Array<string | number>): Promise<number>;
+  warmpoolClaimDropIfReserved(...args: Array<string | number>): Promise<number>;
+  warmpoolClaimDropRecord(...args: Array<string | number>): Promise<number>;
+}
+
+function withScripts(redis: Redis): Redis & Scripts {
+  const scripted = redis as Redis & Partial<Scripts>;
+  if (scripted.warmpoolClaimReserve === undefined) {
+    redis.defineCommand('warmpoolClaimReserve', { lua: RESERVE });
+    redis.defineCommand('warmpoolClaimUpdateIfReserved', { lua: UPDATE_IF_RESERVED });
+    redis.defineCommand('warmpoolClaimDropIfReserved', { lua: DROP_IF_RESERVED });
+    redis.defineCommand('warmpoolClaimDropRecord', { lua: DROP_RECORD });
+  }
+  return redis as Redis & Scripts;
+}
+
+/**
+ * Every call is one command or script per key (no MULTI, no pipeline
+ * objects): on a connection with auto-pipelining, the commands a batch issues
+ * in one tick travel in one write.
+ */
 export class ClaimIndex {
-  readonly #redis: Redis;
+  readonly #redis: Redis & Scripts;
   readonly #prefix: string;
   readonly #now: () => number;
   readonly #eventsWindowMs: number;
 
   constructor(redis: Redis, options: { prefix?: string; now?: () => number; eventsWindowMs?: number } = {}) {
-    this.#redis = redis;
+    this.#redis = withScripts(redis);
     this.#prefix = options.prefix ?? DEFAULT_INDEX_PREFIX;
     this.#now = options.now ?? Date.now;
     this.#eventsWindowMs = options.eventsWindowMs ?? DEFAULT_EVENTS_WINDOW_MS;
@@ -112,7 +136,7 @@ export class ClaimIndex {
   async reserve(namespace: string, claimRefs: readonly string[], job: string, ttlMs: number, tried: ReadonlyArray<readonly TriedNode[]> = []): Promise<ReserveResult[]> {
     const keys = claimRefs.map((ref) => this.refKey(namespace, ref));
     const nodes = claimRefs.map((_, i) => JSON.stringify(tried[i] ?? []));
-    const found = (await this.#redis.eval(RESERVE, keys.length, ...keys, job, String(Math.max(1, Math.ceil(ttlMs))), ...nodes)) as string[];
+    const found = await this.#redis.warmpoolClaimReserve(keys.length, ...keys, job, String(Math.max(1, Math.ceil(ttlMs))), ...nodes);
     return found.map((value): ReserveResult => {
       if (value === '') return { state: 'new' };
       const parsed = parseValue(value);
@@ -131,44 +155,37 @@ export class ClaimIndex {
   /** Takes another job's reservation over (that job is gone), keeping the nodes it tried. */
   async takeOver(namespace: string, claimRef: string, from: Reservation, job: string, ttlMs: number): Promise<boolean> {
     const next: Reservation = { job, tried: from.tried };
-    const done = await this.#redis.eval(UPDATE_IF_RESERVED, 1, this.refKey(namespace, claimRef), from.job, JSON.stringify(next), String(Math.max(1, Math.ceil(ttlMs))));
+    const done = await this.#redis.warmpoolClaimUpdateIfReserved(1, this.refKey(namespace, claimRef), from.job, JSON.stringify(next), String(Math.max(1, Math.ceil(ttlMs))));
     return done === 1;
   }
 
-  /** Records, before asking them, the nodes `job` asks; one round trip for the batch. */
+  /** Records, before asking them, the nodes `job` asks. */
   async noteTried(namespace: string, entries: ReadonlyArray<{ claimRef: string; tried: readonly TriedNode[] }>, job: string, ttlMs: number): Promise<void> {
-    if (entries.length === 0) return;
-    const pipeline = this.#redis.pipeline();
-    for (const { claimRef, tried } of entries) {
-      pipeline.eval(UPDATE_IF_RESERVED, 1, this.refKey(namespace, claimRef), job, JSON.stringify({ job, tried }), String(Math.max(1, Math.ceil(ttlMs))));
-    }
-    await execOrThrow(pipeline.exec());
+    const ttl = String(Math.max(1, Math.ceil(ttlMs)));
+    await Promise.all(entries.map(({ claimRef, tried }) => this.#redis.warmpoolClaimUpdateIfReserved(1, this.refKey(namespace, claimRef), job, JSON.stringify({ job, tried }), ttl)));
   }
 
   /** Records served claims (replacing their reservations); the keys expire at each sandbox's deadline. */
   async record(records: readonly ClaimRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    const pipeline = this.#redis.pipeline();
-    for (const record of records) {
+    await Promise.all(records.flatMap((record) => {
       const expiresAt = this.#expiresAt(record.deadline);
-      pipeline.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt);
-      pipeline.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt);
       const { token: _token, ...shown } = record;
-      this.#appendEvent(pipeline, { op: 'claimed', record: shown });
-    }
-    await execOrThrow(pipeline.exec());
+      return [
+        this.#redis.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt),
+        this.#redis.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt),
+        // After the record on the same connection: whoever reads the event finds the record.
+        this.#appendEvent({ op: 'claimed', record: shown }),
+      ];
+    }));
   }
 
-  #appendEvent(pipeline: ReturnType<Redis['pipeline']>, event: ClaimEvent): void {
-    pipeline.xadd(this.eventsKey, 'MINID', '~', String(Math.max(0, this.#now() - this.#eventsWindowMs)), '*', 'e', JSON.stringify(event));
+  #appendEvent(event: ClaimEvent): Promise<unknown> {
+    return this.#redis.xadd(this.eventsKey, 'MINID', '~', String(Math.max(0, this.#now() - this.#eventsWindowMs)), '*', 'e', JSON.stringify(event));
   }
 
   /** Drops reservations of `job` for claims that failed (nothing is claimed for them anywhere). */
   async dropReservations(namespace: string, claimRefs: readonly string[], job: string): Promise<void> {
-    if (claimRefs.length === 0) return;
-    const pipeline = this.#redis.pipeline();
-    for (const ref of claimRefs) pipeline.eval(DROP_IF_RESERVED, 1, this.refKey(namespace, ref), job);
-    await execOrThrow(pipeline.exec());
+    await Promise.all(claimRefs.map((ref) => this.#redis.warmpoolClaimDropIfReserved(1, this.refKey(namespace, ref), job)));
   }
 
   /** The served claim by sandbox id or by claimRef. */
@@ -189,10 +206,10 @@ export class ClaimIndex {
 
   /** Forgets a released (or vanished) claim. */
   async drop(record: ClaimRecord): Promise<void> {
-    const pipeline = this.#redis.pipeline();
-    pipeline.eval(DROP_RECORD, 2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id);
-    this.#appendEvent(pipeline, { op: 'released', namespace: record.namespace, claimRef: record.claimRef, id: record.id });
-    await execOrThrow(pipeline.exec());
+    await Promise.all([
+      this.#redis.warmpoolClaimDropRecord(2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id),
+      this.#appendEvent({ op: 'released', namespace: record.namespace, claimRef: record.claimRef, id: record.id }),
+    ]);
   }
 
   #expiresAt(deadline: string): number {
@@ -215,7 +232,3 @@ function parseValue(value: string): ClaimRecord | Reservation | undefined {
   return reservation.success ? reservation.data : undefined;
 }
 
-async function execOrThrow(result: Promise<Array<[Error | null, unknown]> | null>): Promise<void> {
-  const replies = await result;
-  for (const [err] of replies ?? []) if (err) throw err;
-}

@@ -1,8 +1,12 @@
 // The nodes placement may use, from what every replica has: the NodeInventory
 // cache. On the leader, the warm-pool driver also holds each agent's latest
-// SetPools / GET /v1/info answer (fresher than the inventory) and knows which
-// nodes keep failing; where it has a view, that view wins. Read-only: nothing
-// here changes the driver's records.
+// SetPools / GET /v1/info answer and knows which nodes keep failing: where it
+// has a view, it decides whether the node is usable, and the counts are the
+// newer of its agent's answer and the inventory (a push answer right after a
+// new target says "0 warm" until the next probe, while the node may have
+// republished since). Read-only: nothing here changes the driver's records.
+// Agent answers are timed on this process's clock and inventories on the
+// node's, so "newer" assumes clocks within a second or so of each other.
 import { poolKeyId, type InventoryPool, type NodeInventory } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Clock } from '../clock.js';
@@ -27,16 +31,21 @@ export function nodeSnapshotSource(options: NodeSnapshotSourceOptions): () => No
     for (const inventory of options.inventories.list()) {
       const name = inventory.metadata?.name;
       if (name === undefined || name === '') continue;
+      const status = inventory.status ?? {};
+      const published = Date.parse(status.publishedAt ?? '');
       const view = views.get(name);
       if (view !== undefined) {
-        if (!view.eligible || view.observation === undefined) continue;
+        // The driver decides whether the node is usable; the counts come from its agent's answer unless the inventory is newer.
+        if (!view.eligible) continue;
         const o = view.observation;
-        nodes.push(snapshot(name, view.address, `${o.source}@${o.at}`, o.pools, o.claimed, inventory.status?.capacity, o.draining));
+        if (o !== undefined && o.source === 'agent' && !(published > o.at)) {
+          nodes.push(snapshot(name, view.address, `agent@${o.at}`, o.pools, o.claimed, status.capacity, o.draining));
+          continue;
+        }
+        nodes.push(snapshot(name, view.address, `inventory@${status.publishedAt ?? ''}`, status.pools ?? [], status.claimed ?? 0, status.capacity, status.draining === true));
         continue;
       }
-      const status = inventory.status ?? {};
       const address = inventory.spec?.address ?? '';
-      const published = Date.parse(status.publishedAt ?? '');
       if (address === '' || !Number.isFinite(published) || now - published > options.staleAfterMs) continue;
       nodes.push(snapshot(name, address, `inventory@${status.publishedAt ?? ''}`, status.pools ?? [], status.claimed ?? 0, status.capacity, status.draining === true));
     }

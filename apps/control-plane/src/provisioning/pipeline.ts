@@ -6,6 +6,7 @@
 //
 // Every replica runs all of it (claims scale out with replicas); nothing here
 // is leader-only. Nothing here writes to the apiserver.
+import { randomBytes } from 'node:crypto';
 import {
   batchJobSchema,
   batchProgressSchema,
@@ -99,7 +100,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const keyPrefix = `${prefix}:claims:`;
 
   // Commands fail at once while Redis is away (claims answer 503), rather than queueing behind a reconnect.
-  const redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: reconnectDelay, lazyConnect: true });
+  // Auto-pipelining: the index commands a batch issues in one tick go out in one write.
+  const redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: reconnectDelay, lazyConnect: true, enableAutoPipelining: true });
   const listener = new Redis(options.redisUrl, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay, lazyConnect: true });
   for (const [name, connection] of [['commands', redis], ['replies', listener]] as const) {
     connection.on('error', (err: Error) => logger.debug('redis connection error', { connection: name, err: err.message }));
@@ -138,6 +140,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const waiting = new Map<string, Waiting>();
   /** Jobs some of whose callers were answered Timeout: a late outcome releases what nobody can come back for. */
   const abandoned = new Map<string, { items: readonly PendingClaim[]; answered: readonly boolean[] }>();
+  // Job ids stay unique across restarts of a replica with the same name: BullMQ ignores an add whose id it still holds.
+  const jobIdPrefix = `${replica}-${randomBytes(4).toString('hex')}`;
   let sequence = 0;
 
   const release = async (grant: ClaimGrant): Promise<void> => {
@@ -187,7 +191,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const dispatch = async (provisioner: Provisioner, batch: Batch<PendingClaim>): Promise<void> => {
     const items = batch.items;
     metrics.batch(items.length, batch.windowMs);
-    const jobId = `${replica}-${++sequence}`;
+    const jobId = `${jobIdPrefix}-${++sequence}`;
     const data: BatchJob = {
       replyTo: replica,
       namespace: provisioner.namespace,
@@ -260,10 +264,14 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   };
 
   const start = async (): Promise<void> => {
+    // Checked on the first connection (now, or whenever Redis first answers).
+    redis.once('ready', () => {
+      checkEvictionPolicy(redis).then((problem) => {
+        if (problem !== undefined) logger.error(`Redis eviction policy: ${problem}. BullMQ loses jobs when Redis evicts keys; set maxmemory-policy noeviction`, { redis: redactUrl(options.redisUrl) });
+      }, (err: unknown) => logger.warn('could not read Redis\'s maxmemory-policy (it must be noeviction)', { err }));
+    });
     await redis.connect().catch((err: unknown) => logger.error('Redis (--redis-url) is not reachable: claims answer 503 until it is', { err }));
     void listener.connect().catch(() => undefined);
-    const evictionProblem = await checkEvictionPolicy(redis).catch((err: unknown) => `could not read maxmemory-policy: ${messageOf(err)}`);
-    if (evictionProblem !== undefined) logger.error(`Redis eviction policy: ${evictionProblem}. BullMQ loses jobs when Redis evicts keys; set maxmemory-policy noeviction`, { redis: redactUrl(options.redisUrl) });
     replies.start();
     // A worker places claims from the inventory cache: it takes jobs only once that cache is filled.
     void options.inventories.waitForSync(stopping.signal).then(startWorker, () => undefined);
