@@ -3,7 +3,7 @@
 // look a claim up, renew it or release it, and a claim asked for again while
 // its sandbox lives gets the same sandbox.
 //
-// Keys (both expire at the sandbox's deadline, so the index never outlives the
+// Keys (ref and id expire at the sandbox's deadline, so the index never outlives the
 // sandbox it names):
 //   <prefix>ref:<ns>/<claimRef> → the record (JSON), or a reservation while a
 //                                 batch job serves it (the job id and the nodes
