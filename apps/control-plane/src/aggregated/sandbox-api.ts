@@ -11,6 +11,7 @@ import type { TokenSource } from '../token.js';
 import { KubeAccessReviewer } from '../http/claims/access-review.js';
 import { ClaimFeed } from './claim-feed.js';
 import { RequestHeaderSource } from './front-proxy.js';
+import { enrichFromIndex } from './index-enricher.js';
 import { followInventories } from './inventory-feed.js';
 import { SandboxApiMetrics } from './metrics.js';
 import { SandboxReader } from './reader.js';
@@ -67,6 +68,7 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
       return agents.findByClaimRef(address, claimRef);
     },
   });
+  const stopEnriching = pipeline === undefined ? undefined : enrichFromIndex({ view, lookup: (namespace, name) => pipeline.lookup(namespace, name), logger: logger.child({ component: 'index-enricher' }) });
   const cert = servingCert({ ...(options.tls !== undefined ? { certFile: options.tls.certFile, keyFile: options.tls.keyFile } : {}), ...(options.selfSignedNames !== undefined ? { extraNames: options.selfSignedNames } : {}) });
   const requestHeaders = new RequestHeaderSource({
     transport: options.transport,
@@ -119,6 +121,7 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
         ['front proxy settings', () => requestHeaders.close()],
         ['claim feed', () => feed?.close()],
         ['inventory feed', () => stopInventories()],
+        ['index enricher', () => stopEnriching?.()],
         ['agents', () => agents.close()],
       ];
       for (const [name, step] of steps) {
