@@ -216,6 +216,10 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(viewer).toMatchObject({ status: 200, body: { kind: 'SandboxList' } });
     const admins = await callDirect(port, pki.ca.certPem, path, { client: proxy, headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' } });
     expect(admins.status).toBe(200);
+    // A resourceVersion this replica never handed out (another replica's, or too old): the watch says 410 and the client relists.
+    const gone = await callDirect(port, pki.ca.certPem, `${path}?watch=true&resourceVersion=12345`, { client: proxy, headers: asUser('viewer') });
+    expect(gone.status).toBe(200);
+    expect(gone.body).toMatchObject({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
   });
 
   it('keeps no Sandbox in etcd: only the pools, templates and one NodeInventory per node', async () => {

@@ -1,6 +1,7 @@
 // The Sandbox view: which facts stand for a sandbox, from node publishes and
-// claim events, and the changes (with resourceVersions) a watch gets.
+// claim events, the changes (with resourceVersions) a watch gets, and get.
 import { describe, expect, it } from 'vitest';
+import { SandboxReader } from '../src/aggregated/reader.js';
 import type { SandboxFacts } from '../src/aggregated/sandbox-object.js';
 import { SandboxView, type SandboxChange } from '../src/aggregated/view.js';
 
@@ -112,5 +113,35 @@ describe('SandboxView', () => {
     expect(object?.metadata).toMatchObject({ name: 'x', namespace: 'team', labels: { 'warmpool.dev/pool': 'python' } });
     expect(object?.status?.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'True' });
     expect(Number(object?.metadata.resourceVersion)).toBeGreaterThan(0);
+  });
+});
+
+describe('SandboxReader (get)', () => {
+  const grant = { id: 'sb_new', token: 't', deadline: iso(T0 + 300_000), ownerAddr: '10.0.0.9:9000', node: 'node-b', namespace: 'team', warmPool: 'python', claimRef: 'new', tier: 'cold' as const };
+  const row = { id: 'sb_new', key: { template: 'img', net: 'none', size: 'small' }, deadline: iso(T0 + 400_000), claimed_at: iso(T0) };
+
+  it('answers from the view first, without asking the index', async () => {
+    const { view } = setup();
+    view.applyClaimed(facts('job-1'), T0);
+    const reader = new SandboxReader({ view, lookup: () => Promise.reject(new Error('not asked')) });
+    expect((await reader.get('team', 'job-1'))?.facts.id).toBe('sb_job-1');
+  });
+
+  it('finds a claim the view does not show yet in the index, confirmed by its node', async () => {
+    const { view } = setup();
+    const asked: string[] = [];
+    const reader = new SandboxReader({ view, lookup: async () => grant, askNode: async (node, ref) => { asked.push(`${node} ${ref}`); return [row]; } });
+    expect((await reader.get('team', 'new'))?.facts).toMatchObject({ node: 'node-b', tier: 'cold', ownerAddr: '10.0.0.9:9000', claimedAt: iso(T0), deadline: iso(T0 + 400_000) });
+    expect(asked).toEqual(['node-b team/new']);
+  });
+
+  it('answers the index\'s record when the node does not answer in time, and nothing when the node no longer holds it', async () => {
+    const { view } = setup();
+    const slow = new SandboxReader({ view, lookup: async () => grant, askNode: () => Promise.reject(new Error('timeout')) });
+    expect((await slow.get('team', 'new'))?.facts.node).toBe('node-b');
+    const released = new SandboxReader({ view, lookup: async () => grant, askNode: async () => [] });
+    expect(await released.get('team', 'new')).toBeUndefined();
+    const unknown = new SandboxReader({ view, lookup: async () => undefined });
+    expect(await unknown.get('team', 'nobody')).toBeUndefined();
   });
 });
