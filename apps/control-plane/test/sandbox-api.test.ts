@@ -182,6 +182,12 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(noPool.code).not.toBe(0);
     expect(noPool.stderr).toContain('spec.warmPoolRef.name');
 
+    const generated = await kubectl(cluster, ['create', '-n', ns, '-o', 'name', '-f', '-'], JSON.stringify({ ...body, metadata: { generateName: 'gen-' } }));
+    expect(generated.trim()).toMatch(/^sandbox\.agents\.x-k8s\.io\/gen-[0-9a-f]{5}$/);
+    const noSpec = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify({ ...body, metadata: { name: 'no-spec' }, spec: {} }) });
+    expect(noSpec.stderr).toContain('spec.warmPoolRef');
+    expect((await claimsOnNodes(fleet, TOKEN)).some((c) => c.claimRef === `${ns}/no-spec`)).toBe(false);
+
     expect(await kubectl(cluster, ['delete', 'sandbox', 'made-by-kubectl', '-n', ns])).toContain('"made-by-kubectl" deleted');
     expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/made-by-kubectl`)).toEqual([]);
     const gone = await cluster.kubectl(['get', 'sandbox', 'made-by-kubectl', '-n', ns]);

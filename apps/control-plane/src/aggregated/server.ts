@@ -312,7 +312,7 @@ export class SandboxApiServer {
       res.end();
     };
     this.#watches.add(end);
-    req.on('close', end);
+    // The response closes when the client goes away (the request's own 'close' may come as soon as its body is read).
     res.on('close', end);
   }
 
@@ -342,7 +342,9 @@ export class SandboxApiServer {
       claimRef: name,
       ttlSeconds: body.spec.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
       path: 'http',
-    }, { signal: abortOnClose(req, res) });
+      // A name made from generateName cannot be come back for: released if the client gives up before the answer.
+      ...(body.metadata.name === undefined ? { claimRefGenerated: true } : {}),
+    }, { signal: abortOnClose(res) });
     const facts = {
       namespace, name, id: grant.id, node: grant.node, deadline: grant.deadline, pool: grant.warmPool, tier: grant.tier, ownerAddr: grant.ownerAddr,
       claimedAt: new Date(this.#now()).toISOString(),
@@ -433,10 +435,11 @@ function toApiError(err: unknown): ApiError {
   return new ApiError('InternalError', err instanceof Error ? err.message : String(err));
 }
 
-function abortOnClose(req: IncomingMessage, res: ServerResponse): AbortSignal {
+/** Aborts when the client goes away before its answer was written. */
+function abortOnClose(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
-  req.on('close', () => {
-    if (!res.writableEnded) controller.abort();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
   });
   return controller.signal;
 }
