@@ -36,7 +36,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
   let ns: string;
   let user: string;
 
-  async function replica(identity: string, workerConcurrency: number): Promise<Replica> {
+  async function replica(identity: string, workerConcurrency: number, extraArgs: string[] = []): Promise<Replica> {
     for (let attempt = 1; ; attempt++) {
       const [health, claims] = [await quietPort(), await quietPort()];
       const args = [
@@ -55,6 +55,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
         '--claim-stalled-interval', '500ms',
         '--claim-timeout', '30s',
         '--log-level', 'debug',
+        ...extraArgs,
       ];
       const proc = new Proc({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
       const started = { identity, health, claims, proc };
@@ -125,6 +126,20 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
 
     for (const claim of claims) expect((await callClaims(base, 'DELETE', `${path}/${claim.claimRef}`, user)).status).toBe(204);
     expect(await claimsOnNodes(fleet, TOKEN)).toEqual([]);
+  });
+
+  it('answers 504 Timeout when no node answers in time, and releases what lands later for a caller without a claimRef', async () => {
+    const hasty = await replica('hasty', 8, ['--claim-timeout', `${COLD_BOOT_MS / 3}ms`]);
+    const base = `http://127.0.0.1:${hasty.claims}`;
+    const path = `/v1/namespaces/${ns}/claims`;
+    const before = (await claimsOnNodes(fleet, TOKEN)).length;
+    const answer = await callClaims(base, 'POST', path, user, { warmPool: 'cold' });
+    expect(answer.status).toBe(504);
+    expect(answer.body).toMatchObject({ reason: 'Timeout' });
+    // The cold boot lands after the caller's answer: nobody can come back for it, so it is released.
+    await delay(COLD_BOOT_MS + 500);
+    await eventually(async () => (await claimsOnNodes(fleet, TOKEN)).length === before, { what: 'the late sandbox to be released', timeoutMs: 15_000 });
+    await hasty.proc.stop();
   });
 
   it('releases the sandbox of a caller that gave up without a claimRef, and keeps it for one that sent a claimRef', async () => {

@@ -73,7 +73,7 @@ async function openLocalStack(): Promise<E2eTarget> {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-e2e-stack-'));
   let stack: LocalStack;
   try {
-    stack = await startStack({ dir, loopbackPrefix: '127.0.2', controlPlanePort: 0, interval: '1s', sample: false });
+    stack = await startStack({ dir, loopbackPrefix: '127.0.2', controlPlanePort: 0, claimsPort: 0, interval: '1s', sample: false });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;

@@ -7,7 +7,8 @@
 //   is asked; a claimRef already served answers the served sandbox, one
 //   reserved by another live job waits for it.
 // - Before asking a node, the job writes which node it asks (in the index
-//   reservation and in the job's progress). A job that finds its own
+//   reservation — the same Lua call that reserves — and in the job's
+//   progress). A job that finds its own
 //   reservation with tried nodes (it ran before), or takes over the reservation
 //   of a job that is gone, first asks those nodes for the claim_ref
 //   (GET /v1/sandboxes?claim_ref=) and adopts what they hold.
@@ -15,11 +16,10 @@
 //   claim_ref before any other node is tried; if it still cannot be asked, the
 //   claim fails Timeout and keeps its reservation, so a retry asks that node
 //   first.
-import type { BatchClaim, BatchJob, BatchProgress, ClaimOutcome, ClaimRecord, TriedNode } from '@warmpool/api';
+import type { BatchClaim, BatchJob, BatchProgress, ClaimFailureReason, ClaimOutcome, ClaimRecord, TriedNode } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import type { AgentClaims, Refusal } from './agent-claims.js';
 import type { ClaimIndex, Reservation } from './claim-index.js';
-import type { ClaimFailureReason } from '@warmpool/api';
 import type { ProvisioningMetrics } from './metrics.js';
 import type { Placement, PlacementRound } from './placement.js';
 
