@@ -228,6 +228,21 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(gone.body).toMatchObject({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
   });
 
+  it('streams watches as client-go\'s reflectors ask: initial events, the end-of-initial-events bookmark, field selectors, timeoutSeconds', async () => {
+    const claimed = await claim({ claimRef: 'streamed-1' });
+    const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1&fieldSelector=metadata.name%3Dstreamed-1`;
+    const answer = await callDirect(port, pki.ca.certPem, path, { client: cluster.pki.frontProxyClient, headers: { 'x-remote-user': 'viewer' } });
+    expect(answer.status).toBe(200);
+    const events = String(answer.body).trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Sandbox });
+    const seen = events.map((e) => `${e.type} ${e.object.metadata.name ?? ''}`);
+    expect(seen.slice(0, 2)).toEqual(['ADDED streamed-1', 'BOOKMARK ']);
+    // Its node publishing it within that second (claim time, key) is a MODIFIED; nothing else is in the selector.
+    expect(seen.slice(2).every((e) => e === 'MODIFIED streamed-1')).toBe(true);
+    expect(events[0]?.object.status?.sandboxID).toBe(claimed.id);
+    expect(events[1]?.object.metadata.annotations).toEqual({ 'k8s.io/initial-events-end': 'true' });
+    expect(Number(events[1]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(events[0]?.object.metadata.resourceVersion));
+  });
+
   it('keeps no Sandbox in etcd: only the pools, templates and one NodeInventory per node', async () => {
     expect((await getJson(['get', 'sandboxes', '-A'])).items?.length ?? 0).toBeGreaterThan(3);
     expect(await etcdCount(cluster, '/registry/agents.x-k8s.io/')).toBe(0);
