@@ -1,6 +1,8 @@
 // The Sandbox API's pure parts: selectors, Accept negotiation, the front
-// proxy's settings and the Table.
+// proxy's settings, the Table and the flags.
+import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
+import { FLAGS, validateConfig } from '../src/config.js';
 import { requestHeaderConfigOf } from '../src/aggregated/front-proxy.js';
 import { ApiError, representationOf, tableOf } from '../src/aggregated/responses.js';
 import { sandboxObject, hostOf, humanDuration } from '../src/aggregated/sandbox-object.js';
@@ -64,5 +66,21 @@ describe('the front proxy settings', () => {
   it('refuses a ConfigMap without the requestheader CA (no aggregation layer)', () => {
     expect(() => requestHeaderConfigOf({ data: { 'client-ca-file': 'PEM' } })).toThrow(/aggregation layer/);
     expect(() => requestHeaderConfigOf({ data: { 'requestheader-client-ca-file': 'PEM', 'requestheader-allowed-names': 'front-proxy-client' } })).toThrow(/JSON array/);
+  });
+});
+
+describe('the Sandbox API flags', () => {
+  const parse = (...argv: string[]): ReturnType<typeof validateConfig> => validateConfig(parseConfig(FLAGS, argv, {}).config, () => undefined);
+
+  it('serves it only with --aggregated-listen, self-signed unless given a certificate and key', () => {
+    expect(parse().aggregated).toBeUndefined();
+    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=svc.ns.svc, other').aggregated).toEqual({ listen: { host: '0.0.0.0', port: 8443 }, tls: undefined, selfSignedNames: ['svc.ns.svc', 'other'] });
+    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-cert-file=/c', '--aggregated-tls-key-file=/k').aggregated?.tls).toEqual({ certFile: '/c', keyFile: '/k' });
+  });
+
+  it('refuses a certificate without its key, TLS flags without --aggregated-listen, and a bad address', () => {
+    expect(() => parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-cert-file=/c')).toThrow(ConfigError);
+    expect(() => parse('--aggregated-tls-cert-file=/c', '--aggregated-tls-key-file=/k')).toThrow(/--aggregated-listen/);
+    expect(() => parse('--aggregated-listen=nonsense')).toThrow(/--aggregated-listen/);
   });
 });
