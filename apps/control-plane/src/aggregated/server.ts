@@ -8,10 +8,12 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AGENTS_GROUP, createSandboxBodySchema, DEFAULT_CLAIM_TTL_SECONDS, SandboxType, UPSTREAM_VERSION, type KubeStatus } from '@warmpool/api';
+import {
+  AGENTS_GROUP, createSandboxBodySchema, DEFAULT_CLAIM_TTL_SECONDS, SandboxType, UPSTREAM_VERSION, type KubeStatus, type SandboxObjectList, type WatchEventType,
+} from '@warmpool/api';
 import { readIncomingJson, UNREADABLE, type HostPort, type Logger } from '@warmpool/runtime';
 import { randomBytes } from 'node:crypto';
-import type { UserInfo } from '../http/claims/access-review.js';
+import { ReviewUnavailable, type UserInfo } from '../http/claims/access-review.js';
 import { ClaimFailure, type ClaimService } from '../provisioning/claim-service.js';
 import {
   API_GROUP, API_GROUP_LIST, API_RESOURCE_LIST, OPENAPI_V2, OPENAPI_V2_ETAG, OPENAPI_V3_GROUP_VERSION, OPENAPI_V3_HASH, OPENAPI_V3_INDEX, OPENAPI_V3_PATH,
@@ -227,7 +229,7 @@ export class SandboxApiServer {
           : partialOf(items[0] as ServedSandbox);
       case 'object':
         return list
-          ? { apiVersion: `${AGENTS_GROUP}/${UPSTREAM_VERSION}`, kind: 'SandboxList', metadata: { resourceVersion }, items: items.map((s) => s.object) }
+          ? ({ apiVersion: `${AGENTS_GROUP}/${UPSTREAM_VERSION}`, kind: 'SandboxList', metadata: { resourceVersion }, items: items.map((s) => s.object) } satisfies SandboxObjectList)
           : (items[0] as ServedSandbox).object;
     }
   }
@@ -258,7 +260,7 @@ export class SandboxApiServer {
 
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache', 'transfer-encoding': 'chunked' });
     let headersSent = false;
-    const encode = (type: string, served: ServedSandbox, rv: number | string): string => {
+    const encode = (type: WatchEventType, served: ServedSandbox, rv: number | string): string => {
       let object: unknown;
       if (representation.as === 'table') {
         object = tableOf([served], String(rv), representation.include, this.#now(), !headersSent);
@@ -431,7 +433,7 @@ function toApiError(err: unknown): ApiError {
       default: return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: retry.retryAfterSeconds ?? 1 });
     }
   }
-  if (err instanceof Error && err.name === 'ReviewUnavailable') return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: 1 });
+  if (err instanceof ReviewUnavailable) return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: 1 });
   return new ApiError('InternalError', err instanceof Error ? err.message : String(err));
 }
 
