@@ -222,6 +222,13 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(viewer).toMatchObject({ status: 200, body: { kind: 'SandboxList' } });
     const admins = await callDirect(port, pki.ca.certPem, path, { client: proxy, headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' } });
     expect(admins.status).toBe(200);
+    // Bad requests: a clear Status with a machine-readable reason, and nothing claimed.
+    const admin = { client: proxy, headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' } };
+    expect(await callDirect(port, pki.ca.certPem, `${path}/x`, { ...admin, method: 'PATCH' })).toMatchObject({ status: 405, body: { reason: 'MethodNotAllowed' } });
+    expect(await callDirect(port, pki.ca.certPem, `${path}?labelSelector=${encodeURIComponent('a in b')}`, admin)).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
+    expect(await callDirect(port, pki.ca.certPem, path, { ...admin, headers: { ...admin.headers, accept: 'application/vnd.kubernetes.protobuf' } })).toMatchObject({ status: 406, body: { reason: 'NotAcceptable' } });
+    expect(await callDirect(port, pki.ca.certPem, '/apis/agents.x-k8s.io/v1beta1/namespaces/Not_A_Namespace/sandboxes', admin)).toMatchObject({ status: 400 });
+    expect(await callDirect(port, pki.ca.certPem, `${path}/x?dryRun=All`, { ...admin, method: 'DELETE' })).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
     // A resourceVersion this replica never handed out (another replica's, or too old): the watch says 410 and the client relists.
     const gone = await callDirect(port, pki.ca.certPem, `${path}?watch=true&resourceVersion=12345`, { client: proxy, headers: asUser('viewer') });
     expect(gone.status).toBe(200);
