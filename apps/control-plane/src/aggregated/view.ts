@@ -41,7 +41,7 @@ export interface SandboxViewOptions {
   now?: () => number;
   /** Allowance for the clocks of Redis (claim times) and the nodes (publishedAt) differing. Default 5 s. */
   skewMarginMs?: number;
-  /** Changes kept for watches to resume from (default 50 000). */
+  /** Changes kept for watches to resume from (default 10 000: each holds a Sandbox, ≈ 1–2 KiB; the control plane runs in a 256 MiB heap). */
   historySize?: number;
   /** The resourceVersion tag (default random). */
   tag?: number;
@@ -82,7 +82,7 @@ export class SandboxView {
   constructor(options: SandboxViewOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#skewMarginMs = options.skewMarginMs ?? 5_000;
-    this.#historySize = options.historySize ?? 50_000;
+    this.#historySize = options.historySize ?? 10_000;
     this.#releaseMemoryMs = options.releaseMemoryMs ?? 10 * 60_000;
     const tag = options.tag ?? randomInt(1, MAX_TAG);
     this.#base = tag * COUNTER_SPAN;
