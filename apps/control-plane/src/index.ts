@@ -21,5 +21,5 @@ export { discardEvents, KubeEventRecorder, type EventRecorder, type EventType, t
 export { createHealthApp, type HealthAppOptions } from './http/health.js';
 export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './aggregated/view.js';
 export { SandboxReader, type SandboxReaderOptions } from './aggregated/reader.js';
-export { sandboxObject, type SandboxFacts, type ServedSandbox } from './aggregated/sandbox-object.js';
+export { sandboxObject, ServedSandbox, type SandboxFacts } from './aggregated/sandbox-object.js';
 export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from './aggregated/sandbox-api.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FLAGS, validateConfig } from '../src/config.js';
 import { requestHeaderConfigOf } from '../src/aggregated/front-proxy.js';
 import { ApiError, representationOf, tableOf } from '../src/aggregated/responses.js';
-import { sandboxObject, hostOf, humanDuration } from '../src/aggregated/sandbox-object.js';
+import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/aggregated/sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError } from '../src/aggregated/selectors.js';
 
 const sandbox = sandboxObject({ namespace: 'team', name: 'job-1', id: 'sb_1', node: 'node-a', deadline: '2026-12-01T10:05:00.000Z', pool: 'python', tier: 'warm', ownerAddr: '[fd00::1]:9000', claimedAt: '2026-12-01T10:00:00.000Z' }, '42');
@@ -40,7 +40,7 @@ describe('Accept negotiation', () => {
   });
 
   it('prints the columns kubectl shows, with the owner host as podIPs', () => {
-    const table = tableOf([{ facts: { namespace: 'team', name: 'job-1', id: 'sb_1', node: 'node-a', deadline: 'D', pool: 'python', tier: 'warm', claimedAt: new Date(Date.now() - 75_000).toISOString() }, object: sandbox }], '42', 'None', Date.now());
+    const table = tableOf([new ServedSandbox({ namespace: 'team', name: 'job-1', id: 'sb_1', node: 'node-a', deadline: 'D', pool: 'python', tier: 'warm', claimedAt: new Date(Date.now() - 75_000).toISOString() }, '42')], '42', 'None', Date.now());
     expect(table.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(['Name', 'Node', 'Pool', 'Tier', 'Deadline', 'Age']);
     expect(table.rows[0]?.cells.slice(0, 6)).toEqual(['job-1', 'node-a', 'python', 'warm', 'D', '75s']);
     expect(sandbox.status?.podIPs).toEqual(['fd00::1']);

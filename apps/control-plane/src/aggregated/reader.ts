@@ -5,7 +5,7 @@
 // answer in time does not hold the request up, the index's record answers.
 import type { SandboxRow } from '@warmpool/api';
 import { ClaimFailure, type ClaimGrant } from '../provisioning/claim-service.js';
-import { sandboxObject, type SandboxFacts, type ServedSandbox } from './sandbox-object.js';
+import { ServedSandbox, type SandboxFacts } from './sandbox-object.js';
 import type { SandboxView } from './view.js';
 
 export interface SandboxReaderOptions {
@@ -53,6 +53,6 @@ export class SandboxReader {
         if (Date.parse(row.deadline) > Date.parse(facts.deadline)) facts.deadline = row.deadline;
       }
     }
-    return { facts, object: sandboxObject(facts, view.resourceVersion) };
+    return new ServedSandbox(facts, view.resourceVersion);
   }
 }

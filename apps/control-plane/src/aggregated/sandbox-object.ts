@@ -89,10 +89,23 @@ export const TABLE_COLUMNS: TableColumn[] = [
   { name: 'Key', type: 'string', format: '', description: 'The pool key: template/net/size', priority: 1 },
 ];
 
-/** A Sandbox as served, with the facts it was built from. */
-export interface ServedSandbox {
+/**
+ * A Sandbox as served: its facts and the resourceVersion of its last change.
+ * The object is built when asked for, not kept: the view holds only facts
+ * (a kept object tripled the memory per sandbox).
+ */
+export class ServedSandbox {
   readonly facts: SandboxFacts;
-  readonly object: Sandbox;
+  readonly resourceVersion: string;
+
+  constructor(facts: SandboxFacts, resourceVersion: string) {
+    this.facts = facts;
+    this.resourceVersion = resourceVersion;
+  }
+
+  get object(): Sandbox {
+    return sandboxObject(this.facts, this.resourceVersion);
+  }
 }
 
 export function tableCells(served: ServedSandbox, now: number): unknown[] {

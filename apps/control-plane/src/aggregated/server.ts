@@ -22,7 +22,7 @@ import { authenticateProxied, type RequestHeaderConfig } from './front-proxy.js'
 import type { SandboxApiMetrics } from './metrics.js';
 import type { SandboxReader } from './reader.js';
 import { ApiError, notFound, partialOf, representationOf, statusOf, tableOf, type Representation } from './responses.js';
-import { sandboxObject, type ServedSandbox } from './sandbox-object.js';
+import { ServedSandbox } from './sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './selectors.js';
 import type { SandboxChange, SandboxView } from './view.js';
 
@@ -209,13 +209,13 @@ export class SandboxApiServer {
   async #get(res: ServerResponse, namespace: string, name: string, representation: Representation): Promise<void> {
     const served = await this.#options.reader.get(namespace, name);
     if (served === undefined) throw notFound(name);
-    this.#sendJson(res, 200, this.#represent([served], representation, served.object.metadata.resourceVersion ?? this.#options.view.resourceVersion, false));
+    this.#sendJson(res, 200, this.#represent([served], representation, served.resourceVersion, false));
   }
 
   #list(res: ServerResponse, namespace: string | undefined, query: URLSearchParams, representation: Representation): void {
     const match = matcherOf(query);
     const items: ServedSandbox[] = [];
-    for (const served of this.#options.view.items(namespace)) if (match(served.object)) items.push(served);
+    for (const served of this.#options.view.items(namespace)) if (match(served)) items.push(served);
     items.sort((a, b) => (a.facts.namespace === b.facts.namespace ? compare(a.facts.name, b.facts.name) : compare(a.facts.namespace, b.facts.namespace)));
     this.#sendJson(res, 200, this.#represent(items, representation, this.#options.view.resourceVersion, true));
   }
@@ -239,13 +239,13 @@ export class SandboxApiServer {
     const { view } = this.#options;
     const rvText = query.get('resourceVersion') ?? '';
     const sendInitial = query.get('sendInitialEvents') === 'true' || rvText === '' || rvText === '0';
-    const inScope = (served: ServedSandbox): boolean => (namespace === undefined || served.facts.namespace === namespace) && match(served.object);
+    const inScope = (served: ServedSandbox): boolean => (namespace === undefined || served.facts.namespace === namespace) && match(served);
 
     // Everything up to now is read before the subscription, synchronously: no change can fall between.
     let replay: SandboxChange[] = [];
     let initial: ServedSandbox[] = [];
     if (sendInitial) {
-      initial = [...view.items(namespace)].filter((served) => match(served.object));
+      initial = [...view.items(namespace)].filter((served) => match(served));
     } else {
       const since = Number(rvText);
       const changes = Number.isSafeInteger(since) ? view.changesSince(since) : 'gone';
@@ -276,7 +276,7 @@ export class SandboxApiServer {
         if (now && before) return encode('MODIFIED', change.sandbox, change.resourceVersion);
         if (now) return encode('ADDED', change.sandbox, change.resourceVersion);
         if (before && change.previous !== undefined) {
-          return encode('DELETED', { facts: change.previous.facts, object: sandboxObject(change.previous.facts, String(change.resourceVersion)) }, change.resourceVersion);
+          return encode('DELETED', new ServedSandbox(change.previous.facts, String(change.resourceVersion)), change.resourceVersion);
         }
         return undefined;
       }
@@ -288,7 +288,7 @@ export class SandboxApiServer {
     };
 
     let chunk = '';
-    for (const served of initial) chunk += encode('ADDED', served, served.object.metadata.resourceVersion ?? view.resourceVersion);
+    for (const served of initial) chunk += encode('ADDED', served, served.resourceVersion);
     for (const change of replay) chunk += deliver(change) ?? '';
     const bookmarks = query.get('allowWatchBookmarks') === 'true';
     if (query.get('sendInitialEvents') === 'true' && bookmarks) chunk += bookmark(true);
@@ -351,7 +351,7 @@ export class SandboxApiServer {
       namespace, name, id: grant.id, node: grant.node, deadline: grant.deadline, pool: grant.warmPool, tier: grant.tier, ownerAddr: grant.ownerAddr,
       claimedAt: new Date(this.#now()).toISOString(),
     };
-    const full: ServedSandbox = { facts, object: sandboxObject(facts, this.#options.view.resourceVersion) };
+    const full = new ServedSandbox(facts, this.#options.view.resourceVersion);
     this.#sendJson(res, 201, this.#represent([full], representation, this.#options.view.resourceVersion, false));
   }
 
@@ -401,11 +401,18 @@ function parseResourcePath(path: string): ResourceRequest | undefined {
   return undefined;
 }
 
-function matcherOf(query: URLSearchParams): Matcher {
+/** The request's selectors over a served Sandbox; without selectors the object is not even built. */
+function matcherOf(query: URLSearchParams): (served: ServedSandbox) => boolean {
+  const labelSelector = query.get('labelSelector') ?? '';
+  const fieldSelector = query.get('fieldSelector') ?? '';
+  if (labelSelector.trim() === '' && fieldSelector.trim() === '') return () => true;
   try {
-    const labels = labelMatcher(query.get('labelSelector') ?? undefined);
-    const fields = fieldMatcher(query.get('fieldSelector') ?? undefined);
-    return (sandbox) => labels(sandbox) && fields(sandbox);
+    const labels: Matcher = labelMatcher(labelSelector);
+    const fields: Matcher = fieldMatcher(fieldSelector);
+    return (served) => {
+      const sandbox = served.object;
+      return labels(sandbox) && fields(sandbox);
+    };
   } catch (err) {
     if (err instanceof SelectorError) throw new ApiError('BadRequest', err.message);
     throw err;

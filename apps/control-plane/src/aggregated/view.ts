@@ -15,7 +15,7 @@
 // random per process. A resourceVersion of another replica (or one older
 // than the history kept) is answered 410 Gone, and the client relists.
 import { randomInt } from 'node:crypto';
-import { sameFacts, sandboxKey, sandboxObject, type SandboxFacts, type ServedSandbox } from './sandbox-object.js';
+import { sameFacts, sandboxKey, ServedSandbox, type SandboxFacts } from './sandbox-object.js';
 
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -186,12 +186,12 @@ export class SandboxView {
       if (current === undefined) return;
       this.#served.delete(key);
       const rv = this.#next();
-      this.#emit({ type: 'DELETED', resourceVersion: rv, sandbox: { facts: current.facts, object: sandboxObject(current.facts, String(rv)) } });
+      this.#emit({ type: 'DELETED', resourceVersion: rv, sandbox: new ServedSandbox(current.facts, String(rv)) });
       return;
     }
     if (current !== undefined && sameFacts(current.facts, facts)) return;
     const rv = this.#next();
-    const served: ServedSandbox = { facts, object: sandboxObject(facts, String(rv)) };
+    const served = new ServedSandbox(facts, String(rv));
     this.#served.set(key, served);
     this.#emit(current === undefined
       ? { type: 'ADDED', resourceVersion: rv, sandbox: served }
