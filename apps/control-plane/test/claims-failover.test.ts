@@ -73,6 +73,12 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     }
   }
 
+  /** Batch jobs being served right now, as the replica reads the shared queue. */
+  async function activeJobs(r: Replica): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${r.health}/metrics`)).text();
+    return Number(/warmpool_controlplane_claim_jobs\{state="active"\} (\d+)/.exec(text)?.[1] ?? 0);
+  }
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-failover-'));
     [cluster, redis] = await Promise.all([startCluster({ name: 'cp-failover' }), startRedis()]);
@@ -106,7 +112,8 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
       await delay((i % 6) * 40); // several batches
       return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
     }));
-    await delay(COLD_BOOT_MS / 2);
+    // Kill it once it holds jobs: more are active than the survivor's one slot.
+    await eventually(async () => (await activeJobs(survivor)) >= 2, { what: 'the victim\'s worker to hold a job', everyMs: 20 });
     await victim.proc.stop('SIGKILL');
     const answered = await answers;
 
@@ -153,16 +160,18 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
         headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
         body: JSON.stringify({ warmPool: 'cold', ...body }),
       });
-      await delay(COLD_BOOT_MS / 3); // the cold boot is under way on a node
+      // Give up once the claim's job is being served (its cold boot under way on a node).
+      await eventually(async () => (await activeJobs(patient)) >= 1, { what: 'the claim\'s job to be served', everyMs: 20 });
       controller.abort();
       await expect(sent).rejects.toThrow();
     };
     const ours = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> => (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/`) === true);
 
     await giveUp({});
+    await eventually(async () => (await activeJobs(patient)) === 0, { what: 'the first job to be done' });
     await giveUp({ claimRef: 'comes-back' });
     // Both boots land; the anonymous one is released, the named one waits for its caller.
-    await delay(COLD_BOOT_MS + 500);
+    await eventually(async () => (await activeJobs(patient)) === 0, { what: 'the second job to be done' });
     const held = await eventually(async () => {
       const now = await ours();
       return now.length === 1 ? now : undefined;
