@@ -61,6 +61,10 @@ export const FLAGS = {
   federationPrefix: { kind: 'string', description: 'Federation: key prefix on the hub (every federated cluster must use the same)', env: 'FEDERATION_PREFIX', default: FEDERATION_DEFAULTS.prefix },
   federationTokenFile: { kind: 'string', description: 'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer', env: 'FEDERATION_TOKEN_FILE' },
   claimsAdvertiseUrl: { kind: 'string', description: 'Federation: the URL peers reach this cluster\'s claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here', env: 'CLAIMS_ADVERTISE_URL' },
+  aggregatedListen: { kind: 'string', description: 'Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind the APIService v1beta1.agents.x-k8s.io) over TLS on this address (HOST:PORT); off when empty', env: 'AGGREGATED_LISTEN', default: '' },
+  aggregatedTlsCertFile: { kind: 'string', description: 'The Sandbox API\'s serving certificate (PEM); without it a self-signed one is made at start (the APIService must then skip TLS verification)', env: 'AGGREGATED_TLS_CERT_FILE' },
+  aggregatedTlsKeyFile: { kind: 'string', description: 'The key of --aggregated-tls-cert-file (PEM)', env: 'AGGREGATED_TLS_KEY_FILE' },
+  aggregatedTlsSans: { kind: 'string', description: 'Comma-separated extra DNS names of the self-signed certificate (e.g. the Service\'s <name>.<namespace>.svc)', env: 'AGGREGATED_TLS_SANS', default: '' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
 } satisfies FlagsSpec;
 
@@ -84,6 +88,8 @@ export interface ValidatedConfig {
   claims: ValidatedClaimsConfig | undefined;
   /** Set in multi-cluster mode (--cluster-id and --federation-redis-url). */
   federation: ValidatedFederationConfig | undefined;
+  /** Set when the Sandbox API is served (--aggregated-listen given). */
+  aggregated: ValidatedAggregatedConfig | undefined;
 }
 
 export interface ValidatedFederationConfig {
@@ -91,6 +97,12 @@ export interface ValidatedFederationConfig {
   redisUrl: string;
   intervalMs: number;
   ttlMs: number;
+}
+
+export interface ValidatedAggregatedConfig {
+  listen: HostPort;
+  tls: { certFile: string; keyFile: string } | undefined;
+  selfSignedNames: string[];
 }
 
 export interface ValidatedClaimsConfig {
@@ -131,7 +143,7 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   if (!config.leaderElectResourceName) throw new ConfigError('--leader-elect-resource-name must not be empty');
   if (config.stallTimeout <= config.interval) throw new ConfigError('--stall-timeout must be greater than --interval');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, probeListen, namespace, claims: validateClaims(config), federation: validateFederation(config) };
+  return { listen, probeListen, namespace, claims: validateClaims(config), federation: validateFederation(config), aggregated: validateAggregated(config) };
 }
 
 function validateFederation(config: ControlPlaneConfig): ValidatedFederationConfig | undefined {
@@ -155,6 +167,26 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
     throw new ConfigError(`--federation-redis-url: ${(err as Error).message}`);
   }
   return { clusterId: config.clusterId, redisUrl: config.federationRedisUrl, intervalMs: config.federationInterval, ttlMs };
+}
+
+function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConfig | undefined {
+  const tlsFlags = config.aggregatedTlsCertFile !== undefined || config.aggregatedTlsKeyFile !== undefined;
+  if (!config.aggregatedListen) {
+    if (tlsFlags) throw new ConfigError('--aggregated-tls-cert-file / --aggregated-tls-key-file need --aggregated-listen');
+    return undefined;
+  }
+  let listen: HostPort;
+  try {
+    listen = parseHostPort(config.aggregatedListen);
+  } catch (err) {
+    throw new ConfigError(`--aggregated-listen: ${(err as Error).message}`);
+  }
+  if ((config.aggregatedTlsCertFile === undefined) !== (config.aggregatedTlsKeyFile === undefined)) {
+    throw new ConfigError('--aggregated-tls-cert-file and --aggregated-tls-key-file go together');
+  }
+  const tls = config.aggregatedTlsCertFile !== undefined && config.aggregatedTlsKeyFile !== undefined ? { certFile: config.aggregatedTlsCertFile, keyFile: config.aggregatedTlsKeyFile } : undefined;
+  const selfSignedNames = config.aggregatedTlsSans.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  return { listen, tls, selfSignedNames };
 }
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {

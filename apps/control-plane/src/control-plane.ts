@@ -55,6 +55,8 @@ import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
+import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
+import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -122,6 +124,8 @@ export interface ControlPlaneOptions {
   envScaleDownDelayMs?: number;
   /** Default: the SandboxWarmPool scale subresource. */
   scaleTarget?: ScaleTarget;
+  /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
+  sandboxApi?: SandboxApiServing;
 }
 
 export interface FederationSettings {
@@ -134,6 +138,16 @@ export interface FederationSettings {
   ttlMs?: number;
   /** The token peer clusters share to forward claims to each other. */
   token?: TokenSource;
+}
+
+export interface SandboxApiServing {
+  listen: HostPort;
+  /** PEM files; absent: a self-signed certificate made at start. */
+  tls?: { certFile: string; keyFile: string };
+  /** Extra DNS names for the self-signed certificate. */
+  selfSignedNames?: string[];
+  /** Default: SubjectAccessReviews. */
+  authorizer?: SandboxAuthorizer;
 }
 
 export interface ClaimsOptions {
@@ -170,6 +184,8 @@ export interface ControlPlane {
   readonly envs: SandboxEnvReconciler;
   readonly autoscaler: EnvAutoscaler;
   readonly federation: Federation;
+  /** The Sandbox API, when served. */
+  readonly sandboxApi: SandboxApi | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -356,6 +372,18 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
   });
   if (sandboxClaims !== undefined) informers.push(sandboxClaims.informer as Informer<KubeObject>);
+  const sandboxApi = options.sandboxApi === undefined ? undefined : createSandboxApi({
+    ...options.sandboxApi,
+    transport: transportFor(options.kubeConfig),
+    inventories,
+    pools,
+    templates,
+    ...(claims !== undefined && claimsOptions !== undefined ? { claims: { pipeline: claims, redisUrl: claimsOptions.redisUrl, eventsKey: claims.claimEventsKey } } : {}),
+    token,
+    addresses,
+    registry: metrics.registry,
+    logger: logger.child({ subsystem: 'sandbox-api' }),
+  });
 
   let server: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
@@ -472,12 +500,13 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       const listen = claimsOptions?.listen;
       if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
     }
+    await sandboxApi?.start();
     if (token() !== undefined) campaign();
     else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
     tokenWatch = setInterval(followToken, 1_000);
     tokenWatch.unref();
     logger.info('control plane started', {
-      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, ...reconciler.settings,
+      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, sandboxApiUrl: sandboxApi?.url ?? null, ...reconciler.settings,
     });
   };
 
@@ -493,6 +522,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
+      ['Sandbox API', async () => sandboxApi?.close()],
       ['claims', async () => claims?.close()],
       ['informers', () => Promise.all(informers.map((informer) => informer.close()))],
       ['pool setter', () => setter.close()],
@@ -530,6 +560,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     envs,
     autoscaler,
     federation,
+    sandboxApi,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,
     isLeader: () => leading && reconciler.driving,

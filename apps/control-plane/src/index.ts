@@ -38,3 +38,7 @@ export { FederationWatcher, type WatcherOptions } from './federation/watcher.js'
 export { EnvClaimRouter, type EnvClaimOrder, type EnvGrant } from './federation/router.js';
 export { SandboxEnvReconciler, type SandboxEnvReconcilerOptions } from './controllers/sandboxenvs/reconciler.js';
 export { EnvAutoscaler, AUTOSCALER_DEFAULTS, nextTotal, distribute } from './controllers/sandboxenvs/autoscaler.js';
+export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './aggregated/view.js';
+export { SandboxReader, type SandboxReaderOptions } from './aggregated/reader.js';
+export { sandboxObject, ServedSandbox, type SandboxFacts } from './aggregated/sandbox-object.js';
+export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from './aggregated/sandbox-api.js';

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     process.stdout.write(versionLine('control-plane', version));
     return;
   }
-  const { listen, probeListen, namespace, claims, federation } = validateConfig(config);
+  const { listen, probeListen, namespace, claims, federation, aggregated } = validateConfig(config);
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -120,6 +120,9 @@ async function main(): Promise<void> {
       controller: { leaseSeconds: Math.ceil(config.sandboxclaimLease / 1000) },
       janitor: { intervalMs: config.claimJanitorInterval, graceMs: config.claimJanitorGrace },
     },
+    ...(aggregated !== undefined ? {
+      sandboxApi: { listen: aggregated.listen, ...(aggregated.tls !== undefined ? { tls: aggregated.tls } : {}), selfSignedNames: aggregated.selfSignedNames },
+    } : {}),
   });
   if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
   shutdown.add('control-plane', controlPlane);

@@ -1,7 +1,7 @@
 // One node agent: the API in front of a sandboxd, the watch on that sandboxd,
 // and (given a writer) the NodeInventory publisher. Everything a process
 // needs is here, so a benchmark can host many agents in one process.
-import { poolKeyId, sandboxListSchema, type NodeInfo } from '@warmpool/api';
+import type { NodeInfo } from '@warmpool/api';
 import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -9,6 +9,7 @@ import { Gatekeeper } from './api/auth.js';
 import { createApiApp } from './api/app.js';
 import { ClaimsInFlight } from './api/claims-in-flight.js';
 import { GenerationGuard } from './generation.js';
+import { readNodeClaims } from './inventory/entries.js';
 import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
@@ -172,7 +173,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
         generations,
         currentInfo: (): NodeInfo | undefined => state.info,
-        claimedByKey: () => countClaimedByKey(sandboxd),
+        readClaims: () => readNodeClaims(sandboxd),
         publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
         minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
         ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),
@@ -217,18 +218,3 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   };
 }
 
-/** Claimed sandboxes per pool key id, from one list of sandboxd's claims; undefined when sandboxd did not answer one. */
-async function countClaimedByKey(sandboxd: SandboxdClient): Promise<Map<string, number> | undefined> {
-  const answer = await sandboxd.listSandboxes();
-  const chunks: Buffer[] = [];
-  for await (const chunk of answer.body) chunks.push(chunk as Buffer);
-  if (answer.status !== 200) return undefined;
-  const list = sandboxListSchema.safeParse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-  if (!list.success) return undefined;
-  const counts = new Map<string, number>();
-  for (const row of list.data.sandboxes) {
-    const id = poolKeyId(row.key);
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
-}

@@ -5,3 +5,4 @@ export * from './agent.js';
 export * from './federation.js';
 export * from './claims.js';
 export * from './claim-jobs.js';
+export * from './sandboxes.js';

@@ -9,3 +9,4 @@ export * from './incoming-body.js';
 export * from './token-file.js';
 export * from './token-rotation.js';
 export * from './version.js';
+export * from './x509/certificates.js';

@@ -24,3 +24,5 @@ export { sleep, waitUntil } from './wait.js';
 export type { WaitOptions } from './wait.js';
 export { ensureFaketime, type FaketimeLookup } from './faketime.js';
 export { startFederatedStacks, type FederatedStacks } from './stack-federation.js';
+export { registerAggregatedApi } from './aggregation.js';
+export type { AggregatedApiOptions } from './aggregation.js';

@@ -8,12 +8,14 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { registerAggregatedApi } from './aggregation.js';
 import { ManagedChild } from './children.js';
 import { startCluster, type TestCluster } from './cluster.js';
 import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
+import { freePort } from './ports.js';
 import { preferredOrFreePort } from './stack-ports.js';
 import { waitUntil } from './wait.js';
 
@@ -109,6 +111,8 @@ export interface StackDescription {
   claimsUrl: string | undefined;
   /** This stack's cluster id when federated. */
   clusterId: string | undefined;
+  /** The Sandbox API behind the APIService v1beta1.agents.x-k8s.io (self-signed); undefined without the control plane. */
+  sandboxApiUrl?: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
@@ -279,6 +283,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
 
     let controlPlaneUrl: string | undefined;
     let claimsUrl: string | undefined;
+    let sandboxApiUrl: string | undefined;
     if (options.controlPlane ?? true) {
       const wanted = options.controlPlanePort ?? DEFAULTS.controlPlanePort;
       const cpPort = await preferredOrFreePort('127.0.0.1', wanted);
@@ -286,6 +291,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       const wantedClaims = options.claimsPort ?? DEFAULTS.claimsPort;
       const claimsPort = await preferredOrFreePort('127.0.0.1', wantedClaims);
       claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
+      const sandboxApiPort = await freePort();
+      sandboxApiUrl = `https://127.0.0.1:${sandboxApiPort}`;
       log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`);
       const controlPlane = track(startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
         `--kubeconfig=${kubeconfig}`,
@@ -302,11 +309,15 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
           `--federation-token-file=${options.federation.tokenFile}`,
           `--claims-advertise-url=${claimsUrl}`,
         ] : []),
+        `--aggregated-listen=127.0.0.1:${sandboxApiPort}`,
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
       // For scripts: `curl -X POST … $(cat .local/claims-url)`.
       writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
+      // `kubectl get sandboxes` through the aggregation layer, instead of the Sandbox CRD.
+      log(`registering the Sandbox API (APIService v1beta1.agents.x-k8s.io) at ${sandboxApiUrl}`);
+      await registerAggregatedApi(cluster, { group: 'agents.x-k8s.io', version: 'v1beta1', port: sandboxApiPort, replacesCrd: 'sandboxes.agents.x-k8s.io', serviceName: 'warmpool-sandbox-api' });
     }
 
     let sample: StackSample | undefined;
@@ -327,7 +338,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     }
 
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, clusterId: options.federation?.clusterId, redisUrl: claimsRedisUrl, namespace, nodes, sample, claims, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, sandboxApiUrl, clusterId: options.federation?.clusterId, redisUrl: claimsRedisUrl, namespace, nodes, sample, claims, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);

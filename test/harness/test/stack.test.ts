@@ -107,6 +107,7 @@ describe('the local stack (make up)', () => {
     expect(output).toContain('swp default/python 9/9');
     expect(output).toContain('every pool is READY = DESIRED');
     expect(output).toMatch(/claim API +http:\/\/127\.0\.0\.1:\d+/);
+    expect(output).toMatch(/Sandbox API +https:\/\/127\.0\.0\.1:\d+/);
     expect(output).toContain('stopped');
 
     const description = expectNothingLeft(run);

@@ -17,11 +17,12 @@
 // exact number: once a push moved it, the annotation is inert. 0 rather than
 // none, so that the published value changes and replaces the forged one even
 // where another field manager (a `kubectl patch`) co-owns it.
-import type { NodeInfo, OwnerReference } from '@warmpool/api';
+import type { NodeInfo, OwnerReference, SandboxRow } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
+import { claimedByKeyOf, entriesOf, type PublishedEntries } from './entries.js';
 import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
 import type { InventoryWriter } from './writer.js';
 
@@ -39,10 +40,11 @@ export interface InventoryPublisherOptions {
   /** The latest view of sandboxd; undefined until it first answered. */
   currentInfo: () => NodeInfo | undefined;
   /**
-   * Claimed sandboxes per pool key id, read once per write (never per claim);
-   * undefined or a failure leaves the per-pool claimed counts out of that write.
+   * The node's claims (GET /v1/sandboxes), read once per write, never per
+   * claim: they give the per-pool claimed counts and status.entries[]. A
+   * failure leaves both out of that write.
    */
-  claimedByKey?: () => Promise<ReadonlyMap<string, number> | undefined>;
+  readClaims?: () => Promise<readonly SandboxRow[]>;
   publishIntervalMs: number;
   minPublishGapMs: number;
   /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
@@ -156,24 +158,25 @@ export class InventoryPublisher {
         this.#succeeded(undefined, started);
         return;
       }
-      const snapshot = snapshotOf(info, generations.applied, await this.#claimedByKey());
-      await this.#write(snapshot);
+      const claims = await this.#claims();
+      const snapshot = snapshotOf(info, generations.applied, claims && claimedByKeyOf(claims));
+      await this.#write(snapshot, claims && entriesOf(claims));
       this.#succeeded(snapshot, started);
     } catch (err) {
       this.#failed(err);
     }
   }
 
-  async #claimedByKey(): Promise<ReadonlyMap<string, number> | undefined> {
+  async #claims(): Promise<readonly SandboxRow[] | undefined> {
     try {
-      return await this.#options.claimedByKey?.();
+      return await this.#options.readClaims?.();
     } catch (err) {
-      this.#options.logger.debug('could not count claimed sandboxes per pool; this write leaves them out', { err });
+      this.#options.logger.warn('cannot read the node\'s claims; this write leaves out the per-pool claimed counts and the entries', { err });
       return undefined;
     }
   }
 
-  async #write(snapshot: InventorySnapshot): Promise<void> {
+  async #write(snapshot: InventorySnapshot, entries: PublishedEntries | undefined): Promise<void> {
     const { writer, nodeName } = this.#options;
     if (this.#owner === undefined) {
       const owner = await writer.nodeOwner(nodeName);
@@ -183,7 +186,7 @@ export class InventoryPublisher {
       }
     }
     if (!this.#objectApplied) await this.#applyObject();
-    const status = statusOf(snapshot, new Date(), this.#options.capacity);
+    const status = statusOf(snapshot, new Date(), this.#options.capacity, entries);
     let written = await writer.applyStatus(nodeName, status);
     if (written === 'missing') {
       // Deleted behind our back (kubectl delete, or its Node went): create it again.
