@@ -205,7 +205,7 @@ describe('the Helm chart, rendered', () => {
     expect(find(objects, 'ServiceMonitor').spec).toMatchObject({ endpoints: [{ port: 'metrics', path: '/metrics' }] });
     expect(find(objects, 'PodMonitor').spec).toMatchObject({ podMetricsEndpoints: [{ port: 'http', path: '/metrics' }] });
     const rules = JSON.stringify(find(objects, 'PrometheusRule').spec);
-    for (const alert of ['WarmpoolReconcileStalled', 'WarmpoolNoLeader', 'WarmpoolSetPoolsErrors', 'WarmpoolUnplacedReplicas', 'WarmpoolClaimFailures']) expect(rules).toContain(alert);
+    for (const alert of ['WarmpoolReconcileStalled', 'WarmpoolNoLeader', 'WarmpoolSetPoolsErrors', 'WarmpoolUnplacedReplicas', 'WarmpoolClaimFailures', 'WarmpoolClaimPipelineFailures', 'WarmpoolFederationHubDown']) expect(rules).toContain(alert);
     expect(rules).toContain('> 300');
     const dashboard = JSON.parse(find(objects, 'ConfigMap', '-dashboard').data?.['warmpool.json'] ?? '{}') as { title: string; panels: Array<{ targets?: Array<{ expr: string }> }> };
     expect(dashboard.title).toBe('warmpool');
