@@ -9,3 +9,5 @@ export * from './incoming-body.js';
 export * from './token-file.js';
 export * from './token-rotation.js';
 export * from './version.js';
+export * from './methods.js';
+export * from './openapi.js';
