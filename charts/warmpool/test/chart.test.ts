@@ -33,7 +33,7 @@ interface Rendered {
   data?: Record<string, string>;
 }
 // Container and pod shapes the assertions below read.
-interface Container { name: string; image: string; args: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet: { path: string; port: string } }; readinessProbe?: { httpGet: { port: string } }; startupProbe?: unknown; securityContext?: Record<string, unknown> }
+interface Container { name: string; image: string; imagePullPolicy?: string; args: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet: { path: string; port: string } }; readinessProbe?: { httpGet: { port: string } }; startupProbe?: unknown; securityContext?: Record<string, unknown> }
 interface PodTemplate { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: Container[]; volumes: Array<{ name: string; secret?: { secretName: string; items: Array<{ key: string }> } }>; nodeSelector?: Record<string, string>; tolerations?: unknown[]; priorityClassName?: string; securityContext?: Record<string, unknown>; imagePullSecrets?: unknown[]; affinity?: Record<string, unknown>; topologySpreadConstraints?: unknown[] } }
 
 /** `helm template` with a cluster's defaults and the fake sidecar (so no token is required), plus `set`. */
@@ -258,6 +258,8 @@ describe('the Helm chart, rendered', () => {
     expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 999 });
     const container = containerOf(redis, 'redis');
     expect(container.image).toBe('docker.io/library/redis:7.2-bookworm');
+    // kind's image.pullPolicy=Never (the warmpool images are loaded) must not keep Redis from being pulled.
+    expect(containerOf(find(await render(['redis.enabled=true', 'image.pullPolicy=Never']), 'Deployment', '-redis'), 'redis').imagePullPolicy).toBe('IfNotPresent');
     expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
     expect(container.args.join(' ')).toContain('--maxmemory-policy noeviction');
     expect(find(objects, 'Service', '-redis').spec).toMatchObject({ ports: [{ name: 'redis', port: 6379 }] });
@@ -431,7 +433,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   it('installs the claim API with the in-chart Redis and its NetworkPolicies: the apiserver accepts every object', async () => {
     const ns = 'warmpool-claims';
-    await helm(cluster, ['install', 'claims', CHART, '-n', ns, '--create-namespace', '--wait=false',
+    const notes = await helm(cluster, ['install', 'claims', CHART, '-n', ns, '--create-namespace', '--wait=false',
       '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=1',
       '--set', 'redis.enabled=true', '--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
       '--set', 'controlPlane.federation.clusterId=east']);
@@ -442,6 +444,8 @@ describe('the Helm chart, installed on a real apiserver', () => {
     }
     const args = (await cluster.kubectl(['get', 'deploy', 'claims-warmpool-control-plane', '-n', ns, '-o', 'jsonpath={.spec.template.spec.containers[0].args}'])).stdout;
     expect(args).toContain('--redis-url=redis://claims-warmpool-redis.warmpool-claims.svc:6379');
+    expect(notes).toContain('claims-warmpool-claims, port 8081');
+    expect(notes).toContain('It uses the in-chart Redis (claims-warmpool-redis): for trying out only');
   });
 
   it('refuses values of the wrong type at install time, before anything is created', async () => {
