@@ -10,7 +10,7 @@ import {
   renewRequestSchema,
   type StaleGenerationError,
 } from '@warmpool/api';
-import { readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
+import { methodNotAllowed, readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -21,7 +21,6 @@ import type { Gatekeeper } from './auth.js';
 import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
-import { methodNotAllowed } from './methods.js';
 import { openApiDocument } from './openapi.js';
 import { errorReply, errorResponse, jsonResponse, passThrough, toResponse, unavailableReply, type Reply } from './responses.js';
 
