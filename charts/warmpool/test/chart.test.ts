@@ -111,7 +111,8 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('splits the CRD switch: upstream\'s kinds and warmpool\'s own, each on its own', async () => {
-    const crds = async (set: string[]) => (await render(set)).filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort();
+    // sandboxApi.mode=crd: the Sandbox CRD is one of upstream's kinds (the default serves sandboxes instead).
+    const crds = async (set: string[]) => (await render(['sandboxApi.mode=crd', ...set])).filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort();
     expect(await crds(['crds.upstream.install=false'])).toEqual(['nodeinventories.warmpool.dev', 'sandboxenvs.warmpool.dev']);
     expect(await crds(['crds.warmpool.install=false'])).toEqual([
       'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
@@ -161,7 +162,7 @@ describe('the Helm chart, rendered', () => {
     const cp = find(objects, 'Deployment');
     const pod = podOf(cp);
     const container = containerOf(cp, 'control-plane');
-    expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'probes', containerPort: 9440 }]);
+    expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'probes', containerPort: 9440 }, { name: 'sandbox-api', containerPort: 8443 }]);
     expect(container.args).toEqual(expect.arrayContaining(['--metrics-bind-address=0.0.0.0:8080', '--health-probe-bind-address=0.0.0.0:9440', '--stall-timeout=2m', '--leader-elect=true', '--leader-elect-lease-duration=15s']));
     expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'probes' });
     expect(container.readinessProbe?.httpGet.port).toBe('probes');
@@ -183,10 +184,11 @@ describe('the Helm chart, rendered', () => {
       'controlPlane.podAnnotations.team=sandbox', 'controlPlane.podLabels.tier=control', 'controlPlane.extraArgs={--set-pools-attempts=5}',
       'nodeAgent.extraEnv[0].name=EXTRA', 'nodeAgent.extraEnv[0].value=one', 'commonLabels.owner=platform',
     ]);
-    const clusterScoped = ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+    const clusterScoped = ['APIService', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
     const namespaced = objects.filter((o) => !clusterScoped.includes(o.kind));
     expect(namespaced.length).toBeGreaterThan(5);
-    for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe('elsewhere');
+    // The one exception: the Sandbox API's RoleBinding to extension-apiserver-authentication-reader lives in kube-system.
+    for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe(o.metadata.name.endsWith('-auth-reader') ? 'kube-system' : 'elsewhere');
     // The admission policy names the agents' ServiceAccount in that namespace.
     expect(JSON.stringify(find(objects, 'ValidatingAdmissionPolicy').spec)).toContain('system:serviceaccount:elsewhere:wp-node-agent');
     for (const o of objects.filter((x) => x.kind !== 'CustomResourceDefinition')) expect(o.metadata.labels?.['owner'], `${o.kind} ${o.metadata.name}`).toBe('platform');
@@ -434,8 +436,9 @@ describe('the Helm chart, installed on a real apiserver', () => {
     const r = await cluster.kubectl(['api-resources', '--categories=warmpool', '-o', 'name']);
     expect(r.stdout.trim().split('\n').sort()).toEqual([
       'nodeinventories.warmpool.dev', 'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxenvs.warmpool.dev',
-      'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
+      'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
+    // (sandboxes are served by the control plane behind the APIService, which no replica serves in this test.)
     const columns = (await cluster.kubectl(['get', 'crd', 'sandboxwarmpools.extensions.agents.x-k8s.io', '-o', 'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}'])).stdout;
     expect(columns).toContain('Reason');
   });
@@ -447,7 +450,9 @@ describe('the Helm chart, installed on a real apiserver', () => {
     await helm(cluster, ['install', 'second', CHART, '-n', other, '--wait=false',
       '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false',
       '--set', 'fleetToken.existingSecret=platform-token', '--set', 'fleetToken.existingSecretKey=fleet',
-      '--set', 'networkPolicy.enabled=true', '--set', 'controlPlane.replicas=1']);
+      '--set', 'networkPolicy.enabled=true', '--set', 'controlPlane.replicas=1',
+      // The APIService is cluster-wide: one release serves the Sandbox API.
+      '--set', 'sandboxApi.mode=crd']);
     const objects = (await cluster.kubectl(['get', 'deploy,ds,secret,networkpolicy,pdb', '-n', other, '-o', 'name'])).stdout;
     expect(objects).toContain('deployment.apps/second-warmpool-control-plane');
     expect(objects).toContain('daemonset.apps/second-warmpool-node-agent');
@@ -461,7 +466,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
     const notes = await helm(cluster, ['install', 'claims', CHART, '-n', ns, '--create-namespace', '--wait=false',
       '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=1',
       '--set', 'redis.enabled=true', '--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
-      '--set', 'controlPlane.federation.clusterId=east']);
+      '--set', 'controlPlane.federation.clusterId=east', '--set', 'sandboxApi.mode=crd']);
     const objects = (await cluster.kubectl(['get', 'deploy,svc,networkpolicy', '-n', ns, '-o', 'name'])).stdout;
     for (const name of ['deployment.apps/claims-warmpool-redis', 'service/claims-warmpool-redis', 'service/claims-warmpool-claims',
       'networkpolicy.networking.k8s.io/claims-warmpool-redis', 'networkpolicy.networking.k8s.io/claims-warmpool-control-plane', 'networkpolicy.networking.k8s.io/claims-warmpool-node-agent']) {
