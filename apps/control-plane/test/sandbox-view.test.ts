@@ -1,6 +1,8 @@
 // The Sandbox view: which facts stand for a sandbox, from node publishes and
 // claim events, the changes (with resourceVersions) a watch gets, and get.
-import { describe, expect, it } from 'vitest';
+import { silentLogger } from '@warmpool/runtime';
+import { describe, expect, it, vi } from 'vitest';
+import { enrichFromIndex } from '../src/aggregated/index-enricher.js';
 import { SandboxReader } from '../src/aggregated/reader.js';
 import type { SandboxFacts } from '../src/aggregated/sandbox-object.js';
 import { SandboxView, type SandboxChange } from '../src/aggregated/view.js';
@@ -143,5 +145,31 @@ describe('SandboxReader (get)', () => {
     expect(await released.get('team', 'new')).toBeUndefined();
     const unknown = new SandboxReader({ view, lookup: async () => undefined });
     expect(await unknown.get('team', 'nobody')).toBeUndefined();
+  });
+});
+
+describe('enrichFromIndex', () => {
+  it('asks the claim index again after a failed lookup (Redis not connected yet), without waiting for the sandbox to change', async () => {
+    const { view } = setup();
+    let calls = 0;
+    const grant = { id: 'sb_job-1', token: 't', deadline: iso(T0 + 300_000), ownerAddr: '10.0.0.5:9000', node: 'node-a', namespace: 'team', warmPool: 'python', claimRef: 'job-1', tier: 'warm' as const };
+    const stop = enrichFromIndex({
+      view,
+      lookup: async () => {
+        calls++;
+        if (calls === 1) throw new Error('Stream isn\'t writeable and enableOfflineQueue options is false');
+        return grant;
+      },
+      logger: silentLogger,
+      retryMs: 10,
+    });
+    try {
+      view.applyNode('node-a', { publishedAtMs: T0, partial: false, entries: [facts('job-1', { claimedAt: iso(T0 - 1_000), key: { template: 'img', net: 'none', size: 'small' } })] });
+      await vi.waitFor(() => expect(view.get('team', 'job-1')?.facts.ownerAddr).toBe('10.0.0.5:9000'), { timeout: 2_000, interval: 5 });
+      expect(view.get('team', 'job-1')?.facts.tier).toBe('warm');
+      expect(calls).toBe(2);
+    } finally {
+      stop();
+    }
   });
 });

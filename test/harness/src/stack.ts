@@ -313,6 +313,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
+      // /readyz can answer before the claim API's listener is bound (it starts after the caches and Redis).
+      await waitForHttp(controlPlane, `${claimsUrl}/openapi.json`);
       // For scripts: `curl -X POST … $(cat .local/claims-url)`.
       writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
       // `kubectl get sandboxes` through the aggregation layer, instead of the Sandbox CRD.

@@ -15,12 +15,16 @@ export interface IndexEnricherOptions {
   logger: Logger;
   /** Lookups in flight at once (default 16). */
   concurrency?: number;
+  /** After a failed lookup (Redis not connected yet, or away), the sandbox is asked again this much later (default 1 s). */
+  retryMs?: number;
 }
 
 export function enrichFromIndex(options: IndexEnricherOptions): () => void {
   const { view, lookup, logger } = options;
   const concurrency = options.concurrency ?? 16;
+  const retryMs = options.retryMs ?? 1_000;
   const asked = new Set<string>();
+  const retries = new Set<NodeJS.Timeout>();
   const queue: SandboxFacts[] = [];
   let running = 0;
   let closed = false;
@@ -37,9 +41,22 @@ export function enrichFromIndex(options: IndexEnricherOptions): () => void {
           ownerAddr: grant.ownerAddr, tier: grant.tier, ...(grant.warmPool !== '' ? { pool: grant.warmPool } : {}),
         }, Number.isFinite(claimedAt) ? claimedAt : 0);
       }, (err: unknown) => {
-        // Redis away: asked again when the sandbox next changes.
-        asked.delete(`${sandboxKey(facts.namespace, facts.name)}/${facts.id}`);
-        logger.debug('could not look a sandbox up in the claim index', { namespace: facts.namespace, name: facts.name, err });
+        // Redis not connected yet (a replica's view fills from the inventories before its Redis connects) or
+        // away: asked again a little later, while the sandbox is still listed; a change in between asks at once.
+        const id = `${sandboxKey(facts.namespace, facts.name)}/${facts.id}`;
+        asked.delete(id);
+        logger.debug('could not look a sandbox up in the claim index; retrying', { namespace: facts.namespace, name: facts.name, err });
+        const timer = setTimeout(() => {
+          retries.delete(timer);
+          if (closed || asked.has(id)) return;
+          const current = view.get(facts.namespace, facts.name);
+          if (current === undefined || current.facts.id !== facts.id || current.facts.ownerAddr !== undefined) return;
+          asked.add(id);
+          queue.push(current.facts);
+          pump();
+        }, retryMs);
+        timer.unref();
+        retries.add(timer);
       }).finally(() => {
         running--;
         pump();
@@ -61,6 +78,8 @@ export function enrichFromIndex(options: IndexEnricherOptions): () => void {
   });
   return () => {
     closed = true;
+    for (const timer of retries) clearTimeout(timer);
+    retries.clear();
     unsubscribe();
   };
 }
