@@ -1,29 +1,22 @@
-// The control plane as a library: informers over the three kinds (and the
-// Nodes and agent pods that vouch for agents' addresses), the
-// warm-pool driver, leader election, and the health/metrics server, wired
-// together with everything injectable (kubeconfig, logger, clock, pool
-// setter), so main.ts, the e2e stack and benchmarks all build it the same way.
+// The control plane as a library, composed: it builds each subsystem through
+// its own factory and decides who runs what, nothing more. It composes
+//  - the warm-pool driver (controllers/warmpool/driver.ts: informers,
+//    reconciler, watch wiring), its pool setter, events and generations;
+//  - the SandboxEnv controller and autoscaler (controllers/sandboxenvs);
+//  - federation (federation/setup.ts);
+//  - the claim pipeline (provisioning/pipeline.ts), the claim API
+//    (http/claims/served.ts) and the SandboxClaim controller and janitor
+//    (controllers/sandboxclaims);
+//  - the Sandbox API (aggregated/sandbox-api.ts);
+//  - leader election, and the health/metrics servers (http/health.ts);
+// with everything injectable (kubeconfig, logger, clock, token source, pool
+// setter, writers, event recorder, epoch store, registry), so main.ts, the e2e
+// stack and benchmarks all build it the same way. Which work is leader-only
+// and which runs in every replica is listed once, above drive().
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import {
-  CustomResourceDefinitionType,
-  KubeNodeType,
-  KubePodType,
-  NodeInventoryType,
-  SANDBOX_WARM_POOL_CRD,
-  SandboxEnvType,
-  SandboxTemplateType,
-  SandboxWarmPoolType,
-  type CustomResourceDefinition,
-  type KubeNode,
-  type KubeObject,
-  type KubePod,
-  type NodeInventory,
-  type SandboxEnv,
-  type SandboxTemplate,
-  type SandboxWarmPool,
-} from '@warmpool/api';
-import { createInformer, LeaderElector, NotLeaderError, transportFor, type Informer, type Lease } from '@warmpool/kube';
+import type { KubeObject } from '@warmpool/api';
+import { LeaderElector, NotLeaderError, transportFor, type Informer, type Lease } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -33,24 +26,22 @@ import { systemClock, type Clock } from './clock.js';
 import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
 import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
 import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
-import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
-import { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
-import { KubeEnvStatusWriter, type EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
-import { watchSandboxEnvs } from './controllers/sandboxenvs/watch.js';
+import type { EnvAutoscaler, ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
+import type { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import { createSandboxEnvs } from './controllers/sandboxenvs/sandboxenvs.js';
+import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
+import { createWarmPoolDriver } from './controllers/warmpool/driver.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
-import { addressCheckOf, type AddressCheck, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
-import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
-import { describeFields, statusFieldsOf, type StatusFields } from './controllers/warmpool/status-schema.js';
-import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
-import { followStatusSchema, watchAddressVouchers, watchForChanges } from './controllers/warmpool/watch.js';
+import type { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
+import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
-import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
-import { createClaimApi } from './http/claims/app.js';
-import { createHealthApp } from './http/health.js';
-import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation/federation.js';
-import { EnvClaimRouter } from './federation/router.js';
+import type { AccessReviewer } from './http/claims/access-review.js';
+import { createServedClaimApi } from './http/claims/served.js';
+import { createHealthApp, replicaHealth } from './http/health.js';
+import type { Federation } from './federation/federation.js';
+import { createFederation, type FederationSettings } from './federation/setup.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
@@ -58,6 +49,8 @@ import { createProvisioning, type ProvisioningPipeline } from './provisioning/pi
 import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
 import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
+
+export type { FederationSettings } from './federation/setup.js';
 
 export const COMPONENT = 'warmpool-control-plane';
 
@@ -126,18 +119,6 @@ export interface ControlPlaneOptions {
   scaleTarget?: ScaleTarget;
   /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
   sandboxApi?: SandboxApiServing;
-}
-
-export interface FederationSettings {
-  /** This cluster's id; without it (or without `hub`) the cluster is alone and nothing is started. */
-  clusterId?: string;
-  /** The shared hub: multi-cluster mode when given together with clusterId. */
-  hub?: HubSettings;
-  /** Report / full-read interval (default 2 s); records live 3 × this unless ttlMs says otherwise. */
-  intervalMs?: number;
-  ttlMs?: number;
-  /** The token peer clusters share to forward claims to each other. */
-  token?: TokenSource;
 }
 
 export interface SandboxApiServing {
@@ -212,22 +193,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const metrics = new ControlPlaneMetrics(options.registry, { ...(options.version !== undefined ? { version: options.version } : {}) });
   const kubeLogger = logger.child({ subsystem: 'kube' });
 
-  const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
-  const templates = createInformer<SandboxTemplate>(options.kubeConfig, SandboxTemplateType, { logger: kubeLogger });
-  const inventories = createInformer<NodeInventory>(options.kubeConfig, NodeInventoryType, { logger: kubeLogger });
-  // Nodes and pods are big and there is one per node: listed in pages, cached cut down to what the check reads.
-  const nodes = createInformer<KubeNode>(options.kubeConfig, KubeNodeType, { logger: kubeLogger, transform: slimNode, pageSize: 500 });
-  const agentPods = options.agentPodSelector
-    ? createInformer<KubePod>(options.kubeConfig, KubePodType, { logger: kubeLogger, namespace, labelSelector: options.agentPodSelector, transform: slimPod, pageSize: 500 })
-    : undefined;
-  // The one CRD whose schema decides which status fields can be written (ours or upstream's).
-  const poolCrd = createInformer<CustomResourceDefinition>(options.kubeConfig, CustomResourceDefinitionType, {
-    logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
-  });
-  const envInformer = createInformer<SandboxEnv>(options.kubeConfig, SandboxEnvType, { logger: kubeLogger });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, envInformer, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
-  let poolStatusFields: StatusFields = 'any';
-
   const setter = options.poolSetter ?? new HttpPoolSetter({
     token,
     ...(options.setPoolsTimeoutMs !== undefined ? { timeoutMs: options.setPoolsTimeoutMs } : {}),
@@ -244,80 +209,52 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   };
   const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : heldLease;
   const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
-  // Where an agent may be called with the fleet token: at an address its own Node vouches for (issue 8 §3).
-  const addresses = (): AddressCheck => addressCheckOf({
-    node: (name) => nodes.lister.get(name),
-    ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
-  });
-  const reconciler = new WarmPoolReconciler({
-    pools: pools.lister,
-    templates: templates.lister,
-    inventories: inventories.lister,
-    addresses,
+
+  const driver = createWarmPoolDriver({
+    kubeConfig: options.kubeConfig,
+    namespace,
+    agentPodSelector: options.agentPodSelector,
     setter,
-    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig, { fields: () => poolStatusFields }),
+    statusWriter: options.statusWriter,
     events,
     generations,
     token,
     metrics,
-    logger: logger.child({ controller: 'warmpool' }),
-    clock,
     // Standalone (no election) always leads; otherwise ask the elector campaigning now.
     leadership: {
       holding: () => options.leaderElection === false || elector?.holding() === true,
       confirm: async (signal) => options.leaderElection === false || (elector !== undefined && (await elector.confirm(signal))),
     },
-    ...options.driver,
+    settings: options.driver,
+    logger,
+    kubeLogger,
+    clock,
   });
-  watchForChanges(reconciler, pools, templates, inventories);
-  watchAddressVouchers(reconciler, nodes, agentPods);
-  followStatusSchema(poolCrd, (crd) => {
-    const fields = statusFieldsOf(crd);
-    if (describeFields(fields) === describeFields(poolStatusFields)) return;
-    poolStatusFields = fields;
-    const conditions = fields === 'any' || fields.has('conditions');
-    logger[conditions ? 'info' : 'warn'](conditions
-      ? 'SandboxWarmPool status schema read: writing every status field'
-      : 'the installed SandboxWarmPool CRD declares no status.conditions (upstream\'s schema): writing only the fields it declares', {
-      crd: SANDBOX_WARM_POOL_CRD, fields: describeFields(fields),
-    });
-    reconciler.poke('status schema changed');
-  });
+  const { reconciler, pools, templates, inventories, addresses } = driver;
 
-  // Every replica: each Env's local capacity (for its claim router); leader-only: status writes and reporting.
   const federationSettings = options.federation ?? {};
-  const multiCluster = federationSettings.clusterId !== undefined && federationSettings.hub !== undefined;
-  const federation = new Federation({
-    clusterId: federationSettings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
-    ...(federationSettings.intervalMs !== undefined ? { intervalMs: federationSettings.intervalMs } : {}),
-    ...(federationSettings.ttlMs !== undefined ? { ttlMs: federationSettings.ttlMs } : {}),
-    ...(multiCluster && federationSettings.hub !== undefined ? { hub: { ...federationSettings.hub, claimsAdvertiseUrl: () => advertisedClaimsUrl(federationSettings.hub?.claimsAdvertiseUrl, claimsServer?.url) } } : {}),
+  const { federation, multiCluster } = createFederation(federationSettings, {
     promRegistry: metrics.registry,
     logger: logger.child({ subsystem: 'federation' }),
+    claimsUrl: () => claimsServer?.url,
   });
-  const autoscaler = new EnvAutoscaler({
-    target: options.scaleTarget ?? new KubeScaleTarget(options.kubeConfig),
-    clock,
-    ...(options.envScaleDownDelayMs !== undefined ? { scaleDownDelayMs: options.envScaleDownDelayMs } : {}),
-    logger: logger.child({ controller: 'env-autoscaler' }),
-  });
-  const envs = new SandboxEnvReconciler({
-    envs: envInformer.lister,
-    pools: pools.lister,
-    templates: templates.lister,
-    inventories: inventories.lister,
-    writer: options.envStatusWriter ?? new KubeEnvStatusWriter(options.kubeConfig),
-    ...(multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
-    onCapacity: (records) => federation.setLocal(records),
-    onLeaderRun: (runs, counts, signal) => autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
-    clock,
+  const envs = createSandboxEnvs({
+    kubeConfig: options.kubeConfig,
+    pools,
+    templates,
+    inventories,
+    federation,
+    multiCluster,
+    writer: options.envStatusWriter,
+    scaleTarget: options.scaleTarget,
+    scaleDownDelayMs: options.envScaleDownDelayMs,
     staleAfterMs: reconciler.settings.staleAfterMs,
     intervalMs: Math.min(federation.intervalMs, reconciler.settings.intervalMs),
-    logger: logger.child({ controller: 'sandboxenvs' }),
+    logger,
+    kubeLogger,
+    clock,
   });
-  watchSandboxEnvs(envs, envInformer, pools, templates, inventories);
 
-  // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
   const claimsOptions = options.claims;
   const claims = claimsOptions === undefined ? undefined : createProvisioning({
     redisUrl: claimsOptions.redisUrl,
@@ -335,26 +272,19 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     clock,
     logger: logger.child({ subsystem: 'provisioning' }),
   });
-  const envRouter = claims === undefined ? undefined : new EnvClaimRouter({
+  const claimApi = claims === undefined ? undefined : createServedClaimApi({
+    kubeConfig: options.kubeConfig,
     claims,
-    index: claims.index,
-    envs: envInformer.lister,
-    registry: federation.registry,
-    localRecords: () => envs.records,
-    ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
-    ...(federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
-    logger: logger.child({ subsystem: 'env-claims' }),
-    metrics: federation.metrics,
-  });
-  const claimApi = claims === undefined ? undefined : createClaimApi({
-    claims,
-    reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
-    logger: logger.child({ subsystem: 'claim-api' }),
-    ...(envRouter !== undefined ? { envs: envRouter } : {}),
-    ...(multiCluster && federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
+    envs: envs.informer.lister,
+    localRecords: () => envs.reconciler.records,
+    federation,
+    multiCluster,
+    federationToken: federationSettings.token,
+    reviewer: claimsOptions?.reviewer,
+    logger,
   });
   let claimsServer: HttpServer | undefined;
-  // Leader-only: the SandboxClaim controller and the claim janitor, over whichever pipeline there is.
+  // The SandboxClaim controller and the claim janitor, over whichever pipeline there is.
   const claimService: ClaimService | undefined = options.claimService ?? claims;
   const sandboxClaims = claimService === undefined ? undefined : new SandboxClaims({
     kubeConfig: options.kubeConfig,
@@ -371,7 +301,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
     ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
   });
-  if (sandboxClaims !== undefined) informers.push(sandboxClaims.informer as Informer<KubeObject>);
   const sandboxApi = options.sandboxApi === undefined ? undefined : createSandboxApi({
     ...options.sandboxApi,
     transport: transportFor(options.kubeConfig),
@@ -385,6 +314,11 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     logger: logger.child({ subsystem: 'sandbox-api' }),
   });
 
+  // Every cache this replica keeps, in every replica (a new leader starts on warm caches).
+  const informers: ReadonlyArray<Informer<KubeObject>> = [
+    pools, templates, inventories, envs.informer, ...driver.driverOnly, ...(sandboxClaims !== undefined ? [sandboxClaims.informer] : []),
+  ] as Array<Informer<KubeObject>>;
+
   let server: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
   let tokenWatch: NodeJS.Timeout | undefined;
@@ -393,25 +327,18 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   let leading = false;
   let standalone: AbortController | undefined;
 
-  const notReadyReasons = (): string[] => {
-    const reasons: string[] = [];
-    if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
-    for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
-    reasons.push(...reconciler.notReadyReasons());
-    return reasons;
-  };
-
-  const stallTimeoutMs = options.stallTimeoutMs ?? 120_000;
-  const notLiveReasons = (): string[] => {
-    const stalled = reconciler.stalledMs(clock.now());
-    if (stalled === undefined || stalled <= stallTimeoutMs) return [];
-    return [`leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`];
-  };
+  const health = replicaHealth({ token, informers, driver: reconciler, clock, stallTimeoutMs: options.stallTimeoutMs ?? 120_000 });
+  const { notReadyReasons, notLiveReasons } = health;
   const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null });
   const claimsNotReadyReasons = claims !== undefined ? { claimsNotReadyReasons: () => claims.notReadyReasons() } : {};
   const app = createHealthApp({ metrics, notReadyReasons, notLiveReasons, describe, ...claimsNotReadyReasons });
   const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, describe });
 
+  // Every replica, from start() to close(): the caches, the SandboxEnv runs (each Env's local capacity for its
+  // claim router), the federation watcher, the claim pipeline (its BullMQ batch workers included), the claim API
+  // and the Sandbox API; start() below.
+  // Leader-only, for one term (drive() to stopLeading()): the warm-pool driver, the SandboxClaim controller and
+  // claim janitor, SandboxEnv status writes and the autoscaler, and the federation reporter.
   const drive = async (signal: AbortSignal): Promise<void> => {
     leading = true;
     metrics.leading(true);
@@ -424,7 +351,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
-    envs.startLeading();
+    envs.reconciler.startLeading();
     federation.startReporting();
   };
 
@@ -433,7 +360,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     metrics.leading(false);
     reconciler.stopDriving();
     void sandboxClaims?.stopLeading();
-    envs.stopLeading();
+    envs.reconciler.stopLeading();
     void federation.stopReporting();
   };
 
@@ -492,7 +419,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
     // The Env runs read the caches: the first waits for them, later ones see them filled.
-    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.start(), () => undefined);
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.reconciler.start(), () => undefined);
     if (multiCluster) await federation.start();
     else logger.info('single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched');
     if (claims !== undefined && claimApi !== undefined) {
@@ -518,7 +445,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       ['leadership', resign],
       ['reconciler', () => reconciler.close()],
       ['sandbox claims', async () => sandboxClaims?.stopLeading()],
-      ['sandboxenvs', () => envs.close()],
+      ['sandboxenvs', () => envs.reconciler.close()],
       ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
@@ -557,8 +484,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl(): string | undefined {
       return claimsServer?.url;
     },
-    envs,
-    autoscaler,
+    envs: envs.reconciler,
+    autoscaler: envs.autoscaler,
     federation,
     sandboxApi,
     notReadyReasons,
@@ -567,17 +494,4 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     start: () => (started ??= start()),
     close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
   };
-}
-
-/**
- * Where peers reach this cluster's claim API: the URL given, else the claim
- * API's own URL when it listens on one address (a wildcard one is not an
- * address a peer can use).
- */
-function advertisedClaimsUrl(given: string | (() => string | undefined) | undefined, bound: string | undefined): string | undefined {
-  const url = typeof given === 'function' ? given() : given;
-  if (url !== undefined) return url;
-  if (bound === undefined) return undefined;
-  const host = new URL(bound).hostname;
-  return host === '0.0.0.0' || host === '[::]' ? undefined : bound;
 }
