@@ -16,7 +16,7 @@
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '@warmpool/api';
-import { LeaderElector, NotLeaderError, transportFor, type Informer, type Lease } from '@warmpool/kube';
+import { transportFor, type Informer } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -40,6 +40,7 @@ import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.
 import type { AccessReviewer } from './http/claims/access-review.js';
 import { createServedClaimApi } from './http/claims/served.js';
 import { createHealthApp, replicaHealth } from './http/health.js';
+import { Campaign } from './leadership/campaign.js';
 import type { Federation } from './federation/federation.js';
 import { createFederation, type FederationSettings } from './federation/setup.js';
 import { ControlPlaneMetrics } from './metrics.js';
@@ -199,15 +200,26 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
   });
   const events = options.events ?? new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
-  let elector: LeaderElector | undefined;
-  // The epoch is written through whichever elector is campaigning now (there is a new one after each resign).
-  const heldLease = {
-    updateHeld: (mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
-      if (elector === undefined) return Promise.reject(new NotLeaderError('not campaigning'));
-      return elector.updateHeld(mutate, signal);
+  const campaign = new Campaign({
+    kubeConfig: options.kubeConfig,
+    namespace,
+    leaseName,
+    identity,
+    leaseDurationMs: options.leaseDurationMs,
+    renewDeadlineMs: options.renewDeadlineMs,
+    retryPeriodMs: options.retryPeriodMs,
+    elect: options.leaderElection !== false,
+    token,
+    closing: () => closing !== undefined,
+    onStartedLeading: (signal) => drive(signal),
+    onStoppedLeading: (why) => {
+      if (why === 'lost' && leading) logger.warn('lost leadership: stopped driving', { identity });
+      stopLeading();
     },
-  };
-  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : heldLease;
+    logger,
+    kubeLogger,
+  });
+  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : campaign.heldLease;
   const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
 
   const driver = createWarmPoolDriver({
@@ -220,11 +232,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     generations,
     token,
     metrics,
-    // Standalone (no election) always leads; otherwise ask the elector campaigning now.
-    leadership: {
-      holding: () => options.leaderElection === false || elector?.holding() === true,
-      confirm: async (signal) => options.leaderElection === false || (elector !== undefined && (await elector.confirm(signal))),
-    },
+    leadership: campaign.leadership,
     settings: options.driver,
     logger,
     kubeLogger,
@@ -321,15 +329,13 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
 
   let server: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
-  let tokenWatch: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   let leading = false;
-  let standalone: AbortController | undefined;
 
   const health = replicaHealth({ token, informers, driver: reconciler, clock, stallTimeoutMs: options.stallTimeoutMs ?? 120_000 });
   const { notReadyReasons, notLiveReasons } = health;
-  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null });
+  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: campaign.leaseHolder });
   const claimsNotReadyReasons = claims !== undefined ? { claimsNotReadyReasons: () => claims.notReadyReasons() } : {};
   const app = createHealthApp({ metrics, notReadyReasons, notLiveReasons, describe, ...claimsNotReadyReasons });
   const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, describe });
@@ -364,56 +370,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     void federation.stopReporting();
   };
 
-  const campaign = (): void => {
-    if (closing !== undefined || elector !== undefined || standalone !== undefined) return;
-    if (options.leaderElection === false) {
-      standalone = new AbortController();
-      void drive(standalone.signal);
-      return;
-    }
-    elector = new LeaderElector({
-      kubeConfig: options.kubeConfig,
-      namespace,
-      name: leaseName,
-      identity,
-      ...(options.leaseDurationMs !== undefined ? { leaseDurationMs: options.leaseDurationMs } : {}),
-      ...(options.renewDeadlineMs !== undefined ? { renewDeadlineMs: options.renewDeadlineMs } : {}),
-      ...(options.retryPeriodMs !== undefined ? { retryPeriodMs: options.retryPeriodMs } : {}),
-      logger: kubeLogger,
-      onStartedLeading: drive,
-      onStoppedLeading: () => {
-        if (leading) logger.warn('lost leadership: stopped driving', { identity });
-        stopLeading();
-      },
-      onNewLeader: (holder) => {
-        if (holder !== identity) logger.info('another replica leads', { leader: holder });
-      },
-    });
-    elector.start();
-  };
-
-  /** Stops driving and campaigning; a held lease is released so a standby takes over at once. */
-  const resign = async (): Promise<void> => {
-    stopLeading();
-    standalone?.abort();
-    standalone = undefined;
-    const stopping = elector;
-    elector = undefined;
-    await stopping?.close({ release: true });
-  };
-
-  // Fail-closed: a replica without the token must not hold the lease and sit idle while a healthy one waits.
-  const followToken = (): void => {
-    const present = token() !== undefined;
-    if (present && elector === undefined && standalone === undefined) {
-      logger.info('fleet token present: campaigning for leadership');
-      campaign();
-    } else if (!present && (elector !== undefined || standalone !== undefined)) {
-      logger.error('fleet token gone: stepping down (fail-closed); nothing is pushed until it is back');
-      void resign();
-    }
-  };
-
   const start = async (): Promise<void> => {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
     if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
@@ -428,10 +384,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
     }
     await sandboxApi?.start();
-    if (token() !== undefined) campaign();
-    else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
-    tokenWatch = setInterval(followToken, 1_000);
-    tokenWatch.unref();
+    campaign.start();
     logger.info('control plane started', {
       identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, sandboxApiUrl: sandboxApi?.url ?? null, ...reconciler.settings,
     });
@@ -439,10 +392,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
 
   /** Every step runs even when one before it throws; the failures are logged. */
   const close = async (): Promise<void> => {
-    clearInterval(tokenWatch);
+    campaign.stopFollowingToken();
     const steps: Array<[string, () => Promise<unknown>]> = [
       // Stop pushing first, then hand the lease over so a standby takes over at once.
-      ['leadership', resign],
+      ['leadership', () => campaign.resign()],
       ['reconciler', () => reconciler.close()],
       ['sandbox claims', async () => sandboxClaims?.stopLeading()],
       ['sandboxenvs', () => envs.reconciler.close()],
