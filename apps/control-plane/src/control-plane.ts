@@ -8,7 +8,8 @@
 //    (http/claims/served.ts) and the SandboxClaim controller and janitor
 //    (controllers/sandboxclaims);
 //  - the Sandbox API (aggregated/sandbox-api.ts);
-//  - leader election, and the health/metrics servers (http/health.ts);
+//  - leader election (leadership/campaign.ts), and the health/metrics
+//    servers (http/health.ts);
 // with everything injectable (kubeconfig, logger, clock, token source, pool
 // setter, writers, event recorder, epoch store, registry), so main.ts, the e2e
 // stack and benchmarks all build it the same way. Which work is leader-only
