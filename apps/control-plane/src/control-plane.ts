@@ -1,29 +1,23 @@
-// The control plane as a library: informers over the three kinds (and the
-// Nodes and agent pods that vouch for agents' addresses), the
-// warm-pool driver, leader election, and the health/metrics server, wired
-// together with everything injectable (kubeconfig, logger, clock, pool
-// setter), so main.ts, the e2e stack and benchmarks all build it the same way.
+// The control plane as a library, composed: it builds each subsystem through
+// its own factory and decides who runs what, nothing more. It composes
+//  - the warm-pool driver (controllers/warmpool/driver.ts: informers,
+//    reconciler, watch wiring), its pool setter, events and generations;
+//  - the SandboxEnv controller and autoscaler (controllers/sandboxenvs);
+//  - federation (federation/setup.ts);
+//  - the claim pipeline (provisioning/pipeline.ts), the claim API
+//    (http/claims/served.ts) and the SandboxClaim controller and janitor
+//    (controllers/sandboxclaims);
+//  - the Sandbox API (aggregated/sandbox-api.ts);
+//  - leader election (leadership/campaign.ts), and the health/metrics
+//    servers (http/health.ts);
+// with everything injectable (kubeconfig, logger, clock, token source, pool
+// setter, writers, event recorder, epoch store, registry), so main.ts, the e2e
+// stack and benchmarks all build it the same way. Which work is leader-only
+// and which runs in every replica is listed once, above drive().
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import {
-  CustomResourceDefinitionType,
-  KubeNodeType,
-  KubePodType,
-  NodeInventoryType,
-  SANDBOX_WARM_POOL_CRD,
-  SandboxEnvType,
-  SandboxTemplateType,
-  SandboxWarmPoolType,
-  type CustomResourceDefinition,
-  type KubeNode,
-  type KubeObject,
-  type KubePod,
-  type NodeInventory,
-  type SandboxEnv,
-  type SandboxTemplate,
-  type SandboxWarmPool,
-} from '@warmpool/api';
-import { createInformer, LeaderElector, NotLeaderError, transportFor, type Informer, type Lease } from '@warmpool/kube';
+import type { KubeObject } from '@warmpool/api';
+import { transportFor, type Informer } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -33,24 +27,23 @@ import { systemClock, type Clock } from './clock.js';
 import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
 import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
 import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
-import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
-import { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
-import { KubeEnvStatusWriter, type EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
-import { watchSandboxEnvs } from './controllers/sandboxenvs/watch.js';
-import { reportedSig } from './controllers/warmpool/desired.js';
+import type { EnvAutoscaler, ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
+import type { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import { createSandboxEnvs } from './controllers/sandboxenvs/sandboxenvs.js';
+import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
+import { createWarmPoolDriver } from './controllers/warmpool/driver.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
-import { addressCheckOf, nodeAddressesChanged, type AddressCheck, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
-import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
-import { describeFields, statusFieldsOf, type StatusFields } from './controllers/warmpool/status-schema.js';
-import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
+import type { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
+import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
-import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
-import { createClaimApi } from './http/claims/app.js';
-import { createHealthApp } from './http/health.js';
-import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation/federation.js';
-import { EnvClaimRouter } from './federation/router.js';
+import type { AccessReviewer } from './http/claims/access-review.js';
+import { createServedClaimApi } from './http/claims/served.js';
+import { createHealthApp, replicaHealth } from './http/health.js';
+import { Campaign } from './leadership/campaign.js';
+import type { Federation } from './federation/federation.js';
+import { createFederation, type FederationSettings } from './federation/setup.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
@@ -58,6 +51,8 @@ import { createProvisioning, type ProvisioningPipeline } from './provisioning/pi
 import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
 import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
+
+export type { FederationSettings } from './federation/setup.js';
 
 export const COMPONENT = 'warmpool-control-plane';
 
@@ -126,18 +121,6 @@ export interface ControlPlaneOptions {
   scaleTarget?: ScaleTarget;
   /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
   sandboxApi?: SandboxApiServing;
-}
-
-export interface FederationSettings {
-  /** This cluster's id; without it (or without `hub`) the cluster is alone and nothing is started. */
-  clusterId?: string;
-  /** The shared hub: multi-cluster mode when given together with clusterId. */
-  hub?: HubSettings;
-  /** Report / full-read interval (default 2 s); records live 3 × this unless ttlMs says otherwise. */
-  intervalMs?: number;
-  ttlMs?: number;
-  /** The token peer clusters share to forward claims to each other. */
-  token?: TokenSource;
 }
 
 export interface SandboxApiServing {
@@ -212,112 +195,75 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const metrics = new ControlPlaneMetrics(options.registry, { ...(options.version !== undefined ? { version: options.version } : {}) });
   const kubeLogger = logger.child({ subsystem: 'kube' });
 
-  const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
-  const templates = createInformer<SandboxTemplate>(options.kubeConfig, SandboxTemplateType, { logger: kubeLogger });
-  const inventories = createInformer<NodeInventory>(options.kubeConfig, NodeInventoryType, { logger: kubeLogger });
-  // Nodes and pods are big and there is one per node: listed in pages, cached cut down to what the check reads.
-  const nodes = createInformer<KubeNode>(options.kubeConfig, KubeNodeType, { logger: kubeLogger, transform: slimNode, pageSize: 500 });
-  const agentPods = options.agentPodSelector
-    ? createInformer<KubePod>(options.kubeConfig, KubePodType, { logger: kubeLogger, namespace, labelSelector: options.agentPodSelector, transform: slimPod, pageSize: 500 })
-    : undefined;
-  // The one CRD whose schema decides which status fields can be written (ours or upstream's).
-  const poolCrd = createInformer<CustomResourceDefinition>(options.kubeConfig, CustomResourceDefinitionType, {
-    logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
-  });
-  const envInformer = createInformer<SandboxEnv>(options.kubeConfig, SandboxEnvType, { logger: kubeLogger });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, envInformer, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
-  let poolStatusFields: StatusFields = 'any';
-
   const setter = options.poolSetter ?? new HttpPoolSetter({
     token,
     ...(options.setPoolsTimeoutMs !== undefined ? { timeoutMs: options.setPoolsTimeoutMs } : {}),
     ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
   });
   const events = options.events ?? new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
-  let elector: LeaderElector | undefined;
-  // The epoch is written through whichever elector is campaigning now (there is a new one after each resign).
-  const heldLease = {
-    updateHeld: (mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
-      if (elector === undefined) return Promise.reject(new NotLeaderError('not campaigning'));
-      return elector.updateHeld(mutate, signal);
+  const campaign = new Campaign({
+    kubeConfig: options.kubeConfig,
+    namespace,
+    leaseName,
+    identity,
+    leaseDurationMs: options.leaseDurationMs,
+    renewDeadlineMs: options.renewDeadlineMs,
+    retryPeriodMs: options.retryPeriodMs,
+    elect: options.leaderElection !== false,
+    token,
+    closing: () => closing !== undefined,
+    onStartedLeading: (signal) => drive(signal),
+    onStoppedLeading: (why) => {
+      if (why === 'lost' && leading) logger.warn('lost leadership: stopped driving', { identity });
+      stopLeading();
     },
-  };
-  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : heldLease;
-  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
-  // Where an agent may be called with the fleet token: at an address its own Node vouches for (issue 8 §3).
-  const addresses = (): AddressCheck => addressCheckOf({
-    node: (name) => nodes.lister.get(name),
-    ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
+    logger,
+    kubeLogger,
   });
-  const reconciler = new WarmPoolReconciler({
-    pools: pools.lister,
-    templates: templates.lister,
-    inventories: inventories.lister,
-    addresses,
+  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : campaign.heldLease;
+  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
+
+  const driver = createWarmPoolDriver({
+    kubeConfig: options.kubeConfig,
+    namespace,
+    agentPodSelector: options.agentPodSelector,
     setter,
-    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig, { fields: () => poolStatusFields }),
+    statusWriter: options.statusWriter,
     events,
     generations,
     token,
     metrics,
-    logger: logger.child({ controller: 'warmpool' }),
+    leadership: campaign.leadership,
+    settings: options.driver,
+    logger,
+    kubeLogger,
     clock,
-    // Standalone (no election) always leads; otherwise ask the elector campaigning now.
-    leadership: {
-      holding: () => options.leaderElection === false || elector?.holding() === true,
-      confirm: async (signal) => options.leaderElection === false || (elector !== undefined && (await elector.confirm(signal))),
-    },
-    ...options.driver,
   });
-  watchForChanges(reconciler, pools, templates, inventories);
-  watchAddressVouchers(reconciler, nodes, agentPods);
-  followStatusSchema(poolCrd, (crd) => {
-    const fields = statusFieldsOf(crd);
-    if (describeFields(fields) === describeFields(poolStatusFields)) return;
-    poolStatusFields = fields;
-    const conditions = fields === 'any' || fields.has('conditions');
-    logger[conditions ? 'info' : 'warn'](conditions
-      ? 'SandboxWarmPool status schema read: writing every status field'
-      : 'the installed SandboxWarmPool CRD declares no status.conditions (upstream\'s schema): writing only the fields it declares', {
-      crd: SANDBOX_WARM_POOL_CRD, fields: describeFields(fields),
-    });
-    reconciler.poke('status schema changed');
-  });
+  const { reconciler, pools, templates, inventories, addresses } = driver;
 
-  // Every replica: each Env's local capacity (for its claim router); leader-only: status writes and reporting.
   const federationSettings = options.federation ?? {};
-  const multiCluster = federationSettings.clusterId !== undefined && federationSettings.hub !== undefined;
-  const federation = new Federation({
-    clusterId: federationSettings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
-    ...(federationSettings.intervalMs !== undefined ? { intervalMs: federationSettings.intervalMs } : {}),
-    ...(federationSettings.ttlMs !== undefined ? { ttlMs: federationSettings.ttlMs } : {}),
-    ...(multiCluster && federationSettings.hub !== undefined ? { hub: { ...federationSettings.hub, claimsAdvertiseUrl: () => advertisedClaimsUrl(federationSettings.hub?.claimsAdvertiseUrl, claimsServer?.url) } } : {}),
+  const { federation, multiCluster } = createFederation(federationSettings, {
     promRegistry: metrics.registry,
     logger: logger.child({ subsystem: 'federation' }),
+    claimsUrl: () => claimsServer?.url,
   });
-  const autoscaler = new EnvAutoscaler({
-    target: options.scaleTarget ?? new KubeScaleTarget(options.kubeConfig),
-    clock,
-    ...(options.envScaleDownDelayMs !== undefined ? { scaleDownDelayMs: options.envScaleDownDelayMs } : {}),
-    logger: logger.child({ controller: 'env-autoscaler' }),
-  });
-  const envs = new SandboxEnvReconciler({
-    envs: envInformer.lister,
-    pools: pools.lister,
-    templates: templates.lister,
-    inventories: inventories.lister,
-    writer: options.envStatusWriter ?? new KubeEnvStatusWriter(options.kubeConfig),
-    ...(multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
-    onCapacity: (records) => federation.setLocal(records),
-    onLeaderRun: (runs, counts, signal) => autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
-    clock,
+  const envs = createSandboxEnvs({
+    kubeConfig: options.kubeConfig,
+    pools,
+    templates,
+    inventories,
+    federation,
+    multiCluster,
+    writer: options.envStatusWriter,
+    scaleTarget: options.scaleTarget,
+    scaleDownDelayMs: options.envScaleDownDelayMs,
     staleAfterMs: reconciler.settings.staleAfterMs,
     intervalMs: Math.min(federation.intervalMs, reconciler.settings.intervalMs),
-    logger: logger.child({ controller: 'sandboxenvs' }),
+    logger,
+    kubeLogger,
+    clock,
   });
-  watchSandboxEnvs(envs, envInformer, pools, templates, inventories);
 
-  // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
   const claimsOptions = options.claims;
   const claims = claimsOptions === undefined ? undefined : createProvisioning({
     redisUrl: claimsOptions.redisUrl,
@@ -335,26 +281,19 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     clock,
     logger: logger.child({ subsystem: 'provisioning' }),
   });
-  const envRouter = claims === undefined ? undefined : new EnvClaimRouter({
+  const claimApi = claims === undefined ? undefined : createServedClaimApi({
+    kubeConfig: options.kubeConfig,
     claims,
-    index: claims.index,
-    envs: envInformer.lister,
-    registry: federation.registry,
-    localRecords: () => envs.records,
-    ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
-    ...(federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
-    logger: logger.child({ subsystem: 'env-claims' }),
-    metrics: federation.metrics,
-  });
-  const claimApi = claims === undefined ? undefined : createClaimApi({
-    claims,
-    reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
-    logger: logger.child({ subsystem: 'claim-api' }),
-    ...(envRouter !== undefined ? { envs: envRouter } : {}),
-    ...(multiCluster && federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
+    envs: envs.informer.lister,
+    localRecords: () => envs.reconciler.records,
+    federation,
+    multiCluster,
+    federationToken: federationSettings.token,
+    reviewer: claimsOptions?.reviewer,
+    logger,
   });
   let claimsServer: HttpServer | undefined;
-  // Leader-only: the SandboxClaim controller and the claim janitor, over whichever pipeline there is.
+  // The SandboxClaim controller and the claim janitor, over whichever pipeline there is.
   const claimService: ClaimService | undefined = options.claimService ?? claims;
   const sandboxClaims = claimService === undefined ? undefined : new SandboxClaims({
     kubeConfig: options.kubeConfig,
@@ -371,7 +310,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
     ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
   });
-  if (sandboxClaims !== undefined) informers.push(sandboxClaims.informer as Informer<KubeObject>);
   const sandboxApi = options.sandboxApi === undefined ? undefined : createSandboxApi({
     ...options.sandboxApi,
     transport: transportFor(options.kubeConfig),
@@ -385,33 +323,29 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     logger: logger.child({ subsystem: 'sandbox-api' }),
   });
 
+  // Every cache this replica keeps, in every replica (a new leader starts on warm caches).
+  const informers: ReadonlyArray<Informer<KubeObject>> = [
+    pools, templates, inventories, envs.informer, ...driver.driverOnly, ...(sandboxClaims !== undefined ? [sandboxClaims.informer] : []),
+  ] as Array<Informer<KubeObject>>;
+
   let server: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
-  let tokenWatch: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   let leading = false;
-  let standalone: AbortController | undefined;
 
-  const notReadyReasons = (): string[] => {
-    const reasons: string[] = [];
-    if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
-    for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
-    reasons.push(...reconciler.notReadyReasons());
-    return reasons;
-  };
-
-  const stallTimeoutMs = options.stallTimeoutMs ?? 120_000;
-  const notLiveReasons = (): string[] => {
-    const stalled = reconciler.stalledMs(clock.now());
-    if (stalled === undefined || stalled <= stallTimeoutMs) return [];
-    return [`leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`];
-  };
-  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null });
+  const health = replicaHealth({ token, informers, driver: reconciler, clock, stallTimeoutMs: options.stallTimeoutMs ?? 120_000 });
+  const { notReadyReasons, notLiveReasons } = health;
+  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: campaign.leaseHolder });
   const claimsNotReadyReasons = claims !== undefined ? { claimsNotReadyReasons: () => claims.notReadyReasons() } : {};
   const app = createHealthApp({ metrics, notReadyReasons, notLiveReasons, describe, ...claimsNotReadyReasons });
   const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, describe });
 
+  // Every replica, from start() to close(): the caches, the SandboxEnv runs (each Env's local capacity for its
+  // claim router), the federation watcher, the claim pipeline (its BullMQ batch workers included), the claim API
+  // and the Sandbox API; start() below.
+  // Leader-only, for one term (drive() to stopLeading()): the warm-pool driver, the SandboxClaim controller and
+  // claim janitor, SandboxEnv status writes and the autoscaler, and the federation reporter.
   const drive = async (signal: AbortSignal): Promise<void> => {
     leading = true;
     metrics.leading(true);
@@ -424,7 +358,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
-    envs.startLeading();
+    envs.reconciler.startLeading();
     federation.startReporting();
   };
 
@@ -433,58 +367,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     metrics.leading(false);
     reconciler.stopDriving();
     void sandboxClaims?.stopLeading();
-    envs.stopLeading();
+    envs.reconciler.stopLeading();
     void federation.stopReporting();
-  };
-
-  const campaign = (): void => {
-    if (closing !== undefined || elector !== undefined || standalone !== undefined) return;
-    if (options.leaderElection === false) {
-      standalone = new AbortController();
-      void drive(standalone.signal);
-      return;
-    }
-    elector = new LeaderElector({
-      kubeConfig: options.kubeConfig,
-      namespace,
-      name: leaseName,
-      identity,
-      ...(options.leaseDurationMs !== undefined ? { leaseDurationMs: options.leaseDurationMs } : {}),
-      ...(options.renewDeadlineMs !== undefined ? { renewDeadlineMs: options.renewDeadlineMs } : {}),
-      ...(options.retryPeriodMs !== undefined ? { retryPeriodMs: options.retryPeriodMs } : {}),
-      logger: kubeLogger,
-      onStartedLeading: drive,
-      onStoppedLeading: () => {
-        if (leading) logger.warn('lost leadership: stopped driving', { identity });
-        stopLeading();
-      },
-      onNewLeader: (holder) => {
-        if (holder !== identity) logger.info('another replica leads', { leader: holder });
-      },
-    });
-    elector.start();
-  };
-
-  /** Stops driving and campaigning; a held lease is released so a standby takes over at once. */
-  const resign = async (): Promise<void> => {
-    stopLeading();
-    standalone?.abort();
-    standalone = undefined;
-    const stopping = elector;
-    elector = undefined;
-    await stopping?.close({ release: true });
-  };
-
-  // Fail-closed: a replica without the token must not hold the lease and sit idle while a healthy one waits.
-  const followToken = (): void => {
-    const present = token() !== undefined;
-    if (present && elector === undefined && standalone === undefined) {
-      logger.info('fleet token present: campaigning for leadership');
-      campaign();
-    } else if (!present && (elector !== undefined || standalone !== undefined)) {
-      logger.error('fleet token gone: stepping down (fail-closed); nothing is pushed until it is back');
-      void resign();
-    }
   };
 
   const start = async (): Promise<void> => {
@@ -492,7 +376,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
     // The Env runs read the caches: the first waits for them, later ones see them filled.
-    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.start(), () => undefined);
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.reconciler.start(), () => undefined);
     if (multiCluster) await federation.start();
     else logger.info('single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched');
     if (claims !== undefined && claimApi !== undefined) {
@@ -501,10 +385,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
     }
     await sandboxApi?.start();
-    if (token() !== undefined) campaign();
-    else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
-    tokenWatch = setInterval(followToken, 1_000);
-    tokenWatch.unref();
+    campaign.start();
     logger.info('control plane started', {
       identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, sandboxApiUrl: sandboxApi?.url ?? null, ...reconciler.settings,
     });
@@ -512,13 +393,13 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
 
   /** Every step runs even when one before it throws; the failures are logged. */
   const close = async (): Promise<void> => {
-    clearInterval(tokenWatch);
+    campaign.stopFollowingToken();
     const steps: Array<[string, () => Promise<unknown>]> = [
       // Stop pushing first, then hand the lease over so a standby takes over at once.
-      ['leadership', resign],
+      ['leadership', () => campaign.resign()],
       ['reconciler', () => reconciler.close()],
       ['sandbox claims', async () => sandboxClaims?.stopLeading()],
-      ['sandboxenvs', () => envs.close()],
+      ['sandboxenvs', () => envs.reconciler.close()],
       ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
@@ -557,8 +438,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl(): string | undefined {
       return claimsServer?.url;
     },
-    envs,
-    autoscaler,
+    envs: envs.reconciler,
+    autoscaler: envs.autoscaler,
     federation,
     sandboxApi,
     notReadyReasons,
@@ -567,109 +448,4 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     start: () => (started ??= start()),
     close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
   };
-}
-
-/**
- * Where peers reach this cluster's claim API: the URL given, else the claim
- * API's own URL when it listens on one address (a wildcard one is not an
- * address a peer can use).
- */
-function advertisedClaimsUrl(given: string | (() => string | undefined) | undefined, bound: string | undefined): string | undefined {
-  const url = typeof given === 'function' ? given() : given;
-  if (url !== undefined) return url;
-  if (bound === undefined) return undefined;
-  const host = new URL(bound).hostname;
-  return host === '0.0.0.0' || host === '[::]' ? undefined : bound;
-}
-
-/**
- * Informer events poke the one reconcile. Updates that cannot change what is
- * pushed or written (a pool's own status write, a warm count moving on a
- * healthy node) are skipped; the periodic sample covers counts.
- */
-function watchForChanges(
-  reconciler: WarmPoolReconciler,
-  pools: Informer<SandboxWarmPool>,
-  templates: Informer<SandboxTemplate>,
-  inventories: Informer<NodeInventory>,
-): void {
-  pools.addEventHandler({
-    onAdd: () => reconciler.poke('pool added'),
-    onUpdate: (old, next) => {
-      if (old === next) return;
-      if (old.metadata?.generation !== next.metadata?.generation || old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp) reconciler.poke('pool changed');
-    },
-    onDelete: () => reconciler.poke('pool deleted'),
-  });
-  templates.addEventHandler({
-    onAdd: () => reconciler.poke('template added'),
-    onUpdate: (old, next) => {
-      if (old === next) return;
-      // The opt-in and net/size live in annotations, which do not bump the generation.
-      if (old.metadata?.generation !== next.metadata?.generation || JSON.stringify(old.metadata?.annotations ?? {}) !== JSON.stringify(next.metadata?.annotations ?? {})) {
-        reconciler.poke('template changed');
-      }
-    },
-    onDelete: () => reconciler.poke('template deleted'),
-  });
-  inventories.addEventHandler({
-    onAdd: () => reconciler.poke('node added'),
-    onUpdate: (old, next) => {
-      if (old === next) return;
-      const name = next.metadata?.name ?? '';
-      if (!reconciler.inPlacement(name) || reconciler.unissued(next.status?.appliedGeneration) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) {
-        reconciler.poke('node changed');
-      }
-    },
-    onDelete: () => reconciler.poke('node deleted'),
-  });
-}
-
-/** The SandboxWarmPool CRD as it is now (undefined once deleted), at start and on every change. */
-function followStatusSchema(crds: Informer<CustomResourceDefinition>, onSchema: (crd: CustomResourceDefinition | undefined) => void): void {
-  crds.addEventHandler({
-    onAdd: (crd) => onSchema(crd),
-    onUpdate: (old, next) => {
-      if (old !== next) onSchema(next);
-    },
-    onDelete: () => onSchema(undefined),
-  });
-}
-
-/** A Node's addresses, or an agent pod's IP or node, decide which agent addresses are called. */
-function watchAddressVouchers(reconciler: WarmPoolReconciler, nodes: Informer<KubeNode>, agentPods: Informer<KubePod> | undefined): void {
-  nodes.addEventHandler({
-    onAdd: () => reconciler.poke('node object added'),
-    onUpdate: (old, next) => {
-      if (old !== next && nodeAddressesChanged(old, next)) reconciler.poke('node addresses changed');
-    },
-    onDelete: () => reconciler.poke('node object deleted'),
-  });
-  agentPods?.addEventHandler({
-    onAdd: () => reconciler.poke('agent pod added'),
-    onUpdate: (old, next) => {
-      if (old !== next && podPlacementChanged(old, next)) reconciler.poke('agent pod changed');
-    },
-    onDelete: () => reconciler.poke('agent pod deleted'),
-  });
-}
-
-/**
- * Whether an inventory update can change what a run decides. After every
- * fan-out each node republishes its inventory with the targets it was just
- * pushed and their generation: at 1 000 nodes that is 1 000 events in a few
- * seconds, and a full reconcile for each (coalesced, back to back) kept the
- * loop busy for seconds without changing anything. So: the new
- * appliedGeneration alone matters only when no leader issued it (the node
- * leaves placement; see unissued() at the call), and new targets matter only
- * when runs see the node through its inventory, i.e. no fresher answer of its
- * agent stands in for it (the probe every interval compares those).
- */
-function inventoryChangeMatters(old: NodeInventory, next: NodeInventory, readsInventory: () => boolean): boolean {
-  const a = old.status ?? {};
-  const b = next.status ?? {};
-  if (old.spec?.address !== next.spec?.address) return true;
-  if (a.capacity !== b.capacity || a.draining !== b.draining || a.atCapacity !== b.atCapacity) return true;
-  if (b.capacity !== undefined && a.claimed !== b.claimed) return true;
-  return readsInventory() && reportedSig(a.pools ?? []) !== reportedSig(b.pools ?? []);
 }

@@ -2,8 +2,13 @@
 // drive (caches synced, a fleet token present); a standby is ready too, so a
 // rollout does not wait on who holds the lease. Liveness fails only when a
 // restart can help: the leader's reconcile loop is wedged.
+import type { KubeObject } from '@warmpool/api';
+import type { Informer } from '@warmpool/kube';
 import { Hono } from 'hono';
+import type { Clock } from '../clock.js';
+import type { WarmPoolReconciler } from '../controllers/warmpool/reconciler.js';
 import type { ControlPlaneMetrics } from '../metrics.js';
+import type { TokenSource } from '../token.js';
 
 export interface HealthAppOptions {
   /** Serve /metrics too (the metrics address); omitted on the probe-only address. */
@@ -20,6 +25,42 @@ export interface HealthAppOptions {
    * claim API still answers (503 with the reason) rather than vanishing.
    */
   claimsNotReadyReasons?(): string[];
+}
+
+export interface ReplicaHealthOptions {
+  token: TokenSource;
+  /** Every cache this replica keeps: not ready until each has synced. */
+  informers: ReadonlyArray<Pick<Informer<KubeObject>, 'hasSynced' | 'type'>>;
+  driver: Pick<WarmPoolReconciler, 'notReadyReasons' | 'stalledMs'>;
+  clock: Clock;
+  /** Not live when, while leading, no reconcile finished for this long. */
+  stallTimeoutMs: number;
+}
+
+export interface ReplicaHealth {
+  /** Why this replica is not ready (empty when it is): no token, caches not synced, the driver's own reasons. */
+  notReadyReasons(): string[];
+  /** Why it should be restarted (empty when live): a wedged reconcile loop while leading. */
+  notLiveReasons(): string[];
+}
+
+/** What /readyz and /healthz answer, from what the replica runs. */
+export function replicaHealth(options: ReplicaHealthOptions): ReplicaHealth {
+  const { token, informers, driver, clock, stallTimeoutMs } = options;
+  return {
+    notReadyReasons: () => {
+      const reasons: string[] = [];
+      if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
+      for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
+      reasons.push(...driver.notReadyReasons());
+      return reasons;
+    },
+    notLiveReasons: () => {
+      const stalled = driver.stalledMs(clock.now());
+      if (stalled === undefined || stalled <= stallTimeoutMs) return [];
+      return [`leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`];
+    },
+  };
 }
 
 export function createHealthApp(options: HealthAppOptions): Hono {

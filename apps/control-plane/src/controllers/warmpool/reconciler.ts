@@ -8,11 +8,12 @@
 // current one; emit Events on transitions. Cost O(pools + nodes) plus the
 // placed targets, never per sandbox.
 //
-// Runs are coalesced (trigger.ts); they happen on informer events, when a push
-// or a probe round settles, and every interval, after a probe round
-// (GET /v1/info on every node) has sampled the warm counts. Only the leader
-// drives: startDriving() begins a term, stopDriving() ends it and aborts every
-// call in flight.
+// Runs are coalesced (trigger.ts); they happen on informer events (watch.ts),
+// when a push or a probe round settles, and every interval, after a probe
+// round (GET /v1/info on every node, sampler.ts) has sampled the warm counts.
+// Statuses are written behind the run's back (status-queue.ts). Only the
+// leader drives: startDriving() begins a term, stopDriving() ends it and
+// aborts every call in flight, its probes and status writes included.
 //
 // Fencing: every push attempt first asks leadership.holding() (within the renew
 // deadline of the last successful renewal), so a leader that was paused sends
@@ -28,7 +29,6 @@ import {
   type NodeInventory,
   type SandboxTemplate,
   type SandboxWarmPool,
-  type SandboxWarmPoolStatus,
 } from '@warmpool/api';
 import { Backoff, sleep, type Lister } from '@warmpool/kube';
 import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
@@ -41,14 +41,15 @@ import { NODE_STATES, type ControlPlaneMetrics, type NodeState, type PoolState }
 import type { TokenSource } from '../../token.js';
 import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
-import { forEachLimited } from './limiter.js';
 import type { AddressCheck } from './node-addresses.js';
 import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from './nodes.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, planPools, type KeyDemand, type PoolPlan } from './plan.js';
 import { Pushers, type PushJob, type PushOutcome } from './pushers.js';
+import { ProbeSampler } from './sampler.js';
+import { PoolStatusQueue, type StatusLane } from './status-queue.js';
 import type { PoolStatusWriter } from './status-writer.js';
-import { statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan } from './status.js';
+import { statusesOf } from './status.js';
 import { CoalescingTrigger } from './trigger.js';
 
 /** While pushes are still settling, status catches up with the answers at most this late. */
@@ -95,37 +96,18 @@ interface Term {
   readonly placement: Map<string, Exclusion | undefined>;
   /** Pool uid → the key it was driven under, to tell template key changes. */
   readonly keys: Map<string, string>;
-  sampler: NodeJS.Timeout | undefined;
+  readonly sampler: ProbeSampler;
+  /** Where the runs' would-be statuses go; it writes them while the term lasts. */
+  readonly status: StatusLane;
   /** Answers arrived that no run has seen yet. */
   unseenAnswers: boolean;
   /** A 'pushed' run promised while a long round of pushes is still settling. */
   refresh: NodeJS.Timeout | undefined;
-  sampling: Promise<void> | undefined;
   advancing: Promise<void> | undefined;
   /** Why no generation can be taken (GenerationExhaustedError), while that lasts. */
   exhausted: string | undefined;
   /** A leadership re-check after a 409, while it runs. */
   confirming: Promise<void> | undefined;
-  /** The latest run's would-be statuses, not yet taken by the status writer. */
-  statusBatch: StatusBatch | undefined;
-  /** The status writer's loop, while it runs. */
-  writingStatus: Promise<void> | undefined;
-}
-
-/** What one run wants the pools' statuses to be (without transition times: see #writeStatusBatch). */
-interface StatusBatch {
-  statuses: PoolStatusPlan[];
-  now: number;
-}
-
-/** What we last wrote to a pool's status, so a cache that has not caught up is not mistaken for a difference. */
-interface Written {
-  /** As stored: what the schema could hold of `full`. */
-  status: SandboxWarmPoolStatus;
-  /** As computed, conditions included even where the schema holds none: transition times and Events follow it. */
-  full: SandboxWarmPoolStatus;
-  beforeRv: string | undefined;
-  afterRv: string | undefined;
 }
 
 export class WarmPoolReconciler {
@@ -134,7 +116,7 @@ export class WarmPoolReconciler {
   readonly #clock: Clock;
   readonly #tracker: NodeTracker;
   readonly #trigger: CoalescingTrigger;
-  readonly #written = new Map<string, Written>();
+  readonly #statuses: PoolStatusQueue;
   readonly #leadership: Leadership;
   #term: Term | undefined;
   #noTokenReported = false;
@@ -163,6 +145,14 @@ export class WarmPoolReconciler {
     this.#trigger = new CoalescingTrigger({
       run: (reasons) => this.#reconcile(reasons),
       onError: (err) => this.#o.logger.error('reconcile failed', { err }),
+    });
+    this.#statuses = new PoolStatusQueue({
+      writer: options.statusWriter,
+      events: options.events,
+      metrics: options.metrics,
+      logger: options.logger,
+      concurrency: this.#settings.statusConcurrency,
+      mayWrite: () => this.#leadership.holding(),
     });
   }
 
@@ -204,6 +194,21 @@ export class WarmPoolReconciler {
       onSettled: (job, outcome, seconds) => this.#onPushSettled(controller.signal, job, outcome, seconds),
       onIdle: () => this.#onPushesSettled(controller.signal),
     });
+    const sampler = new ProbeSampler({
+      setter: this.#o.setter,
+      tracker: this.#tracker,
+      token: this.#o.token,
+      metrics: this.#o.metrics,
+      logger: this.#o.logger,
+      intervalMs: this.#settings.intervalMs,
+      concurrency: this.#settings.pushConcurrency,
+      signal: controller.signal,
+      pushing: (name) => pushers.busy(name),
+      onSkipped: () => this.poke('periodic'),
+      onSampled: () => {
+        if (this.#term === term) this.poke('periodic');
+      },
+    });
     const term: Term = {
       controller,
       signal: controller.signal,
@@ -211,15 +216,13 @@ export class WarmPoolReconciler {
       previous: undefined,
       placement: new Map(),
       keys: new Map(),
-      sampler: undefined,
+      sampler,
+      status: this.#statuses.lane(controller.signal),
       unseenAnswers: false,
       refresh: undefined,
-      sampling: undefined,
       advancing: undefined,
       exhausted: undefined,
       confirming: undefined,
-      statusBatch: undefined,
-      writingStatus: undefined,
     };
     this.#term = term;
     this.#lastRunEnded = this.#clock.now();
@@ -232,7 +235,7 @@ export class WarmPoolReconciler {
     term.previous = heldTargets(this.#tracker.views());
     const floor = majorityApplied(inventories.map((inventory) => inventory.status?.appliedGeneration));
     this.#advance(term, floor);
-    term.sampler = setInterval(() => this.#sample(term), this.#settings.intervalMs);
+    term.sampler.start();
     this.#o.logger.info('driving the warm pools', { nodes: this.#tracker.size, majorityAppliedGeneration: floor ?? null });
     this.poke('leading');
   }
@@ -255,7 +258,7 @@ export class WarmPoolReconciler {
     if (term === undefined) return;
     this.#term = undefined;
     term.controller.abort(new Error('leadership ended'));
-    clearInterval(term.sampler);
+    term.sampler.stop();
     clearTimeout(term.refresh);
     this.#o.generations.reset();
     this.#o.metrics.forgetPools();
@@ -269,9 +272,9 @@ export class WarmPoolReconciler {
       const term = this.#term;
       if (term === undefined) return;
       await term.pushers.idle();
-      await term.sampling;
+      await term.sampler.sampling;
       await term.advancing;
-      await term.writingStatus;
+      await term.status.writing;
       if (!this.#trigger.busy) return;
     }
   }
@@ -513,34 +516,6 @@ export class WarmPoolReconciler {
     });
   }
 
-  /** The periodic sample: every reachable-looking node's own view, then a reconcile on it. */
-  #sample(term: Term): void {
-    if (term.sampling !== undefined || term.signal.aborted || this.#o.token() === undefined) {
-      if (term.sampling === undefined) this.poke('periodic');
-      return;
-    }
-    const { setter, metrics, logger } = this.#o;
-    // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
-    // Nor is an address its node does not vouch for ever called, not even to probe.
-    const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && v.exclusion !== 'unverified-address' && !term.pushers.busy(v.name));
-    term.sampling = forEachLimited(probed, this.#settings.pushConcurrency, async (view) => {
-      try {
-        const info = await setter.info({ name: view.name, address: view.address }, { signal: term.signal });
-        if (term.signal.aborted) return;
-        this.#tracker.recordAnswer(view.name, info);
-      } catch (err) {
-        if (term.signal.aborted || err instanceof NoTokenError) return;
-        metrics.probeFailed(view.name);
-        const crossed = this.#tracker.recordFailure(view.name, err);
-        const level = crossed ? 'warn' : 'debug';
-        logger[level]('probe failed', { node: view.name, address: view.address, failures: view.failures + 1, err });
-      }
-    }).finally(() => {
-      term.sampling = undefined;
-      if (this.#term === term) this.poke('periodic');
-    });
-  }
-
   #notePlacement(term: Term, views: readonly NodeView[]): void {
     const counts = Object.fromEntries(NODE_STATES.map((state) => [state, 0])) as Record<NodeState, number>;
     for (const view of views) {
@@ -615,11 +590,9 @@ export class WarmPoolReconciler {
   }
 
   /**
-   * The run's would-be statuses go to the status writer, which writes them
-   * behind the run's back: a run (and so a push a patch is waiting for) never
-   * waits for the apiserver to take status writes, which takes seconds while a
-   * fan-out's 1 000 inventory writes load it. Only the latest batch is kept;
-   * the writer compares it with what is current when it gets to it.
+   * The run's would-be statuses go to the term's status lane, which writes
+   * them behind the run's back (status-queue.ts); only the latest batch is
+   * kept, compared with what is current when the lane gets to it.
    */
   #handOverStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): void {
     const { metrics } = this.#o;
@@ -649,67 +622,7 @@ export class WarmPoolReconciler {
       desired: plan.kind === 'driven' ? plan.replicas : 0,
     })));
 
-    term.statusBatch = { statuses: [...statuses.values()], now };
-    term.writingStatus ??= (async () => {
-      while (term.statusBatch !== undefined && !term.signal.aborted) {
-        const batch = term.statusBatch;
-        term.statusBatch = undefined;
-        await this.#writeStatusBatch(term, batch);
-      }
-    })().finally(() => {
-      term.writingStatus = undefined;
-    });
-  }
-
-  /** Writes each status of the batch that differs from the pool's current one, then emits its transition events. */
-  async #writeStatusBatch(term: Term, batch: StatusBatch): Promise<void> {
-    const { metrics, logger, statusWriter, events } = this.#o;
-    const live = new Set<string>();
-    const writes: Array<{
-      pool: SandboxWarmPool; uid: string; rv: string | undefined; previous: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus; stored: SandboxWarmPoolStatus;
-    }> = [];
-    for (const { plan, status } of batch.statuses) {
-      const pool = plan.pool;
-      const uid = pool.metadata?.uid ?? plan.ref;
-      live.add(uid);
-      const rv = pool.metadata?.resourceVersion;
-      const memory = this.#written.get(uid);
-      const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
-      const current = remembered ? memory.status : pool.status;
-      const previous = remembered ? memory.full : pool.status;
-      const next = withTransitionTimes(status, previous, batch.now);
-      // Compared as it would be stored: a schema without conditions must not make every run a write.
-      const stored = statusWriter.fit?.(next) ?? next;
-      // Nothing the schema holds (or no status at all, where the apiserver refuses even `{}`): nothing to write.
-      if (Object.keys(stored).length === 0) continue;
-      if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
-      writes.push({ pool, uid, rv, previous, next, stored });
-    }
-    for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
-
-    await forEachLimited(writes, this.#settings.statusConcurrency, async (write) => {
-      // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
-      if (term.signal.aborted || !this.#leadership.holding()) return;
-      try {
-        const written = await statusWriter.write(write.pool, write.stored, term.signal);
-        if (written === undefined) {
-          metrics.statusWrite('gone');
-          this.#written.delete(write.uid);
-          return;
-        }
-        this.#written.set(write.uid, { status: write.stored, full: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
-        metrics.statusWrite('written');
-        for (const event of transitionEvents(write.previous, write.next)) {
-          events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
-          metrics.event(event.reason);
-        }
-      } catch (err) {
-        if (term.signal.aborted) return;
-        metrics.statusWrite('error');
-        // The next run computes the same difference and tries again.
-        logger.warn('cannot write pool status', { pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`, err });
-      }
-    });
+    term.status.submit({ statuses: [...statuses.values()], now });
   }
 }
 
@@ -726,19 +639,4 @@ function heldTargets(views: readonly NodeView[]): Targets {
 
 function asInventory(view: NodeView): NodeInventory {
   return { metadata: { name: view.name }, spec: { nodeName: view.name, address: view.address }, status: { pools: [...(view.observation?.pools ?? [])] } };
-}
-
-/** `current` cut down to the fields (and condition types) `next` has: what we own is all we compare. */
-function projectLike(current: SandboxWarmPoolStatus | undefined, next: SandboxWarmPoolStatus): SandboxWarmPoolStatus | undefined {
-  if (current === undefined) return undefined;
-  const out: SandboxWarmPoolStatus = {};
-  if ('replicas' in next && current.replicas !== undefined) out.replicas = current.replicas;
-  if ('readyReplicas' in next && current.readyReplicas !== undefined) out.readyReplicas = current.readyReplicas;
-  if ('selector' in next && current.selector !== undefined) out.selector = current.selector;
-  if ('observedGeneration' in next && current.observedGeneration !== undefined) out.observedGeneration = current.observedGeneration;
-  if (next.conditions !== undefined) {
-    const types = new Set(next.conditions.map((c) => c.type));
-    out.conditions = (current.conditions ?? []).filter((c) => types.has(c.type));
-  }
-  return out;
 }

@@ -1,0 +1,157 @@
+// Writing the pools' statuses behind the reconcile's back: a run hands over
+// its would-be statuses and never waits for the apiserver to take them (which
+// takes seconds while a fan-out's 1 000 inventory writes load it), so a push
+// is never held up by a status patch.
+//
+// Per term (StatusLane): only the latest batch is kept, and one loop writes
+// batches until none is left; the loop stops when the term's signal aborts,
+// and a leader past its renew deadline (mayWrite() false) writes nothing.
+// Across terms (PoolStatusQueue): what we last wrote to each pool, so a cache
+// that has not caught up with our own write is not mistaken for a difference.
+import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
+import type { Logger } from '@warmpool/runtime';
+import type { ControlPlaneMetrics } from '../../metrics.js';
+import type { EventRecorder } from './events.js';
+import { forEachLimited } from './limiter.js';
+import type { PoolStatusWriter } from './status-writer.js';
+import { statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan } from './status.js';
+
+/** What one run wants the pools' statuses to be (without transition times: they are set against what is current when written). */
+export interface StatusBatch {
+  statuses: PoolStatusPlan[];
+  now: number;
+}
+
+export interface PoolStatusQueueOptions {
+  writer: PoolStatusWriter;
+  events: EventRecorder;
+  metrics: ControlPlaneMetrics;
+  logger: Logger;
+  /** Status writes in flight at once. */
+  concurrency: number;
+  /** Like pushes: false (past the renew deadline) and nothing is written. */
+  mayWrite(): boolean;
+}
+
+/** What we last wrote to a pool's status. */
+interface Written {
+  /** As stored: what the schema could hold of `full`. */
+  status: SandboxWarmPoolStatus;
+  /** As computed, conditions included even where the schema holds none: transition times and Events follow it. */
+  full: SandboxWarmPoolStatus;
+  beforeRv: string | undefined;
+  afterRv: string | undefined;
+}
+
+export class PoolStatusQueue {
+  readonly #o: PoolStatusQueueOptions;
+  readonly #written = new Map<string, Written>();
+
+  constructor(options: PoolStatusQueueOptions) {
+    this.#o = options;
+  }
+
+  /** A term's lane: it writes only while `signal` (the term's) is not aborted. */
+  lane(signal: AbortSignal): StatusLane {
+    return new StatusLane(signal, (batch) => this.#write(batch, signal));
+  }
+
+  /** Writes each status of the batch that differs from the pool's current one, then emits its transition events. */
+  async #write(batch: StatusBatch, signal: AbortSignal): Promise<void> {
+    const { metrics, logger, writer, events } = this.#o;
+    const live = new Set<string>();
+    const writes: Array<{
+      pool: SandboxWarmPool; uid: string; rv: string | undefined; previous: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus; stored: SandboxWarmPoolStatus;
+    }> = [];
+    for (const { plan, status } of batch.statuses) {
+      const pool = plan.pool;
+      const uid = pool.metadata?.uid ?? plan.ref;
+      live.add(uid);
+      const rv = pool.metadata?.resourceVersion;
+      const memory = this.#written.get(uid);
+      const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
+      const current = remembered ? memory.status : pool.status;
+      const previous = remembered ? memory.full : pool.status;
+      const next = withTransitionTimes(status, previous, batch.now);
+      // Compared as it would be stored: a schema without conditions must not make every run a write.
+      const stored = writer.fit?.(next) ?? next;
+      // Nothing the schema holds (or no status at all, where the apiserver refuses even `{}`): nothing to write.
+      if (Object.keys(stored).length === 0) continue;
+      if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
+      writes.push({ pool, uid, rv, previous, next, stored });
+    }
+    for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
+
+    await forEachLimited(writes, this.#o.concurrency, async (write) => {
+      // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
+      if (signal.aborted || !this.#o.mayWrite()) return;
+      try {
+        const written = await writer.write(write.pool, write.stored, signal);
+        if (written === undefined) {
+          metrics.statusWrite('gone');
+          this.#written.delete(write.uid);
+          return;
+        }
+        this.#written.set(write.uid, { status: write.stored, full: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
+        metrics.statusWrite('written');
+        for (const event of transitionEvents(write.previous, write.next)) {
+          events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
+          metrics.event(event.reason);
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        metrics.statusWrite('error');
+        // The next run computes the same difference and tries again.
+        logger.warn('cannot write pool status', { pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`, err });
+      }
+    });
+  }
+}
+
+/** One term's status writing: the latest batch, and the loop that writes it while the term lasts. */
+export class StatusLane {
+  readonly #signal: AbortSignal;
+  readonly #write: (batch: StatusBatch) => Promise<void>;
+  /** The latest run's would-be statuses, not yet taken by the loop. */
+  #batch: StatusBatch | undefined;
+  #writing: Promise<void> | undefined;
+
+  constructor(signal: AbortSignal, write: (batch: StatusBatch) => Promise<void>) {
+    this.#signal = signal;
+    this.#write = write;
+  }
+
+  /** Replaces any batch not yet taken; starts the loop unless it runs. */
+  submit(batch: StatusBatch): void {
+    this.#batch = batch;
+    this.#writing ??= (async () => {
+      while (this.#batch !== undefined && !this.#signal.aborted) {
+        const next = this.#batch;
+        this.#batch = undefined;
+        await this.#write(next);
+      }
+    })().finally(() => {
+      this.#writing = undefined;
+    });
+  }
+
+  /** The loop, while it runs. */
+  get writing(): Promise<void> | undefined {
+    return this.#writing;
+  }
+}
+
+/** `current` cut down to the fields (and condition types) `next` has: what we own is all we compare. */
+function projectLike(current: SandboxWarmPoolStatus | undefined, next: SandboxWarmPoolStatus): SandboxWarmPoolStatus | undefined {
+  if (current === undefined) return undefined;
+  const out: SandboxWarmPoolStatus = {};
+  if ('replicas' in next && current.replicas !== undefined) out.replicas = current.replicas;
+  if ('readyReplicas' in next && current.readyReplicas !== undefined) out.readyReplicas = current.readyReplicas;
+  if ('selector' in next && current.selector !== undefined) out.selector = current.selector;
+  if ('observedGeneration' in next && current.observedGeneration !== undefined) out.observedGeneration = current.observedGeneration;
+  if (next.conditions !== undefined) {
+    const types = new Set(next.conditions.map((c) => c.type));
+    out.conditions = (current.conditions ?? []).filter((c) => types.has(c.type));
+  }
+  return out;
+}

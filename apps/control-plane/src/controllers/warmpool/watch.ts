@@ -1,0 +1,102 @@
+// What pokes the warm-pool reconcile: which informer events can change what
+// a run pushes or writes (pools, templates, inventories), which Node and agent
+// pod changes move the addresses agents are called at, and the installed
+// SandboxWarmPool CRD's status schema. Every replica keeps the caches; the
+// reconciler ignores pokes while it does not drive.
+import type { CustomResourceDefinition, KubeNode, KubePod, NodeInventory, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import type { Informer } from '@warmpool/kube';
+import { reportedSig } from './desired.js';
+import { nodeAddressesChanged, podPlacementChanged } from './node-addresses.js';
+import type { WarmPoolReconciler } from './reconciler.js';
+
+/**
+ * Informer events poke the one reconcile. Updates that cannot change what is
+ * pushed or written (a pool's own status write, a warm count moving on a
+ * healthy node) are skipped; the periodic sample covers counts.
+ */
+export function watchForChanges(
+  reconciler: WarmPoolReconciler,
+  pools: Informer<SandboxWarmPool>,
+  templates: Informer<SandboxTemplate>,
+  inventories: Informer<NodeInventory>,
+): void {
+  pools.addEventHandler({
+    onAdd: () => reconciler.poke('pool added'),
+    onUpdate: (old, next) => {
+      if (old === next) return;
+      if (old.metadata?.generation !== next.metadata?.generation || old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp) reconciler.poke('pool changed');
+    },
+    onDelete: () => reconciler.poke('pool deleted'),
+  });
+  templates.addEventHandler({
+    onAdd: () => reconciler.poke('template added'),
+    onUpdate: (old, next) => {
+      if (old === next) return;
+      // The opt-in and net/size live in annotations, which do not bump the generation.
+      if (old.metadata?.generation !== next.metadata?.generation || JSON.stringify(old.metadata?.annotations ?? {}) !== JSON.stringify(next.metadata?.annotations ?? {})) {
+        reconciler.poke('template changed');
+      }
+    },
+    onDelete: () => reconciler.poke('template deleted'),
+  });
+  inventories.addEventHandler({
+    onAdd: () => reconciler.poke('node added'),
+    onUpdate: (old, next) => {
+      if (old === next) return;
+      const name = next.metadata?.name ?? '';
+      if (!reconciler.inPlacement(name) || reconciler.unissued(next.status?.appliedGeneration) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) {
+        reconciler.poke('node changed');
+      }
+    },
+    onDelete: () => reconciler.poke('node deleted'),
+  });
+}
+
+/** The SandboxWarmPool CRD as it is now (undefined once deleted), at start and on every change. */
+export function followStatusSchema(crds: Informer<CustomResourceDefinition>, onSchema: (crd: CustomResourceDefinition | undefined) => void): void {
+  crds.addEventHandler({
+    onAdd: (crd) => onSchema(crd),
+    onUpdate: (old, next) => {
+      if (old !== next) onSchema(next);
+    },
+    onDelete: () => onSchema(undefined),
+  });
+}
+
+/** A Node's addresses, or an agent pod's IP or node, decide which agent addresses are called. */
+export function watchAddressVouchers(reconciler: WarmPoolReconciler, nodes: Informer<KubeNode>, agentPods: Informer<KubePod> | undefined): void {
+  nodes.addEventHandler({
+    onAdd: () => reconciler.poke('node object added'),
+    onUpdate: (old, next) => {
+      if (old !== next && nodeAddressesChanged(old, next)) reconciler.poke('node addresses changed');
+    },
+    onDelete: () => reconciler.poke('node object deleted'),
+  });
+  agentPods?.addEventHandler({
+    onAdd: () => reconciler.poke('agent pod added'),
+    onUpdate: (old, next) => {
+      if (old !== next && podPlacementChanged(old, next)) reconciler.poke('agent pod changed');
+    },
+    onDelete: () => reconciler.poke('agent pod deleted'),
+  });
+}
+
+/**
+ * Whether an inventory update can change what a run decides. After every
+ * fan-out each node republishes its inventory with the targets it was just
+ * pushed and their generation: at 1 000 nodes that is 1 000 events in a few
+ * seconds, and a full reconcile for each (coalesced, back to back) kept the
+ * loop busy for seconds without changing anything. So: the new
+ * appliedGeneration alone matters only when no leader issued it (the node
+ * leaves placement; see unissued() at the call), and new targets matter only
+ * when runs see the node through its inventory, i.e. no fresher answer of its
+ * agent stands in for it (the probe every interval compares those).
+ */
+function inventoryChangeMatters(old: NodeInventory, next: NodeInventory, readsInventory: () => boolean): boolean {
+  const a = old.status ?? {};
+  const b = next.status ?? {};
+  if (old.spec?.address !== next.spec?.address) return true;
+  if (a.capacity !== b.capacity || a.draining !== b.draining || a.atCapacity !== b.atCapacity) return true;
+  if (b.capacity !== undefined && a.claimed !== b.claimed) return true;
+  return readsInventory() && reportedSig(a.pools ?? []) !== reportedSig(b.pools ?? []);
+}

@@ -1,0 +1,124 @@
+// Who leads: this replica campaigns for the election Lease only while it has
+// the fleet token (fail-closed: a replica without it must not hold the lease
+// and sit idle while a healthy one waits), steps down when the token goes and
+// campaigns again when it is back. Without election (a single replica by
+// construction) it leads at once. Each term is a signal: it aborts when the
+// term ends, and whoever runs leader-only work stops with it.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { LeaderElector, NotLeaderError, type KubeLogger, type Lease } from '@warmpool/kube';
+import type { Logger } from '@warmpool/runtime';
+import type { Leadership } from '../controllers/warmpool/reconciler.js';
+import type { HeldLease } from '../generation/lease-epoch-store.js';
+import type { TokenSource } from '../token.js';
+
+export interface CampaignOptions {
+  kubeConfig: KubeConfig;
+  /** Where the Lease lives, its name, and this replica's identity in it. */
+  namespace: string;
+  leaseName: string;
+  identity: string;
+  leaseDurationMs?: number | undefined;
+  renewDeadlineMs?: number | undefined;
+  retryPeriodMs?: number | undefined;
+  /** false: lead at once without a Lease. */
+  elect: boolean;
+  token: TokenSource;
+  /** True once the control plane is closing: no new campaign starts. */
+  closing(): boolean;
+  /** A term began; `signal` aborts when it ends. */
+  onStartedLeading(signal: AbortSignal): Promise<void>;
+  /** The term ended: 'lost' (renewal failed, another holder, the elector closed) or 'resigned' (before the Lease is released). */
+  onStoppedLeading(why: 'lost' | 'resigned'): void;
+  logger: Logger;
+  kubeLogger: KubeLogger;
+}
+
+export class Campaign {
+  readonly #o: CampaignOptions;
+  #elector: LeaderElector | undefined;
+  #standalone: AbortController | undefined;
+  #tokenWatch: NodeJS.Timeout | undefined;
+
+  /** The epoch is written through whichever elector is campaigning now (there is a new one after each resign). */
+  readonly heldLease: HeldLease = {
+    updateHeld: (mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
+      if (this.#elector === undefined) return Promise.reject(new NotLeaderError('not campaigning'));
+      return this.#elector.updateHeld(mutate, signal);
+    },
+  };
+
+  /** Standalone (no election) always leads; otherwise ask the elector campaigning now. */
+  readonly leadership: Leadership = {
+    holding: () => !this.#o.elect || this.#elector?.holding() === true,
+    confirm: async (signal) => !this.#o.elect || (this.#elector !== undefined && (await this.#elector.confirm(signal))),
+  };
+
+  constructor(options: CampaignOptions) {
+    this.#o = options;
+  }
+
+  /** The Lease's holder as last seen, or null. */
+  get leaseHolder(): string | null {
+    return this.#elector?.leader ?? null;
+  }
+
+  /** Campaigns now if the token is there, and follows the token from then on. */
+  start(): void {
+    if (this.#o.token() !== undefined) this.#campaign();
+    else this.#o.logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
+    this.#tokenWatch = setInterval(() => this.#followToken(), 1_000);
+    this.#tokenWatch.unref();
+  }
+
+  /** Stops following the token (the first thing close does). */
+  stopFollowingToken(): void {
+    clearInterval(this.#tokenWatch);
+  }
+
+  /** Stops driving and campaigning; a held lease is released so a standby takes over at once. */
+  async resign(): Promise<void> {
+    this.#o.onStoppedLeading('resigned');
+    this.#standalone?.abort();
+    this.#standalone = undefined;
+    const stopping = this.#elector;
+    this.#elector = undefined;
+    await stopping?.close({ release: true });
+  }
+
+  #campaign(): void {
+    const o = this.#o;
+    if (o.closing() || this.#elector !== undefined || this.#standalone !== undefined) return;
+    if (!o.elect) {
+      this.#standalone = new AbortController();
+      void o.onStartedLeading(this.#standalone.signal);
+      return;
+    }
+    this.#elector = new LeaderElector({
+      kubeConfig: o.kubeConfig,
+      namespace: o.namespace,
+      name: o.leaseName,
+      identity: o.identity,
+      ...(o.leaseDurationMs !== undefined ? { leaseDurationMs: o.leaseDurationMs } : {}),
+      ...(o.renewDeadlineMs !== undefined ? { renewDeadlineMs: o.renewDeadlineMs } : {}),
+      ...(o.retryPeriodMs !== undefined ? { retryPeriodMs: o.retryPeriodMs } : {}),
+      logger: o.kubeLogger,
+      onStartedLeading: (signal) => o.onStartedLeading(signal),
+      onStoppedLeading: () => o.onStoppedLeading('lost'),
+      onNewLeader: (holder) => {
+        if (holder !== o.identity) o.logger.info('another replica leads', { leader: holder });
+      },
+    });
+    this.#elector.start();
+  }
+
+  #followToken(): void {
+    const present = this.#o.token() !== undefined;
+    if (present && this.#elector === undefined && this.#standalone === undefined) {
+      this.#o.logger.info('fleet token present: campaigning for leadership');
+      this.#campaign();
+    } else if (!present && (this.#elector !== undefined || this.#standalone !== undefined)) {
+      this.#o.logger.error('fleet token gone: stepping down (fail-closed); nothing is pushed until it is back');
+      void this.resign();
+    }
+  }
+}
