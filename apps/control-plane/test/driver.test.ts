@@ -5,14 +5,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/index.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
 import { apply, condition, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
 import { stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-control-plane-tests';
 const CAPACITY = 20;
@@ -141,7 +140,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     await apply(cluster, template(ns, 'tpl', 'registry.test/upstream:1', { optIn: false }), warmPool(ns, 'pool', 'tpl', 3));
     // Several periodic runs see it.
     await eventually(() => (controlPlane?.reconciler.runs ?? 0) >= runsBefore + 4, { what: 'a few reconciles' });
-    await delay(1_000);
+    await sleep(1_000);
     expect(await fleet.absentEverywhere(keyOf('registry.test/upstream:1'))).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();
   });
@@ -248,7 +247,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     expect(holder.trim()).toBe('');
     expect(rotating.ready()).toBe(false);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
-    await delay(1_500);
+    await sleep(1_500);
     expect(await fleet.targetsOf(key)).toEqual([1, 1, 1]);
 
     token = TOKEN;
@@ -270,7 +269,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     });
     expect(readyz.status).toBe(503);
     expect(readyz.body.reasons?.join(' ')).toContain('no fleet token');
-    await delay(2_000);
+    await sleep(2_000);
     expect(tokenless.isLeader()).toBe(false);
     expect(await fleet.absentEverywhere(keyOf('registry.test/notoken:1'))).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();

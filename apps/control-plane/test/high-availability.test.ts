@@ -7,14 +7,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
 import { apply, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
 import { addressInUse, quietPort } from './support/ports.js';
 import { Proc, stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-ha-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
@@ -130,7 +129,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
   it('without a fleet token, logs it, does not campaign, reports not ready and pushes nothing', async () => {
     const tokenless = await replica('cp-no-token', { token: false });
     await apply(cluster, template(ns, 'tpl', 'registry.test/ha:1'), warmPool(ns, 'pool', 'tpl', 6));
-    await delay(2_500);
+    await sleep(2_500);
     const state = await readiness(tokenless);
     expect(state.status).toBe(503);
     expect(state.reasons.join(' ')).toContain('no fleet token');
@@ -150,7 +149,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
     // Watch a while: never two leaders, never none.
     for (let i = 0; i < 10; i++) {
       expect(await leaders([a, b])).toHaveLength(1);
-      await delay(200);
+      await sleep(200);
     }
     expect(await leaseHolder()).toBe((await leaders([a, b]))[0]);
   });

@@ -61,11 +61,5 @@ export class SandboxdClient {
   }
 }
 
-/** Poll `probe` until it returns true (real time; for boots that take a few ms). */
-export async function eventually(probe: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+// Re-export kept for branches in flight; import from @warmpool/harness
+export { eventually } from '@warmpool/harness';

@@ -2,6 +2,7 @@
 // in front of it, and a small HTTP client that speaks bearer tokens.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
+import { eventually as harnessEventually } from '@warmpool/harness';
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
 export const FLEET_TOKEN = 'fleet-token-for-tests';
@@ -63,21 +64,8 @@ export async function startNode(
   };
 }
 
-/** Polls `check` until it returns a value other than undefined/false. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+// Re-export kept for branches in flight (the old positional form); import eventually from @warmpool/harness
+export const eventually = <T extends NonNullable<unknown> | null>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs?: number, what?: string): Promise<T> => harnessEventually(check, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(what === undefined ? {} : { what }) });
 
 export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 
@@ -101,7 +89,7 @@ export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): P
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const url = await Promise.race([
-    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(output)?.[1], 15_000, 'the agent to serve'),
+    harnessEventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(output)?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
     exited.then(({ code }) => {
       throw new Error(`the agent exited with ${code} before serving:\n${output}`);
     }),

@@ -20,5 +20,5 @@ export { allPoolsReady, progressLine, readNode, readPools, readProgress } from '
 export type { NodeProgress, PoolProgress, ProgressSource, StackProgress } from './stack-status.js';
 export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS } from './stack-manifests.js';
 export { canListen, preferredOrFreePort } from './stack-ports.js';
-export { sleep, waitUntil } from './wait.js';
-export type { WaitOptions } from './wait.js';
+export { eventually, sleep, waitUntil } from './wait.js';
+export type { EventuallyOptions, WaitOptions } from './wait.js';

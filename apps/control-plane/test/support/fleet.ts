@@ -5,9 +5,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { poolKeyId, type NodeInfo } from '@warmpool/api';
+import { eventually } from '@warmpool/harness';
 import { addressInUse, quietPort } from './ports.js';
 import { Proc } from './processes.js';
-import { eventually } from './wait.js';
 
 const APPS = fileURLToPath(new URL('../../../', import.meta.url));
 export const NODE_AGENT_MAIN = join(APPS, 'node-agent/dist/main.js');
