@@ -5,13 +5,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, sleep, startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/index.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
 import { apply, condition, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
 
 const TOKEN = 'fleet-token-for-control-plane-tests';
 const CAPACITY = 20;
@@ -60,7 +59,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   afterAll(async () => {
     await controlPlane?.close();
     await fleet?.stop();
-    await stopAll();
+    await stopScripts();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
     else console.error(`control-plane driver logs kept in ${dir}`);

@@ -7,13 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, sleep, startCluster, type TestCluster } from '@warmpool/harness';
+import { addressInUse, eventually, NodeScript, quietPort, sleep, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
 import { apply, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
-import { addressInUse, quietPort } from './support/ports.js';
-import { Proc, stopAll } from './support/processes.js';
 
 const TOKEN = 'fleet-token-for-ha-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
@@ -22,7 +20,7 @@ const KEY = 'registry.test/ha:1|none|small';
 interface Replica {
   identity: string;
   port: number;
-  proc: Proc;
+  proc: NodeScript;
 }
 
 interface Readiness {
@@ -58,7 +56,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
         '--log-level', 'debug',
         ...(options.token === false ? [] : ['--token-file', tokenFile]),
       ];
-      const proc = new Proc({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
+      const proc = new NodeScript({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
       const started = { identity, port, proc };
       try {
         await eventually(async () => {
@@ -119,7 +117,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
   });
 
   afterAll(async () => {
-    await stopAll();
+    await stopScripts();
     await fleet?.stop();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });

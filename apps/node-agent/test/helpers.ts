@@ -1,8 +1,10 @@
 // Shared set-up for the agent's specs: a real fake-sandboxd over HTTP, an agent
 // in front of it, and a small HTTP client that speaks bearer tokens.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
-import { eventually as harnessEventually } from '@warmpool/harness';
+import { eventually as harnessEventually, ManagedChild, type ChildExit } from '@warmpool/harness';
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
 export const FLEET_TOKEN = 'fleet-token-for-tests';
@@ -70,38 +72,40 @@ export const eventually = <T extends NonNullable<unknown> | null>(check: () => P
 export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 
 export interface AgentProcess {
-  child: ChildProcess;
+  /** Behind the harness's watchdog: it dies with the test process, even on SIGKILL. */
+  child: ManagedChild;
   url: string;
   /** Everything it logged so far. */
   output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<ChildExit>;
   stop(): Promise<void>;
 }
 
 /** Runs dist/main.js on a free loopback port and waits until it logs that it serves. */
 export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [AGENT_MAIN, '--listen', '127.0.0.1:0', ...args], {
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-agent-'));
+  const child = new ManagedChild({
+    name: 'node-agent',
+    command: process.execPath,
+    args: [AGENT_MAIN, '--listen', '127.0.0.1:0', ...args],
     env: { PATH: process.env['PATH'], ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    logFile: join(dir, 'agent.log'),
+    orphanCleanupDir: dir,
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const url = await Promise.race([
-    harnessEventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(output)?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
-    exited.then(({ code }) => {
-      throw new Error(`the agent exited with ${code} before serving:\n${output}`);
+    harnessEventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
+    child.exited.then(({ code }) => {
+      throw new Error(`the agent exited with ${code} before serving:\n${child.log()}`);
     }),
   ]);
   return {
     child,
     url,
-    output: () => output,
-    exited,
+    output: () => child.log(),
+    exited: child.exited,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
+      await child.stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -77,7 +77,7 @@ export async function startApiserver(options: ApiserverOptions, admin: TlsClient
       },
     );
   } catch (error) {
-    await child.stop(1000);
+    await child.stop('SIGTERM', 1000);
     throw error;
   }
   return child;

@@ -56,7 +56,7 @@ export async function startEtcd(options: EtcdOptions): Promise<RunningEtcd> {
       abort: () => (child.running ? undefined : `etcd exited (${JSON.stringify(child.exitStatus)})`),
     });
   } catch (error) {
-    await child.stop(1000);
+    await child.stop('SIGTERM', 1000);
     throw error;
   }
   return { child, url };
