@@ -5,12 +5,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, sleep, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/index.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, condition, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
+import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-control-plane-tests';
 const CAPACITY = 20;

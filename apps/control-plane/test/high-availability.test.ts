@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { addressInUse, eventually, NodeScript, quietPort, sleep, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
+import { addressInUse, eventually, NodeScript, quietPort, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
-import { apply, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
+import { apply, getPool, kubectl, patch } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-ha-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };

@@ -19,7 +19,8 @@ import {
   type PoolStatusWriter,
 } from '../src/index.js';
 import { AgentCallError } from '../src/index.js';
-import { inventoryObject, ManualClock, poolObject, templateObject } from './support/builders.js';
+import { inventoryObject, poolObject, templateObject } from '@warmpool/harness';
+import { ManualClock } from './support/builders.js';
 
 interface Push {
   node: string;

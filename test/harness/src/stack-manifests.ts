@@ -2,23 +2,12 @@
 // NodeInventory can point its owner reference at it) and a sample template +
 // warm pool that warmpool drives.
 import type { V1Node } from '@kubernetes/client-node';
-import {
-  apiVersionOf,
-  DRIVER_ANNOTATION,
-  DRIVER_SANDBOXD,
-  SandboxTemplateType,
-  SandboxWarmPoolType,
-  type ObjectMeta,
-  type SandboxTemplate,
-  type SandboxWarmPool,
-} from '@warmpool/api';
+import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import { listManifest, template, warmPool, type Named } from './objects.js';
 
 export const SAMPLE_IMAGE = 'python:3.13-slim';
 export const SAMPLE_NAME = 'python';
 export const SAMPLE_REPLICAS = 30;
-
-/** An object whose name is always set, as server-side apply requires. */
-export type Named<T extends { metadata: ObjectMeta }> = T & { metadata: ObjectMeta & { name: string } };
 
 export interface SampleOptions {
   namespace: string;
@@ -29,31 +18,17 @@ export interface SampleOptions {
 
 /** A SandboxTemplate that opts in to warmpool (`warmpool.dev/driver: sandboxd`). */
 export function sampleTemplate(options: SampleOptions): Named<SandboxTemplate> {
-  return {
-    apiVersion: apiVersionOf(SandboxTemplateType),
-    kind: SandboxTemplateType.kind,
-    metadata: {
-      name: options.name ?? SAMPLE_NAME,
-      namespace: options.namespace,
-      annotations: { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD },
-    },
-    spec: { podTemplate: { spec: { containers: [{ name: 'sandbox', image: options.image ?? SAMPLE_IMAGE }] } } },
-  };
+  return template(options.namespace, options.name ?? SAMPLE_NAME, options.image ?? SAMPLE_IMAGE);
 }
 
 export function samplePool(options: SampleOptions): Named<SandboxWarmPool> {
   const name = options.name ?? SAMPLE_NAME;
-  return {
-    apiVersion: apiVersionOf(SandboxWarmPoolType),
-    kind: SandboxWarmPoolType.kind,
-    metadata: { name, namespace: options.namespace },
-    spec: { replicas: options.replicas ?? SAMPLE_REPLICAS, sandboxTemplateRef: { name } },
-  };
+  return warmPool(options.namespace, name, name, options.replicas ?? SAMPLE_REPLICAS);
 }
 
 /** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit. */
 export function sampleManifest(options: SampleOptions): string {
-  return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [sampleTemplate(options), samplePool(options)] }, null, 2)}\n`;
+  return listManifest(sampleTemplate(options), samplePool(options));
 }
 
 /**
