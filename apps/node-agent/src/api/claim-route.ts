@@ -3,7 +3,7 @@
 // its answer on Node's response (`outgoing`), then tells node-server the
 // answer is sent: no Web Request or Response, and no promise, between the
 // request and sandboxd's answer. The checks are the ones every route makes
-// (fleet token, 1 MiB body, the claim schema, sandboxd's answer passed through
+// (the declared access, 1 MiB body, the claim schema, sandboxd's answer passed through
 // as it came). Anywhere else (app.request() in a test) the same rules run
 // through Hono's objects.
 import type { HttpBindings } from '@hono/node-server';
@@ -13,14 +13,14 @@ import { describeIssue, readIncomingJson, UNREADABLE } from '@warmpool/runtime';
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
-import type { Gatekeeper } from './auth.js';
 import { claimBodySchema } from './claim-body.js';
 import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
 
 type Handler = (c: Context) => Promise<Response> | Response;
 
 export interface ClaimRouteDependencies {
-  gatekeeper: Gatekeeper;
+  /** The route's declared access (ROUTE_ACCESS) applied to the Authorization header: undefined to admit, else the refusal. */
+  admit(authorization: string | undefined): Reply | undefined;
   sandboxd: SandboxdClient;
   /** Called after sandboxd's answer is passed on, for side effects (a fresh look at the node after a 429); must not throw. */
   answered(answer: SandboxdAnswer): void;
@@ -62,7 +62,7 @@ class DirectClaim implements SandboxdReceiver {
 
   start(incoming: IncomingMessage): void {
     const authorization = incoming.headers.authorization;
-    const refused = this.#deps.gatekeeper.refuseUnlessRoot(authorization);
+    const refused = this.#deps.admit(authorization);
     if (refused !== undefined) {
       this.#reply(refused);
       return;
