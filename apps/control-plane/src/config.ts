@@ -2,7 +2,7 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
-import { ConfigError, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import { ConfigError, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 
@@ -52,7 +52,7 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   try {
     listen = parseHostPort(config.listen);
   } catch (err) {
-    throw new ConfigError(`--listen: ${(err as Error).message}`);
+    throw new ConfigError(`--listen: ${messageOf(err)}`);
   }
   const positive: Array<[string, number]> = [
     ['--interval', config.interval], ['--stale-after', config.staleAfter], ['--set-pools-timeout', config.setPoolsTimeout],

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, formatHostPort, helpText, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
+import { ConfigError, createLogger, formatHostPort, helpText, messageOf, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
@@ -66,7 +66,7 @@ function parseListen(text: string): HostPort | { socketPath: string } {
   try {
     return parseHostPort(text);
   } catch (err) {
-    throw new ConfigError(`--listen: ${(err as Error).message}`);
+    throw new ConfigError(`--listen: ${messageOf(err)}`);
   }
 }
 

@@ -3,7 +3,7 @@
 // token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, readTokenFile, Shutdown } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, messageOf, parseConfig, parseLogLevel, readTokenFile, Shutdown } from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
 import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     try {
       readTokenFile(config.tokenFile);
     } catch (err) {
-      throw new ConfigError(`--token-file: cannot read ${config.tokenFile} (${(err as Error).message})`);
+      throw new ConfigError(`--token-file: cannot read ${config.tokenFile} (${messageOf(err)})`);
     }
   }
   const logger = createLogger('node-agent', { level: parseLogLevel(config.logLevel) });

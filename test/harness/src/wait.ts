@@ -1,5 +1,6 @@
 // Polling until something holds, bounded in time: the one wait every test,
 // benchmark and the local stack use.
+import { messageOf } from '@warmpool/runtime';
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -40,7 +41,7 @@ export async function eventually<T extends NonNullable<unknown> | null>(
     const aborted = options.abort?.();
     if (aborted !== undefined) throw new Error(`${aborted}\n${what()}`);
     if (Date.now() >= deadline) {
-      const detail = lastError !== undefined ? `: ${lastError instanceof Error ? lastError.message : String(lastError)}` : lastValue !== undefined ? ` (last: ${JSON.stringify(lastValue)})` : '';
+      const detail = lastError !== undefined ? `: ${messageOf(lastError)}` : lastValue !== undefined ? ` (last: ${JSON.stringify(lastValue)})` : '';
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what()}${detail}`, { cause: lastError });
     }
     await sleep(options.intervalMs ?? 50);

@@ -12,6 +12,7 @@
 // heap at 1 000 nodes, for nothing.
 import { nodeInfoSchema, type NodeInfo, type PoolTarget } from '@warmpool/api';
 import { Backoff, sleep } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 import { Client, type Dispatcher } from 'undici';
 import type { TokenSource } from '../token.js';
 import { AgentCallError, NoTokenError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
@@ -129,7 +130,7 @@ export class HttpPoolSetter implements PoolSetter {
     } catch (err) {
       if (err instanceof AgentCallError) throw err;
       const timedOut = timeout.aborted && signal?.aborted !== true;
-      const message = timedOut ? `no answer within ${this.#timeoutMs} ms` : signal?.aborted === true ? 'call aborted' : `unreachable at ${node.address}: ${(err as Error).message}`;
+      const message = timedOut ? `no answer within ${this.#timeoutMs} ms` : signal?.aborted === true ? 'call aborted' : `unreachable at ${node.address}: ${messageOf(err)}`;
       throw new AgentCallError(node.name, message, { retriable: signal?.aborted !== true, cause: err });
     }
   }

@@ -1,5 +1,6 @@
 // A sandboxd call that got no answer. An answer of any status (429, 404, 500)
 // is not an error here: the API passes it through as it came.
+import { messageOf } from '@warmpool/runtime';
 import { errors } from 'undici';
 
 export type UpstreamFailureKind = 'unreachable' | 'timeout';
@@ -31,6 +32,6 @@ export function toUnavailable(operation: string, err: unknown, timeoutMs: number
     return new SandboxdUnavailableError(operation, 'timeout', `sandboxd did not answer within ${timeoutMs} ms`, err);
   }
   const code = (err as { code?: unknown }).code;
-  const detail = typeof code === 'string' ? code : (err as Error).message;
+  const detail = typeof code === 'string' ? code : messageOf(err);
   return new SandboxdUnavailableError(operation, 'unreachable', `sandboxd unreachable (${detail})`, err);
 }

@@ -7,7 +7,7 @@
 // we saw publishedAt change, and an inventory is stale once --stale-after has
 // passed since without another change. Agents republish well within that.
 import type { InventoryPool, NodeInfo, NodeInventory } from '@warmpool/api';
-import { parseHostPort } from '@warmpool/runtime';
+import { messageOf, parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
 import { reportedSig } from './desired.js';
@@ -127,7 +127,7 @@ export class NodeTracker {
     const record = this.#records.get(name);
     if (record === undefined) return false;
     record.failures++;
-    record.lastError = err instanceof Error ? err.message : String(err);
+    record.lastError = messageOf(err);
     return record.failures === this.#options.failureThreshold;
   }
 
