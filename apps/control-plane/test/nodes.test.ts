@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NodeTracker } from '../src/index.js';
-import { infoOf, inventoryObject } from '@warmpool/harness';
-import { ManualClock } from './support/builders.js';
+import { infoOf, inventoryObject, ManualClock } from '@warmpool/harness';
 
 function tracker(clock: ManualClock): NodeTracker {
   return new NodeTracker({ clock, staleAfterMs: 90_000, failureThreshold: 3, agentObservationTtlMs: 10_000 });

@@ -19,8 +19,7 @@ import {
   type PoolStatusWriter,
 } from '../src/index.js';
 import { AgentCallError } from '../src/index.js';
-import { inventoryObject, poolObject, templateObject } from '@warmpool/harness';
-import { ManualClock } from './support/builders.js';
+import { inventoryObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {
   node: string;

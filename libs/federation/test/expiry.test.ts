@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Registry, type CapacityObservation } from '../src/index.js';
-import { LOCAL, ManualClock, TTL_MS, member, registryWithClock } from './support.js';
+import { ManualClock } from '@warmpool/harness';
+import { LOCAL, TTL_MS, member, registryWithClock } from './support.js';
 
 // A record is live while its age < ttl, and expired from age === ttl on.
 const edges = [
@@ -131,7 +132,7 @@ describe('Registry pruning', () => {
   });
 
   it('keeps a live record when a query prunes an expired neighbour of the same Env', () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(5_000);
     const registry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS, now: clock.now });
     registry.upsert([member({ memberPool: 'old', idle: 9 })]);
     clock.advance(1);

@@ -1,3 +1,4 @@
+export * from './clock.js';
 export * from './errors.js';
 export * from './logger.js';
 export * from './duration.js';

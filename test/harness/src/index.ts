@@ -24,3 +24,4 @@ export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, S
 export { preferredOrFreePort } from './stack-ports.js';
 export { eventually, sleep, waitUntil } from './wait.js';
 export type { EventuallyOptions, WaitOptions } from './wait.js';
+export { ManualClock } from './manual-clock.js';
