@@ -1,16 +1,13 @@
 // The uniform fleet token the control plane presents to every node agent.
 // Empty means none: the driver is fail-closed and pushes nothing rather than
 // drive nodes unauthenticated.
+import { normalizeToken } from '@warmpool/runtime';
+
 /** Where the current token comes from; read at every call, so a rotated Secret takes effect. */
 export type TokenSource = () => string | undefined;
 
 /** A fixed token; empty or blank counts as none. */
 export function staticToken(value: string | undefined): TokenSource {
-  const token = normalize(value);
+  const token = normalizeToken(value);
   return () => token;
-}
-
-function normalize(value: string | undefined): string | undefined {
-  const token = value?.trim();
-  return token === undefined || token === '' ? undefined : token;
 }

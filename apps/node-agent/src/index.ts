@@ -5,5 +5,5 @@ export { significantChange, snapshotOf, statusOf, type InventorySnapshot } from 
 export { SandboxdClient, parseSandboxdUrl, type SandboxdAnswer, type SandboxdClientOptions } from './sandboxd/client.js';
 export { SandboxdUnavailableError, isSandboxdUnavailable } from './sandboxd/errors.js';
 export { AgentMetrics } from './metrics.js';
-export { FleetToken, bearerToken } from './token.js';
+export { FleetToken } from './token.js';
 export { FLAGS, validateConfig, advertiseAddressOf, type AgentConfig } from './config.js';

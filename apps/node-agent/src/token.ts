@@ -2,6 +2,7 @@
 // agent presents to sandboxd as root. Compared in constant time (both sides
 // hashed, so the presented token's length leaks nothing either).
 import { hash, timingSafeEqual } from 'node:crypto';
+import { normalizeToken } from '@warmpool/runtime';
 
 const DIGEST_BYTES = 32;
 // Where each presented token's digest lands: one buffer, reused, since a
@@ -18,13 +19,8 @@ function digestInto(text: string, into: Buffer): Buffer {
   return into;
 }
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
-
-/** The token of an `Authorization: Bearer <token>` header, if any. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  return BEARER.exec(header)?.[1];
-}
+// Re-export kept for branches in flight; import from @warmpool/runtime
+export { bearerToken } from '@warmpool/runtime';
 
 export class FleetToken {
   #value: string | undefined;
@@ -37,8 +33,7 @@ export class FleetToken {
 
   /** An empty token counts as none: the agent then refuses every call rather than run open. */
   set(value: string | undefined): void {
-    const token = value?.trim();
-    this.#value = token === undefined || token === '' ? undefined : token;
+    this.#value = normalizeToken(value);
     this.#digest = this.#value === undefined ? undefined : digestInto(this.#value, Buffer.alloc(DIGEST_BYTES));
   }
 

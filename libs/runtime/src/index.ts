@@ -8,4 +8,5 @@ export * from './lifecycle.js';
 export * from './http.js';
 export * from './request.js';
 export * from './incoming-body.js';
+export * from './token.js';
 export * from './token-file.js';

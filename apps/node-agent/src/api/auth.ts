@@ -11,8 +11,8 @@
 //   endpoint answers 503. It never runs open.
 // - Deny by default: a route missing from the table is refused (403), and
 //   createApiApp will not build an app that registers one.
+import { bearerToken } from '@warmpool/runtime';
 import type { FleetToken } from '../token.js';
-import { bearerToken } from '../token.js';
 import { errorReply, type Reply } from './responses.js';
 
 export const NO_TOKEN_MESSAGE = 'node agent has no API token configured (set --token-file or WARMPOOL_API_TOKEN); refusing every call';
