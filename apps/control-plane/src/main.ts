@@ -4,7 +4,7 @@
 // releases the lease (a standby takes over at once) and closes everything.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, parseConfig, parseLogLevel, Shutdown, watchTokenFile } from '@warmpool/runtime';
+import { createLogger, helpText, parseConfig, parseLogLevel, runMain, Shutdown, watchTokenFile } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -66,11 +66,4 @@ async function main(): Promise<void> {
   await controlPlane.start();
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`control-plane: ${err.message}\n`);
-    process.exit(2);
-  }
-  createLogger('control-plane').error('failed to start', { err });
-  process.exit(1);
-});
+runMain('control-plane', main);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, formatHostPort, helpText, messageOf, parseConfig, parseHostPort, parseLogLevel, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
+import { ConfigError, createLogger, formatHostPort, helpText, messageOf, parseConfig, parseHostPort, parseLogLevel, runMain, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
@@ -70,11 +70,5 @@ function parseListen(text: string): HostPort | { socketPath: string } {
   }
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof RangeError) {
-    process.stderr.write(`fake-sandboxd: ${err.message}\n`);
-    process.exit(2);
-  }
-  createLogger('fake-sandboxd').error('failed to start', { err });
-  process.exit(1);
-});
+// Its options check ranges with RangeError: a bad flag value, too.
+runMain('fake-sandboxd', main, { usageErrors: [RangeError] });

@@ -3,7 +3,7 @@
 // token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, messageOf, parseConfig, parseLogLevel, readTokenFile, Shutdown } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, messageOf, parseConfig, parseLogLevel, readTokenFile, runMain, Shutdown } from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
 import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
@@ -50,11 +50,4 @@ async function main(): Promise<void> {
   await agent.start();
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`node-agent: ${err.message}\n`);
-    process.exit(2);
-  }
-  createLogger('node-agent').error('failed to start', { err });
-  process.exit(1);
-});
+runMain('node-agent', main);
