@@ -8,7 +8,7 @@ import {
   INVALID_BODY_MESSAGE,
   MAX_BODY_BYTES,
   renewRequestSchema,
-  type StaleGenerationError,
+  type StaleGenerationBody,
 } from '@warmpool/api';
 import { readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
@@ -120,7 +120,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
       case 'stale': {
         metrics.stalePush();
         logger.warn('stale SetPools refused', { generation, appliedGeneration: outcome.appliedGeneration });
-        const stale: StaleGenerationError = {
+        const stale: StaleGenerationBody = {
           error: `generation ${generation} is older than the applied generation ${outcome.appliedGeneration}`,
           appliedGeneration: outcome.appliedGeneration,
         };
