@@ -1,6 +1,6 @@
 export { createControlPlane, defaultIdentity, COMPONENT, DEFAULT_LEASE_NAME, type ControlPlane, type ControlPlaneOptions } from './control-plane.js';
 export { FLAGS, SUMMARY, TOKEN_ENV, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
-export { ControlPlaneMetrics, NODE_STATES, POOL_STATES, type NodeState, type PoolState } from './metrics.js';
+export { ControlPlaneMetrics, NODE_STATES, POOL_STATES, type NodeState, type NodeStateLabel, type PoolState } from './metrics.js';
 export { systemClock, kubeTime, type Clock } from './clock.js';
 export { staticToken, type TokenSource } from './token.js';
 export { HttpPoolSetter, type HttpPoolSetterOptions } from './agents/http-pool-setter.js';
