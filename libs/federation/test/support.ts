@@ -1,5 +1,5 @@
 import { ManualClock } from '@warmpool/harness';
-import { Registry, type CapacityObservation } from '../src/index.js';
+import { CapacityRegistry, type CapacityObservation } from '../src/index.js';
 
 export const LOCAL = 'local';
 export const TTL_MS = 10_000;
@@ -23,7 +23,7 @@ export function member(overrides: Partial<CapacityObservation> = {}): CapacityOb
   };
 }
 
-export function registryWithClock(ttlMs = TTL_MS): { registry: Registry; clock: ManualClock } {
+export function registryWithClock(ttlMs = TTL_MS): { registry: CapacityRegistry; clock: ManualClock } {
   const clock = new ManualClock(5_000);
-  return { registry: new Registry({ localClusterId: LOCAL, ttlMs, now: clock.now }), clock };
+  return { registry: new CapacityRegistry({ localClusterId: LOCAL, ttlMs, now: clock.now }), clock };
 }
