@@ -14,7 +14,7 @@ export const FLAGS = {
   interval: { kind: 'duration', description: 'Periodic reconcile, which also samples every node\'s warm counts for status', env: 'RECONCILE_INTERVAL', default: DRIVER_DEFAULTS.intervalMs },
   staleAfter: { kind: 'duration', description: 'A node whose NodeInventory was not republished for this long leaves placement', env: 'STALE_AFTER', default: DRIVER_DEFAULTS.staleAfterMs },
   setPoolsTimeout: { kind: 'duration', description: 'Timeout of each SetPools (and probe) attempt to a node agent', env: 'SET_POOLS_TIMEOUT', default: 2_000 },
-  setPoolsConcurrency: { kind: 'number', description: 'SetPools / probe calls in flight at once, fleet-wide', env: 'SET_POOLS_CONCURRENCY', default: DRIVER_DEFAULTS.pushConcurrency },
+  setPoolsConcurrency: { kind: 'number', description: 'SetPools / probe calls in flight at once, fleet-wide', env: 'SET_POOLS_CONCURRENCY', default: DRIVER_DEFAULTS.agentCallConcurrency },
   setPoolsAttempts: { kind: 'number', description: 'Attempts per SetPools call (retries back off exponentially, with jitter)', env: 'SET_POOLS_ATTEMPTS', default: 3 },
   failureThreshold: { kind: 'number', description: 'Consecutive failed calls to an agent before its node leaves placement', env: 'NODE_FAILURE_THRESHOLD', default: DRIVER_DEFAULTS.failureThreshold },
   leaseDuration: { kind: 'duration', description: 'Leader election: how long a standby waits, from the last renewal it saw, before taking the lease', env: 'LEASE_DURATION', default: 15_000 },

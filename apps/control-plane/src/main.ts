@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     driver: {
       intervalMs: config.interval,
       staleAfterMs: config.staleAfter,
-      pushConcurrency: config.setPoolsConcurrency,
+      agentCallConcurrency: config.setPoolsConcurrency,
       failureThreshold: config.failureThreshold,
     },
     setPoolsTimeoutMs: config.setPoolsTimeout,

@@ -113,7 +113,7 @@ export class WarmPoolReconciler {
       intervalMs: options.intervalMs ?? DRIVER_DEFAULTS.intervalMs,
       staleAfterMs: options.staleAfterMs ?? DRIVER_DEFAULTS.staleAfterMs,
       failureThreshold: options.failureThreshold ?? DRIVER_DEFAULTS.failureThreshold,
-      pushConcurrency: options.pushConcurrency ?? DRIVER_DEFAULTS.pushConcurrency,
+      agentCallConcurrency: options.agentCallConcurrency ?? DRIVER_DEFAULTS.agentCallConcurrency,
       statusConcurrency: options.statusConcurrency ?? DRIVER_DEFAULTS.statusConcurrency,
     };
     this.#clock = options.clock ?? systemClock;
@@ -154,7 +154,7 @@ export class WarmPoolReconciler {
     const controller = new AbortController();
     const pushers = new Pushers({
       setter: this.#o.setter,
-      concurrency: this.#settings.pushConcurrency,
+      concurrency: this.#settings.agentCallConcurrency,
       signal: controller.signal,
       now: () => this.#clock.now(),
       onSettled: (job, outcome, seconds) => this.#onPushSettled(controller.signal, job, outcome, seconds),
@@ -419,7 +419,7 @@ export class WarmPoolReconciler {
     const { setter, metrics, logger } = this.#o;
     // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
     const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && !term.pushers.busy(v.name));
-    term.sampling = forEachLimited(probed, this.#settings.pushConcurrency, async (view) => {
+    term.sampling = forEachLimited(probed, this.#settings.agentCallConcurrency, async (view) => {
       try {
         const info = await setter.info({ name: view.name, address: view.address }, { signal: term.signal });
         if (term.signal.aborted) return;
