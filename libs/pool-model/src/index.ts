@@ -3,5 +3,5 @@ export type { PoolDemand, Spread, SpreadNode, Targets } from './targets.js';
 export { spread } from './spread.js';
 export { minimumTargetsMoved, targetsMoved } from './churn.js';
 export { spreadNodeOf } from './node-room.js';
-export { DEGRADED, degradedCondition, observePools, warmPoolStatusOf, type PoolObservation } from './status.js';
+export { DEGRADED, degradedCondition, observePools, type PoolObservation } from './status.js';
 export { waterFill } from './water-fill.js';

@@ -63,8 +63,3 @@ export function degradedCondition(input: { desired: number; unplaced: number; el
   }
   return { type: DEGRADED, status: 'True', reason: 'InsufficientRoom', message: `${unplaced} of ${desired} replicas are not placed: every eligible node is out of room`, ...generation };
 }
-
-/** The fields of `.status` warmpool writes for one pool; zeros when no node reports it yet. */
-export function warmPoolStatusOf(observation: PoolObservation | undefined): { replicas: number; readyReplicas: number } {
-  return { replicas: observation?.replicas ?? 0, readyReplicas: observation?.readyReplicas ?? 0 };
-}

@@ -1,6 +1,6 @@
 import type { InventoryPool, NodeInventory } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { degradedCondition, observePools, spreadNodeOf, warmPoolStatusOf } from '../src/index.js';
+import { degradedCondition, observePools, spreadNodeOf } from '../src/index.js';
 
 function inventory(name: string, status: NodeInventory['status']): NodeInventory {
   return { metadata: { name }, spec: { nodeName: name, address: `${name}:7070` }, ...(status ? { status } : {}) };
@@ -31,13 +31,6 @@ describe('observePools', () => {
   it('skips nodes without status and pools with nothing in them', () => {
     const observed = observePools([inventory('a', undefined), inventory('b', { pools: [pool('img', 0, 0)] })]);
     expect(observed.size).toBe(0);
-  });
-});
-
-describe('warmPoolStatusOf', () => {
-  it('writes replicas and readyReplicas, zeros before any node reports', () => {
-    expect(warmPoolStatusOf(undefined)).toEqual({ replicas: 0, readyReplicas: 0 });
-    expect(warmPoolStatusOf({ replicas: 4, readyReplicas: 3, warm: 9, refilling: 0, nodes: 2 })).toEqual({ replicas: 4, readyReplicas: 3 });
   });
 });
 
