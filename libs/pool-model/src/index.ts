@@ -2,6 +2,6 @@ export { isDriven, poolKeyOf, TemplateKeyError } from './pool-key.js';
 export type { PoolDemand, Spread, SpreadNode, Targets } from './targets.js';
 export { spread } from './spread.js';
 export { minimumTargetsMoved, targetsMoved } from './churn.js';
-export { spreadNodeOf } from './node-room.js';
+export { nodeRoom } from './node-room.js';
 export { DEGRADED, degradedCondition, observePools, type PoolObservation } from './status.js';
 export { waterFill } from './water-fill.js';

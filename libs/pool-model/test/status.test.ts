@@ -1,6 +1,6 @@
 import type { InventoryPool, NodeInventory } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { degradedCondition, observePools, spreadNodeOf } from '../src/index.js';
+import { degradedCondition, nodeRoom, observePools } from '../src/index.js';
 
 function inventory(name: string, status: NodeInventory['status']): NodeInventory {
   return { metadata: { name }, spec: { nodeName: name, address: `${name}:7070` }, ...(status ? { status } : {}) };
@@ -50,23 +50,13 @@ describe('degradedCondition', () => {
   });
 });
 
-describe('spreadNodeOf', () => {
+describe('nodeRoom', () => {
   it('gives a node room for capacity minus claimed', () => {
-    expect(spreadNodeOf(inventory('a', { capacity: 40, claimed: 12, pools: [pool('img', 10, 10)] }))).toEqual({ name: 'a', room: 28, eligible: true });
+    expect(nodeRoom(40, 12)).toBe(28);
   });
 
   it('never gives negative room and treats unknown capacity as unbounded', () => {
-    expect(spreadNodeOf(inventory('a', { capacity: 4, claimed: 9 })).room).toBe(0);
-    expect(spreadNodeOf(inventory('a', { claimed: 9 })).room).toBe(Infinity);
-  });
-
-  it('makes a draining node, or one the caller rules out, ineligible', () => {
-    expect(spreadNodeOf(inventory('a', { capacity: 4, draining: true })).eligible).toBe(false);
-    expect(spreadNodeOf(inventory('a', { capacity: 4 }), { eligible: false }).eligible).toBe(false);
-  });
-
-  it('names the node by spec.nodeName, else by the object\'s name', () => {
-    const unnamedSpec = { metadata: { name: 'b' }, spec: { nodeName: '', address: 'b:1' } } as NodeInventory;
-    expect(spreadNodeOf(unnamedSpec).name).toBe('b');
+    expect(nodeRoom(4, 9)).toBe(0);
+    expect(nodeRoom(undefined, 9)).toBe(Infinity);
   });
 });

@@ -7,6 +7,7 @@
 // we saw publishedAt change, and an inventory is stale once --stale-after has
 // passed since without another change. Agents republish well within that.
 import type { InventoryPool, NodeInfo, NodeInventory } from '@warmpool/api';
+import { nodeRoom } from '@warmpool/pool-model';
 import { messageOf, parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
@@ -161,7 +162,7 @@ export class NodeTracker {
     else if (record.failures >= this.#options.failureThreshold) exclusion = 'failing';
     else if (observation?.draining === true) exclusion = 'draining';
     const claimed = observation?.claimed ?? 0;
-    const room = record.capacity === undefined ? Infinity : Math.max(0, record.capacity - claimed);
+    const room = nodeRoom(record.capacity, claimed);
     return {
       name: record.name,
       address: record.address,
