@@ -4,3 +4,4 @@ export * from './sandboxd.js';
 export * from './agent.js';
 export * from './federation.js';
 export * from './claims.js';
+export * from './inventory-pools.js';

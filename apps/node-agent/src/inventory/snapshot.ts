@@ -2,7 +2,7 @@
 // change is worth a write. Claims move `warm` and `claimed` all the time;
 // writing each of them would put per-claim load on the apiserver, which the
 // design forbids. Only changes a scheduler acts on are significant.
-import { poolKeyId, type InventoryPool, type NodeInfo, type NodeInventoryStatus } from '@warmpool/api';
+import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventoryStatus } from '@warmpool/api';
 
 export interface InventorySnapshot {
   /** Sorted by pool key, so equal states compare (and serialize) equal. */
@@ -18,8 +18,7 @@ function poolId(pool: InventoryPool): string {
 }
 
 export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined): InventorySnapshot {
-  const pools = info.pools
-    .map((p): InventoryPool => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling }))
+  const pools = inventoryPoolsOf(info)
     .sort((a, b) => (poolId(a) < poolId(b) ? -1 : poolId(a) > poolId(b) ? 1 : 0));
   return { pools, claimed: info.claimed, draining: info.draining === true, atCapacity: info.at_capacity === true, appliedGeneration };
 }

@@ -6,7 +6,7 @@
 // agent's publishedAt with our wall clock (beyond a first look): we note when
 // we saw publishedAt change, and an inventory is stale once --stale-after has
 // passed since without another change. Agents republish well within that.
-import type { InventoryPool, NodeInfo, NodeInventory } from '@warmpool/api';
+import { inventoryPoolsOf, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
 import { nodeRoom } from '@warmpool/pool-model';
 import { messageOf, parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
@@ -63,7 +63,7 @@ export interface NodeTrackerOptions {
 }
 
 export function observationOf(info: NodeInfo, at: number): Observation {
-  const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling }));
+  const pools = inventoryPoolsOf(info);
   return {
     pools,
     claimed: info.claimed,
