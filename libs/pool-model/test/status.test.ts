@@ -1,10 +1,6 @@
-import type { InventoryPool, NodeInventory } from '@warmpool/api';
+import type { InventoryPool } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
 import { degradedCondition, nodeRoom, observePools } from '../src/index.js';
-
-function inventory(name: string, status: NodeInventory['status']): NodeInventory {
-  return { metadata: { name }, spec: { nodeName: name, address: `${name}:7070` }, ...(status ? { status } : {}) };
-}
 
 const pool = (template: string, target: number, warm: number, refilling = 0): InventoryPool =>
   ({ template, net: 'none', size: 'small', target, warm, refilling });
@@ -12,24 +8,24 @@ const pool = (template: string, target: number, warm: number, refilling = 0): In
 describe('observePools', () => {
   it('sums targets as replicas and caps each node\'s warm at its target for readyReplicas', () => {
     const observed = observePools([
-      inventory('a', { pools: [pool('python:3.13', 2, 5)] }),
-      inventory('b', { pools: [pool('python:3.13', 3, 1, 2)] }),
+      { pools: [pool('python:3.13', 2, 5)] },
+      { pools: [pool('python:3.13', 3, 1, 2)] },
     ]);
     expect(observed.get('python:3.13|none|small')).toEqual({ replicas: 5, readyReplicas: 3, warm: 6, refilling: 2, nodes: 2 });
   });
 
   it('keys pools by poolKeyId, so net and size tell pools apart', () => {
-    const observed = observePools([inventory('a', { pools: [pool('img', 1, 1), { ...pool('img', 4, 4), size: 'large' }] })]);
+    const observed = observePools([{ pools: [pool('img', 1, 1), { ...pool('img', 4, 4), size: 'large' }] }]);
     expect([...observed.keys()].sort()).toEqual(['img|none|large', 'img|none|small']);
   });
 
   it('reports warm sandboxes a node keeps beyond a target of zero as warm but not ready', () => {
-    const observed = observePools([inventory('a', { pools: [pool('img', 0, 2)] })]);
+    const observed = observePools([{ pools: [pool('img', 0, 2)] }]);
     expect(observed.get('img|none|small')).toMatchObject({ replicas: 0, readyReplicas: 0, warm: 2 });
   });
 
-  it('skips nodes without status and pools with nothing in them', () => {
-    const observed = observePools([inventory('a', undefined), inventory('b', { pools: [pool('img', 0, 0)] })]);
+  it('skips nodes that report nothing and pools with nothing in them', () => {
+    const observed = observePools([undefined, { pools: [pool('img', 0, 0)] }]);
     expect(observed.size).toBe(0);
   });
 });

@@ -507,7 +507,7 @@ export class WarmPoolReconciler {
   #handOverStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): void {
     const { metrics } = this.#o;
     const counting = views.filter((v) => v.eligible && v.observation !== undefined);
-    const observed = observePools(counting.map((v) => asInventory(v)));
+    const observed = observePools(counting.map((v) => v.observation));
     const statuses = statusesOf({
       plans,
       observed,
@@ -591,10 +591,6 @@ function heldTargets(views: readonly NodeView[]): Targets {
     targets.set(view.name, held);
   }
   return targets;
-}
-
-function asInventory(view: NodeView): NodeInventory {
-  return { metadata: { name: view.name }, spec: { nodeName: view.name, address: view.address }, status: { pools: [...(view.observation?.pools ?? [])] } };
 }
 
 /** `current` cut down to the fields (and condition types) `next` has: what we own is all we compare. */
