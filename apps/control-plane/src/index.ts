@@ -12,7 +12,7 @@ export { EPOCH_ANNOTATION, LeaseEpochStore, type LeaseEpochStoreOptions } from '
 export { WarmPoolReconciler, type WarmPoolReconcilerOptions } from './controllers/warmpool/reconciler.js';
 export { CoalescingTrigger, type CoalescingTriggerOptions } from './controllers/warmpool/trigger.js';
 export { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './controllers/warmpool/options.js';
-export { planPools, demandsOf, replicasOf, type PoolPlan, type KeyDemand, type TemplateLookup } from './controllers/warmpool/plan.js';
+export { planPools, demandsOf, type PoolPlan, type KeyDemand, type TemplateLookup } from './controllers/warmpool/plan.js';
 export { desiredSetOf, reportedSig, type DesiredSet } from './controllers/warmpool/desired.js';
 export { NodeTracker, observationOf, type NodeView, type Exclusion, type Observation, type NodeTrackerOptions } from './controllers/warmpool/nodes.js';
 export { READY, REASONS, selectorOf, statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan, type StatusInputs, type PoolEvent } from './controllers/warmpool/status.js';

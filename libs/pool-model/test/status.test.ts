@@ -1,6 +1,6 @@
-import type { InventoryPool } from '@warmpool/api';
+import type { InventoryPool, SandboxWarmPool } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { degradedCondition, nodeRoom, observePools } from '../src/index.js';
+import { degradedCondition, nodeRoom, observePools, replicasOf } from '../src/index.js';
 
 const pool = (template: string, target: number, warm: number, refilling = 0): InventoryPool =>
   ({ template, net: 'none', size: 'small', target, warm, refilling });
@@ -54,5 +54,17 @@ describe('nodeRoom', () => {
   it('never gives negative room and treats unknown capacity as unbounded', () => {
     expect(nodeRoom(4, 9)).toBe(0);
     expect(nodeRoom(undefined, 9)).toBe(Infinity);
+  });
+});
+
+describe('replicasOf', () => {
+  const pool = (replicas: number | undefined): SandboxWarmPool => ({ metadata: { name: 'p' }, spec: { ...(replicas === undefined ? {} : { replicas }), sandboxTemplateRef: { name: 't' } } });
+
+  it('reads spec.replicas, defaulted to 1 as upstream\'s CRD does', () => {
+    expect([replicasOf(pool(7)), replicasOf(pool(0)), replicasOf(pool(undefined))]).toEqual([7, 0, 1]);
+  });
+
+  it('counts a value that is not a whole number ≥ 0 as 0', () => {
+    expect([replicasOf(pool(-2)), replicasOf(pool(2.5))]).toEqual([0, 0]);
   });
 });
