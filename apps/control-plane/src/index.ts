@@ -1,5 +1,9 @@
+// The control plane's public surface: the composition root and its config.
+// Specs reach the internals through test/support/internals.ts.
 export { createControlPlane, defaultIdentity, COMPONENT, DEFAULT_LEASE_NAME, type ControlPlane, type ControlPlaneOptions } from './control-plane.js';
 export { FLAGS, SUMMARY, TOKEN_ENV, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
+
+// Re-export kept for branches in flight; tests import from test/support/internals.ts
 export { ControlPlaneMetrics, NODE_STATES, POOL_STATES, type NodeState, type NodeStateLabel, type PoolState } from './metrics.js';
 export { systemClock, kubeTime, type Clock } from './clock.js';
 export { staticToken, type TokenSource } from './token.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
 import { apply, condition, getPool, kubectl, patch } from './support/objects.js';

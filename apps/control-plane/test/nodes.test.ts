@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NodeTracker } from '../src/index.js';
+import { NodeTracker } from './support/internals.js';
 import { infoOf, inventoryObject, ManualClock } from '@warmpool/harness';
 
 function tracker(clock: ManualClock): NodeTracker {

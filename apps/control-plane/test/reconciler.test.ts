@@ -17,8 +17,8 @@ import {
   type EpochStore,
   type PoolSetter,
   type PoolStatusWriter,
-} from '../src/index.js';
-import { AgentCallError } from '../src/index.js';
+} from './support/internals.js';
+import { AgentCallError } from './support/internals.js';
 import { inventoryObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {
