@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   }
 
   for (const [flag, value] of [['--redis-url', config.redisUrl], ['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
-    if (value) logger.warn(`${flag} is accepted but not yet implemented: provisioning batches and federation arrive in later issues`, { flag });
+    if (value) logger.warn(`${flag} is accepted but not implemented: there are no provisioning batches or federation yet`, { flag });
   }
 
   const registry = new Registry();

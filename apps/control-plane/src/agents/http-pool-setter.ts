@@ -7,9 +7,8 @@
 // Why Clients and not an undici Pool: pushes to one node never overlap (one
 // lane per node), so one connection carries them all, and a connection of its
 // own for probes means a push never waits behind a probe. A Pool would give
-// the same two connections but costs ~16 KiB of heap per node even idle (its
-// request queue is a fixed 2 048-slot ring): 14 MiB of the control plane's
-// heap at 1 000 nodes, for nothing.
+// the same two connections but holds a fixed-size request queue per node even
+// idle: heap that grows with the fleet for nothing (docs/benchmarks.md, design notes).
 import { nodeInfoSchema, type NodeInfo, type PoolTarget } from '@warmpool/api';
 import { Backoff, sleep } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';

@@ -337,8 +337,8 @@ export class WarmPoolReconciler {
       metrics.setPools(node, 'applied', seconds);
       logger.debug('pools set', { node, generation: job.generation, pools: job.desired.pools.length });
       // The answers change only what status reports (the nodes' targets), so one run when the round
-      // has settled covers them all, instead of a full reconcile per answer: at 1 000 nodes that was
-      // a run every ~100 ms for the whole fan-out, competing with the pushes for the event loop.
+      // has settled covers them all, instead of a full reconcile per answer competing with the pushes
+      // for the event loop for the whole fan-out (docs/benchmarks.md, design notes).
       // A long round (slow or retried nodes) still refreshes status every PUSHED_REFRESH_MS.
       term.unseenAnswers = true;
       term.refresh ??= setTimeout(() => {
