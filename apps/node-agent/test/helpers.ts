@@ -4,16 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
-import { eventually as harnessEventually, ManagedChild, type ChildExit } from '@warmpool/harness';
+import { eventually as harnessEventually, httpCall, ManagedChild, type ChildExit, type HttpAnswer } from '@warmpool/harness';
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
 export const FLEET_TOKEN = 'fleet-token-for-tests';
 
-export interface Answer<T = unknown> {
-  status: number;
-  body: T;
-  headers: Headers;
-}
+export type Answer<T = unknown> = HttpAnswer<T>;
 
 export interface CallOptions {
   token?: string | null;
@@ -22,22 +18,9 @@ export interface CallOptions {
   rawBody?: string | ReadableStream<Uint8Array>;
 }
 
-/** One HTTP call; `token: null` sends no Authorization header. */
-export async function call<T = unknown>(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
-  const headers: Record<string, string> = {};
-  const token = options.token === undefined ? FLEET_TOKEN : options.token;
-  if (token !== null) headers['authorization'] = `Bearer ${token}`;
-  let body: string | ReadableStream<Uint8Array> | undefined;
-  if (options.rawBody !== undefined) body = options.rawBody;
-  else if (options.body !== undefined) body = JSON.stringify(options.body);
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
-  if (body instanceof ReadableStream) init.duplex = 'half';
-  const res = await fetch(baseUrl + path, init);
-  const text = await res.text();
-  let parsed: unknown = text;
-  if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
-  return { status: res.status, body: parsed as T, headers: res.headers };
+/** One HTTP call with the fleet token unless told otherwise; `token: null` sends no Authorization header. */
+export function call<T = unknown>(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
+  return httpCall<T>(baseUrl, method, path, { ...options, token: options.token === undefined ? FLEET_TOKEN : options.token });
 }
 
 export interface Node {

@@ -25,3 +25,5 @@ export { preferredOrFreePort } from './stack-ports.js';
 export { eventually, sleep, waitUntil } from './wait.js';
 export type { EventuallyOptions, WaitOptions } from './wait.js';
 export { ManualClock } from './manual-clock.js';
+export { httpCall } from './http-call.js';
+export type { HttpAnswer, HttpCallOptions } from './http-call.js';
