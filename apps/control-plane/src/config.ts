@@ -2,7 +2,7 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
-import { ConfigError, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 
@@ -11,6 +11,7 @@ export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 export const FLAGS = {
   listen: { kind: 'string', description: 'Address to serve /healthz, /readyz and /metrics on (HOST:PORT)', env: 'CONTROL_PLANE_LISTEN', default: '0.0.0.0:8080' },
   tokenFile: { kind: 'string', description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`, env: 'TOKEN_FILE' },
+  tokenGrace: { kind: 'duration', description: 'After the token file changes, the replaced token is still tried with an agent that refuses the new one, this long', env: 'TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
   interval: { kind: 'duration', description: 'Periodic reconcile, which also samples every node\'s warm counts for status', env: 'RECONCILE_INTERVAL', default: DRIVER_DEFAULTS.intervalMs },
   staleAfter: { kind: 'duration', description: 'A node whose NodeInventory was not republished for this long leaves placement', env: 'STALE_AFTER', default: DRIVER_DEFAULTS.staleAfterMs },
   setPoolsTimeout: { kind: 'duration', description: 'Timeout of each SetPools (and probe) attempt to a node agent', env: 'SET_POOLS_TIMEOUT', default: 2_000 },
@@ -20,8 +21,9 @@ export const FLAGS = {
   leaseDuration: { kind: 'duration', description: 'Leader election: how long a standby waits, from the last renewal it saw, before taking the lease', env: 'LEASE_DURATION', default: 15_000 },
   renewDeadline: { kind: 'duration', description: 'Leader election: the leader steps down if it cannot renew for this long', env: 'RENEW_DEADLINE', default: 10_000 },
   retryPeriod: { kind: 'duration', description: 'Leader election: between attempts to acquire or renew', env: 'RETRY_PERIOD', default: 2_000 },
-  leaseName: { kind: 'string', description: 'The election Lease; the generation record is <lease-name>-generation', env: 'LEASE_NAME', default: DEFAULT_LEASE_NAME },
-  namespace: { kind: 'string', description: 'Namespace of the Lease and the generation record (default: the pod\'s own, else "default")', env: 'POD_NAMESPACE' },
+  leaseName: { kind: 'string', description: 'The election Lease, which also carries the generation epoch', env: 'LEASE_NAME', default: DEFAULT_LEASE_NAME },
+  namespace: { kind: 'string', description: 'Namespace of the election Lease (default: the pod\'s own, else "default")', env: 'POD_NAMESPACE' },
+  agentPodSelector: { kind: 'string', description: 'Label selector of the node agents\' pods in --namespace: an agent advertising its pod IP is called only at the IP of such a pod on its node. Without it only the Node\'s status.addresses vouch for an agent', env: 'AGENT_POD_SELECTOR' },
   identity: { kind: 'string', description: 'This replica\'s identity in the Lease (default: hostname-pid)', env: 'POD_NAME' },
   kubeconfig: { kind: 'string', description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)' },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },

@@ -1,19 +1,27 @@
-// The control plane as a library: informers over the three kinds, the
+// The control plane as a library: informers over the three kinds (and the
+// Nodes and agent pods that vouch for agents' addresses), the
 // warm-pool driver, leader election, and the health/metrics server, wired
 // together with everything injectable (kubeconfig, logger, clock, pool
 // setter), so main.ts, the e2e stack and benchmarks all build it the same way.
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  CustomResourceDefinitionType,
+  KubeNodeType,
+  KubePodType,
   NodeInventoryType,
+  SANDBOX_WARM_POOL_CRD,
   SandboxTemplateType,
   SandboxWarmPoolType,
+  type CustomResourceDefinition,
+  type KubeNode,
   type KubeObject,
+  type KubePod,
   type NodeInventory,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, LeaderElector, type Informer } from '@warmpool/kube';
+import { createInformer, LeaderElector, NotLeaderError, type Informer, type Lease } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -22,11 +30,13 @@ import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
+import { addressCheckOf, nodeAddressesChanged, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
 import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
+import { describeFields, statusFieldsOf, type StatusFields } from './controllers/warmpool/status-schema.js';
 import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
-import { LeaseEpochStore } from './generation/lease-epoch-store.js';
+import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
 import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -37,11 +47,11 @@ export interface ControlPlaneOptions {
   kubeConfig: KubeConfig;
   /** The fleet token, or where to read it at each call. None (or empty): fail-closed, see the README. */
   token: TokenSource | string | undefined;
-  /** Where the Lease and the generation record live (default `default`). */
+  /** Where the election Lease (which carries the generation epoch) lives (default `default`). */
   namespace?: string;
   /** This replica's identity in the Lease (default hostname-pid). */
   identity?: string;
-  /** The election Lease; the generation record is `<leaseName>-generation` (default `warmpool-control-plane`). */
+  /** The election Lease, which also carries the generation epoch (default `warmpool-control-plane`); `<leaseName>-generation` is only read, for upgrades. */
   leaseName?: string;
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
@@ -65,8 +75,14 @@ export interface ControlPlaneOptions {
   statusWriter?: PoolStatusWriter;
   /** Default: core/v1 Events. */
   events?: EventRecorder;
-  /** Default: an annotation on the Lease `<leaseName>-generation`. */
+  /** Default: an annotation on the election Lease, written only while holding it. */
   epochStore?: EpochStore;
+  /**
+   * The node agents' pods (label selector, in `namespace`): an agent advertising its pod IP is
+   * called there only while a pod of these runs on its node with that IP. Without it, only the
+   * Node's own status.addresses vouch for an agent's address.
+   */
+  agentPodSelector?: string;
 }
 
 export interface ControlPlane {
@@ -107,7 +123,17 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
   const templates = createInformer<SandboxTemplate>(options.kubeConfig, SandboxTemplateType, { logger: kubeLogger });
   const inventories = createInformer<NodeInventory>(options.kubeConfig, NodeInventoryType, { logger: kubeLogger });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories] as Array<Informer<KubeObject>>;
+  // Nodes and pods are big and there is one per node: listed in pages, cached cut down to what the check reads.
+  const nodes = createInformer<KubeNode>(options.kubeConfig, KubeNodeType, { logger: kubeLogger, transform: slimNode, pageSize: 500 });
+  const agentPods = options.agentPodSelector
+    ? createInformer<KubePod>(options.kubeConfig, KubePodType, { logger: kubeLogger, namespace, labelSelector: options.agentPodSelector, transform: slimPod, pageSize: 500 })
+    : undefined;
+  // The one CRD whose schema decides which status fields can be written (ours or upstream's).
+  const poolCrd = createInformer<CustomResourceDefinition>(options.kubeConfig, CustomResourceDefinitionType, {
+    logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
+  });
+  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
+  let poolStatusFields: StatusFields = 'any';
 
   const setter = options.poolSetter ?? new HttpPoolSetter({
     token,
@@ -115,24 +141,54 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
   });
   const events = options.events ?? new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
-  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ kubeConfig: options.kubeConfig, namespace, name: `${leaseName}-generation` }));
+  let elector: LeaderElector | undefined;
+  // The epoch is written through whichever elector is campaigning now (there is a new one after each resign).
+  const heldLease = {
+    updateHeld: (mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> => {
+      if (elector === undefined) return Promise.reject(new NotLeaderError('not campaigning'));
+      return elector.updateHeld(mutate, signal);
+    },
+  };
+  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : heldLease;
+  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
   const reconciler = new WarmPoolReconciler({
     pools: pools.lister,
     templates: templates.lister,
     inventories: inventories.lister,
+    addresses: () => addressCheckOf({
+      node: (name) => nodes.lister.get(name),
+      ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
+    }),
     setter,
-    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig),
+    statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig, { fields: () => poolStatusFields }),
     events,
     generations,
     token,
     metrics,
     logger: logger.child({ controller: 'warmpool' }),
     clock,
+    // Standalone (no election) always leads; otherwise ask the elector campaigning now.
+    leadership: {
+      holding: () => options.leaderElection === false || elector?.holding() === true,
+      confirm: async (signal) => options.leaderElection === false || (elector !== undefined && (await elector.confirm(signal))),
+    },
     ...options.driver,
   });
   watchForChanges(reconciler, pools, templates, inventories);
+  watchAddressVouchers(reconciler, nodes, agentPods);
+  followStatusSchema(poolCrd, (crd) => {
+    const fields = statusFieldsOf(crd);
+    if (describeFields(fields) === describeFields(poolStatusFields)) return;
+    poolStatusFields = fields;
+    const conditions = fields === 'any' || fields.has('conditions');
+    logger[conditions ? 'info' : 'warn'](conditions
+      ? 'SandboxWarmPool status schema read: writing every status field'
+      : 'the installed SandboxWarmPool CRD declares no status.conditions (upstream\'s schema): writing only the fields it declares', {
+      crd: SANDBOX_WARM_POOL_CRD, fields: describeFields(fields),
+    });
+    reconciler.poke('status schema changed');
+  });
 
-  let elector: LeaderElector | undefined;
   let server: HttpServer | undefined;
   let tokenWatch: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
@@ -144,6 +200,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     const reasons: string[] = [];
     if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
     for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
+    reasons.push(...reconciler.notReadyReasons());
     return reasons;
   };
 
@@ -296,9 +353,40 @@ function watchForChanges(
     onUpdate: (old, next) => {
       if (old === next) return;
       const name = next.metadata?.name ?? '';
-      if (!reconciler.inPlacement(name) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) reconciler.poke('node changed');
+      if (!reconciler.inPlacement(name) || reconciler.unissued(next.status?.appliedGeneration) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) {
+        reconciler.poke('node changed');
+      }
     },
     onDelete: () => reconciler.poke('node deleted'),
+  });
+}
+
+/** The SandboxWarmPool CRD as it is now (undefined once deleted), at start and on every change. */
+function followStatusSchema(crds: Informer<CustomResourceDefinition>, onSchema: (crd: CustomResourceDefinition | undefined) => void): void {
+  crds.addEventHandler({
+    onAdd: (crd) => onSchema(crd),
+    onUpdate: (old, next) => {
+      if (old !== next) onSchema(next);
+    },
+    onDelete: () => onSchema(undefined),
+  });
+}
+
+/** A Node's addresses, or an agent pod's IP or node, decide which agent addresses are called. */
+function watchAddressVouchers(reconciler: WarmPoolReconciler, nodes: Informer<KubeNode>, agentPods: Informer<KubePod> | undefined): void {
+  nodes.addEventHandler({
+    onAdd: () => reconciler.poke('node object added'),
+    onUpdate: (old, next) => {
+      if (old !== next && nodeAddressesChanged(old, next)) reconciler.poke('node addresses changed');
+    },
+    onDelete: () => reconciler.poke('node object deleted'),
+  });
+  agentPods?.addEventHandler({
+    onAdd: () => reconciler.poke('agent pod added'),
+    onUpdate: (old, next) => {
+      if (old !== next && podPlacementChanged(old, next)) reconciler.poke('agent pod changed');
+    },
+    onDelete: () => reconciler.poke('agent pod deleted'),
   });
 }
 
@@ -308,8 +396,8 @@ function watchForChanges(
  * pushed and their generation: one event per node within seconds, and a full
  * reconcile for each (coalesced, back to back) would keep the loop busy
  * without changing anything. So: the new
- * appliedGeneration alone never matters during a term (it is read once, when
- * the term starts; a refusal comes back as a 409), and new targets matter only
+ * appliedGeneration alone matters only when no leader issued it (the node
+ * leaves placement; see unissued() at the call), and new targets matter only
  * when runs see the node through its inventory, i.e. no fresher answer of its
  * agent stands in for it (the probe every interval compares those).
  */

@@ -1,69 +1,8 @@
 #!/usr/bin/env node
-// The control plane as a process (a Deployment pod): flags and env, the fleet
-// token, Kubernetes access, health/metrics, and a SIGTERM that stops pushing,
-// releases the lease (a standby takes over at once) and closes everything.
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { loadKubeConfig } from '@warmpool/kube';
-import { createLogger, helpText, parseConfig, parseLogLevel, runMain, Shutdown, watchTokenFile } from '@warmpool/runtime';
-import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
-import { createControlPlane, defaultIdentity } from './control-plane.js';
-import { staticToken, type TokenSource } from './token.js';
+// The control plane's entry point. The Node.js check runs before anything heavy is
+// loaded (static imports are evaluated before a module's body, so the real
+// process lives behind a dynamic import).
+import { requireSupportedNode } from '@warmpool/runtime/node-version';
 
-const TOKEN_FILE_CHECK_MS = 10_000;
-
-async function main(): Promise<void> {
-  const { config, help } = parseConfig(FLAGS);
-  if (help) {
-    process.stdout.write(helpText('control-plane', SUMMARY, FLAGS));
-    return;
-  }
-  const { listen, namespace } = validateConfig(config);
-  const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
-  const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
-
-  let token: TokenSource;
-  if (config.tokenFile !== undefined) {
-    const file = config.tokenFile;
-    const watch = watchTokenFile(file, TOKEN_FILE_CHECK_MS, {
-      onError: (err) => logger.error('cannot read the token file', { tokenFile: file, err }),
-      onChange: (value) => logger.info('fleet token reloaded', { tokenFile: file, configured: value !== undefined }),
-    });
-    logger.info('fleet token loaded', { tokenFile: file, configured: watch.current !== undefined });
-    shutdown.add('token-file', watch);
-    token = () => watch.current;
-  } else {
-    token = staticToken(process.env[TOKEN_ENV]);
-  }
-
-  for (const [flag, value] of [['--redis-url', config.redisUrl], ['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
-    if (value) logger.warn(`${flag} is accepted but not implemented: there are no provisioning batches or federation yet`, { flag });
-  }
-
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'warmpool_controlplane_' });
-  const controlPlane = createControlPlane({
-    kubeConfig: loadKubeConfig(config.kubeconfig),
-    token,
-    namespace,
-    identity: config.identity || defaultIdentity(),
-    leaseName: config.leaseName,
-    leaseDurationMs: config.leaseDuration,
-    renewDeadlineMs: config.renewDeadline,
-    retryPeriodMs: config.retryPeriod,
-    driver: {
-      intervalMs: config.interval,
-      staleAfterMs: config.staleAfter,
-      agentCallConcurrency: config.setPoolsConcurrency,
-      failureThreshold: config.failureThreshold,
-    },
-    setPoolsTimeoutMs: config.setPoolsTimeout,
-    setPoolsAttempts: config.setPoolsAttempts,
-    listen,
-    logger,
-    registry,
-  });
-  shutdown.add('control-plane', controlPlane);
-  await controlPlane.start();
-}
-
-runMain('control-plane', main);
+requireSupportedNode('control-plane');
+await import('./process.js');

@@ -6,8 +6,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 const PREFIX = 'warmpool_controlplane_';
 
 /** The `state` label of the nodes gauge: how the driver judges a node (not the agent's NodeState). */
-export type NodeStateLabel = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address';
-export const NODE_STATES: readonly NodeStateLabel[] = ['ready', 'stale', 'failing', 'draining', 'no_address'];
+export type NodeStateLabel = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
+export const NODE_STATES: readonly NodeStateLabel[] = ['ready', 'stale', 'failing', 'draining', 'no_address', 'impossible_generation', 'unverified_address'];
 // Re-export kept for branches in flight; use NodeStateLabel (reconciler.ts and nodes.ts still import this name)
 export type NodeState = NodeStateLabel;
 

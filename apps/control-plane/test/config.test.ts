@@ -20,7 +20,7 @@ describe('control plane flags', () => {
     const chart = readFileSync(fileURLToPath(new URL('../../../charts/warmpool/templates/control-plane.yaml', import.meta.url)), 'utf8');
     const flags = [...chart.matchAll(/- --([a-z-]+)=/g)].map((m) => m[1] as string);
     expect(flags.length).toBeGreaterThan(10);
-    const argv = flags.map((flag) => `--${flag}=${flag.endsWith('concurrency') ? '8' : /timeout|interval|after|duration|deadline|period/.test(flag) ? '1s' : 'x'}`);
+    const argv = flags.map((flag) => `--${flag}=${flag.endsWith('concurrency') ? '8' : /timeout|interval|after|duration|deadline|period|grace/.test(flag) ? '1s' : 'x'}`);
     expect(() => parseConfig(FLAGS, argv, {})).not.toThrow();
   });
 

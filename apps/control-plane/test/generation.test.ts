@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EPOCH_SPAN, epochOf, GenerationExhaustedError, GenerationSource, generationOf, MAX_EPOCH, MemoryEpochStore, type EpochStore } from './support/internals.js';
+import { EPOCH_SPAN, epochOf, GenerationExhaustedError, GenerationSource, generationOf, majorityApplied, MAX_EPOCH, MemoryEpochStore, type EpochStore } from './support/internals.js';
 
 describe('GenerationSource', () => {
   it('hands out nothing before its first epoch, then strictly growing generations', async () => {
@@ -22,7 +22,7 @@ describe('GenerationSource', () => {
     expect(store.writes).toBe(2);
   });
 
-  it('starts above the highest generation a node reports, even when the epoch record was lost', async () => {
+  it('starts above the generation a majority of nodes report, even when the epoch record was lost', async () => {
     const applied = generationOf(41, 12345);
     const source = new GenerationSource(new MemoryEpochStore());
     const epoch = await source.advance(applied);
@@ -30,25 +30,18 @@ describe('GenerationSource', () => {
     expect(source.next()).toBeGreaterThan(applied);
   });
 
-  it('asks for a new epoch when a node has applied more than it hands out (a 409)', async () => {
-    const source = new GenerationSource(new MemoryEpochStore());
-    await source.advance();
-    source.next();
-    const theirs = generationOf(7, 3);
-    expect(source.raiseAbove(theirs)).toBe(true);
-    expect(source.usable).toBe(false);
-    expect(source.next()).toBeUndefined();
-    await source.advance();
-    expect(source.next()).toBeGreaterThan(theirs);
-  });
-
-  it('needs no new epoch for a 409 below its own epoch (a reordered retry)', async () => {
+  it('knows the highest generation any leader can have issued: below its epoch, or handed out by itself', async () => {
     const store = new MemoryEpochStore();
     store.epoch = 9;
     const source = new GenerationSource(store);
+    expect(source.highestIssued).toBeUndefined();
     await source.advance();
-    expect(source.raiseAbove(generationOf(3, 99))).toBe(false);
-    expect(source.next()).toBe(generationOf(10, 0));
+    expect(source.highestIssued).toBe(generationOf(10, 0) - 1);
+    source.next();
+    const second = source.next();
+    expect(source.highestIssued).toBe(second);
+    source.reset();
+    expect(source.highestIssued).toBeUndefined();
   });
 
   it('takes a new epoch after 2^21 generations, so the counter never spills into the epoch', async () => {
@@ -113,5 +106,22 @@ describe('GenerationSource', () => {
     expect(source.next()).toBeUndefined();
     await source.advance();
     expect(source.next()).toBe(generationOf(2, 0));
+  });
+});
+
+describe('majorityApplied (the floor a term starts from)', () => {
+  const inventory = (appliedGeneration?: number): number | undefined => appliedGeneration;
+
+  it('is what a strict majority of nodes have reached, so one forged number cannot move it', () => {
+    const forged = Number.MAX_SAFE_INTEGER;
+    expect(majorityApplied([inventory(5), inventory(7), inventory(forged)])).toBe(7);
+    expect(majorityApplied([inventory(5), inventory(forged)])).toBe(5);
+    expect(majorityApplied([inventory(5), inventory(6), inventory(7), inventory(forged)])).toBe(6);
+  });
+
+  it('counts nodes without a number as below every number', () => {
+    expect(majorityApplied([inventory(), inventory(), inventory(9)])).toBeUndefined();
+    expect(majorityApplied([])).toBeUndefined();
+    expect(majorityApplied([inventory(3)])).toBe(3);
   });
 });

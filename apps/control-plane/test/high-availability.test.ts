@@ -7,28 +7,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { addressInUse, eventually, NodeScript, quietPort, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
+import { startFleet, type Fleet } from './support/fleet.js';
 import { apply, getPool, kubectl, patch } from './support/objects.js';
+import { leaders, readiness, startReplica, type Replica } from './support/replicas.js';
 
 const TOKEN = 'fleet-token-for-ha-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
 const KEY = 'registry.test/ha:1|none|small';
-
-interface Replica {
-  identity: string;
-  port: number;
-  proc: NodeScript;
-}
-
-interface Readiness {
-  status: number;
-  ready: boolean;
-  leader: boolean;
-  reasons: string[];
-}
 
 describe('control-plane replicas (processes) on one Lease', () => {
   let cluster: TestCluster;
@@ -40,51 +28,9 @@ describe('control-plane replicas (processes) on one Lease', () => {
   const replicas: Replica[] = [];
 
   async function replica(identity: string, options: { token?: boolean } = {}): Promise<Replica> {
-    for (let attempt = 1; ; attempt++) {
-      const port = await quietPort();
-      const args = [
-        '--listen', `127.0.0.1:${port}`,
-        '--kubeconfig', cluster.kubeconfigPath,
-        '--namespace', system,
-        '--identity', identity,
-        '--interval', '500ms',
-        '--stale-after', '5s',
-        '--set-pools-timeout', '1s',
-        '--lease-duration', `${LEASE.duration}ms`,
-        '--renew-deadline', `${LEASE.renewDeadline}ms`,
-        '--retry-period', `${LEASE.retryPeriod}ms`,
-        '--log-level', 'debug',
-        ...(options.token === false ? [] : ['--token-file', tokenFile]),
-      ];
-      const proc = new NodeScript({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
-      const started = { identity, port, proc };
-      try {
-        await eventually(async () => {
-          if (!proc.running) throw new Error(`${identity} exited:\n${proc.log()}`);
-          return (await readiness(started)).status > 0;
-        }, { what: `${identity} to serve` });
-      } catch (err) {
-        if (attempt >= 5 || !addressInUse(proc.log())) throw err;
-        continue;
-      }
-      replicas.push(started);
-      return started;
-    }
-  }
-
-  async function readiness(r: Replica): Promise<Readiness> {
-    try {
-      const res = await fetch(`http://127.0.0.1:${r.port}/readyz`);
-      const body = (await res.json()) as { ready?: boolean; leader?: boolean; reasons?: string[] };
-      return { status: res.status, ready: body.ready === true, leader: body.leader === true, reasons: body.reasons ?? [] };
-    } catch {
-      return { status: 0, ready: false, leader: false, reasons: [] };
-    }
-  }
-
-  async function leaders(of: Replica[]): Promise<string[]> {
-    const states = await Promise.all(of.map(async (r) => ({ r, state: await readiness(r) })));
-    return states.filter((s) => s.state.leader).map((s) => s.r.identity);
+    const started = await startReplica({ cluster, dir, namespace: system, tokenFile, lease: LEASE }, identity, options);
+    replicas.push(started);
+    return started;
   }
 
   async function appliedGenerations(): Promise<number[]> {

@@ -36,6 +36,19 @@ describe('planPools', () => {
     expect((plans[0] as PoolPlan & { kind: 'invalid-template' }).message).toContain('has no image');
   });
 
+  it('does not drive a template whose image is not printable, and says why', () => {
+    const unprintable = new Map([
+      ['ns/nul', templateObject('ns', 'nul', 'img\0:1')],
+      ['ns/c1', templateObject('ns', 'c1', 'img\x9b:1')],
+      ['ns/surrogate-a', templateObject('ns', 'surrogate-a', 'img\ud800')],
+      ['ns/surrogate-b', templateObject('ns', 'surrogate-b', 'img\ud801')],
+    ]);
+    const plans = planPools([...unprintable.keys()].map((ref) => poolObject('ns', ref.slice(3), ref.slice(3), 1)), (namespace, name) => unprintable.get(`${namespace}/${name}`));
+    expect(plans.map((p) => p.kind)).toEqual(['invalid-template', 'invalid-template', 'invalid-template', 'invalid-template']);
+    for (const plan of plans) expect((plan as PoolPlan & { kind: 'invalid-template' }).message).toMatch(/image ".*": must be printable/);
+    expect(demandsOf(plans).size).toBe(0);
+  });
+
   it('defaults replicas to 1, as the CRD does, and sums pools that share a key', () => {
     const plans = planPools([poolObject('ns', 'a', 'ours', undefined), poolObject('ns', 'b', 'also-ours', 4)], lookup);
     expect([...demandsOf(plans)]).toEqual([['img:1|none|small', { key: { template: 'img:1', net: 'none', size: 'small' }, replicas: 5 }]]);

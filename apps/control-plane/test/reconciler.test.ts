@@ -1,25 +1,29 @@
 // The reconciler against in-memory caches and a scripted PoolSetter: the
 // decisions (who is pushed what, with which generation, when status is
 // written) without any network. End to end is in driver.test.ts.
-import type { NodeInfo, NodeInventory, PoolTarget, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
+import type { KubeNode, NodeInfo, NodeInventory, PoolTarget, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  addressCheckOf,
   ControlPlaneMetrics,
-  discardEvents,
+  fitStatus,
   generationOf,
   GenerationSource,
+  MAX_EPOCH,
   MemoryEpochStore,
   StaleGenerationError,
   WarmPoolReconciler,
   type AgentNode,
   type EpochStore,
+  type EventRecorder,
   type PoolSetter,
   type PoolStatusWriter,
+  type StatusFields,
 } from './support/internals.js';
 import { AgentCallError } from './support/internals.js';
-import { inventoryObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {
   node: string;
@@ -34,9 +38,12 @@ class FakeAgents implements PoolSetter {
   readonly pushes: Push[] = [];
   readonly held = new Map<string, readonly PoolTarget[]>();
   readonly behaviours = new Map<string, Behaviour>();
+  /** Every address a push or a probe went to. */
+  readonly called = new Set<string>();
   probes = 0;
 
   async setPools(node: AgentNode, generation: number, pools: readonly PoolTarget[], options: { signal?: AbortSignal } = {}): Promise<NodeInfo> {
+    this.called.add(node.address);
     this.pushes.push({ node: node.name, generation, pools: pools.map((p) => `${p.template}=${p.warm}`).join(',') });
     const behaviour = this.behaviours.get(node.name);
     if (behaviour !== undefined) return behaviour({ node, generation, pools, ...(options.signal ? { signal: options.signal } : {}) });
@@ -45,6 +52,7 @@ class FakeAgents implements PoolSetter {
   }
 
   async info(node: AgentNode): Promise<NodeInfo> {
+    this.called.add(node.address);
     this.probes++;
     const pools = this.held.get(node.name) ?? [];
     return { pools: pools.map((p) => ({ key: { template: p.template, net: p.net, size: p.size }, target: p.warm, warm: p.warm, refilling: 0 })), claimed: 0 };
@@ -61,10 +69,16 @@ class FakeAgents implements PoolSetter {
 class FakeStatusWriter implements PoolStatusWriter {
   readonly writes: Array<{ ref: string; status: SandboxWarmPoolStatus }> = [];
   readonly store: ObjectStore<SandboxWarmPool>;
+  /** The status fields the pools' schema declares. */
+  fields: StatusFields = 'any';
   #rv = 100;
 
   constructor(store: ObjectStore<SandboxWarmPool>) {
     this.store = store;
+  }
+
+  fit(status: SandboxWarmPoolStatus): SandboxWarmPoolStatus {
+    return fitStatus(status, this.fields);
   }
 
   async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus): Promise<SandboxWarmPool> {
@@ -75,10 +89,23 @@ class FakeStatusWriter implements PoolStatusWriter {
   }
 }
 
+/** Events kept in memory. */
+class RecordedEvents implements EventRecorder {
+  readonly events: Array<{ name: string; type: string; reason: string; message: string }> = [];
+
+  record(object: { metadata?: { name?: string } }, _type: unknown, type: string, reason: string, message: string): void {
+    this.events.push({ name: object.metadata?.name ?? '', type, reason, message });
+  }
+
+  async close(): Promise<void> {}
+}
+
 class World {
   readonly pools = new ObjectStore<SandboxWarmPool>();
   readonly templates = new ObjectStore<SandboxTemplate>();
   readonly inventories = new ObjectStore<NodeInventory>();
+  /** The Node objects, each vouching for its inventory's default address. */
+  readonly nodes = new ObjectStore<KubeNode>();
   readonly agents = new FakeAgents();
   readonly statuses = new FakeStatusWriter(this.pools);
   readonly clock = new ManualClock();
@@ -87,22 +114,43 @@ class World {
   token: string | undefined = 'fleet';
   readonly reconciler: WarmPoolReconciler;
   readonly leadership = new AbortController();
+  readonly events = new RecordedEvents();
+  /** What the election says: holding() (within the renew deadline) and what a re-read of the Lease finds. */
+  holding = true;
+  leaseHolder = 'us';
+  confirms = 0;
+  readonly metrics = new ControlPlaneMetrics();
 
   constructor(options: { nodes?: number; intervalMs?: number; store?: EpochStore } = {}) {
     this.store = options.store ?? new MemoryEpochStore();
     this.generations = new GenerationSource(this.store);
-    for (let i = 0; i < (options.nodes ?? 3); i++) this.inventories.upsert(inventoryObject(`node-${String.fromCharCode(97 + i)}`, { publishedAt: this.clock.iso() }));
+    for (let i = 0; i < (options.nodes ?? 3); i++) {
+      const name = `node-${String.fromCharCode(97 + i)}`;
+      this.inventories.upsert(inventoryObject(name, { publishedAt: this.clock.iso() }));
+      this.nodes.upsert(kubeNodeObject(name));
+    }
+    const nodes = new Lister(this.nodes);
     this.templates.upsert(templateObject('ns', 'tpl', 'img'));
     this.reconciler = new WarmPoolReconciler({
       pools: new Lister(this.pools),
       templates: new Lister(this.templates),
       inventories: new Lister(this.inventories),
+      addresses: () => addressCheckOf({ node: (name) => nodes.get(name) }),
       setter: this.agents,
       statusWriter: this.statuses,
-      events: discardEvents,
+      events: this.events,
       generations: this.generations,
+      leadership: {
+        holding: () => this.holding,
+        confirm: async () => {
+          this.confirms++;
+          if (this.leaseHolder === 'us') return true;
+          this.leadership.abort();
+          return false;
+        },
+      },
       token: () => this.token,
-      metrics: new ControlPlaneMetrics(),
+      metrics: this.metrics,
       logger: silentLogger,
       clock: this.clock,
       intervalMs: options.intervalMs ?? 3_600_000,
@@ -191,36 +239,114 @@ describe('WarmPoolReconciler', () => {
     expect(w.targets()['node-b']).toBe('img=1');
   });
 
-  it('drops a node answering 409 from the round and pushes it again above the generation it applied', async () => {
+  it('takes a node out of placement, with an Event, when its 409 names a generation no leader issued; the epoch stays', async () => {
     const store = new MemoryEpochStore();
     const w = world({ store });
-    const theirs = generationOf(5, 10);
-    let refused = false;
-    w.agents.behaviours.set('node-b', async ({ node, generation, pools }) => {
-      if (!refused) {
-        refused = true;
-        throw new StaleGenerationError(node.name, generation, theirs);
-      }
-      w.agents.held.set(node.name, pools);
-      return w.agents.info(node);
+    const forged = Number.MAX_SAFE_INTEGER;
+    w.agents.behaviours.set('node-b', async ({ node, generation }) => {
+      throw new StaleGenerationError(node.name, generation, forged);
     });
-    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
     await w.settle();
-    const toB = w.agents.pushedTo('node-b');
-    expect(toB).toHaveLength(2);
-    expect(toB[1]?.generation).toBeGreaterThan(theirs);
-    expect(store.writes).toBe(2);
-    expect(w.targets()['node-b']).toBe('img=1');
+    await vi.waitFor(() => expect(w.confirms).toBe(1));
+    await w.change('resync', () => undefined);
+    expect(w.agents.pushedTo('node-b')).toHaveLength(1);
+    expect(store.writes).toBe(1);
+    expect(w.reconciler.driving).toBe(true);
+    expect(w.reconciler.nodes().find((v) => v.name === 'node-b')?.exclusion).toBe('impossible-generation');
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-c': 'img=3' });
+    const event = w.events.events.find((e) => e.name === 'node-b' && e.reason === 'NodeLeftPlacement');
+    expect(event?.type).toBe('Warning');
+    expect(event?.message).toContain(`reports applied generation ${forged}`);
+    expect(event?.message).toContain(`kubectl annotate nodeinventory node-b warmpool.dev/reset-applied-generation=${forged}`);
   });
 
-  it('starts a term above every generation the inventories show applied', async () => {
+  it('ends its term, rather than taking a higher epoch, when a 409 comes from a later leader\'s push', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store });
+    w.agents.behaviours.set('node-b', async ({ node, generation }) => {
+      // The standby took the Lease and pushed under the next epoch.
+      w.leaseHolder = 'them';
+      throw new StaleGenerationError(node.name, generation, generationOf(2, 0));
+    });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await vi.waitFor(() => expect(w.reconciler.driving).toBe(false));
+    expect(w.confirms).toBe(1);
+    expect(store.writes).toBe(1);
+    expect(w.agents.pushes.every((p) => p.generation === generationOf(1, 0))).toBe(true);
+  });
+
+  it('ignores a 409 naming a later generation of its own (its newer push got there first)', async () => {
     const w = world();
-    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
     w.drive();
     await w.settle();
-    expect(Math.min(...w.agents.pushes.map((p) => p.generation))).toBe(generationOf(9, 0));
+    const later = w.generations.last as number;
+    w.agents.behaviours.set('node-b', async ({ node, generation }) => {
+      throw new StaleGenerationError(node.name, generation, later);
+    });
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
+    expect(w.confirms).toBe(0);
+    expect(w.reconciler.nodes().every((v) => v.exclusion === undefined)).toBe(true);
+  });
+
+  it('pushes nothing while past its renew deadline (a paused leader that resumed)', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const pushed = w.agents.pushes.length;
+    w.holding = false;
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 9, { generation: 2 })));
+    expect(w.agents.pushes).toHaveLength(pushed);
+  });
+
+  it('starts a term above what a majority of the inventories show applied; one forged number moves nothing but its node', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 4));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(store.epoch).toBe(9);
+    expect(new Set(w.agents.pushes.map((p) => p.generation))).toEqual(new Set([generationOf(9, 0)]));
+    expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2' });
+    expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual([undefined, undefined, 'impossible-generation']);
+    expect(w.events.events.some((e) => e.name === 'node-c' && e.reason === 'NodeLeftPlacement')).toBe(true);
+  });
+
+  it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
+    const w = world();
+    w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 4));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(w.reconciler.inPlacement('node-c')).toBe(false);
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })));
+    await w.change('resync', () => undefined);
+    expect(w.reconciler.inPlacement('node-c')).toBe(true);
+    expect(w.targets()['node-c']).toBeDefined();
+  });
+
+  it('reports not ready and backs off, without spinning, when no generation is left', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = MAX_EPOCH;
+    const w = world({ store, intervalMs: 50 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await vi.waitFor(() => expect(w.reconciler.notReadyReasons().join(' ')).toContain('no generation left'));
+    const runs = w.reconciler.runs;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // The periodic sample (every 50 ms) runs; nothing else does.
+    expect(w.reconciler.runs - runs).toBeLessThan(60);
+    expect(store.writes).toBe(0);
+    expect(w.agents.pushes).toEqual([]);
   });
 
   it('keeps trying to take an epoch while the record cannot be written, and pushes nothing meanwhile', async () => {
@@ -239,6 +365,51 @@ describe('WarmPoolReconciler', () => {
     expect(w.agents.pushes).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(2_000);
     expect(w.agents.pushes).toHaveLength(3);
+  });
+
+  it('never calls an address the node\'s Node object does not vouch for: its share moves to the others until it points back', async () => {
+    const w = world({ intervalMs: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    const forged = '127.0.9.9:7443';
+    await w.change('node changed', () => {
+      // node-b re-pointed by someone holding an agent token, and a node that does not exist, claiming room for 100 000.
+      w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(), address: forged }));
+      w.inventories.upsert(inventoryObject('fake-node', { publishedAt: w.clock.iso(), address: forged, capacity: 100_000 }));
+    });
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-c': 'img=3' });
+    const probes = w.agents.probes;
+    await vi.waitFor(() => expect(w.agents.probes).toBeGreaterThan(probes + 4), { timeout: 5_000 });
+    await w.settle();
+    expect([...w.agents.called]).not.toContain(forged);
+    expect(w.agents.pushedTo('fake-node')).toEqual([]);
+    expect(w.reconciler.nodes().filter((v) => !v.eligible).map((v) => [v.name, v.exclusion, v.addressProblem])).toEqual([
+      ['fake-node', 'unverified-address', 'there is no Node named fake-node to vouch for 127.0.9.9'],
+      ['node-b', 'unverified-address', '127.0.9.9 is not one of Node node-b\'s addresses (node-b.test)'],
+    ]);
+    expect(await w.metrics.registry.metrics()).toContain('warmpool_controlplane_nodes{state="unverified_address"} 2');
+
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(1) })));
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
+  });
+
+  it('writes only the status fields the schema declares, and does not write again while they stand', async () => {
+    const w = world();
+    w.statuses.fields = new Set(['replicas', 'readyReplicas', 'selector']);
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const last = w.statuses.writes.at(-1)?.status;
+    expect(last).toEqual({ replicas: 3, readyReplicas: 3, selector: 'warmpool.dev/pool=pool' });
+    const writes = w.statuses.writes.length;
+    for (let i = 0; i < 3; i++) await w.change('resync', () => undefined);
+    expect(w.statuses.writes).toHaveLength(writes);
+
+    // The CRD now declares conditions: they are written without anything else changing.
+    w.statuses.fields = 'any';
+    await w.change('status schema changed', () => undefined);
+    expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([['Ready', 'True'], ['Degraded', 'False']]);
   });
 
   it('moves a failing node\'s share to the others', async () => {

@@ -1,74 +1,8 @@
 #!/usr/bin/env node
-// fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, formatHostPort, helpText, messageOf, parseConfig, parseHostPort, parseLogLevel, runMain, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
-import { DEFAULT_OPTIONS } from './core/options.js';
-import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
+// fake-sandboxd's entry point. The Node.js check runs before anything heavy is
+// loaded (static imports are evaluated before a module's body, so the real
+// process lives behind a dynamic import).
+import { requireSupportedNode } from '@warmpool/runtime/node-version';
 
-const FLAGS = {
-  listen: { kind: 'string', description: 'Where to serve the sandboxd API: HOST:PORT, or unix:/path/to/socket (as the real sandboxd)', env: 'SANDBOXD_LISTEN', default: '127.0.0.1:7070' },
-  apiToken: { kind: 'string', description: 'Root bearer token; empty = accept unauthenticated calls, like the real daemon', env: 'SANDBOXD_API_TOKEN' },
-  maxClaims: { kind: 'number', description: 'Live claims before new claims answer 429', env: 'SANDBOXD_MAX_CLAIMS', default: DEFAULT_OPTIONS.maxClaims },
-  room: { kind: 'number', description: 'Sandboxes the node can hold: warm + claimed + booting', env: 'SANDBOXD_ROOM', default: DEFAULT_OPTIONS.room },
-  refillRate: { kind: 'number', description: 'Refill boots started per second, node-wide', env: 'SANDBOXD_REFILL_RATE', default: DEFAULT_OPTIONS.refillRate },
-  refillConcurrency: { kind: 'number', description: 'Refill boots in flight at once', env: 'SANDBOXD_REFILL_CONCURRENCY', default: DEFAULT_OPTIONS.refillConcurrency },
-  warmClaimMs: { kind: 'duration', description: 'Added latency of a warm claim', env: 'SANDBOXD_WARM_CLAIM_MS', default: DEFAULT_OPTIONS.warmClaimLatencyMs },
-  coldBootMs: { kind: 'duration', description: 'Latency of a cold claim, and of each refill boot unless --boot-ms', env: 'SANDBOXD_COLD_BOOT_MS', default: DEFAULT_OPTIONS.coldBootMs },
-  bootMs: { kind: 'duration', description: 'Duration of one refill boot (default: --cold-boot-ms)', env: 'SANDBOXD_BOOT_MS' },
-  defaultTtl: { kind: 'duration', description: 'Lease of a claim asking for ttl_seconds 0 or none', env: 'SANDBOXD_DEFAULT_TTL', default: DEFAULT_OPTIONS.defaultTtlSeconds * 1000 },
-  bootFailureRate: { kind: 'number', description: 'Probability that a boot fails (0..1)', env: 'SANDBOXD_BOOT_FAILURE_RATE', default: 0 },
-  claimFailureRate: { kind: 'number', description: 'Probability that a claim answers 500 (0..1)', env: 'SANDBOXD_CLAIM_FAILURE_RATE', default: 0 },
-  advertise: { kind: 'string', description: 'owner_addr in claim answers (default: the bound listen address)', env: 'SANDBOXD_ADVERTISE' },
-  logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-} satisfies FlagsSpec;
-
-const SUMMARY = 'A faithful stand-in for the node-local sandbox daemon (sandboxd): warm pools, claims, leases, drain. State is in memory only.';
-
-async function main(): Promise<void> {
-  const { config, help } = parseConfig(FLAGS);
-  if (help) {
-    process.stdout.write(helpText('fake-sandboxd', SUMMARY, FLAGS));
-    return;
-  }
-  const logger = createLogger('fake-sandboxd', { level: parseLogLevel(config.logLevel) });
-  const listen = parseListen(config.listen);
-  const shutdown = new Shutdown({ logger });
-  const options = {
-    apiToken: config.apiToken,
-    logger,
-    maxClaims: config.maxClaims,
-    room: config.room,
-    refillRate: config.refillRate,
-    refillConcurrency: config.refillConcurrency,
-    warmClaimLatencyMs: config.warmClaimMs,
-    coldBootMs: config.coldBootMs,
-    bootMs: config.bootMs,
-    defaultTtlSeconds: config.defaultTtl / 1000,
-    bootFailureRate: config.bootFailureRate,
-    claimFailureRate: config.claimFailureRate,
-    advertise: config.advertise,
-  };
-  const node: RunningFakeSandboxd<HttpServer | SocketServer> = 'socketPath' in listen
-    ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
-    : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
-  shutdown.add('fake-sandboxd', node);
-  if (config.apiToken === undefined || config.apiToken === '') logger.warn('no --api-token: every caller is treated as root');
-  const address = 'address' in node.server ? formatHostPort(node.server.address) : node.server.url;
-  logger.info('serving', { address, advertise: node.core.advertise });
-}
-
-/** `HOST:PORT`, or `unix:/path` for a unix socket (the node agent's `--sandboxd-url` takes the same form). */
-function parseListen(text: string): HostPort | { socketPath: string } {
-  if (text.startsWith('unix:')) {
-    const socketPath = text.slice('unix:'.length);
-    if (!socketPath.startsWith('/')) throw new ConfigError(`--listen: invalid socket "${text}" (want unix:/absolute/path)`);
-    return { socketPath };
-  }
-  try {
-    return parseHostPort(text);
-  } catch (err) {
-    throw new ConfigError(`--listen: ${messageOf(err)}`);
-  }
-}
-
-// Its options check ranges with RangeError: a bad flag value, too.
-runMain('fake-sandboxd', main, { usageErrors: [RangeError] });
+requireSupportedNode('fake-sandboxd');
+await import('./process.js');

@@ -68,10 +68,11 @@ describe('fake-sandboxd process', () => {
     const { exited } = run(['--help']);
     const { code, stdout } = await exited;
     expect(code).toBe(0);
-    for (const flag of ['--listen', '--api-token', '--max-claims', '--room', '--refill-rate', '--refill-concurrency', '--warm-claim-ms', '--cold-boot-ms', '--default-ttl', '--boot-failure-rate', '--claim-failure-rate', '--advertise', '--log-level']) {
+    for (const flag of ['--listen', '--api-token', '--api-token-file', '--token-grace', '--max-claims', '--room', '--refill-rate', '--refill-concurrency', '--warm-claim-ms', '--cold-boot-ms', '--default-ttl', '--boot-failure-rate', '--claim-failure-rate', '--advertise', '--log-level']) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toContain('SANDBOXD_API_TOKEN');
+    expect(stdout).toContain('SANDBOXD_API_TOKEN_FILE');
   });
 
   it('exits 2 with a message on a bad flag', async () => {

@@ -2,11 +2,12 @@
 // and (given a writer) the NodeInventory publisher. Everything a process
 // needs is here, so a benchmark can host many agents in one process.
 import type { NodeInfo } from '@warmpool/api';
-import { formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
+import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { Gatekeeper } from './api/auth.js';
 import { createApiApp } from './api/app.js';
+import { ClaimsInFlight } from './api/claims-in-flight.js';
 import { GenerationGuard } from './generation.js';
 import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
@@ -24,6 +25,12 @@ export interface NodeAgentOptions {
   tokenFile?: string;
   /** How often the token file is checked for a change (default 10 s). */
   tokenReloadIntervalMs?: number;
+  /**
+   * After the token file changed, how long the replaced token is still
+   * accepted from callers and tried with sandboxd when it refuses the new one
+   * (default 5 min): every holder of a rotated Secret reads it at its own moment.
+   */
+  tokenGraceMs?: number;
   /** Where to serve (default 127.0.0.1, any free port). */
   listen?: HostPort;
   /** The node's name: the NodeInventory's name. Required with `inventory`. */
@@ -39,9 +46,21 @@ export interface NodeAgentOptions {
   publishRetryInitialMs?: number;
   publishRetryMaxMs?: number;
   pollIntervalMs?: number;
+  /** One deadline per sandboxd call, the wait for a connection included (default 10 s). */
   sandboxdTimeoutMs?: number;
+  /** Claims in flight to sandboxd at most; past it a claim answers 429 at once (default 256). */
+  maxClaimsInFlight?: number;
+  /** Connections to sandboxd for claims and per-sandbox calls (default: maxClaimsInFlight + 32, so those calls never wait for one). */
   sandboxdConnections?: number;
-  /** After this long at close(), requests still in flight are cut (default 20 s). */
+  /** Connections to sandboxd for info, SetPools and drain, apart from the claims' (default 4). */
+  sandboxdControlConnections?: number;
+  /**
+   * At close(), how long the agent keeps serving while /readyz answers 503,
+   * before it stops accepting (default 0 here; the process's --drain-delay
+   * defaults to 5 s).
+   */
+  drainDelayMs?: number;
+  /** After this long at close() (after the drain delay), requests still in flight are cut (default 20 s). */
   closeTimeoutMs?: number;
   logger?: Logger;
   /** Metrics go here (default: a registry of the agent's own). */
@@ -57,7 +76,11 @@ export interface NodeAgent {
   /** Why the agent is not ready (empty when it is). */
   notReadyReasons(): string[];
   start(): Promise<{ url: string; address: HostPort }>;
-  /** Stops accepting, lets requests in flight finish, then stops polling and publishing. Sandboxes are left as they are. */
+  /**
+   * Turns unready and keeps serving for the drain delay, then stops
+   * accepting, lets requests in flight finish, and stops polling and
+   * publishing. Sandboxes are left as they are.
+   */
   close(): Promise<void>;
 }
 
@@ -66,19 +89,29 @@ export const DEFAULTS = {
   minPublishGapMs: 5_000,
   pollIntervalMs: 1_000,
   sandboxdTimeoutMs: 10_000,
+  maxClaimsInFlight: 256,
   closeTimeoutMs: 20_000,
+  /** The process's default (--drain-delay); a library caller's is 0. */
+  drainDelayMs: 5_000,
 } as const;
+
+/** Connections beyond the claims' own, for release, renew and lookups while claims fill their bound. */
+const PER_SANDBOX_CONNECTIONS = 32;
 
 export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   if (options.inventory !== undefined && !options.nodeName) throw new Error('a node name is required to publish the NodeInventory');
   const logger = options.logger ?? silentLogger;
-  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token);
+  const tokenGraceMs = options.tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS;
+  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, { graceMs: tokenGraceMs });
   const metrics = new AgentMetrics(options.registry);
+  const inFlight = new ClaimsInFlight(options.maxClaimsInFlight ?? DEFAULTS.maxClaimsInFlight);
   const sandboxd = new SandboxdClient({
     url: options.sandboxdUrl,
     rootToken: token.value,
+    rootTokenGraceMs: tokenGraceMs,
     timeoutMs: options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdTimeoutMs,
-    ...(options.sandboxdConnections !== undefined ? { connections: options.sandboxdConnections } : {}),
+    connections: options.sandboxdConnections ?? inFlight.limit + PER_SANDBOX_CONNECTIONS,
+    ...(options.sandboxdControlConnections !== undefined ? { controlConnections: options.sandboxdControlConnections } : {}),
   });
   // With an inventory, the generation applied before a restart lives there and must be read back first.
   const generations = new GenerationGuard({ recovered: options.inventory === undefined });
@@ -91,6 +124,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
 
   const notReadyReasons = (): string[] => {
     const reasons: string[] = [];
+    if (closing !== undefined) reasons.push('shutting down');
     if (!token.configured) reasons.push('no API token configured');
     if (!state.answering) reasons.push(state.problem ?? 'sandboxd not answering');
     if (options.inventory !== undefined && !publisher?.publishedOnce) {
@@ -100,7 +134,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   };
 
   const app = createApiApp({
-    sandboxd, gatekeeper: new Gatekeeper(token), generations, state, metrics, notReadyReasons, logger,
+    sandboxd, gatekeeper: new Gatekeeper(token), generations, state, metrics, inFlight, notReadyReasons, logger,
   });
 
   generations.onApplied((generation) => {
@@ -117,7 +151,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         onChange: (value) => {
           token.set(value);
           sandboxd.setRootToken(token.value);
-          logger.info('API token reloaded', { tokenFile: file, configured: token.configured });
+          logger.info('API token reloaded; the replaced one is still accepted, and tried with sandboxd, during the grace', { tokenFile: file, configured: token.configured, graceMs: tokenGraceMs });
         },
         onError: (err) => logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
       });
@@ -154,6 +188,12 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   const close = async (): Promise<void> => {
     // A start still under way finishes first, so nothing it opens is left behind.
     await started?.catch(() => undefined);
+    // Unready first (closing is set), still serving: probes and callers see the agent leave before its listener does.
+    const drainDelayMs = options.drainDelayMs ?? 0;
+    if (server !== undefined && drainDelayMs > 0) {
+      logger.info('unready; serving on for the drain delay', { drainDelayMs });
+      await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+    }
     // Requests in flight still need sandboxd, so the server goes first and the sandboxd pool last.
     await server?.close();
     await publisher?.close();

@@ -3,6 +3,12 @@
 // refused, so a reordered retry or a deposed leader cannot roll a node back.
 // Pushes run one at a time, in arrival order, so two concurrent pushes cannot
 // reach sandboxd out of order either.
+//
+// What the agent can bound by itself is the range (agentSetPoolsRequestSchema:
+// at most MAX_GENERATION): it cannot know which generations a leader issued.
+// The control plane can, and takes a node that reports more out of placement
+// with an Event naming the recovery (the reset annotation, inventory/publisher.ts).
+import { MAX_GENERATION } from '@warmpool/api';
 
 export type GuardedOutcome<R> =
   | { outcome: 'applied'; result: R }
@@ -36,9 +42,13 @@ export class GenerationGuard {
     return this.#recovered;
   }
 
-  /** Sets the floor read back from the published inventory (undefined: this node never had one). */
+  /**
+   * Sets the floor read back from the published inventory (undefined: this
+   * node never had one). A number no control plane can issue (not an integer
+   * in [0, MAX_GENERATION]) is not a floor; it is dropped.
+   */
   recover(applied: number | undefined): void {
-    if (applied !== undefined) this.#raise(applied);
+    if (applied !== undefined && Number.isSafeInteger(applied) && applied >= 0 && applied <= MAX_GENERATION) this.#raise(applied);
     this.#recovered = true;
   }
 

@@ -22,7 +22,10 @@ export class AgentMetrics {
   readonly #appliedGeneration: Gauge;
   readonly #publishDuration: Histogram;
   readonly #publishFailures: Counter;
+  readonly #specRestored: Counter;
   readonly #staleGenerations: Counter;
+  readonly #claimsAtLimit: Counter;
+  #claimsInFlight: () => number = () => 0;
 
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
@@ -35,7 +38,7 @@ export class AgentMetrics {
     });
     this.#sandboxdErrors = new Counter({
       name: `${PREFIX}sandboxd_errors_total`,
-      help: 'sandboxd calls that got no answer, by operation and kind (unreachable, timeout)',
+      help: 'sandboxd calls that got no answer, by operation and kind (unreachable and busy: never sent; timeout and connection_lost: sent, outcome unknown)',
       labelNames: ['operation', 'kind'],
       registers,
     });
@@ -63,7 +66,27 @@ export class AgentMetrics {
       registers,
     });
     this.#publishFailures = new Counter({ name: `${PREFIX}inventory_publish_failures_total`, help: 'Failed NodeInventory publish attempts', registers });
+    this.#specRestored = new Counter({ name: `${PREFIX}inventory_spec_restored_total`, help: 'Times the NodeInventory spec was found changed by someone else and put back', registers });
     this.#staleGenerations = new Counter({ name: `${PREFIX}stale_generation_pushes_total`, help: 'SetPools pushes refused as older than the applied generation', registers });
+    this.#claimsAtLimit = new Counter({ name: `${PREFIX}claims_refused_in_flight_limit_total`, help: 'Claims answered 429 because the agent had its limit of claims in flight to sandboxd', registers });
+    const claimsInFlight = (): number => this.#claimsInFlight();
+    new Gauge({
+      name: `${PREFIX}claims_in_flight`,
+      help: 'Claims sent to sandboxd and not answered yet',
+      registers,
+      collect() {
+        this.set(claimsInFlight());
+      },
+    });
+  }
+
+  /** Where the claims_in_flight gauge reads its value at scrape time. */
+  readClaimsInFlight(read: () => number): void {
+    this.#claimsInFlight = read;
+  }
+
+  claimRefusedAtLimit(): void {
+    this.#claimsAtLimit.inc();
   }
 
   /**
@@ -116,6 +139,10 @@ export class AgentMetrics {
 
   publishFailed(): void {
     this.#publishFailures.inc();
+  }
+
+  inventorySpecRestored(): void {
+    this.#specRestored.inc();
   }
 
   get contentType(): string {

@@ -1,8 +1,8 @@
-// The uniform fleet token: what callers present to the agent, and what the
-// agent presents to sandboxd as root. Compared in constant time (both sides
-// hashed, so the presented token's length leaks nothing either).
+// The uniform fleet token callers present to the agent (what the agent
+// presents to sandboxd is the SandboxdClient's). Compared in constant time
+// (both sides hashed, so the presented token's length leaks nothing either).
 import { hash, timingSafeEqual } from 'node:crypto';
-import { normalizeToken } from '@warmpool/runtime';
+import { TokenRotation } from '@warmpool/runtime';
 
 const DIGEST_BYTES = 32;
 // Where each presented token's digest lands: one buffer, reused, since a
@@ -22,32 +22,47 @@ function digestInto(text: string, into: Buffer): Buffer {
 // Re-export kept for branches in flight; import from @warmpool/runtime
 export { bearerToken } from '@warmpool/runtime';
 
-export class FleetToken {
-  #value: string | undefined;
-  #digest: Buffer | undefined;
+export interface FleetTokenOptions {
+  /** How long a replaced token is still accepted (default 0: refused at once). */
+  graceMs?: number;
+  now?: () => number;
+}
 
-  constructor(value: string | undefined) {
-    this.#value = undefined;
-    this.set(value);
+export class FleetToken {
+  readonly #rotation: TokenRotation<Buffer>;
+
+  constructor(value: string | undefined, options: FleetTokenOptions = {}) {
+    this.#rotation = new TokenRotation(value, {
+      graceMs: options.graceMs ?? 0,
+      derive: (token) => digestInto(token, Buffer.alloc(DIGEST_BYTES)),
+      ...(options.now !== undefined ? { now: options.now } : {}),
+    });
   }
 
-  /** An empty token counts as none: the agent then refuses every call rather than run open. */
+  /**
+   * A rotated token: accepted from now on, and the one it replaces for the
+   * grace period. An empty token counts as none: the agent then refuses
+   * every call rather than run open.
+   */
   set(value: string | undefined): void {
-    this.#value = normalizeToken(value);
-    this.#digest = this.#value === undefined ? undefined : digestInto(this.#value, Buffer.alloc(DIGEST_BYTES));
+    this.#rotation.set(value);
   }
 
   get configured(): boolean {
-    return this.#value !== undefined;
+    return this.#rotation.configured;
   }
 
   get value(): string | undefined {
-    return this.#value;
+    return this.#rotation.token;
   }
 
-  /** Whether `presented` is the fleet token; always false when none is configured. */
+  /** Whether `presented` is the fleet token (or the one it replaced, in grace); always false when none is configured. */
   matches(presented: string | undefined): boolean {
-    if (this.#digest === undefined || presented === undefined) return false;
-    return timingSafeEqual(digestInto(presented, presentedDigest), this.#digest);
+    const current = this.#rotation.current;
+    if (current === undefined || presented === undefined) return false;
+    const digest = digestInto(presented, presentedDigest);
+    if (timingSafeEqual(digest, current)) return true;
+    const previous = this.#rotation.previous;
+    return previous !== undefined && timingSafeEqual(digest, previous);
   }
 }

@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
-import type { ClaimResponse, NodeInfo, SandboxList, SandboxRow } from '@warmpool/api';
+import { agentErrorBodySchema, type ClaimResponse, type NodeInfo, type SandboxList, type SandboxRow } from '@warmpool/api';
 import { createSandboxdApp, FakeSandboxd, startFakeSandboxd } from '@warmpool/fake-sandboxd';
 import { eventually } from '@warmpool/harness';
 import { createNodeAgent } from '@warmpool/node-agent';
@@ -14,6 +15,7 @@ import { call, FLEET_TOKEN, startNode, type Node } from './helpers.js';
 
 interface ErrorAnswer {
   error: string;
+  reason?: string;
   appliedGeneration?: number;
   reasons?: string[];
 }
@@ -55,6 +57,7 @@ describe('node agent auth', () => {
       const answer = await call<ErrorAnswer>(n.url, method, path, { token: null, body });
       expect(answer.status, `${method} ${path}`).toBe(401);
       expect(answer.body.error).toMatch(/bearer token/);
+      expect(agentErrorBodySchema.parse(answer.body).reason).toBe('Unauthenticated');
       expect(answer.headers.get('www-authenticate')).toBe('Bearer');
     }
   });
@@ -83,6 +86,7 @@ describe('node agent auth', () => {
         const answer = await call<ErrorAnswer>(n.url, method, path, { token, body });
         expect(answer.status, `${method} ${path}`).toBe(503);
         expect(answer.body.error).toMatch(/no API token configured/);
+        expect(answer.body.reason).toBe('NoToken');
       }
     }
     expect((await call(n.url, 'GET', '/healthz', { token: null })).status).toBe(200);
@@ -97,17 +101,17 @@ describe('node agent auth', () => {
     expect((await call(n.url, 'GET', '/v1/info', { token: '' })).status).toBe(503);
   });
 
-  it('picks up a rotated token file without a restart, and refuses the old token', async () => {
+  it('picks up a rotated token file without a restart, and refuses the old token once its grace is over', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agent-token-'));
     open.push({ close: async () => rmSync(dir, { recursive: true, force: true }) });
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'first-token\n');
     // This sandboxd takes any caller as root, so only the agent's own check is under test.
-    const n = await node({ token: undefined, tokenFile, tokenReloadIntervalMs: 20 }, { apiToken: undefined });
+    const n = await node({ token: undefined, tokenFile, tokenReloadIntervalMs: 20, tokenGraceMs: 1_000 }, { apiToken: undefined });
     expect((await call(n.url, 'GET', '/v1/info', { token: 'first-token' })).status).toBe(200);
     writeFileSync(tokenFile, 'second-token\n');
     await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'second-token' })).status === 200, { timeoutMs: 5_000, what: 'the new token' });
-    expect((await call(n.url, 'GET', '/v1/info', { token: 'first-token' })).status).toBe(401);
+    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'first-token' })).status === 401, { timeoutMs: 5_000, what: 'the old token refused after its grace' });
     writeFileSync(tokenFile, '');
     await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'second-token' })).status === 503, { timeoutMs: 5_000, what: 'fail-closed on an emptied token' });
   });
@@ -154,7 +158,7 @@ describe('SetPools (PUT /v1/pools)', () => {
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 5, pools: [POOL] } });
     const stale = await call<ErrorAnswer>(n.url, 'PUT', '/v1/pools', { body: { generation: 4, pools: [] } });
     expect(stale.status).toBe(409);
-    expect(stale.body).toEqual({ error: 'generation 4 is older than the applied generation 5', appliedGeneration: 5 });
+    expect(stale.body).toEqual({ error: 'generation 4 is older than the applied generation 5', reason: 'StaleGeneration', appliedGeneration: 5 });
     expect(n.sandboxd.core.info().pools.map((p) => p.target)).toEqual([2]);
     expect(n.agent.generations.applied).toBe(5);
   });
@@ -200,6 +204,7 @@ describe('SetPools (PUT /v1/pools)', () => {
     const answer = await call<ErrorAnswer>(n.url, 'PUT', '/v1/pools', { body });
     expect(answer.status).toBe(400);
     expect(answer.body.error).toMatch(message);
+    expect(answer.body.reason).toBe('BadRequest');
     expect(n.sandboxd.core.info().pools).toEqual([]);
   });
 });
@@ -260,7 +265,12 @@ describe('claims and sandboxes', () => {
     ['no template', '{}', /^template: /],
     ['a negative ttl', '{"template":"img","ttl_seconds":-5}', /^ttl_seconds: /],
     ['an empty claim_ref', '{"template":"img","claim_ref":""}', /^claim_ref: /],
-    ['a template with spaces', '{"template":"a b"}', /^template: must be non-empty and contain no whitespace$/],
+    ['a template with spaces', '{"template":"a b"}', /^template: must be printable: no whitespace/],
+    ['a NUL in the template', '{"template":"img\\u0000"}', /^template: must be printable/],
+    ['a DEL in the net', '{"template":"img","net":"n\\u007f"}', /^net: must be printable/],
+    ['a C1 control in the size', '{"template":"img","size":"s\\u0085"}', /^size: must be printable/],
+    ['a lone surrogate in the template', '{"template":"img\\ud800"}', /^template: must be printable/],
+    ['a line separator in the template', '{"template":"img\\u2028"}', /^template: must be printable/],
   ])('answers 400 to a claim with %s', async (_case, rawBody, message) => {
     const n = await node();
     await withWarmPool(n);
@@ -280,7 +290,32 @@ describe('claims and sandboxes', () => {
 
   it('answers 404 with an error body on a path it does not serve', async () => {
     const n = await node();
-    expect(await call(n.url, 'GET', '/v2/nothing')).toMatchObject({ status: 404, body: { error: 'not found' } });
+    expect(await call(n.url, 'GET', '/v2/nothing')).toMatchObject({ status: 404, body: { error: 'not found', reason: 'NotFound' } });
+    expect(await call(n.url, 'GET', '/v1/info/')).toMatchObject({ status: 404, body: { reason: 'NotFound' } });
+  });
+
+  it('answers 405 with Allow, not 404, to every method a served path is not served with', async () => {
+    const n = await node();
+    const served = new Map<string, Set<string>>();
+    for (const { path, method } of n.agent.app.routes) {
+      if (method === 'ALL') continue;
+      served.set(path, (served.get(path) ?? new Set()).add(method));
+    }
+    expect([...served.keys()].sort()).toEqual([
+      '/healthz', '/metrics', '/readyz', '/v1/claim', '/v1/drain', '/v1/info', '/v1/pools',
+      '/v1/sandboxes', '/v1/sandboxes/:id', '/v1/sandboxes/:id/release', '/v1/sandboxes/:id/renew',
+    ]);
+    for (const [pattern, methods] of served) {
+      const path = pattern.replace(':id', 'sb_x');
+      const allow = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].sort().join(', ');
+      for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'].filter((m) => !methods.has(m))) {
+        const answer = await call<ErrorAnswer>(n.url, method, path);
+        expect(answer.status, `${method} ${path}`).toBe(405);
+        expect(answer.headers.get('allow'), `${method} ${path}`).toBe(allow);
+        expect(answer.body.reason).toBe('MethodNotAllowed');
+      }
+    }
+    expect(n.sandboxd.core.info().pools).toEqual([]);
   });
 });
 
@@ -334,7 +369,7 @@ describe('when sandboxd is down', () => {
 
     const claim = await call<ErrorAnswer>(n.url, 'POST', '/v1/claim', { body: { template: 'img' } });
     expect(claim.status).toBe(503);
-    expect(claim.body.error).toMatch(/^sandboxd unreachable \(ECONNREFUSED\)$/);
+    expect(claim.body).toMatchObject({ error: expect.stringMatching(/^sandboxd unreachable \(ECONNREFUSED\); the call was not sent/), reason: 'SandboxdUnreachable' });
     expect(claim.headers.get('retry-after')).toBe('1');
     const ready = await eventually(async () => {
       const answer = await call<ErrorAnswer>(n.url, 'GET', '/readyz', { token: null });
@@ -350,14 +385,62 @@ describe('when sandboxd is down', () => {
     expect(metrics.body).toMatch(/warmpool_agent_sandboxd_errors_total\{operation="claim",kind="unreachable"\} 1/);
   });
 
-  it('gives up on a call sandboxd does not answer in time with 504', async () => {
+  it('gives up on a call sandboxd does not answer in time with 504, outcome unknown and no Retry-After: the claim may have happened', async () => {
     const n = await node({ sandboxdTimeoutMs: 200 }, { coldBootMs: 2_000 });
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 0 }] } });
     const started = performance.now();
-    const answer = await call<ErrorAnswer>(n.url, 'POST', '/v1/claim', { body: { template: 'img' } });
+    const answer = await call<ErrorAnswer>(n.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: 'ns/slow' } });
     expect(answer.status).toBe(504);
-    expect(answer.body.error).toMatch(/did not answer within 200 ms; the call may still have taken effect/);
+    expect(answer.body.reason).toBe('OutcomeUnknown');
+    expect(answer.body.error).toMatch(/did not answer within 200 ms; the call may have taken effect .*GET \/v1\/sandboxes\?claim_ref=/);
+    expect(answer.headers.get('retry-after')).toBeNull();
     expect(performance.now() - started).toBeLessThan(1_500);
+    // And it did: the claim_ref lookup is how a caller finds out.
+    const found = await eventually(async () => {
+      const listed = await call<SandboxList>(n.url, 'GET', '/v1/sandboxes?claim_ref=ns%2Fslow');
+      return listed.body.sandboxes.length === 1 ? listed.body.sandboxes : undefined;
+    }, { timeoutMs: 10_000, what: 'the timed-out claim to show up' });
+    expect(found[0]?.claim_ref).toBe('ns/slow');
+  });
+
+  it('answers 502 outcome unknown, without Retry-After, when sandboxd drops the connection after reading the claim', async () => {
+    // A listener that reads the whole request, then destroys the socket: the claim reached "sandboxd".
+    let requests = 0;
+    const dropper = createServer((req) => {
+      requests += 1;
+      req.resume();
+      req.on('end', () => req.socket.destroy());
+    });
+    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
+    open.push({ close: () => new Promise<void>((resolve) => dropper.close(() => resolve())) });
+    const agent = createNodeAgent({ sandboxdUrl: `http://127.0.0.1:${(dropper.address() as AddressInfo).port}`, token: FLEET_TOKEN, pollIntervalMs: 60_000 });
+    open.push(agent);
+    const { url } = await agent.start();
+
+    const claim = await call<ErrorAnswer>(url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: 'ns/dropped' } });
+    expect(claim.status).toBe(502);
+    expect(claim.body.reason).toBe('OutcomeUnknown');
+    expect(claim.body.error).toMatch(/sandboxd closed the connection before answering .*may have taken effect .*claim_ref/);
+    expect(claim.headers.get('retry-after')).toBeNull();
+    expect(requests).toBeGreaterThanOrEqual(1);
+    const metrics = await call<string>(url, 'GET', '/metrics', { token: null });
+    expect(metrics.body).toMatch(/warmpool_agent_sandboxd_errors_total\{operation="claim",kind="connection_lost"\} 1/);
+  });
+
+  it('answers 503 with Retry-After when sandboxd\'s port is closed: the claim was never sent, a retry is safe', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const agent = createNodeAgent({ sandboxdUrl: `http://127.0.0.1:${port}`, token: FLEET_TOKEN, pollIntervalMs: 60_000 });
+    open.push(agent);
+    const { url } = await agent.start();
+    for (const [method, path, body] of [['POST', '/v1/claim', { template: 'img' }], ['GET', '/v1/info', undefined], ['GET', '/v1/sandboxes', undefined]] as const) {
+      const answer = await call<ErrorAnswer>(url, method, path, { body });
+      expect(answer.status, `${method} ${path}`).toBe(503);
+      expect(answer.body.reason, `${method} ${path}`).toBe('SandboxdUnreachable');
+      expect(answer.headers.get('retry-after'), `${method} ${path}`).toBe('1');
+    }
   });
 
   it('tells a sandboxd that refuses the agent\'s token apart from one that is down', async () => {

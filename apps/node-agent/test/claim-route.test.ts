@@ -150,7 +150,7 @@ describe('the claim route', () => {
     expect((await post(chunked(['{"temp', 'late":"im', 'g"}']))).status).toBe(200);
     expect(received.map((r) => r.body)).toEqual(['{"template":"img","net":"none","size":"small"}']);
     const tooBig = await post(chunked(['{"template":"img","claim_ref":"', ...Array<string>(17).fill('x'.repeat(64 * 1024)), '"}']));
-    expect(await seen(tooBig)).toMatchObject({ status: 400, body: '{"error":"invalid request body"}' });
+    expect(await seen(tooBig)).toMatchObject({ status: 400, body: '{"error":"invalid request body","reason":"BodyTooLarge"}' });
     expect(received).toHaveLength(1);
   });
 
@@ -161,7 +161,11 @@ describe('the claim route', () => {
     stub.server.closeAllConnections();
     for (const [path, send] of bothPaths(agent, url)) {
       expect(await send('{"template":"img"}'), path).toEqual({
-        status: 503, body: '{"error":"sandboxd unreachable (ECONNREFUSED)"}', contentType: 'application/json', retryAfter: '1', challenge: null,
+        status: 503,
+        body: '{"error":"sandboxd unreachable (ECONNREFUSED); the call was not sent, retry","reason":"SandboxdUnreachable"}',
+        contentType: 'application/json',
+        retryAfter: '1',
+        challenge: null,
       });
     }
   });

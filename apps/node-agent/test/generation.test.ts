@@ -69,6 +69,15 @@ describe('GenerationGuard', () => {
     expect((await guard.apply(0, ok, accepted)).outcome).toBe('applied');
   });
 
+  it('does not take a read-back number no control plane can issue as its floor', async () => {
+    for (const impossible of [-1, 1.5, Number.MAX_SAFE_INTEGER + 2]) {
+      const guard = new GenerationGuard({ recovered: false });
+      guard.recover(impossible);
+      expect(guard.applied).toBeUndefined();
+      expect((await guard.apply(0, ok, accepted)).outcome).toBe('applied');
+    }
+  });
+
   it('tells listeners when the applied generation moves, and only then', async () => {
     const guard = new GenerationGuard({ recovered: true });
     const seen: number[] = [];

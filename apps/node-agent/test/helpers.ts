@@ -53,6 +53,38 @@ export async function startNode(
 export const eventually = <T extends NonNullable<unknown> | null>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs?: number, what?: string): Promise<T> => harnessEventually(check, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(what === undefined ? {} : { what }) });
 
 export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
+const FAKE_SANDBOXD_MAIN = new URL('../../fake-sandboxd/dist/main.js', import.meta.url).pathname;
+
+export interface SandboxdProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Runs fake-sandboxd's dist/main.js (with the fleet token) on a free loopback port, behind the harness's watchdog. */
+export async function spawnFakeSandboxd(args: string[]): Promise<SandboxdProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-sandboxd-'));
+  const child = new ManagedChild({
+    name: 'fake-sandboxd',
+    command: process.execPath,
+    args: [FAKE_SANDBOXD_MAIN, '--listen', '127.0.0.1:0', '--api-token', FLEET_TOKEN, ...args],
+    env: { PATH: process.env['PATH'] },
+    logFile: join(dir, 'sandboxd.log'),
+    orphanCleanupDir: dir,
+  });
+  const address = await Promise.race([
+    harnessEventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'fake-sandboxd to serve' }),
+    child.exited.then(() => {
+      throw new Error(`fake-sandboxd exited before serving:\n${child.log()}`);
+    }),
+  ]);
+  return {
+    url: `http://${address}`,
+    async stop() {
+      await child.stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 export interface AgentProcess {
   /** Behind the harness's watchdog: it dies with the test process, even on SIGKILL. */

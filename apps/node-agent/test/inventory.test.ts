@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { KubeNodeType, NodeInventoryType, type KubeObject, type NodeInventory, type NodeInventoryStatus } from '@warmpool/api';
 import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
-import { KubeInventoryWriter, type InventoryIdentity, type InventoryWriter, type NodeAgentOptions } from '@warmpool/node-agent';
+import { KubeInventoryWriter, RESET_APPLIED_GENERATION, type InventoryIdentity, type InventoryWriter, type NodeAgentOptions } from '@warmpool/node-agent';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSandboxd } from '@warmpool/fake-sandboxd';
 import { call, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
@@ -19,7 +19,7 @@ class CountingWriter implements InventoryWriter {
     this.inner = inner;
   }
 
-  readStatus(name: string): Promise<NodeInventoryStatus | undefined> {
+  readStatus(name: string): ReturnType<InventoryWriter['readStatus']> {
     return this.inner.readStatus(name);
   }
 
@@ -32,9 +32,9 @@ class CountingWriter implements InventoryWriter {
     this.objectWrites += 1;
   }
 
-  async applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'> {
+  async applyStatus(name: string, status: NodeInventoryStatus): ReturnType<InventoryWriter['applyStatus']> {
     const outcome = await this.inner.applyStatus(name, status);
-    if (outcome === 'applied') this.statusWrites += 1;
+    if (outcome !== 'missing') this.statusWrites += 1;
     return outcome;
   }
 }
@@ -114,6 +114,17 @@ describe('NodeInventory publisher', () => {
     expect(managers).toContain('warmpool-node-agent');
   });
 
+  it('puts its spec back on its next publish when someone else re-pointed it, and counts it', async () => {
+    const name = nodeName();
+    const n = await agentFor(name, { publishIntervalMs: 500 });
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', { timeoutMs: 10_000, what: 'the inventory' });
+    await cluster.kubectl(['patch', 'nodeinventory', name, '--type=merge', '-p', JSON.stringify({ spec: { address: '127.0.9.9:7443' } })]);
+    expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '127.0.9.9:7443' });
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', { timeoutMs: 10_000, what: 'the spec restored' });
+    expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
+    expect(await n.agent.metrics.render()).toMatch(/^warmpool_agent_inventory_spec_restored_total [1-9]/m);
+  });
+
   it('is owned by its Node when the Node exists, so it goes with it', async () => {
     const name = nodeName();
     const nodes = new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType);
@@ -174,6 +185,48 @@ describe('NodeInventory publisher', () => {
     const stale = await call<{ error: string; appliedGeneration: number }>(second.url, 'PUT', '/v1/pools', { body: { generation: 6, pools: [] } });
     expect(stale).toMatchObject({ status: 409, body: { appliedGeneration: 7 } });
     expect((await call(second.url, 'PUT', '/v1/pools', { body: { generation: 8, pools: [] } })).status).toBe(200);
+  });
+
+  it('starts from 0 instead of a read-back number only when the reset annotation names exactly that number', async () => {
+    const name = nodeName();
+    const forged = Number.MAX_SAFE_INTEGER;
+    const first = await agentFor(name);
+    expect((await call(first.url, 'PUT', '/v1/pools', { body: { generation: forged, pools: [] } })).status).toBe(200);
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === forged, { timeoutMs: 10_000, what: 'the forged number published' });
+    await first.close();
+    open.splice(open.indexOf(first), 1);
+
+    // An annotation naming another number changes nothing.
+    const annotate = async (value: string): Promise<void> => {
+      const current = await inventories.get({ name });
+      await inventories.replace({ ...current, metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [RESET_APPLIED_GENERATION]: value } } });
+    };
+    await annotate('12');
+    const second = await agentFor(name);
+    expect(second.agent.generations.applied).toBe(forged);
+    await second.close();
+    open.splice(open.indexOf(second), 1);
+
+    await annotate(String(forged));
+    const third = await agentFor(name);
+    expect(third.agent.generations.applied).toBe(0);
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 0, { timeoutMs: 10_000, what: '0 published over the forged number' });
+    expect((await call(third.url, 'PUT', '/v1/pools', { body: { generation: 5, pools: [] } })).status).toBe(200);
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 5, { timeoutMs: 10_000, what: 'the next push published' });
+    await third.close();
+    open.splice(open.indexOf(third), 1);
+
+    // Inert once a push moved the number: a restart keeps 5.
+    const fourth = await agentFor(name);
+    expect(fourth.agent.generations.applied).toBe(5);
+  });
+
+  it('refuses a generation beyond the largest a control plane issues (400), changing nothing', async () => {
+    const name = nodeName();
+    const n = await agentFor(name);
+    const beyond = await call<{ error: string }>(n.url, 'PUT', '/v1/pools', { body: { generation: Number.MAX_SAFE_INTEGER + 1, pools: [] } });
+    expect(beyond.status).toBe(400);
+    expect(n.agent.generations.applied).toBeUndefined();
   });
 
   it('keeps serving claims while the apiserver is down, and publishes what changed once it is back', async () => {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ClaimResponse } from '@warmpool/api';
 import { startFakeSandboxd, type RunningFakeSandboxd } from '@warmpool/fake-sandboxd';
+import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_MAIN, call, FLEET_TOKEN, spawnAgent, type AgentProcess } from './helpers.js';
 
@@ -44,7 +45,7 @@ function refusesConnections(url: string): Promise<boolean> {
 describe('node agent process', () => {
   it('prints every flag with --help and exits 0', async () => {
     const { stdout } = await run(process.execPath, [AGENT_MAIN, '--help']);
-    for (const flag of ['--listen', '--sandboxd-url', '--token-file', '--node-name', '--advertise-address', '--kubeconfig', '--publish-interval', '--min-publish-gap', '--sandboxd-timeout', '--log-level']) {
+    for (const flag of ['--listen', '--sandboxd-url', '--token-file', '--node-name', '--advertise-address', '--kubeconfig', '--publish-interval', '--min-publish-gap', '--sandboxd-timeout', '--max-claims-in-flight', '--drain-delay', '--shutdown-timeout', '--log-level']) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toContain('WARMPOOL_API_TOKEN');
@@ -82,9 +83,35 @@ describe('node agent process', () => {
     expect(proc.output()).toMatch(/no API token configured/);
   });
 
-  it('on SIGTERM stops accepting, finishes the claims in flight, exits 0 and leaves the sandboxes running', async () => {
+  it('on SIGTERM turns unready at once, keeps serving claims through --drain-delay, then stops accepting and exits 0', async () => {
+    const node = await sandboxd();
+    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '4s'], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
+    await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 5 }] } });
+    await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 5_000, what: 'ready' });
+
+    const signalled = performance.now();
+    proc.child.kill('SIGTERM');
+    const unready = await eventually(async () => {
+      const answer = await call<{ reason: string; reasons: string[] }>(proc.url, 'GET', '/readyz', { token: null });
+      return answer.status === 503 ? answer : undefined;
+    }, { timeoutMs: 3_000, what: '/readyz to turn 503' });
+    expect(unready.body).toMatchObject({ reason: 'NotReady', reasons: ['shutting down'] });
+    // Still serving (were the listener closed, these would be refused): claims, and the control plane's probe.
+    for (let i = 0; i < 3; i++) {
+      expect((await call(proc.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: `ns/draining-${i}` } })).status).toBe(200);
+    }
+    expect((await call(proc.url, 'GET', '/v1/info')).status).toBe(200);
+
+    expect(await proc.exited).toEqual({ code: 0, signal: null });
+    expect(performance.now() - signalled).toBeGreaterThanOrEqual(4_000);
+    expect(await refusesConnections(proc.url)).toBe(true);
+    expect(node.core.claimedCount).toBe(3);
+    expect(proc.output()).toMatch(/"msg":"unready; serving on for the drain delay"/);
+  });
+
+  it('on SIGTERM (no drain delay) stops accepting, finishes the claims in flight, exits 0 and leaves the sandboxes running', async () => {
     const node = await sandboxd({ coldBootMs: 1_500 });
-    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
+    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '0s'], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
     await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 0 }] } });
 
     // No warm sandbox: each claim boots cold and is in flight for 1.5 s.

@@ -32,7 +32,14 @@ describe('the Helm chart, rendered', () => {
       'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding',
       ...Array(6).fill('CustomResourceDefinition'),
       'DaemonSet', 'Deployment', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding',
     ]);
+  });
+
+  it('points the control plane at the agents\' pods by the labels the DaemonSet gives them', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    expect(out).toContain('- --agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent');
+    expect(out).toContain('labels: { app.kubernetes.io/name: warmpool, app.kubernetes.io/instance: warmpool, app.kubernetes.io/component: node-agent }');
   });
 
   it('leaves the CRDs out with crds.install=false, for clusters that already run upstream agent-sandbox', async () => {
@@ -45,6 +52,20 @@ describe('the Helm chart, rendered', () => {
     expect(out).toContain('name: fake-sandboxd');
     expect(out).toContain('--sandboxd-url=http://127.0.0.1:7070');
     expect(out).not.toContain('hostPath');
+    // The sidecar reads the fleet token from the mounted Secret, so a rotation reaches it without a restart.
+    expect(out).toContain('--api-token-file=/var/run/warmpool/token');
+    expect(out).not.toContain('SANDBOXD_API_TOKEN');
+    expect(out.match(/--token-grace=5m/g)).toHaveLength(3);
+  });
+
+  it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7']);
+    expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
+    expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
+    expect(out).toContain('- --drain-delay=7s');
+    expect(out).toContain('- --shutdown-timeout=20s');
+    // 2 s preStop + 7 s drain + 20 s for requests in flight + 5 s.
+    expect(out).toContain('terminationGracePeriodSeconds: 34');
   });
 
   it('refuses a cluster older than the supported Kubernetes version', async () => {
@@ -104,6 +125,13 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('watch', 'nodeinventories.warmpool.dev', 'warmpool-control-plane')).toBe(true);
     expect(await can('update', 'leases.coordination.k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('create', 'events', 'warmpool-control-plane')).toBe(true);
+    expect(await can('watch', 'nodes', 'warmpool-control-plane')).toBe(true);
+    expect(await can('watch', 'pods', 'warmpool-control-plane')).toBe(true);
+    const canGetCrd = async (name: string): Promise<boolean> =>
+      (await cluster.kubectl(['auth', 'can-i', 'get', `customresourcedefinitions.apiextensions.k8s.io/${name}`, `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`])).stdout.trim() === 'yes';
+    expect(await canGetCrd('sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
+    expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
+    expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('get', 'secrets', 'warmpool-control-plane')).toBe(false);

@@ -83,9 +83,10 @@ export interface SandboxWarmPoolStatus {
   selector?: string;
   observedGeneration?: number;
   /**
-   * warmpool's addition (Ready, Degraded). Our CRD schema carries it; on a cluster
-   * that runs upstream's CRD the apiserver prunes it, and replicas/readyReplicas
-   * still tell the story.
+   * warmpool's addition (Ready, Degraded). Our CRD schema carries it; upstream's
+   * does not (server-side apply would refuse the whole write), so the control
+   * plane writes it only where the installed CRD declares it, and
+   * replicas/readyReplicas tell the story elsewhere.
    */
   conditions?: Condition[];
 }
@@ -229,4 +230,26 @@ export interface SandboxEnv extends KubeObject {
   metadata: ObjectMeta;
   spec: SandboxEnvSpec;
   status?: SandboxEnvStatus;
+}
+
+// ---- CustomResourceDefinition (apiextensions.k8s.io/v1): the slice warmpool reads ----
+
+export const CustomResourceDefinitionType: ResourceType = {
+  group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false,
+};
+
+/** The SandboxWarmPool CRD's name: ours or upstream's, whichever the cluster runs. */
+export const SANDBOX_WARM_POOL_CRD = `${SandboxWarmPoolType.plural}.${SandboxWarmPoolType.group}`;
+
+export interface JsonSchemaProps {
+  type?: string;
+  properties?: Record<string, JsonSchemaProps>;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+}
+
+export interface CustomResourceDefinition extends KubeObject {
+  spec?: {
+    group?: string;
+    versions?: Array<{ name: string; served?: boolean; storage?: boolean; schema?: { openAPIV3Schema?: JsonSchemaProps } }>;
+  };
 }

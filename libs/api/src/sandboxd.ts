@@ -12,8 +12,20 @@ export const MAX_TTL_SECONDS = 24 * 60 * 60;
 /** Bodies over this answer 400 `invalid request body`. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** A pool key component: non-empty, printable, no whitespace. */
-const keyPart = z.string().min(1).max(253).regex(/^[^\s]+$/, 'must be non-empty and contain no whitespace');
+/**
+ * What a pool key component (an image reference, a net, a size) may hold:
+ * printable characters only. No whitespace or separators (U+2028 included),
+ * no control characters (C0, DEL, C1), no format characters (zero-width,
+ * bidi overrides), no private-use code points and no lone surrogates: each
+ * can make one key print like another, or like nothing, in logs, Events and
+ * /metrics labels (two lone surrogates both encode to U+FFFD there, so two
+ * keys became one series).
+ */
+export const PRINTABLE_KEY_PART = /^[^\s\p{Z}\p{Cc}\p{Cf}\p{Co}\p{Cs}]+$/u;
+export const KEY_PART_MAX_LENGTH = 253;
+
+/** A pool key component: non-empty, at most 253 characters, printable. */
+const keyPart = z.string().min(1).max(KEY_PART_MAX_LENGTH).regex(PRINTABLE_KEY_PART, 'must be printable: no whitespace, control or format characters, or lone surrogates');
 
 export const poolKeySchema = z.object({
   template: keyPart,

@@ -42,6 +42,16 @@ export interface InformerOptions {
   /** Each watch asks the server to end it after a random time between this and twice this (client-go: 300 s). */
   watchTimeoutSeconds?: number;
   logger?: KubeLogger;
+  /**
+   * Applied to every object before it is cached or handed to handlers (client-go's SetTransform):
+   * keep only what is read, so a cache of big objects (Nodes) stays small.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
+  /**
+   * List in pages of this many objects (client-go's reflector pages by 500), transforming each
+   * page before the next: a list of many big objects never sits in memory whole. Default: one list.
+   */
+  pageSize?: number;
 }
 
 export class Informer<T extends KubeObject> {
@@ -144,7 +154,7 @@ export class Informer<T extends KubeObject> {
     while (!signal.aborted) {
       try {
         if (this.#resourceVersion === undefined) {
-          const list = await this.#source.list({ ...selectors, signal });
+          const list = await this.#listAll(selectors, signal);
           if (signal.aborted) break;
           this.#replace(list.items);
           this.#resourceVersion = list.resourceVersion;
@@ -186,6 +196,24 @@ export class Informer<T extends KubeObject> {
     }
   }
 
+  /** Every page of a list, transformed as it arrives; an expired continue token throws 410 like an expired watch. */
+  async #listAll(selectors: { namespace: string | undefined; labelSelector: string | undefined; fieldSelector: string | undefined }, signal: AbortSignal): Promise<{ items: T[]; resourceVersion: string }> {
+    const items: T[] = [];
+    const limit = this.#options.pageSize;
+    let continueToken: string | undefined;
+    for (;;) {
+      const page = await this.#source.list({ ...selectors, signal, ...(limit !== undefined ? { limit } : {}), ...(continueToken !== undefined ? { continue: continueToken } : {}) });
+      for (const item of page.items) items.push(this.#transform(item));
+      if (page.continue === undefined || page.continue === '' || signal.aborted) return { items, resourceVersion: page.resourceVersion };
+      continueToken = page.continue;
+    }
+  }
+
+  #transform(obj: T): T {
+    const transform = this.#options.transform;
+    return transform === undefined ? obj : (transform(obj) as T);
+  }
+
   #apply(event: WatchEvent<T>): void {
     const resourceVersion = event.object.metadata?.resourceVersion;
     switch (event.type) {
@@ -193,7 +221,7 @@ export class Informer<T extends KubeObject> {
         break;
       case 'ADDED':
       case 'MODIFIED': {
-        const obj = event.object;
+        const obj = this.#transform(event.object);
         const old = this.#store.upsert(obj);
         if (old) this.#emit('onUpdate', (h) => h.onUpdate?.(old, obj));
         else this.#emit('onAdd', (h) => h.onAdd?.(obj, false));
@@ -201,7 +229,7 @@ export class Informer<T extends KubeObject> {
       }
       case 'DELETED': {
         // The event carries the object's final state, fresher than the cached copy.
-        const obj = event.object;
+        const obj = this.#transform(event.object);
         this.#store.remove(keyOf(obj));
         this.#emit('onDelete', (h) => h.onDelete?.(obj));
         break;
@@ -210,8 +238,8 @@ export class Informer<T extends KubeObject> {
     if (resourceVersion) this.#resourceVersion = resourceVersion;
   }
 
-  // A fresh list replaces the cache; handlers see only the differences, as if
-  // they had watched the changes they missed.
+  // A fresh list (already transformed) replaces the cache; handlers see only
+  // the differences, as if they had watched the changes they missed.
   #replace(items: T[]): void {
     const initial = !this.#synced;
     const seen = new Set<string>();

@@ -9,11 +9,26 @@
 // leaseDurationSeconds have passed since then without a change. renewTime,
 // written by another machine's clock, is never compared with ours, so clock
 // skew between candidates does not matter (only clock *rate* does).
+//
+// Invariants of leading (what makes a paused or partitioned leader harmless):
+// - The renew deadline counts from the start of the last renewal that
+//   succeeded, not from the start of a renewal cycle: a process paused for
+//   longer than renewDeadline is no longer leading the moment it resumes
+//   (holding() is false, and the renew loop steps down on its first tick).
+//   Since renewDeadline < leaseDuration, it stops before a standby, counting
+//   leaseDuration from the last change it saw (after our write), may take over.
+// - Seeing another valid holder ends leadership at once.
+// - updateHeld() writes the election Lease itself, with the resourceVersion of
+//   a read that showed us as holder: the apiserver applies it only if nobody
+//   wrote the Lease since, so it succeeds only while we hold it. This is the
+//   one atomic check-and-write the apiserver offers (a precondition on one
+//   object); a write to any other object could not be conditional on who
+//   holds this one.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject, ObjectMeta, ResourceType } from '@warmpool/api';
 import { jittered, sleep } from './backoff.js';
 import { ResourceClient } from './client.js';
-import { isNotFound } from './errors.js';
+import { isConflict, isNotFound } from './errors.js';
 import { errorFields, silentKubeLogger } from './logger.js';
 import type { KubeLogger } from './logger.js';
 
@@ -54,7 +69,7 @@ export interface LeaderElectorOptions {
   retryPeriodMs?: number;
   /** Called on becoming leader; `signal` aborts when leadership ends. Not awaited. */
   onStartedLeading(signal: AbortSignal): void | Promise<void>;
-  /** Called when leadership ends: renewal failed, or close(). */
+  /** Called when leadership ends: renewal failed, another holder seen, or close(). */
   onStoppedLeading?(): void;
   /** Called with each new leader's identity as observed (our own included). */
   onNewLeader?(identity: string): void;
@@ -72,6 +87,13 @@ export interface CloseOptions {
 // client-go's JitterFactor for acquire attempts.
 const JITTER_FACTOR = 1.2;
 
+/** updateHeld() was refused: this replica does not hold the Lease (any more). */
+export class NotLeaderError extends Error {
+  override name = 'NotLeaderError';
+}
+
+type Attempt = 'held' | 'other-holder' | 'failed';
+
 export class LeaderElector {
   readonly #options: LeaderElectorOptions;
   readonly #leases: ResourceClient<Lease>;
@@ -87,6 +109,8 @@ export class LeaderElector {
   #observedAt = 0;
   #reportedLeader = '';
   #leading: AbortController | undefined;
+  /** Local monotonic ms when the last successful acquire or renewal was sent. */
+  #renewedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: LeaderElectorOptions) {
     this.#options = options;
@@ -119,6 +143,71 @@ export class LeaderElector {
     return this.#observed?.spec?.holderIdentity === this.#options.identity;
   }
 
+  /**
+   * True while leading and within renewDeadline of the last successful
+   * renewal: what a leader checks right before acting on its leadership.
+   */
+  holding(): boolean {
+    return this.#leading !== undefined && !this.#leading.signal.aborted && this.isLeader() && performance.now() < this.#renewedAt + this.#renewDeadlineMs;
+  }
+
+  /**
+   * Re-reads the Lease: true while it still names us and holding() holds.
+   * Another holder (or a lapsed deadline) ends leadership at once.
+   */
+  async confirm(signal?: AbortSignal): Promise<boolean> {
+    if (!this.holding()) {
+      this.#depose('the renew deadline has passed since the last successful renewal');
+      return false;
+    }
+    let current: Lease;
+    try {
+      current = await this.#leases.get({ namespace: this.#options.namespace, name: this.#options.name }, { signal: this.#signalFor(signal) });
+    } catch (err) {
+      // Unknown: the renew loop decides by the deadline.
+      this.#logger.warn('cannot re-read the lease to confirm leadership', { ...this.#describe(), ...errorFields(err) });
+      return this.holding();
+    }
+    this.#noteRead(current);
+    if (current.spec?.holderIdentity !== this.#options.identity) {
+      this.#depose(`the lease is held by ${JSON.stringify(current.spec?.holderIdentity ?? '')}`);
+      return false;
+    }
+    return this.holding();
+  }
+
+  /**
+   * Writes the election Lease while we hold it: `mutate` gets the Lease as
+   * just read (holder checked) and returns what to write; the write carries
+   * that read's resourceVersion, so it lands only if nobody wrote the Lease
+   * in between. Our own renewals racing it are retried; another holder
+   * throws NotLeaderError and ends leadership at once.
+   */
+  async updateHeld(mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
+    const ref = { namespace: this.#options.namespace, name: this.#options.name };
+    for (let attempt = 1; ; attempt++) {
+      if (!this.holding()) throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
+      const current = await this.#leases.get(ref, { signal: this.#signalFor(signal) });
+      this.#noteRead(current);
+      if (current.spec?.holderIdentity !== this.#options.identity) {
+        const holder = current.spec?.holderIdentity ?? '';
+        this.#depose(`the lease is held by ${JSON.stringify(holder)}`);
+        throw new NotLeaderError(`the lease ${ref.namespace}/${ref.name} is held by ${JSON.stringify(holder)}, not ${this.#options.identity}`);
+      }
+      // Checked again after the read: a pause during it must not let a lapsed leader write.
+      if (!this.holding()) throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
+      const next = mutate(current);
+      try {
+        const written = await this.#leases.replace({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } }, { signal: this.#signalFor(signal) });
+        this.#setObserved(written);
+        return written;
+      } catch (err) {
+        // A 409 is most often our own renewal landing first; read again and re-check the holder.
+        if (!isConflict(err) || attempt >= 8) throw err;
+      }
+    }
+  }
+
   /** The holder of the lease as last observed ('' when free or not yet read). */
   get leader(): string {
     return this.#observed?.spec?.holderIdentity ?? '';
@@ -135,9 +224,9 @@ export class LeaderElector {
     const stop = this.#stop.signal;
     while (!stop.aborted) {
       if (!(await this.#acquire())) break;
-      this.#startLeading();
-      await this.#renewUntilLost();
-      if (stop.aborted && this.#release) await this.#releaseLease();
+      const leading = this.#startLeading();
+      await this.#renewUntilLost(leading);
+      if (stop.aborted && this.#release && !leading.aborted) await this.#releaseLease();
       this.#stopLeading();
     }
   }
@@ -146,7 +235,7 @@ export class LeaderElector {
   async #acquire(): Promise<boolean> {
     const stop = this.#stop.signal;
     while (!stop.aborted) {
-      const acquired = await this.#tryAcquireOrRenew(stop);
+      const acquired = (await this.#tryAcquireOrRenew(stop)) === 'held';
       this.#reportTransition();
       if (acquired) {
         this.#logger.info('acquired lease', this.#describe());
@@ -157,30 +246,37 @@ export class LeaderElector {
     return false;
   }
 
-  /** Renews every retryPeriod; returns when a renewal cycle misses renewDeadline, or on close(). */
-  async #renewUntilLost(): Promise<void> {
+  /**
+   * Renews every retryPeriod; returns on close(), when renewDeadline has
+   * passed since the last successful renewal, when another holder is seen, or
+   * when something else deposed us (`leading` aborted).
+   */
+  async #renewUntilLost(leading: AbortSignal): Promise<void> {
     const stop = this.#stop.signal;
-    while (!stop.aborted) {
-      await sleep(this.#retryPeriodMs, stop);
-      if (stop.aborted) return;
-      const deadline = performance.now() + this.#renewDeadlineMs;
-      let renewed = false;
-      while (!stop.aborted && !renewed) {
-        const remaining = deadline - performance.now();
+    const either = AbortSignal.any([stop, leading]);
+    while (!either.aborted) {
+      await sleep(this.#retryPeriodMs, either);
+      let outcome: Attempt = 'failed';
+      while (!either.aborted && outcome === 'failed') {
+        const remaining = this.#renewedAt + this.#renewDeadlineMs - performance.now();
         if (remaining <= 0) break;
-        renewed = await this.#tryAcquireOrRenew(AbortSignal.any([stop, AbortSignal.timeout(Math.ceil(remaining))]));
-        if (!renewed) await sleep(Math.min(this.#retryPeriodMs, deadline - performance.now()), stop);
+        outcome = await this.#tryAcquireOrRenew(AbortSignal.any([either, AbortSignal.timeout(Math.ceil(remaining))]));
+        if (outcome === 'failed') await sleep(Math.min(this.#retryPeriodMs, this.#renewedAt + this.#renewDeadlineMs - performance.now()), either);
       }
       this.#reportTransition();
-      if (stop.aborted) return;
-      if (!renewed) {
-        this.#logger.warn('failed to renew lease within the renew deadline; stepping down', this.#describe());
+      if (either.aborted) return;
+      if (outcome === 'other-holder') {
+        this.#depose(`the lease is held by ${JSON.stringify(this.leader)}`);
+        return;
+      }
+      if (outcome === 'failed') {
+        this.#depose('no renewal succeeded within the renew deadline');
         return;
       }
     }
   }
 
-  async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+  async #tryAcquireOrRenew(signal: AbortSignal): Promise<Attempt> {
     const now = performance.now();
     const ref = { namespace: this.#options.namespace, name: this.#options.name };
     const stamp = microTime(new Date());
@@ -191,7 +287,8 @@ export class LeaderElector {
       try {
         const renewed = await this.#leases.replace(withSpec(this.#observed, { renewTime: stamp, leaseDurationSeconds: durationSeconds }), { signal });
         this.#setObserved(renewed);
-        return true;
+        this.#renewedAt = now;
+        return 'held';
       } catch (err) {
         this.#logger.debug('optimistic renew failed; reading the lease', { ...this.#describe(), ...errorFields(err) });
       }
@@ -203,7 +300,7 @@ export class LeaderElector {
     } catch (err) {
       if (!isNotFound(err)) {
         this.#logger.warn('cannot read lease', { ...this.#describe(), ...errorFields(err) });
-        return false;
+        return 'failed';
       }
       try {
         const created = await this.#leases.create(
@@ -220,16 +317,17 @@ export class LeaderElector {
           { signal },
         );
         this.#setObserved(created);
-        return true;
+        this.#renewedAt = now;
+        return 'held';
       } catch (createErr) {
         this.#logger.debug('cannot create lease', { ...this.#describe(), ...errorFields(createErr) });
-        return false;
+        return 'failed';
       }
     }
 
-    if (current.metadata.resourceVersion !== this.#observed?.metadata.resourceVersion) this.#setObserved(current);
+    this.#noteRead(current);
     const holder = current.spec?.holderIdentity ?? '';
-    if (holder !== '' && holder !== this.#options.identity && this.#leaseValid(now)) return false;
+    if (holder !== '' && holder !== this.#options.identity && this.#leaseValid(now)) return 'other-holder';
 
     const keeping = holder === this.#options.identity;
     const transitions = current.spec?.leaseTransitions ?? 0;
@@ -242,26 +340,37 @@ export class LeaderElector {
     });
     try {
       this.#setObserved(await this.#leases.replace(next, { signal }));
-      return true;
+      this.#renewedAt = now;
+      return 'held';
     } catch (err) {
       // 409: another candidate wrote first; we see its lease on the next try.
       this.#logger.debug('lease update failed', { ...this.#describe(), ...errorFields(err) });
-      return false;
+      return 'failed';
     }
   }
 
   async #releaseLease(): Promise<void> {
     if (!this.isLeader() || !this.#observed) return;
-    const stamp = microTime(new Date());
-    try {
-      const released = await this.#leases.replace(
-        withSpec(this.#observed, { holderIdentity: '', leaseDurationSeconds: 1, renewTime: stamp, acquireTime: stamp }),
-        { signal: AbortSignal.timeout(this.#renewDeadlineMs) },
-      );
-      this.#setObserved(released);
-      this.#logger.info('released lease', this.#describe());
-    } catch (err) {
-      this.#logger.warn('failed to release lease', { ...this.#describe(), ...errorFields(err) });
+    const signal = AbortSignal.timeout(this.#renewDeadlineMs);
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const stamp = microTime(new Date());
+      try {
+        // The second attempt starts from a fresh read: an updateHeld() write may have moved the resourceVersion.
+        const base = attempt === 1 ? this.#observed : await this.#leases.get({ namespace: this.#options.namespace, name: this.#options.name }, { signal });
+        if (base.spec?.holderIdentity !== this.#options.identity) return;
+        const released = await this.#leases.replace(
+          withSpec(base, { holderIdentity: '', leaseDurationSeconds: 1, renewTime: stamp, acquireTime: stamp }),
+          { signal },
+        );
+        this.#setObserved(released);
+        this.#logger.info('released lease', this.#describe());
+        return;
+      } catch (err) {
+        if (attempt === 2 || !isConflict(err)) {
+          this.#logger.warn('failed to release lease', { ...this.#describe(), ...errorFields(err) });
+          return;
+        }
+      }
     }
   }
 
@@ -275,6 +384,24 @@ export class LeaderElector {
     this.#observedAt = performance.now();
   }
 
+  /** A read: the expiry clock restarts only when the lease changed. */
+  #noteRead(lease: Lease): void {
+    if (lease.metadata.resourceVersion !== this.#observed?.metadata.resourceVersion) this.#setObserved(lease);
+  }
+
+  #signalFor(outer: AbortSignal | undefined): AbortSignal {
+    const timeout = AbortSignal.timeout(this.#renewDeadlineMs);
+    return outer === undefined ? timeout : AbortSignal.any([outer, timeout]);
+  }
+
+  /** Ends leadership now (the renew loop then reports it through onStoppedLeading). */
+  #depose(why: string): void {
+    const leading = this.#leading;
+    if (leading === undefined || leading.signal.aborted) return;
+    this.#logger.warn('stepping down', { ...this.#describe(), why });
+    leading.abort(new NotLeaderError(why));
+  }
+
   #reportTransition(): void {
     const holder = this.leader;
     if (holder === this.#reportedLeader) return;
@@ -282,7 +409,7 @@ export class LeaderElector {
     if (holder !== '') this.#callback('onNewLeader', () => this.#options.onNewLeader?.(holder));
   }
 
-  #startLeading(): void {
+  #startLeading(): AbortSignal {
     const leading = new AbortController();
     this.#leading = leading;
     this.#callback('onStartedLeading', () => {
@@ -291,6 +418,7 @@ export class LeaderElector {
         result.catch((err: unknown) => this.#logger.error('onStartedLeading failed', { ...this.#describe(), ...errorFields(err) }));
       }
     });
+    return leading.signal;
   }
 
   #stopLeading(): void {

@@ -87,6 +87,42 @@ describe('Informer against a real apiserver', () => {
     expect(informer.lister.list().length).toBeGreaterThanOrEqual(2);
   });
 
+  it('caches and hands out objects as its transform makes them, from the list and from the watch', async () => {
+    const namespace = await cluster.createNamespace('slim');
+    await configMaps.create(configMap(namespace, 'listed', { keep: 'a', drop: 'x'.repeat(1000) }));
+    const slim = (obj: ConfigMap): ConfigMap => ({ metadata: obj.metadata, data: { keep: obj.data?.['keep'] ?? '' } });
+    const informer = createInformer<ConfigMap>(cluster.kubeConfig, ConfigMapType, { namespace, backoff, transform: (obj) => slim(obj as ConfigMap) });
+    opened.push(informer);
+    const log = new EventLog();
+    const updated: ConfigMap[] = [];
+    informer.addEventHandler(log.handlers);
+    informer.addEventHandler({ onUpdate: (_old, obj) => updated.push(obj) });
+    await informer.start().waitForSync();
+    expect(informer.lister.get(namespace, 'listed')?.data).toEqual({ keep: 'a' });
+    await configMaps.patch({ namespace, name: 'listed' }, { data: { keep: 'b' } });
+    await vi.waitFor(() => expect(informer.lister.get(namespace, 'listed')?.data).toEqual({ keep: 'b' }), soon);
+    expect(updated.at(-1)?.data).toEqual({ keep: 'b' });
+  });
+
+  it('lists in pages of pageSize, and caches every page', async () => {
+    const namespace = await cluster.createNamespace('paged');
+    for (let i = 0; i < 5; i++) await configMaps.create(configMap(namespace, `cm-${i}`));
+    const pages: Array<number | undefined> = [];
+    const source: ListerWatcher<ConfigMap> = {
+      type: configMaps.type,
+      list: async (options) => {
+        pages.push(options?.limit);
+        return configMaps.list(options);
+      },
+      watch: (options) => configMaps.watch(options),
+    };
+    const informer = new Informer<ConfigMap>(source, { namespace, backoff, pageSize: 2 });
+    opened.push(informer);
+    await informer.start().waitForSync();
+    expect(informer.lister.list().map((c) => c.metadata.name).sort()).toEqual(['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4']);
+    expect(pages).toEqual([2, 2, 2]);
+  });
+
   it('gives a handler added after the first list the cached objects as adds', async () => {
     const namespace = await cluster.createNamespace('late');
     await configMaps.create(configMap(namespace, 'cached'));

@@ -48,6 +48,21 @@ export function isDriven(template: SandboxTemplate): boolean {
   return annotation(template, DRIVER_ANNOTATION) === DRIVER_SANDBOXD;
 }
 
+// What JSON.stringify leaves as is but a reason must not carry: the reason
+// lands in a status condition and in logs, where these would hide or spoof text.
+const UNSAFE_IN_REASON = /[\p{Cc}\p{Cf}\p{Co}\p{Z}]/gu;
+
+function escapeUnits(char: string): string {
+  let escaped = '';
+  for (let i = 0; i < char.length; i++) escaped += `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return escaped;
+}
+
+/** A value quoted for a reason, every non-printable character escaped (JSON.stringify already escapes lone surrogates). */
+function quoted(value: string | undefined): string {
+  return JSON.stringify(value ?? '').replace(UNSAFE_IN_REASON, (char) => (char === ' ' ? char : escapeUnits(char)));
+}
+
 /**
  * The sandboxd pool key of a template. Throws TemplateKeyError when the
  * template has no container image or an annotation is not a valid key part.
@@ -74,7 +89,7 @@ export function poolKeyOf(template: SandboxTemplate): PoolKey {
     const problems = parsed.error.issues.map((issue) => {
       const field = String(issue.path[0] ?? '');
       const value = (candidate as Record<string, string>)[field];
-      return `${where[field] ?? field} ${JSON.stringify(value)}: ${issue.message}`;
+      return `${where[field] ?? field} ${quoted(value)}: ${issue.message}`;
     });
     throw new TemplateKeyError(name, problems.join('; '));
   }

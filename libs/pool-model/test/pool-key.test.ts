@@ -67,7 +67,28 @@ describe('poolKeyOf', () => {
 
   it('rejects an annotation that cannot be a key part, naming the annotation', () => {
     expect(() => poolKeyOf(template({ annotations: { 'warmpool.dev/size': 'very large' } })))
-      .toThrow(/annotation warmpool\.dev\/size "very large": must be non-empty and contain no whitespace/);
+      .toThrow(/annotation warmpool\.dev\/size "very large": must be printable/);
+  });
+
+  it.each([
+    ['NUL', 'python\0:3.13'],
+    ['DEL', 'python\x7f:3.13'],
+    ['a C1 control', 'python\x9b:3.13'],
+    ['a lone surrogate', 'python\ud800:3.13'],
+    ['a line separator', 'python\u2028:3.13'],
+    ['a bidi override', 'python\u202e:3.13'],
+    ['a private-use character beyond the BMP', 'python\u{f0000}:3.13'],
+  ])('does not drive a template whose image holds %s, and says why with the character escaped', (_name, image) => {
+    const read = () => poolKeyOf(template({ containers: [{ name: 'main', image }] }));
+    expect(read).toThrow(TemplateKeyError);
+    expect(read).toThrow(/SandboxTemplate team-a\/python: image ".*": must be printable/);
+    // The reason lands in a status condition and the logs: it must not carry the character itself.
+    expect(() => read()).toThrow(expect.objectContaining({ message: expect.not.stringMatching(/[\0\x7f\x9b\u2028\u202e\u{f0000}]|\p{Cs}/u) }));
+  });
+
+  it('drives a template whose image is pinned by digest', () => {
+    const image = 'ghcr.io/acme/agent-runtime:v1.2.3@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210';
+    expect(poolKeyOf(template({ containers: [{ name: 'main', image }] })).template).toBe(image);
   });
 
   it('copes with a template missing its spec altogether', () => {

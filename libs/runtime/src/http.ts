@@ -7,6 +7,7 @@ import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type Out
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HostPort } from './address.js';
+import { bodyLeftUnread } from './incoming-body.js';
 
 export interface HttpServer {
   /** The bound address (the real port when 0 was asked for). */
@@ -47,18 +48,23 @@ interface Adapted {
 }
 
 /**
- * The app behind a Node server. server.close() waits for every keep-alive
- * socket, and a socket busy at close would otherwise stay open after its
- * answer: answers whose head is written while closing take their connection
- * with them. That is decided in the response class, when the head is
- * written, rather than by wrapping every request's fetch in one more promise
- * (and it holds for handlers that write on Node's response directly).
+ * The app behind a Node server. An answer takes its connection with it
+ * (`Connection: close`) when its head is written while the server closes —
+ * server.close() waits for every keep-alive socket, and a socket busy at close
+ * would otherwise stay open after its answer — or while the request's body
+ * is still unread (refused before reading, or cut at the size cap): keeping
+ * that connection alive would mean reading the rest of the body first, which
+ * is what a refusal must not do, and a client stalled mid-body would hold
+ * close() for its whole timeout. That is decided in the response class, when
+ * the head is written, rather than by wrapping every request's fetch in one
+ * more promise (and it holds for handlers that write on Node's response
+ * directly).
  */
 function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined): Adapted {
   let closing = false;
   class DrainingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
     override writeHead(statusCode: number, statusMessage?: string | HeadFields, headers?: HeadFields): this {
-      if (closing) this.shouldKeepAlive = false;
+      if (closing || bodyLeftUnread(this.req)) this.shouldKeepAlive = false;
       // Node takes the headers in either place, as the overloads say.
       return typeof statusMessage === 'string' ? super.writeHead(statusCode, statusMessage, headers) : super.writeHead(statusCode, statusMessage);
     }

@@ -11,3 +11,4 @@ export * from './request.js';
 export * from './incoming-body.js';
 export * from './token.js';
 export * from './token-file.js';
+export * from './token-rotation.js';

@@ -4,6 +4,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { decodeBody, readIncomingBody, TOO_LARGE, UNREADABLE, type IncomingBody } from './incoming-body.js';
 
 /**
  * `name` (lower case) from Node's own parsed headers when the app runs on
@@ -18,7 +19,14 @@ export function requestHeader(c: Context, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export type BodyResult<T> = { ok: true; value: T } | { ok: false; error: string };
+/**
+ * Why a body was refused: `too_large` (over maxBytes; the connection is
+ * closed after the answer, see ./incoming-body.ts), `unreadable` (not JSON,
+ * or empty where that is not allowed), `invalid` (fails the schema).
+ */
+export type BodyProblem = 'too_large' | 'unreadable' | 'invalid';
+
+export type BodyResult<T> = { ok: true; value: T } | { ok: false; error: string; problem: BodyProblem };
 
 /** What a body is validated with: a zod schema, or anything that answers safeParse as one does (e.g. a faster check of the same rules). */
 export interface BodySchema<T> {
@@ -42,19 +50,21 @@ export function describeIssue(error: z.ZodError, fallback: string): string {
 }
 
 /**
- * The body as text, or undefined when it exceeds maxBytes. An oversized body
- * is never buffered, but it is not left half read either — a client still
- * sending would see its connection cut instead of the 400. A declared
- * Content-Length over the limit is never touched (the Node server discards it
- * after the answer; its HTTP parser holds the client to the declared length);
- * a chunked one is read on and thrown away up to 16 × maxBytes, past which the
- * connection is given up.
+ * The body as text, TOO_LARGE, or UNREADABLE (the client went away). Served
+ * by @hono/node-server it is read off Node's request with the rules of
+ * ./incoming-body.ts, never past the cap; elsewhere (app.request() in a test)
+ * off the Web stream, with the same cap.
  */
-async function readCapped(c: Context, maxBytes: number): Promise<string | undefined> {
-  const declared = requestHeader(c, 'content-length');
-  if (declared !== undefined && requestHeader(c, 'transfer-encoding') === undefined) {
+async function readCapped(c: Context, maxBytes: number): Promise<string | typeof TOO_LARGE | typeof UNREADABLE> {
+  const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
+  if (incoming !== undefined) {
+    const body = await new Promise<IncomingBody>((resolve) => readIncomingBody(incoming, maxBytes, resolve));
+    return typeof body === 'symbol' ? body : decodeBody(body);
+  }
+  const declared = c.req.header('content-length');
+  if (declared !== undefined && c.req.header('transfer-encoding') === undefined) {
     const length = Number(declared);
-    return Number.isSafeInteger(length) && length <= maxBytes ? c.req.text() : undefined;
+    return Number.isSafeInteger(length) && length <= maxBytes ? c.req.text() : TOO_LARGE;
   }
   const stream = c.req.raw.body;
   if (stream === null) return '';
@@ -65,26 +75,27 @@ async function readCapped(c: Context, maxBytes: number): Promise<string | undefi
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size <= maxBytes) chunks.push(value);
-    else if (size > 16 * maxBytes) {
-      await reader.cancel();
-      return undefined;
+    if (size > maxBytes) {
+      void reader.cancel().catch(() => undefined);
+      return TOO_LARGE;
     }
+    chunks.push(value);
   }
-  return size > maxBytes ? undefined : Buffer.concat(chunks).toString('utf8');
+  return decodeBody(Buffer.concat(chunks));
 }
 
 /** Read, parse and validate a JSON body. */
 export async function readJsonBody<T>(c: Context, schema: BodySchema<T>, options: JsonBodyOptions): Promise<BodyResult<T>> {
-  const invalid = { ok: false, error: options.invalidMessage } as const;
+  const unreadable = { ok: false, error: options.invalidMessage, problem: 'unreadable' } as const;
   let json: unknown;
   try {
     const text = await readCapped(c, options.maxBytes);
-    if (text === undefined) return invalid;
+    if (text === TOO_LARGE) return { ok: false, error: options.invalidMessage, problem: 'too_large' };
+    if (text === UNREADABLE) return unreadable;
     json = options.emptyAs !== undefined && text.trim() === '' ? options.emptyAs : JSON.parse(text);
   } catch {
-    return invalid;
+    return unreadable;
   }
   const parsed = schema.safeParse(json);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssue(parsed.error, options.invalidMessage) };
+  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssue(parsed.error, options.invalidMessage), problem: 'invalid' };
 }

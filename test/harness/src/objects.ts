@@ -6,6 +6,7 @@ import {
   DRIVER_SANDBOXD,
   SandboxTemplateType,
   SandboxWarmPoolType,
+  type KubeNode,
   type NodeInfo,
   type NodeInventory,
   type ObjectMeta,
@@ -86,6 +87,11 @@ export function inventoryObject(name: string, options: InventoryOptions = {}): N
       ...(options.appliedGeneration !== undefined ? { appliedGeneration: options.appliedGeneration } : {}),
     },
   };
+}
+
+/** A Node vouching for `addresses` (default: the host of inventoryObject's default address), for in-process specs. */
+export function kubeNodeObject(name: string, addresses: string[] = [`${name}.test`]): KubeNode {
+  return { metadata: { name, resourceVersion: '1' }, status: { addresses: addresses.map((address) => ({ type: 'InternalIP', address })) } };
 }
 
 /** What sandboxd's /v1/info answers, from `template|net|size` → target (and warm). */

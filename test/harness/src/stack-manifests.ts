@@ -33,7 +33,10 @@ export function sampleManifest(options: SampleOptions): string {
 
 /**
  * A bare core/v1 Node. Nothing here runs pods (no kubelet, no scheduler); the
- * object exists so NodeInventories have an owner, as on a real cluster.
+ * object exists so NodeInventories have an owner, as on a real cluster, and
+ * carries `address` (a loopback IP) in status.addresses as a kubelet would
+ * report its InternalIP: the control plane pushes to an agent only at an
+ * address of its Node.
  */
 export function nodeObject(name: string, address: string): V1Node {
   return {
@@ -41,5 +44,6 @@ export function nodeObject(name: string, address: string): V1Node {
     kind: 'Node',
     metadata: { name, labels: { 'kubernetes.io/hostname': name, 'warmpool.dev/simulated': 'true', 'warmpool.dev/loopback': address } },
     spec: {},
+    status: { addresses: [{ type: 'InternalIP', address }, { type: 'Hostname', address: name }] },
   };
 }

@@ -217,9 +217,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
 
       log(`starting ${name}: fake-sandboxd on ${host}:${sandboxdPort}, node-agent on ${agentAddress}`);
       const sandboxd = track(startApp(logsDir, `fake-sandboxd-${i}`, APP_ENTRYPOINTS.fakeSandboxd,
-        [`--listen=${host}:${sandboxdPort}`, ...(options.sandboxdArgs ?? [])],
-        // The token goes through the environment so it never shows in `ps`.
-        { SANDBOXD_API_TOKEN: token }));
+        // The same token file as every other process (never the token itself in `ps`): rotating it rotates the stack.
+        [`--listen=${host}:${sandboxdPort}`, `--api-token-file=${tokenFile}`, ...(options.sandboxdArgs ?? [])]));
       pids[sandboxd.name] = sandboxd.pid;
       await waitForHttp(sandboxd, `${sandboxdUrl}/healthz`);
 
@@ -232,6 +231,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
         `--kubeconfig=${kubeconfig}`,
         '--publish-interval=30s',
         `--min-publish-gap=${options.minPublishGap ?? DEFAULTS.minPublishGap}`,
+        // Nothing here routes by the agents' readiness, so stopping the stack need not wait out a drain delay.
+        '--drain-delay=0s',
       ]));
       pids[agent.name] = agent.pid;
       const node = { name, host, agentAddress, agentUrl: `http://${agentAddress}`, sandboxdUrl };

@@ -14,7 +14,7 @@ import { Backoff, sleep } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import { Client, type Dispatcher } from 'undici';
 import type { TokenSource } from '../token.js';
-import { AgentCallError, NoTokenError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
+import { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
 
 export interface HttpPoolSetterOptions {
   token: TokenSource;
@@ -56,6 +56,7 @@ export class HttpPoolSetter implements PoolSetter {
     const body = JSON.stringify({ generation, pools });
     const backoff = new Backoff({ initialMs: this.#retryInitialMs, maxMs: this.#retryMaxMs, factor: 2, jitter: 0.5 });
     for (let attempt = 1; ; attempt++) {
+      if (options.proceed?.() === false) throw new NotLeadingError(`not leading: nothing pushed to node ${node.name}`);
       try {
         const answer = await this.#call(node, 'push', 'PUT', '/v1/pools', body, options.signal);
         if (answer.status === 409) {
@@ -104,9 +105,26 @@ export class HttpPoolSetter implements PoolSetter {
   }
 
   async #call(node: AgentNode, purpose: Purpose, method: Dispatcher.HttpMethod, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Answer> {
-    const token = this.#token();
+    const rotation = this.#token.rotation;
+    const token = rotation !== undefined ? rotation.preferred : this.#token();
     if (token === undefined) throw new NoTokenError('no fleet token: refusing to call node agents unauthenticated');
     if (this.#closed) throw new AgentCallError(node.name, 'the pool setter is closed', { retriable: false });
+    const answer = await this.#send(node, purpose, method, path, body, token, signal);
+    if (rotation === undefined) return answer;
+    // During a rotation an agent may not have read the new token yet (or has
+    // dropped the old one): its 401 is worth one try with the other token. A
+    // 401 changed nothing, so even a push is safe to send again.
+    const other = answer.status === 401 ? rotation.alternateTo(token) : undefined;
+    if (other === undefined) {
+      if (answer.status !== 401) rotation.worked(token);
+      return answer;
+    }
+    const second = await this.#send(node, purpose, method, path, body, other, signal);
+    if (second.status !== 401) rotation.worked(other);
+    return second;
+  }
+
+  async #send(node: AgentNode, purpose: Purpose, method: Dispatcher.HttpMethod, path: string, body: string | undefined, token: string, signal: AbortSignal | undefined): Promise<Answer> {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(this.#timeoutMs);

@@ -13,6 +13,8 @@ export interface AgentNode {
 export interface CallOptions {
   /** Aborts the call and every retry of it (leadership lost, shutting down). */
   signal?: AbortSignal;
+  /** Asked right before each attempt; false ends the call with NotLeadingError and sends nothing. */
+  proceed?(): boolean;
 }
 
 export interface PoolSetter {
@@ -50,6 +52,11 @@ export class AgentCallError extends Error {
     this.status = options.status;
     this.retriable = options.retriable;
   }
+}
+
+/** The caller no longer leads (CallOptions.proceed said so): nothing was sent. */
+export class NotLeadingError extends Error {
+  override name = 'NotLeadingError';
 }
 
 /** No fleet token: the driver is fail-closed and never calls an agent unauthenticated. */

@@ -9,6 +9,15 @@
 // its generations are above all of theirs. Bounds: 2^21 (~2 million) rounds per
 // epoch (then the source asks for a new epoch) and 2^32 epochs, so every
 // generation is at most 2^53 − 1 = Number.MAX_SAFE_INTEGER.
+//
+// What is believed of a node (the bound): during a term with epoch E, every
+// generation any leader has issued is either below generationOf(E, 0) (earlier
+// leaders took their epochs, all below E, before pushing) or one this source
+// handed out itself. A node reporting more (highestIssued) reports a number no
+// leader issued: it was forged or corrupted, and it is believed of that node
+// only (the node leaves placement); it never moves the epoch. The bound holds
+// across leader changes because the epoch record only grows and only the
+// Lease holder writes it (lease-epoch-store.ts).
 
 export const COUNTER_BITS = 21;
 /** Generations per epoch. */
@@ -25,7 +34,10 @@ export function epochOf(generation: number): number {
 
 /** The durable record of the last epoch taken. */
 export interface EpochStore {
-  /** Atomically sets the stored epoch to max(stored + 1, minimum) and returns it. */
+  /**
+   * Atomically sets the stored epoch to max(stored + 1, minimum) and returns
+   * it; throws GenerationExhaustedError, writing nothing, when that is above MAX_EPOCH.
+   */
   advance(minimum: number, signal?: AbortSignal): Promise<number>;
 }
 
@@ -58,6 +70,15 @@ export class GenerationSource {
     return this.#last;
   }
 
+  /**
+   * The highest generation any leader can have issued so far (see the bound
+   * above); undefined before this term's epoch, when nothing can be judged.
+   */
+  get highestIssued(): number | undefined {
+    if (this.#epoch === undefined) return undefined;
+    return this.#last !== undefined && epochOf(this.#last) === this.#epoch ? this.#last : generationOf(this.#epoch, 0) - 1;
+  }
+
   /** Whether next() can hand out a generation now; if not, advance() first. */
   get usable(): boolean {
     return this.#epoch !== undefined && this.#epoch >= this.#floor && this.#counter < EPOCH_SPAN;
@@ -65,9 +86,9 @@ export class GenerationSource {
 
   /**
    * Takes a new epoch: above the stored one, above the floor, and above the
-   * epoch of `atLeastAbove` (the highest generation any node reports having
-   * applied). Call on becoming leader and whenever `usable` turns false.
-   * Concurrent calls share one write.
+   * epoch of `atLeastAbove` (what a majority of nodes report having applied,
+   * for when the record was lost). Call on becoming leader and whenever
+   * `usable` turns false. Concurrent calls share one write.
    */
   advance(atLeastAbove?: number, signal?: AbortSignal): Promise<number> {
     if (atLeastAbove !== undefined) this.#raiseFloor(atLeastAbove);
@@ -88,18 +109,10 @@ export class GenerationSource {
     return generation;
   }
 
-  /**
-   * A node has applied `generation`, which is not below ours (it answered 409):
-   * later generations must exceed it. Returns whether that needs a new epoch.
-   */
-  raiseAbove(generation: number): boolean {
-    this.#raiseFloor(generation);
-    return !this.usable;
-  }
-
   /** Leadership ended: nothing may be handed out until the next term's own advance(). */
   reset(): void {
     this.#epoch = undefined;
+    this.#last = undefined;
     this.#counter = 0;
     this.#session++;
     this.#advancing = undefined;
@@ -123,13 +136,27 @@ export class GenerationSource {
   }
 }
 
+/**
+ * The highest generation a strict majority of the nodes report having applied
+ * (undefined without such a majority): the floor of a new term's epoch, for
+ * when the epoch record was lost. A majority, so that one node's number
+ * (forged, corrupted) cannot move the fleet's epoch; only a majority can.
+ */
+export function majorityApplied(applied: ReadonlyArray<number | undefined>): number | undefined {
+  const known = applied.filter((g): g is number => g !== undefined && Number.isSafeInteger(g) && g >= 0).sort((a, b) => b - a);
+  // With n nodes, the (⌊n/2⌋+1)-th highest is reached or passed by a strict majority of them.
+  return known[Math.floor(applied.length / 2)];
+}
+
 /** An EpochStore in memory: for tests, and for runs without leader election. */
 export class MemoryEpochStore implements EpochStore {
   epoch = 0;
   writes = 0;
 
   advance(minimum: number): Promise<number> {
-    this.epoch = Math.max(this.epoch + 1, minimum);
+    const epoch = Math.max(this.epoch + 1, minimum);
+    if (epoch > MAX_EPOCH) return Promise.reject(new GenerationExhaustedError(`no epoch left above ${this.epoch} (at most ${MAX_EPOCH})`));
+    this.epoch = epoch;
     this.writes++;
     return Promise.resolve(this.epoch);
   }

@@ -1,83 +1,120 @@
-// The epoch record: an annotation on a coordination.k8s.io Lease of its own
-// (`<lease-name>-generation`), next to the election Lease. A Lease rather than
-// a ConfigMap because the control plane's Role already covers Leases in its
-// namespace; a separate object rather than the election Lease so that epoch
-// writes never race the elector's renewals or its release on shutdown.
+// The epoch record: an annotation on the election Lease itself, written only
+// through LeaderElector.updateHeld(), i.e. with the resourceVersion of a read
+// that showed this replica as the holder.
+//
+// Invariant (the fence): an epoch is stored only by a replica that held the
+// election Lease at the instant of the write. The apiserver's one atomic
+// check-and-write is a resourceVersion precondition on a single object, so
+// the epoch has to live on the object whose holder it depends on: a write to
+// a separate record could land after its writer lost the Lease. Every holder
+// change is itself a write of the Lease, so a holder taking over reads the
+// epoch its predecessor stored, and stores one above it; a deposed leader's
+// write fails (409 or another holder), so it can never take an epoch above
+// its successor's, and every agent that applied the successor's push refuses
+// the deposed leader's for good.
+//
+// Epochs stored before this lived on a Lease of their own,
+// `<lease-name>-generation`; it is read (never written) so that an upgrade
+// keeps generations growing.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, isConflict, isNotFound, LeaseType, ResourceClient, retryOnConflict, type Lease } from '@warmpool/kube';
-import type { EpochStore } from './generation.js';
+import { GenerationExhaustedError, MAX_EPOCH, type EpochStore } from './generation.js';
 
 export const EPOCH_ANNOTATION = 'warmpool.dev/generation-epoch';
 
+/** The election Lease as its holder may write it (LeaderElector implements this). */
+export interface HeldLease {
+  updateHeld(mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease>;
+}
+
 export interface LeaseEpochStoreOptions {
+  /** The election, through which the epoch is written onto its Lease. */
+  lease: HeldLease;
   kubeConfig: KubeConfig;
   namespace: string;
-  /** The record's name, e.g. `warmpool-control-plane-generation`. */
-  name: string;
+  /** The record of earlier versions, read once for the upgrade (e.g. `warmpool-control-plane-generation`). */
+  legacyName?: string;
   /** Each apiserver call is abandoned after this long (default 10 s). */
   timeoutMs?: number;
 }
 
 export class LeaseEpochStore implements EpochStore {
+  readonly #options: LeaseEpochStoreOptions;
   readonly #leases: ResourceClient<Lease>;
-  readonly #namespace: string;
-  readonly #name: string;
   readonly #timeoutMs: number;
+  /** The legacy record's epoch (0: none), once read: it is never written again, so once is enough. */
+  #legacy: number | undefined;
 
   constructor(options: LeaseEpochStoreOptions) {
+    this.#options = options;
     this.#leases = new ResourceClient<Lease>(options.kubeConfig, LeaseType);
-    this.#namespace = options.namespace;
-    this.#name = options.name;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  /** The stored epoch (0 when there is no record yet). */
-  async read(signal?: AbortSignal): Promise<number> {
-    try {
-      return epochIn(await this.#leases.get({ namespace: this.#namespace, name: this.#name }, { signal: this.#signal(signal) }));
-    } catch (err) {
-      if (isNotFound(err)) return 0;
-      throw err;
-    }
+  async advance(minimum: number, signal?: AbortSignal): Promise<number> {
+    const legacy = await this.#legacyEpoch(signal);
+    let result: number | undefined;
+    await this.#options.lease.updateHeld((lease) => {
+      const stored = Math.max(epochIn(lease) ?? 0, legacy);
+      const epoch = Math.max(stored + 1, minimum);
+      // Thrown out of updateHeld() before anything is written.
+      if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above the stored ${stored} (at most ${MAX_EPOCH})`);
+      result = epoch;
+      return { ...lease, metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: String(epoch) } } };
+    }, signal);
+    if (result === undefined) throw new Error('the election Lease was not written');
+    return result;
   }
 
-  advance(minimum: number, signal?: AbortSignal): Promise<number> {
-    // Two candidates advancing at once: one write wins, the other re-reads and goes above it.
-    return retryOnConflict(async () => {
-      let current: Lease | undefined;
-      try {
-        current = await this.#leases.get({ namespace: this.#namespace, name: this.#name }, { signal: this.#signal(signal) });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      const epoch = Math.max((current === undefined ? 0 : epochIn(current)) + 1, minimum);
-      if (current === undefined) {
-        await this.#leases.create(
-          { metadata: { namespace: this.#namespace, name: this.#name, annotations: { [EPOCH_ANNOTATION]: String(epoch) } }, spec: {} },
-          { signal: this.#signal(signal) },
-        );
-      } else {
-        // replace carries the resourceVersion we read: a concurrent writer makes this a 409.
-        await this.#leases.replace(
-          { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [EPOCH_ANNOTATION]: String(epoch) } } },
-          { signal: this.#signal(signal) },
-        );
-      }
-      return epoch;
-    }, { steps: 8, factor: 2, retriable: (err) => isConflict(err) || isAlreadyExists(err), ...(signal ? { signal } : {}) });
-  }
-
-  #signal(outer: AbortSignal | undefined): AbortSignal {
+  async #legacyEpoch(signal: AbortSignal | undefined): Promise<number> {
+    const name = this.#options.legacyName;
+    if (name === undefined) return 0;
+    if (this.#legacy !== undefined) return this.#legacy;
     const timeout = AbortSignal.timeout(this.#timeoutMs);
-    return outer === undefined ? timeout : AbortSignal.any([outer, timeout]);
+    try {
+      this.#legacy = epochIn(await this.#leases.get({ namespace: this.#options.namespace, name }, { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) })) ?? 0;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.#legacy = 0;
+    }
+    return this.#legacy;
   }
 }
 
-function epochIn(lease: Lease): number {
+/**
+ * The Lease written without an election, for a replica that is alone by
+ * construction (leaderElection: false): read-modify-write with its
+ * resourceVersion, creating it when missing. It fences nothing.
+ */
+export class UnelectedLease implements HeldLease {
+  readonly #leases: ResourceClient<Lease>;
+  readonly #ref: { namespace: string; name: string };
+
+  constructor(kubeConfig: KubeConfig, namespace: string, name: string) {
+    this.#leases = new ResourceClient<Lease>(kubeConfig, LeaseType);
+    this.#ref = { namespace, name };
+  }
+
+  updateHeld(mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
+    return retryOnConflict(async () => {
+      let current: Lease | undefined;
+      try {
+        current = await this.#leases.get(this.#ref, signal ? { signal } : {});
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      if (current === undefined) return this.#leases.create(mutate({ metadata: { ...this.#ref }, spec: {} }), signal ? { signal } : {});
+      return this.#leases.replace(mutate(current), signal ? { signal } : {});
+    }, { steps: 8, factor: 2, retriable: (err) => isConflict(err) || isAlreadyExists(err), ...(signal ? { signal } : {}) });
+  }
+}
+
+/** The epoch stored on a Lease; undefined when there is none. */
+export function epochIn(lease: Lease): number | undefined {
   const raw = lease.metadata.annotations?.[EPOCH_ANNOTATION];
-  const epoch = raw === undefined ? 0 : Number(raw);
-  // A hand-edited record that is not a number must not silently restart at 0 below what nodes applied;
-  // the 409 path would recover, but refusing loudly is clearer.
-  if (!Number.isSafeInteger(epoch) || epoch < 0) throw new Error(`Lease ${lease.metadata.namespace}/${lease.metadata.name}: annotation ${EPOCH_ANNOTATION}=${JSON.stringify(raw)} is not a non-negative integer`);
+  if (raw === undefined) return undefined;
+  const epoch = Number(raw);
+  // A hand-edited record that is not a number must not silently restart at 0 below what nodes applied.
+  if (raw.trim() === '' || !Number.isSafeInteger(epoch) || epoch < 0) throw new Error(`Lease ${lease.metadata.namespace}/${lease.metadata.name}: annotation ${EPOCH_ANNOTATION}=${JSON.stringify(raw)} is not a non-negative integer`);
   return epoch;
 }

@@ -1,11 +1,13 @@
-// A fleet of real nodes for the specs: per node, a fake-sandboxd process and
-// a real node-agent process in front of it, publishing its NodeInventory to
-// the test apiserver. Built from apps/*/dist (`npx tsc -b apps/node-agent apps/fake-sandboxd`).
+// A fleet of real nodes for the specs: per node, a core/v1 Node vouching for
+// 127.0.0.1 (the agents' address), a fake-sandboxd process and a real
+// node-agent process in front of it, publishing its NodeInventory to the test
+// apiserver. Built from apps/*/dist (`npx tsc -b apps/node-agent apps/fake-sandboxd`).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { poolKeyId, type NodeInfo } from '@warmpool/api';
-import { addressInUse, eventually, NodeScript, quietPort } from '@warmpool/harness';
+import { addressInUse, eventually, nodeObject, NodeScript, quietPort } from '@warmpool/harness';
 
 const APPS = fileURLToPath(new URL('../../../', import.meta.url));
 export const NODE_AGENT_MAIN = join(APPS, 'node-agent/dist/main.js');
@@ -29,6 +31,10 @@ export interface FleetOptions {
   capacity?: number;
   /** Agents republish their inventory this often (default 1s). */
   publishInterval?: string;
+  /** The agents' --log-level (default warn; info logs every applied push with its generation). */
+  agentLogLevel?: string;
+  /** More fake-sandboxd flags (a later flag wins over the defaults here), e.g. `--warm-claim-ms 8s`. */
+  sandboxdArgs?: string[];
 }
 
 export class FleetNode {
@@ -38,6 +44,7 @@ export class FleetNode {
   readonly #options: FleetOptions;
   sandboxd: NodeScript | undefined;
   agent: NodeScript | undefined;
+  readonly #agents: NodeScript[] = [];
   #runs = 0;
 
   constructor(options: FleetOptions, name: string, agentPort: number, sandboxdPort: number) {
@@ -53,7 +60,7 @@ export class FleetNode {
       const sandboxd = new NodeScript({
         name: `${this.name}-sandboxd`,
         script: FAKE_SANDBOXD_MAIN,
-        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn'],
+        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn', ...(this.#options.sandboxdArgs ?? [])],
         logFile: join(this.#options.dir, `${this.name}-sandboxd-${++this.#runs}.log`),
       });
       this.sandboxd = sandboxd;
@@ -86,6 +93,7 @@ export class FleetNode {
     for (let attempt = 1; ; attempt++) {
       const agent = this.#spawnAgent();
       this.agent = agent;
+      this.#agents.push(agent);
       try {
         await eventually(async () => {
           if (!agent.running) throw new Error(`agent of ${this.name} exited:\n${agent.log()}`);
@@ -112,7 +120,9 @@ export class FleetNode {
       '--publish-interval', o.publishInterval ?? '1s',
       '--min-publish-gap', '100ms',
       '--poll-interval', '200ms',
-      '--log-level', 'warn',
+      // Tests stop agents to see them go: no drain delay before the listener closes.
+      '--drain-delay', '0s',
+      '--log-level', o.agentLogLevel ?? 'warn',
       ...(o.capacity !== undefined ? ['--capacity', String(o.capacity)] : []),
     ];
     return new NodeScript({ name: `${this.name}-agent`, script: NODE_AGENT_MAIN, args, logFile: join(o.dir, `${this.name}-agent-${++this.#runs}.log`) });
@@ -120,6 +130,17 @@ export class FleetNode {
 
   async stopAgent(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     await this.agent?.stop(signal);
+  }
+
+  /** Every push its agents (this run and earlier ones) logged as applied, with the agent's timestamp; needs agentLogLevel info. */
+  appliedPushes(): Array<{ node: string; generation: number; at: number }> {
+    const applied: Array<{ node: string; generation: number; at: number }> = [];
+    for (const proc of this.#agents) {
+      for (const line of proc.logLines()) {
+        if (line['msg'] === 'pools set' && typeof line['generation'] === 'number') applied.push({ node: this.name, generation: line['generation'], at: Date.parse(String(line['ts'])) });
+      }
+    }
+    return applied;
   }
 
   /** What the node's sandboxd says, straight from it (not through the agent). */
@@ -184,6 +205,10 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   for (let i = 0; i < options.count; i++) nodes.push(new FleetNode(options, `node-${i}`, await quietPort(), await quietPort()));
   const fleet = new Fleet(nodes);
   try {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(options.kubeconfigPath);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    for (const node of nodes) await core.createNode({ body: nodeObject(node.name, '127.0.0.1') });
     await Promise.all(nodes.map((node) => node.startSandboxd()));
     await Promise.all(nodes.map((node) => node.startAgent()));
   } catch (err) {

@@ -21,6 +21,8 @@ const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
 export interface SandboxdAppOptions {
   /** The node's root token; absent or empty = every caller is root (the real daemon's behaviour). */
   apiToken?: string;
+  /** The root credential itself (wins over apiToken), for a caller that rotates it. */
+  auth?: RootAuth;
   logger?: Logger;
 }
 
@@ -41,7 +43,7 @@ function fail(c: Context, status: ContentfulStatusCode, error: string): Response
 }
 
 export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOptions = {}): Hono {
-  const auth = new RootAuth(options.apiToken);
+  const auth = options.auth ?? new RootAuth(options.apiToken);
   const logger = options.logger ?? silentLogger;
   let metrics: NodeMetrics | undefined;
   const app = new Hono();

@@ -10,7 +10,7 @@ import {
   renewRequestSchema,
   type StaleGenerationBody,
 } from '@warmpool/api';
-import { readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
+import { readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { GenerationGuard } from '../generation.js';
@@ -21,6 +21,8 @@ import { isSandboxdUnavailable } from '../sandboxd/errors.js';
 import { accessOf, ROUTE_ACCESS, type Access, type Admitted, type Gatekeeper } from './auth.js';
 import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
+import type { ClaimsInFlight } from './claims-in-flight.js';
+import { methodNotAllowed } from './methods.js';
 import { errorReply, errorResponse, jsonResponse, passThrough, toResponse, unavailableReply, type Reply } from './responses.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
@@ -31,6 +33,8 @@ export interface ApiDependencies {
   generations: GenerationGuard;
   state: NodeState;
   metrics: AgentMetrics;
+  /** The bound on claims in flight to sandboxd. */
+  inFlight: ClaimsInFlight;
   /** Why the agent is not ready; empty when it is. */
   notReadyReasons: () => string[];
   logger: Logger;
@@ -44,8 +48,15 @@ type RouteHandler = (c: Context, caller: Admitted) => Promise<Response> | Respon
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const claimRefSchema = claimRequestSchema.shape.claim_ref.unwrap();
 
+const BODY_REASONS = { too_large: 'BodyTooLarge', unreadable: 'InvalidBody', invalid: 'BadRequest' } as const satisfies Record<BodyProblem, string>;
+
+/** The 400 for a refused body (sandboxd's status and wording; the reason tells the three apart). */
+function bodyRefused(body: Extract<BodyResult<unknown>, { ok: false }>): Response {
+  return errorResponse(400, BODY_REASONS[body.problem], body.error);
+}
+
 export function createApiApp(deps: ApiDependencies): Hono {
-  const { sandboxd, gatekeeper, generations, state, metrics, logger } = deps;
+  const { sandboxd, gatekeeper, generations, state, metrics, inFlight, logger } = deps;
   const app = new Hono();
 
   /**
@@ -81,7 +92,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
       return unavailableReply(err);
     }
     logger.error('request failed', { err, method, path });
-    return errorReply(500, 'internal error');
+    return errorReply(500, 'Internal', 'internal error');
   };
 
   /** sandboxd answered with a fresh info body (info, pools, drain): everyone watching the node sees it. */
@@ -93,7 +104,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
 
   const sandboxId = (c: Context): string | Response => {
     const id = c.req.param('id') ?? '';
-    return SANDBOX_ID.test(id) ? id : errorResponse(400, 'invalid sandbox id');
+    return SANDBOX_ID.test(id) ? id : errorResponse(400, 'BadRequest', 'invalid sandbox id');
   };
 
   app.get('/healthz', route('healthz', () => new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } })));
@@ -101,7 +112,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.get('/readyz', route('readyz', () => {
     const reasons = deps.notReadyReasons();
     if (reasons.length === 0) return new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } });
-    return errorResponse(503, 'not ready', { reasons });
+    return errorResponse(503, 'NotReady', 'not ready', { reasons });
   }));
 
   app.get('/metrics', route('metrics', async () => {
@@ -110,18 +121,19 @@ export function createApiApp(deps: ApiDependencies): Hono {
 
   app.put('/v1/pools', route('set_pools', async (c) => {
     const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
-    if (!body.ok) return errorResponse(400, body.error);
+    if (!body.ok) return bodyRefused(body);
     const { generation, pools } = body.value;
     const json = JSON.stringify({ pools });
     const outcome = await generations.apply(generation, () => sandboxd.setPools(json), (answer) => answer.status >= 200 && answer.status < 300);
     switch (outcome.outcome) {
       case 'not-recovered':
-        return errorResponse(503, 'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly', undefined, { 'retry-after': '1' });
+        return errorResponse(503, 'GenerationNotRecovered', 'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly', undefined, { 'retry-after': '1' });
       case 'stale': {
         metrics.stalePush();
         logger.warn('stale SetPools refused', { generation, appliedGeneration: outcome.appliedGeneration });
         const stale: StaleGenerationBody = {
           error: `generation ${generation} is older than the applied generation ${outcome.appliedGeneration}`,
+          reason: 'StaleGeneration',
           appliedGeneration: outcome.appliedGeneration,
         };
         return jsonResponse(409, stale);
@@ -146,19 +158,32 @@ export function createApiApp(deps: ApiDependencies): Hono {
   const claimAccess = accessOf('POST', '/v1/claim');
   // The direct path calls sandboxd as root: it cannot pass a sandbox's own token on.
   if (claimAccess === 'sandbox-or-root') throw new Error('POST /v1/claim must be declared root or open: its direct path calls sandboxd as root');
+  const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
+  metrics.readClaimsInFlight(() => inFlight.count);
   app.post('/v1/claim', claimRoute({
     admit: (authorization) => {
       const caller = gatekeeper.admit(claimAccess, authorization);
       return caller.as === 'refused' ? caller.reply : undefined;
     },
     sandboxd,
+    inFlight,
+    refusedAtLimit,
     answered: answeredClaim,
     observe: (status, started) => recordClaim('POST', status, started),
     failure: (err) => failure(err, 'POST', '/v1/claim'),
   }, route('claim', async (c) => {
     const body = await readJsonBody(c, claimBodySchema, BODY);
-    if (!body.ok) return errorResponse(400, body.error);
-    const answer = await sandboxd.claim(JSON.stringify(body.value));
+    if (!body.ok) return bodyRefused(body);
+    if (!inFlight.tryAcquire()) {
+      refusedAtLimit();
+      return toResponse(inFlight.refusal());
+    }
+    let answer: SandboxdAnswer;
+    try {
+      answer = await sandboxd.claim(JSON.stringify(body.value));
+    } finally {
+      inFlight.release();
+    }
     answeredClaim(answer);
     return passThrough(answer);
   })));
@@ -173,7 +198,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
     const id = sandboxId(c);
     if (id instanceof Response) return id;
     const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
-    if (!body.ok) return errorResponse(400, body.error);
+    if (!body.ok) return bodyRefused(body);
     return passThrough(await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'bearer' ? caller.authorization : undefined));
   }));
 
@@ -182,7 +207,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
     let claimRef: string | undefined;
     if (raw !== undefined) {
       const parsed = claimRefSchema.safeParse(raw);
-      if (!parsed.success) return errorResponse(400, `claim_ref: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      if (!parsed.success) return errorResponse(400, 'BadRequest', `claim_ref: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       claimRef = parsed.data;
     }
     const answer = await sandboxd.listSandboxes(claimRef);
@@ -206,7 +231,13 @@ export function createApiApp(deps: ApiDependencies): Hono {
     return passInfo(await sandboxd.undrain());
   }));
 
-  app.notFound(route('not_found', () => errorResponse(404, 'not found'), 'open'));
+  // Every path above answers any other method 405 with Allow; only paths it does not serve are 404.
+  const allowed = methodNotAllowed(app.routes);
+  app.notFound(route('not_found', (c) => {
+    const allow = allowed(c.req.path);
+    if (allow !== undefined) return errorResponse(405, 'MethodNotAllowed', `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`, undefined, { allow });
+    return errorResponse(404, 'NotFound', 'not found');
+  }, 'open'));
   app.onError((err, c) => toResponse(failure(err, c.req.method, c.req.path)));
   // Deny by default, at build time too: a route registered without a declared access is a bug.
   const undeclared = app.routes.filter((r) => accessOf(r.method, r.path) === undefined).map((r) => `${r.method} ${r.path}`);

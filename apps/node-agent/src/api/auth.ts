@@ -54,7 +54,8 @@ export type Admitted = { as: 'anyone' } | SandboxCaller;
 
 const ANYONE: Admitted = { as: 'anyone' };
 const ROOT: Admitted = { as: 'root' };
-const UNDECLARED: Reply = errorReply(403, 'this route declares no access; refused');
+// Unreachable: createApiApp refuses to build with an undeclared route.
+const UNDECLARED: Reply = errorReply(500, 'Internal', 'this route declares no access; refused');
 
 export class Gatekeeper {
   readonly #token: FleetToken;
@@ -81,16 +82,16 @@ export class Gatekeeper {
 
   /** undefined when the caller presented the fleet token; otherwise the refusal to send. */
   refuseUnlessRoot(authorization: string | undefined): Reply | undefined {
-    if (!this.#token.configured) return errorReply(503, NO_TOKEN_MESSAGE);
+    if (!this.#token.configured) return errorReply(503, 'NoToken', NO_TOKEN_MESSAGE);
     if (this.#token.matches(bearerToken(authorization))) return undefined;
-    return errorReply(401, 'missing or invalid bearer token', undefined, CHALLENGE);
+    return errorReply(401, 'Unauthenticated', 'missing or invalid bearer token', undefined, CHALLENGE);
   }
 
   /** For release and renew: root, or a bearer to pass through; `refused` when neither. */
   sandboxCaller(authorization: string | undefined): SandboxCaller | { as: 'refused'; reply: Reply } {
-    if (!this.#token.configured) return { as: 'refused', reply: errorReply(503, NO_TOKEN_MESSAGE) };
+    if (!this.#token.configured) return { as: 'refused', reply: errorReply(503, 'NoToken', NO_TOKEN_MESSAGE) };
     const presented = bearerToken(authorization);
-    if (presented === undefined) return { as: 'refused', reply: errorReply(401, 'missing bearer token (the fleet token or the sandbox\'s own)', undefined, CHALLENGE) };
+    if (presented === undefined) return { as: 'refused', reply: errorReply(401, 'Unauthenticated', 'missing bearer token (the fleet token or the sandbox\'s own)', undefined, CHALLENGE) };
     if (this.#token.matches(presented)) return { as: 'root' };
     return { as: 'bearer', authorization: `Bearer ${presented}` };
   }

@@ -3,17 +3,18 @@
 // its answer on Node's response (`outgoing`), then tells node-server the
 // answer is sent: no Web Request or Response, and no promise, between the
 // request and sandboxd's answer. The checks are the ones every route makes
-// (the declared access, 1 MiB body, the claim schema, sandboxd's answer passed through
-// as it came). Anywhere else (app.request() in a test) the same rules run
+// (the declared access, 1 MiB body, the claim schema, the bound on claims in flight,
+// sandboxd's answer passed through as it came). Anywhere else (app.request() in a test) the same rules run
 // through Hono's objects.
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { INVALID_BODY_MESSAGE, MAX_BODY_BYTES } from '@warmpool/api';
-import { describeIssue, readIncomingJson, UNREADABLE } from '@warmpool/runtime';
+import { describeIssue, readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpool/runtime';
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
 import { claimBodySchema } from './claim-body.js';
+import type { ClaimsInFlight } from './claims-in-flight.js';
 import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
 
 type Handler = (c: Context) => Promise<Response> | Response;
@@ -22,6 +23,9 @@ export interface ClaimRouteDependencies {
   /** The route's declared access (ROUTE_ACCESS) applied to the Authorization header: undefined to admit, else the refusal. */
   admit(authorization: string | undefined): Reply | undefined;
   sandboxd: SandboxdClient;
+  inFlight: ClaimsInFlight;
+  /** A claim refused because `inFlight` is full. */
+  refusedAtLimit(): void;
   /** Called after sandboxd's answer is passed on, for side effects (a fresh look at the node after a 429); must not throw. */
   answered(answer: SandboxdAnswer): void;
   /** Every reply, timed from the start of the request. */
@@ -54,6 +58,7 @@ class DirectClaim implements SandboxdReceiver {
   readonly #deps: ClaimRouteDependencies;
   readonly #outgoing: ServerResponse;
   readonly #started = performance.now();
+  #holdsSlot = false;
 
   constructor(deps: ClaimRouteDependencies, outgoing: ServerResponse) {
     this.#deps = deps;
@@ -71,30 +76,44 @@ class DirectClaim implements SandboxdReceiver {
   }
 
   answer(answer: SandboxdAnswer): void {
+    this.#releaseSlot();
     this.#reply(passThroughReply(answer));
     this.#deps.answered(answer);
   }
 
   failed(err: Error): void {
+    this.#releaseSlot();
     this.#reply(this.#deps.failure(err));
   }
 
   // Runs from the request's 'end' event: nothing above it would catch a throw.
   #withBody(json: unknown): void {
     try {
-      if (json === UNREADABLE) {
-        this.#reply(errorReply(400, INVALID_BODY_MESSAGE));
+      if (json === TOO_LARGE || json === UNREADABLE) {
+        this.#reply(errorReply(400, json === TOO_LARGE ? 'BodyTooLarge' : 'InvalidBody', INVALID_BODY_MESSAGE));
         return;
       }
       const parsed = claimBodySchema.safeParse(json);
       if (!parsed.success) {
-        this.#reply(errorReply(400, describeIssue(parsed.error, INVALID_BODY_MESSAGE)));
+        this.#reply(errorReply(400, 'BadRequest', describeIssue(parsed.error, INVALID_BODY_MESSAGE)));
         return;
       }
+      if (!this.#deps.inFlight.tryAcquire()) {
+        this.#deps.refusedAtLimit();
+        this.#reply(this.#deps.inFlight.refusal());
+        return;
+      }
+      this.#holdsSlot = true;
       this.#deps.sandboxd.claimInto(JSON.stringify(parsed.data), this);
     } catch (err) {
       this.failed(err as Error);
     }
+  }
+
+  #releaseSlot(): void {
+    if (!this.#holdsSlot) return;
+    this.#holdsSlot = false;
+    this.#deps.inFlight.release();
   }
 
   #reply(reply: Reply): void {

@@ -3,6 +3,7 @@
 // Both carry a plain header object and a string or byte body, which
 // @hono/node-server writes on its fast path.
 import type { ServerResponse } from 'node:http';
+import type { AgentErrorBody, AgentErrorReason } from '@warmpool/api';
 import type { SandboxdAnswer } from '../sandboxd/client.js';
 import type { SandboxdUnavailableError } from '../sandboxd/errors.js';
 
@@ -19,9 +20,10 @@ export function jsonReply(status: number, body: unknown, headers?: Record<string
   return { status, headers: { 'content-type': JSON_TYPE, ...headers }, body: JSON.stringify(body) };
 }
 
-/** `{"error": message}`, the error shape sandboxd uses too. */
-export function errorReply(status: number, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Reply {
-  return jsonReply(status, { error: message, ...extra }, headers);
+/** `{"error": message, "reason": reason}`: sandboxd's error shape, plus the agent's machine-readable reason. */
+export function errorReply(status: number, reason: AgentErrorReason, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Reply {
+  const body: AgentErrorBody = { error: message, reason, ...extra };
+  return jsonReply(status, body, headers);
 }
 
 /** sandboxd's answer as it came: its status, its bytes, its content type (and Retry-After, if any). */
@@ -32,12 +34,24 @@ export function passThroughReply(answer: SandboxdAnswer): Reply {
   return { status: answer.status, headers, body: empty ? null : answer.body };
 }
 
-/** No answer from sandboxd: 503 when it could not be reached, 504 when it did not answer in time. */
+/**
+ * No answer from sandboxd. Not sent (unreachable, or no connection free in
+ * time): 503 with Retry-After, a retry is safe. Sent and then no answer: 504
+ * (timed out) or 502 (connection lost), the outcome unknown and no
+ * Retry-After, since a blind retry of a claim could claim twice.
+ */
 export function unavailableReply(err: SandboxdUnavailableError): Reply {
-  if (err.kind === 'timeout') {
-    return errorReply(504, `${err.message}; the call may still have taken effect on the node`);
+  switch (err.kind) {
+    case 'unreachable':
+      return errorReply(503, 'SandboxdUnreachable', `${err.message}; the call was not sent, retry`, undefined, { 'retry-after': '1' });
+    case 'busy':
+      return errorReply(503, 'SandboxdBusy', `${err.message}, retry`, undefined, { 'retry-after': '1' });
+    case 'timeout':
+    case 'connection_lost': {
+      const lookUp = err.operation === 'claim' ? '; a claim sent with a claim_ref can be looked up with GET /v1/sandboxes?claim_ref= before claiming again' : '';
+      return errorReply(err.kind === 'timeout' ? 504 : 502, 'OutcomeUnknown', `${err.message}; the call may have taken effect on the node (outcome unknown)${lookUp}`);
+    }
   }
-  return errorReply(503, err.message, undefined, { 'retry-after': '1' });
 }
 
 export function toResponse(reply: Reply): Response {
@@ -61,8 +75,8 @@ export function jsonResponse(status: number, body: unknown, headers?: Record<str
   return toResponse(jsonReply(status, body, headers));
 }
 
-export function errorResponse(status: number, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Response {
-  return toResponse(errorReply(status, message, extra, headers));
+export function errorResponse(status: number, reason: AgentErrorReason, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Response {
+  return toResponse(errorReply(status, reason, message, extra, headers));
 }
 
 export function passThrough(answer: SandboxdAnswer): Response {

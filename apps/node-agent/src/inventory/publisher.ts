@@ -4,9 +4,19 @@
 // backoff; the API keeps serving claims meanwhile, since nothing on the claim
 // path waits for this.
 //
+// Every status write answers with the object's spec; a spec someone else
+// changed is put back at once (the write of the spec is otherwise made only
+// when the object is new or its owner appears).
+//
 // Its first job after a (re)start is to read back the generation the node
 // last applied (status.appliedGeneration), so a stale SetPools cannot slip in
 // while the agent's memory is empty; SetPools is refused until that is done.
+// The one exception is the recovery of a forged or corrupted number (the
+// control-plane README): when the annotation RESET_APPLIED_GENERATION names
+// exactly the number read back, the agent starts from 0 instead. Only that
+// exact number: once a push moved it, the annotation is inert. 0 rather than
+// none, so that the published value changes and replaces the forged one even
+// where another field manager (a `kubectl patch`) co-owns it.
 import type { NodeInfo, OwnerReference } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
@@ -15,6 +25,9 @@ import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
 import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
 import type { InventoryWriter } from './writer.js';
+
+/** On a NodeInventory: the appliedGeneration its agent drops when it next starts (see above). */
+export const RESET_APPLIED_GENERATION = 'warmpool.dev/reset-applied-generation';
 
 export interface InventoryPublisherOptions {
   writer: InventoryWriter;
@@ -124,7 +137,13 @@ export class InventoryPublisher {
     try {
       if (!generations.recovered) {
         const previous = await writer.readStatus(nodeName);
-        generations.recover(previous?.appliedGeneration);
+        const applied = previous?.status.appliedGeneration;
+        if (applied !== undefined && previous?.annotations[RESET_APPLIED_GENERATION] === String(applied)) {
+          logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', { droppedGeneration: applied, annotation: RESET_APPLIED_GENERATION });
+          generations.recover(0);
+        } else {
+          generations.recover(applied);
+        }
         logger.info('applied generation recovered from NodeInventory', { appliedGeneration: generations.applied ?? null, inventoryExisted: previous !== undefined });
       }
       const info = this.#options.currentInfo();
@@ -152,16 +171,32 @@ export class InventoryPublisher {
     }
     if (!this.#objectApplied) await this.#applyObject();
     const status = statusOf(snapshot, new Date(), this.#options.capacity);
-    if ((await writer.applyStatus(nodeName, status)) === 'missing') {
+    let written = await writer.applyStatus(nodeName, status);
+    if (written === 'missing') {
       // Deleted behind our back (kubectl delete, or its Node went): create it again.
       await this.#applyObject();
-      if ((await writer.applyStatus(nodeName, status)) === 'missing') throw new Error(`NodeInventory ${nodeName} vanished while being written`);
+      written = await writer.applyStatus(nodeName, status);
+      if (written === 'missing') throw new Error(`NodeInventory ${nodeName} vanished while being written`);
+    }
+    // The spec is re-asserted on every publish: anyone who re-pointed spec.address (say, with a
+    // stolen token) is undone within one publish interval, not at the agent's next restart.
+    const expected = this.#spec();
+    if (written.spec?.nodeName !== expected.nodeName || written.spec.address !== expected.address) {
+      this.#options.logger.warn('NodeInventory spec was changed by someone else: restoring it', {
+        node: nodeName, found: written.spec ?? null, restored: expected,
+      });
+      this.#options.metrics.inventorySpecRestored();
+      await this.#applyObject();
     }
   }
 
+  #spec(): { nodeName: string; address: string } {
+    return { nodeName: this.#options.nodeName, address: this.#options.address };
+  }
+
   async #applyObject(): Promise<void> {
-    const { writer, nodeName, address } = this.#options;
-    await writer.applyObject({ name: nodeName, spec: { nodeName, address }, ...(this.#owner ? { owner: this.#owner } : {}) });
+    const { writer, nodeName } = this.#options;
+    await writer.applyObject({ name: nodeName, spec: this.#spec(), ...(this.#owner ? { owner: this.#owner } : {}) });
     this.#objectApplied = true;
   }
 

@@ -23,15 +23,29 @@ export interface InventoryIdentity {
   owner?: OwnerReference;
 }
 
+/** What the agent reads back from its NodeInventory after a (re)start. */
+export interface InventoryReadBack {
+  status: NodeInventoryStatus;
+  annotations: Record<string, string>;
+}
+
 export interface InventoryWriter {
-  /** The status this node last published, or undefined when it has no NodeInventory yet. */
-  readStatus(name: string): Promise<NodeInventoryStatus | undefined>;
+  /** The status this node last published (and the object's annotations), or undefined when it has no NodeInventory yet. */
+  readStatus(name: string): Promise<InventoryReadBack | undefined>;
   /** An owner reference to the Node of that name, or undefined when there is no such Node. */
   nodeOwner(name: string): Promise<OwnerReference | undefined>;
   /** Creates or updates the object's metadata and spec (not its status). */
   applyObject(identity: InventoryIdentity): Promise<void>;
-  /** Writes the status; 'missing' when the object does not exist (so applyObject must run first). */
-  applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'>;
+  /**
+   * Writes the status; 'missing' when the object does not exist (so applyObject must run first).
+   * Else the spec the object has now, as the write's answer carries it: how the publisher sees,
+   * at no extra call, whether someone changed it.
+   */
+  applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'>;
+}
+
+export interface StatusWritten {
+  spec: NodeInventorySpec | undefined;
 }
 
 export const FIELD_MANAGER = 'warmpool-node-agent';
@@ -53,10 +67,10 @@ export class KubeInventoryWriter implements InventoryWriter {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async readStatus(name: string): Promise<NodeInventoryStatus | undefined> {
+  async readStatus(name: string): Promise<InventoryReadBack | undefined> {
     try {
       const inventory = await this.#inventories.get({ name }, { signal: this.#signal() });
-      return inventory.status ?? {};
+      return { status: inventory.status ?? {}, annotations: inventory.metadata.annotations ?? {} };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -84,10 +98,10 @@ export class KubeInventoryWriter implements InventoryWriter {
     );
   }
 
-  async applyStatus(name: string, status: NodeInventoryStatus): Promise<'applied' | 'missing'> {
+  async applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'> {
     try {
-      await this.#inventories.applyStatus({ metadata: { name }, status }, { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() });
-      return 'applied';
+      const written = await this.#inventories.applyStatus({ metadata: { name }, status }, { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() });
+      return { spec: written.spec };
     } catch (err) {
       if (isNotFound(err)) return 'missing';
       throw err;

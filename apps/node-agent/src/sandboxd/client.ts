@@ -1,11 +1,18 @@
-// The agent's one way to reach its node's sandboxd: an undici Pool with
+// The agent's one way to reach its node's sandboxd: undici Pools with
 // keep-alive over TCP or a unix socket, one method per endpoint. Answers come
 // back as raw bytes so the API can pass them through without re-encoding;
 // only a missing answer (refused, reset, timed out) is thrown.
+//
+// Two pools, so slow claims can never starve the node's health: claims and
+// the other per-sandbox calls on one, control traffic (info, SetPools,
+// drain) on a small one of its own. Every buffered call has one deadline,
+// counted from the moment it is made, so the wait for a free connection is
+// part of it.
 import type { Readable } from 'node:stream';
 import { errors, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { toUnavailable } from './errors.js';
+import { TokenRotation } from '@warmpool/runtime';
+import { DeadlineError, toUnavailable } from './errors.js';
 
 export interface SandboxdAnswer {
   status: number;
@@ -39,10 +46,22 @@ export interface SandboxdClientOptions {
   url: string;
   /** Sent as root (`Authorization: Bearer`) on every call that is not made with a sandbox's own token. */
   rootToken: string | undefined;
-  /** Every call fails with a timeout error when sandboxd has not answered (headers, then each body chunk) in this long. */
+  /**
+   * After setRootToken, how long the replaced token is still tried when
+   * sandboxd refuses the new one with 401 (sandboxd may read the rotated
+   * Secret later than the agent, or earlier). Default 0: no fallback.
+   */
+  rootTokenGraceMs?: number;
+  /**
+   * Every buffered call fails when its whole answer has not come this long
+   * after the call was made (waiting for a connection included); a list's
+   * headers, likewise, and then each of its body chunks.
+   */
   timeoutMs: number;
-  /** Keep-alive connections to sandboxd at most. */
+  /** Keep-alive connections at most for claims, release, renew and lookups. */
   connections?: number;
+  /** Keep-alive connections at most for info, SetPools and drain (default 4). */
+  controlConnections?: number;
 }
 
 export interface SandboxdTarget {
@@ -71,66 +90,94 @@ const JSON_TYPE = 'application/json';
 
 type Headers = Record<string, string>;
 
+/** The root headers of one token, built once per token, not per call: the claim path should only allocate what it must. */
+interface RootHeaders {
+  plain: Headers;
+  json: Headers;
+}
+
+const NO_ROOT: RootHeaders = { plain: {}, json: { 'content-type': JSON_TYPE } };
+
 export class SandboxdClient {
+  /** Claims and the other per-sandbox calls. */
   readonly #pool: Pool;
+  /** info, SetPools, drain: what the node's health and placement hang on. */
+  readonly #control: Pool;
   readonly #timeoutMs: number;
-  // Built once per token, not per call: the claim path should only allocate what it must.
-  #rootHeaders: Headers = {};
-  #rootJsonHeaders: Headers = { 'content-type': JSON_TYPE };
+  readonly #root: TokenRotation<RootHeaders>;
 
   constructor(options: SandboxdClientOptions) {
     const target = parseSandboxdUrl(options.url);
     this.#timeoutMs = options.timeoutMs;
-    this.#pool = new Pool(target.origin, {
-      connections: options.connections ?? 128,
+    const pool = (connections: number): Pool => new Pool(target.origin, {
+      connections,
       pipelining: 1,
       connect: { timeout: Math.min(options.timeoutMs, 5_000) },
+      // The buffered calls' own deadline comes first; these bound the streamed list.
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       keepAliveTimeout: 30_000,
       ...(target.socketPath ? { socketPath: target.socketPath } : {}),
     });
-    this.setRootToken(options.rootToken);
+    this.#pool = pool(options.connections ?? 128);
+    this.#control = pool(options.controlConnections ?? 4);
+    this.#root = new TokenRotation(options.rootToken, {
+      graceMs: options.rootTokenGraceMs ?? 0,
+      derive: (token) => ({ plain: { authorization: `Bearer ${token}` }, json: { authorization: `Bearer ${token}`, 'content-type': JSON_TYPE } }),
+    });
   }
 
-  /** Used after the token file was rotated. */
+  /** Used after the token file was rotated: the replaced token stays a fallback for the grace period. */
   setRootToken(token: string | undefined): void {
-    const auth: Headers = token ? { authorization: `Bearer ${token}` } : {};
-    this.#rootHeaders = auth;
-    this.#rootJsonHeaders = { ...auth, 'content-type': JSON_TYPE };
+    this.#root.set(token);
+  }
+
+  // The token that last worked (see TokenRotation.preferred).
+  get #rootHeaders(): Headers {
+    return (this.#root.preferred ?? NO_ROOT).plain;
+  }
+
+  get #rootJsonHeaders(): Headers {
+    return (this.#root.preferred ?? NO_ROOT).json;
+  }
+
+  /** The root token `headers` were built from, if they are root headers. */
+  #rootOf(headers: Headers): RootHeaders | undefined {
+    const preferred = this.#root.preferred;
+    return preferred !== undefined && (headers === preferred.plain || headers === preferred.json) ? preferred : undefined;
   }
 
   info(): Promise<SandboxdAnswer> {
-    return this.#call('info', 'GET', '/v1/info', undefined, this.#rootHeaders);
+    return this.#call(this.#control, 'info', 'GET', '/v1/info', undefined, this.#rootHeaders);
   }
 
   /** `json` is a validated sandboxd SetPools body (no generation: that is the agent's). */
   setPools(json: string): Promise<SandboxdAnswer> {
-    return this.#call('set_pools', 'PUT', '/v1/pools', json, this.#rootJsonHeaders);
+    return this.#call(this.#control, 'set_pools', 'PUT', '/v1/pools', json, this.#rootJsonHeaders);
   }
 
   claim(json: string): Promise<SandboxdAnswer> {
-    return this.#call('claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders);
+    return this.#call(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders);
   }
 
   /** The claim for the API's hot path: the answer comes back through `receiver`, with no promise in between. */
   claimInto(json: string, receiver: SandboxdReceiver): void {
-    this.#dispatch('claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders, receiver);
+    this.#dispatch(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders, receiver);
   }
 
   /** `authorization` is the caller's own header for a sandbox-token call; root when omitted. */
   release(id: string, authorization?: string): Promise<SandboxdAnswer> {
     const headers = authorization === undefined ? this.#rootHeaders : { authorization };
-    return this.#call('release', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/release`, undefined, headers);
+    return this.#call(this.#pool, 'release', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/release`, undefined, headers);
   }
 
   renew(id: string, json: string, authorization?: string): Promise<SandboxdAnswer> {
     const headers = authorization === undefined ? this.#rootJsonHeaders : { authorization, 'content-type': JSON_TYPE };
-    return this.#call('renew', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/renew`, json, headers);
+    return this.#call(this.#pool, 'renew', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/renew`, json, headers);
   }
 
   getSandbox(id: string): Promise<SandboxdAnswer> {
-    return this.#call('get_sandbox', 'GET', `/v1/sandboxes/${encodeURIComponent(id)}`, undefined, this.#rootHeaders);
+    return this.#call(this.#pool, 'get_sandbox', 'GET', `/v1/sandboxes/${encodeURIComponent(id)}`, undefined, this.#rootHeaders);
   }
 
   /** The body streams: a node holding thousands of claims answers a large list. */
@@ -141,21 +188,21 @@ export class SandboxdClient {
   }
 
   drain(): Promise<SandboxdAnswer> {
-    return this.#call('drain', 'POST', '/v1/drain', undefined, this.#rootHeaders);
+    return this.#call(this.#control, 'drain', 'POST', '/v1/drain', undefined, this.#rootHeaders);
   }
 
   undrain(): Promise<SandboxdAnswer> {
-    return this.#call('undrain', 'DELETE', '/v1/drain', undefined, this.#rootHeaders);
+    return this.#call(this.#control, 'undrain', 'DELETE', '/v1/drain', undefined, this.#rootHeaders);
   }
 
   /** Waits for calls in flight, then closes every connection. */
   async close(): Promise<void> {
-    await this.#pool.close();
+    await Promise.all([this.#pool.close(), this.#control.close()]);
   }
 
-  #call(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<SandboxdAnswer> {
+  #call(pool: Pool, operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<SandboxdAnswer> {
     return new Promise((resolve, reject) => {
-      this.#dispatch(operation, method, path, body, headers, { answer: resolve, failed: reject });
+      this.#dispatch(pool, operation, method, path, body, headers, { answer: resolve, failed: reject });
     });
   }
 
@@ -164,15 +211,67 @@ export class SandboxdClient {
    * dispatch handler that gathers the few chunks of a small JSON answer costs
    * the claim path less than a stream per call.
    */
-  #dispatch(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers, receiver: SandboxdReceiver): void {
-    this.#pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, this.#timeoutMs, receiver));
+  #dispatch(pool: Pool, operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers, receiver: SandboxdReceiver): void {
+    const root = this.#rootOf(headers);
+    // Only while a replaced token is in grace is there anything to fall back to (and a receiver to wrap).
+    const through = root !== undefined && this.#root.previous !== undefined
+      ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver)
+      : receiver;
+    pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, this.#timeoutMs, through));
   }
 
+  /**
+   * A root call during a rotation: sandboxd's 401 to one token sends the call
+   * again with the other (a 401 is sandboxd refusing before doing anything,
+   * so even a claim is safe to repeat), and whichever token sandboxd took is
+   * the one presented from then on. The second attempt has a deadline of its own.
+   */
+  #fallingBack(pool: Pool, operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, used: RootHeaders, json: boolean, receiver: SandboxdReceiver): SandboxdReceiver {
+    const tookIt = (token: RootHeaders, answer: SandboxdAnswer): void => {
+      if (answer.status !== 401) this.#root.worked(token);
+    };
+    return {
+      answer: (answer) => {
+        const other = answer.status === 401 ? this.#root.alternateTo(used) : undefined;
+        if (other === undefined) {
+          tookIt(used, answer);
+          receiver.answer(answer);
+          return;
+        }
+        pool.dispatch({ method, path, headers: json ? other.json : other.plain, body }, new CollectingHandler(operation, this.#timeoutMs, {
+          answer: (second) => {
+            tookIt(other, second);
+            receiver.answer(second);
+          },
+          failed: (err) => receiver.failed(err),
+        }));
+      },
+      failed: (err) => receiver.failed(err),
+    };
+  }
+
+  /** A streamed answer: the deadline covers the wait for a connection and for the headers; the pool's bodyTimeout, each chunk after. */
   async #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<Dispatcher.ResponseData> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new DeadlineError('deadline passed')), this.#timeoutMs);
     try {
-      return await this.#pool.request({ method, path, headers, body });
+      const root = this.#rootOf(headers);
+      const answer = await this.#pool.request({ method, path, headers, body, signal: deadline.signal });
+      const other = root !== undefined && answer.statusCode === 401 ? this.#root.alternateTo(root) : undefined;
+      if (other === undefined) {
+        if (root !== undefined && answer.statusCode !== 401) this.#root.worked(root);
+        return answer;
+      }
+      // As #fallingBack, for a streamed answer (within the same deadline).
+      await answer.body.dump();
+      const second = await this.#pool.request({ method, path, headers: headers === root?.json ? other.json : other.plain, body, signal: deadline.signal });
+      if (second.statusCode !== 401) this.#root.worked(other);
+      return second;
     } catch (err) {
-      throw toUnavailable(operation, err, this.#timeoutMs);
+      // request() does not say whether the request was written; only a failed connect surely was not.
+      throw toUnavailable(operation, err, this.#timeoutMs, !isConnectFailure(err));
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
@@ -182,11 +281,29 @@ function contentTypeOf(headers: Dispatcher.ResponseData['headers']): string | un
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Gathers one whole answer. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
+
+function isConnectFailure(err: unknown): boolean {
+  if (err instanceof errors.ConnectTimeoutError) return true;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && CONNECT_FAILURES.has(code);
+}
+
+/**
+ * Gathers one whole answer, within one deadline from its creation. undici
+ * calls onRequestStart just before it writes the request on a connection, so
+ * that call is what tells a failure before sending (retry is safe) from one
+ * after (the call may have taken effect). A call whose deadline passes while
+ * it still waits for a connection fails at once, and is aborted, unsent, when
+ * a connection comes.
+ */
 class CollectingHandler implements Dispatcher.DispatchHandler {
   readonly #operation: string;
   readonly #timeoutMs: number;
   readonly #receiver: SandboxdReceiver;
+  readonly #deadline: NodeJS.Timeout;
+  #controller: Dispatcher.DispatchController | undefined;
+  #settled = false;
   #status = 0;
   #contentType: string | undefined;
   #retryAfter: string | undefined;
@@ -196,10 +313,15 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     this.#operation = operation;
     this.#timeoutMs = timeoutMs;
     this.#receiver = receiver;
+    this.#deadline = setTimeout(() => this.#expire(), timeoutMs);
   }
 
-  onRequestStart(): void {
-    // Nothing to set up: timeouts are the pool's.
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.#settled) {
+      controller.abort(new DeadlineError('the deadline passed while waiting for a connection'));
+      return;
+    }
+    this.#controller = controller;
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Dispatcher.ResponseData['headers']): void {
@@ -214,6 +336,8 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    if (this.#settled) return;
+    this.#settle();
     const chunks = this.#chunks;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
     const answer: SandboxdAnswer = { status: this.#status, body, contentType: this.#contentType };
@@ -222,6 +346,26 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.#receiver.failed(err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#timeoutMs));
+    if (this.#settled) return;
+    this.#settle();
+    const sent = this.#controller !== undefined;
+    this.#receiver.failed(err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#timeoutMs, sent));
+  }
+
+  #expire(): void {
+    if (this.#settled) return;
+    const controller = this.#controller;
+    // Sent: aborting ends the request through onResponseError, classified as sent.
+    if (controller !== undefined) {
+      controller.abort(new DeadlineError('deadline passed'));
+      return;
+    }
+    this.#settle();
+    this.#receiver.failed(toUnavailable(this.#operation, new DeadlineError('deadline passed'), this.#timeoutMs, false));
+  }
+
+  #settle(): void {
+    this.#settled = true;
+    clearTimeout(this.#deadline);
   }
 }

@@ -12,8 +12,9 @@ import { messageOf, parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
 import { reportedSig } from './desired.js';
+import type { AddressCheck } from './node-addresses.js';
 
-export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address';
+export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address' | 'unverified-address' | 'impossible-generation';
 
 export interface Observation {
   pools: readonly InventoryPool[];
@@ -38,12 +39,17 @@ export interface NodeView {
   observation: Observation | undefined;
   failures: number;
   lastError: string | undefined;
+  /** The highest generation the node says it applied (inventory, or a 409 of its agent). */
+  appliedGeneration: number | undefined;
+  /** Why spec.address is not an address of this node (see node-addresses.ts), when it is not. */
+  addressProblem: string | undefined;
 }
 
 interface NodeRecord {
   name: string;
   address: string;
   addressValid: boolean;
+  addressProblem: string | undefined;
   capacity: number | undefined;
   publishedAt: string | undefined;
   freshUntil: number;
@@ -51,6 +57,10 @@ interface NodeRecord {
   lastError: string | undefined;
   inventory: Observation | undefined;
   agent: Observation | undefined;
+  /** status.appliedGeneration as last read. */
+  inventoryApplied: number | undefined;
+  /** What its agent's last 409 said it applied; cleared when the inventory's number changes. */
+  refusedWith: number | undefined;
 }
 
 export interface NodeTrackerOptions {
@@ -60,6 +70,8 @@ export interface NodeTrackerOptions {
   failureThreshold: number;
   /** An agent's own answer is preferred over the inventory while it is younger than this. */
   agentObservationTtlMs: number;
+  /** The highest generation any leader can have issued (GenerationSource.highestIssued): a node reporting more is out. */
+  highestIssued?: () => number | undefined;
 }
 
 export function observationOf(info: NodeInfo, at: number): Observation {
@@ -88,8 +100,11 @@ export class NodeTracker {
     return this.#records.size;
   }
 
-  /** Brings the records in line with the inventories; returns the records that went (with their address). */
-  sync(inventories: readonly NodeInventory[]): Array<{ name: string; address: string }> {
+  /**
+   * Brings the records in line with the inventories, and each address with what its Node vouches
+   * for (`checkAddress`); returns the records that went (with their address).
+   */
+  sync(inventories: readonly NodeInventory[], checkAddress: AddressCheck): Array<{ name: string; address: string }> {
     const now = this.#options.clock.now();
     const seen = new Set<string>();
     for (const inventory of inventories) {
@@ -97,6 +112,8 @@ export class NodeTracker {
       if (name === undefined || name === '') continue;
       seen.add(name);
       this.#observeInventory(name, inventory, now);
+      const record = this.#records.get(name);
+      if (record !== undefined) record.addressProblem = record.addressValid ? checkAddress(name, record.address) : undefined;
     }
     const removed: Array<{ name: string; address: string }> = [];
     for (const [name, record] of this.#records) {
@@ -132,6 +149,12 @@ export class NodeTracker {
     return record.failures === this.#options.failureThreshold;
   }
 
+  /** Its agent refused a push (409), saying it has applied `generation`. */
+  recordRefusal(name: string, generation: number): void {
+    const record = this.#records.get(name);
+    if (record !== undefined) record.refusedWith = generation;
+  }
+
   /** True when runs see this node through its NodeInventory: its agent has not answered within the observation TTL. */
   readsInventory(name: string): boolean {
     const agent = this.#records.get(name)?.agent;
@@ -156,9 +179,13 @@ export class NodeTracker {
 
   #view(record: NodeRecord, now: number): NodeView {
     const observation = this.#best(record, now);
+    const applied = highest(record.inventoryApplied, record.refusedWith);
+    const issued = this.#options.highestIssued?.();
     let exclusion: Exclusion | undefined;
     if (!record.addressValid) exclusion = 'no-address';
+    else if (record.addressProblem !== undefined) exclusion = 'unverified-address';
     else if (now >= record.freshUntil) exclusion = 'stale';
+    else if (applied !== undefined && issued !== undefined && applied > issued) exclusion = 'impossible-generation';
     else if (record.failures >= this.#options.failureThreshold) exclusion = 'failing';
     else if (observation?.draining === true) exclusion = 'draining';
     const claimed = observation?.claimed ?? 0;
@@ -172,6 +199,8 @@ export class NodeTracker {
       observation,
       failures: record.failures,
       lastError: record.lastError,
+      appliedGeneration: applied,
+      addressProblem: record.addressProblem,
     };
   }
 
@@ -188,8 +217,9 @@ export class NodeTracker {
     const address = inventory.spec?.address ?? '';
     if (record === undefined) {
       record = {
-        name, address: '', addressValid: false, capacity: undefined, publishedAt: undefined,
+        name, address: '', addressValid: false, addressProblem: undefined, capacity: undefined, publishedAt: undefined,
         freshUntil: Number.NEGATIVE_INFINITY, failures: 0, lastError: undefined, inventory: undefined, agent: undefined,
+        inventoryApplied: undefined, refusedWith: undefined,
       };
       this.#records.set(name, record);
     }
@@ -202,6 +232,12 @@ export class NodeTracker {
       record.agent = undefined;
     }
     const status = inventory.status ?? {};
+    const applied = typeof status.appliedGeneration === 'number' ? status.appliedGeneration : undefined;
+    if (applied !== record.inventoryApplied) {
+      // The node's own newer word (e.g. after the recovery in the README) replaces what a 409 said.
+      record.inventoryApplied = applied;
+      record.refusedWith = undefined;
+    }
     record.capacity = typeof status.capacity === 'number' && status.capacity >= 0 ? status.capacity : undefined;
     const publishedAt = status.publishedAt;
     if (publishedAt === record.publishedAt) return;
@@ -254,5 +290,13 @@ export function nodeStateOf(view: NodeView): NodeState {
       return 'draining';
     case 'no-address':
       return 'no_address';
+    case 'impossible-generation':
+      return 'impossible_generation';
+    case 'unverified-address':
+      return 'unverified_address';
   }
+}
+
+function highest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.max(a, b);
 }

@@ -41,6 +41,8 @@ export interface PushersOptions {
   /** Aborts every call in flight and drops what is pending: the leadership term that owns these lanes ended. */
   signal: AbortSignal;
   now(): number;
+  /** Asked right before every attempt of every push (a leader past its renew deadline sends nothing). */
+  mayPush?(): boolean;
   /** Called once per push that ran, after its lane state is updated. */
   onSettled(job: Job, outcome: PushOutcome, seconds: number): void;
   /** Called when the last busy lane drains: every push handed over so far has settled. */
@@ -117,7 +119,7 @@ export class Pushers {
   }
 
   async #drain(lane: Lane): Promise<void> {
-    const { setter, signal, now, onSettled } = this.#options;
+    const { setter, signal, now, onSettled, mayPush } = this.#options;
     while (lane.pending !== undefined && !signal.aborted) {
       const job = lane.pending;
       lane.pending = undefined;
@@ -133,7 +135,7 @@ export class Pushers {
             lane.inflight = latest;
           }
           if (signal.aborted) throw signal.reason;
-          return setter.setPools(latest.node, latest.generation, latest.desired.pools, { signal });
+          return setter.setPools(latest.node, latest.generation, latest.desired.pools, { signal, ...(mayPush ? { proceed: mayPush } : {}) });
         });
         outcome = { kind: 'applied', info };
       } catch (error) {

@@ -13,6 +13,14 @@
 // (GET /v1/info on every node) has sampled the warm counts. Only the leader
 // drives: startDriving() begins a term, stopDriving() ends it and aborts every
 // call in flight.
+//
+// Fencing: every push attempt first asks leadership.holding() (within the renew
+// deadline of the last successful renewal), so a leader that was paused sends
+// nothing once it resumes. A 409 from an agent never moves the epoch: it is
+// either our own later push that got there first, or a number no leader of
+// ours issued — then leadership is re-checked on the Lease (a later leader's
+// push ends our term), and if we still lead, the number is forged and only
+// that node leaves placement (generation.ts states the bound).
 import {
   NodeInventoryType,
   poolKeyId,
@@ -26,14 +34,15 @@ import { Backoff, sleep, type Lister } from '@warmpool/kube';
 import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
 import type { Logger } from '@warmpool/runtime';
 import { formatDuration } from '@warmpool/runtime';
-import { NoTokenError, StaleGenerationError, type PoolSetter } from '../../agents/pool-setter.js';
+import { NoTokenError, NotLeadingError, StaleGenerationError, type PoolSetter } from '../../agents/pool-setter.js';
 import { systemClock, type Clock } from '../../clock.js';
-import { GenerationExhaustedError, type GenerationSource } from '../../generation/generation.js';
-import type { ControlPlaneMetrics, NodeState, PoolState } from '../../metrics.js';
+import { GenerationExhaustedError, majorityApplied, type GenerationSource } from '../../generation/generation.js';
+import { NODE_STATES, type ControlPlaneMetrics, type NodeState, type PoolState } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';
 import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
 import { forEachLimited } from './limiter.js';
+import type { AddressCheck } from './node-addresses.js';
 import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from './nodes.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, planPools, type KeyDemand, type PoolPlan } from './plan.js';
@@ -45,10 +54,25 @@ import { CoalescingTrigger } from './trigger.js';
 /** While pushes are still settling, status catches up with the answers at most this late. */
 const PUSHED_REFRESH_MS = 1_000;
 
+/** The election as the driver sees it; without one (a single replica by construction) it always leads. */
+export interface Leadership {
+  /** Cheap, local: still within the renew deadline of the last successful renewal. */
+  holding(): boolean;
+  /** Re-reads the Lease; false (and leadership ended) when another replica holds it. */
+  confirm(signal: AbortSignal): Promise<boolean>;
+}
+
+const ALWAYS_LEADING: Leadership = { holding: () => true, confirm: () => Promise.resolve(true) };
+
+/** Retrying after the generations ran out: slow, since only a human fixes that. */
+const EXHAUSTED_RETRY = { initialMs: 5_000, maxMs: 60_000 };
+
 export interface WarmPoolReconcilerOptions extends Partial<WarmPoolDriverSettings> {
   pools: Lister<SandboxWarmPool>;
   templates: Lister<SandboxTemplate>;
   inventories: Lister<NodeInventory>;
+  /** Which addresses each node vouches for, as of now (node-addresses.ts): an agent is called only at one of them. */
+  addresses: () => AddressCheck;
   setter: PoolSetter;
   statusWriter: PoolStatusWriter;
   events: EventRecorder;
@@ -57,6 +81,7 @@ export interface WarmPoolReconcilerOptions extends Partial<WarmPoolDriverSetting
   metrics: ControlPlaneMetrics;
   logger: Logger;
   clock?: Clock;
+  leadership?: Leadership;
 }
 
 /** A leadership term: everything that must stop the moment leadership does. */
@@ -77,6 +102,10 @@ interface Term {
   refresh: NodeJS.Timeout | undefined;
   sampling: Promise<void> | undefined;
   advancing: Promise<void> | undefined;
+  /** Why no generation can be taken (GenerationExhaustedError), while that lasts. */
+  exhausted: string | undefined;
+  /** A leadership re-check after a 409, while it runs. */
+  confirming: Promise<void> | undefined;
   /** The latest run's would-be statuses, not yet taken by the status writer. */
   statusBatch: StatusBatch | undefined;
   /** The status writer's loop, while it runs. */
@@ -91,7 +120,10 @@ interface StatusBatch {
 
 /** What we last wrote to a pool's status, so a cache that has not caught up is not mistaken for a difference. */
 interface Written {
+  /** As stored: what the schema could hold of `full`. */
   status: SandboxWarmPoolStatus;
+  /** As computed, conditions included even where the schema holds none: transition times and Events follow it. */
+  full: SandboxWarmPoolStatus;
   beforeRv: string | undefined;
   afterRv: string | undefined;
 }
@@ -103,6 +135,7 @@ export class WarmPoolReconciler {
   readonly #tracker: NodeTracker;
   readonly #trigger: CoalescingTrigger;
   readonly #written = new Map<string, Written>();
+  readonly #leadership: Leadership;
   #term: Term | undefined;
   #noTokenReported = false;
   #closed = false;
@@ -117,11 +150,13 @@ export class WarmPoolReconciler {
       statusConcurrency: options.statusConcurrency ?? DRIVER_DEFAULTS.statusConcurrency,
     };
     this.#clock = options.clock ?? systemClock;
+    this.#leadership = options.leadership ?? ALWAYS_LEADING;
     this.#tracker = new NodeTracker({
       clock: this.#clock,
       staleAfterMs: this.#settings.staleAfterMs,
       failureThreshold: this.#settings.failureThreshold,
       agentObservationTtlMs: 2 * this.#settings.intervalMs,
+      highestIssued: () => options.generations.highestIssued,
     });
     this.#trigger = new CoalescingTrigger({
       run: (reasons) => this.#reconcile(reasons),
@@ -136,6 +171,12 @@ export class WarmPoolReconciler {
   /** True while a leadership term is on. */
   get driving(): boolean {
     return this.#term !== undefined;
+  }
+
+  /** Why this replica, while driving, cannot do its job (empty when it can): for /readyz. */
+  notReadyReasons(): string[] {
+    const exhausted = this.#term?.exhausted;
+    return exhausted === undefined ? [] : [`no generation left, nothing can be pushed: ${exhausted}`];
   }
 
   /** Reconciles started so far. */
@@ -157,6 +198,7 @@ export class WarmPoolReconciler {
       concurrency: this.#settings.agentCallConcurrency,
       signal: controller.signal,
       now: () => this.#clock.now(),
+      mayPush: () => this.#leadership.holding(),
       onSettled: (job, outcome, seconds) => this.#onPushSettled(controller.signal, job, outcome, seconds),
       onIdle: () => this.#onPushesSettled(controller.signal),
     });
@@ -172,6 +214,8 @@ export class WarmPoolReconciler {
       refresh: undefined,
       sampling: undefined,
       advancing: undefined,
+      exhausted: undefined,
+      confirming: undefined,
       statusBatch: undefined,
       writingStatus: undefined,
     };
@@ -181,17 +225,12 @@ export class WarmPoolReconciler {
     }, { once: true });
 
     const inventories = this.#o.inventories.list();
-    this.#tracker.sync(inventories);
+    this.#tracker.sync(inventories, this.#o.addresses());
     term.previous = heldTargets(this.#tracker.views());
-    // Start above every generation any node reports applied: a lost epoch record costs no 409 round.
-    let floor: number | undefined;
-    for (const inventory of inventories) {
-      const applied = inventory.status?.appliedGeneration;
-      if (typeof applied === 'number' && (floor === undefined || applied > floor)) floor = applied;
-    }
+    const floor = majorityApplied(inventories.map((inventory) => inventory.status?.appliedGeneration));
     this.#advance(term, floor);
     term.sampler = setInterval(() => this.#sample(term), this.#settings.intervalMs);
-    this.#o.logger.info('driving the warm pools', { nodes: this.#tracker.size, highestAppliedGeneration: floor ?? null });
+    this.#o.logger.info('driving the warm pools', { nodes: this.#tracker.size, majorityAppliedGeneration: floor ?? null });
     this.poke('leading');
   }
 
@@ -234,6 +273,12 @@ export class WarmPoolReconciler {
     return this.#tracker.readsInventory(name);
   }
 
+  /** Whether a node reporting `generation` as applied reports one no leader issued (it would leave placement). */
+  unissued(generation: number | undefined): boolean {
+    const issued = this.#o.generations.highestIssued;
+    return generation !== undefined && issued !== undefined && generation > issued;
+  }
+
   /** Every node as the driver sees it now. */
   nodes(): NodeView[] {
     return this.#tracker.views();
@@ -274,7 +319,7 @@ export class WarmPoolReconciler {
 
   async #run(term: Term): Promise<void> {
     const now = this.#clock.now();
-    for (const gone of this.#tracker.sync(this.#o.inventories.list())) {
+    for (const gone of this.#tracker.sync(this.#o.inventories.list(), this.#o.addresses())) {
       term.pushers.forget(gone.name);
       term.placement.delete(gone.name);
       if (gone.address !== '') this.#o.setter.forget?.(gone.address);
@@ -304,6 +349,8 @@ export class WarmPoolReconciler {
       const desired = desiredSetOf(result.targets.get(view.name), demands);
       if (!this.#needsPush(term, view.name, desired)) continue;
       if (generation === undefined) {
+        // A paused leader resuming must not push before its renew loop has noticed it lost the Lease.
+        if (!this.#leadership.holding()) return;
         // One generation per round: every node pushed in this round gets the same, higher than any before.
         generation = this.#o.generations.next();
         if (generation === undefined) {
@@ -353,17 +400,21 @@ export class WarmPoolReconciler {
       this.poke('no-token');
       return;
     }
+    // Past the renew deadline: nothing was sent, and the elector ends the term.
+    if (err instanceof NotLeadingError) return;
     if (err instanceof StaleGenerationError) {
       metrics.setPools(node, 'stale_generation', seconds);
-      // Only the lease holder pushes, and each term starts above every stored epoch and every generation
-      // the inventories show; a node that has applied more means a lost epoch record or a misbehaving writer.
-      logger.error('node refused our generation: it has applied a later one; dropping it from this round and taking an epoch above it', {
-        node, generation: job.generation, appliedGeneration: err.appliedGeneration,
+      const issued = this.#o.generations.highestIssued;
+      if (issued !== undefined && err.appliedGeneration <= issued) {
+        // Our own later push reached the node first; its answer covers this one.
+        logger.debug('node had already applied a later push of ours', { node, generation: job.generation, appliedGeneration: err.appliedGeneration });
+        return;
+      }
+      this.#tracker.recordRefusal(node, err.appliedGeneration);
+      logger.warn('node refused our generation with one we never issued: re-checking leadership', {
+        node, generation: job.generation, appliedGeneration: err.appliedGeneration, highestIssued: issued ?? null,
       });
-      // Counted as a failure too, so a node that keeps answering 409 cannot make us loop.
-      this.#tracker.recordFailure(node, err);
-      if (this.#o.generations.raiseAbove(err.appliedGeneration)) this.#advance(term);
-      else this.poke('stale-generation');
+      this.#confirm(term);
       return;
     }
     metrics.setPools(node, 'error', seconds);
@@ -383,24 +434,52 @@ export class WarmPoolReconciler {
     this.poke('pushed');
   }
 
-  /** Takes a new generation epoch in the background (retrying while the apiserver is away), then reconciles. */
+  /**
+   * A node claims a generation we never issued: either a later leader pushed
+   * it (we are deposed: the re-check ends our term) or it is forged (the node
+   * leaves placement through the bound in nodes.ts, at the run this pokes).
+   */
+  #confirm(term: Term): void {
+    if (term.confirming !== undefined) return;
+    term.confirming = (async () => {
+      const leading = await this.#leadership.confirm(term.signal);
+      if (!leading && !term.signal.aborted) this.#o.logger.warn('another replica leads: stopping');
+    })().catch((err: unknown) => {
+      if (!term.signal.aborted) this.#o.logger.warn('cannot re-check leadership', { err });
+    }).finally(() => {
+      term.confirming = undefined;
+      if (this.#term === term) this.poke('stale-generation');
+    });
+  }
+
+  /**
+   * Takes a new generation epoch in the background (retrying while the
+   * apiserver is away), then reconciles. While one is being taken, runs push
+   * nothing and do not ask again, so an exhausted source is retried on the
+   * backoff, never by a run loop.
+   */
   #advance(term: Term, atLeastAbove?: number): void {
     if (term.advancing !== undefined) return;
     term.advancing = (async () => {
       const backoff = new Backoff({ initialMs: 200, maxMs: 5_000 });
+      const exhaustedBackoff = new Backoff(EXHAUSTED_RETRY);
       while (!term.signal.aborted) {
         try {
           const epoch = await this.#o.generations.advance(atLeastAbove, term.signal);
           if (!term.signal.aborted) this.#o.logger.info('took a generation epoch', { epoch });
+          if (term.exhausted !== undefined) this.#o.logger.info('generations available again');
+          term.exhausted = undefined;
           return;
         } catch (err) {
           if (term.signal.aborted) return;
-          if (err instanceof GenerationExhaustedError) {
-            this.#o.logger.error('no generation left: nothing can be pushed', { err });
-            return;
+          const exhausted = err instanceof GenerationExhaustedError;
+          const delay = exhausted ? exhaustedBackoff.next() : backoff.next();
+          if (exhausted) {
+            term.exhausted = err.message;
+            this.#o.logger.error('no generation left: nothing can be pushed, reporting not ready; see the README (generations)', { err, retryInMs: Math.round(delay) });
+          } else {
+            this.#o.logger.warn('cannot take a generation epoch; retrying', { err, retryInMs: Math.round(delay) });
           }
-          const delay = backoff.next();
-          this.#o.logger.warn('cannot take a generation epoch; retrying', { err, retryInMs: Math.round(delay) });
           await sleep(delay, term.signal);
         }
       }
@@ -418,7 +497,8 @@ export class WarmPoolReconciler {
     }
     const { setter, metrics, logger } = this.#o;
     // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
-    const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && !term.pushers.busy(v.name));
+    // Nor is an address its node does not vouch for ever called, not even to probe.
+    const probed = this.#tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && v.exclusion !== 'unverified-address' && !term.pushers.busy(v.name));
     term.sampling = forEachLimited(probed, this.#settings.agentCallConcurrency, async (view) => {
       try {
         const info = await setter.info({ name: view.name, address: view.address }, { signal: term.signal });
@@ -438,7 +518,7 @@ export class WarmPoolReconciler {
   }
 
   #notePlacement(term: Term, views: readonly NodeView[]): void {
-    const counts: Record<NodeState, number> = { ready: 0, stale: 0, failing: 0, draining: 0, no_address: 0 };
+    const counts = Object.fromEntries(NODE_STATES.map((state) => [state, 0])) as Record<NodeState, number>;
     for (const view of views) {
       counts[nodeStateOf(view)]++;
       const known = term.placement.has(view.name);
@@ -453,7 +533,16 @@ export class WarmPoolReconciler {
       }
       const why = this.#exclusionMessage(view);
       this.#o.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
-      if (known && before === undefined) this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+      if (view.exclusion === 'unverified-address') {
+        // A push still queued for it (to an address vouched for when queued, no longer) is not sent.
+        term.pushers.forget(view.name);
+        // Also for a node never placed: an inventory pointing elsewhere is worth a look (a forged one, or a misconfigured agent).
+        this.#nodeEvent(view.name, 'Warning', 'AddressNotOfNode', `${why}; warmpool does not call this agent until its address is one of its node's`);
+      } else if (((known && before === undefined) || view.exclusion === 'impossible-generation') && this.#leadership.holding()) {
+        // A forged generation gets its Event even at a term's first look: it needs a human. A leader past its
+        // renew deadline may be seeing its successor's generations, so it accuses no node.
+        this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+      }
     }
     this.#o.metrics.nodes(counts);
   }
@@ -468,6 +557,10 @@ export class WarmPoolReconciler {
         return `node ${view.name} is draining`;
       case 'no-address':
         return `NodeInventory ${view.name} has no usable spec.address (${JSON.stringify(view.address)})`;
+      case 'impossible-generation':
+        return `node ${view.name} reports applied generation ${view.appliedGeneration}, above any generation a leader has issued (${this.#o.generations.highestIssued}): forged or corrupted, so its agent would refuse every push; to recover it (control-plane README, "A node with an impossible generation"): \`kubectl annotate nodeinventory ${view.name} warmpool.dev/reset-applied-generation=${view.appliedGeneration} --overwrite\`, then restart the node agent on ${view.name}`;
+      case 'unverified-address':
+        return `NodeInventory ${view.name} points at ${view.address}, which is not its node's: ${view.addressProblem ?? 'unknown'}`;
       case undefined:
         return '';
     }
@@ -543,32 +636,39 @@ export class WarmPoolReconciler {
   async #writeStatusBatch(term: Term, batch: StatusBatch): Promise<void> {
     const { metrics, logger, statusWriter, events } = this.#o;
     const live = new Set<string>();
-    const writes: Array<{ pool: SandboxWarmPool; uid: string; rv: string | undefined; current: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus }> = [];
+    const writes: Array<{
+      pool: SandboxWarmPool; uid: string; rv: string | undefined; previous: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus; stored: SandboxWarmPoolStatus;
+    }> = [];
     for (const { plan, status } of batch.statuses) {
       const pool = plan.pool;
       const uid = pool.metadata?.uid ?? plan.ref;
       live.add(uid);
       const rv = pool.metadata?.resourceVersion;
       const memory = this.#written.get(uid);
-      const current = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv) ? memory.status : pool.status;
-      const next = withTransitionTimes(status, current, batch.now);
-      if (statusSig(next) === statusSig(projectLike(current, next))) continue;
-      writes.push({ pool, uid, rv, current, next });
+      const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
+      const current = remembered ? memory.status : pool.status;
+      const previous = remembered ? memory.full : pool.status;
+      const next = withTransitionTimes(status, previous, batch.now);
+      // Compared as it would be stored: a schema without conditions must not make every run a write.
+      const stored = statusWriter.fit?.(next) ?? next;
+      if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
+      writes.push({ pool, uid, rv, previous, next, stored });
     }
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
 
     await forEachLimited(writes, this.#settings.statusConcurrency, async (write) => {
-      if (term.signal.aborted) return;
+      // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
+      if (term.signal.aborted || !this.#leadership.holding()) return;
       try {
-        const written = await statusWriter.write(write.pool, write.next, term.signal);
+        const written = await statusWriter.write(write.pool, write.stored, term.signal);
         if (written === undefined) {
           metrics.statusWrite('gone');
           this.#written.delete(write.uid);
           return;
         }
-        this.#written.set(write.uid, { status: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
+        this.#written.set(write.uid, { status: write.stored, full: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
         metrics.statusWrite('written');
-        for (const event of transitionEvents(write.current, write.next)) {
+        for (const event of transitionEvents(write.previous, write.next)) {
           events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
           metrics.event(event.reason);
         }

@@ -1,0 +1,55 @@
+// The node agent as a process (a DaemonSet pod): flags and env, the fleet
+// token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { loadKubeConfig } from '@warmpool/kube';
+import { ConfigError, createLogger, helpText, messageOf, parseConfig, parseLogLevel, readTokenFile, runMain, Shutdown } from '@warmpool/runtime';
+import { createNodeAgent } from './agent.js';
+import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
+import { KubeInventoryWriter } from './inventory/writer.js';
+
+async function main(): Promise<void> {
+  const { config, help } = parseConfig(FLAGS);
+  if (help) {
+    process.stdout.write(helpText('node-agent', SUMMARY, FLAGS));
+    return;
+  }
+  const { listen } = validateConfig(config);
+  if (config.tokenFile !== undefined) {
+    try {
+      readTokenFile(config.tokenFile);
+    } catch (err) {
+      throw new ConfigError(`--token-file: cannot read ${config.tokenFile} (${messageOf(err)})`);
+    }
+  }
+  const logger = createLogger('node-agent', { level: parseLogLevel(config.logLevel) });
+  if (!config.noInventory) advertiseAddressOf(config, listen);
+  const inventory = !config.noInventory ? new KubeInventoryWriter(loadKubeConfig(config.kubeconfig)) : undefined;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'warmpool_agent_' });
+
+  const agent = createNodeAgent({
+    sandboxdUrl: config.sandboxdUrl,
+    ...(config.tokenFile !== undefined ? { tokenFile: config.tokenFile } : { token: process.env[TOKEN_ENV] }),
+    tokenGraceMs: config.tokenGrace,
+    listen,
+    ...(config.nodeName ? { nodeName: config.nodeName } : {}),
+    // Checked now so a bad setting fails before anything starts; derived again from the bound port (--listen may say :0).
+    ...(inventory ? { inventory, advertiseAddress: (bound) => advertiseAddressOf(config, { host: listen.host, port: bound.port }) } : {}),
+    ...(config.capacity !== undefined ? { capacity: config.capacity } : {}),
+    publishIntervalMs: config.publishInterval,
+    minPublishGapMs: config.minPublishGap,
+    pollIntervalMs: config.pollInterval,
+    sandboxdTimeoutMs: config.sandboxdTimeout,
+    maxClaimsInFlight: config.maxClaimsInFlight,
+    drainDelayMs: config.drainDelay,
+    closeTimeoutMs: config.shutdownTimeout,
+    logger,
+    registry,
+  });
+  // The agent's own close() is bounded by --drain-delay plus --shutdown-timeout; the deadline here only guards against a hang.
+  const shutdown = new Shutdown({ logger, timeoutMs: config.drainDelay + config.shutdownTimeout + 5_000 });
+  shutdown.add('node-agent', agent);
+  await agent.start();
+}
+
+runMain('node-agent', main);
