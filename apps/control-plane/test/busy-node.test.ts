@@ -4,10 +4,10 @@
 // in placement. A real apiserver, a real agent and fake-sandboxd (processes),
 // the control plane in this process with the specs' short timings (a probe
 // every 500 ms, 1 s to answer, three failures take a node out).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
@@ -40,13 +40,7 @@ describe('a node whose sandboxd is slow to answer claims', () => {
     await eventually(() => started.isLeader(), { what: 'the control plane to lead' });
   }, 120_000);
 
-  afterAll(async () => {
-    await controlPlane?.close();
-    await fleet?.stop();
-    await stopScripts();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown({ dir, what: 'busy-node' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
 
   it('stays in placement with 300 slow claims in flight through its agent', { timeout: 60_000 }, async () => {
     const node = fleet.nodes[0];

@@ -2,10 +2,10 @@
 // agents (processes) each in front of a fake-sandboxd (process), and the
 // control plane in this process. What the nodes hold is read straight from
 // each fake-sandboxd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
 import { startControlPlane } from './support/control-plane.js';
@@ -56,14 +56,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     for (const ns of namespaces.splice(0)) await kubectl(cluster, ['delete', 'sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
   });
 
-  afterAll(async () => {
-    await controlPlane?.close();
-    await fleet?.stop();
-    await stopScripts();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`control-plane driver logs kept in ${dir}`);
-  });
+  afterAll(() => tearDown({ dir, what: 'control-plane driver' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
 
   it('sets every node\'s warm target when a pool is applied', async () => {
     const ns = await namespace('apply');

@@ -5,11 +5,11 @@
 // NodeInventory, or PUT to an agent with the fleet token) takes only its own
 // node out, with an Event whose recovery works; running out of generations
 // fails readiness and does not spin.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { epochOf, MAX_EPOCH } from './support/internals.js';
@@ -87,13 +87,7 @@ describe('fencing and generation trust (processes)', () => {
     await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', { what: 'targets 2,2,2', timeoutMs: 30_000 });
   }, 120_000);
 
-  afterAll(async () => {
-    await stopScripts();
-    await fleet?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`fencing logs kept in ${dir}`);
-  });
+  afterAll(() => tearDown({ dir, what: 'fencing' }, stopScripts, () => fleet?.stop(), () => cluster?.stop()));
 
   it('never lets a node apply a push of a leader paused past its lease once the new leader has pushed', async () => {
     const { leader: paused, standby } = await theLeader();

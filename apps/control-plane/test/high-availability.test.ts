@@ -3,11 +3,11 @@
 // SIGKILL, at once on SIGTERM, which releases the lease); the generation
 // keeps growing across leaders; and a replica without the fleet token is
 // fail-closed. Real apiserver, real agents, fake-sandboxd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFleet, type Fleet } from './support/fleet.js';
@@ -62,13 +62,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
     fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
   });
 
-  afterAll(async () => {
-    await stopScripts();
-    await fleet?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`control-plane HA logs kept in ${dir}`);
-  });
+  afterAll(() => tearDown({ dir, what: 'control-plane HA' }, stopScripts, () => fleet?.stop(), () => cluster?.stop()));
 
   it('without a fleet token, logs it, does not campaign, reports not ready and pushes nothing', async () => {
     const tokenless = await replica('cp-no-token', { token: false });

@@ -3,12 +3,12 @@
 // someone holding an agent token, and upstream agent-sandbox's own
 // SandboxWarmPool CRD, whose status schema has no conditions, installed
 // instead of ours, and switched at runtime.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, nodeObject, sleep, startCluster, stopScripts, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, nodeObject, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
@@ -59,14 +59,7 @@ beforeAll(async () => {
   inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
 }, 180_000);
 
-afterAll(async () => {
-  await controlPlane?.close();
-  await fleet?.stop();
-  await stopScripts();
-  await cluster?.stop();
-  if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-  else console.error(`control-plane trust logs kept in ${dir}`);
-});
+afterAll(() => tearDown({ dir, what: 'control-plane trust' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
 
 async function statusWriteErrors(): Promise<number> {
   const text = await controlPlane.registry.metrics();

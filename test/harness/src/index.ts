@@ -27,3 +27,5 @@ export type { EventuallyOptions, WaitOptions } from './wait.js';
 export { ManualClock } from './manual-clock.js';
 export { httpCall } from './http-call.js';
 export type { HttpAnswer, HttpCallOptions } from './http-call.js';
+export { tearDown } from './teardown.js';
+export type { TeardownStep } from './teardown.js';
