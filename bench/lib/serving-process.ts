@@ -4,10 +4,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 export interface Server {
-  /** `http://host:port`, or `unix:/path` for a server on a unix socket. */
+  /** What `address` made of the serving record: `http://host:port`, `host:port`, or `unix:/path` for a server on a unix socket. */
   base: string;
   pid: number;
-  stop(): Promise<number | null>;
+  /** `signal` (default SIGTERM), then the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 /** Spawns `node argv…` and resolves once it logs `msg` on stderr (its address taken from the record by `address`). */
@@ -18,15 +19,20 @@ export async function startProcess(argv: string[], env: NodeJS.ProcessEnv, msg: 
   if (stderr === null) throw new Error('no stderr');
   const lines = createInterface({ input: stderr });
   for await (const line of lines) {
-    const record = JSON.parse(line) as Record<string, string>;
+    let record: Record<string, string>;
+    try {
+      record = JSON.parse(line) as Record<string, string>;
+    } catch {
+      continue; // not a log line (a runtime warning, say)
+    }
     if (record['msg'] === msg) {
       lines.close();
       stderr.resume();
       return {
         base: address(record),
         pid: child.pid ?? -1,
-        stop: () => {
-          child.kill('SIGTERM');
+        stop: (signal = 'SIGTERM') => {
+          child.kill(signal);
           return exited;
         },
       };
