@@ -15,12 +15,14 @@ export WARMPOOL_CACHE := $(CACHE)
 WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
-.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench images clean
+.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e kind-delete clean
 
 help:
 	@echo "make up      run the local stack (see README)"
 	@echo "make test    lint, typecheck and the whole test suite"
 	@echo "make bench   run every benchmark under bench/"
+	@echo "make images  build the OCI image archives into .local/images (no Docker needed)"
+	@echo "make kind-e2e  kind cluster + images + chart + the e2e spec (needs Docker and kind)"
 
 node: $(NODE_DIR)/bin/node
 $(NODE_DIR)/bin/node:
@@ -64,7 +66,8 @@ redis:
 	@# The tests start their own redis-server on a free port; stop Debian's service if the package started one.
 	@(command -v systemctl >/dev/null && systemctl is-active --quiet redis-server && systemctl stop redis-server) 2>/dev/null || true
 
-test: build lint typecheck kube-binaries redis
+# The image test builds the images itself (images/build.sh, cached).
+test: build lint typecheck kube-binaries redis image-tools
 	@echo "==> test"
 	@mkdir -p .local
 	@npx vitest run --reporter=default --reporter=json --outputFile.json=$(REPORT)
@@ -79,12 +82,37 @@ up: build kube-binaries redis
 bench: build
 	@for f in bench/*.bench.ts; do echo "==> $$f"; node "$$f"; done
 
-# For the kind path (needs a Docker engine; not available on this project's CI machine).
+# One OCI image per app, built without a container engine (images/build.sh:
+# mmdebstrap + buildah, both Debian packages), as .local/images/<app>.oci.tar.
+# Rebuilt only when an image's files change.
 IMAGE_REGISTRY ?= ghcr.io/warmpool
-IMAGE_TAG ?= 0.1.0
-images:
-	@for app in control-plane node-agent fake-sandboxd; do \
-	  docker build -f apps/Dockerfile --build-arg APP=$$app -t $(IMAGE_REGISTRY)/$$app:$(IMAGE_TAG) . ; done
+IMAGE_TAG ?=
+export IMAGE_REGISTRY IMAGE_TAG
+image-tools:
+	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null || { \
+	  echo "==> installing buildah and mmdebstrap (Debian packages)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap >/dev/null; }
+
+images: build image-tools
+	@echo "==> images"
+	@images/build.sh
+
+# kind, for users with Docker (see README, "On a real cluster"). Not runnable on
+# this project's CI machine, which has no container engine.
+KIND_CLUSTER ?= warmpool
+KIND_NAMESPACE ?= warmpool-system
+kind-e2e: images kube-binaries
+	@command -v kind >/dev/null || { echo "kind-e2e needs kind (https://kind.sigs.k8s.io) and a Docker engine"; exit 1; }
+	@kind get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)' || kind create cluster --name $(KIND_CLUSTER) --config kind-config.yaml
+	@for app in control-plane node-agent fake-sandboxd; do kind load image-archive .local/images/$$app.oci.tar --name $(KIND_CLUSTER); done
+	@kind get kubeconfig --name $(KIND_CLUSTER) > .local/kind.kubeconfig
+	@KUBECONFIG=.local/kind.kubeconfig helm upgrade --install warmpool charts/warmpool -n $(KIND_NAMESPACE) --create-namespace \
+	  --set fakeSandboxd.enabled=true --set image.pullPolicy=Never --set image.registry=$(IMAGE_REGISTRY) \
+	  $${IMAGE_TAG:+--set image.tag=$$IMAGE_TAG} --wait --timeout 5m
+	@WARMPOOL_E2E_KUBECONFIG=.local/kind.kubeconfig WARMPOOL_E2E_NAMESPACE=$(KIND_NAMESPACE) npx vitest run test/e2e
+
+kind-delete:
+	@kind delete cluster --name $(KIND_CLUSTER)
 
 clean:
 	rm -rf node_modules .local libs/*/dist apps/*/dist test/harness/dist

@@ -27,6 +27,7 @@ export default defineConfig({
       'test/harness/test/**/*.test.ts',
       'charts/*/test/**/*.test.ts',
       'test/e2e/**/*.test.ts',
+      'images/test/**/*.test.ts',
     ],
     pool: 'forks',
     // Two cores: integration files each start real processes (apiserver, etcd).

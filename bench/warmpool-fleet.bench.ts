@@ -158,7 +158,7 @@ async function measure(): Promise<Measured> {
   return {
     hostLagMs: { p99: hostLag.p99Ms, max: hostLag.maxMs },
     // prom-client's lag gauges cover the time since the previous scrape: here, the fan-out phase.
-    cpLagMaxMs: sum(fanoutAfter.raw, 'warmpool_controlplane_nodejs_eventloop_lag_max_seconds') * 1000,
+    cpLagMaxMs: sum(fanoutAfter.raw, 'nodejs_eventloop_lag_max_seconds') * 1000,
     applyMs,
     fillMs,
     steadyWrites: writesBetween(writesBefore, writesAfter),
@@ -171,13 +171,13 @@ async function measure(): Promise<Measured> {
     reconcileFanout: histogramDelta(steadyAfter.reconcile, fanoutAfter.reconcile),
     setPoolsFanout: histogramDelta(steadyAfter.setPools, fanoutAfter.setPools),
     reconcileStorm: histogramDelta(fanoutAfter.reconcile, end.reconcile),
-    cpLagStormMs: sum(end.raw, 'warmpool_controlplane_nodejs_eventloop_lag_max_seconds') * 1000,
+    cpLagStormMs: sum(end.raw, 'nodejs_eventloop_lag_max_seconds') * 1000,
     cpMemory: {
       rss: steadyMemory.rss,
       peak: memoryOf(controlPlane.pid).peak,
-      heapUsed: sum(steadyAfter.raw, 'warmpool_controlplane_nodejs_heap_size_used_bytes'),
-      heapTotal: sum(end.raw, 'warmpool_controlplane_nodejs_heap_size_total_bytes'),
-      external: sum(end.raw, 'warmpool_controlplane_nodejs_external_memory_bytes'),
+      heapUsed: sum(steadyAfter.raw, 'nodejs_heap_size_used_bytes'),
+      heapTotal: sum(end.raw, 'nodejs_heap_size_total_bytes'),
+      external: sum(end.raw, 'nodejs_external_memory_bytes'),
     },
     setPoolsErrors: sum(end.raw, 'warmpool_controlplane_set_pools_total', { outcome: 'error' }),
   };

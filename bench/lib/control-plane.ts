@@ -100,7 +100,9 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     url,
     metrics,
     async driverMetrics() {
-      const raw = parseSamples(await metrics(), 'warmpool_controlplane_');
+      const text = await metrics();
+      // Node's default metrics carry their standard names (nodejs_*, process_*), not warmpool's prefix.
+      const raw = ['warmpool_controlplane_', 'nodejs_', 'process_'].flatMap((prefix) => parseSamples(text, prefix));
       return {
         reconcile: histogram(raw, 'warmpool_controlplane_reconcile_duration_seconds'),
         setPools: histogram(raw, 'warmpool_controlplane_set_pools_duration_seconds'),

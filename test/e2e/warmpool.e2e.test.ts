@@ -3,7 +3,8 @@
 // fakeSandboxd.enabled) and, without it, against a local stack it starts
 // itself: real kube-apiserver + etcd, control plane, three node agents over
 // fake-sandboxd. It only uses what a user has: kubectl, the fleet token and
-// the agents' advertised addresses.
+// a way to the agents: a port-forward on a cluster, the advertised loopback
+// address on the local stack (never a pod IP from the host).
 import { randomBytes } from 'node:crypto';
 import { eventually } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -63,7 +64,8 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
     const inventories = await listInventories(target);
     const holder = inventories.find((inventory) => (poolRow(inventory, image)?.target ?? 0) > 0);
     expect(holder, 'a node holds part of the pool').toBeDefined();
-    const address = holder?.spec.address ?? '';
+    if (!holder) throw new Error('no node holds the pool');
+    const address = await target.agentAddress(holder);
 
     const claimed = await claim(address, target.token, { template: image, ttl_seconds: 120, claim_ref: `${target.namespace}/${pool}` });
     expect(claimed.status).toBe(200);
@@ -79,7 +81,7 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
   });
 
   it('drains a deleted pool on every node', { timeout: 2 * CONVERGE_MS }, async () => {
-    const addresses = (await listInventories(target)).map((inventory) => inventory.spec.address);
+    const addresses = await Promise.all((await listInventories(target)).map((inventory) => target.agentAddress(inventory)));
     await kubectlOk(target, ['delete', 'swp', pool, '-n', target.namespace]);
     await eventually(async () => {
       for (const inventory of await listInventories(target)) {

@@ -18,7 +18,7 @@ want=(
   "kube-apiserver-$KUBE_VERSION"
   "kubectl-$KUBE_VERSION"
   "etcd-$ETCD_VERSION"
-  "helm-$HELM_VERSION"
+  "helm-$HELM_VERSION-kube$KUBE_VERSION"
 )
 
 if [[ "${1:-}" == "--check" ]]; then
@@ -64,8 +64,8 @@ wrapper_module() {
 }
 
 build() {
-  local name=$1 module=$2 version=$3 sibling_version=$4 pkg=$5 ldflags=$6
-  local out="$BIN/$name-$version"
+  local name=$1 module=$2 version=$3 sibling_version=$4 pkg=$5 ldflags=$6 suffix=${7:-}
+  local out="$BIN/$name-$version$suffix"
   [[ -x "$out" ]] && return 0
   local dir="$CACHE/build/$name"
   log "building $name $version from $module (first time on this machine; a few minutes)"
@@ -93,8 +93,19 @@ build kube-apiserver k8s.io/kubernetes "$KUBE_VERSION" "$staging_version" k8s.io
 build kubectl k8s.io/kubernetes "$KUBE_VERSION" "$staging_version" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
 build etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "$ETCD_VERSION" go.etcd.io/etcd/server/v3 \
   "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=warmpool-build"
-build helm helm.sh/helm/v3 "$HELM_VERSION" "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-  "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+# Helm's own Makefile stamps the Kubernetes version it assumes when no cluster
+# is asked (`helm template`, `helm lint`); a plain `go build` leaves v1.20, which
+# fails any chart's kubeVersion constraint. Stamp the version the harness runs.
+# The binary's name carries that version, so a change rebuilds it.
+helm_ldflags() {
+  local major minor f="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  major=$(echo "${KUBE_VERSION#v}" | cut -d. -f1); minor=$(echo "${KUBE_VERSION#v}" | cut -d. -f2)
+  for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    f+=" -X $p.k8sVersionMajor=$major -X $p.k8sVersionMinor=$minor"
+  done
+  echo "$f"
+}
+build helm helm.sh/helm/v3 "$HELM_VERSION" "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "$(helm_ldflags)" "-kube$KUBE_VERSION"
 
-for b in "${want[@]}"; do ln -sf "$BIN/$b" "$BIN/${b%-v*}"; done
+for b in "${want[@]}"; do ln -sf "$BIN/$b" "$BIN/${b%%-v*}"; done
 echo "$BIN"

@@ -2,14 +2,18 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
+import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
+import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
 export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 
 export const FLAGS = {
-  listen: { kind: 'string', description: 'Address to serve /healthz, /readyz and /metrics on (HOST:PORT)', env: 'CONTROL_PLANE_LISTEN', default: '0.0.0.0:8080' },
+  metricsBindAddress: { kind: 'string', description: 'Address to serve /metrics on (HOST:PORT), with /healthz and /readyz too', env: 'METRICS_BIND_ADDRESS', envAliases: ['CONTROL_PLANE_LISTEN'], aliases: ['listen'], default: '0.0.0.0:8080' },
+  healthProbeBindAddress: { kind: 'string', description: 'A separate address for /healthz and /readyz only (HOST:PORT; default: none, the metrics address serves them)', env: 'HEALTH_PROBE_BIND_ADDRESS' },
+  stallTimeout: { kind: 'duration', description: '/healthz fails when, while leading, no reconcile finished for this long (a wedged loop; the kubelet then restarts the pod)', env: 'STALL_TIMEOUT', default: 120_000 },
   tokenFile: { kind: 'string', description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`, env: 'TOKEN_FILE' },
   tokenGrace: { kind: 'duration', description: 'After the token file changes, the replaced token is still tried with an agent that refuses the new one, this long', env: 'TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
   interval: { kind: 'duration', description: 'Periodic reconcile, which also samples every node\'s warm counts for status', env: 'RECONCILE_INTERVAL', default: DRIVER_DEFAULTS.intervalMs },
@@ -18,16 +22,29 @@ export const FLAGS = {
   setPoolsConcurrency: { kind: 'number', description: 'SetPools / probe calls in flight at once, fleet-wide', env: 'SET_POOLS_CONCURRENCY', default: DRIVER_DEFAULTS.agentCallConcurrency },
   setPoolsAttempts: { kind: 'number', description: 'Attempts per SetPools call (retries back off exponentially, with jitter)', env: 'SET_POOLS_ATTEMPTS', default: 3 },
   failureThreshold: { kind: 'number', description: 'Consecutive failed calls to an agent before its node leaves placement', env: 'NODE_FAILURE_THRESHOLD', default: DRIVER_DEFAULTS.failureThreshold },
-  leaseDuration: { kind: 'duration', description: 'Leader election: how long a standby waits, from the last renewal it saw, before taking the lease', env: 'LEASE_DURATION', default: 15_000 },
-  renewDeadline: { kind: 'duration', description: 'Leader election: the leader steps down if it cannot renew for this long', env: 'RENEW_DEADLINE', default: 10_000 },
-  retryPeriod: { kind: 'duration', description: 'Leader election: between attempts to acquire or renew', env: 'RETRY_PERIOD', default: 2_000 },
-  leaseName: { kind: 'string', description: 'The election Lease, which also carries the generation epoch', env: 'LEASE_NAME', default: DEFAULT_LEASE_NAME },
+  leaderElect: { kind: 'boolean', description: 'Elect one leader on a Lease; false drives at once (only ever run one replica then)', env: 'LEADER_ELECT', default: true },
+  leaderElectLeaseDuration: { kind: 'duration', description: 'Leader election: how long a standby waits, from the last renewal it saw, before taking the lease', env: 'LEADER_ELECT_LEASE_DURATION', envAliases: ['LEASE_DURATION'], aliases: ['lease-duration'], default: 15_000 },
+  leaderElectRenewDeadline: { kind: 'duration', description: 'Leader election: the leader steps down if it cannot renew for this long', env: 'LEADER_ELECT_RENEW_DEADLINE', envAliases: ['RENEW_DEADLINE'], aliases: ['renew-deadline'], default: 10_000 },
+  leaderElectRetryPeriod: { kind: 'duration', description: 'Leader election: between attempts to acquire or renew', env: 'LEADER_ELECT_RETRY_PERIOD', envAliases: ['RETRY_PERIOD'], aliases: ['retry-period'], default: 2_000 },
+  leaderElectResourceName: { kind: 'string', description: 'The election Lease, which also carries the generation epoch', env: 'LEADER_ELECT_RESOURCE_NAME', envAliases: ['LEASE_NAME'], aliases: ['lease-name'], default: DEFAULT_LEASE_NAME },
   namespace: { kind: 'string', description: 'Namespace of the election Lease (default: the pod\'s own, else "default")', env: 'POD_NAMESPACE' },
   agentPodSelector: { kind: 'string', description: 'Label selector of the node agents\' pods in --namespace: an agent advertising its pod IP is called only at the IP of such a pod on its node. Without it only the Node\'s status.addresses vouch for an agent', env: 'AGENT_POD_SELECTOR' },
   identity: { kind: 'string', description: 'This replica\'s identity in the Lease (default: hostname-pid)', env: 'POD_NAME' },
   kubeconfig: { kind: 'string', description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)' },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  redisUrl: { kind: 'string', description: 'Redis for provisioning batches (accepted; not yet implemented)', env: 'REDIS_URL' },
+  redisUrl: { kind: 'string', description: 'Redis for claims (batch jobs, the claim index, reply lists; maxmemory-policy must be noeviction). When set, every replica serves the claim API on --claims-listen and runs batch workers', env: 'REDIS_URL' },
+  claimsListen: { kind: 'string', description: 'Address of the HTTP claim API (HOST:PORT); served only with --redis-url', env: 'CLAIMS_LISTEN', default: '0.0.0.0:8081' },
+  claimsTlsCertFile: { kind: 'string', description: 'Serve the claim API over TLS with this certificate (PEM); needs --claims-tls-key-file', env: 'CLAIMS_TLS_CERT_FILE' },
+  claimsTlsKeyFile: { kind: 'string', description: 'The key of --claims-tls-cert-file (PEM)', env: 'CLAIMS_TLS_KEY_FILE' },
+  claimBatchIdle: { kind: 'duration', description: 'A claim batch closes after this long without a new claim', env: 'CLAIM_BATCH_IDLE', default: DEFAULT_BATCH_OPTIONS.idleMs },
+  claimBatchMax: { kind: 'duration', description: 'A claim batch closes after this long at the latest', env: 'CLAIM_BATCH_MAX', default: DEFAULT_BATCH_OPTIONS.maxDurationMs },
+  claimBatchMaxItems: { kind: 'number', description: 'A claim batch closes once it holds this many claims', env: 'CLAIM_BATCH_MAX_ITEMS', default: DEFAULT_BATCH_OPTIONS.maxItems },
+  claimTimeout: { kind: 'duration', description: 'A claim not answered within this long fails Timeout (HTTP 504)', env: 'CLAIM_TIMEOUT', default: PROVISIONING_DEFAULTS.claimTimeoutMs },
+  claimWorkerConcurrency: { kind: 'number', description: 'Batch jobs this replica\'s worker serves at once', env: 'CLAIM_WORKER_CONCURRENCY', default: PROVISIONING_DEFAULTS.workerConcurrency },
+  claimLockDuration: { kind: 'duration', description: 'A worker\'s lock on a batch job; a dead worker\'s job is served elsewhere about this plus --claim-stalled-interval later', env: 'CLAIM_LOCK_DURATION', default: PROVISIONING_DEFAULTS.lockDurationMs },
+  claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
+  claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
+  claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
   clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
   federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
@@ -45,33 +62,82 @@ const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount
 
 export interface ValidatedConfig {
   listen: HostPort;
+  /** Undefined: the probes are served on `listen` only. */
+  probeListen: HostPort | undefined;
   namespace: string;
+  /** Set when provisioning is on (--redis-url given). */
+  claims: ValidatedClaimsConfig | undefined;
+}
+
+export interface ValidatedClaimsConfig {
+  redisUrl: string;
+  listen: HostPort;
+  tls: { certFile: string; keyFile: string } | undefined;
 }
 
 /** Checks what can be checked before anything starts; every problem is a ConfigError naming the flag. */
 export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: () => string | undefined = defaultNamespaceFile): ValidatedConfig {
   let listen: HostPort;
+  let probeListen: HostPort | undefined;
   try {
-    listen = parseHostPort(config.listen);
+    listen = parseHostPort(config.metricsBindAddress);
   } catch (err) {
-    throw new ConfigError(`--listen: ${messageOf(err)}`);
+    throw new ConfigError(`--metrics-bind-address: ${messageOf(err)}`);
+  }
+  try {
+    probeListen = config.healthProbeBindAddress ? parseHostPort(config.healthProbeBindAddress) : undefined;
+  } catch (err) {
+    throw new ConfigError(`--health-probe-bind-address: ${messageOf(err)}`);
   }
   const positive: Array<[string, number]> = [
     ['--interval', config.interval], ['--stale-after', config.staleAfter], ['--set-pools-timeout', config.setPoolsTimeout],
-    ['--lease-duration', config.leaseDuration], ['--renew-deadline', config.renewDeadline], ['--retry-period', config.retryPeriod],
-    ['--shutdown-timeout', config.shutdownTimeout],
+    ['--leader-elect-lease-duration', config.leaderElectLeaseDuration], ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline], ['--leader-elect-retry-period', config.leaderElectRetryPeriod],
+    ['--shutdown-timeout', config.shutdownTimeout], ['--stall-timeout', config.stallTimeout],
   ];
   for (const [flag, ms] of positive) if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
   const counts: Array<[string, number]> = [
     ['--set-pools-concurrency', config.setPoolsConcurrency], ['--set-pools-attempts', config.setPoolsAttempts], ['--failure-threshold', config.failureThreshold],
   ];
   for (const [flag, n] of counts) if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
-  if (config.leaseDuration <= config.renewDeadline) throw new ConfigError('--lease-duration must be greater than --renew-deadline');
-  if (config.renewDeadline <= 1.2 * config.retryPeriod) throw new ConfigError('--renew-deadline must be greater than 1.2 × --retry-period');
+  if (config.leaderElectLeaseDuration <= config.leaderElectRenewDeadline) throw new ConfigError('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
+  if (config.leaderElectRenewDeadline <= 1.2 * config.leaderElectRetryPeriod) throw new ConfigError('--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period');
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');
-  if (!config.leaseName) throw new ConfigError('--lease-name must not be empty');
+  if (!config.leaderElectResourceName) throw new ConfigError('--leader-elect-resource-name must not be empty');
+  if (config.stallTimeout <= config.interval) throw new ConfigError('--stall-timeout must be greater than --interval');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, namespace };
+  return { listen, probeListen, namespace, claims: validateClaims(config) };
+}
+
+function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {
+  const tlsFlags = config.claimsTlsCertFile !== undefined || config.claimsTlsKeyFile !== undefined;
+  if (!config.redisUrl) {
+    if (tlsFlags) throw new ConfigError('--claims-tls-cert-file / --claims-tls-key-file need --redis-url (the claim API is served only with provisioning on)');
+    return undefined;
+  }
+  try {
+    const url = new URL(config.redisUrl);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+  } catch (err) {
+    throw new ConfigError(`--redis-url: ${messageOf(err)}`);
+  }
+  let listen: HostPort;
+  try {
+    listen = parseHostPort(config.claimsListen);
+  } catch (err) {
+    throw new ConfigError(`--claims-listen: ${messageOf(err)}`);
+  }
+  if ((config.claimsTlsCertFile === undefined) !== (config.claimsTlsKeyFile === undefined)) {
+    throw new ConfigError('--claims-tls-cert-file and --claims-tls-key-file go together');
+  }
+  for (const [flag, ms] of [['--claim-batch-max', config.claimBatchMax], ['--claim-timeout', config.claimTimeout], ['--claim-lock-duration', config.claimLockDuration], ['--claim-stalled-interval', config.claimStalledInterval], ['--claim-node-timeout', config.claimNodeTimeout]] as const) {
+    if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
+  }
+  if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
+  for (const [flag, n] of [['--claim-batch-max-items', config.claimBatchMaxItems], ['--claim-worker-concurrency', config.claimWorkerConcurrency], ['--claim-attempts', config.claimAttempts]] as const) {
+    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
+  }
+  const tls = config.claimsTlsCertFile !== undefined && config.claimsTlsKeyFile !== undefined ? { certFile: config.claimsTlsCertFile, keyFile: config.claimsTlsKeyFile } : undefined;
+  return { redisUrl: config.redisUrl, listen, tls };
 }
 
 function defaultNamespaceFile(): string | undefined {

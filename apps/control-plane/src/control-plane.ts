@@ -21,7 +21,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, LeaderElector, NotLeaderError, type Informer, type Lease } from '@warmpool/kube';
+import { createInformer, LeaderElector, NotLeaderError, transportFor, type Informer, type Lease } from '@warmpool/kube';
 import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -30,15 +30,19 @@ import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
-import { addressCheckOf, nodeAddressesChanged, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
+import { addressCheckOf, nodeAddressesChanged, type AddressCheck, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
 import type { WarmPoolDriverSettings } from './controllers/warmpool/options.js';
 import { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
 import { describeFields, statusFieldsOf, type StatusFields } from './controllers/warmpool/status-schema.js';
 import { KubePoolStatusWriter, type PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
+import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
+import { createClaimApi } from './http/claims/app.js';
 import { createHealthApp } from './http/health.js';
 import { ControlPlaneMetrics } from './metrics.js';
+import type { ProvisioningSettings } from './provisioning/options.js';
+import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
 import { staticToken, type TokenSource } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -65,6 +69,12 @@ export interface ControlPlaneOptions {
   setPoolsAttempts?: number;
   /** Serve /healthz, /readyz and /metrics here; nothing is served when omitted. */
   listen?: HostPort;
+  /** For warmpool_build_info. */
+  version?: string;
+  /** Also serve /healthz and /readyz (only) here: the probe port. */
+  probeListen?: HostPort;
+  /** /healthz fails when, while leading, no reconcile finished for this long (default 2 min). */
+  stallTimeoutMs?: number;
   logger?: Logger;
   clock?: Clock;
   /** Metrics go here (default: a registry of the control plane's own). */
@@ -83,6 +93,20 @@ export interface ControlPlaneOptions {
    * Node's own status.addresses vouch for an agent's address.
    */
   agentPodSelector?: string;
+  /** Provisioning (claims): off when omitted. Every replica runs it. */
+  claims?: ClaimsOptions;
+}
+
+export interface ClaimsOptions {
+  redisUrl: string;
+  /** Serve the HTTP claim API here; not served when omitted (the pipeline still runs, e.g. for SandboxClaims). */
+  listen?: HostPort;
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  settings?: Partial<ProvisioningSettings>;
+  /** Key prefix in Redis (default `warmpool`). */
+  prefix?: string;
+  /** Default: TokenReview + SubjectAccessReview on the apiserver. */
+  reviewer?: AccessReviewer;
 }
 
 export interface ControlPlane {
@@ -94,6 +118,14 @@ export interface ControlPlane {
   readonly reconciler: WarmPoolReconciler;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
+  /** The bound URL of the probe-only server, once started with `probeListen`. */
+  readonly probeUrl: string | undefined;
+  /** Why /healthz fails (empty when live): a wedged reconcile loop while leading. */
+  notLiveReasons(): string[];
+  /** The claim pipeline (a ClaimService), when provisioning is on. */
+  readonly claims: ProvisioningPipeline | undefined;
+  /** The bound URL of the claim API, once started with `claims.listen`. */
+  readonly claimsUrl: string | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -117,7 +149,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const namespace = options.namespace ?? 'default';
   const identity = options.identity ?? defaultIdentity();
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
-  const metrics = new ControlPlaneMetrics(options.registry);
+  const metrics = new ControlPlaneMetrics(options.registry, { ...(options.version !== undefined ? { version: options.version } : {}) });
   const kubeLogger = logger.child({ subsystem: 'kube' });
 
   const pools = createInformer<SandboxWarmPool>(options.kubeConfig, SandboxWarmPoolType, { logger: kubeLogger });
@@ -151,14 +183,16 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   };
   const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : heldLease;
   const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
+  // Where an agent may be called with the fleet token: at an address its own Node vouches for (issue 8 §3).
+  const addresses = (): AddressCheck => addressCheckOf({
+    node: (name) => nodes.lister.get(name),
+    ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
+  });
   const reconciler = new WarmPoolReconciler({
     pools: pools.lister,
     templates: templates.lister,
     inventories: inventories.lister,
-    addresses: () => addressCheckOf({
-      node: (name) => nodes.lister.get(name),
-      ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
-    }),
+    addresses,
     setter,
     statusWriter: options.statusWriter ?? new KubePoolStatusWriter(options.kubeConfig, { fields: () => poolStatusFields }),
     events,
@@ -189,7 +223,33 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     reconciler.poke('status schema changed');
   });
 
+  // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
+  const claimsOptions = options.claims;
+  const claims = claimsOptions === undefined ? undefined : createProvisioning({
+    redisUrl: claimsOptions.redisUrl,
+    replica: identity,
+    ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
+    ...claimsOptions.settings,
+    pools,
+    templates,
+    inventories,
+    driverViews: () => (reconciler.driving ? reconciler.nodes() : []),
+    addresses,
+    staleAfterMs: reconciler.settings.staleAfterMs,
+    token,
+    registry: metrics.registry,
+    clock,
+    logger: logger.child({ subsystem: 'provisioning' }),
+  });
+  const claimApi = claims === undefined ? undefined : createClaimApi({
+    claims,
+    reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
+    logger: logger.child({ subsystem: 'claim-api' }),
+  });
+  let claimsServer: HttpServer | undefined;
+
   let server: HttpServer | undefined;
+  let probeServer: HttpServer | undefined;
   let tokenWatch: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -204,11 +264,16 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     return reasons;
   };
 
-  const app = createHealthApp({
-    metrics,
-    notReadyReasons,
-    describe: () => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null }),
-  });
+  const stallTimeoutMs = options.stallTimeoutMs ?? 120_000;
+  const notLiveReasons = (): string[] => {
+    const stalled = reconciler.stalledMs(clock.now());
+    if (stalled === undefined || stalled <= stallTimeoutMs) return [];
+    return [`leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`];
+  };
+  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: elector?.leader ?? null });
+  const claimsNotReadyReasons = claims !== undefined ? { claimsNotReadyReasons: () => claims.notReadyReasons() } : {};
+  const app = createHealthApp({ metrics, notReadyReasons, notLiveReasons, describe, ...claimsNotReadyReasons });
+  const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, describe });
 
   const drive = async (signal: AbortSignal): Promise<void> => {
     leading = true;
@@ -280,25 +345,45 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
 
   const start = async (): Promise<void> => {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
+    if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
+    if (claims !== undefined && claimApi !== undefined) {
+      await claims.start();
+      const listen = claimsOptions?.listen;
+      if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
+    }
     if (token() !== undefined) campaign();
     else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
     tokenWatch = setInterval(followToken, 1_000);
     tokenWatch.unref();
     logger.info('control plane started', {
-      identity, namespace, lease: leaseName, url: server?.url ?? null, ...reconciler.settings,
+      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, ...reconciler.settings,
     });
   };
 
+  /** Every step runs even when one before it throws; the failures are logged. */
   const close = async (): Promise<void> => {
     clearInterval(tokenWatch);
-    // Stop pushing first, then hand the lease over so a standby takes over at once.
-    await resign();
-    await reconciler.close();
-    await Promise.all(informers.map((informer) => informer.close()));
-    await setter.close();
-    await events.close();
-    await server?.close();
+    const steps: Array<[string, () => Promise<unknown>]> = [
+      // Stop pushing first, then hand the lease over so a standby takes over at once.
+      ['leadership', resign],
+      ['reconciler', () => reconciler.close()],
+      // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
+      ['claim API', async () => claimsServer?.close()],
+      ['claims', async () => claims?.close()],
+      ['informers', () => Promise.all(informers.map((informer) => informer.close()))],
+      ['pool setter', () => setter.close()],
+      ['events', () => events.close()],
+      ['health server', async () => server?.close()],
+      ['probe server', async () => probeServer?.close()],
+    ];
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        logger.warn('closing the control plane: a step failed', { step: name, err });
+      }
+    }
   };
 
   return {
@@ -309,6 +394,14 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     reconciler,
     get url(): string | undefined {
       return server?.url;
+    },
+    get probeUrl(): string | undefined {
+      return probeServer?.url;
+    },
+    notLiveReasons,
+    claims,
+    get claimsUrl(): string | undefined {
+      return claimsServer?.url;
     },
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,

@@ -33,8 +33,12 @@ export class ControlPlaneMetrics {
   readonly #generation: Gauge;
   readonly #statusWrites: Counter;
   readonly #events: Counter;
+  readonly #poolReady: Gauge;
+  readonly #poolDesired: Gauge;
+  /** Pools with per-pool series, "namespace/name", so a deleted pool's series go. */
+  #poolSeries = new Set<string>();
 
-  constructor(registry: Registry = new Registry()) {
+  constructor(registry: Registry = new Registry(), build: { version?: string } = {}) {
     this.registry = registry;
     const registers = [registry];
     this.#reconcileDuration = new Histogram({
@@ -62,6 +66,11 @@ export class ControlPlaneMetrics {
     this.#generation = new Gauge({ name: `${PREFIX}generation`, help: 'The last SetPools generation handed out', registers });
     this.#statusWrites = new Counter({ name: `${PREFIX}status_writes_total`, help: 'SandboxWarmPool status writes, by outcome', labelNames: ['outcome'], registers });
     this.#events = new Counter({ name: `${PREFIX}events_total`, help: 'Kubernetes Events emitted, by reason', labelNames: ['reason'], registers });
+    // The pool's own namespace is `pool_namespace`: Prometheus attaches the scraped pod's as `namespace`.
+    this.#poolReady = new Gauge({ name: `${PREFIX}pool_ready_replicas`, help: 'Warm replicas of the pool, as its status reports (the leader only)', labelNames: ['pool_namespace', 'pool'], registers });
+    this.#poolDesired = new Gauge({ name: `${PREFIX}pool_desired_replicas`, help: 'Replicas the pool asks for (the leader only)', labelNames: ['pool_namespace', 'pool'], registers });
+    new Gauge({ name: 'warmpool_build_info', help: 'Always 1; the labels say which build runs', labelNames: ['component', 'version', 'node_version'], registers })
+      .set({ component: 'control-plane', version: build.version ?? 'unknown', node_version: process.version }, 1);
     for (const state of NODE_STATES) this.#nodes.set({ state }, 0);
     for (const state of POOL_STATES) this.#pools.set({ state }, 0);
     this.#leader.set(0);
@@ -85,6 +94,29 @@ export class ControlPlaneMetrics {
   placement(unplacedReplicas: number, degradedPools: number): void {
     this.#unplaced.set(unplacedReplicas);
     this.#degradedPools.set(degradedPools);
+  }
+
+  /** Every planned pool's ready / desired replicas; pools no longer planned lose their series. */
+  poolReplicas(pools: Iterable<{ ref: string; ready: number; desired: number }>): void {
+    const seen = new Set<string>();
+    for (const { ref, ready, desired } of pools) {
+      const [pool_namespace = '', pool = ''] = ref.split('/');
+      this.#poolReady.set({ pool_namespace, pool }, ready);
+      this.#poolDesired.set({ pool_namespace, pool }, desired);
+      seen.add(ref);
+    }
+    for (const ref of this.#poolSeries) {
+      if (seen.has(ref)) continue;
+      const [pool_namespace = '', pool = ''] = ref.split('/');
+      this.#poolReady.remove({ pool_namespace, pool });
+      this.#poolDesired.remove({ pool_namespace, pool });
+    }
+    this.#poolSeries = seen;
+  }
+
+  /** Leadership ended: the per-pool series are the leader's to report. */
+  forgetPools(): void {
+    this.poolReplicas([]);
   }
 
   setPools(node: string, outcome: PushOutcomeLabel, seconds: number): void {

@@ -1,9 +1,10 @@
 // The control plane as a process (a Deployment pod): flags and env, the fleet
 // token, Kubernetes access, health/metrics, and a SIGTERM that stops pushing,
 // releases the lease (a standby takes over at once) and closes everything.
+import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { createLogger, helpText, parseConfig, parseLogLevel, runMain, Shutdown, TokenRotation, watchTokenFile } from '@warmpool/runtime';
+import { createLogger, helpText, packageVersion, parseConfig, parseLogLevel, runMain, Shutdown, TokenRotation, versionLine, watchTokenFile } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
@@ -11,12 +12,17 @@ import { rotatingToken, staticToken, type TokenSource } from './token.js';
 const TOKEN_FILE_CHECK_MS = 10_000;
 
 async function main(): Promise<void> {
-  const { config, help } = parseConfig(FLAGS);
+  const { config, help, version: printVersion } = parseConfig(FLAGS);
+  const version = packageVersion(import.meta.url);
   if (help) {
     process.stdout.write(helpText('control-plane', SUMMARY, FLAGS));
     return;
   }
-  const { listen, namespace } = validateConfig(config);
+  if (printVersion) {
+    process.stdout.write(versionLine('control-plane', version));
+    return;
+  }
+  const { listen, probeListen, namespace, claims } = validateConfig(config);
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -39,22 +45,25 @@ async function main(): Promise<void> {
     token = staticToken(process.env[TOKEN_ENV]);
   }
 
-  for (const [flag, value] of [['--redis-url', config.redisUrl], ['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
-    if (value) logger.warn(`${flag} is accepted but not implemented: there are no provisioning batches or federation yet`, { flag });
+  for (const [flag, value] of [['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
+    if (value) logger.warn(`${flag} is accepted but not implemented: there is no federation yet`, { flag });
   }
 
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'warmpool_controlplane_' });
+  // Node's process_* / nodejs_* metrics under their standard names, so stock dashboards work.
+  collectDefaultMetrics({ register: registry });
   const controlPlane = createControlPlane({
     kubeConfig: loadKubeConfig(config.kubeconfig),
     token,
     namespace,
     identity: config.identity || defaultIdentity(),
-    leaseName: config.leaseName,
+    leaderElection: config.leaderElect,
+    leaseName: config.leaderElectResourceName,
     ...(config.agentPodSelector ? { agentPodSelector: config.agentPodSelector } : {}),
-    leaseDurationMs: config.leaseDuration,
-    renewDeadlineMs: config.renewDeadline,
-    retryPeriodMs: config.retryPeriod,
+    leaseDurationMs: config.leaderElectLeaseDuration,
+    renewDeadlineMs: config.leaderElectRenewDeadline,
+    retryPeriodMs: config.leaderElectRetryPeriod,
+    version,
     driver: {
       intervalMs: config.interval,
       staleAfterMs: config.staleAfter,
@@ -64,9 +73,28 @@ async function main(): Promise<void> {
     setPoolsTimeoutMs: config.setPoolsTimeout,
     setPoolsAttempts: config.setPoolsAttempts,
     listen,
+    ...(probeListen ? { probeListen } : {}),
+    stallTimeoutMs: config.stallTimeout,
     logger,
     registry,
+    ...(claims !== undefined ? {
+      claims: {
+        redisUrl: claims.redisUrl,
+        listen: claims.listen,
+        ...(claims.tls !== undefined ? { tls: { cert: readFileSync(claims.tls.certFile), key: readFileSync(claims.tls.keyFile) } } : {}),
+        settings: {
+          batcher: { idleMs: config.claimBatchIdle, maxDurationMs: config.claimBatchMax, maxItems: config.claimBatchMaxItems },
+          claimTimeoutMs: config.claimTimeout,
+          workerConcurrency: config.claimWorkerConcurrency,
+          lockDurationMs: config.claimLockDuration,
+          stalledIntervalMs: config.claimStalledInterval,
+          nodeTimeoutMs: config.claimNodeTimeout,
+          maxAttempts: config.claimAttempts,
+        },
+      },
+    } : {}),
   });
+  if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
   shutdown.add('control-plane', controlPlane);
   await controlPlane.start();
 }

@@ -10,18 +10,32 @@ describe('control plane flags', () => {
   it('has the documented defaults', () => {
     const { config } = parseConfig(FLAGS, [], {});
     expect(config).toMatchObject({
-      listen: '0.0.0.0:8080', interval: 5_000, staleAfter: 90_000, setPoolsTimeout: 2_000, setPoolsConcurrency: 256,
-      leaseDuration: 15_000, renewDeadline: 10_000, retryPeriod: 2_000, leaseName: 'warmpool-control-plane', logLevel: 'info',
+      metricsBindAddress: '0.0.0.0:8080', healthProbeBindAddress: undefined, stallTimeout: 120_000,
+      interval: 5_000, staleAfter: 90_000, setPoolsTimeout: 2_000, setPoolsConcurrency: 256, leaderElect: true,
+      leaderElectLeaseDuration: 15_000, leaderElectRenewDeadline: 10_000, leaderElectRetryPeriod: 2_000, leaderElectResourceName: 'warmpool-control-plane', logLevel: 'info',
     });
-    expect(validateConfig(config, noNamespaceFile)).toEqual({ listen: { host: '0.0.0.0', port: 8080 }, namespace: 'default' });
+    expect(validateConfig(config, noNamespaceFile)).toEqual({ listen: { host: '0.0.0.0', port: 8080 }, probeListen: undefined, namespace: 'default' });
   });
 
   it('accepts every flag the Helm chart passes', () => {
     const chart = readFileSync(fileURLToPath(new URL('../../../charts/warmpool/templates/control-plane.yaml', import.meta.url)), 'utf8');
     const flags = [...chart.matchAll(/- --([a-z-]+)=/g)].map((m) => m[1] as string);
     expect(flags.length).toBeGreaterThan(10);
-    const argv = flags.map((flag) => `--${flag}=${flag.endsWith('concurrency') ? '8' : /timeout|interval|after|duration|deadline|period|grace/.test(flag) ? '1s' : 'x'}`);
+    const argv = flags.map((flag) => `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|batch-max$/.test(flag) ? '1s' : 'x'}`);
     expect(() => parseConfig(FLAGS, argv, {})).not.toThrow();
+  });
+
+  it('turns provisioning on with --redis-url, serving the claim API on --claims-listen', () => {
+    const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
+    expect(parse().claims).toBeUndefined();
+    expect(parse('--redis-url=redis://127.0.0.1:6379').claims).toEqual({ redisUrl: 'redis://127.0.0.1:6379', listen: { host: '0.0.0.0', port: 8081 }, tls: undefined });
+    expect(parse('--redis-url=rediss://r:6380', '--claims-listen=127.0.0.1:9443', '--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem').claims)
+      .toEqual({ redisUrl: 'rediss://r:6380', listen: { host: '127.0.0.1', port: 9443 }, tls: { certFile: 'c.pem', keyFile: 'k.pem' } });
+    expect(() => parse('--redis-url=http://r')).toThrow(/--redis-url/);
+    expect(() => parse('--redis-url=redis://r', '--claims-tls-cert-file=c.pem')).toThrow(/go together/);
+    expect(() => parse('--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem')).toThrow(/need --redis-url/);
+    expect(() => parse('--redis-url=redis://r', '--claims-listen=nope')).toThrow(/--claims-listen/);
+    expect(() => parse('--redis-url=redis://r', '--claim-batch-max-items=0')).toThrow(/--claim-batch-max-items/);
   });
 
   it('reads the pod\'s namespace and name from the downward API env', () => {
@@ -30,12 +44,25 @@ describe('control plane flags', () => {
     expect(validateConfig(config, noNamespaceFile).namespace).toBe('warmpool');
   });
 
+  it('takes Kubernetes-style flag names, the old names as aliases, and WARMPOOL_ variables', () => {
+    const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(FLAGS, argv, env).config;
+    expect(parse(['--leader-elect-lease-duration=20s', '--renew-deadline=9s', '--leader-elect-resource-name=x'])).toMatchObject({ leaderElectLeaseDuration: 20_000, leaderElectRenewDeadline: 9_000, leaderElectResourceName: 'x' });
+    expect(parse(['--leader-elect=false']).leaderElect).toBe(false);
+    expect(parse(['--listen=127.0.0.1:9000']).metricsBindAddress).toBe('127.0.0.1:9000');
+    expect(parse([], { WARMPOOL_RECONCILE_INTERVAL: '7s', RECONCILE_INTERVAL: '9s' }).interval).toBe(7_000);
+    expect(parse([], { LEASE_DURATION: '30s' }).leaderElectLeaseDuration).toBe(30_000);
+    const separate = validateConfig(parseConfig(FLAGS, ['--metrics-bind-address=127.0.0.1:9000', '--health-probe-bind-address=127.0.0.1:9001'], {}).config, noNamespaceFile);
+    expect(separate).toMatchObject({ listen: { port: 9000 }, probeListen: { port: 9001 } });
+  });
+
   it('refuses lease timings client-go would refuse', () => {
     const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
     expect(() => parse('--lease-duration=5s', '--renew-deadline=5s')).toThrow(ConfigError);
     expect(() => parse('--renew-deadline=2s', '--retry-period=2s', '--lease-duration=3s')).toThrow(/1.2/);
     expect(() => parse('--interval=0s')).toThrow(/--interval must be positive/);
     expect(() => parse('--set-pools-concurrency=0')).toThrow(/--set-pools-concurrency/);
-    expect(() => parse('--listen=nope')).toThrow(/--listen/);
+    expect(() => parse('--listen=nope')).toThrow(/--metrics-bind-address/);
+    expect(() => parse('--health-probe-bind-address=nope')).toThrow(/--health-probe-bind-address/);
+    expect(() => parse('--stall-timeout=1s', '--interval=5s')).toThrow(/--stall-timeout/);
   });
 });

@@ -30,6 +30,14 @@ describe('GenerationSource', () => {
     expect(source.next()).toBeGreaterThan(applied);
   });
 
+  it('takes no floor from the nodes where an epoch is recorded: it bounds every generation issued, so theirs cannot move it', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 7;
+    const source = new GenerationSource(store);
+    expect(await source.advance(Number.MAX_SAFE_INTEGER)).toBe(8);
+    expect(source.next()).toBe(generationOf(8, 0));
+  });
+
   it('knows the highest generation any leader can have issued: below its epoch, or handed out by itself', async () => {
     const store = new MemoryEpochStore();
     store.epoch = 9;
@@ -53,6 +61,19 @@ describe('GenerationSource', () => {
     expect(source.next()).toBeUndefined();
     await source.advance();
     expect(source.next()).toBe(generationOf(2, 0));
+  });
+
+  it('takes its next epoch within a term above its own, even when the record was lost meanwhile (the Lease deleted and re-created)', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 6;
+    const source = new GenerationSource(store);
+    await source.advance();
+    let last = 0;
+    for (let i = 0; i < EPOCH_SPAN; i++) last = source.next() as number;
+    store.epoch = 0;
+    await source.advance();
+    expect(source.next()).toBeGreaterThan(last);
+    expect(source.highestIssued).toBeGreaterThan(last);
   });
 
   it('stays within Number.MAX_SAFE_INTEGER and refuses to go past the last epoch', async () => {
@@ -106,6 +127,15 @@ describe('GenerationSource', () => {
     expect(source.next()).toBeUndefined();
     await source.advance();
     expect(source.next()).toBe(generationOf(2, 0));
+  });
+
+  it('starts each term from that term\'s floor: a forged one that left no epoch does not outlive its term', async () => {
+    const source = new GenerationSource(new MemoryEpochStore());
+    await expect(source.advance(Number.MAX_SAFE_INTEGER)).rejects.toBeInstanceOf(GenerationExhaustedError);
+    source.reset();
+    // The nodes were recovered (README); the next term's floor is an honest one.
+    expect(await source.advance(generationOf(3, 5))).toBe(4);
+    expect(source.next()).toBe(generationOf(4, 0));
   });
 });
 

@@ -73,6 +73,14 @@ describe('LeaseEpochStore on the election Lease', () => {
     expect(await store.advance(1)).toBe(43);
   });
 
+  it('takes the nodes\' floor only while the Lease records no epoch (lost, or never taken)', async () => {
+    const { name, store } = await leader();
+    expect(await store.advance(1, undefined, 50)).toBe(50);
+    // Recorded now: a floor from what nodes report (forged, say) moves nothing.
+    expect(await store.advance(1, undefined, 5_000)).toBe(51);
+    expect(await epochOn(name)).toBe('51');
+  });
+
   it('writes nothing and says so when no epoch is left', async () => {
     const { name, store } = await leader();
     const lease = await leases.get({ namespace, name });

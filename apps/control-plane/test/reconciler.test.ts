@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   addressCheckOf,
   ControlPlaneMetrics,
+  createHealthApp,
   fitStatus,
   generationOf,
   GenerationSource,
@@ -320,6 +321,35 @@ describe('WarmPoolReconciler', () => {
     expect(w.events.events.some((e) => e.name === 'node-c' && e.reason === 'NodeLeftPlacement')).toBe(true);
   });
 
+  it('in a one-node fleet, a forged number in the one inventory takes that node out, not the leader\'s epochs or readiness', async () => {
+    const store = new MemoryEpochStore();
+    store.epoch = 4;
+    const w = world({ store, nodes: 1 });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
+    w.drive();
+    await w.settle();
+    await w.change('resync', () => undefined);
+    expect(store.epoch).toBe(5);
+    expect(w.reconciler.notReadyReasons()).toEqual([]);
+    expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual(['impossible-generation']);
+    // The recovery in the README brings it back under the same leader, without a restart.
+    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: 0 })));
+    await w.change('resync', () => undefined);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2' });
+  });
+
+  it('in a one-node fleet whose epoch record was lost (the Lease deleted), starts above what that node applied', async () => {
+    const store = new MemoryEpochStore();
+    const w = world({ store, nodes: 1 });
+    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
+    w.drive();
+    await w.settle();
+    expect(store.epoch).toBe(9);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2' });
+  });
+
   it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
     const w = world();
     w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
@@ -410,6 +440,17 @@ describe('WarmPoolReconciler', () => {
     w.statuses.fields = 'any';
     await w.change('status schema changed', () => undefined);
     expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([['Ready', 'True'], ['Degraded', 'False']]);
+  });
+
+  it('writes no status at all where the schema holds none of its fields', async () => {
+    const w = world();
+    w.statuses.fields = new Set();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    for (let i = 0; i < 3; i++) await w.change('resync', () => undefined);
+    expect(w.statuses.writes).toEqual([]);
+    expect(w.targets()).toMatchObject({ 'node-a': 'img=1', 'node-b': 'img=1', 'node-c': 'img=1' });
   });
 
   it('moves a failing node\'s share to the others', async () => {
@@ -529,5 +570,58 @@ describe('WarmPoolReconciler', () => {
     release?.();
     await w.settle();
     expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3', 'node-c': 'img=3' });
+  });
+
+  it('reports each pool\'s ready and desired replicas as gauges, and drops a deleted pool\'s series', async () => {
+    const w = world();
+    const series = async () => (await w.metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    w.reconciler.poke('sample');
+    await w.settle();
+    expect(await series()).toEqual(expect.arrayContaining([
+      'warmpool_controlplane_pool_ready_replicas{pool_namespace="ns",pool="pool"} 6',
+      'warmpool_controlplane_pool_desired_replicas{pool_namespace="ns",pool="pool"} 6',
+    ]));
+    await w.change('pool deleted', () => w.pools.remove('ns/pool'));
+    expect(await series()).toEqual([]);
+  });
+
+  it('measures how long the loop has gone without finishing a run while it drives, so liveness catches a wedged loop', async () => {
+    const w = world({ intervalMs: 20 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    expect(w.reconciler.stalledMs(), 'a standby is never stalled').toBeUndefined();
+    w.drive();
+    await w.settle();
+    expect(w.reconciler.stalledMs()).toBe(0);
+    w.clock.advance(60_000);
+    await vi.waitFor(() => expect(w.reconciler.stalledMs()).toBe(0), { timeout: 5_000 });
+
+    // Probes that never answer: the periodic sample never settles, so no run follows it.
+    w.agents.info = () => new Promise<NodeInfo>(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    w.clock.advance(300_000);
+    expect(w.reconciler.stalledMs()).toBeGreaterThanOrEqual(300_000);
+
+    w.leadership.abort();
+    expect(w.reconciler.stalledMs(), 'stepping down ends the measure').toBeUndefined();
+  });
+});
+
+describe('the health endpoints', () => {
+  it('answers /healthz 503 with a reason while the loop is wedged, and ok otherwise; /metrics only where asked', async () => {
+    let wedged = false;
+    const options = { notReadyReasons: () => [], notLiveReasons: () => (wedged ? ['no reconcile finished for 300 s'] : []) };
+    const probes = createHealthApp(options);
+    expect((await probes.request('/healthz')).status).toBe(200);
+    wedged = true;
+    const res = await probes.request('/healthz');
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ reason: 'ReconcileStalled', reasons: ['no reconcile finished for 300 s'] });
+    expect((await probes.request('/metrics')).status).toBe(404);
+    const withMetrics = createHealthApp({ ...options, metrics: new ControlPlaneMetrics() });
+    const metrics = await (await withMetrics.request('/metrics')).text();
+    expect(metrics).toMatch(/^warmpool_build_info\{component="control-plane",version="unknown",node_version="v\d+/m);
   });
 });

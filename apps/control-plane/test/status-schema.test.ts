@@ -25,7 +25,16 @@ describe('what the installed SandboxWarmPool CRD lets us write into status', () 
   it('keeps everything where the schema keeps unknown fields, or cannot be read (the write then says why)', () => {
     expect(statusFieldsOf(crd({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true }))).toBe('any');
     expect(statusFieldsOf(undefined)).toBe('any');
-    expect(statusFieldsOf(crd(undefined))).toBe('any');
     expect(statusFieldsOf(crd({ type: 'object' }, 'v1alpha1'))).toBe('any');
+    const keepsUnknown = crd(undefined);
+    const root = keepsUnknown.spec?.versions?.[0]?.schema?.openAPIV3Schema;
+    if (root !== undefined) root['x-kubernetes-preserve-unknown-fields'] = true;
+    expect(statusFieldsOf(keepsUnknown)).toBe('any');
+  });
+
+  it('keeps nothing where the schema declares no status at all (the apiserver refuses even an empty one there)', () => {
+    const fields = statusFieldsOf(crd(undefined));
+    expect(fields).toEqual(new Set());
+    expect(fitStatus(full, fields)).toEqual({});
   });
 });

@@ -1,5 +1,5 @@
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, DEFAULT_TOKEN_GRACE_MS, formatHostPort, helpText, messageOf, parseConfig, parseHostPort, parseLogLevel, runMain, Shutdown, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
+import { ConfigError, createLogger, DEFAULT_TOKEN_GRACE_MS, formatHostPort, helpText, messageOf, packageVersion, parseConfig, parseHostPort, parseLogLevel, runMain, Shutdown, versionLine, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
@@ -25,7 +25,11 @@ const FLAGS = {
 const SUMMARY = 'A faithful stand-in for the node-local sandbox daemon (sandboxd): warm pools, claims, leases, drain. State is in memory only.';
 
 async function main(): Promise<void> {
-  const { config, help } = parseConfig(FLAGS);
+  const { config, help, version } = parseConfig(FLAGS);
+  if (version) {
+    process.stdout.write(versionLine('fake-sandboxd', packageVersion(import.meta.url)));
+    return;
+  }
   if (help) {
     process.stdout.write(helpText('fake-sandboxd', SUMMARY, FLAGS));
     return;

@@ -195,7 +195,9 @@ describe('sandboxd contract: PUT /v1/pools', () => {
     expect(body.pools.map((p) => p.key.template)).toEqual(['img']);
     expect(body.claimed).toBe(1);
     expect((await list(api)).sandboxes.map((s) => s.id)).toEqual([live.id]);
-    await expectRefused(api, () => api.post('/v1/claim', { template: 'py' }), 400, /unknown pool key/);
+    const cold = await claim(api, { template: 'py' });
+    expect((await info(api)).pools.map((p) => p.key.template)).toEqual(['img']);
+    expect((await list(api)).sandboxes.map((s) => s.id)).toEqual([live.id, cold.id]);
   });
 });
 
@@ -235,9 +237,20 @@ describe('sandboxd contract: POST /v1/claim', () => {
     expect(Date.parse(long.deadline) - Date.now()).toBeLessThanOrEqual(DAY_MS);
   });
 
-  it('answers 400 to an unknown key, changing nothing', async () => {
-    await expectRefused(api, () => api.post('/v1/claim', { template: 'nope' }), 400, /unknown pool key/);
-    await expectRefused(api, () => api.post('/v1/claim', { template: 'img', net: 'egress' }), 400, /unknown pool key/);
+  it('boots a key with no pool on the node cold, creating no pool entry', async () => {
+    const before = await info(api);
+    const started = Date.now();
+    const cold = await claim(api, { template: 'nope', claim_ref: 'ns/cold-1' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(15); // coldBootMs 20, give or take a timer tick
+    const other = await claim(api, { template: 'img', net: 'egress' });
+    expect((await info(api)).pools).toEqual(before.pools);
+    expect((await info(api)).claimed).toBe(before.claimed + 2);
+    expect((await list(api, '?claim_ref=ns/cold-1')).sandboxes).toEqual([expect.objectContaining({ id: cold.id, key: { template: 'nope', net: 'none', size: 'small' } })]);
+    expect((await list(api)).sandboxes.find((s) => s.id === other.id)?.key).toEqual({ template: 'img', net: 'egress', size: 'small' });
+  });
+
+  it('answers 400 to a malformed key, changing nothing', async () => {
+    await expectRefused(api, () => api.post('/v1/claim', { template: 'img', net: 'no spaces allowed' }), 400, /net/);
   });
 
   it('answers 400 to a bad body, changing nothing', async () => {

@@ -172,11 +172,25 @@ describe('FakeSandboxd claims', () => {
     await expect(pending).resolves.toMatchObject({ owner_addr: expect.any(String) });
   });
 
-  it('treats a key outside the current pool set as unknown', async () => {
-    const { core } = node();
+  it('boots a key outside the current pool set cold, without adding a pool', async () => {
+    const { core, clock } = node();
     core.setPools([pool('img', 0)]);
-    expect(await refusal(core.claim(claimOf('other')))).toBe('unknown-key');
-    expect(await refusal(core.claim(claimOf('img', { size: 'large' })))).toBe('unknown-key');
+    const other = core.claim(claimOf('other', { claim_ref: 'ns/a' }));
+    const large = core.claim(claimOf('img', { size: 'large' }));
+    expect(core.info().claimed).toBe(0); // still booting
+    clock.advance(BOOT_MS);
+    const [a, b] = await Promise.all([other, large]);
+    expect(core.get(a.id)?.key).toEqual({ template: 'other', net: 'none', size: 'small' });
+    expect(core.get(b.id)?.key).toEqual({ template: 'img', net: 'none', size: 'large' });
+    expect(core.info().pools.map((p) => p.key)).toEqual([{ template: 'img', net: 'none', size: 'small' }]);
+    expect(core.stats.claimsCold).toBe(2);
+  });
+
+  it('refuses a cold boot of a key outside the pool set when the node has no room', async () => {
+    const { core, clock } = node({ room: 1 });
+    core.setPools([pool('img', 1)]);
+    clock.advance(BOOT_MS);
+    expect(await refusal(core.claim(claimOf('other')))).toBe('no-room');
   });
 
   it('refuses claims beyond maxClaims, counting cold boots under way', async () => {
@@ -297,7 +311,11 @@ describe('FakeSandboxd pool set', () => {
     expect(info.claimed).toBe(1);
     expect(core.get(claimed.id)).toBeDefined();
     expect(core.stats.warmDestroyed).toBe(2);
-    expect(await refusal(core.claim(claimOf('b')))).toBe('unknown-key');
+    const cold = core.claim(claimOf('b'));
+    clock.advance(BOOT_MS);
+    await cold;
+    expect(core.stats.claimsCold).toBe(1);
+    expect(core.info().pools.map((p) => p.key.template)).toEqual(['a']);
   });
 
   it('destroys the boots of a retired key when they land', () => {

@@ -59,13 +59,23 @@ export class GenerationGuard {
   /**
    * Runs `push` if `generation` is not older than the applied one, after every
    * push that arrived before it. `accepted` says whether sandboxd took it; only
-   * then does the applied generation move. A throwing push moves nothing.
+   * then does the applied generation move. A throwing push moves nothing,
+   * unless `mayHaveTakenEffect` says of its error that sandboxd may have taken
+   * it (sent, no answer): then it counts as applied, since an older push let
+   * through after it could roll sandboxd back. The sender's retry of the same
+   * generation is still accepted.
    */
-  apply<R>(generation: number, push: () => Promise<R>, accepted: (result: R) => boolean): Promise<GuardedOutcome<R>> {
+  apply<R>(generation: number, push: () => Promise<R>, accepted: (result: R) => boolean, mayHaveTakenEffect?: (err: unknown) => boolean): Promise<GuardedOutcome<R>> {
     const run = this.#tail.then(async (): Promise<GuardedOutcome<R>> => {
       if (!this.#recovered) return { outcome: 'not-recovered' };
       if (this.#applied !== undefined && generation < this.#applied) return { outcome: 'stale', appliedGeneration: this.#applied };
-      const result = await push();
+      let result: R;
+      try {
+        result = await push();
+      } catch (err) {
+        if (mayHaveTakenEffect?.(err) === true) this.#raise(generation);
+        throw err;
+      }
       if (!accepted(result)) return { outcome: 'rejected', result };
       this.#raise(generation);
       return { outcome: 'applied', result };

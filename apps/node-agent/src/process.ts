@@ -1,16 +1,21 @@
 // The node agent as a process (a DaemonSet pod): flags and env, the fleet
 // token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, messageOf, parseConfig, parseLogLevel, readTokenFile, runMain, Shutdown } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, messageOf, packageVersion, parseConfig, parseLogLevel, readTokenFile, runMain, Shutdown, versionLine } from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
 import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
 
 async function main(): Promise<void> {
-  const { config, help } = parseConfig(FLAGS);
+  const { config, help, version: printVersion } = parseConfig(FLAGS);
+  const version = packageVersion(import.meta.url);
   if (help) {
     process.stdout.write(helpText('node-agent', SUMMARY, FLAGS));
+    return;
+  }
+  if (printVersion) {
+    process.stdout.write(versionLine('node-agent', version));
     return;
   }
   const { listen } = validateConfig(config);
@@ -25,7 +30,10 @@ async function main(): Promise<void> {
   if (!config.noInventory) advertiseAddressOf(config, listen);
   const inventory = !config.noInventory ? new KubeInventoryWriter(loadKubeConfig(config.kubeconfig)) : undefined;
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'warmpool_agent_' });
+  // Node's process_* / nodejs_* metrics under their standard names, so stock dashboards work.
+  collectDefaultMetrics({ register: registry });
+  new Gauge({ name: 'warmpool_build_info', help: 'Always 1; the labels say which build runs', labelNames: ['component', 'version', 'node_version'], registers: [registry] })
+    .set({ component: 'node-agent', version, node_version: process.version }, 1);
 
   const agent = createNodeAgent({
     sandboxdUrl: config.sandboxdUrl,

@@ -5,6 +5,7 @@
 import { createNodeAgent } from '@warmpool/node-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_TOKEN_MESSAGE, ROUTE_ACCESS } from '../src/api/auth.js';
+import { openApiDocument } from '../src/api/openapi.js';
 import { startNode, type Node } from './helpers.js';
 
 /** A concrete request path for a route pattern (`:id` → a well-formed sandbox id). */
@@ -26,9 +27,19 @@ describe('the agent API access table', () => {
     expect(served).toEqual([...ROUTE_ACCESS.keys()].sort());
   });
 
-  it('declares only health, readiness and metrics open', () => {
+  it('declares only health, readiness, metrics and the API document open', () => {
     const open = [...ROUTE_ACCESS].filter(([, access]) => access === 'open').map(([route]) => route).sort();
-    expect(open).toEqual(['GET /healthz', 'GET /metrics', 'GET /readyz']);
+    expect(open).toEqual(['GET /healthz', 'GET /metrics', 'GET /openapi.json', 'GET /readyz']);
+  });
+
+  it('documents in /openapi.json the access each route declares', () => {
+    const paths = openApiDocument()['paths'] as Record<string, Record<string, { security: Array<Record<string, string[]>> }>>;
+    for (const [route, access] of ROUTE_ACCESS) {
+      const [method = '', path = ''] = route.split(' ');
+      const security = paths[path.replaceAll(':id', '{id}')]?.[method.toLowerCase()]?.security;
+      const schemes = (security ?? []).flatMap((requirement) => Object.keys(requirement)).sort();
+      expect(schemes.length === 0 ? 'open' : schemes.length === 1 ? 'root' : 'sandbox-or-root', route).toBe(access);
+    }
   });
 
   it('refuses a missing token with 401 on every route not declared open, over HTTP and through app.request()', async () => {

@@ -190,6 +190,35 @@ describe('SetPools (PUT /v1/pools)', () => {
     expect(n.agent.generations.applied).toBe(2);
   });
 
+  it('treats a push sandboxd may have taken (read, then no answer) as applied: an older one is refused after it', async () => {
+    // A sandboxd that applies every push it reads, then drops the connection before answering.
+    const taken: number[] = [];
+    const dropper = createServer((req) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        if (req.method === 'PUT') taken.push((JSON.parse(body) as { pools: Array<{ warm: number }> }).pools[0]?.warm ?? -1);
+        req.socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
+    open.push({ close: () => new Promise<void>((resolve) => dropper.close(() => resolve())) });
+    const agent = createNodeAgent({ sandboxdUrl: `http://127.0.0.1:${(dropper.address() as AddressInfo).port}`, token: FLEET_TOKEN, pollIntervalMs: 60_000 });
+    open.push(agent);
+    const { url } = await agent.start();
+
+    const newer = await call<ErrorAnswer>(url, 'PUT', '/v1/pools', { body: { generation: 5, pools: [{ template: 'img', warm: 5 }] } });
+    expect(newer.status).toBe(502);
+    // A deposed leader's push, arriving late: sandboxd may hold generation 5's targets, so this would roll them back.
+    const older = await call<ErrorAnswer>(url, 'PUT', '/v1/pools', { body: { generation: 4, pools: [{ template: 'img', warm: 4 }] } });
+    expect(older.status).toBe(409);
+    expect(older.body.appliedGeneration).toBe(5);
+    expect(taken).toEqual([5]);
+    // The leader's own retry of the same generation still goes through.
+    expect((await call(url, 'PUT', '/v1/pools', { body: { generation: 5, pools: [{ template: 'img', warm: 5 }] } })).status).toBe(502);
+    expect(taken).toEqual([5, 5]);
+  });
+
   it.each([
     ['no generation', { pools: [POOL] }, /^generation: /],
     ['a negative generation', { generation: -1, pools: [POOL] }, /^generation: /],
@@ -254,10 +283,10 @@ describe('claims and sandboxes', () => {
     expect(refused).toMatchObject({ status: 429, body: { error: 'node is at max_claims (1)' } });
   });
 
-  it('passes sandboxd\'s 400 through for a key the node has no pool for', async () => {
+  it('passes sandboxd\'s cold boot through for a key the node has no pool for', async () => {
     const n = await node();
-    const answer = await call<ErrorAnswer>(n.url, 'POST', '/v1/claim', { body: { template: 'never-set' } });
-    expect(answer).toMatchObject({ status: 400, body: { error: 'unknown pool key never-set|none|small' } });
+    const answer = await call(n.url, 'POST', '/v1/claim', { body: { template: 'never-set', claim_ref: 'ns/cold' } });
+    expect(answer).toMatchObject({ status: 200, body: { id: expect.any(String), token: expect.any(String) } });
   });
 
   it.each([
@@ -302,7 +331,7 @@ describe('claims and sandboxes', () => {
       served.set(path, (served.get(path) ?? new Set()).add(method));
     }
     expect([...served.keys()].sort()).toEqual([
-      '/healthz', '/metrics', '/readyz', '/v1/claim', '/v1/drain', '/v1/info', '/v1/pools',
+      '/healthz', '/metrics', '/openapi.json', '/readyz', '/v1/claim', '/v1/drain', '/v1/info', '/v1/pools',
       '/v1/sandboxes', '/v1/sandboxes/:id', '/v1/sandboxes/:id/release', '/v1/sandboxes/:id/renew',
     ]);
     for (const [pattern, methods] of served) {

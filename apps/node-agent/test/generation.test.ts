@@ -55,6 +55,17 @@ describe('GenerationGuard', () => {
     expect((await guard.apply(4, ok, accepted)).outcome).toBe('applied');
   });
 
+  it('counts a push that failed after sandboxd may have taken it as applied, and nothing else that failed', async () => {
+    const guard = new GenerationGuard({ recovered: true });
+    const sentNoAnswer = (err: unknown): boolean => (err as Error).message === 'sent, no answer';
+    await expect(guard.apply(3, () => Promise.reject(new Error('not sent')), accepted, sentNoAnswer)).rejects.toThrow();
+    expect(guard.applied).toBeUndefined();
+    await expect(guard.apply(5, () => Promise.reject(new Error('sent, no answer')), accepted, sentNoAnswer)).rejects.toThrow();
+    expect(guard.applied).toBe(5);
+    expect(await guard.apply(4, ok, accepted)).toEqual({ outcome: 'stale', appliedGeneration: 5 });
+    expect((await guard.apply(5, ok, accepted)).outcome).toBe('applied');
+  });
+
   it('refuses every push until the generation applied before a restart is recovered', async () => {
     const guard = new GenerationGuard({ recovered: false });
     expect(await guard.apply(9, ok, accepted)).toEqual({ outcome: 'not-recovered' });

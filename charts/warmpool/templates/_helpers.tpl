@@ -1,19 +1,69 @@
+{{- define "warmpool.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "warmpool.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "warmpool.name" . -}}
+{{- if contains $name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* Every namespaced object's metadata.namespace. */ -}}
+{{- define "warmpool.namespace" -}}
+{{- .Values.namespaceOverride | default .Release.Namespace -}}
 {{- end -}}
 
 {{- define "warmpool.labels" -}}
-app.kubernetes.io/name: warmpool
+app.kubernetes.io/name: {{ include "warmpool.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
+{{- /* A component's selector labels: (dict "root" . "component" "node-agent"). Immutable in a Deployment / DaemonSet: never change them. */ -}}
+{{- define "warmpool.selectorLabels" -}}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- /* (dict "root" . "name" "node-agent" "image" .Values.nodeAgent.image): repository[:tag][@digest]. */ -}}
 {{- define "warmpool.image" -}}
-{{ .root.Values.image.registry }}/{{ .name }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- $img := .image | default dict -}}
+{{- $repo := $img.repository | default (printf "%s/%s" .root.Values.image.registry .name) -}}
+{{- if $img.digest -}}
+{{ $repo }}@{{ $img.digest }}
+{{- else -}}
+{{ $repo }}:{{ $img.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 
 {{- define "warmpool.tokenSecret" -}}
 {{- .Values.fleetToken.existingSecret | default (printf "%s-fleet-token" (include "warmpool.fullname" .)) -}}
+{{- end -}}
+
+{{- define "warmpool.tokenKey" -}}
+{{- if .Values.fleetToken.existingSecret }}{{ .Values.fleetToken.existingSecretKey | default "token" }}{{ else }}token{{ end -}}
+{{- end -}}
+
+{{- /*
+Restarts the pods when the chart-managed token changes (a changed
+`fleetToken.value`). A generated token never changes after install, and an
+existingSecret is the user's: its rotation is picked up from the mounted file
+without a restart (see "Rotating the fleet token").
+*/ -}}
+{{- define "warmpool.tokenChecksum" -}}
+{{- printf "%s/%s/%s" (include "warmpool.tokenSecret" .) (include "warmpool.tokenKey" .) (.Values.fleetToken.value | default "") | sha256sum -}}
+{{- end -}}
+
+{{- /* A Go-style duration ("90s", "5m", "1h") as whole seconds, for PromQL. */ -}}
+{{- define "warmpool.seconds" -}}
+{{- $d := toString . -}}
+{{- if hasSuffix "h" $d }}{{ mul (trimSuffix "h" $d | int) 3600 }}{{ else if hasSuffix "m" $d }}{{ mul (trimSuffix "m" $d | int) 60 }}{{ else }}{{ trimSuffix "s" $d | int }}{{ end -}}
 {{- end -}}

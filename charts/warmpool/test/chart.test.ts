@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 import { findBinary, startCluster, type TestCluster } from '@warmpool/harness';
 
 const run = promisify(execFile);
@@ -21,30 +22,86 @@ function kinds(manifest: string): string[] {
   return [...manifest.matchAll(/^kind: (\w+)$/gm)].map((m) => m[1] as string).sort();
 }
 
+interface Rendered {
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+}
+// Container and pod shapes the assertions below read.
+interface Container { name: string; image: string; args: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet: { path: string; port: string } }; readinessProbe?: { httpGet: { port: string } }; startupProbe?: unknown; securityContext?: Record<string, unknown> }
+interface PodTemplate { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: Container[]; volumes: Array<{ name: string; secret?: { secretName: string; items: Array<{ key: string }> } }>; nodeSelector?: Record<string, string>; tolerations?: unknown[]; priorityClassName?: string; securityContext?: Record<string, unknown>; imagePullSecrets?: unknown[]; affinity?: Record<string, unknown>; topologySpreadConstraints?: unknown[] } }
+
+/** `helm template` with a cluster's defaults and the fake sidecar (so no token is required), plus `set`. */
+async function render(set: string[] = [], base: string[] = ['fakeSandboxd.enabled=true']): Promise<Rendered[]> {
+  const out = await helm(undefined, ['template', 'warmpool', CHART, '-n', NAMESPACE, ...[...base, ...set].flatMap((s) => ['--set', s])]);
+  return (loadAllYaml(out) as Array<Rendered | null>).filter((o): o is Rendered => o !== null);
+}
+const find = (objects: Rendered[], kind: string, suffix = ''): Rendered => {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
+  if (!found) throw new Error(`no ${kind} *${suffix} rendered`);
+  return found;
+};
+const podOf = (workload: Rendered): PodTemplate => (workload.spec as { template: PodTemplate }).template;
+const containerOf = (workload: Rendered, name: string): Container => {
+  const c = podOf(workload).spec.containers.find((x) => x.name === name);
+  if (!c) throw new Error(`no container ${name}`);
+  return c;
+};
+
 describe('the Helm chart, rendered', () => {
-  it('passes helm lint', async () => {
-    await expect(helm(undefined, ['lint', CHART])).resolves.toContain('0 chart(s) failed');
+  it('passes helm lint --strict with its defaults', async () => {
+    const out = await helm(undefined, ['lint', '--strict', CHART]);
+    expect(out).toContain('0 chart(s) failed');
+    expect(out).not.toMatch(/\[(WARNING|INFO|ERROR)\]/);
   });
 
-  it('renders the control plane, the agent DaemonSet, RBAC, the token Secret and all six CRDs by default', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+  it('renders with a plain helm template: the harness\'s helm knows its Kubernetes version', async () => {
+    await expect(helm(undefined, ['template', 'warmpool', CHART, '--set', 'fakeSandboxd.enabled=true'])).resolves.toContain('kind: DaemonSet');
+  });
+
+  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret and all six CRDs by default', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
       'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding',
       ...Array(6).fill('CustomResourceDefinition'),
-      'DaemonSet', 'Deployment', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount',
+      'DaemonSet', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount',
       'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding',
     ]);
   });
 
   it('points the control plane at the agents\' pods by the labels the DaemonSet gives them', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
-    expect(out).toContain('- --agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent');
-    expect(out).toContain('labels: { app.kubernetes.io/name: warmpool, app.kubernetes.io/instance: warmpool, app.kubernetes.io/component: node-agent }');
+    const objects = await render();
+    const selector = containerOf(find(objects, 'Deployment'), 'control-plane').args.find((a) => a.startsWith('--agent-pod-selector='));
+    expect(selector).toBe('--agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent');
+    expect(podOf(find(objects, 'DaemonSet')).metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'warmpool', 'app.kubernetes.io/component': 'node-agent' });
   });
 
-  it('leaves the CRDs out with crds.install=false, for clusters that already run upstream agent-sandbox', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'crds.install=false']);
-    expect(kinds(out)).not.toContain('CustomResourceDefinition');
+  it('fails the install with a clear message when a real sandboxd is used and no token is given', async () => {
+    await expect(render([], [])).rejects.toThrow(/fleetToken: a real sandboxd only accepts the token it was configured with.*existingSecret/s);
+    await expect(render(['fleetToken.value=s3cret'], [])).resolves.toBeDefined();
+    await expect(render(['fleetToken.existingSecret=mine'], [])).resolves.toBeDefined();
+  });
+
+  it('splits the CRD switch: upstream\'s kinds and warmpool\'s own, each on its own', async () => {
+    const crds = async (set: string[]) => (await render(set)).filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort();
+    expect(await crds(['crds.upstream.install=false'])).toEqual(['nodeinventories.warmpool.dev', 'sandboxenvs.warmpool.dev']);
+    expect(await crds(['crds.warmpool.install=false'])).toEqual([
+      'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
+    ]);
+    expect(await crds(['crds.upstream.install=false', 'crds.warmpool.install=false'])).toEqual([]);
+  });
+
+  it('rejects wrong types, bad durations and unknown keys through values.schema.json', async () => {
+    await expect(render(['controlPlane.replicas=two'])).rejects.toThrow(/controlPlane\/replicas.*want integer/);
+    await expect(render(['controlPlane.interval=banana'])).rejects.toThrow(/controlPlane\/interval/);
+    await expect(render(['controlPlane.replicaz=2'])).rejects.toThrow(/additional properties 'replicaz' not allowed/);
+    await expect(render(['nodeAgent.port=seventy'])).rejects.toThrow(/nodeAgent\/port/);
+    await expect(render(['image.pullPolicy=Sometimes'])).rejects.toThrow(/pullPolicy/);
+    await expect(render(['crds.install=false'])).rejects.toThrow(/additional properties 'install' not allowed/);
+    await expect(render(['controlPlane.image.digest=latest'])).rejects.toThrow(/digest/);
+    // An env value must be a string (Kubernetes refuses a number there only at apply time).
+    await expect(render(['nodeAgent.extraEnv[0].name=N', 'nodeAgent.extraEnv[0].value=1'])).rejects.toThrow(/extraEnv\/0\/value/);
   });
 
   it('adds a fake-sandboxd sidecar, reached over loopback, when fakeSandboxd.enabled (the kind path)', async () => {
@@ -56,10 +113,105 @@ describe('the Helm chart, rendered', () => {
     expect(out).toContain('--api-token-file=/var/run/warmpool/token');
     expect(out).not.toContain('SANDBOXD_API_TOKEN');
     expect(out.match(/--token-grace=5m/g)).toHaveLength(3);
+    // The sidecar's room is the node's capacity, so NodeInventory's CAPACITY column is filled.
+    expect(out).toContain('--capacity=2000');
+  });
+
+  it('places agents only on sandbox nodes, with narrow tolerations and no hard-coded priority class', async () => {
+    const agent = podOf(find(await render(), 'DaemonSet'));
+    expect(agent.spec.nodeSelector).toEqual({ 'warmpool.dev/sandbox-node': 'true' });
+    expect(agent.spec.tolerations).toEqual([{ key: 'warmpool.dev/sandbox-node', operator: 'Exists', effect: 'NoSchedule' }]);
+    expect(agent.spec.priorityClassName).toBeUndefined();
+    const set = await render(['nodeAgent.priorityClassName=system-node-critical', 'controlPlane.priorityClassName=high', 'nodeAgent.podSecurityContext.supplementalGroups={1234}', 'nodeAgent.capacity=64']);
+    expect(podOf(find(set, 'DaemonSet')).spec.priorityClassName).toBe('system-node-critical');
+    expect(podOf(find(set, 'Deployment')).spec.priorityClassName).toBe('high');
+    expect(podOf(find(set, 'DaemonSet')).spec.securityContext).toMatchObject({ runAsUser: 65532, runAsGroup: 65532, supplementalGroups: [1234] });
+    expect(containerOf(find(set, 'DaemonSet'), 'node-agent').args).toContain('--capacity=64');
+  });
+
+  it('runs the control plane spread out, with a PDB, probes on their own port and a liveness that means something', async () => {
+    const objects = await render();
+    const cp = find(objects, 'Deployment');
+    const pod = podOf(cp);
+    const container = containerOf(cp, 'control-plane');
+    expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'probes', containerPort: 9440 }]);
+    expect(container.args).toEqual(expect.arrayContaining(['--metrics-bind-address=0.0.0.0:8080', '--health-probe-bind-address=0.0.0.0:9440', '--stall-timeout=2m', '--leader-elect=true', '--leader-elect-lease-duration=15s']));
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'probes' });
+    expect(container.readinessProbe?.httpGet.port).toBe('probes');
+    expect(container.startupProbe).toBeDefined();
+    expect(JSON.stringify(pod.spec.affinity)).toContain('podAntiAffinity');
+    expect(pod.spec.topologySpreadConstraints).toHaveLength(1);
+    expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
+    expect(find(objects, 'Service').spec).toMatchObject({ ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics' }] });
+    expect((await render(['controlPlane.replicas=1'])).some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
+    await expect(render(['controlPlane.leaderElect=false'])).rejects.toThrow(/leaderElect=false drives without a Lease/);
+    expect(containerOf(find(await render(['controlPlane.leaderElect=false', 'controlPlane.replicas=1']), 'Deployment'), 'control-plane').args).toContain('--leader-elect=false');
+  });
+
+  it('takes the usual knobs: namespace, names, images by tag or digest, pull secrets, pod metadata, extra args and env', async () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const objects = await render([
+      'namespaceOverride=elsewhere', 'fullnameOverride=wp', 'imagePullSecrets[0].name=regcred',
+      'nodeAgent.image.repository=registry.example/agent', `nodeAgent.image.digest=${digest}`, 'controlPlane.image.tag=9.9.9',
+      'controlPlane.podAnnotations.team=sandbox', 'controlPlane.podLabels.tier=control', 'controlPlane.extraArgs={--set-pools-attempts=5}',
+      'nodeAgent.extraEnv[0].name=EXTRA', 'nodeAgent.extraEnv[0].value=one', 'commonLabels.owner=platform',
+    ]);
+    const clusterScoped = ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+    const namespaced = objects.filter((o) => !clusterScoped.includes(o.kind));
+    expect(namespaced.length).toBeGreaterThan(5);
+    for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe('elsewhere');
+    // The admission policy names the agents' ServiceAccount in that namespace.
+    expect(JSON.stringify(find(objects, 'ValidatingAdmissionPolicy').spec)).toContain('system:serviceaccount:elsewhere:wp-node-agent');
+    for (const o of objects.filter((x) => x.kind !== 'CustomResourceDefinition')) expect(o.metadata.labels?.['owner'], `${o.kind} ${o.metadata.name}`).toBe('platform');
+    const cp = find(objects, 'Deployment');
+    expect(cp.metadata.name).toBe('wp-control-plane');
+    expect(containerOf(cp, 'control-plane').image).toBe('ghcr.io/warmpool/control-plane:9.9.9');
+    expect(containerOf(cp, 'control-plane').args).toContain('--set-pools-attempts=5');
+    expect(podOf(cp).metadata.annotations).toMatchObject({ team: 'sandbox' });
+    expect(podOf(cp).metadata.labels).toMatchObject({ tier: 'control' });
+    expect(podOf(cp).spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+    const agent = find(objects, 'DaemonSet');
+    expect(containerOf(agent, 'node-agent').image).toBe(`registry.example/agent@${digest}`);
+    expect(containerOf(agent, 'node-agent').env?.find((e) => e.name === 'EXTRA')?.value).toBe('one');
+    expect(containerOf(agent, 'fake-sandboxd').image).toBe('ghcr.io/warmpool/fake-sandboxd:0.1.0');
+  });
+
+  it('mounts an existing fleet token Secret by its key, renders none itself, and rolls the pods when a chart-managed token changes', async () => {
+    const existing = await render(['fleetToken.existingSecret=platform-token', 'fleetToken.existingSecretKey=fleet'], []);
+    expect(existing.some((o) => o.kind === 'Secret')).toBe(false);
+    for (const kind of ['Deployment', 'DaemonSet']) {
+      const volume = podOf(find(existing, kind)).spec.volumes.find((v) => v.name === 'fleet-token');
+      expect(volume?.secret).toEqual({ secretName: 'platform-token', items: [{ key: 'fleet', path: 'token' }] });
+    }
+    const checksum = async (value: string) => podOf(find(await render([`fleetToken.value=${value}`], []), 'DaemonSet')).metadata.annotations?.['checksum/fleet-token'];
+    expect(await checksum('one')).toMatch(/^[0-9a-f]{64}$/);
+    expect(await checksum('one')).not.toBe(await checksum('two'));
+  });
+
+  it('renders an optional NetworkPolicy: only the control plane reaches the agents\' port', async () => {
+    expect((await render()).some((o) => o.kind === 'NetworkPolicy')).toBe(false);
+    const policy = find(await render(['networkPolicy.enabled=true']), 'NetworkPolicy');
+    // client-node types the object (`from` becomes `_from`): compare its wire form.
+    expect(dumpYaml(policy)).toMatch(/ingress:\n\s+- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 7071\n\s+protocol: TCP/);
+    expect(policy.spec).toMatchObject({ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'node-agent' } }, policyTypes: ['Ingress'] });
+  });
+
+  it('renders the monitoring objects on demand: ServiceMonitor, PodMonitor, PrometheusRule, and the Grafana dashboard', async () => {
+    const objects = await render(['monitoring.serviceMonitor.enabled=true', 'monitoring.podMonitor.enabled=true', 'monitoring.prometheusRule.enabled=true', 'monitoring.dashboard.enabled=true']);
+    expect(find(objects, 'ServiceMonitor').spec).toMatchObject({ endpoints: [{ port: 'metrics', path: '/metrics' }] });
+    expect(find(objects, 'PodMonitor').spec).toMatchObject({ podMetricsEndpoints: [{ port: 'http', path: '/metrics' }] });
+    const rules = JSON.stringify(find(objects, 'PrometheusRule').spec);
+    for (const alert of ['WarmpoolReconcileStalled', 'WarmpoolNoLeader', 'WarmpoolSetPoolsErrors', 'WarmpoolUnplacedReplicas', 'WarmpoolClaimFailures']) expect(rules).toContain(alert);
+    expect(rules).toContain('> 300');
+    const dashboard = JSON.parse(find(objects, 'ConfigMap', '-dashboard').data?.['warmpool.json'] ?? '{}') as { title: string; panels: Array<{ targets?: Array<{ expr: string }> }> };
+    expect(dashboard.title).toBe('warmpool');
+    const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr).join('\n');
+    for (const metric of ['warmpool_controlplane_pool_ready_replicas', 'warmpool_controlplane_pool_desired_replicas', 'warmpool_agent_http_request_duration_seconds_bucket', 'process_resident_memory_bytes']) expect(exprs).toContain(metric);
+    expect((await render()).some((o) => o.kind === 'PrometheusRule' || o.kind === 'ServiceMonitor')).toBe(false);
   });
 
   it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7']);
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7', '--set', 'fleetToken.value=t']);
     expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
     expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
     expect(out).toContain('- --drain-delay=7s');
@@ -68,8 +220,21 @@ describe('the Helm chart, rendered', () => {
     expect(out).toContain('terminationGracePeriodSeconds: 34');
   });
 
+  it('turns provisioning on with controlPlane.redis.url: the claim flags, the claims port and Service, TLS from a Secret', async () => {
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    expect(off).not.toContain('--redis-url');
+    expect(off).not.toContain('warmpool-claims');
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'controlPlane.redis.url=redis://redis:6379', '--set', 'controlPlane.claims.tlsSecret=claims-tls']);
+    for (const flag of ['--redis-url=redis://redis:6379', '--claims-listen=0.0.0.0:8081', '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt', '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key', '--claim-batch-idle=2ms', '--claim-batch-max=20ms', '--claim-timeout=10s']) {
+      expect(on).toContain(flag);
+    }
+    expect(on).toContain('name: warmpool-claims');
+    expect(on).toContain('{ name: claims, containerPort: 8081 }');
+    expect(on).toContain('secretName: claims-tls');
+  });
+
   it('refuses a cluster older than the supported Kubernetes version', async () => {
-    await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0'])).rejects.toThrow(/kubeVersion/);
+    await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0', '--set', 'fakeSandboxd.enabled=true'])).rejects.toThrow(/kubeVersion/);
   });
 });
 
@@ -85,7 +250,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   beforeAll(async () => {
     cluster = await startCluster({ crds: false });
-    await helm(cluster, ['install', 'warmpool', CHART, '-n', NAMESPACE, '--create-namespace', '--wait=false']);
+    await helm(cluster, ['install', 'warmpool', CHART, '-n', NAMESPACE, '--create-namespace', '--wait=false', '--set', 'fakeSandboxd.enabled=true']);
   });
   afterAll(async () => cluster?.stop());
 
@@ -106,7 +271,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
     const read = async () => (await cluster.kubectl(['get', 'secret', 'warmpool-fleet-token', '-n', NAMESPACE, '-o', 'jsonpath={.data.token}'])).stdout;
     const before = await read();
     expect(Buffer.from(before, 'base64').toString()).toMatch(/^[A-Za-z0-9]{48}$/);
-    await helm(cluster, ['upgrade', 'warmpool', CHART, '-n', NAMESPACE, '--wait=false']);
+    await helm(cluster, ['upgrade', 'warmpool', CHART, '-n', NAMESPACE, '--wait=false', '--set', 'fakeSandboxd.enabled=true']);
     expect(await read()).toBe(before);
   });
 
@@ -135,5 +300,41 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('get', 'secrets', 'warmpool-control-plane')).toBe(false);
+  });
+
+  it('lists every kind under the category `warmpool`, and a pool\'s Reason column', async () => {
+    const r = await cluster.kubectl(['api-resources', '--categories=warmpool', '-o', 'name']);
+    expect(r.stdout.trim().split('\n').sort()).toEqual([
+      'nodeinventories.warmpool.dev', 'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxenvs.warmpool.dev',
+      'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
+    ]);
+    const columns = (await cluster.kubectl(['get', 'crd', 'sandboxwarmpools.extensions.agents.x-k8s.io', '-o', 'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}'])).stdout;
+    expect(columns).toContain('Reason');
+  });
+
+  it('installs a second release next to the first: existing token Secret, no CRDs, another namespace, NetworkPolicy and no PDB', async () => {
+    const other = 'warmpool-two';
+    expect((await cluster.kubectl(['create', 'namespace', other])).code).toBe(0);
+    expect((await cluster.kubectl(['create', 'secret', 'generic', 'platform-token', '-n', other, '--from-literal=fleet=abc123'])).code).toBe(0);
+    await helm(cluster, ['install', 'second', CHART, '-n', other, '--wait=false',
+      '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false',
+      '--set', 'fleetToken.existingSecret=platform-token', '--set', 'fleetToken.existingSecretKey=fleet',
+      '--set', 'networkPolicy.enabled=true', '--set', 'controlPlane.replicas=1']);
+    const objects = (await cluster.kubectl(['get', 'deploy,ds,secret,networkpolicy,pdb', '-n', other, '-o', 'name'])).stdout;
+    expect(objects).toContain('deployment.apps/second-warmpool-control-plane');
+    expect(objects).toContain('daemonset.apps/second-warmpool-node-agent');
+    expect(objects).toContain('networkpolicy.networking.k8s.io/second-warmpool-node-agent');
+    expect(objects).not.toContain('poddisruptionbudget');
+    expect(objects).not.toContain('secret/second-warmpool-fleet-token');
+  });
+
+  it('refuses values of the wrong type at install time, before anything is created', async () => {
+    await expect(helm(cluster, ['install', 'bad', CHART, '-n', 'bad', '--create-namespace', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=two'])).rejects.toThrow(/replicas/);
+    expect((await cluster.kubectl(['get', 'deploy', '-n', 'bad', '-o', 'name'])).stdout.trim()).toBe('');
+  });
+
+  it('lets the control plane review the claim API\'s callers (TokenReview, SubjectAccessReview)', async () => {
+    expect(await can('create', 'tokenreviews.authentication.k8s.io', 'warmpool-control-plane')).toBe(true);
+    expect(await can('create', 'subjectaccessreviews.authorization.k8s.io', 'warmpool-control-plane')).toBe(true);
   });
 });

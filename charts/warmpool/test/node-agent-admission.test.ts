@@ -64,7 +64,7 @@ async function addressOf(node: string): Promise<string> {
 beforeAll(async () => {
   cluster = await startCluster({ name: 'chart-admission', crds: false });
   const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath, HELM_CACHE_HOME: '/tmp/warmpool-helm/cache', HELM_CONFIG_HOME: '/tmp/warmpool-helm/config', HELM_DATA_HOME: '/tmp/warmpool-helm/data' };
-  await run(findBinary('helm'), ['install', 'warmpool', CHART, '-n', NAMESPACE, '--create-namespace', '--wait=false'], { env });
+  await run(findBinary('helm'), ['install', 'warmpool', CHART, '-n', NAMESPACE, '--create-namespace', '--wait=false', '--set', 'fakeSandboxd.enabled=true'], { env });
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodeinventories.warmpool.dev']);
   await kubectl(['create', '-f', '-'], { apiVersion: 'v1', kind: 'List', items: [nodeObject('node-a', '127.0.1.1'), nodeObject('node-b', '127.0.1.2')] });
   await agentPod('agent-a', 'node-a');

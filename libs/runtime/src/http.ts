@@ -3,6 +3,7 @@
 // address or on a unix socket (how node-local daemons are reached).
 import { lstatSync, unlinkSync } from 'node:fs';
 import { connect, type AddressInfo } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
@@ -30,7 +31,10 @@ export interface ServeTuning {
   closeTimeoutMs?: number;
 }
 
-export interface ServeOptions extends HostPort, ServeTuning {}
+export interface ServeOptions extends HostPort, ServeTuning {
+  /** Serve HTTPS with this certificate and key (PEM); plain HTTP when absent. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+}
 
 export interface SocketServeOptions extends ServeTuning {
   socketPath: string;
@@ -60,7 +64,7 @@ interface Adapted {
  * more promise (and it holds for handlers that write on Node's response
  * directly).
  */
-function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined): Adapted {
+function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: ServeOptions['tls']): Adapted {
   let closing = false;
   class DrainingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
     override writeHead(statusCode: number, statusMessage?: string | HeadFields, headers?: HeadFields): this {
@@ -69,7 +73,9 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined): Adapted {
       return typeof statusMessage === 'string' ? super.writeHead(statusCode, statusMessage, headers) : super.writeHead(statusCode, statusMessage);
     }
   }
-  const server = createAdaptorServer({ fetch: app.fetch, serverOptions: { ServerResponse: DrainingResponse } }) as Server;
+  const server = (tls === undefined
+    ? createAdaptorServer({ fetch: app.fetch, serverOptions: { ServerResponse: DrainingResponse } })
+    : createAdaptorServer({ fetch: app.fetch, createServer: createHttpsServer, serverOptions: { ServerResponse: DrainingResponse, cert: tls.cert, key: tls.key } })) as Server;
   server.keepAliveTimeout = keepAliveTimeoutMs ?? 65_000;
   return {
     server,
@@ -81,7 +87,8 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined): Adapted {
 }
 
 export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServer> {
-  const { server, close } = adapt(app, options.keepAliveTimeoutMs);
+  const { server, close } = adapt(app, options.keepAliveTimeoutMs, options.tls);
+  const scheme = options.tls === undefined ? 'http' : 'https';
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -90,7 +97,7 @@ export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServe
       const host = info.address.includes(':') ? `[${info.address}]` : info.address;
       resolve({
         address: { host: info.address, port: info.port },
-        url: `http://${host}:${info.port}`,
+        url: `${scheme}://${host}:${info.port}`,
         close: () => close(options.closeTimeoutMs ?? 10_000),
       });
     });

@@ -12,3 +12,4 @@ export * from './incoming-body.js';
 export * from './token.js';
 export * from './token-file.js';
 export * from './token-rotation.js';
+export * from './version.js';

@@ -36,8 +36,33 @@ describe('parseConfig', () => {
     expect(() => parseConfig(spec, ['--interval', '5 parsecs'])).toThrow(/--interval.*invalid duration/);
   });
 
-  it('reports --help', () => {
+  it('reports --help, -h and --version', () => {
     expect(parseConfig(spec, ['--help']).help).toBe(true);
+    expect(parseConfig(spec, ['-h']).help).toBe(true);
+    expect(parseConfig(spec, ['--version']).version).toBe(true);
+    expect(parseConfig(spec, []).version).toBe(false);
+  });
+
+  it('reads WARMPOOL_-prefixed variables first, the unprefixed name and older aliases after', () => {
+    const aliased = { token: { kind: 'string', description: 'token', env: 'API_TOKEN', envAliases: ['OLD_TOKEN'] } } satisfies FlagsSpec;
+    expect(parseConfig(aliased, [], { WARMPOOL_API_TOKEN: 'a', API_TOKEN: 'b', OLD_TOKEN: 'c' }).config.token).toBe('a');
+    expect(parseConfig(aliased, [], { API_TOKEN: 'b', OLD_TOKEN: 'c' }).config.token).toBe('b');
+    expect(parseConfig(aliased, [], { OLD_TOKEN: 'c' }).config.token).toBe('c');
+    expect(helpText('demo', 'A demo.', aliased)).toContain('[env WARMPOOL_API_TOKEN, API_TOKEN, OLD_TOKEN]');
+  });
+
+  it('accepts an old flag name as an alias, and a boolean written --flag=false', () => {
+    const renamed = {
+      leaderElectLeaseDuration: { kind: 'duration', description: 'lease', default: 15_000, aliases: ['lease-duration'] },
+      leaderElect: { kind: 'boolean', description: 'elect', default: true },
+    } satisfies FlagsSpec;
+    expect(parseConfig(renamed, ['--lease-duration', '20s']).config.leaderElectLeaseDuration).toBe(20_000);
+    expect(parseConfig(renamed, ['--leader-elect-lease-duration=30s']).config.leaderElectLeaseDuration).toBe(30_000);
+    expect(parseConfig(renamed, ['--leader-elect=false']).config.leaderElect).toBe(false);
+    expect(parseConfig(renamed, ['--leader-elect=true']).config.leaderElect).toBe(true);
+    expect(parseConfig(renamed, ['--leader-elect']).config.leaderElect).toBe(true);
+    expect(() => parseConfig(renamed, ['--leader-elect=maybe'])).toThrow(/--leader-elect.*not a boolean/);
+    expect(helpText('demo', 'A demo.', renamed)).toContain('(was --lease-duration)');
   });
 });
 
@@ -46,7 +71,7 @@ describe('helpText', () => {
     const text = helpText('demo', 'A demo.', spec);
     expect(text).toContain('--listen <string>');
     expect(text).toContain('(default "127.0.0.1:8080")');
-    expect(text).toContain('[env TEST_TOKEN]');
+    expect(text).toContain('[env WARMPOOL_TEST_TOKEN, TEST_TOKEN]');
     expect(text).toContain('(default 5s)');
   });
 

@@ -22,6 +22,8 @@ export interface TestRedis {
 
 export interface StartRedisOptions {
   readyTimeoutMs?: number;
+  /** Listen on this port (e.g. to restart a stopped one where its clients reconnect); default a free one. */
+  port?: number;
 }
 
 /** One PING over a raw socket: true on +PONG. */
@@ -47,7 +49,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
   const command = findOnPath('redis-server');
   if (command === undefined) throw new Error('redis-server not found on PATH: run `make redis` (installs the Debian redis-server package)');
   const host = '127.0.0.1';
-  const port = await freePort(host);
+  const port = options.port ?? (await freePort(host));
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-redis-'));
   removeAtExit(dir);
   const child = new ManagedChild({

@@ -23,6 +23,7 @@ Flags:
   --replicas <n>            replicas of the sample SandboxWarmPool (default 30; 0 = no sample)
   --interval <duration>     the control plane's reconcile interval (default 2s)
   --control-plane-port <n>  default 8080 (a free port if taken; 0 = any)
+  --claims-port <n>         the control plane's claim API, default 8081 (a free port if taken; 0 = any)
   --exit-when-ready         stop once every pool is READY = DESIRED, exit 0 [env WARMPOOL_STACK_EXIT_WHEN_READY=1]
   --ready-timeout <seconds> with --exit-when-ready: give up after this long, exit 1 (default 120)
   --help                    show this help
@@ -35,6 +36,7 @@ interface MainOptions {
   replicas: number | undefined;
   interval: string | undefined;
   controlPlanePort: number | undefined;
+  claimsPort: number | undefined;
   exitWhenReady: boolean;
   readyTimeoutMs: number;
 }
@@ -57,6 +59,7 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
       'replicas': { type: 'string' },
       'interval': { type: 'string' },
       'control-plane-port': { type: 'string' },
+      'claims-port': { type: 'string' },
       'exit-when-ready': { type: 'boolean' },
       'ready-timeout': { type: 'string' },
       'help': { type: 'boolean' },
@@ -72,6 +75,7 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
     replicas: integer('replicas', values.replicas, 0),
     interval: values.interval,
     controlPlanePort: integer('control-plane-port', values['control-plane-port'], 0),
+    claimsPort: integer('claims-port', values['claims-port'], 0),
     exitWhenReady: values['exit-when-ready'] === true || process.env['WARMPOOL_STACK_EXIT_WHEN_READY'] === '1',
     readyTimeoutMs: (integer('ready-timeout', values['ready-timeout'], 1) ?? 120) * 1000,
   };
@@ -94,6 +98,7 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  kubeconfig     ${shown(d.kubeconfig)}  (admin of ${d.server})`,
     `  fleet token    ${shown(d.tokenFile)}`,
     `  control plane  ${d.controlPlaneUrl ?? 'not started'}  (/metrics, /readyz)`,
+    `  claim API      ${d.claimsUrl ?? 'not started'}  (POST /v1/namespaces/{ns}/claims)`,
     ...d.nodes.map((n, i) => `  ${i === 0 ? 'nodes        ' : '             '}  ${n.name}  agent ${n.agentAddress}  sandboxd ${n.sandboxdUrl.replace('http://', '')}`),
     `  logs           ${shown(d.logsDir)}/<name>.log  (etcd and kube-apiserver: ${d.clusterDataDir})`,
     ...(d.sample ? [`  sample         ${shown(d.sample.manifestPath)}: SandboxWarmPool ${d.sample.namespace}/${d.sample.name}, ${d.sample.replicas} × ${d.sample.image}`] : []),
@@ -187,6 +192,7 @@ async function main(): Promise<number> {
     ...(options.loopbackPrefix !== undefined ? { loopbackPrefix: options.loopbackPrefix } : {}),
     ...(options.interval !== undefined ? { interval: options.interval } : {}),
     ...(options.controlPlanePort !== undefined ? { controlPlanePort: options.controlPlanePort } : {}),
+    ...(options.claimsPort !== undefined ? { claimsPort: options.claimsPort } : {}),
     sample: options.replicas === 0 ? false : { ...(options.replicas !== undefined ? { replicas: options.replicas } : {}) },
     log: (line) => console.log(`==> ${line}`),
   });

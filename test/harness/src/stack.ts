@@ -45,6 +45,8 @@ export interface StartStackOptions {
   controlPlane?: boolean;
   /** 0 = any free port (default 8080). */
   controlPlanePort?: number;
+  /** The control plane's claim API (--claims-listen); 0 = any free port (default 8081). */
+  claimsPort?: number;
   /** The control plane's reconcile interval, a Go-style duration (default `2s`). */
   interval?: string;
   /** How often each agent may write its NodeInventory on change (default `1s`). */
@@ -84,6 +86,8 @@ export interface StackDescription {
   server: string;
   /** Undefined when started without the control plane. */
   controlPlaneUrl: string | undefined;
+  /** The HTTP claim API; undefined when started without the control plane. */
+  claimsUrl: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
@@ -126,8 +130,9 @@ const DEFAULTS = {
   nodes: 3,
   loopbackPrefix: '127.0.1',
   sandboxdPort: 7070,
-  agentPort: 7443,
+  agentPort: 7071,
   controlPlanePort: 8080,
+  claimsPort: 8081,
   interval: '2s',
   minPublishGap: '1s',
   namespace: 'default',
@@ -243,11 +248,15 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     await Promise.all(agents.map(({ node, child }) => waitForHttp(child, `${node.agentUrl}/readyz`)));
 
     let controlPlaneUrl: string | undefined;
+    let claimsUrl: string | undefined;
     if (options.controlPlane ?? true) {
       const wanted = options.controlPlanePort ?? DEFAULTS.controlPlanePort;
       const cpPort = await preferredOrFreePort('127.0.0.1', wanted);
       controlPlaneUrl = `http://127.0.0.1:${cpPort.port}`;
-      log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}`);
+      const wantedClaims = options.claimsPort ?? DEFAULTS.claimsPort;
+      const claimsPort = await preferredOrFreePort('127.0.0.1', wantedClaims);
+      claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
+      log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`);
       const controlPlane = track(startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
         `--kubeconfig=${kubeconfig}`,
         `--token-file=${tokenFile}`,
@@ -256,6 +265,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
         `--namespace=${namespace}`,
         `--identity=local-${process.pid}`,
         `--redis-url=${redis.url}`,
+        `--claims-listen=127.0.0.1:${claimsPort.port}`,
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
@@ -273,7 +283,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     }
 
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, redisUrl: redis.url, namespace, nodes, sample, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, redisUrl: redis.url, namespace, nodes, sample, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);

@@ -180,13 +180,15 @@ describe('SandboxWarmPool', () => {
     });
   });
 
-  it('shows READY, DESIRED and AGE in kubectl get', async () => {
+  it('shows READY, DESIRED, REASON and AGE in kubectl get, and the template, Degraded and message with -o wide', async () => {
     await mustCreate(warmPool('columns', { replicas: 5 }));
-    await setStatus('swp', 'columns', { replicas: 5, readyReplicas: 2 });
+    await setStatus('swp', 'columns', { replicas: 5, readyReplicas: 2, conditions: [{ type: 'Ready', status: 'False', reason: 'Filling', message: 'filling', lastTransitionTime: '2030-01-01T00:00:00Z' }] });
     const result = await cluster.kubectl(['get', 'swp', 'columns', '-n', ns]);
     const [header, row] = result.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
-    expect(header).toEqual(['NAME', 'READY', 'DESIRED', 'AGE']);
-    expect(row?.slice(0, 3)).toEqual(['columns', '2', '5']);
+    expect(header).toEqual(['NAME', 'READY', 'DESIRED', 'REASON', 'AGE']);
+    expect(row?.slice(0, 4)).toEqual(['columns', '2', '5', 'Filling']);
+    const wide = (await cluster.kubectl(['get', 'swp', 'columns', '-n', ns, '-o', 'wide'])).stdout.trim().split('\n')[0]?.trim().split(/\s+/);
+    expect(wide).toEqual(['NAME', 'READY', 'DESIRED', 'REASON', 'AGE', 'TEMPLATE', 'DEGRADED', 'MESSAGE']);
   });
 
   it('refuses status conditions with an unknown status value', async () => {

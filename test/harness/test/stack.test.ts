@@ -21,7 +21,7 @@ const runs: Run[] = [];
 /** Each run gets its own loopback block and directory, so it can run next to `make up` and the e2e spec. */
 function runStack(args: string[]): Run {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-stack-test-'));
-  const child = spawn(process.execPath, [STACK_MAIN, `--dir=${dir}`, '--loopback-prefix=127.0.3', '--control-plane-port=0', '--interval=1s', ...args], {
+  const child = spawn(process.execPath, [STACK_MAIN, `--dir=${dir}`, '--loopback-prefix=127.0.3', '--control-plane-port=0', '--claims-port=0', '--interval=1s', ...args], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -77,6 +77,7 @@ describe('the local stack (make up)', () => {
     expect(output).toMatch(/swp default\/python \d+\/9/);
     expect(output).toContain('swp default/python 9/9');
     expect(output).toContain('every pool is READY = DESIRED');
+    expect(output).toMatch(/claim API +http:\/\/127\.0\.0\.1:\d+/);
     expect(output).toContain('stopped');
 
     const description = expectNothingLeft(run);

@@ -15,7 +15,7 @@
 // leaders took their epochs, all below E, before pushing) or one this source
 // handed out itself. A node reporting more (highestIssued) reports a number no
 // leader issued: it was forged or corrupted, and it is believed of that node
-// only (the node leaves placement); it never moves the epoch. The bound holds
+// only (the node leaves placement); it never moves a recorded epoch. The bound holds
 // across leader changes because the epoch record only grows and only the
 // Lease holder writes it (lease-epoch-store.ts).
 
@@ -37,8 +37,11 @@ export interface EpochStore {
   /**
    * Atomically sets the stored epoch to max(stored + 1, minimum) and returns
    * it; throws GenerationExhaustedError, writing nothing, when that is above MAX_EPOCH.
+   * `unrecordedFloor` counts only where no epoch is recorded (the record was
+   * lost): where one is, it bounds every generation issued, and what nodes
+   * report cannot move it.
    */
-  advance(minimum: number, signal?: AbortSignal): Promise<number>;
+  advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number): Promise<number>;
 }
 
 export class GenerationExhaustedError extends Error {
@@ -49,7 +52,7 @@ export class GenerationSource {
   readonly #store: EpochStore;
   #epoch: number | undefined;
   #counter = 0;
-  /** The least epoch the next generation may come from (raised by agents that applied more). */
+  /** The least epoch to take should the record have been lost (from what a majority of nodes applied), this term. */
   #floor = 0;
   #last: number | undefined;
   #advancing: Promise<number> | undefined;
@@ -81,13 +84,13 @@ export class GenerationSource {
 
   /** Whether next() can hand out a generation now; if not, advance() first. */
   get usable(): boolean {
-    return this.#epoch !== undefined && this.#epoch >= this.#floor && this.#counter < EPOCH_SPAN;
+    return this.#epoch !== undefined && this.#counter < EPOCH_SPAN;
   }
 
   /**
-   * Takes a new epoch: above the stored one, above the floor, and above the
-   * epoch of `atLeastAbove` (what a majority of nodes report having applied,
-   * for when the record was lost). Call on becoming leader and whenever
+   * Takes a new epoch: above the stored one and, when no epoch is recorded
+   * (the record was lost), above the epoch of `atLeastAbove` (what a majority
+   * of nodes report having applied). Call on becoming leader and whenever
    * `usable` turns false. Concurrent calls share one write.
    */
   advance(atLeastAbove?: number, signal?: AbortSignal): Promise<number> {
@@ -109,8 +112,13 @@ export class GenerationSource {
     return generation;
   }
 
-  /** Leadership ended: nothing may be handed out until the next term's own advance(). */
+  /**
+   * Leadership ended: nothing may be handed out until the next term's own
+   * advance(), from that term's own floor (a forged one that left no epoch
+   * must not outlive the nodes' recovery).
+   */
   reset(): void {
+    this.#floor = 0;
     this.#epoch = undefined;
     this.#last = undefined;
     this.#counter = 0;
@@ -124,10 +132,12 @@ export class GenerationSource {
   }
 
   async #advance(signal: AbortSignal | undefined): Promise<number> {
-    const minimum = Math.max(this.#floor, 1);
+    // Above this term's own epoch too: a record lost mid-term (the Lease deleted, then re-created by
+    // its holder without the annotation) must not hand out generations below those already issued.
+    const minimum = Math.max(1, this.#epoch === undefined ? 0 : this.#epoch + 1);
     if (minimum > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
     const session = this.#session;
-    const epoch = await this.#store.advance(minimum, signal);
+    const epoch = await this.#store.advance(minimum, signal, this.#floor > 0 ? this.#floor : undefined);
     if (session !== this.#session) throw new Error('leadership ended while taking a generation epoch');
     if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`the stored epoch ${epoch} is above ${MAX_EPOCH}`);
     this.#epoch = epoch;
@@ -140,7 +150,9 @@ export class GenerationSource {
  * The highest generation a strict majority of the nodes report having applied
  * (undefined without such a majority): the floor of a new term's epoch, for
  * when the epoch record was lost. A majority, so that one node's number
- * (forged, corrupted) cannot move the fleet's epoch; only a majority can.
+ * (forged, corrupted) cannot move the fleet's epoch; and it counts only while
+ * no epoch is recorded (EpochStore.advance), so not even a majority can move
+ * a recorded one.
  */
 export function majorityApplied(applied: ReadonlyArray<number | undefined>): number | undefined {
   const known = applied.filter((g): g is number => g !== undefined && Number.isSafeInteger(g) && g >= 0).sort((a, b) => b - a);
@@ -153,8 +165,9 @@ export class MemoryEpochStore implements EpochStore {
   epoch = 0;
   writes = 0;
 
-  advance(minimum: number): Promise<number> {
-    const epoch = Math.max(this.epoch + 1, minimum);
+  /** Epoch 0 is no record. */
+  advance(minimum: number, _signal?: AbortSignal, unrecordedFloor?: number): Promise<number> {
+    const epoch = Math.max(this.epoch + 1, minimum, this.epoch === 0 ? unrecordedFloor ?? 0 : 0);
     if (epoch > MAX_EPOCH) return Promise.reject(new GenerationExhaustedError(`no epoch left above ${this.epoch} (at most ${MAX_EPOCH})`));
     this.epoch = epoch;
     this.writes++;

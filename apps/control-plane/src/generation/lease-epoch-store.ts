@@ -51,12 +51,15 @@ export class LeaseEpochStore implements EpochStore {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async advance(minimum: number, signal?: AbortSignal): Promise<number> {
+  async advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number): Promise<number> {
     const legacy = await this.#legacyEpoch(signal);
     let result: number | undefined;
     await this.#options.lease.updateHeld((lease) => {
-      const stored = Math.max(epochIn(lease) ?? 0, legacy);
-      const epoch = Math.max(stored + 1, minimum);
+      const recorded = epochIn(lease);
+      const stored = Math.max(recorded ?? 0, legacy);
+      // The nodes' floor only where the Lease holds no epoch (deleted and re-created, or before the first):
+      // a recorded one bounds every generation issued, so a forged number cannot move it.
+      const epoch = Math.max(stored + 1, minimum, recorded === undefined ? unrecordedFloor ?? 0 : 0);
       // Thrown out of updateHeld() before anything is written.
       if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above the stored ${stored} (at most ${MAX_EPOCH})`);
       result = epoch;

@@ -24,6 +24,12 @@ export interface ClaimOrder {
   /** Already defaulted and bounded by the front door (300 s default, at most 86 400). */
   ttlSeconds: number;
   path: ClaimPath;
+  /**
+   * True when the front door generated claimRef (the client sent none): a
+   * sandbox served after the caller gave up is released, since nobody can come
+   * back for it. Absent = a client-chosen ref, kept for the client's retry.
+   */
+  claimRefGenerated?: boolean;
 }
 
 /** A served claim, as the index records it (the token is the sandbox's own bearer token). */

@@ -33,7 +33,7 @@ export interface FleetOptions {
   publishInterval?: string;
   /** The agents' --log-level (default warn; info logs every applied push with its generation). */
   agentLogLevel?: string;
-  /** More fake-sandboxd flags (a later flag wins over the defaults here), e.g. `--warm-claim-ms 8s`. */
+  /** More fake-sandboxd flags (a later flag wins over the defaults here), e.g. `--warm-claim-ms 8s` or a slower `--cold-boot-ms`. */
   sandboxdArgs?: string[];
 }
 

@@ -1,5 +1,5 @@
 // Upstream agent-sandbox's SandboxWarmPool CRD, as a cluster that runs its
-// controller has it (crds.install=false): the chart's CRD with upstream's
+// controller has it (crds.upstream.install=false): the chart's CRD with upstream's
 // status schema, which declares no conditions and no observedGeneration
 // (kubernetes-sigs/agent-sandbox k8s/crds/extensions.agents.x-k8s.io_sandboxwarmpools.yaml:
 // availableReplicas, readyReplicas, replicas, selector).

@@ -8,8 +8,6 @@ export type RefusalReason =
   | 'max-claims'
   /** No warm sandbox and no room to boot one cold. */
   | 'no-room'
-  /** The key is not in the node's current pool set. */
-  | 'unknown-key'
   /** A boot or hand-over failed (injected by the failure rates). */
   | 'provisioning-failed'
   /** No claim with that id. */

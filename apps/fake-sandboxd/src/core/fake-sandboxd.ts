@@ -163,10 +163,9 @@ export class FakeSandboxd {
   async claim(request: ClaimRequest): Promise<ClaimResponse> {
     if (this.closed) throw new SandboxdRefusal('closed', 'node is shutting down');
     if (this.draining) throw new SandboxdRefusal('draining', 'node is draining');
-    const entry = this.pools.get(poolKeyId(request));
-    if (entry === undefined || !entry.active) {
-      throw new SandboxdRefusal('unknown-key', `unknown pool key ${poolKeyId(request)}`);
-    }
+    // A key outside the current pool set has no warm sandboxes: it is booted cold like any other miss.
+    const found = this.pools.get(poolKeyId(request));
+    const entry = found !== undefined && found.active ? found : undefined;
     if (this.claims.size + this.coldBooting >= this.options.maxClaims) {
       throw new SandboxdRefusal('max-claims', `node is at max_claims (${this.options.maxClaims})`);
     }
@@ -176,7 +175,7 @@ export class FakeSandboxd {
     }
     const ttlSeconds = effectiveTtlSeconds(request.ttl_seconds, this.options.defaultTtlSeconds);
 
-    if (entry.warm > 0) {
+    if (entry !== undefined && entry.warm > 0) {
       entry.warm--;
       this.warmTotal--;
       const claim = this.grant(entry.key, ttlSeconds, request.claim_ref);
@@ -186,8 +185,9 @@ export class FakeSandboxd {
       return this.answer(claim);
     }
 
+    const key: PoolKey = entry?.key ?? { template: request.template, net: request.net, size: request.size };
     if (this.used() >= this.options.room) {
-      throw new SandboxdRefusal('no-room', `no warm sandbox of ${entry.id} and no room to boot one (room ${this.options.room})`);
+      throw new SandboxdRefusal('no-room', `no warm sandbox of ${poolKeyId(key)} and no room to boot one (room ${this.options.room})`);
     }
     this.coldBooting++;
     this.pump(entry);
@@ -201,8 +201,8 @@ export class FakeSandboxd {
       this.pump();
       throw new SandboxdRefusal('provisioning-failed', 'provisioning failed: cold boot failed');
     }
-    entry.golden = true;
-    const claim = this.grant(entry.key, ttlSeconds, request.claim_ref);
+    if (entry !== undefined) entry.golden = true;
+    const claim = this.grant(key, ttlSeconds, request.claim_ref);
     this.stats.claimsCold++;
     return this.answer(claim);
   }

@@ -30,7 +30,6 @@ const STATUS_OF: Record<RefusalReason, ContentfulStatusCode> = {
   'draining': 429,
   'max-claims': 429,
   'no-room': 429,
-  'unknown-key': 400,
   'provisioning-failed': 500,
   'not-found': 404,
   'closed': 503,

@@ -23,6 +23,7 @@ import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { methodNotAllowed } from './methods.js';
+import { openApiDocument } from './openapi.js';
 import { errorReply, errorResponse, jsonResponse, passThrough, toResponse, unavailableReply, type Reply } from './responses.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
@@ -119,12 +120,19 @@ export function createApiApp(deps: ApiDependencies): Hono {
     return new Response(await metrics.render(), { status: 200, headers: { 'content-type': metrics.contentType } });
   }));
 
+  app.get('/openapi.json', route('openapi', () => jsonResponse(200, openApiDocument())));
+
   app.put('/v1/pools', route('set_pools', async (c) => {
     const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
     if (!body.ok) return bodyRefused(body);
     const { generation, pools } = body.value;
     const json = JSON.stringify({ pools });
-    const outcome = await generations.apply(generation, () => sandboxd.setPools(json), (answer) => answer.status >= 200 && answer.status < 300);
+    const outcome = await generations.apply(
+      generation,
+      () => sandboxd.setPools(json),
+      (answer) => answer.status >= 200 && answer.status < 300,
+      (err) => isSandboxdUnavailable(err) && err.sent,
+    );
     switch (outcome.outcome) {
       case 'not-recovered':
         return errorResponse(503, 'GenerationNotRecovered', 'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly', undefined, { 'retry-after': '1' });

@@ -27,6 +27,7 @@ export const ROUTE_ACCESS: ReadonlyMap<string, Access> = new Map<string, Access>
   ['GET /healthz', 'open'],
   ['GET /readyz', 'open'],
   ['GET /metrics', 'open'],
+  ['GET /openapi.json', 'open'],
   ['PUT /v1/pools', 'root'],
   ['GET /v1/info', 'root'],
   ['POST /v1/claim', 'root'],

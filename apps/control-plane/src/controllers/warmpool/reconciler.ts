@@ -138,6 +138,8 @@ export class WarmPoolReconciler {
   readonly #leadership: Leadership;
   #term: Term | undefined;
   #noTokenReported = false;
+  /** When the last reconcile finished (or the term began); see stalledMs(). */
+  #lastRunEnded: number | undefined;
   #closed = false;
 
   constructor(options: WarmPoolReconcilerOptions) {
@@ -220,6 +222,7 @@ export class WarmPoolReconciler {
       writingStatus: undefined,
     };
     this.#term = term;
+    this.#lastRunEnded = this.#clock.now();
     signal.addEventListener('abort', () => {
       if (this.#term === term) this.stopDriving();
     }, { once: true });
@@ -234,6 +237,18 @@ export class WarmPoolReconciler {
     this.poke('leading');
   }
 
+  /**
+   * While driving, how long since a reconcile last finished (any outcome) or,
+   * before the first, since the term began; undefined while not driving. The
+   * periodic sample pokes a run every interval, so on a live loop this stays
+   * below about one interval plus one run; liveness fails when it grows past
+   * --stall-timeout (a run or a sample that never settles).
+   */
+  stalledMs(now: number = this.#clock.now()): number | undefined {
+    if (this.#term === undefined || this.#lastRunEnded === undefined) return undefined;
+    return Math.max(0, now - this.#lastRunEnded);
+  }
+
   /** Ends the term at once: calls in flight are aborted, nothing more is pushed or written. */
   stopDriving(): void {
     const term = this.#term;
@@ -243,6 +258,7 @@ export class WarmPoolReconciler {
     clearInterval(term.sampler);
     clearTimeout(term.refresh);
     this.#o.generations.reset();
+    this.#o.metrics.forgetPools();
     this.#o.logger.info('stopped driving the warm pools');
   }
 
@@ -291,6 +307,14 @@ export class WarmPoolReconciler {
   }
 
   async #reconcile(reasons: ReadonlySet<string>): Promise<void> {
+    try {
+      await this.#reconcileOnce(reasons);
+    } finally {
+      this.#lastRunEnded = this.#clock.now();
+    }
+  }
+
+  async #reconcileOnce(reasons: ReadonlySet<string>): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
       this.#o.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -619,6 +643,11 @@ export class WarmPoolReconciler {
     for (const count of result.unplaced.values()) unplacedTotal += count;
     metrics.pools(poolCounts);
     metrics.placement(unplacedTotal, degraded);
+    metrics.poolReplicas([...statuses.values()].map(({ plan, status }) => ({
+      ref: plan.ref,
+      ready: status.readyReplicas ?? 0,
+      desired: plan.kind === 'driven' ? plan.replicas : 0,
+    })));
 
     term.statusBatch = { statuses: [...statuses.values()], now };
     term.writingStatus ??= (async () => {
@@ -651,6 +680,8 @@ export class WarmPoolReconciler {
       const next = withTransitionTimes(status, previous, batch.now);
       // Compared as it would be stored: a schema without conditions must not make every run a write.
       const stored = statusWriter.fit?.(next) ?? next;
+      // Nothing the schema holds (or no status at all, where the apiserver refuses even `{}`): nothing to write.
+      if (Object.keys(stored).length === 0) continue;
       if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
       writes.push({ pool, uid, rv, previous, next, stored });
     }

@@ -1,7 +1,7 @@
 // What the installed SandboxWarmPool CRD lets us write into status. Ours
 // declares replicas, readyReplicas, selector, observedGeneration and
 // conditions; upstream agent-sandbox's (which a cluster may run instead,
-// crds.install=false) declares no conditions, and server-side apply refuses a
+// crds.upstream.install=false) declares no conditions, and server-side apply refuses a
 // whole write that carries an undeclared field (".status.conditions: field not
 // declared in schema"), which froze `kubectl get swp` at its old READY. So each
 // top-level status field is written only where the served version declares it,
@@ -13,8 +13,12 @@ export type StatusFields = ReadonlySet<string> | 'any';
 
 export function statusFieldsOf(crd: CustomResourceDefinition | undefined, version: string = SandboxWarmPoolType.version): StatusFields {
   const served = crd?.spec?.versions?.find((v) => v.name === version);
-  const status = served?.schema?.openAPIV3Schema?.properties?.['status'];
-  if (status === undefined || status['x-kubernetes-preserve-unknown-fields'] === true) return 'any';
+  const root = served?.schema?.openAPIV3Schema;
+  if (root === undefined || root['x-kubernetes-preserve-unknown-fields'] === true) return 'any';
+  const status = root.properties?.['status'];
+  // A schema that declares no status holds none: the apiserver refuses any status written there, even `{}`.
+  if (status === undefined) return new Set();
+  if (status['x-kubernetes-preserve-unknown-fields'] === true) return 'any';
   return new Set(Object.keys(status.properties ?? {}));
 }
 

@@ -1,0 +1,120 @@
+// Who is calling and what they may do, asked of the apiserver: a TokenReview
+// for the bearer token, a SubjectAccessReview for (namespace, verb) on
+// sandboxclaims.extensions.agents.x-k8s.io — the same RBAC that lets someone
+// create SandboxClaims lets them claim over HTTP. Decisions (allow and deny
+// alike) are cached for at most `ttlMs` (10 s by default, the most the API
+// promises), keyed by a hash of the token, never the token itself;
+// concurrent identical questions share one review.
+import { createHash } from 'node:crypto';
+import { EXTENSIONS_GROUP } from '@warmpool/api';
+import type { KubeTransport } from '@warmpool/kube';
+
+export const CLAIM_RESOURCE = 'sandboxclaims';
+export type ClaimVerb = 'create' | 'get' | 'update' | 'delete';
+
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** The apiserver could not be asked: the request cannot be decided (503). */
+export class ReviewUnavailable extends Error {
+  override name = 'ReviewUnavailable';
+}
+
+export interface AccessReviewer {
+  /** The token's user, or undefined when the token is not valid. */
+  authenticate(token: string): Promise<UserInfo | undefined>;
+  authorize(user: UserInfo, namespace: string, verb: ClaimVerb): Promise<boolean>;
+}
+
+interface Cached<T> {
+  value: T;
+  until: number;
+}
+
+export interface KubeAccessReviewerOptions {
+  transport: KubeTransport;
+  /** How long a decision is reused (default and at most 10 s). */
+  ttlMs?: number;
+  /** Entries kept per cache before the oldest go (default 10 000). */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+export class KubeAccessReviewer implements AccessReviewer {
+  readonly #transport: KubeTransport;
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  readonly #users = new Map<string, Cached<UserInfo | undefined>>();
+  readonly #decisions = new Map<string, Cached<boolean>>();
+  readonly #inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(options: KubeAccessReviewerOptions) {
+    this.#transport = options.transport;
+    this.#ttlMs = Math.min(options.ttlMs ?? 10_000, 10_000);
+    this.#maxEntries = options.maxEntries ?? 10_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  authenticate(token: string): Promise<UserInfo | undefined> {
+    const key = `t:${createHash('sha256').update(token).digest('base64url')}`;
+    return this.#cached(this.#users, key, async () => {
+      const review = await this.#post<{ status?: { authenticated?: boolean; user?: UserInfo } }>('/apis/authentication.k8s.io/v1/tokenreviews', {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenReview',
+        spec: { token },
+      });
+      const user = review.status?.user;
+      return review.status?.authenticated === true && user?.username !== undefined ? user : undefined;
+    });
+  }
+
+  authorize(user: UserInfo, namespace: string, verb: ClaimVerb): Promise<boolean> {
+    const key = `a:${JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], user.extra ?? {}, namespace, verb])}`;
+    return this.#cached(this.#decisions, key, async () => {
+      const review = await this.#post<{ status?: { allowed?: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: user.username,
+          ...(user.uid !== undefined ? { uid: user.uid } : {}),
+          ...(user.groups !== undefined ? { groups: user.groups } : {}),
+          ...(user.extra !== undefined ? { extra: user.extra } : {}),
+          resourceAttributes: { namespace, verb, group: EXTENSIONS_GROUP, resource: CLAIM_RESOURCE },
+        },
+      });
+      return review.status?.allowed === true;
+    });
+  }
+
+  async #post<T>(path: string, body: unknown): Promise<T> {
+    try {
+      return await this.#transport.request<T>({ method: 'POST', path, body });
+    } catch (err) {
+      throw new ReviewUnavailable(`the apiserver could not review the request: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  }
+
+  async #cached<T>(cache: Map<string, Cached<T>>, key: string, ask: () => Promise<T>): Promise<T> {
+    const now = this.#now();
+    const hit = cache.get(key);
+    if (hit !== undefined && hit.until > now) return hit.value;
+    const pending = this.#inFlight.get(key) as Promise<T> | undefined;
+    if (pending !== undefined) return pending;
+    const asking = ask().then((value) => {
+      cache.delete(key);
+      cache.set(key, { value, until: this.#now() + this.#ttlMs });
+      if (cache.size > this.#maxEntries) {
+        const oldest = cache.keys().next();
+        if (oldest.done !== true) cache.delete(oldest.value);
+      }
+      return value;
+    }).finally(() => this.#inFlight.delete(key));
+    this.#inFlight.set(key, asking);
+    return asking;
+  }
+}

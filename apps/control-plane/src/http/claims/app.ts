@@ -1,0 +1,164 @@
+// The HTTP claim API (shared/specs/api.md, "The claim API"), served by every
+// replica. Every request is authenticated first (TokenReview), whatever its
+// path; each route then declares, once, the verb on sandboxclaims it needs in
+// its path's namespace (SubjectAccessReview). Routes are only added through
+// `route()`, so none can skip that check: deny by default. Bodies are checked
+// with the zod schemas of libs/api; nothing here writes to the apiserver.
+import {
+  claimRefSchema,
+  createClaimRequestSchema,
+  DEFAULT_CLAIM_TTL_SECONDS,
+  renewClaimRequestSchema,
+  type ClaimBody,
+  type ClaimErrorBody,
+  type ClaimFailureReason,
+} from '@warmpool/api';
+import { readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
+import { generateClaimRef } from '../../provisioning/claim-ref.js';
+import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from './access-review.js';
+
+const MAX_BODY_BYTES = 64 * 1024;
+const INVALID_BODY = 'the body is not a JSON object of the documented fields';
+/** A namespace is a DNS label, like a claimRef. */
+const namespaceSchema = claimRefSchema;
+/** A sandbox id (`sb_…`) or a claimRef. */
+const CLAIM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
+  BadRequest: 400,
+  Unauthenticated: 401,
+  Forbidden: 403,
+  PoolNotFound: 404,
+  NotDriven: 404,
+  ClaimNotFound: 404,
+  Expired: 404,
+  NoCapacity: 429,
+  // The nodes answered, and refused: a gateway's upstream error.
+  NodeRefused: 502,
+  Unavailable: 503,
+  Timeout: 504,
+};
+
+type Env = { Variables: { user: UserInfo; namespace: string } };
+
+export interface ClaimApiOptions {
+  claims: ClaimService;
+  reviewer: AccessReviewer;
+  logger: Logger;
+}
+
+export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
+  const { claims, reviewer, logger } = options;
+  const app = new Hono<Env>();
+
+  app.use('*', async (c, next) => {
+    const token = bearer(requestHeader(c, 'authorization'));
+    if (token === undefined) return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
+    const user = await reviewer.authenticate(token);
+    if (user === undefined) return fail(c, 'Unauthenticated', 'the token is not valid');
+    c.set('user', user);
+    await next();
+  });
+
+  const allow = (verb: ClaimVerb): MiddlewareHandler<Env> => async (c, next) => {
+    const namespace = namespaceSchema.safeParse(c.req.param('namespace'));
+    if (!namespace.success) return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
+    const user = c.get('user');
+    if (!(await reviewer.authorize(user, namespace.data, verb))) {
+      return fail(c, 'Forbidden', `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace.data}`);
+    }
+    c.set('namespace', namespace.data);
+    await next();
+  };
+
+  type Method = 'get' | 'post' | 'delete';
+  const route = (method: Method, path: string, verb: ClaimVerb, handler: (c: Context<Env>) => Promise<Response>): void => {
+    app.on(method.toUpperCase(), path, allow(verb), handler);
+  };
+
+  route('post', '/v1/namespaces/:namespace/claims', 'create', async (c) => {
+    const body = await readJsonBody(c, createClaimRequestSchema, { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY });
+    if (!body.ok) return fail(c, 'BadRequest', body.error);
+    const { warmPool, ttlSeconds, claimRef } = body.value;
+    const grant = await claims.claim({
+      namespace: c.get('namespace'),
+      warmPool,
+      claimRef: claimRef ?? generateClaimRef(),
+      ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
+      path: 'http',
+      claimRefGenerated: claimRef === undefined,
+    }, { signal: c.req.raw.signal });
+    return c.json<ClaimBody>(bodyOf(grant, true), 200);
+  });
+
+  route('get', '/v1/namespaces/:namespace/claims/:id', 'get', async (c) => {
+    const id = claimId(c);
+    if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
+    const grant = await claims.lookup(c.get('namespace'), id);
+    if (grant === undefined) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
+    return c.json<ClaimBody>(bodyOf(grant, false), 200);
+  });
+
+  route('post', '/v1/namespaces/:namespace/claims/:id/renew', 'update', async (c) => {
+    const id = claimId(c);
+    if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
+    const body = await readJsonBody(c, renewClaimRequestSchema, { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY, emptyAs: {} });
+    if (!body.ok) return fail(c, 'BadRequest', body.error);
+    const renewed = await claims.renew(c.get('namespace'), id, body.value.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS);
+    return c.json({ deadline: renewed.deadline }, 200);
+  });
+
+  route('delete', '/v1/namespaces/:namespace/claims/:id', 'delete', async (c) => {
+    const id = claimId(c);
+    if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
+    if (!(await claims.release(c.get('namespace'), id))) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
+    return c.body(null, 204);
+  });
+
+  app.notFound((c) => c.json<ClaimErrorBody>({ error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'BadRequest' }, 404));
+  app.onError((err, c) => {
+    if (err instanceof ClaimFailure) return fail(c, err.reason, err.message, err.retryAfterSeconds);
+    if (err instanceof ReviewUnavailable) return fail(c, 'Unavailable', err.message, 1);
+    logger.error('claim API request failed', { method: c.req.method, path: c.req.path, err });
+    return fail(c, 'Unavailable', 'internal error', 1);
+  });
+  return app;
+}
+
+function fail(c: Context, reason: ClaimFailureReason, error: string, retryAfterSeconds?: number): Response {
+  const status = STATUS_OF[reason];
+  const retryAfter = retryAfterSeconds ?? (reason === 'NoCapacity' ? 1 : undefined);
+  const headers: Record<string, string> = {};
+  if (retryAfter !== undefined && (status === 429 || status === 503)) headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
+  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  return c.json<ClaimErrorBody>({ error, reason }, status, headers);
+}
+
+function bearer(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+function claimId(c: Context): string | undefined {
+  const id = c.req.param('id') ?? '';
+  return CLAIM_ID.test(id) ? id : undefined;
+}
+
+function bodyOf(grant: ClaimGrant, withToken: boolean): ClaimBody {
+  const body: ClaimBody = {
+    id: grant.id,
+    deadline: grant.deadline,
+    ownerAddr: grant.ownerAddr,
+    node: grant.node,
+    namespace: grant.namespace,
+    warmPool: grant.warmPool,
+    claimRef: grant.claimRef,
+    tier: grant.tier,
+  };
+  if (withToken) body.token = grant.token;
+  return body;
+}

@@ -1,0 +1,29 @@
+// The provisioning pipeline's settings and their defaults (flags in config.ts).
+import type { BatcherOptions } from '@warmpool/batcher';
+
+export interface ProvisioningSettings {
+  /** Claim batching windows (default: libs/batcher's claim-tuned 2 ms idle, 20 ms max, 2 000 items). */
+  batcher: Partial<BatcherOptions>;
+  /** Batch jobs one replica's worker serves at once. */
+  workerConcurrency: number;
+  /** A worker's lock on a job; a dead worker's job is taken over within about this plus the stalled interval. */
+  lockDurationMs: number;
+  /** How often workers look for jobs whose lock expired. */
+  stalledIntervalMs: number;
+  /** A caller waits this long for its claim before a Timeout (504). */
+  claimTimeoutMs: number;
+  /** Each call to a node agent. */
+  nodeTimeoutMs: number;
+  /** Nodes asked per claim before it fails. */
+  maxAttempts: number;
+}
+
+export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
+  batcher: {},
+  workerConcurrency: 64,
+  lockDurationMs: 5_000,
+  stalledIntervalMs: 2_000,
+  claimTimeoutMs: 10_000,
+  nodeTimeoutMs: 2_000,
+  maxAttempts: 3,
+});

@@ -1,0 +1,106 @@
+// How a batch's answer gets back to the replica whose callers wait for it,
+// whichever replica's worker served the job: a reply list per replica in
+// Redis (`<prefix>replies:<replica>`). The worker LPUSHes one reply per job;
+// the waiting replica BLPOPs its own list on a connection of its own.
+//
+// Why not BullMQ's QueueEvents: it reads the queue's one event stream, where
+// every replica would read every event of every job (added, active, progress,
+// completed with the whole batch's answer), O(replicas × jobs), and the stream
+// is trimmed, so a reader that falls behind under load misses completions. A
+// list per replica is addressed (each reply read once, by the one replica that
+// waits), and a listener that reconnects finds what arrived meanwhile (the
+// list expires only when nobody has read it for a minute). Not pub/sub either:
+// a message published while the subscriber reconnects is gone.
+//
+// A job served by this replica's own worker is answered in-process, without
+// Redis.
+import { batchReplySchema, type BatchReply } from '@warmpool/api';
+import type { Logger } from '@warmpool/runtime';
+import type { Redis } from 'ioredis';
+
+/** A reply list nobody reads (its replica is gone) goes after this long. */
+const REPLY_LIST_TTL_MS = 60_000;
+/** BLPOP's timeout: how long close() may wait for the listener at most. */
+const BLOCK_SECONDS = 1;
+/** Replies taken per round trip once one has arrived. */
+const DRAIN_COUNT = 128;
+
+export interface ReplyChannelOptions {
+  replica: string;
+  /** Commands (LPUSH). */
+  redis: Redis;
+  /** A connection of its own for the blocking reads; closed by close(). */
+  listener: Redis;
+  prefix: string;
+  /** Each reply for this replica, once. */
+  onReply(reply: BatchReply): void;
+  logger: Logger;
+}
+
+export class ReplyChannel {
+  readonly #o: ReplyChannelOptions;
+  readonly #key: string;
+  #closed = false;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: ReplyChannelOptions) {
+    this.#o = options;
+    this.#key = this.listKey(options.replica);
+  }
+
+  listKey(replica: string): string {
+    return `${this.#o.prefix}replies:${replica}`;
+  }
+
+  start(): void {
+    this.#loop ??= this.#listen();
+  }
+
+  /** Delivers a job's reply to the replica that waits for it. */
+  async send(replyTo: string, reply: BatchReply): Promise<void> {
+    if (replyTo === this.#o.replica) {
+      this.#o.onReply(reply);
+      return;
+    }
+    const key = this.listKey(replyTo);
+    await this.#o.redis.multi().lpush(key, JSON.stringify(reply)).pexpire(key, REPLY_LIST_TTL_MS).exec();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#o.listener.disconnect();
+    await this.#loop;
+  }
+
+  async #listen(): Promise<void> {
+    const { listener, logger } = this.#o;
+    while (!this.#closed) {
+      try {
+        const popped = await listener.blpop(this.#key, BLOCK_SECONDS);
+        if (popped === null) continue;
+        this.#deliver(popped[1]);
+        for (;;) {
+          const more = await listener.lpop(this.#key, DRAIN_COUNT);
+          if (more === null || more.length === 0) break;
+          for (const raw of more) this.#deliver(raw);
+          if (more.length < DRAIN_COUNT) break;
+        }
+      } catch (err) {
+        if (this.#closed) return;
+        logger.warn('reading the reply list failed; retrying', { err });
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  #deliver(raw: string): void {
+    let reply: BatchReply;
+    try {
+      reply = batchReplySchema.parse(JSON.parse(raw));
+    } catch (err) {
+      this.#o.logger.error('dropping an unreadable batch reply', { err });
+      return;
+    }
+    this.#o.onReply(reply);
+  }
+}

@@ -1,0 +1,298 @@
+// The HTTP claim API end to end (shared/specs/api.md, "The claim API"): a real
+// kube-apiserver (TokenReview, SubjectAccessReview, RBAC), a real Redis, three
+// real node agents each in front of a fake-sandboxd, and two control-plane
+// replicas in this process sharing that Redis. What the nodes hold is read
+// straight from each fake-sandboxd.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { claimBodySchema, claimErrorBodySchema, type ClaimBody } from '@warmpool/api';
+import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ControlPlane } from '../src/index.js';
+import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
+import { startControlPlane } from './support/control-plane.js';
+import { startFleet, type Fleet } from './support/fleet.js';
+import { apply, kubectl, template, warmPool } from './support/objects.js';
+import { stopAll } from './support/processes.js';
+import { eventually } from './support/wait.js';
+
+const TOKEN = 'fleet-token-for-claim-tests';
+const IMAGE = 'registry.test/claims:1';
+
+describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; two replicas)', () => {
+  let cluster: TestCluster;
+  let redis: TestRedis;
+  let fleet: Fleet;
+  let dir: string;
+  let ns: string;
+  let a: ControlPlane;
+  let b: ControlPlane;
+  let allowed: string;
+  let forbidden: string;
+  let readOnly: string;
+
+  const urlOf = (cp: ControlPlane): string => cp.claimsUrl ?? '';
+  const claimsPath = (namespace = ns): string => `/v1/namespaces/${namespace}/claims`;
+  const nodeClaims = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> => claimsOnNodes(fleet, TOKEN);
+
+  async function replica(): Promise<ControlPlane> {
+    return startControlPlane(cluster, dir, 'default', {
+      token: TOKEN,
+      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 }, settings: { claimTimeoutMs: 10_000 } },
+    });
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-claims-'));
+    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-claims' }), startRedis()]);
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, TOKEN + '\n');
+    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3, capacity: 30 });
+    ns = await cluster.createNamespace('claims');
+    [allowed, forbidden, readOnly] = await Promise.all([
+      serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']),
+      serviceAccountToken(cluster, ns, 'stranger', undefined),
+      serviceAccountToken(cluster, ns, 'reader', ['get']),
+    ]);
+    await apply(cluster,
+      template(ns, 'tpl', IMAGE), warmPool(ns, 'python', 'tpl', 6),
+      template(ns, 'upstream', 'registry.test/upstream:1', { optIn: false }), warmPool(ns, 'not-ours', 'upstream', 1));
+    a = await replica();
+    b = await replica();
+    await eventually(() => a.isLeader() || b.isLeader(), { what: 'a leader' });
+    await eventually(async () => (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every((w) => w === 2), { what: '2 warm on every node', timeoutMs: 30_000 });
+    // Placement reads the warm counts the nodes publish (or the leader's fresher view): wait until they show the fill.
+    await eventually(async () => {
+      const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as { items: Array<{ status?: { pools?: Array<{ template: string; warm: number }> } }> };
+      return inventories.items.length === 3 && inventories.items.every((i) => (i.status?.pools ?? []).some((p) => p.template === IMAGE && p.warm >= 2));
+    }, { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 });
+    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, { what: 'both replicas ready to claim' });
+  });
+
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await fleet?.stop();
+    await stopAll();
+    await redis?.stop();
+    await cluster?.stop();
+    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
+    else console.error(`claim API logs kept in ${dir}`);
+  });
+
+  describe('authentication and authorization', () => {
+    it('answers 401 Unauthenticated without a token, or with one the apiserver does not know', async () => {
+      for (const token of [undefined, 'not-a-real-token']) {
+        const answer = await callClaims(urlOf(a), 'POST', claimsPath(), token, { warmPool: 'python' });
+        expect(answer.status).toBe(401);
+        expect(claimErrorBodySchema.parse(answer.body).reason).toBe('Unauthenticated');
+      }
+    });
+
+    it('answers 403 Forbidden to a ServiceAccount without the RBAC, and claims nothing', async () => {
+      const before = (await nodeClaims()).length;
+      const answer = await callClaims(urlOf(a), 'POST', claimsPath(), forbidden, { warmPool: 'python' });
+      expect(answer.status).toBe(403);
+      expect(claimErrorBodySchema.parse(answer.body)).toMatchObject({ reason: 'Forbidden', error: expect.stringContaining(`system:serviceaccount:${ns}:stranger`) });
+      expect((await nodeClaims()).length).toBe(before);
+    });
+
+    it('checks the verb: a ServiceAccount that may only get cannot claim, nor claim in another namespace', async () => {
+      expect((await callClaims(urlOf(a), 'POST', claimsPath(), readOnly, { warmPool: 'python' })).status).toBe(403);
+      expect((await callClaims(urlOf(a), 'POST', claimsPath('default'), allowed, { warmPool: 'python' })).status).toBe(403);
+    });
+  });
+
+  describe('claiming', () => {
+    it('answers 200 with a sandbox for a ServiceAccount with the RBAC; its node holds it under <namespace>/<claimRef>', async () => {
+      const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', ttlSeconds: 120 });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const claim = claimBodySchema.parse(answer.body);
+      expect(claim).toMatchObject({ namespace: ns, warmPool: 'python', tier: 'warm', token: expect.any(String) });
+      expect(fleet.nodes.map((n) => n.name)).toContain(claim.node);
+      expect(Date.parse(claim.deadline) - Date.now()).toBeGreaterThan(100_000);
+      const held = (await nodeClaims()).filter((c) => c.claimRef === `${ns}/${claim.claimRef}`);
+      expect(held).toEqual([{ node: claim.node, claimRef: `${ns}/${claim.claimRef}`, id: claim.id }]);
+    });
+
+    it('answers the same sandbox to the same claimRef, through either replica, and the node holds one', async () => {
+      const first = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-42' });
+      const again = await callClaims(urlOf(b), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-42' });
+      const concurrent = await Promise.all([1, 2, 3].map(() => callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-43' })));
+      expect(first.status).toBe(200);
+      expect(again.status).toBe(200);
+      expect(claimBodySchema.parse(again.body).id).toBe(claimBodySchema.parse(first.body).id);
+      expect(new Set(concurrent.map((c) => claimBodySchema.parse(c.body).id)).size).toBe(1);
+      const held = await nodeClaims();
+      expect(held.filter((c) => c.claimRef === `${ns}/job-42`)).toHaveLength(1);
+      expect(held.filter((c) => c.claimRef === `${ns}/job-43`)).toHaveLength(1);
+    });
+
+    it('gives concurrent claims distinct sandboxes, spread over the nodes', async () => {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' })));
+      expect(answers.map((x) => x.status)).toEqual(Array(20).fill(200));
+      const claims = answers.map((x) => claimBodySchema.parse(x.body));
+      expect(new Set(claims.map((c) => c.id)).size).toBe(20);
+      expect(new Set(claims.map((c) => c.node)).size).toBeGreaterThan(1);
+      for (const c of claims) expect((await callClaims(urlOf(b), 'DELETE', `${claimsPath()}/${c.id}`, allowed)).status).toBe(204);
+    });
+
+    it('boots cold when the pool has no warm sandbox left, on a node with room', async () => {
+      await apply(cluster, template(ns, 'cold-tpl', 'registry.test/cold:1'), warmPool(ns, 'cold', 'cold-tpl', 0));
+      const answer = await eventually(async () => {
+        const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'cold' });
+        return x.status === 200 ? x : undefined;
+      }, { what: 'a cold claim' });
+      expect(claimBodySchema.parse(answer.body).tier).toBe('cold');
+    });
+  });
+
+  describe('from a replica other than the one that served', () => {
+    let claim: ClaimBody;
+    beforeAll(async () => {
+      const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'cross-replica', ttlSeconds: 60 });
+      claim = claimBodySchema.parse(answer.body);
+    });
+
+    it('reads the claim, without its token, by id and by claimRef', async () => {
+      for (const id of [claim.id, 'cross-replica']) {
+        const answer = await callClaims(urlOf(b), 'GET', `${claimsPath()}/${id}`, allowed);
+        expect(answer.status).toBe(200);
+        const { token: _token, ...rest } = claim;
+        expect(answer.body).toEqual(rest);
+      }
+    });
+
+    it('renews it: the node holds the new deadline', async () => {
+      const answer = await callClaims(urlOf(b), 'POST', `${claimsPath()}/${claim.id}/renew`, allowed, { ttlSeconds: 3_600 });
+      expect(answer.status).toBe(200);
+      const deadline = (answer.body as { deadline: string }).deadline;
+      expect(Date.parse(deadline) - Date.now()).toBeGreaterThan(3_500_000);
+      const node = fleet.nodes.find((n) => n.name === claim.node);
+      const row = await (await fetch(`${node?.sandboxdUrl}/v1/sandboxes/${claim.id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as { deadline: string };
+      expect(row.deadline).toBe(deadline);
+      expect((await callClaims(urlOf(a), 'GET', `${claimsPath()}/${claim.id}`, allowed)).body).toMatchObject({ deadline });
+    });
+
+    it('releases it: 204, the node no longer holds it, then 404 ClaimNotFound', async () => {
+      expect((await callClaims(urlOf(b), 'DELETE', `${claimsPath()}/${claim.id}`, allowed)).status).toBe(204);
+      expect((await nodeClaims()).some((c) => c.id === claim.id)).toBe(false);
+      for (const [method, path] of [['GET', claim.id], ['DELETE', claim.id], ['POST', `${claim.id}/renew`]] as const) {
+        const answer = await callClaims(urlOf(a), method, `${claimsPath()}/${path}`, allowed, method === 'POST' ? {} : undefined);
+        expect(answer.status).toBe(404);
+        expect(claimErrorBodySchema.parse(answer.body).reason).toBe('ClaimNotFound');
+      }
+    });
+  });
+
+  describe('for a janitor', () => {
+    it('lists what every node holds and releases one sandbox on its node, forgetting it in the index', async () => {
+      const claim = claimBodySchema.parse((await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'swept' })).body);
+      const listed = await b.claims?.listNodeClaims();
+      expect(listed?.unreachable).toEqual([]);
+      expect(listed?.claims).toContainEqual({ node: claim.node, id: claim.id, claimRef: `${ns}/swept`, deadline: claim.deadline });
+      expect(await b.claims?.releaseOnNode(claim.node, claim.id, { namespace: ns, claimRef: 'swept' })).toBe(true);
+      expect((await nodeClaims()).some((c) => c.id === claim.id)).toBe(false);
+      expect(await a.claims?.lookup(ns, 'swept')).toBeUndefined();
+      expect(await b.claims?.releaseOnNode(claim.node, claim.id)).toBe(false);
+    });
+  });
+
+  describe('refusals change nothing', () => {
+    it.each([
+      ['not JSON', '{"warmPool":'],
+      ['no warmPool', {}],
+      ['an unknown field', { warmPool: 'python', replicas: 3 }],
+      ['a ttl over a day', { warmPool: 'python', ttlSeconds: 86_401 }],
+      ['a zero ttl', { warmPool: 'python', ttlSeconds: 0 }],
+      ['a claimRef that is not a DNS label', { warmPool: 'python', claimRef: 'Job_42' }],
+      ['an array', []],
+    ])('answers 400 BadRequest to %s', async (_case, body) => {
+      const before = await nodeClaims();
+      const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, body);
+      expect(answer.status).toBe(400);
+      expect(claimErrorBodySchema.parse(answer.body).reason).toBe('BadRequest');
+      expect(await nodeClaims()).toEqual(before);
+    });
+
+    it('answers 404 PoolNotFound for a missing pool and NotDriven for a pool warmpool does not drive', async () => {
+      const missing = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'nope' });
+      expect(missing.status).toBe(404);
+      expect(claimErrorBodySchema.parse(missing.body).reason).toBe('PoolNotFound');
+      const undriven = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'not-ours' });
+      expect(undriven.status).toBe(404);
+      expect(claimErrorBodySchema.parse(undriven.body).reason).toBe('NotDriven');
+    });
+
+    it('answers 429 NoCapacity with Retry-After when no node has room, and claims again once there is', async () => {
+      const drain = (method: string): Promise<unknown> => Promise.all(fleet.nodes.map(async (n) => (await fetch(`${n.sandboxdUrl}/v1/drain`, { method, headers: { authorization: `Bearer ${TOKEN}` } })).body?.cancel()));
+      await drain('POST');
+      try {
+        const before = await nodeClaims();
+        const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' });
+        expect(answer.status).toBe(429);
+        expect(claimErrorBodySchema.parse(answer.body).reason).toBe('NoCapacity');
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(await nodeClaims()).toEqual(before);
+      } finally {
+        await drain('DELETE');
+      }
+      await eventually(async () => (await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again' });
+    });
+  });
+
+  describe('when Redis goes away', () => {
+    it('answers 503 Unavailable meanwhile, and claims again once it is back', async () => {
+      const port = redis.port;
+      await redis.stop();
+      const answer = await eventually(async () => {
+        const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' });
+        return x.status === 503 ? x : undefined;
+      }, { what: '503 while Redis is down' });
+      expect(claimErrorBodySchema.parse(answer.body).reason).toBe('Unavailable');
+      expect(answer.headers.get('retry-after')).not.toBeNull();
+      expect(a.ready()).toBe(true); // the driver is unaffected: /readyz stays ready
+      // A replica that starts while Redis is away serves the API (503) and claims once Redis is back.
+      const late = await replica();
+      try {
+        const early = await callClaims(urlOf(late), 'POST', claimsPath(), allowed, { warmPool: 'python' });
+        expect(early.status).toBe(503);
+        expect(claimErrorBodySchema.parse(early.body)).toMatchObject({ reason: 'Unavailable', error: expect.stringContaining('Redis') });
+        redis = await startRedis({ port });
+        for (const cp of [a, b, late]) {
+          await eventually(async () => (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again', timeoutMs: 30_000 });
+        }
+      } finally {
+        await late.close();
+      }
+    });
+  });
+
+  it('serves the claim API over TLS when given a certificate and key', async () => {
+    const secure = await startControlPlane(cluster, dir, 'default', {
+      token: TOKEN,
+      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 }, tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } },
+    });
+    const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
+    try {
+      expect(secure.claimsUrl).toMatch(/^https:\/\//);
+      await eventually(() => secure.claims?.notReadyReasons().length === 0, { what: 'the TLS replica ready to claim' });
+      const res = await undiciFetch(`${secure.claimsUrl}${claimsPath()}`, {
+        method: 'POST', dispatcher,
+        headers: { authorization: `Bearer ${allowed}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ warmPool: 'python' }),
+      });
+      expect(res.status).toBe(200);
+      expect(claimBodySchema.parse(await res.json()).namespace).toBe(ns);
+    } finally {
+      await dispatcher.close();
+      await secure.close();
+    }
+  });
+
+  it('writes nothing to the apiserver per claim (no SandboxClaim, no Sandbox objects)', async () => {
+    expect((await kubectl(cluster, ['get', 'sandboxclaims,sandboxes', '-A', '--no-headers'])).trim()).toBe('');
+  });
+});

@@ -1,0 +1,85 @@
+// The control plane binary with Kubernetes-style flags: metrics and probes on
+// separate addresses, leader election flags under their new names, a
+// WARMPOOL_-prefixed variable, --version; and the standard Node metric names.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startCluster, type TestCluster } from '@warmpool/harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONTROL_PLANE_MAIN, requireBuilt } from './support/fleet.js';
+import { quietPort } from './support/ports.js';
+import { Proc, stopAll } from './support/processes.js';
+import { eventually } from './support/wait.js';
+
+const run = promisify(execFile);
+
+describe('the control plane process: ports, flags, version', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  let proc: Proc;
+  let metricsPort: number;
+  let probePort: number;
+
+  beforeAll(async () => {
+    requireBuilt();
+    cluster = await startCluster();
+    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-ports-'));
+    writeFileSync(join(dir, 'token'), 'fleet-token\n');
+    metricsPort = await quietPort();
+    probePort = await quietPort();
+    proc = new Proc({
+      name: 'control-plane',
+      script: CONTROL_PLANE_MAIN,
+      args: [
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${probePort}`,
+        `--kubeconfig=${cluster.kubeconfigPath}`,
+        '--leader-elect=true',
+        '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=500ms',
+        '--leader-elect-resource-name=ports-test',
+        `--token-file=${join(dir, 'token')}`,
+      ],
+      env: { WARMPOOL_API_TOKEN: '', WARMPOOL_RECONCILE_INTERVAL: '500ms', WARMPOOL_STALE_AFTER: '5s', POD_NAMESPACE: 'default' },
+      logFile: join(dir, 'control-plane.log'),
+    });
+  });
+  afterAll(async () => {
+    await stopAll();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the probes alone on the probe address, and metrics (with the probes) on the metrics address', async () => {
+    const readyz = await eventually(async () => {
+      if (!proc.running) throw new Error(`exited:\n${proc.log()}`);
+      const res = await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined);
+      if (res?.status !== 200) return undefined;
+      const body = (await res.json()) as { leader?: boolean; leaseHolder?: string };
+      return body.leader ? body : undefined;
+    }, { what: 'the replica to lead and be ready', timeoutMs: 60_000 });
+    expect(readyz.leader).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${probePort}/healthz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${probePort}/metrics`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^warmpool_build_info\{component="control-plane",version="\d+\.\d+\.\d+",node_version="v\d+/m);
+    // Node's defaults under their standard names, next to warmpool's own.
+    expect(metrics).toMatch(/^process_cpu_user_seconds_total /m);
+    expect(metrics).toMatch(/^nodejs_heap_size_used_bytes /m);
+    expect(metrics).not.toMatch(/warmpool_controlplane_process_/);
+    expect(metrics).toMatch(/^warmpool_controlplane_leader 1$/m);
+    // The Lease carries the name given with --leader-elect-resource-name.
+    expect((await cluster.kubectl(['get', 'lease', 'ports-test', '-n', 'default', '-o', 'name'])).stdout.trim()).toBe('lease.coordination.k8s.io/ports-test');
+  });
+
+  it('prints its version with --version and its flags with -h, and exits 0', async () => {
+    const version = await run(process.execPath, [CONTROL_PLANE_MAIN, '--version']);
+    expect(version.stdout).toMatch(/^control-plane \d+\.\d+\.\d+ \(node v/);
+    const help = await run(process.execPath, [CONTROL_PLANE_MAIN, '-h']);
+    expect(help.stdout).toContain('--leader-elect-lease-duration <duration>');
+    expect(help.stdout).toContain('(was --lease-duration)');
+    expect(help.stdout).toContain('[env WARMPOOL_METRICS_BIND_ADDRESS, METRICS_BIND_ADDRESS, CONTROL_PLANE_LISTEN]');
+  });
+});

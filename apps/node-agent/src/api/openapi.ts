@@ -1,0 +1,129 @@
+// The agent API's OpenAPI 3.1 document, served at GET /openapi.json. Every
+// body schema is generated from the zod schema that validates it on the wire
+// (libs/api), so the document cannot drift from what the agent accepts and
+// answers; only the route table below is written here.
+import {
+  agentErrorBodySchema,
+  agentSetPoolsRequestSchema,
+  claimRequestSchema,
+  claimResponseSchema,
+  nodeInfoSchema,
+  renewRequestSchema,
+  renewResponseSchema,
+  sandboxListSchema,
+  sandboxRowSchema,
+} from '@warmpool/api';
+import { packageVersion } from '@warmpool/runtime';
+import { z } from 'zod';
+
+type Io = 'input' | 'output';
+type Json = Record<string, unknown>;
+
+const staleGenerationSchema = z.object({ error: z.string(), reason: z.literal('StaleGeneration'), appliedGeneration: z.number().int() });
+
+/** Named component schemas: the request and answer shapes of the API. */
+const COMPONENTS: Record<string, { schema: z.ZodType; io: Io }> = {
+  SetPoolsRequest: { schema: agentSetPoolsRequestSchema, io: 'input' },
+  ClaimRequest: { schema: claimRequestSchema, io: 'input' },
+  RenewRequest: { schema: renewRequestSchema, io: 'input' },
+  NodeInfo: { schema: nodeInfoSchema, io: 'output' },
+  ClaimResponse: { schema: claimResponseSchema, io: 'output' },
+  RenewResponse: { schema: renewResponseSchema, io: 'output' },
+  SandboxRow: { schema: sandboxRowSchema, io: 'output' },
+  SandboxList: { schema: sandboxListSchema, io: 'output' },
+  Error: { schema: agentErrorBodySchema, io: 'output' },
+  StaleGeneration: { schema: staleGenerationSchema, io: 'output' },
+};
+
+const ref = (name: keyof typeof COMPONENTS): Json => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: keyof typeof COMPONENTS, description: string): Json => ({ description, content: { 'application/json': { schema: ref(name) } } });
+const text = (description: string): Json => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } });
+const body = (name: keyof typeof COMPONENTS): Json => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+
+/** Answers every authenticated route can give besides its own. */
+const COMMON_ERRORS: Json = {
+  '401': json('Error', 'no or a wrong token'),
+  '405': json('Error', 'the path exists, the method does not (Allow lists the ones that do)'),
+  '503': json('Error', 'no fleet token configured, or sandboxd unreachable'),
+};
+const ROOT = [{ fleetToken: [] }];
+const SANDBOX = [{ fleetToken: [] }, { sandboxToken: [] }];
+const ID = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+
+const op = (operationId: string, summary: string, responses: Json, extra: Json = {}): Json => ({ operationId, summary, responses, ...extra });
+
+const PATHS: Json = {
+  '/healthz': { get: op('healthz', 'Liveness', { '200': text('ok') }, { security: [] }) },
+  '/readyz': { get: op('readyz', 'Readiness: sandboxd answers and a fleet token is configured', { '200': text('ok'), '503': json('Error', 'not ready, with reasons') }, { security: [] }) },
+  '/metrics': { get: op('metrics', 'Prometheus metrics', { '200': text('text exposition format') }, { security: [] }) },
+  '/openapi.json': { get: op('openapi', 'This document', { '200': { description: 'OpenAPI 3.1', content: { 'application/json': {} } } }, { security: [] }) },
+  '/v1/pools': {
+    put: op('setPools', 'Set the node\'s warm pool targets (the control plane, with a generation that only grows)', {
+      '200': json('NodeInfo', 'applied; the node\'s pools now'),
+      '400': json('Error', 'invalid body'),
+      '409': json('StaleGeneration', 'older than the applied generation: nothing changed'),
+      ...COMMON_ERRORS,
+    }, { security: ROOT, requestBody: body('SetPoolsRequest') }),
+  },
+  '/v1/info': { get: op('info', 'The node\'s pools, claims and flags', { '200': json('NodeInfo', 'the node'), ...COMMON_ERRORS }, { security: ROOT }) },
+  '/v1/claim': {
+    post: op('claim', 'Claim a warm sandbox of a template', {
+      '200': json('ClaimResponse', 'claimed: the sandbox and its own token'),
+      '400': json('Error', 'invalid body'),
+      '429': json('Error', 'the node is full or draining, or too many claims are in flight'),
+      ...COMMON_ERRORS,
+    }, { security: ROOT, requestBody: body('ClaimRequest') }),
+  },
+  '/v1/sandboxes': {
+    get: op('listSandboxes', 'The node\'s sandboxes', { '200': json('SandboxList', 'the sandboxes'), '400': json('Error', 'invalid claim_ref'), ...COMMON_ERRORS }, {
+      security: ROOT,
+      parameters: [{ name: 'claim_ref', in: 'query', required: false, schema: { type: 'string' } }],
+    }),
+  },
+  '/v1/sandboxes/{id}': {
+    get: op('getSandbox', 'One sandbox', { '200': json('SandboxRow', 'the sandbox'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, { security: ROOT, parameters: [ID] }),
+  },
+  '/v1/sandboxes/{id}/release': {
+    post: op('release', 'Give a claimed sandbox back', { '204': { description: 'released' }, '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, { security: SANDBOX, parameters: [ID] }),
+  },
+  '/v1/sandboxes/{id}/renew': {
+    post: op('renew', 'Extend a claim\'s deadline', { '200': json('RenewResponse', 'the new deadline'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, {
+      security: SANDBOX, parameters: [ID], requestBody: { required: false, content: { 'application/json': { schema: ref('RenewRequest') } } },
+    }),
+  },
+  '/v1/drain': {
+    post: op('drain', 'Stop refilling and refuse new claims', { '200': json('NodeInfo', 'draining'), ...COMMON_ERRORS }, { security: ROOT }),
+    delete: op('undrain', 'Lift the drain', { '200': json('NodeInfo', 'no longer draining'), ...COMMON_ERRORS }, { security: ROOT }),
+  },
+};
+
+/** The agent's version: the package.json above src/ (or dist/), whose api/ folder holds this module. */
+const AGENT_VERSION = packageVersion(new URL('..', import.meta.url).href);
+
+/** The document, built once per process. */
+let built: Json | undefined;
+export function openApiDocument(version: string = AGENT_VERSION): Json {
+  if (built !== undefined && version === AGENT_VERSION) return built;
+  const schemas: Record<string, Json> = {};
+  for (const [name, { schema, io }] of Object.entries(COMPONENTS)) {
+    // Refinements (e.g. no duplicate pool keys) have no JSON Schema form; the agent still enforces them.
+    const generated = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
+    delete generated['$schema'];
+    schemas[name] = generated;
+  }
+  const document: Json = {
+    openapi: '3.1.0',
+    info: { title: 'warmpool node agent', version, description: 'The per-node agent in front of sandboxd: the fleet token, a body limit, validation, and SetPools generations.' },
+    security: ROOT,
+    paths: PATHS,
+    components: {
+      schemas,
+      securitySchemes: {
+        fleetToken: { type: 'http', scheme: 'bearer', description: 'The fleet token (root)' },
+        sandboxToken: { type: 'http', scheme: 'bearer', description: 'A claimed sandbox\'s own token (release, renew of that sandbox)' },
+      },
+    },
+  };
+  if (version === AGENT_VERSION) built = document;
+  return document;
+}

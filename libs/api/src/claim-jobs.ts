@@ -1,0 +1,85 @@
+// What the control-plane replicas hand each other through Redis for claims:
+// a batch job (one BullMQ job per closed batch of one pool), its reply, the
+// progress a worker records before calling nodes, and the claim index record.
+// Every replica validates what it reads with these schemas.
+import { z } from 'zod';
+import { CLAIM_FAILURE_REASONS, claimTierSchema } from './claims.js';
+import { poolKeySchema } from './sandboxd.js';
+
+/** One claim of a batch. */
+export const batchClaimSchema = z.object({
+  claimRef: z.string().min(1),
+  ttlSeconds: z.number().int().min(1),
+  path: z.enum(['http', 'crd']),
+  /** The front door made the claimRef up: nobody can come back for the sandbox if the answer is lost. */
+  generated: z.boolean(),
+});
+export type BatchClaim = z.output<typeof batchClaimSchema>;
+
+/** The data of one batch job. */
+export const batchJobSchema = z.object({
+  /** The replica whose caller waits: the reply goes to its reply list. */
+  replyTo: z.string().min(1),
+  namespace: z.string().min(1),
+  warmPool: z.string().min(1),
+  key: poolKeySchema,
+  /** Epoch ms: past it the caller has given up (a Timeout); the worker still serves what it started. */
+  deadline: z.number(),
+  claims: z.array(batchClaimSchema).min(1),
+});
+export type BatchJob = z.output<typeof batchJobSchema>;
+
+/** A node a batch job asked (or is about to ask) for a claim, and why it chose it. */
+export const triedNodeSchema = z.object({
+  node: z.string(),
+  address: z.string(),
+  tier: claimTierSchema,
+  /** Epoch ms when the claim was sent to it: until that call's timeout has passed, the node may still be serving it. */
+  at: z.number(),
+});
+export type TriedNode = z.output<typeof triedNodeSchema>;
+
+/** The nodes a job has asked per claimRef, written before asking (a retried job asks them first). */
+export const batchProgressSchema = z.object({ tried: z.record(z.string(), z.array(triedNodeSchema)) });
+export type BatchProgress = z.output<typeof batchProgressSchema>;
+
+/** A served claim as the index keeps it (with the sandbox's token: the index lives only in the control plane's Redis). */
+export const claimRecordSchema = z.object({
+  id: z.string().min(1),
+  token: z.string(),
+  deadline: z.string(),
+  ownerAddr: z.string(),
+  node: z.string().min(1),
+  namespace: z.string().min(1),
+  warmPool: z.string(),
+  claimRef: z.string().min(1),
+  tier: claimTierSchema,
+});
+export type ClaimRecord = z.output<typeof claimRecordSchema>;
+
+export const claimOutcomeSchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), claimRef: z.string(), grant: claimRecordSchema }),
+  z.object({
+    ok: z.literal(false),
+    claimRef: z.string(),
+    reason: z.enum(CLAIM_FAILURE_REASONS),
+    message: z.string(),
+    retryAfterSeconds: z.number().optional(),
+  }),
+]);
+export type ClaimOutcome = z.output<typeof claimOutcomeSchema>;
+
+/** The outcome of the claim at `index` in the job's `claims`. */
+export const indexedOutcomeSchema = claimOutcomeSchema.and(z.object({ index: z.number().int().min(0) }));
+export type IndexedOutcome = z.output<typeof indexedOutcomeSchema>;
+
+/**
+ * What a worker pushes onto the reply list of `replyTo`: some of a job's
+ * outcomes, as they become final (a job answers over several replies; a job
+ * run twice may answer a claim twice, the same way: the first answer counts).
+ */
+export const batchReplySchema = z.object({
+  jobId: z.string().min(1),
+  outcomes: z.array(indexedOutcomeSchema),
+});
+export type BatchReply = z.output<typeof batchReplySchema>;
