@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
+import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { eventually, nodeObject, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,7 +118,7 @@ describe('a NodeInventory pointing where its Node does not', () => {
       // What an agent token could do before the admission policy (charts/warmpool/test/node-agent-admission.test.ts):
       // re-point a real node, and invent one claiming room for 100 000 with everything warm.
       await kubectl(cluster, ['patch', 'nodeinventory', victim, '--type=merge', '-p', JSON.stringify({ spec: { address: listener.address } })]);
-      await inventories.create({ apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name: 'fake-node' }, spec: { nodeName: 'fake-node', address: listener.address } });
+      await inventories.create({ apiVersion: apiVersionOf(NodeInventoryType), kind: NodeInventoryType.kind, metadata: { name: 'fake-node' }, spec: { nodeName: 'fake-node', address: listener.address } });
       await inventories.applyStatus(
         { metadata: { name: 'fake-node' }, status: { capacity: 100_000, claimed: 0, publishedAt: new Date().toISOString(), pools: [{ template: 'registry.test/forged:1', net: 'none', size: 'small', target: 4, warm: 4, refilling: 0 }] } },
         { fieldManager: 'attacker', force: true },
@@ -166,7 +166,7 @@ describe('an agent advertising its pod IP (the chart\'s DaemonSet)', () => {
       // No kubelet here: report the pod running with the listener's IP ourselves.
       await kubectl(cluster, ['patch', 'pod', 'agent-on-pod-network', '-n', system, '--subresource=status', '--type=merge', '-p',
         JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.3', podIPs: [{ ip: '127.0.0.3' }] } })]);
-      await inventories.create({ apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name }, spec: { nodeName: name, address: agent.address } });
+      await inventories.create({ apiVersion: apiVersionOf(NodeInventoryType), kind: NodeInventoryType.kind, metadata: { name }, spec: { nodeName: name, address: agent.address } });
       await inventories.applyStatus({ metadata: { name }, status: { capacity: 10, claimed: 0, publishedAt: new Date().toISOString(), pools: [] } }, { fieldManager: 'test', force: true });
 
       const call = await eventually(() => agent.requests.find((r) => r.url === '/v1/info' || r.url === '/v1/pools'), { what: 'a call at the pod IP' });
