@@ -1,5 +1,6 @@
 # warmpool — every target installs what it needs by itself.
-#   make up     runs the local stack (real kube-apiserver + etcd, Redis, control plane, node agents)
+#   make up     runs the local stack (real kube-apiserver + etcd, Redis, control plane, node agents);
+#               make up CLUSTERS=2 runs two of them, federated
 #   make test   lint, typecheck and every test, against real parts
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -76,8 +77,9 @@ test: build lint typecheck kube-binaries redis image-tools
 test-unit: deps
 	@npx vitest run libs
 
+# CLUSTERS=2: two federated clusters sharing one Redis hub (see README).
 up: build kube-binaries redis
-	@node test/harness/dist/stack-main.js
+	@node test/harness/dist/stack-main.js $(if $(CLUSTERS),--clusters=$(CLUSTERS))
 
 bench: build
 	@for f in bench/*.bench.ts; do echo "==> $$f"; node "$$f"; done

@@ -13,6 +13,8 @@ import { countSandboxObjects, getPool, listInventories, listNodeNames, poolManif
 import { kubectlOk, openTarget, type E2eTarget } from './helpers/target.js';
 
 const CONVERGE_MS = 60_000;
+// SandboxClaims need the claim pipeline (the chart's controlPlane.redis.url): always on the local stack; on a cluster, say so.
+const CLAIMS = process.env['WARMPOOL_E2E_KUBECONFIG'] === undefined || process.env['WARMPOOL_E2E_CLAIMS'] === '1';
 
 describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMPOOL_E2E_KUBECONFIG' : 'local stack'})`, () => {
   let target: E2eTarget;
@@ -78,6 +80,29 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
 
     expect(await release(address, sandbox.token, sandbox.id)).toBe(204);
     expect((await getSandbox(address, target.token, sandbox.id)).status).toBe(404);
+  });
+
+  it.skipIf(!CLAIMS)('serves a SandboxClaim: Ready, its token in an owned Secret only, released when it is deleted (WARMPOOL_E2E_CLAIMS=1 on a cluster)', { timeout: 2 * CONVERGE_MS }, async () => {
+    const name = 'e2e-claim';
+    const manifest = JSON.stringify({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: target.namespace }, spec: { warmPoolRef: { name: pool } } });
+    await kubectlOk(target, ['apply', '-f', '-'], { input: manifest });
+    await kubectlOk(target, ['wait', '--for=condition=Ready', `sandboxclaim/${name}`, '-n', target.namespace, `--timeout=${CONVERGE_MS / 1000}s`]);
+    const claim = JSON.parse(await kubectlOk(target, ['get', 'sandboxclaim', name, '-n', target.namespace, '-o', 'json'])) as { metadata: { uid: string; annotations?: Record<string, string> }; status?: { sandbox?: { name?: string } } };
+    const id = claim.metadata.annotations?.['warmpool.dev/sandbox-id'];
+    expect(id).toMatch(/^sb_/);
+    expect(claim.status?.sandbox?.name).toBe(name);
+    const secret = JSON.parse(await kubectlOk(target, ['get', 'secret', name, '-n', target.namespace, '-o', 'json'])) as { metadata: { ownerReferences?: Array<{ uid: string }> }; data: Record<string, string> };
+    expect(secret.metadata.ownerReferences?.map((ref) => ref.uid)).toEqual([claim.metadata.uid]);
+    const token = Buffer.from(secret.data['token'] ?? '', 'base64').toString('utf8');
+    expect(token).not.toBe('');
+    expect(JSON.stringify(claim)).not.toContain(token);
+
+    const node = Buffer.from(secret.data['node'] ?? '', 'base64').toString('utf8');
+    const holder = (await listInventories(target)).find((inventory) => inventory.metadata.name === node);
+    const address = holder?.spec.address ?? '';
+    expect((await getSandbox(address, target.token, id ?? '')).status).toBe(200);
+    await kubectlOk(target, ['delete', 'sandboxclaim', name, '-n', target.namespace, `--timeout=${CONVERGE_MS / 1000}s`]);
+    expect((await getSandbox(address, target.token, id ?? '')).status).toBe(404);
   });
 
   it('drains a deleted pool on every node', { timeout: 2 * CONVERGE_MS }, async () => {

@@ -2,10 +2,15 @@
 // defaults in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { existsSync, readFileSync } from 'node:fs';
+import { MAX_CLAIM_TTL_SECONDS } from '@warmpool/api';
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
+import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
+import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
+import { AUTOSCALER_DEFAULTS } from './controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
+import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
 export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
@@ -45,8 +50,21 @@ export const FLAGS = {
   claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
   claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
   claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
-  clusterId: { kind: 'string', description: 'This cluster\'s id for federation (accepted; not yet implemented)', env: 'CLUSTER_ID' },
-  federationRedisUrl: { kind: 'string', description: 'The shared federation hub (accepted; not yet implemented)', env: 'FEDERATION_REDIS_URL' },
+  sandboxclaimLease: { kind: 'duration', description: 'Lease of the sandbox of a SandboxClaim without spec.lifecycle.shutdownTime, renewed at half by the leader (at most 24h)', env: 'SANDBOXCLAIM_LEASE', default: SANDBOX_CLAIM_DEFAULTS.leaseSeconds * 1000 },
+  claimJanitorInterval: { kind: 'duration', description: 'The leader\'s sweep of node claims whose SandboxClaim no longer exists runs this often', env: 'CLAIM_JANITOR_INTERVAL', default: JANITOR_DEFAULTS.intervalMs },
+  claimJanitorGrace: { kind: 'duration', description: 'The janitor never releases a node claim younger than this', env: 'CLAIM_JANITOR_GRACE', default: JANITOR_DEFAULTS.graceMs },
+  envScaleDownDelay: { kind: 'duration', description: 'SandboxEnv autoscaler: no scale-down of a group until this long after its last scale-up (hysteresis)', env: 'ENV_SCALE_DOWN_DELAY', default: AUTOSCALER_DEFAULTS.scaleDownDelayMs },
+  clusterId: { kind: 'string', description: 'This cluster\'s id for federation: with --federation-redis-url, the cluster shares its SandboxEnv capacity with the others and spills Env claims to them', env: 'CLUSTER_ID' },
+  federationRedisUrl: { kind: 'string', description: 'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too', env: 'FEDERATION_REDIS_URL' },
+  federationInterval: { kind: 'duration', description: 'Federation: how often the leader reports this cluster\'s capacity and every replica re-reads the others\'', env: 'FEDERATION_INTERVAL', default: FEDERATION_DEFAULTS.intervalMs },
+  federationTtl: { kind: 'duration', description: 'Federation: how long a reported record lives (default 3 × --federation-interval)', env: 'FEDERATION_TTL' },
+  federationPrefix: { kind: 'string', description: 'Federation: key prefix on the hub (every federated cluster must use the same)', env: 'FEDERATION_PREFIX', default: FEDERATION_DEFAULTS.prefix },
+  federationTokenFile: { kind: 'string', description: 'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer', env: 'FEDERATION_TOKEN_FILE' },
+  claimsAdvertiseUrl: { kind: 'string', description: 'Federation: the URL peers reach this cluster\'s claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here', env: 'CLAIMS_ADVERTISE_URL' },
+  aggregatedListen: { kind: 'string', description: 'Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind the APIService v1beta1.agents.x-k8s.io) over TLS on this address (HOST:PORT); off when empty', env: 'AGGREGATED_LISTEN', default: '' },
+  aggregatedTlsCertFile: { kind: 'string', description: 'The Sandbox API\'s serving certificate (PEM); without it a self-signed one is made at start (the APIService must then skip TLS verification)', env: 'AGGREGATED_TLS_CERT_FILE' },
+  aggregatedTlsKeyFile: { kind: 'string', description: 'The key of --aggregated-tls-cert-file (PEM)', env: 'AGGREGATED_TLS_KEY_FILE' },
+  aggregatedTlsSans: { kind: 'string', description: 'Comma-separated extra DNS names of the self-signed certificate (e.g. the Service\'s <name>.<namespace>.svc)', env: 'AGGREGATED_TLS_SANS', default: '' },
   shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
 } satisfies FlagsSpec;
 
@@ -55,7 +73,8 @@ export type ControlPlaneConfig = ConfigOf<typeof FLAGS>;
 export const SUMMARY = [
   'The warmpool control plane: drives every node\'s warm pools from SandboxWarmPool objects (one global, coalescing',
   'reconcile; SetPools to each node agent with a generation that only grows), writes pool status, and elects one',
-  'leader on a Lease.',
+  'leader on a Lease. Writes SandboxEnv status and autoscales Env groups; with --redis-url serves the claim API; with',
+  '--cluster-id and --federation-redis-url shares Env capacity with other clusters and spills Env claims to them.',
 ].join('\n');
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -67,6 +86,23 @@ export interface ValidatedConfig {
   namespace: string;
   /** Set when provisioning is on (--redis-url given). */
   claims: ValidatedClaimsConfig | undefined;
+  /** Set in multi-cluster mode (--cluster-id and --federation-redis-url). */
+  federation: ValidatedFederationConfig | undefined;
+  /** Set when the Sandbox API is served (--aggregated-listen given). */
+  aggregated: ValidatedAggregatedConfig | undefined;
+}
+
+export interface ValidatedFederationConfig {
+  clusterId: string;
+  redisUrl: string;
+  intervalMs: number;
+  ttlMs: number;
+}
+
+export interface ValidatedAggregatedConfig {
+  listen: HostPort;
+  tls: { certFile: string; keyFile: string } | undefined;
+  selfSignedNames: string[];
 }
 
 export interface ValidatedClaimsConfig {
@@ -93,19 +129,64 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
     ['--interval', config.interval], ['--stale-after', config.staleAfter], ['--set-pools-timeout', config.setPoolsTimeout],
     ['--leader-elect-lease-duration', config.leaderElectLeaseDuration], ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline], ['--leader-elect-retry-period', config.leaderElectRetryPeriod],
     ['--shutdown-timeout', config.shutdownTimeout], ['--stall-timeout', config.stallTimeout],
+    ['--claim-janitor-interval', config.claimJanitorInterval], ['--claim-janitor-grace', config.claimJanitorGrace],
   ];
   for (const [flag, ms] of positive) if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
   const counts: Array<[string, number]> = [
     ['--set-pools-concurrency', config.setPoolsConcurrency], ['--set-pools-attempts', config.setPoolsAttempts], ['--failure-threshold', config.failureThreshold],
   ];
   for (const [flag, n] of counts) if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
+  if (!(config.sandboxclaimLease >= 2_000 && config.sandboxclaimLease <= MAX_CLAIM_TTL_SECONDS * 1000)) throw new ConfigError(`--sandboxclaim-lease must be between 2s and 24h (got ${formatDuration(config.sandboxclaimLease)})`);
   if (config.leaderElectLeaseDuration <= config.leaderElectRenewDeadline) throw new ConfigError('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
   if (config.leaderElectRenewDeadline <= 1.2 * config.leaderElectRetryPeriod) throw new ConfigError('--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period');
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');
   if (!config.leaderElectResourceName) throw new ConfigError('--leader-elect-resource-name must not be empty');
   if (config.stallTimeout <= config.interval) throw new ConfigError('--stall-timeout must be greater than --interval');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, probeListen, namespace, claims: validateClaims(config) };
+  return { listen, probeListen, namespace, claims: validateClaims(config), federation: validateFederation(config), aggregated: validateAggregated(config) };
+}
+
+function validateFederation(config: ControlPlaneConfig): ValidatedFederationConfig | undefined {
+  if (!(config.federationInterval > 0)) throw new ConfigError(`--federation-interval must be positive (got ${formatDuration(config.federationInterval)})`);
+  const ttlMs = config.federationTtl ?? FEDERATION_DEFAULTS.ttlFactor * config.federationInterval;
+  if (!(ttlMs > config.federationInterval)) throw new ConfigError('--federation-ttl must be greater than --federation-interval (a record must outlive the next report)');
+  if (!config.federationPrefix) throw new ConfigError('--federation-prefix must not be empty');
+  if (config.claimsAdvertiseUrl) {
+    try {
+      const url = new URL(config.claimsAdvertiseUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`scheme ${url.protocol} is not http: or https:`);
+    } catch (err) {
+      throw new ConfigError(`--claims-advertise-url: ${messageOf(err)}`);
+    }
+  }
+  if (!config.clusterId || !config.federationRedisUrl) return undefined;
+  try {
+    const url = new URL(config.federationRedisUrl);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+  } catch (err) {
+    throw new ConfigError(`--federation-redis-url: ${messageOf(err)}`);
+  }
+  return { clusterId: config.clusterId, redisUrl: config.federationRedisUrl, intervalMs: config.federationInterval, ttlMs };
+}
+
+function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConfig | undefined {
+  const tlsFlags = config.aggregatedTlsCertFile !== undefined || config.aggregatedTlsKeyFile !== undefined;
+  if (!config.aggregatedListen) {
+    if (tlsFlags) throw new ConfigError('--aggregated-tls-cert-file / --aggregated-tls-key-file need --aggregated-listen');
+    return undefined;
+  }
+  let listen: HostPort;
+  try {
+    listen = parseHostPort(config.aggregatedListen);
+  } catch (err) {
+    throw new ConfigError(`--aggregated-listen: ${messageOf(err)}`);
+  }
+  if ((config.aggregatedTlsCertFile === undefined) !== (config.aggregatedTlsKeyFile === undefined)) {
+    throw new ConfigError('--aggregated-tls-cert-file and --aggregated-tls-key-file go together');
+  }
+  const tls = config.aggregatedTlsCertFile !== undefined && config.aggregatedTlsKeyFile !== undefined ? { certFile: config.aggregatedTlsCertFile, keyFile: config.aggregatedTlsKeyFile } : undefined;
+  const selfSignedNames = config.aggregatedTlsSans.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  return { listen, tls, selfSignedNames };
 }
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {

@@ -11,6 +11,7 @@ import {
   KubePodType,
   NodeInventoryType,
   SANDBOX_WARM_POOL_CRD,
+  SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
   type CustomResourceDefinition,
@@ -18,6 +19,7 @@ import {
   type KubeObject,
   type KubePod,
   type NodeInventory,
+  type SandboxEnv,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -28,6 +30,13 @@ import type { Registry } from 'prom-client';
 import { HttpPoolSetter } from './agents/http-pool-setter.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import { systemClock, type Clock } from './clock.js';
+import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
+import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
+import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
+import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
+import { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import { KubeEnvStatusWriter, type EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
+import { watchSandboxEnvs } from './controllers/sandboxenvs/watch.js';
 import { reportedSig } from './controllers/warmpool/desired.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
 import { addressCheckOf, nodeAddressesChanged, type AddressCheck, podPlacementChanged, slimNode, slimPod } from './controllers/warmpool/node-addresses.js';
@@ -40,9 +49,14 @@ import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.
 import { KubeAccessReviewer, type AccessReviewer } from './http/claims/access-review.js';
 import { createClaimApi } from './http/claims/app.js';
 import { createHealthApp } from './http/health.js';
+import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation/federation.js';
+import { EnvClaimRouter } from './federation/router.js';
 import { ControlPlaneMetrics } from './metrics.js';
+import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
+import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
+import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -95,6 +109,45 @@ export interface ControlPlaneOptions {
   agentPodSelector?: string;
   /** Provisioning (claims): off when omitted. Every replica runs it. */
   claims?: ClaimsOptions;
+  /**
+   * The claim pipeline the SandboxClaim controller uses instead of the one
+   * built from `claims` (embedding, specs). With either, the leader also
+   * serves SandboxClaims and runs the claim janitor.
+   */
+  claimService?: ClaimService;
+  sandboxClaims?: { controller?: Partial<SandboxClaimSettings>; janitor?: Partial<ClaimJanitorSettings> };
+  /** SandboxEnv status and federation; see FederationSettings. */
+  federation?: FederationSettings;
+  /** Default: a merge patch of the SandboxEnv status subresource. */
+  envStatusWriter?: EnvStatusWriter;
+  /** The Env autoscaler (leader-only): no scale-down until this long after a scale-up (default 60 s). */
+  envScaleDownDelayMs?: number;
+  /** Default: the SandboxWarmPool scale subresource. */
+  scaleTarget?: ScaleTarget;
+  /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
+  sandboxApi?: SandboxApiServing;
+}
+
+export interface FederationSettings {
+  /** This cluster's id; without it (or without `hub`) the cluster is alone and nothing is started. */
+  clusterId?: string;
+  /** The shared hub: multi-cluster mode when given together with clusterId. */
+  hub?: HubSettings;
+  /** Report / full-read interval (default 2 s); records live 3 × this unless ttlMs says otherwise. */
+  intervalMs?: number;
+  ttlMs?: number;
+  /** The token peer clusters share to forward claims to each other. */
+  token?: TokenSource;
+}
+
+export interface SandboxApiServing {
+  listen: HostPort;
+  /** PEM files; absent: a self-signed certificate made at start. */
+  tls?: { certFile: string; keyFile: string };
+  /** Extra DNS names for the self-signed certificate. */
+  selfSignedNames?: string[];
+  /** Default: SubjectAccessReviews. */
+  authorizer?: SandboxAuthorizer;
 }
 
 export interface ClaimsOptions {
@@ -116,6 +169,8 @@ export interface ControlPlane {
   /** The health/metrics app (served at `url` when `listen` was given). */
   readonly app: Hono;
   readonly reconciler: WarmPoolReconciler;
+  /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
+  readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
   /** The bound URL of the probe-only server, once started with `probeListen`. */
@@ -126,6 +181,11 @@ export interface ControlPlane {
   readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
+  readonly envs: SandboxEnvReconciler;
+  readonly autoscaler: EnvAutoscaler;
+  readonly federation: Federation;
+  /** The Sandbox API, when served. */
+  readonly sandboxApi: SandboxApi | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;
@@ -164,7 +224,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const poolCrd = createInformer<CustomResourceDefinition>(options.kubeConfig, CustomResourceDefinitionType, {
     logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
   });
-  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
+  const envInformer = createInformer<SandboxEnv>(options.kubeConfig, SandboxEnvType, { logger: kubeLogger });
+  const informers: Array<Informer<KubeObject>> = [pools, templates, inventories, envInformer, nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
   let poolStatusFields: StatusFields = 'any';
 
   const setter = options.poolSetter ?? new HttpPoolSetter({
@@ -223,6 +284,39 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     reconciler.poke('status schema changed');
   });
 
+  // Every replica: each Env's local capacity (for its claim router); leader-only: status writes and reporting.
+  const federationSettings = options.federation ?? {};
+  const multiCluster = federationSettings.clusterId !== undefined && federationSettings.hub !== undefined;
+  const federation = new Federation({
+    clusterId: federationSettings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
+    ...(federationSettings.intervalMs !== undefined ? { intervalMs: federationSettings.intervalMs } : {}),
+    ...(federationSettings.ttlMs !== undefined ? { ttlMs: federationSettings.ttlMs } : {}),
+    ...(multiCluster && federationSettings.hub !== undefined ? { hub: { ...federationSettings.hub, claimsAdvertiseUrl: () => advertisedClaimsUrl(federationSettings.hub?.claimsAdvertiseUrl, claimsServer?.url) } } : {}),
+    promRegistry: metrics.registry,
+    logger: logger.child({ subsystem: 'federation' }),
+  });
+  const autoscaler = new EnvAutoscaler({
+    target: options.scaleTarget ?? new KubeScaleTarget(options.kubeConfig),
+    clock,
+    ...(options.envScaleDownDelayMs !== undefined ? { scaleDownDelayMs: options.envScaleDownDelayMs } : {}),
+    logger: logger.child({ controller: 'env-autoscaler' }),
+  });
+  const envs = new SandboxEnvReconciler({
+    envs: envInformer.lister,
+    pools: pools.lister,
+    templates: templates.lister,
+    inventories: inventories.lister,
+    writer: options.envStatusWriter ?? new KubeEnvStatusWriter(options.kubeConfig),
+    ...(multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
+    onCapacity: (records) => federation.setLocal(records),
+    onLeaderRun: (runs, counts, signal) => autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
+    clock,
+    staleAfterMs: reconciler.settings.staleAfterMs,
+    intervalMs: Math.min(federation.intervalMs, reconciler.settings.intervalMs),
+    logger: logger.child({ controller: 'sandboxenvs' }),
+  });
+  watchSandboxEnvs(envs, envInformer, pools, templates, inventories);
+
   // Every replica: the claim pipeline (its batch workers included) and the claim API. Leader-only: the driver above.
   const claimsOptions = options.claims;
   const claims = claimsOptions === undefined ? undefined : createProvisioning({
@@ -241,12 +335,55 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     clock,
     logger: logger.child({ subsystem: 'provisioning' }),
   });
+  const envRouter = claims === undefined ? undefined : new EnvClaimRouter({
+    claims,
+    index: claims.index,
+    envs: envInformer.lister,
+    registry: federation.registry,
+    localRecords: () => envs.records,
+    ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
+    ...(federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
+    logger: logger.child({ subsystem: 'env-claims' }),
+    metrics: federation.metrics,
+  });
   const claimApi = claims === undefined ? undefined : createClaimApi({
     claims,
     reviewer: claimsOptions?.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
     logger: logger.child({ subsystem: 'claim-api' }),
+    ...(envRouter !== undefined ? { envs: envRouter } : {}),
+    ...(multiCluster && federationSettings.token !== undefined ? { federationToken: federationSettings.token } : {}),
   });
   let claimsServer: HttpServer | undefined;
+  // Leader-only: the SandboxClaim controller and the claim janitor, over whichever pipeline there is.
+  const claimService: ClaimService | undefined = options.claimService ?? claims;
+  const sandboxClaims = claimService === undefined ? undefined : new SandboxClaims({
+    kubeConfig: options.kubeConfig,
+    claims: claimService,
+    pools,
+    templates,
+    inventories,
+    addresses,
+    token,
+    registry: metrics.registry,
+    logger,
+    kubeLogger,
+    clock,
+    ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
+    ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
+  });
+  if (sandboxClaims !== undefined) informers.push(sandboxClaims.informer as Informer<KubeObject>);
+  const sandboxApi = options.sandboxApi === undefined ? undefined : createSandboxApi({
+    ...options.sandboxApi,
+    transport: transportFor(options.kubeConfig),
+    inventories,
+    pools,
+    templates,
+    ...(claims !== undefined && claimsOptions !== undefined ? { claims: { pipeline: claims, redisUrl: claimsOptions.redisUrl, eventsKey: claims.claimEventsKey } } : {}),
+    token,
+    addresses,
+    registry: metrics.registry,
+    logger: logger.child({ subsystem: 'sandbox-api' }),
+  });
 
   let server: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
@@ -279,18 +416,25 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     leading = true;
     metrics.leading(true);
     logger.info('leading: driving the node agents', { identity });
+    // The driver does not wait for the SandboxClaim cache; the SandboxClaim controller waits for it itself.
+    void sandboxClaims?.lead(signal);
     try {
-      await Promise.all(informers.map((informer) => informer.waitForSync(signal)));
+      await Promise.all(informers.filter((informer) => informer !== sandboxClaims?.informer).map((informer) => informer.waitForSync(signal)));
     } catch {
       return; // leadership ended before the caches filled
     }
     reconciler.startDriving(signal);
+    envs.startLeading();
+    federation.startReporting();
   };
 
   const stopLeading = (): void => {
     leading = false;
     metrics.leading(false);
     reconciler.stopDriving();
+    void sandboxClaims?.stopLeading();
+    envs.stopLeading();
+    void federation.stopReporting();
   };
 
   const campaign = (): void => {
@@ -347,17 +491,22 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
     if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
+    // The Env runs read the caches: the first waits for them, later ones see them filled.
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.start(), () => undefined);
+    if (multiCluster) await federation.start();
+    else logger.info('single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched');
     if (claims !== undefined && claimApi !== undefined) {
       await claims.start();
       const listen = claimsOptions?.listen;
       if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
     }
+    await sandboxApi?.start();
     if (token() !== undefined) campaign();
     else logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
     tokenWatch = setInterval(followToken, 1_000);
     tokenWatch.unref();
     logger.info('control plane started', {
-      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, ...reconciler.settings,
+      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, sandboxApiUrl: sandboxApi?.url ?? null, ...reconciler.settings,
     });
   };
 
@@ -368,8 +517,12 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       // Stop pushing first, then hand the lease over so a standby takes over at once.
       ['leadership', resign],
       ['reconciler', () => reconciler.close()],
+      ['sandbox claims', async () => sandboxClaims?.stopLeading()],
+      ['sandboxenvs', () => envs.close()],
+      ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
+      ['Sandbox API', async () => sandboxApi?.close()],
       ['claims', async () => claims?.close()],
       ['informers', () => Promise.all(informers.map((informer) => informer.close()))],
       ['pool setter', () => setter.close()],
@@ -392,6 +545,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     registry: metrics.registry,
     app,
     reconciler,
+    sandboxClaims,
     get url(): string | undefined {
       return server?.url;
     },
@@ -403,12 +557,29 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl(): string | undefined {
       return claimsServer?.url;
     },
+    envs,
+    autoscaler,
+    federation,
+    sandboxApi,
     notReadyReasons,
     ready: () => notReadyReasons().length === 0,
     isLeader: () => leading && reconciler.driving,
     start: () => (started ??= start()),
     close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
   };
+}
+
+/**
+ * Where peers reach this cluster's claim API: the URL given, else the claim
+ * API's own URL when it listens on one address (a wildcard one is not an
+ * address a peer can use).
+ */
+function advertisedClaimsUrl(given: string | (() => string | undefined) | undefined, bound: string | undefined): string | undefined {
+  const url = typeof given === 'function' ? given() : given;
+  if (url !== undefined) return url;
+  if (bound === undefined) return undefined;
+  const host = new URL(bound).hostname;
+  return host === '0.0.0.0' || host === '[::]' ? undefined : bound;
 }
 
 /**

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     process.stdout.write(versionLine('control-plane', version));
     return;
   }
-  const { listen, probeListen, namespace, claims } = validateConfig(config);
+  const { listen, probeListen, namespace, claims, federation, aggregated } = validateConfig(config);
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -45,8 +45,21 @@ async function main(): Promise<void> {
     token = staticToken(process.env[TOKEN_ENV]);
   }
 
-  for (const [flag, value] of [['--cluster-id', config.clusterId], ['--federation-redis-url', config.federationRedisUrl]] as const) {
-    if (value) logger.warn(`${flag} is accepted but not implemented: there is no federation yet`, { flag });
+  let federationToken: TokenSource | undefined;
+  if (config.federationTokenFile !== undefined) {
+    const file = config.federationTokenFile;
+    const watch = watchTokenFile(file, TOKEN_FILE_CHECK_MS, {
+      onError: (err) => logger.error('cannot read the federation token file', { federationTokenFile: file, err }),
+      onChange: (value) => logger.info('federation token reloaded', { federationTokenFile: file, configured: value !== undefined }),
+    });
+    shutdown.add('federation-token-file', watch);
+    federationToken = () => watch.current;
+  }
+  if (federation === undefined && (config.clusterId || config.federationRedisUrl)) {
+    logger.warn('federation needs both --cluster-id and --federation-redis-url: running as a single cluster', { clusterId: config.clusterId ?? null });
+  }
+  if (federation !== undefined && federationToken === undefined) {
+    logger.warn('federation without --federation-token-file: capacity is shared and shown, but no claim spills to a peer and none is accepted from one');
   }
 
   const registry = new Registry();
@@ -77,6 +90,16 @@ async function main(): Promise<void> {
     stallTimeoutMs: config.stallTimeout,
     logger,
     registry,
+    envScaleDownDelayMs: config.envScaleDownDelay,
+    federation: {
+      ...(config.clusterId ? { clusterId: config.clusterId } : {}),
+      intervalMs: config.federationInterval,
+      ...(federation !== undefined ? {
+        ttlMs: federation.ttlMs,
+        hub: { redisUrl: federation.redisUrl, prefix: config.federationPrefix, ...(config.claimsAdvertiseUrl ? { claimsAdvertiseUrl: config.claimsAdvertiseUrl } : {}) },
+      } : {}),
+      ...(federationToken !== undefined ? { token: federationToken } : {}),
+    },
     ...(claims !== undefined ? {
       claims: {
         redisUrl: claims.redisUrl,
@@ -92,6 +115,13 @@ async function main(): Promise<void> {
           maxAttempts: config.claimAttempts,
         },
       },
+    } : {}),
+    sandboxClaims: {
+      controller: { leaseSeconds: Math.ceil(config.sandboxclaimLease / 1000) },
+      janitor: { intervalMs: config.claimJanitorInterval, graceMs: config.claimJanitorGrace },
+    },
+    ...(aggregated !== undefined ? {
+      sandboxApi: { listen: aggregated.listen, ...(aggregated.tls !== undefined ? { tls: aggregated.tls } : {}), selfSignedNames: aggregated.selfSignedNames },
     } : {}),
   });
   if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');

@@ -21,7 +21,7 @@ describe('control plane flags', () => {
     const chart = readFileSync(fileURLToPath(new URL('../../../charts/warmpool/templates/control-plane.yaml', import.meta.url)), 'utf8');
     const flags = [...chart.matchAll(/- --([a-z-]+)=/g)].map((m) => m[1] as string);
     expect(flags.length).toBeGreaterThan(10);
-    const argv = flags.map((flag) => `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|batch-max$/.test(flag) ? '1s' : 'x'}`);
+    const argv = flags.map((flag) => `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|batch-max$|delay$|lease$|ttl$/.test(flag) ? '1s' : 'x'}`);
     expect(() => parseConfig(FLAGS, argv, {})).not.toThrow();
   });
 
@@ -64,5 +64,18 @@ describe('control plane flags', () => {
     expect(() => parse('--listen=nope')).toThrow(/--metrics-bind-address/);
     expect(() => parse('--health-probe-bind-address=nope')).toThrow(/--health-probe-bind-address/);
     expect(() => parse('--stall-timeout=1s', '--interval=5s')).toThrow(/--stall-timeout/);
+  });
+
+  it('federates only with both --cluster-id and --federation-redis-url, and checks the federation timings and URLs', () => {
+    const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
+    expect(parse().federation).toBeUndefined();
+    expect(parse('--cluster-id=east').federation).toBeUndefined();
+    expect(parse('--federation-redis-url=redis://hub:6379').federation).toBeUndefined();
+    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({ clusterId: 'east', redisUrl: 'redis://hub:6379', intervalMs: 2_000, ttlMs: 6_000 });
+    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=1s', '--federation-ttl=10s').federation).toMatchObject({ intervalMs: 1_000, ttlMs: 10_000 });
+    expect(() => parse('--cluster-id=east', '--federation-redis-url=http://hub')).toThrow(/--federation-redis-url/);
+    expect(() => parse('--federation-interval=2s', '--federation-ttl=2s')).toThrow(/--federation-ttl/);
+    expect(() => parse('--federation-interval=0s')).toThrow(/--federation-interval/);
+    expect(() => parse('--claims-advertise-url=ftp://x')).toThrow(/--claims-advertise-url/);
   });
 });

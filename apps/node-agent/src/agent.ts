@@ -9,6 +9,7 @@ import { Gatekeeper } from './api/auth.js';
 import { createApiApp } from './api/app.js';
 import { ClaimsInFlight } from './api/claims-in-flight.js';
 import { GenerationGuard } from './generation.js';
+import { readNodeClaims } from './inventory/entries.js';
 import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
@@ -172,6 +173,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
         generations,
         currentInfo: (): NodeInfo | undefined => state.info,
+        readClaims: () => readNodeClaims(sandboxd),
         publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
         minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
         ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),
@@ -215,3 +217,4 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     close: () => (closing ??= close()),
   };
 }
+

@@ -8,3 +8,4 @@ export { SandboxdUnavailableError, isSandboxdUnavailable } from './sandboxd/erro
 export { AgentMetrics } from './metrics.js';
 export { FleetToken } from './token.js';
 export { FLAGS, validateConfig, advertiseAddressOf, type AgentConfig } from './config.js';
+export { entriesOf, claimedByKeyOf, readNodeClaims, type PublishedEntries } from './inventory/entries.js';

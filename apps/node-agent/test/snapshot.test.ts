@@ -72,4 +72,11 @@ describe('inventory status', () => {
     expect(status).not.toHaveProperty('capacity');
     expect(status).not.toHaveProperty('appliedGeneration');
   });
+
+  it('carries each pool\'s claimed count when the agent counted them, and leaves it out when it could not', () => {
+    const counted = snapshotOf(info([['a', 3, 3], ['b', 2, 1]]), 4, new Map([['a|none|small', 5]]));
+    expect(counted.pools.map((p) => p.claimed)).toEqual([5, 0]);
+    expect(base.pools.every((p) => !('claimed' in p))).toBe(true);
+    expect(significantChange(base, counted)).toBeUndefined();
+  });
 });

@@ -60,14 +60,37 @@ describe('the Helm chart, rendered', () => {
     await expect(helm(undefined, ['template', 'warmpool', CHART, '--set', 'fakeSandboxd.enabled=true'])).resolves.toContain('kind: DaemonSet');
   });
 
-  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret and all six CRDs by default', async () => {
+  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs and the aggregated Sandbox API by default', async () => {
     const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
-      'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding',
-      ...Array(6).fill('CustomResourceDefinition'),
-      'DaemonSet', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount',
+      'APIService',
+      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding',
+      ...Array(5).fill('CustomResourceDefinition'),
+      'DaemonSet', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'RoleBinding', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceAccount',
       'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding',
     ]);
+    expect(out).not.toContain('name: sandboxes.agents.x-k8s.io');
+    for (const line of ['name: v1beta1.agents.x-k8s.io', 'service: { namespace: default, name: warmpool-sandbox-api, port: 443 }', 'insecureSkipTLSVerify: true',
+      '--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=warmpool-sandbox-api.default.svc', 'sessionAffinity: ClientIP',
+      'name: system:auth-delegator', 'name: extension-apiserver-authentication-reader']) {
+      expect(out).toContain(line);
+    }
+  });
+
+  it('installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream\'s Sandboxes)', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'sandboxApi.mode=crd']);
+    expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(6);
+    expect(out).toContain('name: sandboxes.agents.x-k8s.io');
+    expect(kinds(out)).not.toContain('APIService');
+    expect(out).not.toContain('--aggregated-listen');
+  });
+
+  it('pins the Sandbox API\'s certificate with a caBundle when given a TLS Secret', async () => {
+    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'sandboxApi.tlsSecret=sandbox-api-tls', '--set', 'sandboxApi.caBundle=Q0E=']);
+    expect(out).toContain('caBundle: Q0E=');
+    expect(out).not.toContain('insecureSkipTLSVerify');
+    expect(out).toContain('--aggregated-tls-cert-file=/var/run/warmpool-sandbox-api-tls/tls.crt');
+    expect(out).toContain('secretName: sandbox-api-tls');
   });
 
   it('points the control plane at the agents\' pods by the labels the DaemonSet gives them', async () => {
@@ -221,16 +244,28 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('turns provisioning on with controlPlane.redis.url: the claim flags, the claims port and Service, TLS from a Secret', async () => {
-    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2']);
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true']);
     expect(off).not.toContain('--redis-url');
     expect(off).not.toContain('warmpool-claims');
-    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'controlPlane.redis.url=redis://redis:6379', '--set', 'controlPlane.claims.tlsSecret=claims-tls']);
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.redis.url=redis://redis:6379', '--set', 'controlPlane.claims.tlsSecret=claims-tls']);
     for (const flag of ['--redis-url=redis://redis:6379', '--claims-listen=0.0.0.0:8081', '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt', '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key', '--claim-batch-idle=2ms', '--claim-batch-max=20ms', '--claim-timeout=10s']) {
       expect(on).toContain(flag);
     }
     expect(on).toContain('name: warmpool-claims');
     expect(on).toContain('{ name: claims, containerPort: 8081 }');
     expect(on).toContain('secretName: claims-tls');
+  });
+
+  it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, the shared token from a Secret', async () => {
+    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.federation.clusterId=east']);
+    expect(off).not.toContain('--cluster-id');
+    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true',
+      '--set', 'controlPlane.federation.clusterId=east', '--set', 'controlPlane.federation.redisUrl=redis://hub:6379',
+      '--set', 'controlPlane.federation.tokenSecret=federation', '--set', 'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example']);
+    for (const flag of ['--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=2s', '--federation-prefix=warmpool:federation', '--federation-token-file=/var/run/warmpool-federation/token', '--claims-advertise-url=https://claims.east.example']) {
+      expect(on).toContain(flag);
+    }
+    expect(on).toContain('secretName: federation');
   });
 
   it('refuses a cluster older than the supported Kubernetes version', async () => {
@@ -258,9 +293,11 @@ describe('the Helm chart, installed on a real apiserver', () => {
     const r = await cluster.kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd', '-l', '!nonexistent', '--all']);
     expect(r.code, r.stderr).toBe(0);
     const names = (await cluster.kubectl(['get', 'crd', '-o', 'name'])).stdout;
-    for (const plural of ['sandboxwarmpools', 'sandboxtemplates', 'sandboxclaims', 'sandboxes', 'nodeinventories', 'sandboxenvs']) {
+    for (const plural of ['sandboxwarmpools', 'sandboxtemplates', 'sandboxclaims', 'nodeinventories', 'sandboxenvs']) {
       expect(names).toContain(plural);
     }
+    expect(names).not.toContain('sandboxes.agents.x-k8s.io');
+    expect((await cluster.kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'name'])).stdout).toContain('v1beta1.agents.x-k8s.io');
     const workloads = await cluster.kubectl(['get', 'deploy,ds,secret', '-n', NAMESPACE, '-o', 'name']);
     expect(workloads.stdout).toContain('deployment.apps/warmpool-control-plane');
     expect(workloads.stdout).toContain('daemonset.apps/warmpool-node-agent');
@@ -284,7 +321,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('get', 'secrets', 'warmpool-node-agent')).toBe(false);
   });
 
-  it('lets the control plane read intent, write pool status and its Lease, but never write specs or secrets', async () => {
+  it('lets the control plane read intent, write pool status and its Lease, but never write pool specs', async () => {
     expect(await can('watch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
     expect(await can('watch', 'nodeinventories.warmpool.dev', 'warmpool-control-plane')).toBe(true);
@@ -297,9 +334,22 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await canGetCrd('sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
     expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
+    expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    // The SandboxEnv autoscaler moves replicas through the scale subresource only.
+    expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(true);
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
-    expect(await can('get', 'secrets', 'warmpool-control-plane')).toBe(false);
+  });
+
+  it('lets the control plane answer SandboxClaims (status, finalizer, annotation, the token Secret by name) and no more', async () => {
+    for (const verb of ['get', 'list', 'watch', 'update', 'patch', 'delete']) expect(await can(verb, 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane'), verb).toBe(true);
+    expect(await can('patch', 'sandboxclaims.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io/finalizers', 'warmpool-control-plane')).toBe(true);
+    for (const verb of ['get', 'create', 'update', 'delete']) expect(await can(verb, 'secrets', 'warmpool-control-plane'), verb).toBe(true);
+    expect(await can('list', 'secrets', 'warmpool-control-plane')).toBe(false);
+    expect(await can('watch', 'secrets', 'warmpool-control-plane')).toBe(false);
+    expect(await can('create', 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
+    expect(await can('create', 'sandboxes.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
   });
 
   it('lists every kind under the category `warmpool`, and a pool\'s Reason column', async () => {
@@ -336,5 +386,12 @@ describe('the Helm chart, installed on a real apiserver', () => {
   it('lets the control plane review the claim API\'s callers (TokenReview, SubjectAccessReview)', async () => {
     expect(await can('create', 'tokenreviews.authentication.k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('create', 'subjectaccessreviews.authorization.k8s.io', 'warmpool-control-plane')).toBe(true);
+  });
+
+  it('lets the control plane read the front proxy settings in kube-system, as an extension apiserver', async () => {
+    const r = await cluster.kubectl(['auth', 'can-i', 'get', 'configmaps/extension-apiserver-authentication', '-n', 'kube-system', `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`]);
+    expect(r.stdout.trim()).toBe('yes');
+    const other = await cluster.kubectl(['auth', 'can-i', 'get', 'configmaps/kube-proxy', '-n', 'kube-system', `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`]);
+    expect(other.stdout.trim()).toBe('no');
   });
 });

@@ -54,6 +54,10 @@ export const claimRecordSchema = z.object({
   warmPool: z.string(),
   claimRef: z.string().min(1),
   tier: claimTierSchema,
+  /** The front door that claimed it: the claim janitor releases orphans of 'crd' only (absent in records of older replicas). */
+  path: z.enum(['http', 'crd']).optional(),
+  /** Set when a peer cluster serves the claim (an Env claim that spilled): renew and release go to it. */
+  cluster: z.string().min(1).optional(),
 });
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 
@@ -83,3 +87,16 @@ export const batchReplySchema = z.object({
   outcomes: z.array(indexedOutcomeSchema),
 });
 export type BatchReply = z.output<typeof batchReplySchema>;
+
+/**
+ * One change of the claim index, appended to its event stream (a Redis
+ * stream whose entry id orders changes and dates them on Redis's clock):
+ * every replica's Sandbox view follows it to show a claim before its node
+ * publishes it. `claimed` carries the record (token left out); `released`
+ * names the sandbox that went.
+ */
+export const claimEventSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('claimed'), record: claimRecordSchema.omit({ token: true }) }),
+  z.object({ op: z.literal('released'), namespace: z.string().min(1), claimRef: z.string().min(1), id: z.string().min(1) }),
+]);
+export type ClaimEvent = z.output<typeof claimEventSchema>;

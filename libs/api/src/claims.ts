@@ -13,13 +13,34 @@ export const claimRefSchema = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-
 
 const ttlSecondsSchema = z.number().int().min(1).max(MAX_CLAIM_TTL_SECONDS);
 
-/** `POST /v1/namespaces/{ns}/claims`. */
+const nameSchema = z.string().min(1).max(253);
+
+/**
+ * `POST /v1/namespaces/{ns}/claims`: from one pool (`warmPool`), or from a
+ * SandboxEnv (`env`, optionally one of its scaling groups), which the router
+ * may serve from another cluster. `target` (`<cluster>::<pool>`) pins an Env
+ * claim to one member pool of this cluster: only a peer cluster forwarding a
+ * claim sends it, with the federation token.
+ */
 export const createClaimRequestSchema = z.strictObject({
-  warmPool: z.string().min(1).max(253),
+  warmPool: nameSchema.optional(),
+  env: nameSchema.optional(),
+  scalingGroup: z.string().max(253).optional(),
+  target: z.string().min(1).max(512).optional(),
   ttlSeconds: ttlSecondsSchema.optional(),
   claimRef: claimRefSchema.optional(),
+}).superRefine((body, ctx) => {
+  if ((body.warmPool === undefined) === (body.env === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of warmPool and env' });
+  if (body.env === undefined && (body.scalingGroup !== undefined || body.target !== undefined)) ctx.addIssue({ code: 'custom', message: 'scalingGroup and target go only with env' });
 });
 export type CreateClaimRequest = z.output<typeof createClaimRequestSchema>;
+
+/**
+ * Sent (value `1`) by a peer cluster forwarding a claim whose claimRef its own
+ * front door generated: the serving cluster then releases a sandbox it serves
+ * after the forward gave up. Heeded only with the federation token.
+ */
+export const CLAIMREF_GENERATED_HEADER = 'x-warmpool-claimref-generated';
 
 /** `POST /v1/namespaces/{ns}/claims/{id}/renew`. */
 export const renewClaimRequestSchema = z.strictObject({ ttlSeconds: ttlSecondsSchema.optional() });
@@ -38,6 +59,10 @@ export const claimBodySchema = z.object({
   warmPool: z.string(),
   claimRef: z.string(),
   tier: claimTierSchema,
+  /** Env claims: the cluster that serves the claim (this one or a peer). */
+  cluster: z.string().optional(),
+  /** Env claims: the member pool that serves it (also in `warmPool`). */
+  memberPool: z.string().optional(),
 });
 export type ClaimBody = z.output<typeof claimBodySchema>;
 
@@ -50,6 +75,7 @@ export const CLAIM_FAILURE_REASONS = [
   'Unauthenticated',
   'Forbidden',
   'PoolNotFound',
+  'EnvNotFound',
   'NotDriven',
   'ClaimNotFound',
   'NoCapacity',

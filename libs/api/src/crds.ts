@@ -120,14 +120,39 @@ export interface SandboxClaim extends KubeObject {
   status?: SandboxClaimStatus;
 }
 
+/** warmpool's finalizer on a SandboxClaim it served: deleting the claim releases its sandbox first. */
+export const SANDBOX_CLAIM_FINALIZER = 'warmpool.dev/release-sandbox';
+/** The node-local id of a SandboxClaim's sandbox (the token is never in an annotation or status). */
+export const SANDBOX_ID_ANNOTATION = 'warmpool.dev/sandbox-id';
+/** The keys of the Secret named after a served SandboxClaim (owned by it) that carries the sandbox's token. */
+export const SANDBOX_SECRET_KEYS = ['id', 'token', 'ownerAddr', 'deadline', 'node'] as const;
+export type SandboxSecretKey = (typeof SANDBOX_SECRET_KEYS)[number];
+
 // ---- Sandbox (agents.x-k8s.io/v1beta1) --------------------------------------
-// warmpool never writes these (etcd stores intent, not one object per sandbox);
-// the type exists so coexistence code can read upstream's.
+// warmpool never writes these to etcd (etcd stores intent, not one object per
+// sandbox): the control plane serves them through the aggregation layer,
+// synthesized from the nodes (./sandboxes.ts has their wire shapes). On a
+// cluster with upstream's CRD instead, the same type reads upstream's.
 
 export interface Sandbox extends KubeObject {
   metadata: ObjectMeta;
-  spec?: Record<string, unknown>;
-  status?: { conditions?: Condition[]; nodeName?: string; podIPs?: string[] };
+  spec?: {
+    /** The pool it was (or is to be) claimed from (warmpool's; create names it). */
+    warmPoolRef?: { name: string };
+    /** The lease asked for at create (default 300 s). */
+    ttlSeconds?: number;
+    [field: string]: unknown;
+  };
+  status?: {
+    conditions?: Condition[];
+    nodeName?: string;
+    podIPs?: string[];
+    /** warmpool's additions: when the node reaps it (RFC 3339), host:port of the sandbox, warm or cold, sandboxd's id. */
+    deadline?: string;
+    ownerAddr?: string;
+    tier?: string;
+    sandboxID?: string;
+  };
 }
 
 // ---- NodeInventory (warmpool.dev/v1alpha1, cluster-scoped) ------------------
@@ -139,6 +164,8 @@ export interface InventoryPool {
   target: number;
   warm: number;
   refilling: number;
+  /** Claimed sandboxes of this key on the node (absent from agents that do not count them). */
+  claimed?: number;
 }
 
 export interface InventoryEntry {
@@ -148,6 +175,8 @@ export interface InventoryEntry {
   size: string;
   claimRef?: string;
   deadline: string;
+  /** RFC 3339: when it was claimed (a Sandbox's creationTimestamp). */
+  claimedAt?: string;
 }
 
 /** Per-sandbox entries are optional and capped so a full node stays far below etcd's 1.5 MiB. */

@@ -5,4 +5,5 @@ export * from './agent.js';
 export * from './federation.js';
 export * from './claims.js';
 export * from './claim-jobs.js';
+export * from './sandboxes.js';
 export * from './inventory-pools.js';

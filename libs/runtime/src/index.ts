@@ -13,3 +13,4 @@ export * from './token.js';
 export * from './token-file.js';
 export * from './token-rotation.js';
 export * from './version.js';
+export * from './x509/certificates.js';

@@ -39,6 +39,8 @@ export interface TestCluster {
   readonly name: string;
   /** https://127.0.0.1:<port> */
   readonly server: string;
+  /** http://127.0.0.1:<port> of etcd (its v3 JSON gateway answers there too). */
+  readonly etcdUrl: string;
   readonly kubeconfigPath: string;
   /** Admin (system:masters) client configuration. */
   readonly kubeConfig: KubeConfig;
@@ -76,6 +78,7 @@ function dnsLabel(text: string, max: number): string {
 class LocalCluster implements TestCluster {
   readonly name: string;
   readonly server: string;
+  readonly etcdUrl: string;
   readonly kubeconfigPath: string;
   readonly kubeConfig: KubeConfig;
   readonly dataDir: string;
@@ -99,6 +102,7 @@ class LocalCluster implements TestCluster {
     this.#etcd = fields.etcd;
     this.#crdsDir = fields.crdsDir;
     this.server = `https://127.0.0.1:${fields.apiserverOptions.port}`;
+    this.etcdUrl = fields.apiserverOptions.etcdUrl;
     this.adminTls = { ca: fields.pki.ca.certPem, cert: fields.pki.admin.certPem, key: fields.pki.admin.keyPem };
     this.kubeconfigPath = writeKubeconfig(join(this.dataDir, 'kubeconfig'), kubeconfigYaml({
       name: this.name,

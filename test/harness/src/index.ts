@@ -18,7 +18,7 @@ export { startStack, APP_ENTRYPOINTS, DEFAULT_STACK_DIR, REPO_ROOT } from './sta
 export type { LocalStack, StackDescription, StackNode, StackSample, StackSampleOptions, StartStackOptions, UnexpectedExit } from './stack.js';
 export { allPoolsReady, progressLine, readNode, readPools, readProgress } from './stack-status.js';
 export type { NodeProgress, PoolProgress, ProgressSource, StackProgress } from './stack-status.js';
-export { infoOf, inventoryObject, kubeNodeObject, listManifest, poolObject, template, templateObject, warmPool } from './objects.js';
+export { infoOf, inventoryObject, kubeNodeObject, listManifest, poolObject, sandboxEnv, template, templateObject, warmPool } from './objects.js';
 export type { InventoryOptions, Named, TemplateOptions } from './objects.js';
 export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS } from './stack-manifests.js';
 export { preferredOrFreePort } from './stack-ports.js';
@@ -29,3 +29,7 @@ export { httpCall } from './http-call.js';
 export type { HttpAnswer, HttpCallOptions } from './http-call.js';
 export { tearDown } from './teardown.js';
 export type { TeardownStep } from './teardown.js';
+export { ensureFaketime, type FaketimeLookup } from './faketime.js';
+export { startFederatedStacks, type FederatedStacks } from './stack-federation.js';
+export { registerAggregatedApi } from './aggregation.js';
+export type { AggregatedApiOptions } from './aggregation.js';

@@ -4,12 +4,15 @@ import {
   apiVersionOf,
   DRIVER_ANNOTATION,
   DRIVER_SANDBOXD,
+  SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
   type KubeNode,
   type NodeInfo,
   type NodeInventory,
   type ObjectMeta,
+  type SandboxEnv,
+  type SandboxEnvAutoscaling,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -41,6 +44,16 @@ export function warmPool(namespace: string, name: string, templateName: string, 
     kind: SandboxWarmPoolType.kind,
     metadata: { namespace, name },
     spec: { ...(replicas === undefined ? {} : { replicas }), sandboxTemplateRef: { name: templateName } },
+  };
+}
+
+/** A SandboxEnv of `members` (pool → scaling group), with optional autoscaling per group. */
+export function sandboxEnv(namespace: string, name: string, members: Record<string, string>, autoscaling: SandboxEnvAutoscaling[] = []): Named<SandboxEnv> {
+  return {
+    apiVersion: apiVersionOf(SandboxEnvType),
+    kind: SandboxEnvType.kind,
+    metadata: { namespace, name },
+    spec: { members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })), ...(autoscaling.length > 0 ? { autoscaling } : {}) },
   };
 }
 

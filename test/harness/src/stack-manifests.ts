@@ -2,8 +2,8 @@
 // NodeInventory can point its owner reference at it) and a sample template +
 // warm pool that warmpool drives.
 import type { V1Node } from '@kubernetes/client-node';
-import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
-import { listManifest, template, warmPool, type Named } from './objects.js';
+import type { SandboxEnv, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import { listManifest, sandboxEnv, template, warmPool, type Named } from './objects.js';
 
 export const SAMPLE_IMAGE = 'python:3.13-slim';
 export const SAMPLE_NAME = 'python';
@@ -26,9 +26,15 @@ export function samplePool(options: SampleOptions): Named<SandboxWarmPool> {
   return warmPool(options.namespace, name, name, options.replicas ?? SAMPLE_REPLICAS);
 }
 
-/** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit. */
-export function sampleManifest(options: SampleOptions): string {
-  return listManifest(sampleTemplate(options), samplePool(options));
+/** A SandboxEnv of the same name whose one member is the sample pool, in the scaling group `default`. */
+export function sampleEnv(options: SampleOptions): Named<SandboxEnv> {
+  const name = options.name ?? SAMPLE_NAME;
+  return sandboxEnv(options.namespace, name, { [name]: 'default' });
+}
+
+/** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit; with `env`, its SandboxEnv too. */
+export function sampleManifest(options: SampleOptions, extra: { env?: boolean } = {}): string {
+  return listManifest(sampleTemplate(options), samplePool(options), ...(extra.env === true ? [sampleEnv(options)] : []));
 }
 
 /**

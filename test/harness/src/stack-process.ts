@@ -2,11 +2,12 @@
 // filling, and on Ctrl-C (or SIGTERM) stops everything in reverse order.
 // With --exit-when-ready it stops by itself once every pool is READY = DESIRED
 // (exit 0), or fails after --ready-timeout (exit 1).
-import { relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { messageOf } from '@warmpool/runtime';
 import { leaveSignalsToCaller } from './children.js';
-import { startStack, type LocalStack, type StackDescription } from './stack.js';
+import { startStack, type LocalStack, type StackDescription, type UnexpectedExit } from './stack.js';
+import { startFederatedStacks } from './stack-federation.js';
 import { allPoolsReady, progressLine, readProgress, type StackProgress } from './stack-status.js';
 import { sleep } from './wait.js';
 
@@ -18,6 +19,9 @@ control plane, and simulated nodes (fake-sandboxd + node agent each, on
 
 Flags:
   --dir <path>              where kubeconfig, token, logs/ and stack.json go (default .local)
+  --clusters <n>            federated clusters (default 1): n apiservers and control planes, one Redis hub,
+                            a same-named sample SandboxEnv in each; cluster i's files in <dir>/cluster-<i>/
+                            (the first keeps <dir>) [make up CLUSTERS=n]
   --nodes <n>               simulated nodes (default 3)
   --loopback-prefix <a.b.c> node i listens on <a.b.c>.<i> (default 127.0.1)
   --replicas <n>            replicas of the sample SandboxWarmPool (default 30; 0 = no sample)
@@ -31,6 +35,7 @@ Flags:
 
 interface MainOptions {
   dir: string | undefined;
+  clusters: number;
   nodes: number | undefined;
   loopbackPrefix: string | undefined;
   replicas: number | undefined;
@@ -54,6 +59,7 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
     strict: true,
     options: {
       'dir': { type: 'string' },
+      'clusters': { type: 'string' },
       'nodes': { type: 'string' },
       'loopback-prefix': { type: 'string' },
       'replicas': { type: 'string' },
@@ -70,6 +76,7 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
   if (prefix !== undefined && !/^127\.\d{1,3}\.\d{1,3}$/.test(prefix)) throw new Error(`--loopback-prefix must look like 127.0.1 (got "${prefix}")`);
   return {
     dir: values.dir,
+    clusters: integer('clusters', values.clusters, 1) ?? 1,
     nodes: integer('nodes', values.nodes, 1),
     loopbackPrefix: prefix,
     replicas: integer('replicas', values.replicas, 0),
@@ -99,6 +106,7 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  fleet token    ${shown(d.tokenFile)}`,
     `  control plane  ${d.controlPlaneUrl ?? 'not started'}  (/metrics, /readyz)`,
     `  claim API      ${d.claimsUrl ?? 'not started'}  (POST /v1/namespaces/{ns}/claims)`,
+    `  Sandbox API    ${d.sandboxApiUrl ?? 'not started'}  (kubectl get sandboxes -A, through the aggregation layer)`,
     ...d.nodes.map((n, i) => `  ${i === 0 ? 'nodes        ' : '             '}  ${n.name}  agent ${n.agentAddress}  sandboxd ${n.sandboxdUrl.replace('http://', '')}`),
     `  logs           ${shown(d.logsDir)}/<name>.log  (etcd and kube-apiserver: ${d.clusterDataDir})`,
     ...(d.sample ? [`  sample         ${shown(d.sample.manifestPath)}: SandboxWarmPool ${d.sample.namespace}/${d.sample.name}, ${d.sample.replicas} × ${d.sample.image}`] : []),
@@ -108,6 +116,14 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  export KUBECONFIG=${kubeconfig}`,
     '  kubectl get swp,nodeinventories',
     ...(d.sample ? [`  kubectl scale swp ${d.sample.name} --replicas=60`] : []),
+    ...(d.claims ? [
+      `  kubectl apply -f ${shown(d.claims.examplePath)}    # a SandboxClaim: Ready, its Secret holds the token`,
+      '  kubectl get sandboxclaims',
+    ] : []),
+    ...(d.claims && d.sample && d.claimsUrl ? [
+      `  # claim over HTTP as the ServiceAccount ${d.claims.account}: POST ${d.claimsUrl}/v1/namespaces/${d.namespace}/claims (in ${shown(join(d.dir, 'claims-url'))})`,
+      `  curl -X POST -H "Authorization: Bearer $(kubectl create token ${d.claims.account})" -H 'content-type: application/json' -d '{"warmPool":"${d.sample.name}","ttlSeconds":60}' $(cat ${shown(join(d.dir, 'claims-url'))})`,
+    ] : []),
   ];
   if (first) {
     lines.push(`  curl -H "Authorization: Bearer ${token}" ${first.agentUrl}/v1/info`);
@@ -120,10 +136,43 @@ function instructions(d: StackDescription, startupMs: number): string {
   return lines.join('\n');
 }
 
+/**
+ * How to claim from the sample SandboxEnv by hand: a ServiceAccount allowed
+ * to claim in every cluster, and a curl against the first cluster's claim API
+ * that spills to another once the first cluster's member pool is scaled to 0.
+ */
+async function federationInstructions(stacks: readonly LocalStack[]): Promise<string> {
+  const first = stacks[0]?.description;
+  const sample = first?.sample;
+  if (first === undefined || sample === undefined) return '';
+  for (const stack of stacks) {
+    for (const args of [
+      ['create', 'serviceaccount', 'claimer', '-n', sample.namespace],
+      ['create', 'role', 'claimer', '-n', sample.namespace, '--verb=create,get,update,delete', '--resource=sandboxclaims.extensions.agents.x-k8s.io'],
+      ['create', 'rolebinding', 'claimer', '-n', sample.namespace, '--role=claimer', `--serviceaccount=${sample.namespace}:claimer`],
+    ]) {
+      const result = await stack.cluster.kubectl(args);
+      if (result.code !== 0 && !result.stderr.includes('AlreadyExists')) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
+    }
+  }
+  const kubeconfig = (d: StackDescription): string => (shown(d.kubeconfig) === d.kubeconfig ? d.kubeconfig : `$PWD/${shown(d.kubeconfig)}`);
+  return [
+    `federated: ${stacks.length} clusters (${stacks.map((s) => s.description.clusterId).join(', ')}) share capacity through the hub ${stacks[0]?.redis.url ?? ''} (database 0)`,
+    '',
+    'Claim from the SandboxEnv through the first cluster (ServiceAccount claimer may claim in every cluster):',
+    `  TOKEN=$(KUBECONFIG=${kubeconfig(first)} kubectl create token claimer -n ${sample.namespace})`,
+    `  curl -s -X POST -H "Authorization: Bearer $TOKEN" -d '{"env":"${sample.name}","ttlSeconds":60}' $(cat ${shown(join(first.dir, 'claims-url'))})`,
+    `  # "cluster": "${first.clusterId ?? ''}". To see it spill to another cluster, empty this cluster's member pool and claim again:`,
+    `  KUBECONFIG=${kubeconfig(first)} kubectl scale swp ${sample.name} -n ${sample.namespace} --replicas=0`,
+    `  KUBECONFIG=${kubeconfig(first)} kubectl get senv ${sample.name} -n ${sample.namespace} -o yaml   # status.clusters: the other clusters' members`,
+    '',
+  ].join('\n');
+}
+
 type Outcome = { kind: 'signal'; signal: NodeJS.Signals } | { kind: 'ready' } | { kind: 'timeout' } | { kind: 'crash'; message: string };
 
 /** Prints progress once a second while something is filling, then only on change. */
-async function watch(stack: LocalStack, options: MainOptions, stopped: () => boolean): Promise<Outcome | undefined> {
+async function watch(stack: LocalStack, options: MainOptions, stopped: () => boolean, label = ''): Promise<Outcome | undefined> {
   const d = stack.description;
   const source = { kubeConfig: stack.kubeConfig, token: stack.token, nodes: d.nodes };
   const started = performance.now();
@@ -141,9 +190,9 @@ async function watch(stack: LocalStack, options: MainOptions, stopped: () => boo
       const ready = allPoolsReady(progress);
       const line = progressLine(progress, elapsed);
       const withoutTime = line.slice(8);
-      if (!ready || withoutTime !== lastShown) console.log(line);
+      if (!ready || withoutTime !== lastShown) console.log(`${label}${line}`);
       lastShown = withoutTime;
-      if (ready && !wasReady) console.log('        every pool is READY = DESIRED');
+      if (ready && !wasReady) console.log(`${label}        every pool is READY = DESIRED`);
       wasReady = ready;
       if (ready && options.exitWhenReady) return { kind: 'ready' };
       if (!ready && options.exitWhenReady && elapsed > options.readyTimeoutMs) return { kind: 'timeout' };
@@ -186,27 +235,45 @@ async function main(): Promise<number> {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
 
   const started = performance.now();
-  const stack = await startStack({
-    ...(options.dir !== undefined ? { dir: options.dir } : {}),
+  const common = {
     ...(options.nodes !== undefined ? { nodes: options.nodes } : {}),
-    ...(options.loopbackPrefix !== undefined ? { loopbackPrefix: options.loopbackPrefix } : {}),
     ...(options.interval !== undefined ? { interval: options.interval } : {}),
     ...(options.controlPlanePort !== undefined ? { controlPlanePort: options.controlPlanePort } : {}),
     ...(options.claimsPort !== undefined ? { claimsPort: options.claimsPort } : {}),
-    sample: options.replicas === 0 ? false : { ...(options.replicas !== undefined ? { replicas: options.replicas } : {}) },
-    log: (line) => console.log(`==> ${line}`),
-  });
+    sample: options.replicas === 0 ? false as const : { ...(options.replicas !== undefined ? { replicas: options.replicas } : {}) },
+    log: (line: string) => console.log(`==> ${line}`),
+  };
+  let stacks: LocalStack[];
+  let unexpectedExit: Promise<UnexpectedExit>;
+  let stopAll: () => Promise<void>;
+  if (options.clusters > 1) {
+    if (options.loopbackPrefix !== undefined) throw new Error('--loopback-prefix goes with one cluster only (cluster i uses 127.0.<i>)');
+    const federated = await startFederatedStacks(options.clusters, { ...common, ...(options.dir !== undefined ? { dir: options.dir } : {}) });
+    stacks = [...federated.stacks];
+    unexpectedExit = federated.unexpectedExit;
+    stopAll = () => federated.stop();
+  } else {
+    const stack = await startStack({
+      ...common,
+      ...(options.dir !== undefined ? { dir: options.dir } : {}),
+      ...(options.loopbackPrefix !== undefined ? { loopbackPrefix: options.loopbackPrefix } : {}),
+    });
+    stacks = [stack];
+    unexpectedExit = stack.unexpectedExit;
+    stopAll = () => stack.stop();
+  }
   up = true;
-  console.log(instructions(stack.description, performance.now() - started));
+  for (const stack of stacks) console.log(instructions(stack.description, performance.now() - started));
+  if (stacks.length > 1) console.log(await federationInstructions(stacks));
 
   let stopped = false;
   const outcome = await Promise.race<Outcome | undefined>([
     signalled.then((signal) => ({ kind: 'signal', signal })),
-    stack.unexpectedExit.then((exit) => ({
+    unexpectedExit.then((exit) => ({
       kind: 'crash',
       message: `${exit.name} exited unexpectedly (code ${exit.code}, signal ${exit.signal}); its last lines:\n${exit.logTail}`,
     })),
-    watch(stack, options, () => stopped),
+    Promise.all(stacks.map((stack, i) => watch(stack, options, () => stopped, stacks.length > 1 ? `[cluster-${i + 1}] ` : ''))).then((outcomes) => outcomes.find((o) => o?.kind === 'timeout') ?? outcomes[0]),
   ]);
   stopped = true;
   switch (outcome?.kind) {
@@ -216,7 +283,7 @@ async function main(): Promise<number> {
     case 'crash': console.log(outcome.message); break;
     default: break;
   }
-  await stack.stop();
+  await stopAll();
   console.log('stopped');
   return outcome?.kind === 'timeout' || outcome?.kind === 'crash' ? 1 : 0;
 }

@@ -8,11 +8,14 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { registerAggregatedApi } from './aggregation.js';
 import { ManagedChild } from './children.js';
 import { startCluster, type TestCluster } from './cluster.js';
 import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
+import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
+import { freePort } from './ports.js';
 import { preferredOrFreePort } from './stack-ports.js';
 import { eventually } from './wait.js';
 
@@ -57,8 +60,26 @@ export interface StartStackOptions {
   sample?: StackSampleOptions | false;
   /** Extra flags for every fake-sandboxd (e.g. `--refill-rate=50` to watch a slower fill). */
   sandboxdArgs?: string[];
+  /** A redis-server shared with other stacks (not stopped by this one), instead of one of its own. */
+  redis?: TestRedis;
+  /** The Redis database of this stack's claims (default 0), so stacks sharing a redis-server keep their claims apart. */
+  redisDb?: number;
+  /** Federate this stack's control plane with others through a shared hub (`make up CLUSTERS=2`). */
+  federation?: StackFederation;
+  /** Also apply a SandboxEnv over the sample pool (its name and namespace). */
+  sampleEnv?: boolean;
+  /** The apiserver's name (default `warmpool-local`). */
+  clusterName?: string;
   /** Startup progress, one line at a time (default: silent). */
   log?: (line: string) => void;
+}
+
+export interface StackFederation {
+  clusterId: string;
+  /** The hub (--federation-redis-url). */
+  hubUrl: string;
+  /** The token the clusters share (--federation-token-file). */
+  tokenFile: string;
 }
 
 export interface StackNode {
@@ -86,12 +107,18 @@ export interface StackDescription {
   server: string;
   /** Undefined when started without the control plane. */
   controlPlaneUrl: string | undefined;
-  /** The HTTP claim API; undefined when started without the control plane. */
+  /** The HTTP claim API; undefined when started without the control plane. `<dir>/claims-url` holds its claims URL for the stack's namespace. */
   claimsUrl: string | undefined;
+  /** This stack's cluster id when federated. */
+  clusterId: string | undefined;
+  /** The Sandbox API behind the APIService v1beta1.agents.x-k8s.io (self-signed); undefined without the control plane. */
+  sandboxApiUrl?: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
   sample: StackSample | undefined;
+  /** The `warmpool-demo` ServiceAccount and the SandboxClaim example (with the sample). */
+  claims: DemoClaims | undefined;
   logsDir: string;
   /** etcd and kube-apiserver logs live here while the stack runs. */
   clusterDataDir: string;
@@ -188,14 +215,21 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
 
   try {
     log('starting etcd and kube-apiserver (with the CRDs)');
-    const cluster = await startCluster({ name: 'warmpool-local' });
+    const cluster = await startCluster({ name: options.clusterName ?? 'warmpool-local' });
     started.push({ name: 'kube-apiserver and etcd', stop: () => cluster.stop() });
     const kubeconfig = join(dir, 'kubeconfig');
     copyFileSync(cluster.kubeconfigPath, kubeconfig);
 
-    log('starting redis-server');
-    const redis = await startRedis();
-    started.push({ name: 'redis-server', stop: () => redis.stop() });
+    let redis: TestRedis;
+    if (options.redis !== undefined) {
+      redis = options.redis;
+    } else {
+      log('starting redis-server');
+      const own = await startRedis();
+      started.push({ name: 'redis-server', stop: () => own.stop() });
+      redis = own;
+    }
+    const claimsRedisUrl = options.redisDb === undefined || options.redisDb === 0 ? redis.url : `${redis.url}/${options.redisDb}`;
 
     const token = randomBytes(24).toString('hex');
     const tokenFile = join(dir, 'token');
@@ -249,6 +283,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
 
     let controlPlaneUrl: string | undefined;
     let claimsUrl: string | undefined;
+    let sandboxApiUrl: string | undefined;
     if (options.controlPlane ?? true) {
       const wanted = options.controlPlanePort ?? DEFAULTS.controlPlanePort;
       const cpPort = await preferredOrFreePort('127.0.0.1', wanted);
@@ -256,6 +291,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       const wantedClaims = options.claimsPort ?? DEFAULTS.claimsPort;
       const claimsPort = await preferredOrFreePort('127.0.0.1', wantedClaims);
       claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
+      const sandboxApiPort = await freePort();
+      sandboxApiUrl = `https://127.0.0.1:${sandboxApiPort}`;
       log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`);
       const controlPlane = track(startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
         `--kubeconfig=${kubeconfig}`,
@@ -264,26 +301,44 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
         `--interval=${options.interval ?? DEFAULTS.interval}`,
         `--namespace=${namespace}`,
         `--identity=local-${process.pid}`,
-        `--redis-url=${redis.url}`,
+        `--redis-url=${claimsRedisUrl}`,
         `--claims-listen=127.0.0.1:${claimsPort.port}`,
+        ...(options.federation !== undefined ? [
+          `--cluster-id=${options.federation.clusterId}`,
+          `--federation-redis-url=${options.federation.hubUrl}`,
+          `--federation-token-file=${options.federation.tokenFile}`,
+          `--claims-advertise-url=${claimsUrl}`,
+        ] : []),
+        `--aggregated-listen=127.0.0.1:${sandboxApiPort}`,
       ]));
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
+      // For scripts: `curl -X POST … $(cat .local/claims-url)`.
+      writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
+      // `kubectl get sandboxes` through the aggregation layer, instead of the Sandbox CRD.
+      log(`registering the Sandbox API (APIService v1beta1.agents.x-k8s.io) at ${sandboxApiUrl}`);
+      await registerAggregatedApi(cluster, { group: 'agents.x-k8s.io', version: 'v1beta1', port: sandboxApiPort, replacesCrd: 'sandboxes.agents.x-k8s.io', serviceName: 'warmpool-sandbox-api' });
     }
 
     let sample: StackSample | undefined;
     if (options.sample !== false) {
       const wanted = { namespace, name: options.sample?.name ?? SAMPLE_NAME, image: options.sample?.image ?? SAMPLE_IMAGE, replicas: options.sample?.replicas ?? SAMPLE_REPLICAS };
       const manifestPath = join(dir, 'sample.json');
-      writeFileSync(manifestPath, sampleManifest(wanted));
+      writeFileSync(manifestPath, sampleManifest(wanted, { env: options.sampleEnv === true }));
       log(`applying the sample SandboxTemplate and SandboxWarmPool ${namespace}/${wanted.name} (${wanted.replicas} replicas of ${wanted.image})`);
       const applied = await cluster.kubectl(['apply', '--server-side', '--field-manager=warmpool-local', '-f', manifestPath]);
       if (applied.code !== 0) throw new Error(`applying ${manifestPath} failed:\n${applied.stderr}${applied.stdout}`);
       sample = { ...wanted, manifestPath };
     }
 
+    let claims: DemoClaims | undefined;
+    if (sample !== undefined) {
+      log(`creating the ServiceAccount ${namespace}/warmpool-demo (may claim sandboxes) and a SandboxClaim example`);
+      claims = await setUpDemoClaims(cluster, dir, namespace, sample.name);
+    }
+
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, redisUrl: redis.url, namespace, nodes, sample, logsDir,
+      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, sandboxApiUrl, clusterId: options.federation?.clusterId, redisUrl: claimsRedisUrl, namespace, nodes, sample, claims, logsDir,
       clusterDataDir: cluster.dataDir, pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);

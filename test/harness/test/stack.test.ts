@@ -1,11 +1,14 @@
 // `make up` as a user runs it: the stack-main process, with its real children.
 // Needs the built dist of the harness and of the three apps (`make test` builds first).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive, processGroupMembers, REPO_ROOT, type StackDescription } from '../src/index.js';
+import { findBinary, isAlive, processGroupMembers, REPO_ROOT, type StackDescription } from '../src/index.js';
+
+const exec = promisify(execFile);
 
 const STACK_MAIN = join(REPO_ROOT, 'test/harness/dist/stack-main.js');
 
@@ -66,6 +69,32 @@ afterEach(async () => {
 });
 
 describe('the local stack (make up)', () => {
+  it('lets the warmpool-demo ServiceAccount claim over HTTP with the printed curl line, and serves the SandboxClaim example', { timeout: 180_000 }, async () => {
+    const run = runStack(['--replicas=3']);
+    await waitForOutput(run, 'Ctrl-C stops everything', 120_000);
+    const kubectl = async (args: string[]): Promise<string> => (await exec(findBinary('kubectl'), args, { env: { ...process.env, KUBECONFIG: join(run.dir, 'kubeconfig') } })).stdout;
+
+    const claimsUrl = readFileSync(join(run.dir, 'claims-url'), 'utf8').trim();
+    expect(claimsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/namespaces\/default\/claims$/);
+    expect(run.output()).toContain(claimsUrl);
+    expect(run.output()).toContain('curl -X POST -H "Authorization: Bearer $(kubectl create token warmpool-demo)"');
+    expect((await kubectl(['auth', 'can-i', 'create', 'sandboxclaims.extensions.agents.x-k8s.io', '--as=system:serviceaccount:default:warmpool-demo', '-n', 'default'])).trim()).toBe('yes');
+
+    const token = (await kubectl(['create', 'token', 'warmpool-demo'])).trim();
+    const res = await fetch(claimsUrl, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ warmPool: 'python', ttlSeconds: 60 }) });
+    const claim = (await res.json()) as { id?: string };
+    expect(res.status, JSON.stringify(claim)).toBe(200);
+    expect(claim.id).toMatch(/^sb_/);
+
+    await kubectl(['apply', '-f', join(run.dir, 'sandboxclaim.yaml')]);
+    await kubectl(['wait', '--for=condition=Ready', 'sandboxclaim/demo', '-n', 'default', '--timeout=60s']);
+    expect(await kubectl(['get', 'secret', 'demo', '-n', 'default', '-o', 'jsonpath={.data.id}'])).not.toBe('');
+
+    run.child.kill('SIGINT');
+    expect(await run.exited, run.output()).toBe(0);
+    expectNothingLeft(run);
+  });
+
   it('fills the sample pool to READY = DESIRED and, with --exit-when-ready, stops everything and exits 0', { timeout: 180_000 }, async () => {
     const run = runStack(['--exit-when-ready', '--replicas=9', '--ready-timeout=120']);
     expect(await run.exited, run.output()).toBe(0);
@@ -78,6 +107,7 @@ describe('the local stack (make up)', () => {
     expect(output).toContain('swp default/python 9/9');
     expect(output).toContain('every pool is READY = DESIRED');
     expect(output).toMatch(/claim API +http:\/\/127\.0\.0\.1:\d+/);
+    expect(output).toMatch(/Sandbox API +https:\/\/127\.0\.0\.1:\d+/);
     expect(output).toContain('stopped');
 
     const description = expectNothingLeft(run);

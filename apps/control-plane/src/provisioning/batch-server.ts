@@ -353,6 +353,7 @@ function grantOf(data: BatchJob, claim: BatchClaim, tried: TriedNode, answer: { 
     warmPool: data.warmPool,
     claimRef: claim.claimRef,
     tier: tried.tier,
+    path: claim.path,
   };
 }
 

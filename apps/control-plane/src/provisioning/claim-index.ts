@@ -3,17 +3,24 @@
 // look a claim up, renew it or release it, and a claim asked for again while
 // its sandbox lives gets the same sandbox.
 //
-// Keys (both expire at the sandbox's deadline, so the index never outlives the
+// Keys (ref and id expire at the sandbox's deadline, so the index never outlives the
 // sandbox it names):
 //   <prefix>ref:<ns>/<claimRef> → the record (JSON), or a reservation while a
 //                                 batch job serves it (the job id and the nodes
 //                                 it asked, written before asking)
 //   <prefix>id:<ns>/<id>        → <claimRef>
-import { claimRecordSchema, triedNodeSchema, type ClaimRecord, type TriedNode } from '@warmpool/api';
+//   <prefix>events              → a stream of ClaimEvents (claimed, renewed,
+//                                 released), trimmed to the last
+//                                 `eventsWindowMs`: how every replica's
+//                                 Sandbox view learns of a claim before its
+//                                 node publishes it
+import { claimRecordSchema, triedNodeSchema, type ClaimEvent, type ClaimRecord, type TriedNode } from '@warmpool/api';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
 export const DEFAULT_INDEX_PREFIX = 'warmpool:claims:';
+/** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
+export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
 
 
 const reservationSchema = z.object({ job: z.string(), tried: z.array(triedNodeSchema) });
@@ -99,11 +106,18 @@ export class ClaimIndex {
   readonly #redis: Redis & Scripts;
   readonly #prefix: string;
   readonly #now: () => number;
+  readonly #eventsWindowMs: number;
 
-  constructor(redis: Redis, options: { prefix?: string; now?: () => number } = {}) {
+  constructor(redis: Redis, options: { prefix?: string; now?: () => number; eventsWindowMs?: number } = {}) {
     this.#redis = withScripts(redis);
     this.#prefix = options.prefix ?? DEFAULT_INDEX_PREFIX;
     this.#now = options.now ?? Date.now;
+    this.#eventsWindowMs = options.eventsWindowMs ?? DEFAULT_EVENTS_WINDOW_MS;
+  }
+
+  /** The stream of ClaimEvents (field `e`: the event's JSON). */
+  get eventsKey(): string {
+    return `${this.#prefix}events`;
   }
 
   refKey(namespace: string, claimRef: string): string {
@@ -155,11 +169,18 @@ export class ClaimIndex {
   async record(records: readonly ClaimRecord[]): Promise<void> {
     await Promise.all(records.flatMap((record) => {
       const expiresAt = this.#expiresAt(record.deadline);
+      const { token: _token, ...shown } = record;
       return [
         this.#redis.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt),
         this.#redis.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt),
+        // After the record on the same connection: whoever reads the event finds the record.
+        this.#appendEvent({ op: 'claimed', record: shown }),
       ];
     }));
+  }
+
+  #appendEvent(event: ClaimEvent): Promise<unknown> {
+    return this.#redis.xadd(this.eventsKey, 'MINID', '~', String(Math.max(0, this.#now() - this.#eventsWindowMs)), '*', 'e', JSON.stringify(event));
   }
 
   /** Drops reservations of `job` for claims that failed (nothing is claimed for them anywhere). */
@@ -185,7 +206,10 @@ export class ClaimIndex {
 
   /** Forgets a released (or vanished) claim. */
   async drop(record: ClaimRecord): Promise<void> {
-    await this.#redis.warmpoolClaimDropRecord(2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id);
+    await Promise.all([
+      this.#redis.warmpoolClaimDropRecord(2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id),
+      this.#appendEvent({ op: 'released', namespace: record.namespace, claimRef: record.claimRef, id: record.id }),
+    ]);
   }
 
   #expiresAt(deadline: string): number {

@@ -44,6 +44,14 @@ export interface ClaimGrant {
   warmPool: string;
   claimRef: string;
   tier: ClaimTier;
+  /**
+   * The front door that claimed it, as the index records it. The claim
+   * janitor releases orphans of the 'crd' path only and never touches a
+   * grant whose path is 'http' or unknown.
+   */
+  path?: ClaimPath;
+  /** Set when a peer cluster serves it (a spilled Env claim). */
+  cluster?: string;
 }
 
 export interface ClaimCallOptions {

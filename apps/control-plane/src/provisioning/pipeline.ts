@@ -76,7 +76,11 @@ export interface NodeClaim {
 
 export interface ProvisioningPipeline extends ClaimService {
   readonly controller: ProvisionerController;
+  /** The shared claim index (the Env claim router records spilled claims in it). */
+  readonly index: ClaimIndex;
   readonly settings: Readonly<ProvisioningSettings>;
+  /** The claim index's event stream (claimed, renewed, released), which the Sandbox API follows. */
+  readonly claimEventsKey: string;
   /** Checks Redis's eviction policy, starts the worker and the reply listener. */
   start(): Promise<void>;
   /** Every claim every node with a NodeInventory holds (for a janitor); nodes that did not answer are named, not guessed. */
@@ -435,7 +439,9 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   return {
     controller,
+    index,
     settings,
+    claimEventsKey: index.eventsKey,
     start,
     claim,
     lookup,

@@ -1,10 +1,10 @@
-// kubectl helpers for the specs: apply objects as a user would, read pools back.
-import { SandboxWarmPoolType, type SandboxWarmPool } from '@warmpool/api';
+// kubectl helpers for the specs: apply objects as a user would, read pools and envs back.
+import { SandboxEnvType, SandboxWarmPoolType, type SandboxEnv, type SandboxWarmPool } from '@warmpool/api';
 import type { TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 
 // Re-export kept for branches in flight; import from @warmpool/harness
-export { template, warmPool } from '@warmpool/harness';
+export { sandboxEnv, template, warmPool } from '@warmpool/harness';
 
 export async function kubectl(cluster: TestCluster, args: string[], input?: string): Promise<string> {
   const result = await cluster.kubectl(args, input === undefined ? {} : { input });
@@ -26,4 +26,8 @@ export async function getPool(cluster: TestCluster, namespace: string, name: str
 
 export function condition(pool: SandboxWarmPool, type: string): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined {
   return pool.status?.conditions?.find((c) => c.type === type);
+}
+
+export async function getEnv(cluster: TestCluster, namespace: string, name: string): Promise<SandboxEnv> {
+  return new ResourceClient<SandboxEnv>(cluster.kubeConfig, SandboxEnvType).get({ namespace, name });
 }

@@ -17,12 +17,13 @@
 // exact number: once a push moved it, the annotation is inert. 0 rather than
 // none, so that the published value changes and replaces the forged one even
 // where another field manager (a `kubectl patch`) co-owns it.
-import type { NodeInfo, OwnerReference } from '@warmpool/api';
+import type { NodeInfo, OwnerReference, SandboxRow } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
+import { claimedByKeyOf, entriesOf, type PublishedEntries } from './entries.js';
 import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
 import type { InventoryWriter } from './writer.js';
 
@@ -39,6 +40,12 @@ export interface InventoryPublisherOptions {
   generations: GenerationGuard;
   /** The latest view of sandboxd; undefined until it first answered. */
   currentInfo: () => NodeInfo | undefined;
+  /**
+   * The node's claims (GET /v1/sandboxes), read once per write, never per
+   * claim: they give the per-pool claimed counts and status.entries[]. A
+   * failure leaves both out of that write.
+   */
+  readClaims?: () => Promise<readonly SandboxRow[]>;
   publishIntervalMs: number;
   minPublishGapMs: number;
   /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
@@ -152,15 +159,25 @@ export class InventoryPublisher {
         this.#succeeded(undefined, started);
         return;
       }
-      const snapshot = snapshotOf(info, generations.applied);
-      await this.#write(snapshot);
+      const claims = await this.#claims();
+      const snapshot = snapshotOf(info, generations.applied, claims && claimedByKeyOf(claims));
+      await this.#write(snapshot, claims && entriesOf(claims));
       this.#succeeded(snapshot, started);
     } catch (err) {
       this.#failed(err);
     }
   }
 
-  async #write(snapshot: InventorySnapshot): Promise<void> {
+  async #claims(): Promise<readonly SandboxRow[] | undefined> {
+    try {
+      return await this.#options.readClaims?.();
+    } catch (err) {
+      this.#options.logger.warn('cannot read the node\'s claims; this write leaves out the per-pool claimed counts and the entries', { err });
+      return undefined;
+    }
+  }
+
+  async #write(snapshot: InventorySnapshot, entries: PublishedEntries | undefined): Promise<void> {
     const { writer, nodeName } = this.#options;
     if (this.#owner === undefined) {
       const owner = await writer.nodeOwner(nodeName);
@@ -170,7 +187,7 @@ export class InventoryPublisher {
       }
     }
     if (!this.#objectApplied) await this.#applyObject();
-    const status = statusOf(snapshot, new Date(), this.#options.capacity);
+    const status = statusOf(snapshot, new Date(), this.#options.capacity, entries);
     let written = await writer.applyStatus(nodeName, status);
     if (written === 'missing') {
       // Deleted behind our back (kubectl delete, or its Node went): create it again.

@@ -3,6 +3,7 @@
 // writing each of them would put per-claim load on the apiserver, which the
 // design forbids. Only changes a scheduler acts on are significant.
 import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventoryStatus } from '@warmpool/api';
+import type { PublishedEntries } from './entries.js';
 
 export interface InventorySnapshot {
   /** Sorted by pool key, so equal states compare (and serialize) equal. */
@@ -17,8 +18,13 @@ function poolId(pool: InventoryPool): string {
   return poolKeyId(pool);
 }
 
-export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined): InventorySnapshot {
+/**
+ * `claimedByKey` (pool key id → claimed sandboxes), when given, adds each
+ * pool's claimed count: what SandboxEnv status shows as running.
+ */
+export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined, claimedByKey?: ReadonlyMap<string, number>): InventorySnapshot {
   const pools = inventoryPoolsOf(info)
+    .map((pool): InventoryPool => (claimedByKey === undefined ? pool : { ...pool, claimed: claimedByKey.get(poolKeyId(pool)) ?? 0 }))
     .sort((a, b) => (poolId(a) < poolId(b) ? -1 : poolId(a) > poolId(b) ? 1 : 0));
   return { pools, claimed: info.claimed, draining: info.draining === true, atCapacity: info.at_capacity === true, appliedGeneration };
 }
@@ -46,7 +52,7 @@ export function significantChange(published: InventorySnapshot | undefined, next
 }
 
 /** The status written to the NodeInventory. Fields are always present, so server-side apply never leaves a stale one behind. */
-export function statusOf(snapshot: InventorySnapshot, publishedAt: Date, capacity: number | undefined): NodeInventoryStatus {
+export function statusOf(snapshot: InventorySnapshot, publishedAt: Date, capacity: number | undefined, entries?: PublishedEntries): NodeInventoryStatus {
   const status: NodeInventoryStatus = {
     pools: snapshot.pools,
     claimed: snapshot.claimed,
@@ -56,5 +62,10 @@ export function statusOf(snapshot: InventorySnapshot, publishedAt: Date, capacit
   };
   if (capacity !== undefined) status.capacity = capacity;
   if (snapshot.appliedGeneration !== undefined) status.appliedGeneration = snapshot.appliedGeneration;
+  // Absent when sandboxd's list could not be read: readers then know nothing of which sandboxes are gone.
+  if (entries !== undefined) {
+    status.entries = entries.entries;
+    status.entriesTruncated = entries.truncated;
+  }
   return status;
 }

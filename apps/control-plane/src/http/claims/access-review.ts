@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { EXTENSIONS_GROUP } from '@warmpool/api';
 import type { KubeTransport } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 
 export const CLAIM_RESOURCE = 'sandboxclaims';
 export type ClaimVerb = 'create' | 'get' | 'update' | 'delete';
@@ -37,6 +38,8 @@ interface Cached<T> {
 
 export interface KubeAccessReviewerOptions {
   transport: KubeTransport;
+  /** The resource reviewed (default sandboxclaims.extensions.agents.x-k8s.io; the Sandbox API reviews sandboxes.agents.x-k8s.io). */
+  resource?: { group: string; resource: string };
   /** How long a decision is reused (default and at most 10 s). */
   ttlMs?: number;
   /** Entries kept per cache before the oldest go (default 10 000). */
@@ -46,6 +49,7 @@ export interface KubeAccessReviewerOptions {
 
 export class KubeAccessReviewer implements AccessReviewer {
   readonly #transport: KubeTransport;
+  readonly #resource: { group: string; resource: string };
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #now: () => number;
@@ -55,6 +59,7 @@ export class KubeAccessReviewer implements AccessReviewer {
 
   constructor(options: KubeAccessReviewerOptions) {
     this.#transport = options.transport;
+    this.#resource = options.resource ?? { group: EXTENSIONS_GROUP, resource: CLAIM_RESOURCE };
     this.#ttlMs = Math.min(options.ttlMs ?? 10_000, 10_000);
     this.#maxEntries = options.maxEntries ?? 10_000;
     this.#now = options.now ?? Date.now;
@@ -73,8 +78,9 @@ export class KubeAccessReviewer implements AccessReviewer {
     });
   }
 
-  authorize(user: UserInfo, namespace: string, verb: ClaimVerb): Promise<boolean> {
-    const key = `a:${JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], user.extra ?? {}, namespace, verb])}`;
+  /** `namespace` '' asks for all namespaces; `name` narrows to one object (RBAC resourceNames). */
+  authorize(user: UserInfo, namespace: string, verb: ClaimVerb | 'list' | 'watch', name?: string): Promise<boolean> {
+    const key = `a:${JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], user.extra ?? {}, namespace, verb, name ?? ''])}`;
     return this.#cached(this.#decisions, key, async () => {
       const review = await this.#post<{ status?: { allowed?: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
         apiVersion: 'authorization.k8s.io/v1',
@@ -84,7 +90,7 @@ export class KubeAccessReviewer implements AccessReviewer {
           ...(user.uid !== undefined ? { uid: user.uid } : {}),
           ...(user.groups !== undefined ? { groups: user.groups } : {}),
           ...(user.extra !== undefined ? { extra: user.extra } : {}),
-          resourceAttributes: { namespace, verb, group: EXTENSIONS_GROUP, resource: CLAIM_RESOURCE },
+          resourceAttributes: { ...(namespace !== '' ? { namespace } : {}), verb, group: this.#resource.group, resource: this.#resource.resource, ...(name !== undefined ? { name } : {}) },
         },
       });
       return review.status?.allowed === true;
@@ -95,7 +101,7 @@ export class KubeAccessReviewer implements AccessReviewer {
     try {
       return await this.#transport.request<T>({ method: 'POST', path, body });
     } catch (err) {
-      throw new ReviewUnavailable(`the apiserver could not review the request: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new ReviewUnavailable(`the apiserver could not review the request: ${messageOf(err)}`, { cause: err });
     }
   }
 

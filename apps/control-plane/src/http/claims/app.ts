@@ -5,6 +5,7 @@
 // `route()`, so none can skip that check: deny by default. Bodies are checked
 // with the zod schemas of libs/api; nothing here writes to the apiserver.
 import {
+  CLAIMREF_GENERATED_HEADER,
   claimRefSchema,
   createClaimRequestSchema,
   DEFAULT_CLAIM_TTL_SECONDS,
@@ -13,10 +14,13 @@ import {
   type ClaimErrorBody,
   type ClaimFailureReason,
 } from '@warmpool/api';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
 import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
+import type { TokenSource } from '../../token.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from './access-review.js';
 
@@ -32,6 +36,7 @@ const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
   Unauthenticated: 401,
   Forbidden: 403,
   PoolNotFound: 404,
+  EnvNotFound: 404,
   NotDriven: 404,
   ClaimNotFound: 404,
   Expired: 404,
@@ -42,12 +47,24 @@ const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
   Timeout: 504,
 };
 
-type Env = { Variables: { user: UserInfo; namespace: string } };
+type Env = { Variables: { user: UserInfo; namespace: string; peer: boolean } };
+
+/** The identity a peer cluster acts as when it presents the federation token. */
+export const FEDERATION_PEER = 'warmpool:federation-peer';
 
 export interface ClaimApiOptions {
   claims: ClaimService;
   reviewer: AccessReviewer;
   logger: Logger;
+  /** Claims for a SandboxEnv (`env` in the body); without it such a body is refused. */
+  envs?: EnvClaimRouter;
+  /**
+   * The token peer clusters present when they forward a claim. A request with
+   * it is a peer's: it is not reviewed by the apiserver (the peer authorized
+   * its own caller) and may only create claims pinned to a member pool, or
+   * get, renew and release claims.
+   */
+  federationToken?: TokenSource;
 }
 
 export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
@@ -57,6 +74,14 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
   app.use('*', async (c, next) => {
     const token = bearer(requestHeader(c, 'authorization'));
     if (token === undefined) return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
+    const federationToken = options.federationToken?.();
+    const peer = federationToken !== undefined && sameToken(token, federationToken);
+    c.set('peer', peer);
+    if (peer) {
+      c.set('user', { username: FEDERATION_PEER });
+      await next();
+      return;
+    }
     const user = await reviewer.authenticate(token);
     if (user === undefined) return fail(c, 'Unauthenticated', 'the token is not valid');
     c.set('user', user);
@@ -67,7 +92,7 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     const namespace = namespaceSchema.safeParse(c.req.param('namespace'));
     if (!namespace.success) return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
     const user = c.get('user');
-    if (!(await reviewer.authorize(user, namespace.data, verb))) {
+    if (!c.get('peer') && !(await reviewer.authorize(user, namespace.data, verb))) {
       return fail(c, 'Forbidden', `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace.data}`);
     }
     c.set('namespace', namespace.data);
@@ -82,7 +107,27 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
   route('post', '/v1/namespaces/:namespace/claims', 'create', async (c) => {
     const body = await readJsonBody(c, createClaimRequestSchema, { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY });
     if (!body.ok) return fail(c, 'BadRequest', body.error);
-    const { warmPool, ttlSeconds, claimRef } = body.value;
+    const { warmPool, env, scalingGroup, target, ttlSeconds, claimRef } = body.value;
+    if (c.get('peer') !== (target !== undefined)) {
+      return fail(c, 'Forbidden', c.get('peer') ? 'a peer cluster may only create claims pinned to a member pool (target)' : 'target is only for peer clusters presenting the federation token');
+    }
+    if (env !== undefined) {
+      if (options.envs === undefined) return fail(c, 'BadRequest', 'claims for a SandboxEnv need the claim pipeline with SandboxEnvs (not configured here)');
+      const order = {
+        namespace: c.get('namespace'),
+        env,
+        scalingGroup: scalingGroup ?? '',
+        claimRef: claimRef ?? generateClaimRef(),
+        ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
+        // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up is released here too.
+        claimRefGenerated: claimRef === undefined || (c.get('peer') && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
+      };
+      const served: EnvGrant = target !== undefined
+        ? await options.envs.claimPinned(order, target, { signal: c.req.raw.signal })
+        : await options.envs.claim(order, { signal: c.req.raw.signal });
+      return c.json<ClaimBody>({ ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool }, 200);
+    }
+    if (warmPool === undefined) return fail(c, 'BadRequest', 'give exactly one of warmPool and env');
     const grant = await claims.claim({
       namespace: c.get('namespace'),
       warmPool,
@@ -91,6 +136,9 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
       path: 'http',
       claimRefGenerated: claimRef === undefined,
     }, { signal: c.req.raw.signal });
+    // Both front doors name claims `<namespace>/<claimRef>`: a SandboxClaim's sandbox is never handed out here
+    // (its token is only in the claim's Secret, which `create` on sandboxclaims does not let one read).
+    if (grant.path === 'crd') return fail(c, 'BadRequest', `claimRef ${grant.claimRef} is held by a SandboxClaim in namespace ${grant.namespace}; choose another claimRef`);
     return c.json<ClaimBody>(bodyOf(grant, true), 200);
   });
 
@@ -107,14 +155,16 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
     const body = await readJsonBody(c, renewClaimRequestSchema, { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY, emptyAs: {} });
     if (!body.ok) return fail(c, 'BadRequest', body.error);
-    const renewed = await claims.renew(c.get('namespace'), id, body.value.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS);
+    const ttlSeconds = body.value.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS;
+    const renewed = options.envs !== undefined ? await options.envs.renew(c.get('namespace'), id, ttlSeconds) : await claims.renew(c.get('namespace'), id, ttlSeconds);
     return c.json({ deadline: renewed.deadline }, 200);
   });
 
   route('delete', '/v1/namespaces/:namespace/claims/:id', 'delete', async (c) => {
     const id = claimId(c);
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
-    if (!(await claims.release(c.get('namespace'), id))) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
+    const released = options.envs !== undefined ? await options.envs.release(c.get('namespace'), id) : await claims.release(c.get('namespace'), id);
+    if (!released) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
     return c.body(null, 204);
   });
 
@@ -135,6 +185,12 @@ function fail(c: Context, reason: ClaimFailureReason, error: string, retryAfterS
   if (retryAfter !== undefined && (status === 429 || status === 503)) headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   return c.json<ClaimErrorBody>({ error, reason }, status, headers);
+}
+
+/** Compared as digests: constant time whatever the lengths. */
+function sameToken(presented: string, expected: string): boolean {
+  const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(presented), digest(expected));
 }
 
 function bearer(header: string | undefined): string | undefined {
@@ -159,6 +215,7 @@ function bodyOf(grant: ClaimGrant, withToken: boolean): ClaimBody {
     claimRef: grant.claimRef,
     tier: grant.tier,
   };
+  if (grant.cluster !== undefined) body.cluster = grant.cluster;
   if (withToken) body.token = grant.token;
   return body;
 }

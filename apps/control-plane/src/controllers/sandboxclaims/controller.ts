@@ -1,0 +1,340 @@
+// The SandboxClaim controller: claims of driven pools go through the claim
+// pipeline (ClaimService, path 'crd', claimRef = the claim's name, so the node
+// records `<namespace>/<name>`), and the answer is written back to the claim:
+// the Secret (token), the finalizer plus the sandbox-id annotation, then
+// Ready=True — three writes per claim. It runs on the leader only (see
+// sandboxclaims.ts for why); a new leader picks every claim up from its cache.
+//
+// Invariants:
+// - A sandbox is never leaked by a deleted claim: a claim deleted while its
+//   batch ran is released when the answer lands (the cache no longer has it,
+//   or the finalizer cannot be added any more); once served, the finalizer
+//   makes the apiserver wait until the release went through, also across a
+//   control-plane outage. A crash between the node claim and the finalizer
+//   write is covered twice: the claimRef is idempotent (the next leader gets
+//   the same sandbox for the claim), and the janitor releases the sandboxes of
+//   claims that no longer exist.
+// - One key is never worked on twice at once (KeyedQueue), so a deletion is
+//   handled after the claim in flight for it has settled.
+// - The token is written only into the claim's own Secret.
+import {
+  SANDBOX_ID_ANNOTATION,
+  type ClaimFailureReason,
+  type SandboxClaim,
+} from '@warmpool/api';
+import type { Lister } from '@warmpool/kube';
+import type { Logger } from '@warmpool/runtime';
+import type { Clock } from '../../clock.js';
+import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
+import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './lifetime.js';
+import type { SandboxClaimMetrics } from './metrics.js';
+import { hasFinalizer, ownershipOf, type ClaimCaches } from './ownership.js';
+import { KeyedQueue, type WorkOutcome } from './queue.js';
+import { claimedStatus, failedStatus, isReadyClaimed, isRetryable, readyOf, statusDiffers } from './status.js';
+import { SecretTakenError, type ClaimWriter } from './writer.js';
+
+export interface SandboxClaimSettings {
+  /** Lease of a sandbox whose claim has no shutdownTime, renewed at half (default 1 h). */
+  leaseSeconds: number;
+  /** Claims worked on at once; most of them wait on their batch (default 1 024). */
+  concurrency: number;
+  /** Backoff of a retryable failure (NoCapacity, NodeRefused, Unavailable, Timeout). */
+  retryInitialMs: number;
+  retryMaxMs: number;
+  /** A claim addressed to warmpool whose pool is missing or undriven is looked at again this often (pool events also wake it). */
+  unservableRecheckMs: number;
+}
+
+export const SANDBOX_CLAIM_DEFAULTS: SandboxClaimSettings = {
+  leaseSeconds: 3_600,
+  concurrency: 1_024,
+  retryInitialMs: 250,
+  retryMaxMs: 10_000,
+  unservableRecheckMs: 30_000,
+};
+
+export interface SandboxClaimControllerOptions extends Partial<SandboxClaimSettings> {
+  claims: ClaimService;
+  cache: Lister<SandboxClaim>;
+  caches: ClaimCaches;
+  writer: ClaimWriter;
+  metrics: SandboxClaimMetrics;
+  logger: Logger;
+  clock: Clock;
+}
+
+function splitKey(key: string): { namespace: string; name: string } {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+export class SandboxClaimController {
+  readonly settings: SandboxClaimSettings;
+  readonly #options: SandboxClaimControllerOptions;
+  readonly #queue: KeyedQueue;
+  /**
+   * The leases this replica granted or renewed during its term, by key: what
+   * it renews by, and proof that it wrote the claim's Secret and status itself
+   * (so a watch event that arrives before its own status write is not taken
+   * for a status that needs repair).
+   */
+  readonly #leases = new Map<string, { uid: string; deadline: number }>();
+  /**
+   * Claims this replica refused for good (BadRequest) at a generation: the
+   * watch may still show them marked as served for a moment after the
+   * refusal, and such a stale view must not be acted on.
+   */
+  readonly #refused = new Map<string, { uid: string; generation: number | undefined }>();
+  /** When each claim not yet answered was first seen (performance.now()), for the ready-latency histogram. */
+  readonly #seen = new Map<string, number>();
+
+  constructor(options: SandboxClaimControllerOptions) {
+    this.#options = options;
+    this.settings = {
+      leaseSeconds: options.leaseSeconds ?? SANDBOX_CLAIM_DEFAULTS.leaseSeconds,
+      concurrency: options.concurrency ?? SANDBOX_CLAIM_DEFAULTS.concurrency,
+      retryInitialMs: options.retryInitialMs ?? SANDBOX_CLAIM_DEFAULTS.retryInitialMs,
+      retryMaxMs: options.retryMaxMs ?? SANDBOX_CLAIM_DEFAULTS.retryMaxMs,
+      unservableRecheckMs: options.unservableRecheckMs ?? SANDBOX_CLAIM_DEFAULTS.unservableRecheckMs,
+    };
+    this.#queue = new KeyedQueue({
+      concurrency: this.settings.concurrency,
+      retryInitialMs: this.settings.retryInitialMs,
+      retryMaxMs: this.settings.retryMaxMs,
+      work: async (key) => {
+        try {
+          return await this.reconcile(key);
+        } finally {
+          options.metrics.queueSize(this.#queue.size);
+        }
+      },
+      onError: (key, err) => options.logger.warn('SandboxClaim reconcile failed; retrying with backoff', { claim: key, err }),
+    });
+  }
+
+  get running(): boolean {
+    return this.#queue.running;
+  }
+
+  /** Starts working (on becoming leader): every cached claim is looked at once. */
+  start(): void {
+    this.#queue.start();
+    for (const claim of this.#options.cache.list()) this.enqueue(claim);
+  }
+
+  /** Stops taking work (leadership lost, or closing); waits for the claims being worked on. */
+  async stop(): Promise<void> {
+    await this.#queue.stop();
+    this.#leases.clear();
+    this.#seen.clear();
+    this.#refused.clear();
+  }
+
+  enqueue(claim: SandboxClaim): void {
+    const { namespace, name } = claim.metadata;
+    if (namespace === undefined || name === undefined) return;
+    const key = `${namespace}/${name}`;
+    if (!this.#seen.has(key) && claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === undefined) this.#seen.set(key, performance.now());
+    this.#queue.add(key);
+  }
+
+  /** Every claim of a namespace that refers to one of `pools` (a pool or its template changed). */
+  enqueuePoolClaims(namespace: string, pools: ReadonlySet<string>): void {
+    if (!this.running) return;
+    for (const claim of this.#options.cache.list(namespace)) {
+      if (pools.has(claim.spec?.warmPoolRef?.name ?? '')) this.enqueue(claim);
+    }
+  }
+
+  /** One claim, from the cache; what to do next with its key. */
+  async reconcile(key: string): Promise<WorkOutcome> {
+    const { namespace, name } = splitKey(key);
+    const claim = this.#options.cache.get(namespace, name);
+    if (claim === undefined) {
+      // Gone: its finalizer was handled, or forcibly removed (the janitor sweeps what that leaked).
+      this.#leases.delete(key);
+      this.#seen.delete(key);
+      this.#refused.delete(key);
+      return { kind: 'done' };
+    }
+    const refused = this.#refused.get(key);
+    if (refused !== undefined && refused.uid === claim.metadata.uid && refused.generation === claim.metadata.generation && claim.metadata.deletionTimestamp === undefined) {
+      return { kind: 'done' };
+    }
+    if (claim.metadata.deletionTimestamp !== undefined) return this.#finalize(key, claim);
+    const ownership = ownershipOf(claim, this.#options.caches);
+    if (ownership.kind === 'not-ours') {
+      this.#seen.delete(key);
+      return { kind: 'done' };
+    }
+
+    const now = this.#options.clock.now();
+    const shutdown = shutdownAt(claim);
+    const served = claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] !== undefined;
+    // Terminal: an expired claim stays so; a refused one until its spec changes.
+    const ready = readyOf(claim);
+    if (ready?.reason === 'Expired') return { kind: 'done' };
+    if (ready?.reason === 'BadRequest' && !served && ready.observedGeneration === claim.metadata.generation) return { kind: 'done' };
+    if (isExpired(shutdown, now)) return this.#expire(key, claim, 'spec.lifecycle.shutdownTime has passed: the node reaped the sandbox');
+    if (served) return this.#maintain(key, claim, shutdown, now);
+    if (ownership.kind === 'unservable') {
+      if (await this.#fail(claim, ownership.reason, ownership.message, now)) this.#options.metrics.failed(ownership.reason);
+      return { kind: 'after', ms: this.settings.unservableRecheckMs };
+    }
+    return this.#serve(key, claim, ownership.pool, shutdown, now);
+  }
+
+  async #serve(key: string, claim: SandboxClaim, warmPool: string, shutdown: number | undefined, now: number): Promise<WorkOutcome> {
+    const { metrics, writer } = this.#options;
+    const namespace = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    let grant: ClaimGrant;
+    try {
+      grant = await this.#options.claims.claim({ namespace, warmPool, claimRef: name, ttlSeconds: ttlSecondsFor(shutdown, now, this.settings.leaseSeconds), path: 'crd' });
+    } catch (err) {
+      if (!(err instanceof ClaimFailure)) throw err;
+      metrics.failed(err.reason);
+      await this.#fail(claim, err.reason, err.message, this.#options.clock.now());
+      if (isRetryable(err.reason)) return { kind: 'retry', ...(err.retryAfterSeconds !== undefined ? { minMs: Math.min(err.retryAfterSeconds * 1000, this.settings.retryMaxMs) } : {}) };
+      if (err.reason === 'PoolNotFound' || err.reason === 'NotDriven') return { kind: 'after', ms: this.settings.unservableRecheckMs };
+      return { kind: 'done' };
+    }
+
+    // Both front doors share the claim_ref `<namespace>/<claimRef>`: a sandbox an HTTP client holds
+    // under this claim's name is theirs, never handed to (or released for) this SandboxClaim.
+    if (grant.path === 'http') {
+      this.#refuse(key, claim);
+      await this.#fail(claim, 'BadRequest', `claimRef ${namespace}/${name} is held by an HTTP claim (sandbox ${grant.id}); rename the SandboxClaim or release that claim`, this.#options.clock.now());
+      return { kind: 'done' };
+    }
+    // The claim may have been deleted (or replaced by a namesake) while its batch ran.
+    const current = this.#options.cache.get(namespace, name);
+    if (current === undefined || current.metadata.uid !== claim.metadata.uid || (current.metadata.deletionTimestamp !== undefined && !hasFinalizer(current))) {
+      await this.#release(key, claim, 'vanished');
+      return { kind: 'done' };
+    }
+    const [marking, secret] = await Promise.allSettled([writer.markServed(claim, grant.id), writer.ensureSecret(claim, grant)]);
+    if (secret.status === 'rejected' && secret.reason instanceof SecretTakenError) {
+      // Not ours to overwrite: hand the sandbox back, unmark the claim and say why (until its spec changes).
+      // The status first: the unmarking's watch event must find the claim already refused.
+      this.#refuse(key, claim);
+      await this.#release(key, claim, 'vanished');
+      await this.#fail(claim, 'BadRequest', secret.reason.message, this.#options.clock.now());
+      if (marking.status === 'fulfilled' && marking.value === 'marked') await writer.unmarkServed(claim);
+      return { kind: 'done' };
+    }
+    if (marking.status === 'rejected') throw marking.reason;
+    if (secret.status === 'rejected') throw secret.reason; // retried: the claim is marked, #maintain writes the Secret
+    const marked = marking.value;
+    if (marked === 'gone') {
+      await this.#release(key, claim, 'vanished');
+      return { kind: 'done' };
+    }
+    const written = this.#options.clock.now();
+    await writer.writeStatus(claim, claimedStatus(claim, grant, written));
+    const seen = this.#seen.get(key);
+    this.#seen.delete(key);
+    metrics.claimed(seen === undefined ? undefined : (performance.now() - seen) / 1000);
+    const deadline = Date.parse(grant.deadline);
+    this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
+    this.#options.logger.debug('SandboxClaim served', { claim: key, sandbox: grant.id, node: grant.node, tier: grant.tier });
+    return this.#next(deadline, shutdown, written);
+  }
+
+  /** A served claim: renew its lease when due; repair what a crash between the writes left out. */
+  async #maintain(key: string, claim: SandboxClaim, shutdown: number | undefined, now: number): Promise<WorkOutcome> {
+    const { claims, writer } = this.#options;
+    const namespace = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    const lease = this.#leases.get(key);
+    let deadline = lease !== undefined && lease.uid === claim.metadata.uid ? lease.deadline : undefined;
+    if (deadline === undefined) {
+      // After a restart or a leader change, or with the status write lost: ask the shared index.
+      const grant = await claims.lookup(namespace, name);
+      // An HTTP claim under this name is never this claim's sandbox (see #serve).
+      if (grant === undefined || grant.path === 'http') return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
+      if (!isReadyClaimed(claim)) {
+        await writer.ensureSecret(claim, grant);
+        await writer.writeStatus(claim, claimedStatus(claim, grant, now));
+      }
+      deadline = Date.parse(grant.deadline);
+      this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
+    }
+    const renewal = renewalAt(deadline, shutdown, now, this.settings.leaseSeconds);
+    if (renewal !== undefined && renewal <= now) {
+      let granted: string;
+      try {
+        ({ deadline: granted } = await claims.renew(namespace, name, ttlSecondsFor(shutdown, now, this.settings.leaseSeconds)));
+      } catch (err) {
+        if (err instanceof ClaimFailure && err.reason === 'ClaimNotFound') {
+          this.#options.metrics.renewed('gone');
+          return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
+        }
+        this.#options.metrics.renewed('error');
+        throw err;
+      }
+      this.#options.metrics.renewed('ok');
+      deadline = Date.parse(granted);
+      this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
+      const grant = await claims.lookup(namespace, name);
+      if (grant !== undefined) await writer.updateSecretDeadline(claim, grant, granted);
+    }
+    return this.#next(deadline, shutdown, now);
+  }
+
+  /** When to look at a served claim again: its renewal, or its shutdownTime (to turn it Expired). */
+  #next(deadline: number, shutdown: number | undefined, now: number): WorkOutcome {
+    const renewal = renewalAt(deadline, shutdown, now, this.settings.leaseSeconds);
+    const at = Math.min(renewal ?? Infinity, shutdown ?? Infinity);
+    if (at === Infinity) return { kind: 'done' };
+    // A little after the shutdownTime, so the node has reaped by then.
+    return { kind: 'after', ms: Math.max(0, at - now) + (at === shutdown ? 250 : 0) };
+  }
+
+  async #expire(key: string, claim: SandboxClaim, message: string): Promise<WorkOutcome> {
+    await this.#release(key, claim, 'expired');
+    await this.#options.writer.deleteSecret(claim);
+    const now = this.#options.clock.now();
+    await this.#fail(claim, 'Expired', message, now);
+    const policy = claim.spec?.lifecycle?.shutdownPolicy;
+    if (policy === 'Delete' || policy === 'DeleteForeground') await this.#options.writer.deleteClaim(claim, policy);
+    return { kind: 'done' };
+  }
+
+  async #finalize(key: string, claim: SandboxClaim): Promise<WorkOutcome> {
+    if (!hasFinalizer(claim)) return { kind: 'done' };
+    await this.#release(key, claim, 'deleted');
+    await this.#options.writer.deleteSecret(claim);
+    await this.#options.writer.removeFinalizer(claim);
+    return { kind: 'done' };
+  }
+
+  async #release(key: string, claim: SandboxClaim, cause: 'deleted' | 'vanished' | 'expired'): Promise<void> {
+    const namespace = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    // Never an HTTP client's sandbox that happens to share this claim's name (see #serve).
+    if ((await this.#options.claims.lookup(namespace, name))?.path === 'http') {
+      this.#leases.delete(key);
+      return;
+    }
+    const released = await this.#options.claims.release(namespace, name);
+    this.#leases.delete(key);
+    if (released) {
+      this.#options.metrics.released(cause);
+      this.#options.logger.debug('SandboxClaim sandbox released', { claim: key, cause });
+    }
+  }
+
+  #refuse(key: string, claim: SandboxClaim): void {
+    this.#refused.set(key, { uid: claim.metadata.uid ?? '', generation: claim.metadata.generation });
+    this.#seen.delete(key);
+  }
+
+  /** Writes Ready=False unless the claim already says so; whether it wrote. */
+  async #fail(claim: SandboxClaim, reason: ClaimFailureReason, message: string, now: number): Promise<boolean> {
+    const next = failedStatus(claim, reason, message, now);
+    if (!statusDiffers(claim, next)) return false;
+    await this.#options.writer.writeStatus(claim, next);
+    return true;
+  }
+}

@@ -1,0 +1,49 @@
+// What the janitor asks each node agent: the claims it holds
+// (`GET /v1/sandboxes`, root = fleet token, never tokens in the answer), and
+// the release of one of them (`POST /v1/sandboxes/{id}/release`, 404 = done).
+import { sandboxListSchema, type SandboxRow } from '@warmpool/api';
+import type { TokenSource } from '../../token.js';
+
+export interface AgentAddress {
+  node: string;
+  /** host:port */
+  address: string;
+}
+
+export interface NodeClaims {
+  list(agent: AgentAddress, signal: AbortSignal): Promise<SandboxRow[]>;
+  release(agent: AgentAddress, id: string, signal: AbortSignal): Promise<void>;
+}
+
+export class AgentCallFailed extends Error {
+  override name = 'AgentCallFailed';
+}
+
+export class HttpNodeClaims implements NodeClaims {
+  readonly #token: TokenSource;
+
+  constructor(token: TokenSource) {
+    this.#token = token;
+  }
+
+  async list(agent: AgentAddress, signal: AbortSignal): Promise<SandboxRow[]> {
+    const res = await fetch(`http://${agent.address}/v1/sandboxes`, { headers: this.#headers(), signal });
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new AgentCallFailed(`GET /v1/sandboxes on ${agent.node} answered ${res.status}`);
+    }
+    return sandboxListSchema.parse(await res.json()).sandboxes;
+  }
+
+  async release(agent: AgentAddress, id: string, signal: AbortSignal): Promise<void> {
+    const res = await fetch(`http://${agent.address}/v1/sandboxes/${encodeURIComponent(id)}/release`, { method: 'POST', headers: this.#headers(), signal });
+    await res.body?.cancel();
+    if (!res.ok && res.status !== 404) throw new AgentCallFailed(`release of ${id} on ${agent.node} answered ${res.status}`);
+  }
+
+  #headers(): Record<string, string> {
+    const token = this.#token();
+    if (token === undefined) throw new AgentCallFailed('no fleet token configured');
+    return { authorization: `Bearer ${token}` };
+  }
+}

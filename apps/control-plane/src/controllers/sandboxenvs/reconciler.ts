@@ -1,0 +1,158 @@
+// The SandboxEnv reconciler: for every Env, its scaling groups' counts and
+// headroom from the member pools and the NodeInventory cache, the Env's
+// federation records (this cluster's capacity), and, while this replica
+// leads, the Env's status, written only when it changed.
+//
+// One global, coalescing run on any Env, pool, template or inventory event
+// and every interval; a run costs O(Envs + pools + inventory pool rows), never
+// anything per sandbox. Every replica runs it (each keeps its own view of the
+// local capacity for the claim router); only the leader writes.
+import type { FederationRecord, ForeignClusterMember, NodeInventory, SandboxEnv, SandboxEnvStatus, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import type { Lister } from '@warmpool/kube';
+import type { Logger } from '@warmpool/runtime';
+import type { Clock } from '../../clock.js';
+import { CoalescingTrigger } from '../warmpool/trigger.js';
+import { countPools, observeKeys, type PoolCounts } from './counts.js';
+import { envCapacity, SaturationTracker, statusRows, type EnvCapacity } from './status.js';
+import type { EnvStatusWriter } from './status-writer.js';
+
+export interface SandboxEnvReconcilerOptions {
+  envs: Lister<SandboxEnv>;
+  pools: Lister<SandboxWarmPool>;
+  templates: Lister<SandboxTemplate>;
+  inventories: Lister<NodeInventory>;
+  writer: EnvStatusWriter;
+  /** The foreign view of an Env (`status.clusters`); none without federation. */
+  foreignMembers?: (namespace: string, env: string) => ForeignClusterMember[];
+  /** Every run's local records, for the federation registry and reporter. */
+  onCapacity?: (records: ReadonlyArray<Omit<FederationRecord, 'clusterId'>>) => void;
+  /** Called after each run with every Env's capacity, while leading (the autoscaler). */
+  onLeaderRun?: (envs: ReadonlyArray<{ env: SandboxEnv; capacity: EnvCapacity }>, counts: ReadonlyMap<string, PoolCounts>, signal: AbortSignal) => Promise<void>;
+  clock: Clock;
+  /** An inventory not republished for this long counts for nothing. */
+  staleAfterMs: number;
+  intervalMs: number;
+  logger: Logger;
+}
+
+export class SandboxEnvReconciler {
+  readonly #options: SandboxEnvReconcilerOptions;
+  readonly #trigger: CoalescingTrigger;
+  readonly #saturation = new SaturationTracker();
+  #timer: NodeJS.Timeout | undefined;
+  #term: AbortController | undefined;
+  #records: ReadonlyArray<Omit<FederationRecord, 'clusterId'>> = [];
+  #writes = 0;
+  #closed = false;
+
+  constructor(options: SandboxEnvReconcilerOptions) {
+    this.#options = options;
+    this.#trigger = new CoalescingTrigger({
+      run: () => this.#run(),
+      onError: (err) => options.logger.warn('SandboxEnv reconcile failed', { err }),
+    });
+  }
+
+  /** This cluster's records as of the last run. */
+  get records(): ReadonlyArray<Omit<FederationRecord, 'clusterId'>> {
+    return this.#records;
+  }
+
+  /** Status writes made (for tests: a run that changes nothing writes nothing). */
+  get writes(): number {
+    return this.#writes;
+  }
+
+  get leading(): boolean {
+    return this.#term !== undefined;
+  }
+
+  /** Runs every interval from now on (every replica). */
+  start(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setInterval(() => this.poke('interval'), this.#options.intervalMs);
+    this.#timer.unref();
+    this.poke('start');
+  }
+
+  poke(reason: string): void {
+    this.#trigger.poke(reason);
+  }
+
+  /** Resolves once no run is pending or in flight. */
+  idle(): Promise<void> {
+    return this.#trigger.idle();
+  }
+
+  /** Leader-only from here on: status writes and the autoscaler. */
+  startLeading(): void {
+    if (this.#term !== undefined || this.#closed) return;
+    this.#term = new AbortController();
+    this.poke('leading');
+  }
+
+  stopLeading(): void {
+    this.#term?.abort();
+    this.#term = undefined;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.stopLeading();
+    await this.#trigger.close();
+  }
+
+  async #run(): Promise<void> {
+    const o = this.#options;
+    const now = o.clock.now();
+    const keys = observeKeys(o.inventories.list(), now, o.staleAfterMs);
+    const counts = countPools(o.pools.list(), (namespace, name) => o.templates.get(namespace, name), keys);
+    const saturation = this.#saturation.clock(now);
+    const envs: Array<{ env: SandboxEnv; capacity: EnvCapacity }> = [];
+    const records: Array<Omit<FederationRecord, 'clusterId'>> = [];
+    for (const env of o.envs.list()) {
+      if (env.metadata?.deletionTimestamp !== undefined) continue;
+      const capacity = envCapacity(env, counts, saturation);
+      envs.push({ env, capacity });
+      records.push(...capacity.records);
+    }
+    this.#saturation.sweep();
+    this.#records = records;
+    o.onCapacity?.(records);
+    const term = this.#term;
+    if (term === undefined) return;
+    await Promise.all(envs.map(({ env, capacity }) => this.#write(env, capacity, term.signal)));
+    await o.onLeaderRun?.(envs, counts, term.signal);
+  }
+
+  async #write(env: SandboxEnv, capacity: EnvCapacity, signal: AbortSignal): Promise<void> {
+    const namespace = env.metadata?.namespace ?? '';
+    const name = env.metadata?.name ?? '';
+    const status: SandboxEnvStatus = {
+      scalingGroups: statusRows(capacity.groups),
+      clusters: this.#options.foreignMembers?.(namespace, name) ?? [],
+      ...(env.metadata?.generation !== undefined ? { observedGeneration: env.metadata.generation } : {}),
+    };
+    if (statusSig(status) === statusSig(env.status)) return;
+    try {
+      await this.#options.writer.write(env, status, signal);
+      this.#writes++;
+    } catch (err) {
+      if (!signal.aborted) this.#options.logger.warn('could not write SandboxEnv status', { env: `${namespace}/${name}`, err });
+    }
+  }
+}
+
+/** A canonical string of the status fields written, for comparing would-be against current. */
+export function statusSig(status: SandboxEnvStatus | undefined): string {
+  if (status === undefined) return '';
+  const groups = [...(status.scalingGroups ?? [])]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((g) => [g.name, g.idle, g.running, g.pending, g.desired, g.autoscalingEnabled, g.capacity, g.saturatedFor ?? '']);
+  const clusters = [...(status.clusters ?? [])]
+    .map((c) => [c.clusterId, c.memberPool, c.scalingGroup, c.idle, c.running, c.pending, c.desired, c.autoscalingEnabled, c.capacity])
+    .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
+  return JSON.stringify([groups, clusters, status.observedGeneration ?? null]);
+}

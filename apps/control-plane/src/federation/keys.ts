@@ -1,0 +1,49 @@
+// Where federation lives in Redis, under one configurable prefix:
+//   <prefix>:rec:<cluster>/<ns>/<env>/<pool>  one federation record (FederationEntry JSON), PX TTL
+//   <prefix>:index:<cluster>                  that cluster's record keys (JSON array), PX TTL
+//   <prefix>:claims-url:<cluster>             where that cluster's claim API is reached, PX TTL
+//   <prefix>:hint                             channel: a cluster just reported (FederationHint JSON)
+// Every part is URI-encoded, so ids holding '/' or ':' cannot collide.
+import type { FederationRecord } from '@warmpool/api';
+
+export const DEFAULT_FEDERATION_PREFIX = 'warmpool:federation';
+
+export class FederationKeys {
+  readonly prefix: string;
+
+  constructor(prefix: string = DEFAULT_FEDERATION_PREFIX) {
+    this.prefix = prefix;
+  }
+
+  record(record: Pick<FederationRecord, 'clusterId' | 'namespace' | 'envName' | 'memberPool'>): string {
+    return `${this.prefix}:rec:${[record.clusterId, record.namespace, record.envName, record.memberPool].map(encodeURIComponent).join('/')}`;
+  }
+
+  index(clusterId: string): string {
+    return `${this.prefix}:index:${encodeURIComponent(clusterId)}`;
+  }
+
+  /** SCAN pattern of every cluster's index key (glob characters in the prefix escaped). */
+  get indexPattern(): string {
+    return `${this.prefix.replace(/[*?[\]\\]/g, '\\$&')}:index:*`;
+  }
+
+  /** The cluster id of an index key, or undefined when it is not one. */
+  clusterOfIndex(key: string): string | undefined {
+    const head = `${this.prefix}:index:`;
+    if (!key.startsWith(head)) return undefined;
+    try {
+      return decodeURIComponent(key.slice(head.length));
+    } catch {
+      return undefined;
+    }
+  }
+
+  claimsUrl(clusterId: string): string {
+    return `${this.prefix}:claims-url:${encodeURIComponent(clusterId)}`;
+  }
+
+  get hintChannel(): string {
+    return `${this.prefix}:hint`;
+  }
+}

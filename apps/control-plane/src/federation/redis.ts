@@ -1,0 +1,40 @@
+// Connections to the federation hub. Commands fail at once while Redis is
+// away (nothing queues behind a reconnect: the next report or read simply
+// tries again), and reconnects back off up to a few seconds.
+import { Redis } from 'ioredis';
+
+export function reconnectDelay(times: number): number {
+  return Math.min(100 * 2 ** Math.min(times, 6), 5_000);
+}
+
+export function hubConnection(url: string, options: { subscriber?: boolean } = {}): Redis {
+  return new Redis(url, {
+    lazyConnect: true,
+    retryStrategy: reconnectDelay,
+    ...(options.subscriber === true ? { maxRetriesPerRequest: null } : { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
+  });
+}
+
+/**
+ * Logs the first failure of a run of failures and the recovery after it, so a
+ * hub that is down is said once, not at every tick.
+ */
+export class OnceLogger {
+  #failing = false;
+
+  failed(log: () => void): void {
+    if (this.#failing) return;
+    this.#failing = true;
+    log();
+  }
+
+  succeeded(log: () => void): void {
+    if (!this.#failing) return;
+    this.#failing = false;
+    log();
+  }
+
+  get failing(): boolean {
+    return this.#failing;
+  }
+}

@@ -1,0 +1,290 @@
+// Claims for a SandboxEnv, and where they are served.
+//
+// - Stay local while the group has local idle sandboxes (localIdle) or can
+//   grow locally (localCanGrow): the local member with the most idle serves,
+//   else one whose group can grow (a cold boot; the autoscaler reacts).
+// - Otherwise, and when the local claim found no capacity, the best foreign
+//   member (bestForeignMember's ranking) gets the claim: it is forwarded to
+//   that cluster's claim API pinned to `<cluster>::<pool>`, with the
+//   federation token. A pinned pool that can no longer serve sends the claim
+//   on to the next-best member, at most `maxForeignAttempts` of them; none
+//   anywhere answers 429 NoCapacity. Nothing waits open-endedly: each forward
+//   has a timeout.
+// - A spilled claim is recorded in this cluster's claim index with the
+//   serving cluster, so get, renew and release work through this cluster's
+//   API (renew and release are forwarded to the serving cluster).
+import { CLAIMREF_GENERATED_HEADER, claimBodySchema, claimErrorBodySchema, type ClaimBody, type FederationRecord, type SandboxEnv } from '@warmpool/api';
+import { compareForeignCandidates, formatPinnedTarget, parsePinnedTarget, schedulable, type CapacityRegistry } from '@warmpool/federation';
+import type { Lister } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
+import type { Logger } from '@warmpool/runtime';
+import type { ClaimIndex } from '../provisioning/claim-index.js';
+import { ClaimFailure, type ClaimCallOptions, type ClaimGrant, type ClaimService } from '../provisioning/claim-service.js';
+import type { TokenSource } from '../token.js';
+import type { FederationMetrics } from './metrics.js';
+
+/** A claim of `POST /v1/namespaces/{ns}/claims` with `env`. */
+export interface EnvClaimOrder {
+  namespace: string;
+  env: string;
+  /** '' = any group. */
+  scalingGroup: string;
+  claimRef: string;
+  ttlSeconds: number;
+  claimRefGenerated: boolean;
+}
+
+/** A served Env claim: the grant and who serves it. */
+export interface EnvGrant {
+  grant: ClaimGrant;
+  cluster: string;
+  memberPool: string;
+}
+
+type LocalRecord = Omit<FederationRecord, 'clusterId'>;
+
+export interface EnvClaimRouterOptions {
+  /** The claim pipeline of this cluster. */
+  claims: ClaimService;
+  /** This cluster's claim index (spilled claims are recorded in it). */
+  index: ClaimIndex;
+  envs: Lister<SandboxEnv>;
+  /** Local and foreign capacity; its localClusterId is this cluster. */
+  registry: CapacityRegistry;
+  /** This cluster's member records as of the last SandboxEnv run. */
+  localRecords: () => readonly LocalRecord[];
+  /** Where a peer's claim API is; undefined when it advertises none (or no federation). */
+  claimsUrlOf?: (clusterId: string) => Promise<string | undefined>;
+  /** The federation token shared by the clusters; forwarding is off without it. */
+  federationToken?: TokenSource;
+  /** Timeout of one forwarded call (default 15 s). */
+  forwardTimeoutMs?: number;
+  /** Foreign members tried per claim at most (default 3). */
+  maxForeignAttempts?: number;
+  logger: Logger;
+  metrics?: FederationMetrics;
+}
+
+export class EnvClaimRouter {
+  readonly #o: EnvClaimRouterOptions;
+
+  constructor(options: EnvClaimRouterOptions) {
+    this.#o = options;
+  }
+
+  get clusterId(): string {
+    return this.#o.registry.localClusterId;
+  }
+
+  async claim(order: EnvClaimOrder, options: ClaimCallOptions = {}): Promise<EnvGrant> {
+    try {
+      const served = await this.#claim(order, options);
+      this.#o.metrics?.envClaim(served.cluster === this.clusterId ? 'local' : 'spilled');
+      return served;
+    } catch (err) {
+      this.#o.metrics?.envClaim(err instanceof ClaimFailure && err.reason === 'NoCapacity' ? 'no_capacity' : 'failed');
+      throw err;
+    }
+  }
+
+  async #claim(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant> {
+    const { registry } = this.#o;
+    this.#env(order.namespace, order.env);
+    // The same claimRef again answers the claim it already has, wherever it is served.
+    const known = await this.#lookup(order.namespace, order.claimRef);
+    if (known !== undefined) return { grant: known, cluster: known.cluster ?? this.clusterId, memberPool: known.warmPool };
+
+    const group = order.scalingGroup;
+    let localFailure: ClaimFailure | undefined;
+    if (registry.localIdle(order.namespace, order.env, group) > 0 || registry.localCanGrow(order.namespace, order.env, group)) {
+      const member = this.#localMember(order.namespace, order.env, group);
+      if (member !== undefined) {
+        try {
+          return { grant: await this.#claimLocal(order, member, options), cluster: this.clusterId, memberPool: member };
+        } catch (err) {
+          if (!(err instanceof ClaimFailure) || err.reason !== 'NoCapacity') throw err;
+          localFailure = err;
+        }
+      }
+    }
+    const spilled = await this.#spill(order, options);
+    if (spilled !== undefined) return spilled;
+    throw localFailure ?? new ClaimFailure('NoCapacity', `no member of SandboxEnv ${order.namespace}/${order.env}${group === '' ? '' : ` (group ${group})`} has an idle sandbox or room to grow, here or in another cluster`, { retryAfterSeconds: 1 });
+  }
+
+  /**
+   * A claim a peer forwarded, pinned to one of this cluster's member pools.
+   * Served only for a member pool of the same-named Env here, and only while
+   * that member can serve (idle, or its group can grow); it is never sent on.
+   */
+  async claimPinned(order: EnvClaimOrder, target: string, options: ClaimCallOptions = {}): Promise<EnvGrant> {
+    const pinned = parsePinnedTarget(target);
+    if (pinned === undefined) throw new ClaimFailure('BadRequest', `target ${JSON.stringify(target)} is not <cluster>::<pool>`);
+    if (pinned.clusterId !== this.clusterId) throw new ClaimFailure('BadRequest', `target names cluster ${pinned.clusterId}, this is ${this.clusterId}`);
+    const env = this.#env(order.namespace, order.env);
+    const member = env.spec?.members?.find((m) => m.pool === pinned.memberPool);
+    if (member === undefined) throw new ClaimFailure('PoolNotFound', `${pinned.memberPool} is not a member pool of SandboxEnv ${order.namespace}/${order.env}`);
+    const record = this.#o.localRecords().find((r) => r.namespace === order.namespace && r.envName === order.env && r.memberPool === pinned.memberPool);
+    if (record === undefined || !schedulable(record)) {
+      throw new ClaimFailure('NoCapacity', `member pool ${order.namespace}/${pinned.memberPool} has no idle sandbox and cannot grow`, { retryAfterSeconds: 1 });
+    }
+    return { grant: await this.#claimLocal(order, pinned.memberPool, options), cluster: this.clusterId, memberPool: pinned.memberPool };
+  }
+
+  /** Renews a claim, on the cluster that serves it. */
+  async renew(namespace: string, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }> {
+    const grant = await this.#lookup(namespace, idOrClaimRef);
+    if (grant?.cluster === undefined || grant.cluster === this.clusterId) return this.#o.claims.renew(namespace, idOrClaimRef, ttlSeconds);
+    const answer = await this.#forward(grant.cluster, 'POST', `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}/renew`, { ttlSeconds });
+    if (answer.status === 404) {
+      await this.#o.index.drop(grant).catch(() => undefined);
+      throw new ClaimFailure('ClaimNotFound', `claim ${namespace}/${idOrClaimRef} is gone from cluster ${grant.cluster}`);
+    }
+    if (answer.status !== 200) throw failureOf(answer, `cluster ${grant.cluster} did not renew`);
+    const deadline = String((answer.body as { deadline?: unknown }).deadline ?? '');
+    await this.#o.index.renewed(grant, deadline).catch(() => undefined);
+    return { deadline };
+  }
+
+  /** Releases a claim, on the cluster that serves it; false when there was none. */
+  async release(namespace: string, idOrClaimRef: string): Promise<boolean> {
+    const grant = await this.#lookup(namespace, idOrClaimRef);
+    if (grant?.cluster === undefined || grant.cluster === this.clusterId) return this.#o.claims.release(namespace, idOrClaimRef);
+    const answer = await this.#forward(grant.cluster, 'DELETE', `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}`);
+    if (answer.status !== 204 && answer.status !== 404) throw failureOf(answer, `cluster ${grant.cluster} did not release`);
+    await this.#o.index.drop(grant);
+    return true;
+  }
+
+  #env(namespace: string, name: string): SandboxEnv {
+    const env = this.#o.envs.get(namespace, name);
+    if (env === undefined || env.metadata?.deletionTimestamp !== undefined) throw new ClaimFailure('EnvNotFound', `SandboxEnv ${namespace}/${name} not found`);
+    return env;
+  }
+
+  async #lookup(namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
+    return this.#o.claims.lookup(namespace, idOrClaimRef);
+  }
+
+  /** The local member with the most idle; without idle, the first whose group can grow. */
+  #localMember(namespace: string, env: string, group: string): string | undefined {
+    let best: LocalRecord | undefined;
+    for (const r of this.#o.localRecords()) {
+      if (r.namespace !== namespace || r.envName !== env || (group !== '' && r.scalingGroup !== group) || !schedulable(r)) continue;
+      if (best === undefined || r.idle > best.idle) best = r;
+    }
+    return best?.memberPool;
+  }
+
+  #claimLocal(order: EnvClaimOrder, memberPool: string, options: ClaimCallOptions): Promise<ClaimGrant> {
+    return this.#o.claims.claim({
+      namespace: order.namespace,
+      warmPool: memberPool,
+      claimRef: order.claimRef,
+      ttlSeconds: order.ttlSeconds,
+      path: 'http',
+      claimRefGenerated: order.claimRefGenerated,
+    }, options);
+  }
+
+  async #spill(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant | undefined> {
+    const { registry, logger } = this.#o;
+    if (this.#o.claimsUrlOf === undefined || this.#o.federationToken?.() === undefined) return undefined;
+    const group = order.scalingGroup;
+    const candidates = registry.foreignMembers(order.namespace, order.env)
+      .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m))
+      .sort(compareForeignCandidates)
+      .slice(0, this.#o.maxForeignAttempts ?? 3);
+    for (const candidate of candidates) {
+      if (options.signal?.aborted === true) throw new ClaimFailure('Timeout', 'the caller gave up');
+      const target = formatPinnedTarget(candidate);
+      let answer: Answer;
+      try {
+        answer = await this.#forward(candidate.clusterId, 'POST', `/v1/namespaces/${order.namespace}/claims`, {
+          env: order.env,
+          ...(group !== '' ? { scalingGroup: group } : {}),
+          target,
+          ttlSeconds: order.ttlSeconds,
+          claimRef: order.claimRef,
+        }, options.signal, order.claimRefGenerated);
+      } catch (err) {
+        this.#o.metrics?.forward('unreachable');
+        logger.info('a foreign member could not be asked: trying the next', { target, err: messageOf(err) });
+        continue;
+      }
+      if (answer.status !== 200) {
+        this.#o.metrics?.forward('refused');
+        logger.info('a foreign member did not serve the claim: trying the next', { target, status: answer.status, body: answer.body });
+        continue;
+      }
+      const body = claimBodySchema.safeParse(answer.body);
+      if (!body.success) {
+        this.#o.metrics?.forward('refused');
+        logger.warn('a foreign member answered an unreadable claim: trying the next', { target });
+        continue;
+      }
+      this.#o.metrics?.forward('served');
+      const grant = grantOf(body.data, candidate.clusterId);
+      try {
+        await this.#o.index.record([grant]);
+      } catch (err) {
+        logger.warn('served by another cluster but not recorded here: release and renew must go to that cluster', { target, id: grant.id, err });
+      }
+      return { grant, cluster: candidate.clusterId, memberPool: candidate.memberPool };
+    }
+    return undefined;
+  }
+
+  async #forward(clusterId: string, method: string, path: string, body?: unknown, signal?: AbortSignal, generatedRef = false): Promise<Answer> {
+    const token = this.#o.federationToken?.();
+    if (token === undefined) throw new ClaimFailure('Unavailable', 'no federation token (--federation-token-file): cannot reach other clusters', { retryAfterSeconds: 1 });
+    const base = await this.#o.claimsUrlOf?.(clusterId);
+    if (base === undefined) throw new ClaimFailure('Unavailable', `cluster ${clusterId} advertises no claim API (or the federation hub is not reachable)`, { retryAfterSeconds: 1 });
+    const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
+    const res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for it).
+        ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, body: parsed };
+  }
+}
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+function grantOf(body: ClaimBody, cluster: string): ClaimGrant & { token: string } {
+  return {
+    id: body.id,
+    token: body.token ?? '',
+    deadline: body.deadline,
+    ownerAddr: body.ownerAddr,
+    node: body.node,
+    namespace: body.namespace,
+    warmPool: body.warmPool,
+    claimRef: body.claimRef,
+    tier: body.tier,
+    cluster,
+  };
+}
+
+function failureOf(answer: Answer, what: string): ClaimFailure {
+  const error = claimErrorBodySchema.safeParse(answer.body);
+  if (error.success) return new ClaimFailure(error.data.reason, `${what}: ${error.data.error}`, { retryAfterSeconds: 1 });
+  return new ClaimFailure('Unavailable', `${what}: HTTP ${answer.status}`, { retryAfterSeconds: 1 });
+}

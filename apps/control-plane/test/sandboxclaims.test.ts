@@ -1,0 +1,446 @@
+// SandboxClaims end to end: a real kube-apiserver, a real Redis, three real
+// node agents (processes) each in front of a fake-sandboxd (process), and the
+// control plane in this process with the claim pipeline, the SandboxClaim
+// controller and the claim janitor. What the nodes hold is read straight from
+// the agents.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  SANDBOX_CLAIM_FINALIZER,
+  SANDBOX_ID_ANNOTATION,
+  SandboxClaimType,
+  sandboxListSchema,
+  type SandboxClaim,
+  type SandboxRow,
+} from '@warmpool/api';
+import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { isNotFound, ResourceClient } from '@warmpool/kube';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ControlPlane, KubeSecret } from '../src/index.js';
+import { callClaims, serviceAccountToken } from './support/claims.js';
+import { startControlPlane } from './support/control-plane.js';
+import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
+import { apply, kubectl, patch, template, warmPool } from './support/objects.js';
+import { stopAll } from './support/processes.js';
+import { delay, eventually } from './support/wait.js';
+
+const TOKEN = 'fleet-token-for-sandboxclaim-tests';
+const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
+
+function sandboxClaim(namespace: string, name: string, pool: string, options: { annotations?: Record<string, string>; lifecycle?: Record<string, unknown> } = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxClaim',
+    metadata: { namespace, name, ...(options.annotations ? { annotations: options.annotations } : {}) },
+    spec: { warmPoolRef: { name: pool }, ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}) },
+  };
+}
+
+function ready(claim: SandboxClaim | undefined): { status: string; reason?: string; message?: string } | undefined {
+  return claim?.status?.conditions?.find((c) => c.type === 'Ready');
+}
+
+function decode(secret: KubeSecret): Record<string, string> {
+  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+}
+
+describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
+  let cluster: TestCluster;
+  let redis: TestRedis;
+  let fleet: Fleet;
+  let dir: string;
+  let system: string;
+  let controlPlane: ControlPlane | undefined;
+  let claimClient: ResourceClient<SandboxClaim>;
+  let secretClient: ResourceClient<KubeSecret>;
+  const namespaces: string[] = [];
+
+  async function namespace(prefix: string): Promise<string> {
+    const name = await cluster.createNamespace(prefix);
+    namespaces.push(name);
+    return name;
+  }
+
+  async function start(controller: { leaseSeconds?: number } = {}): Promise<ControlPlane> {
+    controlPlane = await startControlPlane(cluster, dir, system, {
+      token: TOKEN,
+      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
+      sandboxClaims: {
+        controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000, ...controller },
+        // The janitor is swept by hand in its spec.
+        janitor: { intervalMs: 3_600_000, graceMs: 500 },
+      },
+    });
+    const started = controlPlane;
+    await eventually(() => started.isLeader() && started.sandboxClaims?.controller.running && started.claims?.notReadyReasons().length === 0, { what: 'the control plane to lead, ready to claim' });
+    return started;
+  }
+
+  async function getClaim(ns: string, name: string): Promise<SandboxClaim | undefined> {
+    try {
+      return await claimClient.get({ namespace: ns, name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async function getSecret(ns: string, name: string): Promise<KubeSecret | undefined> {
+    try {
+      return await secretClient.get({ namespace: ns, name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async function readyClaim(ns: string, name: string, timeoutMs = 30_000): Promise<SandboxClaim> {
+    return eventually(async () => {
+      const claim = await getClaim(ns, name);
+      return ready(claim)?.status === 'True' ? claim : undefined;
+    }, { what: `SandboxClaim ${ns}/${name} to be Ready`, timeoutMs });
+  }
+
+  async function failedWith(ns: string, name: string, reason: string): Promise<SandboxClaim> {
+    return eventually(async () => {
+      const claim = await getClaim(ns, name);
+      if (ready(claim)?.status === 'False' && ready(claim)?.reason === reason) return claim;
+      throw new Error(`the claim is ${JSON.stringify({ metadata: claim?.metadata, status: claim?.status })}`);
+    }, { what: `SandboxClaim ${ns}/${name} to be Ready=False ${reason}` });
+  }
+
+  /** Every claim the node holds, as its agent lists them. */
+  async function nodeClaims(node: FleetNode): Promise<SandboxRow[]> {
+    const res = await fetch(`${node.agentUrl}/v1/sandboxes`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    return sandboxListSchema.parse(await res.json()).sandboxes;
+  }
+
+  async function metric(name: string, labels = ''): Promise<number> {
+    const text = (await controlPlane?.registry.getSingleMetricAsString(name)) ?? '';
+    const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+    return line === undefined ? 0 : Number(line.split(' ').at(-1));
+  }
+
+  async function heldAnywhere(claimRef: string): Promise<SandboxRow[]> {
+    return (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref === claimRef);
+  }
+
+  async function drivenPool(ns: string, name: string, replicas = 6): Promise<void> {
+    await apply(cluster, template(ns, `${name}-tpl`, `registry.test/${ns}-${name}:1`), warmPool(ns, name, `${name}-tpl`, replicas));
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-sandboxclaims-'));
+    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-sandboxclaims' }), startRedis()]);
+    system = await cluster.createNamespace('warmpool-system');
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, TOKEN + '\n');
+    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
+    claimClient = new ResourceClient<SandboxClaim>(cluster.kubeConfig, SandboxClaimType);
+    secretClient = new ResourceClient<KubeSecret>(cluster.kubeConfig, { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true });
+    await start();
+  }, 120_000);
+
+  afterEach(async () => {
+    // Namespaces never finish terminating without a controller manager: delete the objects themselves.
+    for (const ns of namespaces.splice(0)) {
+      await kubectl(cluster, ['delete', 'sandboxclaims,sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
+    }
+  });
+
+  afterAll(async () => {
+    await controlPlane?.close();
+    await fleet?.stop();
+    await stopAll();
+    await redis?.stop();
+    await cluster?.stop();
+    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
+    else console.error(`sandboxclaim logs kept in ${dir}`);
+  });
+
+  it('makes a SandboxClaim Ready with its own sandbox and an owned Secret, and never shows the token', async () => {
+    const ns = await namespace('ready');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'one', 'pool'));
+    const claim = await readyClaim(ns, 'one');
+
+    expect(ready(claim)).toMatchObject({ status: 'True', reason: 'Claimed' });
+    expect(claim.status?.sandbox).toEqual({ name: 'one', podIPs: ['127.0.0.1'] });
+    expect(claim.metadata.finalizers).toContain(SANDBOX_CLAIM_FINALIZER);
+    const id = claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION];
+    expect(id).toMatch(/^sb_/);
+
+    const secret = await getSecret(ns, 'one');
+    expect(secret?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'SandboxClaim', name: 'one', uid: claim.metadata.uid, controller: true })]);
+    const data = decode(secret as KubeSecret);
+    expect(Object.keys(data).sort()).toEqual(['deadline', 'id', 'node', 'ownerAddr', 'token']);
+    expect(data['id']).toBe(id);
+    expect(data['token']).not.toBe('');
+    expect(JSON.stringify(claim)).not.toContain(data['token']);
+
+    const held = await heldAnywhere(`${ns}/one`);
+    expect(held.map((row) => row.id)).toEqual([id]);
+    expect((await kubectl(cluster, ['get', 'sandboxes.agents.x-k8s.io', '-A', '-o', 'name'])).trim(), 'no Sandbox object is created').toBe('');
+    const columns = (await kubectl(cluster, ['get', 'sandboxclaim', 'one', '-n', ns, '--no-headers'])).trim().split(/\s+/);
+    expect(columns.slice(0, 4)).toEqual(['one', 'True', 'one', 'Claimed']);
+  });
+
+  it('releases the sandbox when the SandboxClaim is deleted, and deletes its Secret', async () => {
+    const ns = await namespace('delete');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'gone', 'pool'));
+    const claim = await readyClaim(ns, 'gone');
+    const nodeName = decode((await getSecret(ns, 'gone')) as KubeSecret)['node'];
+    const node = fleet.nodes.find((n) => n.name === nodeName) as FleetNode;
+    const before = (await node.info()).claimed;
+
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'gone', '-n', ns, '--wait=false']);
+    await eventually(async () => (await getClaim(ns, 'gone')) === undefined, { what: 'the claim to be deleted' });
+    expect(await heldAnywhere(`${ns}/gone`)).toEqual([]);
+    expect((await node.info()).claimed).toBeLessThan(before);
+    expect(await getSecret(ns, 'gone')).toBeUndefined();
+    expect(claim.metadata.uid).toBeDefined();
+  });
+
+  it('gives 20 concurrent SandboxClaims 20 distinct sandboxes', async () => {
+    const ns = await namespace('twenty');
+    await drivenPool(ns, 'pool', 30);
+    const names = Array.from({ length: 20 }, (_, i) => `c${i}`);
+    await apply(cluster, ...names.map((name) => sandboxClaim(ns, name, 'pool')));
+    const ready20 = await Promise.all(names.map((name) => readyClaim(ns, name, 60_000)));
+    const ids = ready20.map((c) => c.metadata.annotations?.[SANDBOX_ID_ANNOTATION]);
+    expect(new Set(ids).size).toBe(20);
+    const tokens = await Promise.all(names.map(async (name) => decode((await getSecret(ns, name)) as KubeSecret)['token']));
+    expect(new Set(tokens).size).toBe(20);
+    const refs = (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref?.startsWith(`${ns}/`));
+    expect(refs.map((row) => row.claim_ref).sort()).toEqual(names.map((n) => `${ns}/${n}`).sort());
+  });
+
+  it('answers PoolNotFound to a claim addressed to warmpool, leaves an unaddressed one alone, and serves both once the pool exists', async () => {
+    const ns = await namespace('missing');
+    await apply(cluster, sandboxClaim(ns, 'asked', 'later', { annotations: WARMPOOL_CLAIM }), sandboxClaim(ns, 'plain', 'later'));
+    const failed = await failedWith(ns, 'asked', 'PoolNotFound');
+    expect(ready(failed)?.message).toContain('later');
+    await delay(500);
+    const plain = await getClaim(ns, 'plain');
+    expect(plain?.status).toBeUndefined();
+    expect(plain?.metadata.finalizers ?? []).toEqual([]);
+
+    await drivenPool(ns, 'later');
+    await readyClaim(ns, 'asked');
+    await readyClaim(ns, 'plain');
+  });
+
+  it('answers NotDriven to a claim of an undriven pool addressed to warmpool, never writes upstream\'s claims, and serves once the template opts in', async () => {
+    const ns = await namespace('undriven');
+    await apply(cluster, template(ns, 'tpl', `registry.test/${ns}:1`, { optIn: false }), warmPool(ns, 'pool', 'tpl', 3));
+    await apply(cluster, sandboxClaim(ns, 'asked', 'pool', { annotations: WARMPOOL_CLAIM }), sandboxClaim(ns, 'upstreams', 'pool'));
+    await failedWith(ns, 'asked', 'NotDriven');
+    await delay(500);
+    const upstreams = await getClaim(ns, 'upstreams');
+    expect(upstreams?.status).toBeUndefined();
+    expect(upstreams?.metadata.finalizers ?? []).toEqual([]);
+    expect(upstreams?.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
+
+    await patch(cluster, 'sandboxtemplate', ns, 'tpl', { metadata: { annotations: WARMPOOL_CLAIM } });
+    await readyClaim(ns, 'asked');
+    await readyClaim(ns, 'upstreams');
+  });
+
+  it('answers NoCapacity while no node has room, and Ready once room appears', async () => {
+    const ns = await namespace('full');
+    await drivenPool(ns, 'pool', 3);
+    const drain = (method: 'POST' | 'DELETE'): Promise<void[]> => Promise.all(fleet.nodes.map(async (node) => {
+      const res = await fetch(`${node.sandboxdUrl}/v1/drain`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
+      await res.body?.cancel();
+      expect(res.ok).toBe(true);
+    }));
+    await drain('POST');
+    try {
+      await apply(cluster, sandboxClaim(ns, 'waiting', 'pool'));
+      await failedWith(ns, 'waiting', 'NoCapacity');
+      expect(await heldAnywhere(`${ns}/waiting`)).toEqual([]);
+    } finally {
+      await drain('DELETE');
+    }
+    await readyClaim(ns, 'waiting');
+  });
+
+  it('turns a claim Expired at its shutdownTime (the node reaps the sandbox), and deletes it with shutdownPolicy Delete', async () => {
+    const ns = await namespace('expiry');
+    await drivenPool(ns, 'pool');
+    const soon = new Date(Date.now() + 4_000).toISOString();
+    await apply(cluster,
+      sandboxClaim(ns, 'kept', 'pool', { lifecycle: { shutdownTime: soon, shutdownPolicy: 'Retain' } }),
+      sandboxClaim(ns, 'dropped', 'pool', { lifecycle: { shutdownTime: soon, shutdownPolicy: 'Delete' } }));
+    await readyClaim(ns, 'kept');
+    await readyClaim(ns, 'dropped');
+    const secret = decode((await getSecret(ns, 'kept')) as KubeSecret);
+    expect(Math.abs(Date.parse(secret['deadline'] ?? '') - Date.parse(soon))).toBeLessThanOrEqual(1_500);
+
+    const expired = await failedWith(ns, 'kept', 'Expired');
+    expect(expired.status?.sandbox).toBeUndefined();
+    expect(await heldAnywhere(`${ns}/kept`)).toEqual([]);
+    expect(await getSecret(ns, 'kept')).toBeUndefined();
+    await eventually(async () => (await getClaim(ns, 'dropped')) === undefined, { what: 'the Delete-policy claim to be deleted' });
+    expect(await heldAnywhere(`${ns}/dropped`)).toEqual([]);
+  });
+
+  it('releases the sandbox of a claim deleted while its batch ran', async () => {
+    const ns = await namespace('inflight');
+    await drivenPool(ns, 'pool');
+    const vanished = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
+    // The agents are paused: the claim's job waits on a node while the claim is deleted (it has no finalizer yet).
+    for (const node of fleet.nodes) node.agent?.kill('SIGSTOP');
+    try {
+      await apply(cluster, sandboxClaim(ns, 'racing', 'pool'));
+      await delay(300);
+      await kubectl(cluster, ['delete', 'sandboxclaim', 'racing', '-n', ns]);
+    } finally {
+      for (const node of fleet.nodes) node.agent?.kill('SIGCONT');
+    }
+    await eventually(async () => (await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}')) === vanished + 1, { what: 'the landed claim to be released' });
+    expect(await heldAnywhere(`${ns}/racing`)).toEqual([]);
+    expect(await getSecret(ns, 'racing')).toBeUndefined();
+  });
+
+  it('releases the sandbox of a claim deleted while the control plane was down, once it is back (finalizer)', async () => {
+    const ns = await namespace('down');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'orphaned', 'pool'));
+    await readyClaim(ns, 'orphaned');
+    await controlPlane?.close();
+    controlPlane = undefined;
+
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'orphaned', '-n', ns, '--wait=false']);
+    await delay(500);
+    expect((await getClaim(ns, 'orphaned'))?.metadata.deletionTimestamp).toBeDefined();
+    expect(await heldAnywhere(`${ns}/orphaned`)).toHaveLength(1);
+
+    await start();
+    await eventually(async () => (await getClaim(ns, 'orphaned')) === undefined, { what: 'the claim to be finalized' });
+    expect(await heldAnywhere(`${ns}/orphaned`)).toEqual([]);
+  });
+
+  it('has the janitor release node claims of SandboxClaims that no longer exist, and nothing else', async () => {
+    const ns = await namespace('janitor');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'alive', 'pool'));
+    await readyClaim(ns, 'alive');
+    const node = fleet.nodes[0] as FleetNode;
+    // An orphan made straight on a node, as a crash between the node claim and the finalizer would leave it.
+    const res = await fetch(`${node.agentUrl}/v1/claim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: `registry.test/${ns}-pool:1`, claim_ref: `${ns}/ghost`, ttl_seconds: 600 }),
+    });
+    expect(res.status).toBe(200);
+    // One served by the pipeline for the CRD path whose SandboxClaim never came to be (indexed, path crd).
+    const pipeline = controlPlane?.claims;
+    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'indexed-ghost', ttlSeconds: 600, path: 'crd' });
+    // An HTTP-path claim of the same shape: no SandboxClaim, and never the janitor's.
+    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, path: 'http' });
+    await delay(600);
+
+    const before = await metric('warmpool_controlplane_claim_janitor_releases_total');
+    const swept = await controlPlane?.sandboxClaims?.janitor.sweep();
+    expect(swept).toMatchObject({ nodes: 3, failedNodes: 0, released: 2 });
+    expect(await heldAnywhere(`${ns}/ghost`)).toEqual([]);
+    expect(await heldAnywhere(`${ns}/indexed-ghost`)).toEqual([]);
+    expect(await pipeline?.lookup(ns, 'indexed-ghost')).toBeUndefined();
+    expect(await heldAnywhere(`${ns}/over-http`)).toHaveLength(1);
+    expect(await heldAnywhere(`${ns}/alive`)).toHaveLength(1);
+    expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(before + 2);
+    await pipeline?.release(ns, 'over-http');
+  });
+
+  it('renews the lease of a claim without shutdownTime, so its sandbox outlives the lease', async () => {
+    await controlPlane?.close();
+    await start({ leaseSeconds: 3 });
+    try {
+      const ns = await namespace('renew');
+      await drivenPool(ns, 'pool');
+      await apply(cluster, sandboxClaim(ns, 'long', 'pool'));
+      await readyClaim(ns, 'long');
+      const first = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
+      await eventually(async () => {
+        const now = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
+        return Date.parse(now) > Date.parse(first) ? now : undefined;
+      }, { what: 'the Secret\'s deadline to move with a renewal' });
+      await delay(4_000);
+      expect(await heldAnywhere(`${ns}/long`)).toHaveLength(1);
+      expect(ready(await getClaim(ns, 'long'))).toMatchObject({ status: 'True', reason: 'Claimed' });
+    } finally {
+      await controlPlane?.close();
+      await start();
+    }
+  });
+
+  it('leaves a user\'s own Secret of the claim\'s name untouched, releases the sandbox and says BadRequest', async () => {
+    const ns = await namespace('taken');
+    await drivenPool(ns, 'pool');
+    await secretClient.create({ metadata: { name: 'taken', namespace: ns }, type: 'Opaque', data: { mine: Buffer.from('yes').toString('base64') } });
+    await apply(cluster, sandboxClaim(ns, 'taken', 'pool'));
+    const failed = await failedWith(ns, 'taken', 'BadRequest');
+    expect(ready(failed)?.message).toContain('Secret');
+    expect((await getSecret(ns, 'taken'))?.data).toEqual({ mine: Buffer.from('yes').toString('base64') });
+    expect(await heldAnywhere(`${ns}/taken`)).toEqual([]);
+    const made = await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}');
+    const released = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
+    await delay(1_000);
+    expect(await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}')).toBe(made);
+    expect(await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}'), 'a refused claim is not claimed again and again').toBe(released);
+    const claim = await getClaim(ns, 'taken');
+    expect(claim?.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
+    expect(claim?.metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
+    const standby = await startControlPlane(cluster, dir, system, { token: TOKEN, claims: { redisUrl: redis.url } });
+    try {
+      await eventually(() => standby.ready(), { what: 'the standby\'s caches to sync' });
+      expect(standby.isLeader()).toBe(false);
+      const ns = await namespace('standby');
+      await drivenPool(ns, 'pool');
+      await apply(cluster, sandboxClaim(ns, 'one', 'pool'));
+      await readyClaim(ns, 'one');
+      const writes = await standby.registry.getSingleMetricAsString('warmpool_controlplane_sandboxclaim_api_writes_total');
+      expect(writes).not.toMatch(/_total\{[^}]*\} [1-9]/);
+      expect(standby.sandboxClaims?.controller.running).toBe(false);
+    } finally {
+      await standby.close();
+    }
+  });
+
+  it('never takes nor releases an HTTP client\'s sandbox held under the claim\'s name (shared claim_ref)', async () => {
+    const ns = await namespace('shared');
+    await drivenPool(ns, 'pool');
+    // Once the pipeline's caches have the pool.
+    const http = await eventually(() => controlPlane?.claims?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'shared', ttlSeconds: 600, path: 'http' }), { what: 'an HTTP claim' });
+    await apply(cluster, sandboxClaim(ns, 'shared', 'pool', { lifecycle: { shutdownTime: new Date(Date.now() + 60_000).toISOString() } }));
+    const failed = await failedWith(ns, 'shared', 'BadRequest');
+    expect(ready(failed)?.message).toContain('HTTP claim');
+    expect(await getSecret(ns, 'shared')).toBeUndefined();
+    expect(failed.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'shared', '-n', ns]);
+    await delay(500);
+    expect((await heldAnywhere(`${ns}/shared`)).map((row) => row.id)).toEqual([http?.id]);
+    await controlPlane?.claims?.release(ns, 'shared');
+  });
+
+  it('never hands a SandboxClaim\'s sandbox (or its token) to an HTTP client asking with the claim\'s name as claimRef', async () => {
+    const ns = await namespace('steal');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'mine', 'pool'));
+    await readyClaim(ns, 'mine');
+    const secretToken = decode((await getSecret(ns, 'mine')) as KubeSecret)['token'];
+    const creator = await serviceAccountToken(cluster, ns, 'creator', ['create']);
+    const answer = await callClaims<{ reason?: string; token?: string }>(controlPlane?.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, creator, { warmPool: 'pool', claimRef: 'mine' });
+    expect(answer.status).toBe(400);
+    expect(answer.body.reason).toBe('BadRequest');
+    expect(JSON.stringify(answer.body)).not.toContain(secretToken);
+    expect(await heldAnywhere(`${ns}/mine`)).toHaveLength(1);
+    expect(ready(await getClaim(ns, 'mine'))).toMatchObject({ status: 'True', reason: 'Claimed' });
+  });
+});

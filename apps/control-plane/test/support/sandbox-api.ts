@@ -1,0 +1,77 @@
+// The Sandbox API behind the real apiserver's aggregation layer, for specs:
+// a serving certificate from a CA of the spec's own, its registration (the
+// harness's ExternalName Service + APIService to loopback), calls
+// straight to the control plane as the front proxy (or as anyone else), and
+// what etcd holds.
+import { request } from 'node:https';
+import { issueCertificate, registerAggregatedApi, type IssuedCertificate, type TestCluster } from '@warmpool/harness';
+
+export const API_SERVICE_NAMESPACE = 'kube-system';
+export const API_SERVICE_NAME = 'warmpool-sandbox-api';
+
+export interface ServingPki {
+  ca: IssuedCertificate;
+  serving: IssuedCertificate;
+}
+
+/** A CA and a serving certificate for <service>.<namespace>.svc, the name the aggregator verifies. */
+export function servingPki(): ServingPki {
+  const ca = issueCertificate({ subject: { commonName: 'sandbox-api-test-ca' }, isCa: true });
+  const serving = issueCertificate({
+    subject: { commonName: API_SERVICE_NAME }, issuer: ca, usages: ['server'],
+    dnsNames: [`${API_SERVICE_NAME}.${API_SERVICE_NAMESPACE}.svc`, 'localhost'], ipAddresses: ['127.0.0.1'],
+  });
+  return { ca, serving };
+}
+
+/** Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox CRD (the harness's aggregation helper). */
+export async function registerSandboxApi(cluster: TestCluster, port: number, caPem: string | undefined): Promise<void> {
+  await registerAggregatedApi(cluster, {
+    group: 'agents.x-k8s.io', version: 'v1beta1', port, ...(caPem !== undefined ? { caPem } : {}),
+    serviceNamespace: API_SERVICE_NAMESPACE, serviceName: API_SERVICE_NAME, replacesCrd: 'sandboxes.agents.x-k8s.io',
+  });
+}
+
+export interface DirectAnswer {
+  status: number;
+  body: unknown;
+}
+
+/** A request straight to the control plane's Sandbox API, as `client` (a certificate and key) with these headers. */
+export function callDirect(port: number, caPem: string, path: string, options: { client?: IssuedCertificate; headers?: Record<string, string>; method?: string } = {}): Promise<DirectAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1', port, path, method: options.method ?? 'GET', ca: caPem, servername: 'localhost',
+      ...(options.client !== undefined ? { cert: options.client.certPem, key: options.client.keyPem } : {}),
+      headers: options.headers ?? {},
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** How many keys etcd holds under a prefix, asked of etcd itself (its v3 JSON gateway). */
+export async function etcdCount(cluster: TestCluster, prefix: string): Promise<number> {
+  const key = Buffer.from(prefix);
+  const end = Buffer.from(prefix);
+  end[end.length - 1] = (end[end.length - 1] ?? 0) + 1;
+  const res = await fetch(`${cluster.etcdUrl}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: key.toString('base64'), range_end: end.toString('base64'), count_only: true }),
+  });
+  const body = (await res.json()) as { count?: string };
+  return Number(body.count ?? '0');
+}

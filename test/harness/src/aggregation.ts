@@ -1,0 +1,59 @@
+// Registers an extension apiserver running on loopback with the test
+// cluster's aggregation layer: an ExternalName Service naming 127.0.0.1 (the
+// aggregator resolves ExternalName Services without kube-proxy or endpoints)
+// and an APIService pointing at it. kube-apiserver then proxies the group
+// version there with its front-proxy client certificate.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestCluster } from './cluster.js';
+import { waitUntil } from './wait.js';
+
+export interface AggregatedApiOptions {
+  group: string;
+  version: string;
+  /** The extension apiserver's port on 127.0.0.1. */
+  port: number;
+  /** PEM of the CA of its serving certificate (issued for <service>.<namespace>.svc); absent: insecureSkipTLSVerify. */
+  caPem?: string;
+  /** Where the Service goes (default kube-system) and its name (default `<version>-<group with dashes>`). */
+  serviceNamespace?: string;
+  serviceName?: string;
+  /** A CRD serving the same group version is deleted first (the APIService replaces it). */
+  replacesCrd?: string;
+  availableTimeoutMs?: number;
+}
+
+/** Registers and waits until the aggregator calls the APIService Available; kubectl's discovery cache is dropped. */
+export async function registerAggregatedApi(cluster: TestCluster, options: AggregatedApiOptions): Promise<void> {
+  const run = async (args: string[], input?: string): Promise<string> => {
+    const result = await cluster.kubectl(args, input === undefined ? {} : { input });
+    if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
+    return result.stdout;
+  };
+  if (options.replacesCrd !== undefined) await run(['delete', 'crd', options.replacesCrd, '--ignore-not-found', '--wait=true']);
+  const namespace = options.serviceNamespace ?? 'kube-system';
+  const name = options.serviceName ?? `${options.version}-${options.group.replaceAll('.', '-')}`.slice(0, 63);
+  const apiServiceName = `${options.version}.${options.group}`;
+  const service = {
+    apiVersion: 'v1', kind: 'Service',
+    metadata: { name, namespace },
+    spec: { type: 'ExternalName', externalName: '127.0.0.1', ports: [{ name: 'https', port: options.port, protocol: 'TCP' }] },
+  };
+  const apiService = {
+    apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService',
+    metadata: { name: apiServiceName },
+    spec: {
+      group: options.group, version: options.version, groupPriorityMinimum: 1000, versionPriority: 15,
+      service: { namespace, name, port: options.port },
+      ...(options.caPem !== undefined ? { caBundle: Buffer.from(options.caPem).toString('base64') } : { insecureSkipTLSVerify: true }),
+    },
+  };
+  await run(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service, apiService] }));
+  let last = '';
+  await waitUntil(async () => {
+    const result = await cluster.kubectl(['get', 'apiservice', apiServiceName, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")]}']);
+    last = result.stdout;
+    return result.stdout.includes('"status":"True"');
+  }, { timeoutMs: options.availableTimeoutMs ?? 60_000, intervalMs: 500, describe: () => `APIService ${apiServiceName} not Available: ${last}` });
+  rmSync(join(cluster.dataDir, 'kubectl-cache'), { recursive: true, force: true });
+}
