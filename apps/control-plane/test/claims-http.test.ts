@@ -103,6 +103,50 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
   });
 
+  describe('its OpenAPI document and methods', () => {
+    interface Document { openapi: string; info: { version: string }; paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>; components: { schemas: Record<string, { required?: string[]; properties?: Record<string, { enum?: string[]; maximum?: number }> }> } }
+
+    it('serves /openapi.json without a token, generated from the zod schemas of libs/api, one operation per served route', async () => {
+      const answer = await callClaims<Document>(urlOf(a), 'GET', '/openapi.json', undefined);
+      expect(answer.status).toBe(200);
+      const doc = answer.body;
+      expect(doc.openapi).toBe('3.1.0');
+      expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+/);
+      const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`)).sort();
+      expect(routes).toEqual([
+        'DELETE /v1/namespaces/{namespace}/claims/{id}', 'GET /openapi.json', 'GET /v1/namespaces/{namespace}/claims/{id}',
+        'POST /v1/namespaces/{namespace}/claims', 'POST /v1/namespaces/{namespace}/claims/{id}/renew',
+      ]);
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const operation of Object.values(ops)) if (path.startsWith('/v1/')) expect(Object.keys(operation.responses), path).toEqual(expect.arrayContaining(['401', '403', '405']));
+      }
+      const { schemas } = doc.components;
+      expect(schemas['CreateClaimRequest']?.properties?.['ttlSeconds']).toMatchObject({ maximum: 86_400 });
+      expect(schemas['Claim']?.required).toEqual(expect.arrayContaining(['id', 'deadline', 'node', 'claimRef', 'tier']));
+      expect(schemas['Error']?.properties?.['reason']?.enum).toEqual(expect.arrayContaining(['NoCapacity', 'MethodNotAllowed']));
+    });
+
+    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404, and neither without a token', async () => {
+      const cases: Array<[string, string, string]> = [
+        ['PUT', claimsPath(), 'POST'],
+        ['GET', claimsPath(), 'POST'],
+        ['POST', `${claimsPath()}/job-1`, 'DELETE, GET, HEAD'],
+        ['GET', `${claimsPath()}/job-1/renew`, 'POST'],
+        ['POST', '/openapi.json', 'GET, HEAD'],
+      ];
+      for (const [method, path, allow] of cases) {
+        const answer = await callClaims(urlOf(a), method, path, allowed);
+        expect(answer.status, `${method} ${path}`).toBe(405);
+        expect(answer.headers.get('allow')).toBe(allow);
+        expect(claimErrorBodySchema.parse(answer.body).reason).toBe('MethodNotAllowed');
+      }
+      const unknown = await callClaims(urlOf(a), 'GET', '/v2/claims', allowed);
+      expect(unknown.status).toBe(404);
+      // Authentication comes first: a caller without a token learns nothing about the routes.
+      expect((await callClaims(urlOf(a), 'PUT', claimsPath(), undefined)).status).toBe(401);
+    });
+  });
+
   describe('claiming', () => {
     it('answers 200 with a sandbox for a ServiceAccount with the RBAC; its node holds it under <namespace>/<claimRef>', async () => {
       const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', ttlSeconds: 120 });

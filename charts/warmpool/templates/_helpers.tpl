@@ -67,3 +67,27 @@ without a restart (see "Rotating the fleet token").
 {{- $d := toString . -}}
 {{- if hasSuffix "h" $d }}{{ mul (trimSuffix "h" $d | int) 3600 }}{{ else if hasSuffix "m" $d }}{{ mul (trimSuffix "m" $d | int) 60 }}{{ else }}{{ trimSuffix "s" $d | int }}{{ end -}}
 {{- end -}}
+
+{{- /* The in-chart Redis's URL (redis.enabled), else empty. */ -}}
+{{- define "warmpool.inChartRedisUrl" -}}
+{{- if .Values.redis.enabled -}}
+redis://{{ include "warmpool.fullname" . }}-redis.{{ include "warmpool.namespace" . }}.svc:{{ .Values.redis.port }}
+{{- end -}}
+{{- end -}}
+
+{{- /* Provisioning's Redis URL in the args: controlPlane.redis.url, else the in-chart Redis (empty with existingSecret: the URL comes from the Secret). */ -}}
+{{- define "warmpool.redisUrl" -}}
+{{- if not .Values.controlPlane.redis.existingSecret -}}
+{{- .Values.controlPlane.redis.url | default (include "warmpool.inChartRedisUrl" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* "true" when provisioning (the claim API, batch workers) is on, else empty. */ -}}
+{{- define "warmpool.provisioning" -}}
+{{- if or (include "warmpool.redisUrl" .) .Values.controlPlane.redis.existingSecret }}true{{ end -}}
+{{- end -}}
+
+{{- /* The federation hub: controlPlane.federation.redisUrl, else the in-chart Redis. */ -}}
+{{- define "warmpool.federationRedisUrl" -}}
+{{- .Values.controlPlane.federation.redisUrl | default (include "warmpool.inChartRedisUrl" .) -}}
+{{- end -}}

@@ -5,7 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
-import { findBinary, startCluster, type TestCluster } from '@warmpool/harness';
+import { Redis } from 'ioredis';
+import { findBinary, findOnPath, freePort, ManagedChild, redisPing, startCluster, waitUntil, type TestCluster } from '@warmpool/harness';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const run = promisify(execFile);
 const CHART = fileURLToPath(new URL('..', import.meta.url));
@@ -29,7 +33,7 @@ interface Rendered {
   data?: Record<string, string>;
 }
 // Container and pod shapes the assertions below read.
-interface Container { name: string; image: string; args: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet: { path: string; port: string } }; readinessProbe?: { httpGet: { port: string } }; startupProbe?: unknown; securityContext?: Record<string, unknown> }
+interface Container { name: string; image: string; imagePullPolicy?: string; args: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet: { path: string; port: string } }; readinessProbe?: { httpGet: { port: string } }; startupProbe?: unknown; securityContext?: Record<string, unknown> }
 interface PodTemplate { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: Container[]; volumes: Array<{ name: string; secret?: { secretName: string; items: Array<{ key: string }> } }>; nodeSelector?: Record<string, string>; tolerations?: unknown[]; priorityClassName?: string; securityContext?: Record<string, unknown>; imagePullSecrets?: unknown[]; affinity?: Record<string, unknown>; topologySpreadConstraints?: unknown[] } }
 
 /** `helm template` with a cluster's defaults and the fake sidecar (so no token is required), plus `set`. */
@@ -107,7 +111,8 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('splits the CRD switch: upstream\'s kinds and warmpool\'s own, each on its own', async () => {
-    const crds = async (set: string[]) => (await render(set)).filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort();
+    // sandboxApi.mode=crd: the Sandbox CRD is one of upstream's kinds (the default serves sandboxes instead).
+    const crds = async (set: string[]) => (await render(['sandboxApi.mode=crd', ...set])).filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort();
     expect(await crds(['crds.upstream.install=false'])).toEqual(['nodeinventories.warmpool.dev', 'sandboxenvs.warmpool.dev']);
     expect(await crds(['crds.warmpool.install=false'])).toEqual([
       'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
@@ -157,7 +162,7 @@ describe('the Helm chart, rendered', () => {
     const cp = find(objects, 'Deployment');
     const pod = podOf(cp);
     const container = containerOf(cp, 'control-plane');
-    expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'probes', containerPort: 9440 }]);
+    expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'probes', containerPort: 9440 }, { name: 'sandbox-api', containerPort: 8443 }]);
     expect(container.args).toEqual(expect.arrayContaining(['--metrics-bind-address=0.0.0.0:8080', '--health-probe-bind-address=0.0.0.0:9440', '--stall-timeout=2m', '--leader-elect=true', '--leader-elect-lease-duration=15s']));
     expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'probes' });
     expect(container.readinessProbe?.httpGet.port).toBe('probes');
@@ -179,10 +184,11 @@ describe('the Helm chart, rendered', () => {
       'controlPlane.podAnnotations.team=sandbox', 'controlPlane.podLabels.tier=control', 'controlPlane.extraArgs={--set-pools-attempts=5}',
       'nodeAgent.extraEnv[0].name=EXTRA', 'nodeAgent.extraEnv[0].value=one', 'commonLabels.owner=platform',
     ]);
-    const clusterScoped = ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+    const clusterScoped = ['APIService', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
     const namespaced = objects.filter((o) => !clusterScoped.includes(o.kind));
     expect(namespaced.length).toBeGreaterThan(5);
-    for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe('elsewhere');
+    // The one exception: the Sandbox API's RoleBinding to extension-apiserver-authentication-reader lives in kube-system.
+    for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe(o.metadata.name.endsWith('-auth-reader') ? 'kube-system' : 'elsewhere');
     // The admission policy names the agents' ServiceAccount in that namespace.
     expect(JSON.stringify(find(objects, 'ValidatingAdmissionPolicy').spec)).toContain('system:serviceaccount:elsewhere:wp-node-agent');
     for (const o of objects.filter((x) => x.kind !== 'CustomResourceDefinition')) expect(o.metadata.labels?.['owner'], `${o.kind} ${o.metadata.name}`).toBe('platform');
@@ -224,7 +230,7 @@ describe('the Helm chart, rendered', () => {
     expect(find(objects, 'ServiceMonitor').spec).toMatchObject({ endpoints: [{ port: 'metrics', path: '/metrics' }] });
     expect(find(objects, 'PodMonitor').spec).toMatchObject({ podMetricsEndpoints: [{ port: 'http', path: '/metrics' }] });
     const rules = JSON.stringify(find(objects, 'PrometheusRule').spec);
-    for (const alert of ['WarmpoolReconcileStalled', 'WarmpoolNoLeader', 'WarmpoolSetPoolsErrors', 'WarmpoolUnplacedReplicas', 'WarmpoolClaimFailures']) expect(rules).toContain(alert);
+    for (const alert of ['WarmpoolReconcileStalled', 'WarmpoolNoLeader', 'WarmpoolSetPoolsErrors', 'WarmpoolUnplacedReplicas', 'WarmpoolClaimFailures', 'WarmpoolClaimPipelineFailures', 'WarmpoolFederationHubDown']) expect(rules).toContain(alert);
     expect(rules).toContain('> 300');
     const dashboard = JSON.parse(find(objects, 'ConfigMap', '-dashboard').data?.['warmpool.json'] ?? '{}') as { title: string; panels: Array<{ targets?: Array<{ expr: string }> }> };
     expect(dashboard.title).toBe('warmpool');
@@ -266,6 +272,80 @@ describe('the Helm chart, rendered', () => {
       expect(on).toContain(flag);
     }
     expect(on).toContain('secretName: federation');
+  });
+
+  it('runs an optional in-chart Redis (redis.enabled): non-root, noeviction, no snapshots, and both provisioning and federation point at it', async () => {
+    expect((await render()).some((o) => o.metadata.name.endsWith('-redis'))).toBe(false);
+    const objects = await render(['redis.enabled=true', 'controlPlane.federation.clusterId=east']);
+    const redis = find(objects, 'Deployment', '-redis');
+    expect(redis.spec).toMatchObject({ replicas: 1, strategy: { type: 'Recreate' } });
+    const pod = podOf(redis);
+    expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 999 });
+    const container = containerOf(redis, 'redis');
+    expect(container.image).toBe('docker.io/library/redis:7.2-bookworm');
+    // kind's image.pullPolicy=Never (the warmpool images are loaded) must not keep Redis from being pulled.
+    expect(containerOf(find(await render(['redis.enabled=true', 'image.pullPolicy=Never']), 'Deployment', '-redis'), 'redis').imagePullPolicy).toBe('IfNotPresent');
+    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(container.args.join(' ')).toContain('--maxmemory-policy noeviction');
+    expect(find(objects, 'Service', '-redis').spec).toMatchObject({ ports: [{ name: 'redis', port: 6379 }] });
+    const args = containerOf(find(objects, 'Deployment', '-control-plane'), 'control-plane').args;
+    expect(args).toContain('--redis-url=redis://warmpool-redis.warmpool-system.svc:6379');
+    expect(args).toContain('--federation-redis-url=redis://warmpool-redis.warmpool-system.svc:6379');
+    expect(find(objects, 'Service', '-claims').spec).toMatchObject({ ports: [{ name: 'claims', port: 8081 }] });
+    // An explicit URL wins (a managed Redis), and a URL from a Secret keeps a password out of the pod spec.
+    const managed = containerOf(find(await render(['redis.enabled=true', 'controlPlane.redis.url=rediss://user:pw@cache.example:6380/2']), 'Deployment', '-control-plane'), 'control-plane');
+    expect(managed.args).toContain('--redis-url=rediss://user:pw@cache.example:6380/2');
+    const secret = await render(['controlPlane.redis.existingSecret=redis-url']);
+    const fromSecret = containerOf(find(secret, 'Deployment', '-control-plane'), 'control-plane');
+    expect(fromSecret.args.some((a) => a.startsWith('--redis-url'))).toBe(false);
+    expect(fromSecret.args).toContain('--claims-listen=0.0.0.0:8081');
+    expect(fromSecret.env).toContainEqual({ name: 'WARMPOOL_REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } } });
+    expect(secret.some((o) => o.kind === 'Service' && o.metadata.name.endsWith('-claims'))).toBe(true);
+  });
+
+  it('refuses Redis URLs the control plane cannot use (Sentinel, other schemes) and Redis values of the wrong type', async () => {
+    await expect(render(['controlPlane.redis.url=redis+sentinel://s:26379/mymaster'])).rejects.toThrow(/controlPlane\/redis\/url/);
+    await expect(render(['controlPlane.federation.redisUrl=http://hub'])).rejects.toThrow(/federation\/redisUrl/);
+    await expect(render(['redis.enabled=true', 'redis.maxmemory=lots'])).rejects.toThrow(/redis\/maxmemory/);
+    await expect(render(['redis.enabled=yes'])).rejects.toThrow(/redis\/enabled/);
+    await expect(render(['redis.persistence=true'])).rejects.toThrow(/additional properties 'persistence' not allowed/);
+  });
+
+  it('the in-chart Redis\'s command line starts a real redis-server that refuses to evict', async () => {
+    const command = findOnPath('redis-server');
+    if (command === undefined) throw new Error('redis-server not found on PATH (apt-get install -y redis-server)');
+    const container = containerOf(find(await render(['redis.enabled=true']), 'Deployment', '-redis'), 'redis');
+    const port = await freePort('127.0.0.1');
+    const dir = mkdtempSync(join(tmpdir(), 'warmpool-chart-redis-'));
+    // The chart's own arguments; only the port and the data dir are this machine's, and it listens on loopback only.
+    const args = container.args.map((a, i) => (container.args[i - 1] === '--port' ? String(port) : container.args[i - 1] === '--dir' ? dir : a));
+    const child = new ManagedChild({ name: 'chart-redis', command, args: [...args, '--bind', '127.0.0.1'], logFile: join(dir, 'redis.log'), orphanCleanupDir: dir });
+    const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await waitUntil(() => redisPing('127.0.0.1', port), { timeoutMs: 30_000, intervalMs: 100, describe: () => `redis-server with the chart's args does not answer:\n${child.logTail()}` });
+      await client.connect();
+      expect(await client.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
+      expect(await client.config('GET', 'save')).toEqual(['save', '']);
+      expect(await client.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
+      expect(await client.config('GET', 'maxmemory')).toEqual(['maxmemory', String(192 * 1024 * 1024)]);
+    } finally {
+      client.disconnect();
+      await child.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('opens the claim API to the sources in networkPolicy.claimsIngressFrom, keeps metrics and probes open, and admits only the control plane to the in-chart Redis', async () => {
+    const policies = (set: string[]) => render(['networkPolicy.enabled=true', ...set]).then((objects) => objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => o.metadata.name).sort());
+    expect(await policies([])).toEqual(['warmpool-node-agent']);
+    // Provisioning on, no claimsIngressFrom: nothing selects the control plane, so every client reaches the (authenticated) claim API.
+    expect(await policies(['redis.enabled=true'])).toEqual(['warmpool-node-agent', 'warmpool-redis']);
+    const objects = await render(['networkPolicy.enabled=true', 'redis.enabled=true', 'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes']);
+    const claims = dumpYaml(find(objects, 'NetworkPolicy', '-control-plane'));
+    expect(claims).toMatch(/- from:\n\s+- namespaceSelector:\n\s+matchLabels:\n\s+team: sandboxes\n\s+ports:\n\s+- port: 8081/);
+    expect(claims).toMatch(/- ports:\n\s+- port: 8080\n\s+protocol: TCP\n\s+- port: 9440/);
+    const redis = dumpYaml(find(objects, 'NetworkPolicy', '-redis'));
+    expect(redis).toMatch(/- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 6379/);
   });
 
   it('refuses a cluster older than the supported Kubernetes version', async () => {
@@ -356,8 +436,9 @@ describe('the Helm chart, installed on a real apiserver', () => {
     const r = await cluster.kubectl(['api-resources', '--categories=warmpool', '-o', 'name']);
     expect(r.stdout.trim().split('\n').sort()).toEqual([
       'nodeinventories.warmpool.dev', 'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxenvs.warmpool.dev',
-      'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
+      'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
+    // (sandboxes are served by the control plane behind the APIService, which no replica serves in this test.)
     const columns = (await cluster.kubectl(['get', 'crd', 'sandboxwarmpools.extensions.agents.x-k8s.io', '-o', 'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}'])).stdout;
     expect(columns).toContain('Reason');
   });
@@ -369,13 +450,32 @@ describe('the Helm chart, installed on a real apiserver', () => {
     await helm(cluster, ['install', 'second', CHART, '-n', other, '--wait=false',
       '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false',
       '--set', 'fleetToken.existingSecret=platform-token', '--set', 'fleetToken.existingSecretKey=fleet',
-      '--set', 'networkPolicy.enabled=true', '--set', 'controlPlane.replicas=1']);
+      '--set', 'networkPolicy.enabled=true', '--set', 'controlPlane.replicas=1',
+      // The APIService is cluster-wide: one release serves the Sandbox API.
+      '--set', 'sandboxApi.mode=crd']);
     const objects = (await cluster.kubectl(['get', 'deploy,ds,secret,networkpolicy,pdb', '-n', other, '-o', 'name'])).stdout;
     expect(objects).toContain('deployment.apps/second-warmpool-control-plane');
     expect(objects).toContain('daemonset.apps/second-warmpool-node-agent');
     expect(objects).toContain('networkpolicy.networking.k8s.io/second-warmpool-node-agent');
     expect(objects).not.toContain('poddisruptionbudget');
     expect(objects).not.toContain('secret/second-warmpool-fleet-token');
+  });
+
+  it('installs the claim API with the in-chart Redis and its NetworkPolicies: the apiserver accepts every object', async () => {
+    const ns = 'warmpool-claims';
+    const notes = await helm(cluster, ['install', 'claims', CHART, '-n', ns, '--create-namespace', '--wait=false',
+      '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=1',
+      '--set', 'redis.enabled=true', '--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
+      '--set', 'controlPlane.federation.clusterId=east', '--set', 'sandboxApi.mode=crd']);
+    const objects = (await cluster.kubectl(['get', 'deploy,svc,networkpolicy', '-n', ns, '-o', 'name'])).stdout;
+    for (const name of ['deployment.apps/claims-warmpool-redis', 'service/claims-warmpool-redis', 'service/claims-warmpool-claims',
+      'networkpolicy.networking.k8s.io/claims-warmpool-redis', 'networkpolicy.networking.k8s.io/claims-warmpool-control-plane', 'networkpolicy.networking.k8s.io/claims-warmpool-node-agent']) {
+      expect(objects).toContain(name);
+    }
+    const args = (await cluster.kubectl(['get', 'deploy', 'claims-warmpool-control-plane', '-n', ns, '-o', 'jsonpath={.spec.template.spec.containers[0].args}'])).stdout;
+    expect(args).toContain('--redis-url=redis://claims-warmpool-redis.warmpool-claims.svc:6379');
+    expect(notes).toContain('claims-warmpool-claims, port 8081');
+    expect(notes).toContain('It uses the in-chart Redis (claims-warmpool-redis): for trying out only');
   });
 
   it('refuses values of the wrong type at install time, before anything is created', async () => {

@@ -83,6 +83,8 @@ export const CLAIM_FAILURE_REASONS = [
   'Expired',
   'Unavailable',
   'Timeout',
+  // HTTP only: the path exists, the method does not (the answer's Allow lists the ones that do).
+  'MethodNotAllowed',
 ] as const;
 export type ClaimFailureReason = (typeof CLAIM_FAILURE_REASONS)[number];
 

@@ -14,3 +14,5 @@ export * from './token-file.js';
 export * from './token-rotation.js';
 export * from './version.js';
 export * from './x509/certificates.js';
+export * from './methods.js';
+export * from './openapi.js';

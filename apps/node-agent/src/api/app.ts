@@ -10,7 +10,7 @@ import {
   renewRequestSchema,
   type StaleGenerationBody,
 } from '@warmpool/api';
-import { readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
+import { methodNotAllowed, readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { GenerationGuard } from '../generation.js';
@@ -22,7 +22,6 @@ import { accessOf, ROUTE_ACCESS, type Access, type Admitted, type Gatekeeper } f
 import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
-import { methodNotAllowed } from './methods.js';
 import { openApiDocument } from './openapi.js';
 import { errorReply, errorResponse, jsonResponse, passThrough, toResponse, unavailableReply, type Reply } from './responses.js';
 

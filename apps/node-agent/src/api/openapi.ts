@@ -1,7 +1,7 @@
 // The agent API's OpenAPI 3.1 document, served at GET /openapi.json. Every
-// body schema is generated from the zod schema that validates it on the wire
-// (libs/api), so the document cannot drift from what the agent accepts and
-// answers; only the route table below is written here.
+// body schema is generated (libs/runtime's openApiDocument) from the zod schema
+// that validates it on the wire (libs/api), so the document cannot drift from
+// what the agent accepts and answers; only the route table below is written here.
 import {
   agentErrorBodySchema,
   agentSetPoolsRequestSchema,
@@ -13,16 +13,13 @@ import {
   sandboxListSchema,
   sandboxRowSchema,
 } from '@warmpool/api';
-import { packageVersion } from '@warmpool/runtime';
+import { openApiBuilders, openApiDocument as buildDocument, packageVersion, type OpenApiComponent, type OpenApiJson as Json } from '@warmpool/runtime';
 import { z } from 'zod';
-
-type Io = 'input' | 'output';
-type Json = Record<string, unknown>;
 
 const staleGenerationSchema = z.object({ error: z.string(), reason: z.literal('StaleGeneration'), appliedGeneration: z.number().int() });
 
 /** Named component schemas: the request and answer shapes of the API. */
-const COMPONENTS: Record<string, { schema: z.ZodType; io: Io }> = {
+const COMPONENTS = {
   SetPoolsRequest: { schema: agentSetPoolsRequestSchema, io: 'input' },
   ClaimRequest: { schema: claimRequestSchema, io: 'input' },
   RenewRequest: { schema: renewRequestSchema, io: 'input' },
@@ -33,12 +30,9 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: Io }> = {
   SandboxList: { schema: sandboxListSchema, io: 'output' },
   Error: { schema: agentErrorBodySchema, io: 'output' },
   StaleGeneration: { schema: staleGenerationSchema, io: 'output' },
-};
+} satisfies Record<string, OpenApiComponent>;
 
-const ref = (name: keyof typeof COMPONENTS): Json => ({ $ref: `#/components/schemas/${name}` });
-const json = (name: keyof typeof COMPONENTS, description: string): Json => ({ description, content: { 'application/json': { schema: ref(name) } } });
-const text = (description: string): Json => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } });
-const body = (name: keyof typeof COMPONENTS): Json => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const { json, text, body, op } = openApiBuilders<keyof typeof COMPONENTS>();
 
 /** Answers every authenticated route can give besides its own. */
 const COMMON_ERRORS: Json = {
@@ -49,8 +43,6 @@ const COMMON_ERRORS: Json = {
 const ROOT = [{ fleetToken: [] }];
 const SANDBOX = [{ fleetToken: [] }, { sandboxToken: [] }];
 const ID = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-
-const op = (operationId: string, summary: string, responses: Json, extra: Json = {}): Json => ({ operationId, summary, responses, ...extra });
 
 const PATHS: Json = {
   '/healthz': { get: op('healthz', 'Liveness', { '200': text('ok') }, { security: [] }) },
@@ -88,7 +80,7 @@ const PATHS: Json = {
   },
   '/v1/sandboxes/{id}/renew': {
     post: op('renew', 'Extend a claim\'s deadline', { '200': json('RenewResponse', 'the new deadline'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, {
-      security: SANDBOX, parameters: [ID], requestBody: { required: false, content: { 'application/json': { schema: ref('RenewRequest') } } },
+      security: SANDBOX, parameters: [ID], requestBody: body('RenewRequest', false),
     }),
   },
   '/v1/drain': {
@@ -104,26 +96,16 @@ const AGENT_VERSION = packageVersion(new URL('..', import.meta.url).href);
 let built: Json | undefined;
 export function openApiDocument(version: string = AGENT_VERSION): Json {
   if (built !== undefined && version === AGENT_VERSION) return built;
-  const schemas: Record<string, Json> = {};
-  for (const [name, { schema, io }] of Object.entries(COMPONENTS)) {
-    // Refinements (e.g. no duplicate pool keys) have no JSON Schema form; the agent still enforces them.
-    const generated = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
-    delete generated['$schema'];
-    schemas[name] = generated;
-  }
-  const document: Json = {
-    openapi: '3.1.0',
+  const document = buildDocument({
     info: { title: 'warmpool node agent', version, description: 'The per-node agent in front of sandboxd: the fleet token, a body limit, validation, and SetPools generations.' },
     security: ROOT,
     paths: PATHS,
-    components: {
-      schemas,
-      securitySchemes: {
-        fleetToken: { type: 'http', scheme: 'bearer', description: 'The fleet token (root)' },
-        sandboxToken: { type: 'http', scheme: 'bearer', description: 'A claimed sandbox\'s own token (release, renew of that sandbox)' },
-      },
+    components: COMPONENTS,
+    securitySchemes: {
+      fleetToken: { type: 'http', scheme: 'bearer', description: 'The fleet token (root)' },
+      sandboxToken: { type: 'http', scheme: 'bearer', description: 'A claimed sandbox\'s own token (release, renew of that sandbox)' },
     },
-  };
+  });
   if (version === AGENT_VERSION) built = document;
   return document;
 }

@@ -4,6 +4,8 @@
 // its path's namespace (SubjectAccessReview). Routes are only added through
 // `route()`, so none can skip that check: deny by default. Bodies are checked
 // with the zod schemas of libs/api; nothing here writes to the apiserver.
+// The one public path is GET /openapi.json (the document holds no secret);
+// any other method on a served path answers 405 with Allow.
 import {
   CLAIMREF_GENERATED_HEADER,
   claimRefSchema,
@@ -15,7 +17,7 @@ import {
   type ClaimFailureReason,
 } from '@warmpool/api';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
+import { methodNotAllowed, readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
@@ -23,6 +25,7 @@ import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisio
 import type { TokenSource } from '../../token.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from './access-review.js';
+import { claimApiDocument } from './openapi.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
 const INVALID_BODY = 'the body is not a JSON object of the documented fields';
@@ -45,6 +48,7 @@ const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
   NodeRefused: 502,
   Unavailable: 503,
   Timeout: 504,
+  MethodNotAllowed: 405,
 };
 
 type Env = { Variables: { user: UserInfo; namespace: string; peer: boolean } };
@@ -70,6 +74,9 @@ export interface ClaimApiOptions {
 export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
   const { claims, reviewer, logger } = options;
   const app = new Hono<Env>();
+
+  // Registered before authentication, so it is answered without a token.
+  app.get('/openapi.json', (c) => c.json(claimApiDocument(), 200));
 
   app.use('*', async (c, next) => {
     const token = bearer(requestHeader(c, 'authorization'));
@@ -168,7 +175,13 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     return c.body(null, 204);
   });
 
-  app.notFound((c) => c.json<ClaimErrorBody>({ error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'BadRequest' }, 404));
+  // Every path above answers any other method 405 with Allow (after authentication); only paths it does not serve are 404.
+  const allowed = methodNotAllowed(app.routes);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path);
+    if (allow !== undefined) return c.json<ClaimErrorBody>({ error: `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`, reason: 'MethodNotAllowed' }, 405, { allow });
+    return c.json<ClaimErrorBody>({ error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'BadRequest' }, 404);
+  });
   app.onError((err, c) => {
     if (err instanceof ClaimFailure) return fail(c, err.reason, err.message, err.retryAfterSeconds);
     if (err instanceof ReviewUnavailable) return fail(c, 'Unavailable', err.message, 1);
