@@ -8,12 +8,11 @@
 // of a single hand-over) and 32 in flight over a keep-alive pool (throughput).
 //
 //   npx tsc -b apps/fake-sandboxd && node bench/fake-sandboxd.bench.ts
-import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { startProcess, type Server } from './lib/serving-process.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
 
 const TOKEN = 'bench-token';
@@ -25,31 +24,8 @@ const WARM_TARGET = 50_000;
 
 const main = join(dirname(fileURLToPath(import.meta.resolve('@warmpool/fake-sandboxd'))), 'main.js');
 
-async function startServer(): Promise<{ base: string; stop: () => Promise<number | null> }> {
-  const child = spawn(process.execPath, [
-    main,
-    '--listen', '127.0.0.1:0',
-    '--api-token', TOKEN,
-    ...UNBOUNDED_SANDBOXD_ARGS,
-    '--log-level', 'info',
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const lines = createInterface({ input: child.stderr });
-  for await (const line of lines) {
-    const record = JSON.parse(line) as { msg: string; address?: string };
-    if (record.msg === 'serving') {
-      lines.close();
-      child.stderr.resume();
-      return {
-        base: `http://${record.address}`,
-        stop: () => {
-          child.kill('SIGTERM');
-          return exited;
-        },
-      };
-    }
-  }
-  throw new Error(`fake-sandboxd exited before serving (code ${await exited})`);
+function startServer(): Promise<Server> {
+  return startProcess([main, '--listen', '127.0.0.1:0', '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS, '--log-level', 'info'], {}, 'serving', (r) => `http://${r['address']}`);
 }
 
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };

@@ -1,6 +1,6 @@
 // Federation over Redis TTL keys, three measurements in one run:
 //  1. publish → visible in the other cluster: a Reporter changes a record and
-//     reports; how long until a Watcher's Registry holds the new value, with
+//     reports; how long until a Watcher's CapacityRegistry holds the new value, with
 //     the hint, side by side with the full read alone (the periodic SCAN) as
 //     the peer;
 //  2. Redis commands/s at 100 Envs × 10 members × 10 clusters (10 Reporters
@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxEnvType, type FederationRecord, type SandboxEnv } from '@warmpool/api';
 import { FederationKeys, FederationReporter, FederationWatcher } from '@warmpool/control-plane';
-import { Registry } from '@warmpool/federation';
+import { CapacityRegistry } from '@warmpool/federation';
 import { freePort, sleep, startCluster, startRedis, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
@@ -63,7 +63,7 @@ async function visibility(withHint: boolean): Promise<number[]> {
   const keys = new FederationKeys(`bench-visible-${withHint ? 'hint' : 'scan'}`);
   let idle = 1;
   const reporter = new FederationReporter({ redis: connect(), keys, clusterId: 'east', intervalMs: 3_600_000, ttlMs: 60_000, records: () => [member(0, 0, idle)], claimsUrl: () => undefined, logger: silentLogger });
-  const registry = new Registry({ localClusterId: 'west', ttlMs: 60_000 });
+  const registry = new CapacityRegistry({ localClusterId: 'west', ttlMs: 60_000 });
   let onUpdate: (() => void) | undefined;
   const watcher = new FederationWatcher({
     redis: connect(),
@@ -126,12 +126,12 @@ async function commandStats(redis: Redis): Promise<Map<string, number>> {
   };
   const reporters: FederationReporter[] = [];
   const watchers: FederationWatcher[] = [];
-  const registries: Registry[] = [];
+  const registries: CapacityRegistry[] = [];
   for (let c = 0; c < CLUSTERS; c++) {
     const id = `cluster-${c}`;
     const mine = records(c);
     reporters.push(new FederationReporter({ redis: connect(), keys, clusterId: id, intervalMs: 2_000, ttlMs: 6_000, records: () => mine, claimsUrl: () => `http://${id}.example:8081`, logger: silentLogger }));
-    const registry = new Registry({ localClusterId: id, ttlMs: 6_000 });
+    const registry = new CapacityRegistry({ localClusterId: id, ttlMs: 6_000 });
     registries.push(registry);
     watchers.push(new FederationWatcher({ redis: connect(), subscriber: connect(), keys, registry, intervalMs: 2_000, logger: silentLogger }));
   }

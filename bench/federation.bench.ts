@@ -3,7 +3,7 @@
 //   npx tsc -b && node bench/federation.bench.ts
 // Bounded: every phase runs for at most PHASE_MS of wall time.
 import { Registry as PromRegistry } from 'prom-client';
-import { FederationGauges, Registry, publishMetrics, type CapacityObservation } from '@warmpool/federation';
+import { FederationGauges, CapacityRegistry, publishMetrics, type CapacityObservation } from '@warmpool/federation';
 import { prng } from './lib/prng.ts';
 
 const PHASE_MS = 1_000;
@@ -78,7 +78,7 @@ function percentile(sortedNs: Float64Array, p: number): number {
 }
 
 /** ops/s from a tight loop, then p50/p99 from individually timed calls; each for at most PHASE_MS. */
-function measureBest(registry: Registry, qs: Query[]): { opsPerSec: number; p50Us: number; p99Us: number } {
+function measureBest(registry: CapacityRegistry, qs: Query[]): { opsPerSec: number; p50Us: number; p99Us: number } {
   for (let i = 0; i < 2_000; i++) {
     const q = qs[i % qs.length] as Query;
     sink += registry.bestForeignMember(q.namespace, q.env, q.group)?.idle ?? 0;
@@ -109,14 +109,14 @@ function measureBest(registry: Registry, qs: Query[]): { opsPerSec: number; p50U
 
 /** Records per second upserted in batches of 100 (one cluster's poll of one Env), for at most PHASE_MS. */
 function measureUpsert(records: CapacityObservation[], fresh: boolean): number {
-  let registry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS });
+  let registry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: TTL_MS });
   if (!fresh) registry.upsert(records);
   const batches: CapacityObservation[][] = [];
   for (let i = 0; i < records.length; i += 100) batches.push(records.slice(i, i + 100));
   let upserted = 0;
   let elapsed = 0;
   while (elapsed < PHASE_MS) {
-    if (fresh) registry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS });
+    if (fresh) registry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: TTL_MS });
     const t0 = performance.now();
     for (const batch of batches) registry.upsert(batch);
     elapsed += performance.now() - t0;
@@ -127,7 +127,7 @@ function measureUpsert(records: CapacityObservation[], fresh: boolean): number {
 }
 
 /** Mean ms of publishMetrics (snapshot, reset, set) over 10 000 records, for at most PHASE_MS. */
-function measurePublish(registry: Registry): number {
+function measurePublish(registry: CapacityRegistry): number {
   const prom = new PromRegistry();
   const gauges = new FederationGauges(prom);
   publishMetrics(registry, gauges);
@@ -146,9 +146,9 @@ const random = prng(20_260_101);
 const spread = spreadFleet(random);
 const single = singleEnvFleet(random);
 
-const spreadRegistry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS });
+const spreadRegistry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: TTL_MS });
 spreadRegistry.upsert(spread);
-const singleRegistry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS });
+const singleRegistry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: TTL_MS });
 singleRegistry.upsert(single);
 
 const spreadBest = measureBest(spreadRegistry, queries(random, 100, 10_000));

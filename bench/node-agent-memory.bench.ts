@@ -15,13 +15,12 @@
 // waves back to back.
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent-memory.bench.ts
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { memoryOf } from './lib/proc.ts';
+import { startProcess, type Server } from './lib/serving-process.ts';
 import { machineNote, mib, pass, printTable, type Row } from './lib/table.ts';
 
 const TOKEN = 'bench-token';
@@ -44,42 +43,6 @@ function chartNodeOptions(): string {
   const match = /^nodeAgent:\n(?:[ \t].*\n|\n)*?[ \t]+nodeOptions:\s*"?([^"\n]*)"?\s*$/m.exec(values);
   if (match?.[1] === undefined) throw new Error('nodeAgent.nodeOptions not found in charts/warmpool/values.yaml');
   return match[1].trim();
-}
-
-interface Proc {
-  pid: number;
-  address: string;
-  stop(): Promise<void>;
-}
-
-async function startProcess(argv: string[], env: NodeJS.ProcessEnv, ready: (record: Record<string, string>) => string | undefined): Promise<Proc> {
-  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const stderr = child.stderr;
-  if (stderr === null) throw new Error('no stderr');
-  const lines = createInterface({ input: stderr });
-  for await (const line of lines) {
-    let record: Record<string, string>;
-    try {
-      record = JSON.parse(line) as Record<string, string>;
-    } catch {
-      continue;
-    }
-    const address = ready(record);
-    if (address !== undefined) {
-      lines.close();
-      stderr.resume();
-      return {
-        pid: child.pid ?? -1,
-        address,
-        stop: async () => {
-          child.kill('SIGKILL');
-          await exited;
-        },
-      };
-    }
-  }
-  throw new Error(`${argv.join(' ')} exited before serving`);
 }
 
 /** The floor: node:http answering 400 with Connection: close to every request, its body unread. */
@@ -138,22 +101,22 @@ interface Measured {
   seconds: number;
 }
 
-async function measure(start: () => Promise<Proc>, concurrency: number, agent: boolean): Promise<Measured> {
+async function measure(start: () => Promise<Server>, concurrency: number, agent: boolean): Promise<Measured> {
   const proc = await start();
   try {
-    if (agent) await warmUp(proc.address);
+    if (agent) await warmUp(proc.base);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const idle = memoryOf(proc.pid).rss;
     let refused = 0;
     const started = performance.now();
     for (let wave = 0; wave < WAVES; wave++) {
-      const statuses = await Promise.all(Array.from({ length: concurrency }, () => attack(proc.address)));
+      const statuses = await Promise.all(Array.from({ length: concurrency }, () => attack(proc.base)));
       refused += statuses.filter((status) => status === 400).length;
     }
     const seconds = (performance.now() - started) / 1000;
     return { idle, peak: memoryOf(proc.pid).peak, refused, total: WAVES * concurrency, seconds };
   } finally {
-    await proc.stop();
+    await proc.stop('SIGKILL');
   }
 }
 
@@ -162,17 +125,19 @@ async function main(): Promise<void> {
   const sandboxd = await startProcess(
     [distOf('@warmpool/fake-sandboxd'), '--listen', '127.0.0.1:0', '--api-token', TOKEN, '--cold-boot-ms', '5ms', '--max-claims', '100000', '--room', '200000', '--refill-rate', '10000'],
     {},
-    (r) => (r['msg'] === 'serving' ? r['address'] : undefined),
+    'serving',
+    (r) => r['address'] ?? '',
   );
   const agentStarter = (options: string) => () => startProcess(
-    [distOf('@warmpool/node-agent'), '--no-inventory', '--listen', '127.0.0.1:0', '--sandboxd-url', `http://${sandboxd.address}`],
+    [distOf('@warmpool/node-agent'), '--no-inventory', '--listen', '127.0.0.1:0', '--sandboxd-url', `http://${sandboxd.base}`],
     { WARMPOOL_API_TOKEN: TOKEN, NODE_OPTIONS: options },
-    (r) => (r['msg'] === 'node agent serving' ? new URL(r['url'] as string).host : undefined),
+    'node agent serving',
+    (r) => new URL(r['url'] ?? '').host,
   );
-  const variants: Array<{ name: string; start: () => Promise<Proc>; agent: boolean }> = [
+  const variants: Array<{ name: string; start: () => Promise<Server>; agent: boolean }> = [
     { name: `agent, chart flags (${nodeOptions})`, start: agentStarter(nodeOptions), agent: true },
     { name: 'agent, no Node flags', start: agentStarter(''), agent: true },
-    { name: 'floor: bare node:http, body unread', start: () => startProcess(['-e', FLOOR_SOURCE], {}, (r) => (r['msg'] === 'serving' ? r['address'] : undefined)), agent: false },
+    { name: 'floor: bare node:http, body unread', start: () => startProcess(['-e', FLOOR_SOURCE], {}, 'serving', (r) => r['address'] ?? ''), agent: false },
   ];
   const goal = `< ${mib(LIMIT_BYTES * (1 - MARGIN))} (limit ${mib(LIMIT_BYTES)} − ${MARGIN * 100} %)`;
   const rows: Row[] = [];
@@ -194,7 +159,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await sandboxd.stop();
+    await sandboxd.stop('SIGKILL');
   }
   printTable('## Node agent memory', [
     '`npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent-memory.bench.ts`',

@@ -18,14 +18,13 @@
 // shared machine hits all of them.
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent.bench.ts
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { startProcess, type Server } from './lib/serving-process.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
 
 const TOKEN = 'bench-token';
@@ -38,13 +37,6 @@ const CONNECTIONS = 16;
 
 const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
 
-interface Server {
-  /** `http://host:port`, or `unix:/path` for a server on a unix socket. */
-  base: string;
-  pid: number;
-  stop(): Promise<number | null>;
-}
-
 /** CPU time a process has used, in µs (Linux /proc; NaN elsewhere). Clock ticks are 10 ms on Linux. */
 function cpuMicros(pid: number): number {
   try {
@@ -53,31 +45,6 @@ function cpuMicros(pid: number): number {
   } catch {
     return Number.NaN;
   }
-}
-
-/** Spawns a process and resolves once it logs `msg` (its address taken from the record by `address`). */
-async function startProcess(argv: string[], env: NodeJS.ProcessEnv, msg: string, address: (record: Record<string, string>) => string): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const stderr = child.stderr;
-  if (stderr === null) throw new Error('no stderr');
-  const lines = createInterface({ input: stderr });
-  for await (const line of lines) {
-    const record = JSON.parse(line) as Record<string, string>;
-    if (record['msg'] === msg) {
-      lines.close();
-      stderr.resume();
-      return {
-        base: address(record),
-        pid: child.pid ?? -1,
-        stop: () => {
-          child.kill('SIGTERM');
-          return exited;
-        },
-      };
-    }
-  }
-  throw new Error(`${argv[0]} exited before serving (code ${await exited})`);
 }
 
 /** An undici Pool to `base`, over TCP or a unix socket. */

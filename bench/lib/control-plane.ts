@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { APP_ENTRYPOINTS, freePort, ManagedChild, waitUntil, type TestCluster } from '@warmpool/harness';
+import { APP_ENTRYPOINTS, freePort, ManagedChild, eventually, type TestCluster } from '@warmpool/harness';
 import { histogram, parseSamples, sum, type HistogramSnapshot } from './prom-text.ts';
 
 export interface ControlPlaneProcess {
@@ -83,10 +83,10 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitUntil(async () => (await fetch(`${url}/readyz`)).status === 200, {
+    await eventually(async () => (await fetch(`${url}/readyz`)).status === 200, {
       timeoutMs: 60_000,
       intervalMs: 100,
-      describe: () => `control plane at ${url} not ready; last log lines:\n${child.logTail()}`,
+      what: () => `control plane at ${url} not ready; last log lines:\n${child.logTail()}`,
       abort: () => (child.running ? undefined : `control plane exited (${JSON.stringify(child.exitStatus)}):\n${child.logTail()}`),
     });
   } catch (error) {

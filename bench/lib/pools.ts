@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxTemplateType, SandboxWarmPoolType, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
 import { samplePool, sampleTemplate } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
+import { replicasOf } from '@warmpool/pool-model';
 
 export const FIELD_MANAGER = 'warmpool-bench';
 
@@ -60,6 +61,6 @@ export class Pools {
 /** Every pool's status says READY = DESIRED. */
 export async function allReady(pools: Pools): Promise<{ ready: number; pools: number }> {
   const items = await pools.list();
-  const ready = items.filter((p) => (p.status?.readyReplicas ?? -1) === (p.spec.replicas ?? 1)).length;
+  const ready = items.filter((p) => (p.status?.readyReplicas ?? -1) === replicasOf(p)).length;
   return { ready, pools: items.length };
 }

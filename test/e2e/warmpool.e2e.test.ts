@@ -6,9 +6,9 @@
 // a way to the agents: a port-forward on a cluster, the advertised loopback
 // address on the local stack (never a pod IP from the host).
 import { randomBytes } from 'node:crypto';
+import { eventually } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claim, getSandbox, info, release } from './helpers/agent.js';
-import { eventually } from './helpers/eventually.js';
 import { countSandboxObjects, getPool, listInventories, listNodeNames, poolManifest, poolRow, totalTarget } from './helpers/objects.js';
 import { kubectlOk, openTarget, type E2eTarget } from './helpers/target.js';
 
@@ -33,13 +33,15 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
     await eventually(async () => {
       const status = (await getPool(target, pool)).status;
       expect({ ready: status?.readyReplicas, replicas: status?.replicas }).toEqual({ ready: replicas, replicas });
-    }, { timeoutMs: CONVERGE_MS });
+      return true;
+    }, { timeoutMs: CONVERGE_MS, intervalMs: 250, what: `READY = ${replicas}` });
   }
 
   async function expectTargetsOnNodes(replicas: number): Promise<void> {
     await eventually(async () => {
       expect(totalTarget(await listInventories(target), image)).toBe(replicas);
-    }, { timeoutMs: CONVERGE_MS });
+      return true;
+    }, { timeoutMs: CONVERGE_MS, intervalMs: 250, what: `${replicas} targeted on the nodes` });
   }
 
   it('fills an applied pool: READY = DESIRED, and the NodeInventories carry its targets', { timeout: 2 * CONVERGE_MS }, async () => {
@@ -115,7 +117,8 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
         expect(row?.target ?? 0, `${address} still targets the pool`).toBe(0);
         expect(row?.warm ?? 0, `${address} still holds warm sandboxes of the pool`).toBe(0);
       }
-    }, { timeoutMs: CONVERGE_MS });
+      return true;
+    }, { timeoutMs: CONVERGE_MS, intervalMs: 250, what: 'the pool drained on every node' });
   });
 
   it('keeps etcd free of per-sandbox objects: no Sandbox, and one NodeInventory per node', async () => {

@@ -1,12 +1,9 @@
-// Time as the control plane reads it. Injectable so that staleness, condition
-// transition times and events can be tested without waiting.
+// Time as the control plane reads it: the Clock of libs/runtime (injectable,
+// so staleness, condition transition times and events are tested without
+// waiting), and the Kubernetes timestamp format.
 
-export interface Clock {
-  /** Milliseconds since the epoch (wall clock). */
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
+// Re-export kept for branches in flight; import from @warmpool/runtime
+export { systemClock, type Clock } from '@warmpool/runtime';
 
 /** Kubernetes `metav1.Time`: RFC 3339 with whole seconds. */
 export function kubeTime(ms: number): string {

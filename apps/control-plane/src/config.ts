@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { MAX_CLAIM_TTL_SECONDS } from '@warmpool/api';
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
-import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
@@ -24,7 +24,7 @@ export const FLAGS = {
   interval: { kind: 'duration', description: 'Periodic reconcile, which also samples every node\'s warm counts for status', env: 'RECONCILE_INTERVAL', default: DRIVER_DEFAULTS.intervalMs },
   staleAfter: { kind: 'duration', description: 'A node whose NodeInventory was not republished for this long leaves placement', env: 'STALE_AFTER', default: DRIVER_DEFAULTS.staleAfterMs },
   setPoolsTimeout: { kind: 'duration', description: 'Timeout of each SetPools (and probe) attempt to a node agent', env: 'SET_POOLS_TIMEOUT', default: 2_000 },
-  setPoolsConcurrency: { kind: 'number', description: 'SetPools / probe calls in flight at once, fleet-wide', env: 'SET_POOLS_CONCURRENCY', default: DRIVER_DEFAULTS.pushConcurrency },
+  setPoolsConcurrency: { kind: 'number', description: 'SetPools / probe calls in flight at once, fleet-wide', env: 'SET_POOLS_CONCURRENCY', default: DRIVER_DEFAULTS.agentCallConcurrency },
   setPoolsAttempts: { kind: 'number', description: 'Attempts per SetPools call (retries back off exponentially, with jitter)', env: 'SET_POOLS_ATTEMPTS', default: 3 },
   failureThreshold: { kind: 'number', description: 'Consecutive failed calls to an agent before its node leaves placement', env: 'NODE_FAILURE_THRESHOLD', default: DRIVER_DEFAULTS.failureThreshold },
   leaderElect: { kind: 'boolean', description: 'Elect one leader on a Lease; false drives at once (only ever run one replica then)', env: 'LEADER_ELECT', default: true },
@@ -118,12 +118,12 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
   try {
     listen = parseHostPort(config.metricsBindAddress);
   } catch (err) {
-    throw new ConfigError(`--metrics-bind-address: ${(err as Error).message}`);
+    throw new ConfigError(`--metrics-bind-address: ${messageOf(err)}`);
   }
   try {
     probeListen = config.healthProbeBindAddress ? parseHostPort(config.healthProbeBindAddress) : undefined;
   } catch (err) {
-    throw new ConfigError(`--health-probe-bind-address: ${(err as Error).message}`);
+    throw new ConfigError(`--health-probe-bind-address: ${messageOf(err)}`);
   }
   const positive: Array<[string, number]> = [
     ['--interval', config.interval], ['--stale-after', config.staleAfter], ['--set-pools-timeout', config.setPoolsTimeout],
@@ -156,7 +156,7 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
       const url = new URL(config.claimsAdvertiseUrl);
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`scheme ${url.protocol} is not http: or https:`);
     } catch (err) {
-      throw new ConfigError(`--claims-advertise-url: ${(err as Error).message}`);
+      throw new ConfigError(`--claims-advertise-url: ${messageOf(err)}`);
     }
   }
   if (!config.clusterId || !config.federationRedisUrl) return undefined;
@@ -164,7 +164,7 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
     const url = new URL(config.federationRedisUrl);
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
   } catch (err) {
-    throw new ConfigError(`--federation-redis-url: ${(err as Error).message}`);
+    throw new ConfigError(`--federation-redis-url: ${messageOf(err)}`);
   }
   return { clusterId: config.clusterId, redisUrl: config.federationRedisUrl, intervalMs: config.federationInterval, ttlMs };
 }
@@ -179,7 +179,7 @@ function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConf
   try {
     listen = parseHostPort(config.aggregatedListen);
   } catch (err) {
-    throw new ConfigError(`--aggregated-listen: ${(err as Error).message}`);
+    throw new ConfigError(`--aggregated-listen: ${messageOf(err)}`);
   }
   if ((config.aggregatedTlsCertFile === undefined) !== (config.aggregatedTlsKeyFile === undefined)) {
     throw new ConfigError('--aggregated-tls-cert-file and --aggregated-tls-key-file go together');
@@ -199,13 +199,13 @@ function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | und
     const url = new URL(config.redisUrl);
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
   } catch (err) {
-    throw new ConfigError(`--redis-url: ${(err as Error).message}`);
+    throw new ConfigError(`--redis-url: ${messageOf(err)}`);
   }
   let listen: HostPort;
   try {
     listen = parseHostPort(config.claimsListen);
   } catch (err) {
-    throw new ConfigError(`--claims-listen: ${(err as Error).message}`);
+    throw new ConfigError(`--claims-listen: ${messageOf(err)}`);
   }
   if ((config.claimsTlsCertFile === undefined) !== (config.claimsTlsKeyFile === undefined)) {
     throw new ConfigError('--claims-tls-cert-file and --claims-tls-key-file go together');

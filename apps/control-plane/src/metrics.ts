@@ -1,12 +1,15 @@
-// The control plane's Prometheus metrics (issue #5 §7), all prefixed
+// The control plane's Prometheus metrics, all prefixed
 // `warmpool_controlplane_`. Per-node series are removed when the node's
 // inventory goes, so a churning fleet does not grow the registry forever.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const PREFIX = 'warmpool_controlplane_';
 
-export type NodeState = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
-export const NODE_STATES: readonly NodeState[] = ['ready', 'stale', 'failing', 'draining', 'no_address', 'impossible_generation', 'unverified_address'];
+/** The `state` label of the nodes gauge: how the driver judges a node (not the agent's NodeState). */
+export type NodeStateLabel = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
+export const NODE_STATES: readonly NodeStateLabel[] = ['ready', 'stale', 'failing', 'draining', 'no_address', 'impossible_generation', 'unverified_address'];
+// Re-export kept for branches in flight; use NodeStateLabel (reconciler.ts and nodes.ts still import this name)
+export type NodeState = NodeStateLabel;
 
 export type PoolState = 'driven' | 'template_missing' | 'invalid_template';
 export const POOL_STATES: readonly PoolState[] = ['driven', 'template_missing', 'invalid_template'];
@@ -84,7 +87,7 @@ export class ControlPlaneMetrics {
     for (const state of POOL_STATES) this.#pools.set({ state }, counts[state]);
   }
 
-  nodes(counts: Record<NodeState, number>): void {
+  nodes(counts: Record<NodeStateLabel, number>): void {
     for (const state of NODE_STATES) this.#nodes.set({ state }, counts[state]);
   }
 

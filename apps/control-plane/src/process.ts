@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, packageVersion, parseConfig, parseLogLevel, Shutdown, TokenRotation, versionLine, watchTokenFile } from '@warmpool/runtime';
+import { createLogger, helpText, packageVersion, parseConfig, parseLogLevel, runMain, Shutdown, TokenRotation, versionLine, watchTokenFile } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     driver: {
       intervalMs: config.interval,
       staleAfterMs: config.staleAfter,
-      pushConcurrency: config.setPoolsConcurrency,
+      agentCallConcurrency: config.setPoolsConcurrency,
       failureThreshold: config.failureThreshold,
     },
     setPoolsTimeoutMs: config.setPoolsTimeout,
@@ -129,11 +129,4 @@ async function main(): Promise<void> {
   await controlPlane.start();
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`control-plane: ${err.message}\n`);
-    process.exit(2);
-  }
-  createLogger('control-plane').error('failed to start', { err });
-  process.exit(1);
-});
+runMain('control-plane', main);

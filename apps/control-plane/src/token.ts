@@ -1,7 +1,7 @@
 // The uniform fleet token the control plane presents to every node agent.
 // Empty means none: the driver is fail-closed and pushes nothing rather than
 // drive nodes unauthenticated.
-import type { TokenRotation } from '@warmpool/runtime';
+import { normalizeToken, type TokenRotation } from '@warmpool/runtime';
 
 /**
  * Where the current token comes from; read at every call, so a rotated
@@ -18,11 +18,6 @@ export function rotatingToken(rotation: TokenRotation<string>): TokenSource {
 
 /** A fixed token; empty or blank counts as none. */
 export function staticToken(value: string | undefined): TokenSource {
-  const token = normalize(value);
+  const token = normalizeToken(value);
   return () => token;
-}
-
-function normalize(value: string | undefined): string | undefined {
-  const token = value?.trim();
-  return token === undefined || token === '' ? undefined : token;
 }

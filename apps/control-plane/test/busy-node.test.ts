@@ -4,18 +4,16 @@
 // in placement. A real apiserver, a real agent and fake-sandboxd (processes),
 // the control plane in this process with the specs' short timings (a probe
 // every 500 ms, 1 s to answer, three failures take a node out).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
+import { apply } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-the-busy-node-spec';
 const IMAGE = 'registry.test/busy:1';
@@ -42,13 +40,7 @@ describe('a node whose sandboxd is slow to answer claims', () => {
     await eventually(() => started.isLeader(), { what: 'the control plane to lead' });
   }, 120_000);
 
-  afterAll(async () => {
-    await controlPlane?.close();
-    await fleet?.stop();
-    await stopAll();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown({ dir, what: 'busy-node' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
 
   it('stays in placement with 300 slow claims in flight through its agent', { timeout: 60_000 }, async () => {
     const node = fleet.nodes[0];
@@ -73,7 +65,7 @@ describe('a node whose sandboxd is slow to answer claims', () => {
       }));
       // Ten probe intervals while every claim is held at sandboxd: three failed probes in a row would take the node out.
       for (let i = 0; i < 10; i++) {
-        await delay(500);
+        await sleep(500);
         expect(cp.reconciler.inPlacement(node.name), `after ${(i + 1) * 500} ms`).toBe(true);
       }
       const statuses = await Promise.all(claims);

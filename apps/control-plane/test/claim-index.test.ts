@@ -2,12 +2,11 @@
 // reservation never taken by another while it lives, records found by id and
 // by claimRef and expiring with their sandbox; and the eviction-policy check.
 import type { ClaimRecord, TriedNode } from '@warmpool/api';
-import { startRedis, type TestRedis } from '@warmpool/harness';
+import { sleep, startRedis, type TestRedis } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import { checkEvictionPolicy } from '../src/provisioning/pipeline.js';
-import { delay } from './support/wait.js';
 
 const NODE_A: TriedNode = { node: 'a', address: '127.0.0.1:1', tier: 'warm', at: 1 };
 
@@ -79,7 +78,7 @@ describe('ClaimIndex (real Redis)', () => {
     const renewed = new Date(Date.now() + 60_000).toISOString();
     await index.renewed(record('soon', 'sb_2'), renewed);
     await index.record([record('gone', 'sb_3', new Date(Date.now() + 300).toISOString())]);
-    await delay(600);
+    await sleep(600);
     expect(await index.lookup('ns', 'sb_3')).toBeUndefined();
     expect(await index.lookup('ns', 'gone')).toBeUndefined();
     expect(await index.lookup('ns', 'sb_2')).toMatchObject({ deadline: renewed });

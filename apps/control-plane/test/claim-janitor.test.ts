@@ -2,13 +2,13 @@
 // which it never touches. Nodes and the claim index are scripted here; the
 // end-to-end sweep over real agents and Redis is in sandboxclaims.test.ts.
 import type { SandboxClaim, SandboxRow } from '@warmpool/api';
+import { ManualClock } from '@warmpool/harness';
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { ClaimJanitor, SandboxClaimMetrics, type AgentAddress, type NodeClaims } from '../src/index.js';
+import { ClaimJanitor, SandboxClaimMetrics, type AgentAddress, type NodeClaims } from './support/internals.js';
 import { ClaimFailure, type ClaimGrant, type ClaimService } from '../src/provisioning/claim-service.js';
-import { ManualClock } from './support/builders.js';
 
 const clock = new ManualClock();
 const OLD = clock.iso(-120_000);

@@ -8,14 +8,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema } from '@warmpool/api';
-import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { addressInUse, eventually, NodeScript, quietPort, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
-import { apply, template, warmPool } from './support/objects.js';
-import { addressInUse, quietPort } from './support/ports.js';
-import { Proc, stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
+import { apply } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-failover-tests';
 const COLD_BOOT_MS = 1_500;
@@ -24,7 +21,7 @@ interface Replica {
   identity: string;
   health: number;
   claims: number;
-  proc: Proc;
+  proc: NodeScript;
 }
 
 describe('claims when a replica dies mid-job (two control-plane processes, one Redis)', () => {
@@ -57,7 +54,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
         '--log-level', 'debug',
         ...extraArgs,
       ];
-      const proc = new Proc({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
+      const proc = new NodeScript({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
       const started = { identity, health, claims, proc };
       try {
         await eventually(async () => {
@@ -92,7 +89,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
   });
 
   afterAll(async () => {
-    await stopAll();
+    await stopScripts();
     await fleet?.stop();
     await redis?.stop();
     await cluster?.stop();
@@ -109,11 +106,11 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
 
     const refs = Array.from({ length: 24 }, (_, i) => `fo-${i}`);
     const answers = Promise.all(refs.map(async (claimRef, i) => {
-      await delay((i % 6) * 40); // several batches
+      await sleep((i % 6) * 40); // several batches
       return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
     }));
     // Kill it once it holds jobs: more are active than the survivor's one slot.
-    await eventually(async () => (await activeJobs(survivor)) >= 2, { what: 'the victim\'s worker to hold a job', everyMs: 20 });
+    await eventually(async () => (await activeJobs(survivor)) >= 2, { what: 'the victim\'s worker to hold a job', intervalMs: 20 });
     await victim.proc.stop('SIGKILL');
     const answered = await answers;
 
@@ -144,7 +141,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     expect(answer.status).toBe(504);
     expect(answer.body).toMatchObject({ reason: 'Timeout' });
     // The cold boot lands after the caller's answer: nobody can come back for it, so it is released.
-    await delay(COLD_BOOT_MS + 500);
+    await sleep(COLD_BOOT_MS + 500);
     await eventually(async () => (await claimsOnNodes(fleet, TOKEN)).length === before, { what: 'the late sandbox to be released', timeoutMs: 15_000 });
     await hasty.proc.stop();
   });
@@ -161,7 +158,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
         body: JSON.stringify({ warmPool: 'cold', ...body }),
       });
       // Give up once the claim's job is being served (its cold boot under way on a node).
-      await eventually(async () => (await activeJobs(patient)) >= 1, { what: 'the claim\'s job to be served', everyMs: 20 });
+      await eventually(async () => (await activeJobs(patient)) >= 1, { what: 'the claim\'s job to be served', intervalMs: 20 });
       controller.abort();
       await expect(sent).rejects.toThrow();
     };

@@ -7,16 +7,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, type ClaimBody } from '@warmpool/api';
-import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { eventually, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, kubectl, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
-import { eventually } from './support/wait.js';
+import { apply, kubectl } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-claim-tests';
 const IMAGE = 'registry.test/claims:1';
@@ -75,7 +73,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     await a?.close();
     await b?.close();
     await fleet?.stop();
-    await stopAll();
+    await stopScripts();
     await redis?.stop();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
-import { FLAGS, validateConfig } from '../src/index.js';
+import { FLAGS, validateConfig } from './support/internals.js';
 
 const noNamespaceFile = (): undefined => undefined;
 

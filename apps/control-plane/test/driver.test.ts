@@ -2,17 +2,15 @@
 // agents (processes) each in front of a fake-sandboxd (process), and the
 // control plane in this process. What the nodes hold is read straight from
 // each fake-sandboxd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, condition, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
+import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-control-plane-tests';
 const CAPACITY = 20;
@@ -58,14 +56,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     for (const ns of namespaces.splice(0)) await kubectl(cluster, ['delete', 'sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
   });
 
-  afterAll(async () => {
-    await controlPlane?.close();
-    await fleet?.stop();
-    await stopAll();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`control-plane driver logs kept in ${dir}`);
-  });
+  afterAll(() => tearDown({ dir, what: 'control-plane driver' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
 
   it('sets every node\'s warm target when a pool is applied', async () => {
     const ns = await namespace('apply');
@@ -141,7 +132,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     await apply(cluster, template(ns, 'tpl', 'registry.test/upstream:1', { optIn: false }), warmPool(ns, 'pool', 'tpl', 3));
     // Several periodic runs see it.
     await eventually(() => (controlPlane?.reconciler.runs ?? 0) >= runsBefore + 4, { what: 'a few reconciles' });
-    await delay(1_000);
+    await sleep(1_000);
     expect(await fleet.absentEverywhere(keyOf('registry.test/upstream:1'))).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();
   });
@@ -248,7 +239,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     expect(holder.trim()).toBe('');
     expect(rotating.ready()).toBe(false);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
-    await delay(1_500);
+    await sleep(1_500);
     expect(await fleet.targetsOf(key)).toEqual([1, 1, 1]);
 
     token = TOKEN;
@@ -270,7 +261,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     });
     expect(readyz.status).toBe(503);
     expect(readyz.body.reasons?.join(' ')).toContain('no fleet token');
-    await delay(2_000);
+    await sleep(2_000);
     expect(tokenless.isLeader()).toBe(false);
     expect(await fleet.absentEverywhere(keyOf('registry.test/notoken:1'))).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();

@@ -1,11 +1,11 @@
-// The Env claim router's choices, with the real Registry, a real redis-server
+// The Env claim router's choices, with the real CapacityRegistry, a real redis-server
 // for the claim index, a scripted local ClaimService and scripted peer claim
 // APIs (real HTTP servers on loopback): where a claim goes, the next-best
 // member when a pinned one refuses or hangs, and the bound on attempts.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SandboxEnv } from '@warmpool/api';
-import { Registry, type CapacityObservation } from '@warmpool/federation';
+import { CapacityRegistry, type CapacityObservation } from '@warmpool/federation';
 import { startRedis, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
@@ -88,7 +88,7 @@ describe('the Env claim router', () => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `sb_${cluster}`, token: 'tok', deadline: new Date(Date.now() + 60_000).toISOString(), ownerAddr: 'x:1', node: 'n', namespace: 'ns', warmPool: pool, claimRef: body['claimRef'], tier: 'warm', cluster, memberPool: pool }));
   };
 
-  function router(registry: Registry, options: { maxForeignAttempts?: number; forwardTimeoutMs?: number } = {}): { router: EnvClaimRouter; claims: ScriptedClaims; index: ClaimIndex } {
+  function router(registry: CapacityRegistry, options: { maxForeignAttempts?: number; forwardTimeoutMs?: number } = {}): { router: EnvClaimRouter; claims: ScriptedClaims; index: ClaimIndex } {
     const index = new ClaimIndex(connection, { prefix: `t${++n}:claims:` });
     const claims = new ScriptedClaims(index);
     return {
@@ -132,7 +132,7 @@ describe('the Env claim router', () => {
 
   it('stays local while this cluster has idle, and sends nothing to a peer', async () => {
     resetCalls();
-    const registry = new Registry({ localClusterId: 'here', ttlMs: 60_000 });
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
     registry.upsert([foreign('here', 'local-pool', 2), foreign('north', 'n-pool', 9)]);
     const { router: r, claims } = router(registry);
     expect(await r.claim(order('a1'))).toMatchObject({ cluster: 'here', memberPool: 'local-pool' });
@@ -142,7 +142,7 @@ describe('the Env claim router', () => {
 
   it('goes to the next-best member when the pinned one refuses, in ranking order, and records where it is served', async () => {
     resetCalls();
-    const registry = new Registry({ localClusterId: 'here', ttlMs: 60_000 });
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
     registry.upsert([foreign('here', 'local-pool', 0), foreign('east', 'e-pool', 9), foreign('west', 'w-pool', 5), foreign('north', 'n-pool', 2), foreign('south', 's-pool', 1)]);
     const { router: r, claims, index } = router(registry);
     const served = await r.claim(order('b1'));
@@ -159,7 +159,7 @@ describe('the Env claim router', () => {
 
   it('is bounded: after maxForeignAttempts refusals it answers NoCapacity, and a peer that never answers counts as a refusal', async () => {
     resetCalls();
-    const registry = new Registry({ localClusterId: 'here', ttlMs: 60_000 });
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
     registry.upsert([foreign('slow', 'x-pool', 9), foreign('east', 'e-pool', 8), foreign('north', 'n-pool', 1)]);
     const { router: r } = router(registry, { maxForeignAttempts: 2, forwardTimeoutMs: 300 });
     const started = performance.now();
@@ -174,7 +174,7 @@ describe('the Env claim router', () => {
 
   it('spills when the local member finds no capacity although it looked idle, and tells the peer when the claimRef was generated', async () => {
     resetCalls();
-    const registry = new Registry({ localClusterId: 'here', ttlMs: 60_000 });
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
     registry.upsert([foreign('here', 'local-pool', 1), foreign('south', 's-pool', 3)]);
     const { router: r, claims } = router(registry);
     claims.refuse = true;
@@ -184,7 +184,7 @@ describe('the Env claim router', () => {
   });
 
   it('refuses a pinned claim for another cluster, a non-member, or a member that can no longer serve', async () => {
-    const registry = new Registry({ localClusterId: 'here', ttlMs: 60_000 });
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
     const { router: r } = router(registry);
     const reason = async (target: string): Promise<string> => ((await r.claimPinned(order('e1'), target).catch((err: unknown) => err)) as ClaimFailure).reason;
     expect(await reason('elsewhere::local-pool')).toBe('BadRequest');

@@ -1,15 +1,14 @@
 // The federation transport against a real redis-server: what the Reporter
 // writes, how the Watcher reads it (hint, full read), and how a record's age
 // is taken from Redis's own TTL clock.
-import { Registry } from '@warmpool/federation';
-import { startRedis, type TestRedis } from '@warmpool/harness';
+import { CapacityRegistry } from '@warmpool/federation';
+import { eventually, startRedis, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FederationKeys } from '../src/federation/keys.js';
 import { FederationReporter } from '../src/federation/reporter.js';
 import { FederationWatcher } from '../src/federation/watcher.js';
-import { eventually } from './support/wait.js';
 
 const record = (memberPool: string, idle = 1): { namespace: string; envName: string; memberPool: string; scalingGroup: string; idle: number; running: number; pending: number; desired: number; autoscalingEnabled: boolean; capacity: number; saturatedForMs: number } => ({
   namespace: 'ns', envName: 'env', memberPool, scalingGroup: 'g', idle, running: 0, pending: 0, desired: idle, autoscalingEnabled: false, capacity: 0, saturatedForMs: 0,
@@ -32,8 +31,8 @@ describe('the federation transport (real redis-server)', () => {
     return r;
   }
 
-  async function watcher(localClusterId: string, keys: FederationKeys, options: { ttlMs?: number; intervalMs?: number } = {}): Promise<{ registry: Registry; watcher: FederationWatcher }> {
-    const registry = new Registry({ localClusterId, ttlMs: options.ttlMs ?? 3_000 });
+  async function watcher(localClusterId: string, keys: FederationKeys, options: { ttlMs?: number; intervalMs?: number } = {}): Promise<{ registry: CapacityRegistry; watcher: FederationWatcher }> {
+    const registry = new CapacityRegistry({ localClusterId, ttlMs: options.ttlMs ?? 3_000 });
     const w = new FederationWatcher({ redis: connection(), subscriber: connection(), keys, registry, intervalMs: options.intervalMs ?? 600_000, logger: silentLogger });
     open.push({ close: () => w.stop() });
     await w.start();

@@ -9,16 +9,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema } from '@warmpool/api';
-import { ensureFaketime, startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { addressInUse, ensureFaketime, eventually, NodeScript, quietPort, sandboxEnv, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
-import { apply, getEnv, kubectl, patch, sandboxEnv, template, warmPool } from './support/objects.js';
-import { addressInUse, quietPort } from './support/ports.js';
-import { Proc, stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
+import { apply, getEnv, kubectl, patch } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-federation-tests';
 const FEDERATION_TOKEN = 'federation-token-shared-by-a-and-b';
@@ -32,7 +29,7 @@ const faketime = ensureFaketime();
 
 describe.skipIf('missing' in faketime)(`federation across two clusters sharing one Redis hub (cluster B's clock ${CLOCK_OFFSET})`, () => {
   let a: { cluster: TestCluster; fleet: Fleet; cp: ControlPlane };
-  let b: { cluster: TestCluster; fleet: Fleet; proc: Proc; claimsUrl: string; health: string };
+  let b: { cluster: TestCluster; fleet: Fleet; proc: NodeScript; claimsUrl: string; health: string };
   let hub: TestRedis;
   let claimsRedis: TestRedis;
   let dir: string;
@@ -66,7 +63,7 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
         '--claims-advertise-url', claimsUrl,
         '--log-level', 'debug',
       ];
-      const proc = new Proc({ name: 'cluster-b', script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '', ...faketime.env(CLOCK_OFFSET) }, logFile: join(dir, `cluster-b-${attempt}.log`) });
+      const proc = new NodeScript({ name: 'cluster-b', script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '', ...faketime.env(CLOCK_OFFSET) }, logFile: join(dir, `cluster-b-${attempt}.log`) });
       try {
         await eventually(async () => {
           if (!proc.running) throw new Error(`cluster B exited:\n${proc.log()}`);
@@ -107,7 +104,7 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
       federation: { clusterId: 'a', hub: { redisUrl: hub.url, prefix: PREFIX }, intervalMs: INTERVAL_MS, ttlMs: TTL_MS, token: () => FEDERATION_TOKEN },
     });
     a = { cluster: clusterA, fleet: fleetA, cp };
-    b = { cluster: clusterB, fleet: fleetB, proc: undefined as unknown as Proc, claimsUrl: '', health: '' };
+    b = { cluster: clusterB, fleet: fleetB, proc: undefined as unknown as NodeScript, claimsUrl: '', health: '' };
     b.proc = await startB(tokenFile, federationTokenFile);
     await eventually(() => a.cp.claims?.notReadyReasons().length === 0, { what: 'A ready to claim' });
     await eventually(() => a.cp.federation.registry.foreignMembers(NS, 'python').find((m) => m.clusterId === 'b' && m.idle === 3), { what: 'A to see B\'s 3 idle sandboxes', timeoutMs: 60_000 });
@@ -118,7 +115,7 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
     await b?.proc?.stop();
     await a?.fleet.stop();
     await b?.fleet.stop();
-    await stopAll();
+    await stopScripts();
     await hub?.stop();
     await claimsRedis?.stop();
     await a?.cluster.stop();
@@ -204,10 +201,10 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
 
   it('ages B\'s records out by Redis\'s TTL when B stops reporting, although B\'s clock is minutes off; claims then answer 429 NoCapacity, and spill again once B is back', async () => {
     expect(foreignSeenByA()).toBe(1);
-    b.proc.killNow('SIGSTOP');
+    b.proc.kill('SIGSTOP');
     const stoppedAt = Date.now();
     try {
-      await eventually(() => foreignSeenByA() === 0, { what: 'B\'s records to expire in A\'s view', timeoutMs: 30_000, everyMs: 20 });
+      await eventually(() => foreignSeenByA() === 0, { what: 'B\'s records to expire in A\'s view', timeoutMs: 30_000, intervalMs: 20 });
       const agedOutAfter = Date.now() - stoppedAt;
       // Gone within the TTL (plus one report interval and the machine's slowness), not ten minutes early or late.
       expect(agedOutAfter).toBeLessThan(TTL_MS + INTERVAL_MS + 5_000);
@@ -216,7 +213,7 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
       expect(claimErrorBodySchema.parse(refused.body).reason).toBe('NoCapacity');
       expect(refused.headers.get('retry-after')).not.toBeNull();
     } finally {
-      b.proc.killNow('SIGCONT');
+      b.proc.kill('SIGCONT');
     }
     await eventually(() => foreignSeenByA() === 1, { what: 'B\'s records back in A\'s view', timeoutMs: 30_000 });
     const again = await envClaim();
@@ -240,7 +237,7 @@ describe.skipIf('missing' in faketime)(`federation across two clusters sharing o
         clusters.push(claim.cluster);
         await callClaims(claimsA(), 'DELETE', `/v1/namespaces/${NS}/claims/${claim.id}`, user);
       }
-      await delay(100);
+      await sleep(100);
     }
     expect(statuses.length).toBeGreaterThan(0);
     expect(new Set(statuses)).toEqual(new Set([200]));

@@ -5,19 +5,17 @@
 // NodeInventory, or PUT to an agent with the fleet token) takes only its own
 // node out, with an Event whose recovery works; running out of generations
 // fails readiness and does not spin.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { epochOf, MAX_EPOCH } from '../src/index.js';
+import { epochOf, MAX_EPOCH } from './support/internals.js';
 import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
-import { apply, kubectl, patch, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
+import { apply, kubectl, patch } from './support/objects.js';
 import { epochsTaken, leaders, readiness, startReplica, type Replica, type ReplicaOptions } from './support/replicas.js';
-import { delay, eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-fencing-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
@@ -89,31 +87,25 @@ describe('fencing and generation trust (processes)', () => {
     await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', { what: 'targets 2,2,2', timeoutMs: 30_000 });
   }, 120_000);
 
-  afterAll(async () => {
-    await stopAll();
-    await fleet?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`fencing logs kept in ${dir}`);
-  });
+  afterAll(() => tearDown({ dir, what: 'fencing' }, stopScripts, () => fleet?.stop(), () => cluster?.stop()));
 
   it('never lets a node apply a push of a leader paused past its lease once the new leader has pushed', async () => {
     const { leader: paused, standby } = await theLeader();
     const pausedEpochs = epochsTaken(paused);
     expect(pausedEpochs.length).toBeGreaterThan(0);
 
-    paused.proc.killNow('SIGSTOP');
+    paused.proc.kill('SIGSTOP');
     try {
       await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 9 } });
       await eventually(async () => (await leaders([standby])).length === 1, { what: 'the standby to lead', timeoutMs: 30_000 });
       await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', { what: 'targets 3,3,3 from the new leader', timeoutMs: 30_000 });
     } finally {
-      paused.proc.killNow('SIGCONT');
+      paused.proc.kill('SIGCONT');
     }
     // The resumed one sees the same pool change in its caches and would push it; watch a while.
     for (let i = 0; i < 20; i++) {
       expect((await fleet.targetsOf(KEY)).join(',')).toBe('3,3,3');
-      await delay(250);
+      await sleep(250);
     }
     await eventually(async () => (await readiness(paused)).status === 200, { what: 'the resumed replica to answer' });
     expect(await leaders([paused, standby])).toEqual([standby.identity]);
@@ -156,7 +148,7 @@ describe('fencing and generation trust (processes)', () => {
 
     // No spin: over two seconds the leader logs a handful of lines, not thousands.
     const before = leader.proc.logLines().length;
-    await delay(2_000);
+    await sleep(2_000);
     expect(leader.proc.logLines().length - before).toBeLessThan(200);
 
     // The recovery the Event names.
@@ -209,13 +201,13 @@ describe('fencing and generation trust (processes)', () => {
     expect(state.reasons.join(' ')).toContain('no generation left');
 
     const before = next.proc.logLines().length;
-    await delay(3_000);
+    await sleep(3_000);
     const lines = next.proc.logLines().slice(before);
     expect(lines.length).toBeLessThan(300);
     expect(lines.filter((l) => String(l['msg']).includes('no generation left')).length).toBeLessThan(5);
     // Nothing pushed meanwhile.
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 3 } });
-    await delay(1_500);
+    await sleep(1_500);
     expect((await fleet.targetsOf(KEY)).join(',')).toBe('3,3,3');
   }, 180_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EPOCH_SPAN, epochOf, GenerationExhaustedError, GenerationSource, generationOf, majorityApplied, MAX_EPOCH, MemoryEpochStore, type EpochStore } from '../src/index.js';
+import { EPOCH_SPAN, epochOf, GenerationExhaustedError, GenerationSource, generationOf, majorityApplied, MAX_EPOCH, MemoryEpochStore, type EpochStore } from './support/internals.js';
 
 describe('GenerationSource', () => {
   it('hands out nothing before its first epoch, then strictly growing generations', async () => {

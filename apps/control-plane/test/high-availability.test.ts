@@ -3,18 +3,16 @@
 // SIGKILL, at once on SIGTERM, which releases the lease); the generation
 // keeps growing across leaders; and a replica without the fleet token is
 // fail-closed. Real apiserver, real agents, fake-sandboxd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
+import { apply, getPool, kubectl, patch } from './support/objects.js';
 import { leaders, readiness, startReplica, type Replica } from './support/replicas.js';
-import { delay, eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-ha-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
@@ -64,18 +62,12 @@ describe('control-plane replicas (processes) on one Lease', () => {
     fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
   });
 
-  afterAll(async () => {
-    await stopAll();
-    await fleet?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`control-plane HA logs kept in ${dir}`);
-  });
+  afterAll(() => tearDown({ dir, what: 'control-plane HA' }, stopScripts, () => fleet?.stop(), () => cluster?.stop()));
 
   it('without a fleet token, logs it, does not campaign, reports not ready and pushes nothing', async () => {
     const tokenless = await replica('cp-no-token', { token: false });
     await apply(cluster, template(ns, 'tpl', 'registry.test/ha:1'), warmPool(ns, 'pool', 'tpl', 6));
-    await delay(2_500);
+    await sleep(2_500);
     const state = await readiness(tokenless);
     expect(state.status).toBe(503);
     expect(state.reasons.join(' ')).toContain('no fleet token');
@@ -95,7 +87,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
     // Watch a while: never two leaders, never none.
     for (let i = 0; i < 10; i++) {
       expect(await leaders([a, b])).toHaveLength(1);
-      await delay(200);
+      await sleep(200);
     }
     expect(await leaseHolder()).toBe((await leaders([a, b]))[0]);
   });

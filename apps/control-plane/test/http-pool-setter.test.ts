@@ -2,7 +2,7 @@
 import { serveApp, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AgentCallError, HttpPoolSetter, NoTokenError, StaleGenerationError, type AgentNode } from '../src/index.js';
+import { AgentCallError, HttpPoolSetter, NoTokenError, StaleGenerationError, type AgentNode } from './support/internals.js';
 
 interface Seen {
   method: string;

@@ -1,6 +1,6 @@
 import type { KubeNode, KubePod } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { addressCheckOf, slimNode } from '../src/index.js';
+import { addressCheckOf, slimNode } from './support/internals.js';
 
 function node(name: string, ...addresses: string[]): KubeNode {
   return { metadata: { name }, status: { addresses: addresses.map((address, i) => ({ type: i === 0 ? 'InternalIP' : 'Hostname', address })) } };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInventory } from '@warmpool/api';
-import { NodeTracker, type AddressCheck } from '../src/index.js';
-import { infoOf, inventoryObject, ManualClock } from './support/builders.js';
+import { infoOf, inventoryObject, ManualClock } from '@warmpool/harness';
+import { NodeTracker, type AddressCheck } from './support/internals.js';
 
 /** Every address is its node's here; node-addresses.test.ts specifies the check itself. */
 const vouchedFor: AddressCheck = () => undefined;

@@ -4,12 +4,12 @@
 // warm.
 import { describe, expect, it } from 'vitest';
 import type { NodeInventory } from '@warmpool/api';
+import { inventoryObject } from '@warmpool/harness';
 import type { Lister } from '@warmpool/kube';
 import type { AddressCheck } from '../src/controllers/warmpool/node-addresses.js';
 import type { NodeView } from '../src/controllers/warmpool/nodes.js';
 import { nodeSnapshotSource } from '../src/provisioning/node-snapshots.js';
 import { Placement, type NodeSnapshot } from '../src/provisioning/placement.js';
-import { inventoryObject } from './support/builders.js';
 
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const KEY_ID = 'img|none|small';

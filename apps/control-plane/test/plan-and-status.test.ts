@@ -1,7 +1,7 @@
 import type { PoolObservation } from '@warmpool/pool-model';
 import { describe, expect, it } from 'vitest';
-import { demandsOf, planPools, statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolPlan } from '../src/index.js';
-import { poolObject, templateObject } from './support/builders.js';
+import { demandsOf, planPools, statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolPlan } from './support/internals.js';
+import { poolObject, templateObject } from '@warmpool/harness';
 
 const templates = new Map([
   ['ns/ours', templateObject('ns', 'ours', 'img:1')],

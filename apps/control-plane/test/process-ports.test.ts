@@ -6,19 +6,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, NodeScript, quietPort, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, requireBuilt } from './support/fleet.js';
-import { quietPort } from './support/ports.js';
-import { Proc, stopAll } from './support/processes.js';
-import { eventually } from './support/wait.js';
 
 const run = promisify(execFile);
 
 describe('the control plane process: ports, flags, version', () => {
   let cluster: TestCluster;
   let dir: string;
-  let proc: Proc;
+  let proc: NodeScript;
   let metricsPort: number;
   let probePort: number;
 
@@ -29,7 +26,7 @@ describe('the control plane process: ports, flags, version', () => {
     writeFileSync(join(dir, 'token'), 'fleet-token\n');
     metricsPort = await quietPort();
     probePort = await quietPort();
-    proc = new Proc({
+    proc = new NodeScript({
       name: 'control-plane',
       script: CONTROL_PLANE_MAIN,
       args: [
@@ -46,7 +43,7 @@ describe('the control plane process: ports, flags, version', () => {
     });
   });
   afterAll(async () => {
-    await stopAll();
+    await stopScripts();
     await cluster?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

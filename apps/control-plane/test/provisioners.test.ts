@@ -2,6 +2,7 @@
 // claims and answers each with its own result; deleting one refuses new claims
 // and still serves the enqueued ones.
 import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import { poolObject, templateObject } from '@warmpool/harness';
 import type { Batch } from '@warmpool/batcher';
 import type { Lister } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
@@ -9,7 +10,6 @@ import { describe, expect, it } from 'vitest';
 import { ClaimFailure, type ClaimOrder } from '../src/provisioning/claim-service.js';
 import { ProvisionerController } from '../src/provisioning/controller.js';
 import type { PendingClaim, Provisioner } from '../src/provisioning/provisioner.js';
-import { poolObject, templateObject } from './support/builders.js';
 
 function lister<T extends { metadata?: { namespace?: string; name?: string } }>(items: () => T[]): Lister<T> {
   return {

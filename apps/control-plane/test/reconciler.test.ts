@@ -22,9 +22,9 @@ import {
   type PoolSetter,
   type PoolStatusWriter,
   type StatusFields,
-} from '../src/index.js';
-import { AgentCallError } from '../src/index.js';
-import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from './support/builders.js';
+} from './support/internals.js';
+import { AgentCallError } from './support/internals.js';
+import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {
   node: string;

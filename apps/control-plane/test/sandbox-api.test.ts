@@ -9,17 +9,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, type ClaimBody, type Sandbox } from '@warmpool/api';
-import { findBinary, issueCertificate, startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { eventually, findBinary, issueCertificate, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, kubectl, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
+import { apply, kubectl } from './support/objects.js';
 import { callDirect, etcdCount, registerSandboxApi, servingPki, type ServingPki } from './support/sandbox-api.js';
-import { eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-sandbox-api-tests';
 const IMAGE = 'registry.test/sandbox-api:1';
@@ -77,7 +75,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     for (const watch of watches) watch.kill('SIGKILL');
     await cp?.close();
     await fleet?.stop();
-    await stopAll();
+    await stopScripts();
     await redis?.stop();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
@@ -88,7 +86,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     const out = await kubectl(cluster, ['api-resources', '--api-group=agents.x-k8s.io', '--no-headers']);
     expect(out).toMatch(/^sandboxes\s+agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox/m);
     // The apiserver fetches the OpenAPI documents of an APIService shortly after it becomes Available.
-    await eventually(async () => (await cluster.kubectl(['explain', 'sandboxes.status.nodeName', '--api-version=agents.x-k8s.io/v1beta1'])).stdout.includes('The node holding the sandbox'), { what: 'kubectl explain of a Sandbox field', timeoutMs: 30_000, everyMs: 1_000 });
+    await eventually(async () => (await cluster.kubectl(['explain', 'sandboxes.status.nodeName', '--api-version=agents.x-k8s.io/v1beta1'])).stdout.includes('The node holding the sandbox'), { what: 'kubectl explain of a Sandbox field', timeoutMs: 30_000, intervalMs: 1_000 });
   }, 60_000);
 
   it('gets a sandbox the moment its claim is answered: name = claimRef, namespace, node, owner address, Ready, deadline', async () => {
@@ -163,7 +161,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       if (seen !== undefined) return true;
       await claim({ claimRef: `watched-${++attempt}` });
       return false;
-    }, { what: 'a claim ADDED in kubectl get -w', timeoutMs: 20_000, everyMs: 1_000 });
+    }, { what: 'a claim ADDED in kubectl get -w', timeoutMs: 20_000, intervalMs: 1_000 });
     await release(seen ?? '');
     await eventually(() => lines().some((l) => new RegExp(`^DELETED\\s+${seen}\\s`).test(l)), { what: `DELETED ${seen} in kubectl get -w (stderr: ${stderr})`, timeoutMs: 20_000 });
     watch.kill('SIGTERM');

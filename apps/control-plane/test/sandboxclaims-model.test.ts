@@ -2,6 +2,7 @@
 // condition and its transitions, lifetimes and renewals, the token Secret, the
 // keyed work queue, and the claim_refs the janitor reads.
 import { MAX_CLAIM_TTL_SECONDS, SANDBOX_CLAIM_FINALIZER, SANDBOX_ID_ANNOTATION, type SandboxClaim } from '@warmpool/api';
+import { eventually, poolObject, templateObject } from '@warmpool/harness';
 import { describe, expect, it } from 'vitest';
 import {
   claimedStatus,
@@ -21,10 +22,8 @@ import {
   ttlSecondsFor,
   type ClaimCaches,
   type WorkOutcome,
-} from '../src/index.js';
+} from './support/internals.js';
 import type { ClaimGrant } from '../src/provisioning/claim-service.js';
-import { poolObject, templateObject } from './support/builders.js';
-import { eventually } from './support/wait.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 

@@ -14,16 +14,14 @@ import {
   type SandboxClaim,
   type SandboxRow,
 } from '@warmpool/api';
-import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { eventually, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { isNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane, KubeSecret } from '../src/index.js';
+import type { ControlPlane, KubeSecret } from './support/internals.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
-import { apply, kubectl, patch, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
+import { apply, kubectl, patch } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-sandboxclaim-tests';
 const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
@@ -152,7 +150,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   afterAll(async () => {
     await controlPlane?.close();
     await fleet?.stop();
-    await stopAll();
+    await stopScripts();
     await redis?.stop();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
@@ -222,7 +220,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await apply(cluster, sandboxClaim(ns, 'asked', 'later', { annotations: WARMPOOL_CLAIM }), sandboxClaim(ns, 'plain', 'later'));
     const failed = await failedWith(ns, 'asked', 'PoolNotFound');
     expect(ready(failed)?.message).toContain('later');
-    await delay(500);
+    await sleep(500);
     const plain = await getClaim(ns, 'plain');
     expect(plain?.status).toBeUndefined();
     expect(plain?.metadata.finalizers ?? []).toEqual([]);
@@ -237,7 +235,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await apply(cluster, template(ns, 'tpl', `registry.test/${ns}:1`, { optIn: false }), warmPool(ns, 'pool', 'tpl', 3));
     await apply(cluster, sandboxClaim(ns, 'asked', 'pool', { annotations: WARMPOOL_CLAIM }), sandboxClaim(ns, 'upstreams', 'pool'));
     await failedWith(ns, 'asked', 'NotDriven');
-    await delay(500);
+    await sleep(500);
     const upstreams = await getClaim(ns, 'upstreams');
     expect(upstreams?.status).toBeUndefined();
     expect(upstreams?.metadata.finalizers ?? []).toEqual([]);
@@ -292,13 +290,13 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await drivenPool(ns, 'pool');
     const vanished = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
     // The agents are paused: the claim's job waits on a node while the claim is deleted (it has no finalizer yet).
-    for (const node of fleet.nodes) node.agent?.killNow('SIGSTOP');
+    for (const node of fleet.nodes) node.agent?.kill('SIGSTOP');
     try {
       await apply(cluster, sandboxClaim(ns, 'racing', 'pool'));
-      await delay(300);
+      await sleep(300);
       await kubectl(cluster, ['delete', 'sandboxclaim', 'racing', '-n', ns]);
     } finally {
-      for (const node of fleet.nodes) node.agent?.killNow('SIGCONT');
+      for (const node of fleet.nodes) node.agent?.kill('SIGCONT');
     }
     await eventually(async () => (await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}')) === vanished + 1, { what: 'the landed claim to be released' });
     expect(await heldAnywhere(`${ns}/racing`)).toEqual([]);
@@ -314,7 +312,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     controlPlane = undefined;
 
     await kubectl(cluster, ['delete', 'sandboxclaim', 'orphaned', '-n', ns, '--wait=false']);
-    await delay(500);
+    await sleep(500);
     expect((await getClaim(ns, 'orphaned'))?.metadata.deletionTimestamp).toBeDefined();
     expect(await heldAnywhere(`${ns}/orphaned`)).toHaveLength(1);
 
@@ -341,7 +339,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'indexed-ghost', ttlSeconds: 600, path: 'crd' });
     // An HTTP-path claim of the same shape: no SandboxClaim, and never the janitor's.
     await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, path: 'http' });
-    await delay(600);
+    await sleep(600);
 
     const before = await metric('warmpool_controlplane_claim_janitor_releases_total');
     const swept = await controlPlane?.sandboxClaims?.janitor.sweep();
@@ -368,7 +366,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
         const now = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
         return Date.parse(now) > Date.parse(first) ? now : undefined;
       }, { what: 'the Secret\'s deadline to move with a renewal' });
-      await delay(4_000);
+      await sleep(4_000);
       expect(await heldAnywhere(`${ns}/long`)).toHaveLength(1);
       expect(ready(await getClaim(ns, 'long'))).toMatchObject({ status: 'True', reason: 'Claimed' });
     } finally {
@@ -388,7 +386,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(await heldAnywhere(`${ns}/taken`)).toEqual([]);
     const made = await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}');
     const released = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
-    await delay(1_000);
+    await sleep(1_000);
     expect(await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}')).toBe(made);
     expect(await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}'), 'a refused claim is not claimed again and again').toBe(released);
     const claim = await getClaim(ns, 'taken');
@@ -424,7 +422,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(await getSecret(ns, 'shared')).toBeUndefined();
     expect(failed.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
     await kubectl(cluster, ['delete', 'sandboxclaim', 'shared', '-n', ns]);
-    await delay(500);
+    await sleep(500);
     expect((await heldAnywhere(`${ns}/shared`)).map((row) => row.id)).toEqual([http?.id]);
     await controlPlane?.claims?.release(ns, 'shared');
   });

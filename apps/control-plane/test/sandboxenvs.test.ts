@@ -5,18 +5,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, type SandboxEnv, type ScalingGroupStatus } from '@warmpool/api';
-import { startCluster, startRedis, type TestCluster, type TestRedis } from '@warmpool/harness';
+import { eventually, sandboxEnv, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distribute, nextTotal, type GroupScaleInput } from '../src/controllers/sandboxenvs/autoscaler.js';
 import type { PoolCounts } from '../src/controllers/sandboxenvs/counts.js';
 import { coarseDuration, envCapacity, SaturationTracker } from '../src/controllers/sandboxenvs/status.js';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, getEnv, getPool, kubectl, sandboxEnv, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
-import { delay, eventually } from './support/wait.js';
+import { apply, getEnv, getPool, kubectl } from './support/objects.js';
 
 const counts = (rows: Record<string, Partial<PoolCounts>>): Map<string, PoolCounts> =>
   new Map(Object.entries(rows).map(([ref, c]) => [ref, { idle: 0, running: 0, pending: 0, desired: 0, ...c }]));
@@ -81,7 +79,7 @@ describe('the Env autoscaler\'s rule (pure)', () => {
     expect(nextTotal({ ...base, total: 9, idle: 9, maxReplicas: 4 })).toBe(4);
   });
 
-  it('scales down only beyond the band and after the delay: no flapping between two sizes', () => {
+  it('scales down only beyond the band and after the sleep: no flapping between two sizes', () => {
     expect(nextTotal({ ...base, idle: 3 })).toBe(2);
     expect(nextTotal({ ...base, total: 6, idle: 6 })).toBe(2);
     expect(nextTotal({ ...base, total: 6, idle: 6, mayScaleDown: false })).toBe(6);
@@ -145,7 +143,7 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
   afterAll(async () => {
     await cp?.close();
     await fleet?.stop();
-    await stopAll();
+    await stopScripts();
     await redis?.stop();
     await cluster?.stop();
     if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
@@ -170,9 +168,9 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
 
   it('writes status only when it changes', async () => {
     await eventually(async () => (await group('web', ''))?.idle === 3, { what: 'web refilled', timeoutMs: 30_000 });
-    await delay(1_500);
+    await sleep(1_500);
     const before = cp.envs.writes;
-    await delay(3_000);
+    await sleep(3_000);
     expect(cp.envs.writes).toBe(before);
   });
 
@@ -186,7 +184,7 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
       return row?.desired === 3 && row.capacity === 0 && row.idle === 0 && row.saturatedFor !== undefined ? row : undefined;
     }, { what: 'burst at maxReplicas 3, saturated', timeoutMs: 30_000 });
     const scales = cp.autoscaler.scales;
-    await delay(3_000);
+    await sleep(3_000);
     expect((await getPool(cluster, ns, 'auto-1')).spec.replicas).toBe(3);
     expect(cp.autoscaler.scales).toBe(scales);
     expect(await group('auto', '')).toMatchObject({ autoscalingEnabled: true, capacity: 0, saturatedFor: expect.stringMatching(/^\d+[sm]$/) });

@@ -1,6 +1,6 @@
 import type { CustomResourceDefinition, JsonSchemaProps, SandboxWarmPoolStatus } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { fitStatus, statusFieldsOf } from '../src/index.js';
+import { fitStatus, statusFieldsOf } from './support/internals.js';
 
 function crd(status: JsonSchemaProps | undefined, version = 'v1beta1'): CustomResourceDefinition {
   return { spec: { versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: status === undefined ? {} : { status } } } }] } };

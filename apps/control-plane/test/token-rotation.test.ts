@@ -5,7 +5,7 @@
 import { serveApp, TokenRotation, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HttpPoolSetter, rotatingToken, type AgentNode } from '../src/index.js';
+import { HttpPoolSetter, rotatingToken, type AgentNode } from './support/internals.js';
 
 const INFO = { pools: [], claimed: 0 };
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CoalescingTrigger } from '../src/index.js';
+import { CoalescingTrigger } from './support/internals.js';
 
 /** A run that stays in flight until released, recording the reasons it was given. */
 function gatedRuns(): { runs: Array<string[]>; release(): void; trigger: CoalescingTrigger } {

@@ -3,21 +3,19 @@
 // someone holding an agent token, and upstream agent-sandbox's own
 // SandboxWarmPool CRD, whose status schema has no conditions, installed
 // instead of ours, and switched at runtime.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { nodeObject, startCluster, type TestCluster } from '@warmpool/harness';
+import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
+import { eventually, nodeObject, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../src/index.js';
+import type { ControlPlane } from './support/internals.js';
 import { startControlPlane } from './support/control-plane.js';
 import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, condition, getPool, kubectl, patch, template, warmPool } from './support/objects.js';
-import { stopAll } from './support/processes.js';
+import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
 import { chartPoolCrd, upstreamPoolCrd } from './support/upstream-crd.js';
-import { delay, eventually } from './support/wait.js';
 
 const TOKEN = 'fleet-token-for-trust-tests';
 const AGENT_POD_SELECTOR = 'app.kubernetes.io/component=node-agent';
@@ -61,14 +59,7 @@ beforeAll(async () => {
   inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
 }, 180_000);
 
-afterAll(async () => {
-  await controlPlane?.close();
-  await fleet?.stop();
-  await stopAll();
-  await cluster?.stop();
-  if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-  else console.error(`control-plane trust logs kept in ${dir}`);
-});
+afterAll(() => tearDown({ dir, what: 'control-plane trust' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
 
 async function statusWriteErrors(): Promise<number> {
   const text = await controlPlane.registry.metrics();
@@ -107,7 +98,7 @@ describe('with upstream agent-sandbox\'s SandboxWarmPool CRD (no status.conditio
 
     await apply(cluster, await upstreamPoolCrd(cluster) as unknown as Record<string, unknown>);
     // Let the switch reach the control plane's cache before the next change needs a write.
-    await delay(1_000);
+    await sleep(1_000);
     await patch(cluster, 'sandboxwarmpools', ns, 'pool', { spec: { replicas: 3 } });
     await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 3, { what: 'readyReplicas 3 under upstream\'s CRD again' });
     expect(await statusWriteErrors()).toBe(0);
@@ -127,7 +118,7 @@ describe('a NodeInventory pointing where its Node does not', () => {
       // What an agent token could do before the admission policy (charts/warmpool/test/node-agent-admission.test.ts):
       // re-point a real node, and invent one claiming room for 100 000 with everything warm.
       await kubectl(cluster, ['patch', 'nodeinventory', victim, '--type=merge', '-p', JSON.stringify({ spec: { address: listener.address } })]);
-      await inventories.create({ apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name: 'fake-node' }, spec: { nodeName: 'fake-node', address: listener.address } });
+      await inventories.create({ apiVersion: apiVersionOf(NodeInventoryType), kind: NodeInventoryType.kind, metadata: { name: 'fake-node' }, spec: { nodeName: 'fake-node', address: listener.address } });
       await inventories.applyStatus(
         { metadata: { name: 'fake-node' }, status: { capacity: 100_000, claimed: 0, publishedAt: new Date().toISOString(), pools: [{ template: 'registry.test/forged:1', net: 'none', size: 'small', target: 4, warm: 4, refilling: 0 }] } },
         { fieldManager: 'attacker', force: true },
@@ -139,7 +130,7 @@ describe('a NodeInventory pointing where its Node does not', () => {
       await eventually(async () => (await inventories.get({ name: victim })).spec?.address === `127.0.0.1:${fleet.nodes[1]?.agentPort}`, { what: 'the victim\'s spec restored by its agent' });
       // Many probe rounds (every 500 ms) and the scale-up push have passed.
       await eventually(async () => (await fleet.targetsOf(key)).join(',') === '3,3', { what: 'targets 3,3 on the real nodes' });
-      await delay(2_000);
+      await sleep(2_000);
       expect(listener.requests).toEqual([]);
 
       const fake = controlPlane.reconciler.nodes().find((v) => v.name === 'fake-node');
@@ -175,7 +166,7 @@ describe('an agent advertising its pod IP (the chart\'s DaemonSet)', () => {
       // No kubelet here: report the pod running with the listener's IP ourselves.
       await kubectl(cluster, ['patch', 'pod', 'agent-on-pod-network', '-n', system, '--subresource=status', '--type=merge', '-p',
         JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.3', podIPs: [{ ip: '127.0.0.3' }] } })]);
-      await inventories.create({ apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name }, spec: { nodeName: name, address: agent.address } });
+      await inventories.create({ apiVersion: apiVersionOf(NodeInventoryType), kind: NodeInventoryType.kind, metadata: { name }, spec: { nodeName: name, address: agent.address } });
       await inventories.applyStatus({ metadata: { name }, status: { capacity: 10, claimed: 0, publishedAt: new Date().toISOString(), pools: [] } }, { fieldManager: 'test', force: true });
 
       const call = await eventually(() => agent.requests.find((r) => r.url === '/v1/info' || r.url === '/v1/pools'), { what: 'a call at the pod IP' });
@@ -188,9 +179,9 @@ describe('an agent advertising its pod IP (the chart\'s DaemonSet)', () => {
         return v?.exclusion === 'unverified-address' ? v : undefined;
       }, { what: 'the node out of placement once its agent pod is going' });
       expect(view.addressProblem).toBe(`127.0.0.3 is not one of Node ${name}'s addresses (10.9.9.9, ${name}) nor the IP of a node-agent pod on it`);
-      await delay(500);
+      await sleep(500);
       const calls = agent.requests.length;
-      await delay(2_000);
+      await sleep(2_000);
       expect(agent.requests).toHaveLength(calls);
     } finally {
       await agent.close();

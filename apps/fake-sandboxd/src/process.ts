@@ -1,5 +1,5 @@
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, DEFAULT_TOKEN_GRACE_MS, formatHostPort, helpText, packageVersion, parseConfig, parseHostPort, parseLogLevel, Shutdown, versionLine, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
+import { ConfigError, createLogger, DEFAULT_TOKEN_GRACE_MS, formatHostPort, helpText, messageOf, packageVersion, parseConfig, parseHostPort, parseLogLevel, runMain, Shutdown, versionLine, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
@@ -73,15 +73,9 @@ function parseListen(text: string): HostPort | { socketPath: string } {
   try {
     return parseHostPort(text);
   } catch (err) {
-    throw new ConfigError(`--listen: ${(err as Error).message}`);
+    throw new ConfigError(`--listen: ${messageOf(err)}`);
   }
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof RangeError) {
-    process.stderr.write(`fake-sandboxd: ${err.message}\n`);
-    process.exit(2);
-  }
-  createLogger('fake-sandboxd').error('failed to start', { err });
-  process.exit(1);
-});
+// Its options check ranges with RangeError: a bad flag value, too.
+runMain('fake-sandboxd', main, { usageErrors: [RangeError] });

@@ -1,7 +1,7 @@
 // One fake node served over HTTP, on a TCP address or a unix socket (as the
 // real sandboxd is), for tests and benchmarks that host many nodes in one
 // process.
-import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, readTokenFile, serveApp, serveAppOnSocket, silentLogger, watchTokenFile, type HttpServer, type Logger, type SocketServer, type TokenFileWatch } from '@warmpool/runtime';
+import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, messageOf, readTokenFile, serveApp, serveAppOnSocket, silentLogger, watchTokenFile, type HttpServer, type Logger, type SocketServer, type TokenFileWatch } from '@warmpool/runtime';
 import { FakeSandboxd } from './core/fake-sandboxd.js';
 import type { FakeSandboxdOptions } from './core/options.js';
 import { createSandboxdApp } from './http/app.js';
@@ -51,7 +51,7 @@ export async function startFakeSandboxd(options: StartFakeSandboxdOptions & { so
     try {
       first = readTokenFile(apiTokenFile);
     } catch (err) {
-      throw new RangeError(`--api-token-file: cannot read ${apiTokenFile} (${(err as Error).message})`, { cause: err });
+      throw new RangeError(`--api-token-file: cannot read ${apiTokenFile} (${messageOf(err)})`, { cause: err });
     }
     if (first === undefined) throw new RangeError(`--api-token-file: ${apiTokenFile} is empty`);
     auth = new RootAuth(first, { graceMs: tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS });

@@ -11,9 +11,10 @@ import {
   type NodeInfo,
   type SandboxList,
 } from '@warmpool/api';
+import { eventually } from '@warmpool/harness';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '../src/index.js';
-import { eventually, SandboxdClient, type Answer } from './http-client.js';
+import { SandboxdClient, type Answer } from './http-client.js';
 
 const TOKEN = 'root-secret';
 const DAY_MS = 24 * 3600_000;

@@ -1,7 +1,7 @@
 import { claimRequestSchema, poolTargetSchema, type ClaimRequest, type NodeInfo, type PoolTarget } from '@warmpool/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeSandboxd, SandboxdRefusal, type FakeSandboxdOptions } from '../src/index.js';
-import { ManualClock } from './manual-clock.js';
+import { ManualClock } from '@warmpool/harness';
 
 const BOOT_MS = 100;
 const nodes: FakeSandboxd[] = [];

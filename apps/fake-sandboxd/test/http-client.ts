@@ -1,11 +1,8 @@
-// A tiny loopback client for contract tests: every call answers status + body.
+// A tiny loopback client for contract tests: every call answers status + body,
+// with the node's root token unless told otherwise.
+import { httpCall, type HttpAnswer } from '@warmpool/harness';
 
-export interface Answer {
-  status: number;
-  text: string;
-  /** The parsed JSON body, or undefined when the body is not JSON. */
-  json: unknown;
-}
+export type Answer = HttpAnswer;
 
 export interface CallOptions {
   /** Bearer token; null sends no Authorization header. Defaults to the client's root token. */
@@ -24,24 +21,10 @@ export class SandboxdClient {
     this.rootToken = rootToken;
   }
 
-  async call(method: string, path: string, options: CallOptions = {}): Promise<Answer> {
-    const token = options.token === undefined ? this.rootToken : options.token;
-    const headers: Record<string, string> = { ...options.headers };
-    if (token !== null) headers['authorization'] = `Bearer ${token}`;
-    let body: string | undefined;
-    if (options.body !== undefined) {
-      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
-      headers['content-type'] ??= 'application/json';
-    }
-    const response = await fetch(this.base + path, { method, headers, body });
-    const text = await response.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: response.status, text, json };
+  call(method: string, path: string, options: CallOptions = {}): Promise<Answer> {
+    const { body, ...rest } = options;
+    const sent = typeof body === 'string' ? { rawBody: body } : body === undefined ? {} : { body };
+    return httpCall(this.base, method, path, { ...rest, ...sent, token: options.token === undefined ? this.rootToken : options.token });
   }
 
   get(path: string, options?: CallOptions): Promise<Answer> {
@@ -61,11 +44,5 @@ export class SandboxdClient {
   }
 }
 
-/** Poll `probe` until it returns true (real time; for boots that take a few ms). */
-export async function eventually(probe: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+// Re-export kept for branches in flight; import from @warmpool/harness
+export { eventually } from '@warmpool/harness';

@@ -53,6 +53,16 @@ afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
+
+/** The address the process logs once it serves (undefined if it never does). */
+async function servingAddress(stderrLines: AsyncIterable<string>): Promise<string | undefined> {
+  for await (const line of stderrLines) {
+    const record = JSON.parse(line) as { msg: string; address?: string };
+    if (record.msg === 'serving') return record.address;
+  }
+  return undefined;
+}
+
 describe('fake-sandboxd process', () => {
   it('prints every flag with its env variable on --help and exits 0', async () => {
     const { exited } = run(['--help']);
@@ -73,14 +83,7 @@ describe('fake-sandboxd process', () => {
 
   it('serves the API with the token from SANDBOXD_API_TOKEN and exits 0 on SIGTERM', async () => {
     const { child, exited, stderrLines } = run(['--listen', '127.0.0.1:0', '--cold-boot-ms', '5ms'], { SANDBOXD_API_TOKEN: 'env-token' });
-    let address: string | undefined;
-    for await (const line of stderrLines) {
-      const record = JSON.parse(line) as { msg: string; address?: string };
-      if (record.msg === 'serving') {
-        address = record.address;
-        break;
-      }
-    }
+    const address = await servingAddress(stderrLines);
     expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
     const base = `http://${address}`;
     expect(await (await fetch(`${base}/healthz`)).text()).toBe('ok');
@@ -100,14 +103,7 @@ describe('fake-sandboxd process', () => {
     const socketPath = join(dir, 'sandboxd.sock');
     try {
       const { child, exited, stderrLines } = run(['--listen', `unix:${socketPath}`, '--api-token', 'root']);
-      let address: string | undefined;
-      for await (const line of stderrLines) {
-        const record = JSON.parse(line) as { msg: string; address?: string };
-        if (record.msg === 'serving') {
-          address = record.address;
-          break;
-        }
-      }
+      const address = await servingAddress(stderrLines);
       expect(address).toBe(`unix:${socketPath}`);
       const status = await new Promise<number | undefined>((resolve, reject) => {
         request({ socketPath, path: '/v1/info', headers: { authorization: 'Bearer root' } }, (res) => {

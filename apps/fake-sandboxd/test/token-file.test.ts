@@ -4,9 +4,10 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeSandboxd, type RunningFakeSandboxd } from '../src/index.js';
-import { eventually, SandboxdClient } from './http-client.js';
+import { SandboxdClient } from './http-client.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 
@@ -47,9 +48,9 @@ describe('fake-sandboxd --api-token-file', () => {
     const file = tokenFile('first');
     const node = await start(file, 1_500);
     replace(file, 'second');
-    await eventually(async () => (await status(node, 'second')) === 200, 5_000);
+    await eventually(async () => (await status(node, 'second')) === 200, { timeoutMs: 5_000 });
     expect(await status(node, 'first')).toBe(200);
-    await eventually(async () => (await status(node, 'first')) === 401, 5_000);
+    await eventually(async () => (await status(node, 'first')) === 401, { timeoutMs: 5_000 });
     expect(await status(node, 'second')).toBe(200);
   });
 

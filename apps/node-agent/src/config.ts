@@ -1,6 +1,6 @@
 // The agent's settings: flags, their environment variables and defaults in
 // one table, which is also what --help prints.
-import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
 import { DEFAULTS } from './agent.js';
 import { parseSandboxdUrl } from './sandboxd/client.js';
 
@@ -42,7 +42,7 @@ export function validateConfig(config: AgentConfig): { listen: HostPort } {
     listen = parseHostPort(config.listen);
     parseSandboxdUrl(config.sandboxdUrl);
   } catch (err) {
-    throw new ConfigError((err as Error).message);
+    throw new ConfigError(messageOf(err));
   }
   for (const [flag, ms] of [['--publish-interval', config.publishInterval], ['--poll-interval', config.pollInterval], ['--sandboxd-timeout', config.sandboxdTimeout]] as const) {
     if (ms <= 0) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
@@ -65,7 +65,7 @@ export function advertiseAddressOf(config: AgentConfig, listen: HostPort, env: N
     try {
       parseHostPort(config.advertiseAddress);
     } catch (err) {
-      throw new ConfigError(`--advertise-address: ${(err as Error).message}`);
+      throw new ConfigError(`--advertise-address: ${messageOf(err)}`);
     }
     return config.advertiseAddress;
   }

@@ -6,6 +6,6 @@ export { significantChange, snapshotOf, statusOf, type InventorySnapshot } from 
 export { SandboxdClient, parseSandboxdUrl, type SandboxdAnswer, type SandboxdClientOptions } from './sandboxd/client.js';
 export { SandboxdUnavailableError, isSandboxdUnavailable } from './sandboxd/errors.js';
 export { AgentMetrics } from './metrics.js';
-export { FleetToken, bearerToken } from './token.js';
+export { FleetToken } from './token.js';
 export { FLAGS, validateConfig, advertiseAddressOf, type AgentConfig } from './config.js';
 export { entriesOf, claimedByKeyOf, readNodeClaims, type PublishedEntries } from './inventory/entries.js';

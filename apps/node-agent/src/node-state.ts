@@ -3,6 +3,7 @@
 // info and drain calls. Listeners get every fresh view; deciding what is
 // significant is theirs (the inventory publisher compares snapshots).
 import { nodeInfoSchema, type NodeInfo } from '@warmpool/api';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { SandboxdAnswer, SandboxdClient } from './sandboxd/client.js';
 import { isSandboxdUnavailable } from './sandboxd/errors.js';
@@ -115,7 +116,7 @@ export class NodeState {
         problem = err.message;
       } else {
         logger.error('polling sandboxd failed', { err });
-        problem = `polling sandboxd failed: ${(err as Error).message}`;
+        problem = `polling sandboxd failed: ${messageOf(err)}`;
       }
     }
     // Log transitions only: a node whose sandboxd is down would otherwise log every second.

@@ -2,7 +2,7 @@
 // token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, packageVersion, parseConfig, parseLogLevel, readTokenFile, Shutdown, versionLine } from '@warmpool/runtime';
+import { ConfigError, createLogger, helpText, messageOf, packageVersion, parseConfig, parseLogLevel, readTokenFile, runMain, Shutdown, versionLine } from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
 import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
     try {
       readTokenFile(config.tokenFile);
     } catch (err) {
-      throw new ConfigError(`--token-file: cannot read ${config.tokenFile} (${(err as Error).message})`);
+      throw new ConfigError(`--token-file: cannot read ${config.tokenFile} (${messageOf(err)})`);
     }
   }
   const logger = createLogger('node-agent', { level: parseLogLevel(config.logLevel) });
@@ -60,11 +60,4 @@ async function main(): Promise<void> {
   await agent.start();
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`node-agent: ${err.message}\n`);
-    process.exit(2);
-  }
-  createLogger('node-agent').error('failed to start', { err });
-  process.exit(1);
-});
+runMain('node-agent', main);

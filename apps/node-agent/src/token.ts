@@ -19,13 +19,8 @@ function digestInto(text: string, into: Buffer): Buffer {
   return into;
 }
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
-
-/** The token of an `Authorization: Bearer <token>` header, if any. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  return BEARER.exec(header)?.[1];
-}
+// Re-export kept for branches in flight; import from @warmpool/runtime
+export { bearerToken } from '@warmpool/runtime';
 
 export interface FleetTokenOptions {
   /** How long a replaced token is still accepted (default 0: refused at once). */

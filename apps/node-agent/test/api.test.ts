@@ -8,9 +8,10 @@ import { createServer } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { agentErrorBodySchema, type ClaimResponse, type NodeInfo, type SandboxList, type SandboxRow } from '@warmpool/api';
 import { createSandboxdApp, FakeSandboxd, startFakeSandboxd } from '@warmpool/fake-sandboxd';
+import { eventually } from '@warmpool/harness';
 import { createNodeAgent } from '@warmpool/node-agent';
 import { afterEach, describe, expect, it } from 'vitest';
-import { call, eventually, FLEET_TOKEN, startNode, type Node } from './helpers.js';
+import { call, FLEET_TOKEN, startNode, type Node } from './helpers.js';
 
 interface ErrorAnswer {
   error: string;
@@ -34,7 +35,7 @@ afterEach(async () => {
 
 async function withWarmPool(n: Node, warm = 2): Promise<void> {
   expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm }] } })).status).toBe(200);
-  await eventually(() => n.sandboxd.core.info().pools[0]?.warm === warm, 5_000, 'a warm pool');
+  await eventually(() => n.sandboxd.core.info().pools[0]?.warm === warm, { timeoutMs: 5_000, what: 'a warm pool' });
 }
 
 const GUARDED: Array<[string, string, unknown?]> = [
@@ -109,10 +110,10 @@ describe('node agent auth', () => {
     const n = await node({ token: undefined, tokenFile, tokenReloadIntervalMs: 20, tokenGraceMs: 1_000 }, { apiToken: undefined });
     expect((await call(n.url, 'GET', '/v1/info', { token: 'first-token' })).status).toBe(200);
     writeFileSync(tokenFile, 'second-token\n');
-    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'second-token' })).status === 200, 5_000, 'the new token');
-    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'first-token' })).status === 401, 5_000, 'the old token refused after its grace');
+    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'second-token' })).status === 200, { timeoutMs: 5_000, what: 'the new token' });
+    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'first-token' })).status === 401, { timeoutMs: 5_000, what: 'the old token refused after its grace' });
     writeFileSync(tokenFile, '');
-    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'second-token' })).status === 503, 5_000, 'fail-closed on an emptied token');
+    await eventually(async () => (await call(n.url, 'GET', '/v1/info', { token: 'second-token' })).status === 503, { timeoutMs: 5_000, what: 'fail-closed on an emptied token' });
   });
 
   it('lets a sandbox\'s own token renew and release that sandbox, and nothing else', async () => {
@@ -402,12 +403,12 @@ describe('when sandboxd is down', () => {
     const ready = await eventually(async () => {
       const answer = await call<ErrorAnswer>(n.url, 'GET', '/readyz', { token: null });
       return answer.status === 503 ? answer : undefined;
-    }, 5_000, 'readyz to turn 503');
+    }, { timeoutMs: 5_000, what: 'readyz to turn 503' });
     expect(ready.body.reasons?.join()).toMatch(/sandboxd unreachable/);
     expect(await call(n.url, 'GET', '/healthz', { token: null })).toMatchObject({ status: 200 });
 
     n.sandboxd = await startFakeSandboxd({ apiToken: FLEET_TOKEN, port: Number(port) });
-    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, 5_000, 'readyz to turn 200');
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 5_000, what: 'readyz to turn 200' });
     expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [POOL] } })).status).toBe(200);
     const metrics = await call<string>(n.url, 'GET', '/metrics', { token: null });
     expect(metrics.body).toMatch(/warmpool_agent_sandboxd_errors_total\{operation="claim",kind="unreachable"\} 1/);
@@ -427,7 +428,7 @@ describe('when sandboxd is down', () => {
     const found = await eventually(async () => {
       const listed = await call<SandboxList>(n.url, 'GET', '/v1/sandboxes?claim_ref=ns%2Fslow');
       return listed.body.sandboxes.length === 1 ? listed.body.sandboxes : undefined;
-    }, 10_000, 'the timed-out claim to show up');
+    }, { timeoutMs: 10_000, what: 'the timed-out claim to show up' });
     expect(found[0]?.claim_ref).toBe('ns/slow');
   });
 
@@ -498,7 +499,7 @@ describe('sandboxd on a unix socket', () => {
     const { url } = await agent.start();
     expect(server.address()).not.toMatchObject({ port: expect.any(Number) } satisfies Partial<AddressInfo>);
     expect((await call(url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [POOL] } })).status).toBe(200);
-    await eventually(() => core.info().pools[0]?.warm === 2, 5_000, 'a warm pool');
+    await eventually(() => core.info().pools[0]?.warm === 2, { timeoutMs: 5_000, what: 'a warm pool' });
     expect((await call<ClaimResponse>(url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
     expect(core.claimedCount).toBe(1);
   });
@@ -510,7 +511,7 @@ describe('metrics', () => {
     await withWarmPool(n);
     await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } });
     await call(n.url, 'POST', '/v1/claim', { token: 'wrong', body: { template: 'img' } });
-    await eventually(async () => (await call<string>(n.url, 'GET', '/metrics', { token: null })).body.includes('warmpool_agent_pool_target{template="img",net="none",size="small"} 2'), 5_000, 'pool gauges');
+    await eventually(async () => (await call<string>(n.url, 'GET', '/metrics', { token: null })).body.includes('warmpool_agent_pool_target{template="img",net="none",size="small"} 2'), { timeoutMs: 5_000, what: 'pool gauges' });
     const text = (await call<string>(n.url, 'GET', '/metrics', { token: null })).body;
     expect(text).toMatch(/warmpool_agent_http_request_duration_seconds_count\{route="claim",method="POST",status="200"\} 1/);
     expect(text).toMatch(/warmpool_agent_http_request_duration_seconds_count\{route="claim",method="POST",status="401"\} 1/);

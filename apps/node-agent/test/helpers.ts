@@ -1,16 +1,15 @@
 // Shared set-up for the agent's specs: a real fake-sandboxd over HTTP, an agent
 // in front of it, and a small HTTP client that speaks bearer tokens.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
+import { eventually as harnessEventually, httpCall, ManagedChild, type ChildExit, type HttpAnswer } from '@warmpool/harness';
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
 export const FLEET_TOKEN = 'fleet-token-for-tests';
 
-export interface Answer<T = unknown> {
-  status: number;
-  body: T;
-  headers: Headers;
-}
+export type Answer<T = unknown> = HttpAnswer<T>;
 
 export interface CallOptions {
   token?: string | null;
@@ -19,22 +18,9 @@ export interface CallOptions {
   rawBody?: string | ReadableStream<Uint8Array>;
 }
 
-/** One HTTP call; `token: null` sends no Authorization header. */
-export async function call<T = unknown>(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
-  const headers: Record<string, string> = {};
-  const token = options.token === undefined ? FLEET_TOKEN : options.token;
-  if (token !== null) headers['authorization'] = `Bearer ${token}`;
-  let body: string | ReadableStream<Uint8Array> | undefined;
-  if (options.rawBody !== undefined) body = options.rawBody;
-  else if (options.body !== undefined) body = JSON.stringify(options.body);
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
-  if (body instanceof ReadableStream) init.duplex = 'half';
-  const res = await fetch(baseUrl + path, init);
-  const text = await res.text();
-  let parsed: unknown = text;
-  if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
-  return { status: res.status, body: parsed as T, headers: res.headers };
+/** One HTTP call with the fleet token unless told otherwise; `token: null` sends no Authorization header. */
+export function call<T = unknown>(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
+  return httpCall<T>(baseUrl, method, path, { ...options, token: options.token === undefined ? FLEET_TOKEN : options.token });
 }
 
 export interface Node {
@@ -63,21 +49,8 @@ export async function startNode(
   };
 }
 
-/** Polls `check` until it returns a value other than undefined/false. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+// Re-export kept for branches in flight (the old positional form); import eventually from @warmpool/harness
+export const eventually = <T extends NonNullable<unknown> | null>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs?: number, what?: string): Promise<T> => harnessEventually(check, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(what === undefined ? {} : { what }) });
 
 export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const FAKE_SANDBOXD_MAIN = new URL('../../fake-sandboxd/dist/main.js', import.meta.url).pathname;
@@ -87,63 +60,67 @@ export interface SandboxdProcess {
   stop(): Promise<void>;
 }
 
-/** Runs fake-sandboxd's dist/main.js (with the fleet token) on a free loopback port. */
+/** Runs fake-sandboxd's dist/main.js (with the fleet token) on a free loopback port, behind the harness's watchdog. */
 export async function spawnFakeSandboxd(args: string[]): Promise<SandboxdProcess> {
-  const child = spawn(process.execPath, [FAKE_SANDBOXD_MAIN, '--listen', '127.0.0.1:0', '--api-token', FLEET_TOKEN, ...args], {
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-sandboxd-'));
+  const child = new ManagedChild({
+    name: 'fake-sandboxd',
+    command: process.execPath,
+    args: [FAKE_SANDBOXD_MAIN, '--listen', '127.0.0.1:0', '--api-token', FLEET_TOKEN, ...args],
     env: { PATH: process.env['PATH'] },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    logFile: join(dir, 'sandboxd.log'),
+    orphanCleanupDir: dir,
   });
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const address = await Promise.race([
-    eventually(() => /"msg":"serving","address":"([^"]+)"/.exec(output)?.[1], 15_000, 'fake-sandboxd to serve'),
-    exited.then(() => {
-      throw new Error(`fake-sandboxd exited before serving:\n${output}`);
+    harnessEventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'fake-sandboxd to serve' }),
+    child.exited.then(() => {
+      throw new Error(`fake-sandboxd exited before serving:\n${child.log()}`);
     }),
   ]);
   return {
     url: `http://${address}`,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
+      await child.stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
 export interface AgentProcess {
-  child: ChildProcess;
+  /** Behind the harness's watchdog: it dies with the test process, even on SIGKILL. */
+  child: ManagedChild;
   url: string;
   /** Everything it logged so far. */
   output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<ChildExit>;
   stop(): Promise<void>;
 }
 
 /** Runs dist/main.js on a free loopback port and waits until it logs that it serves. */
 export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [AGENT_MAIN, '--listen', '127.0.0.1:0', ...args], {
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-agent-'));
+  const child = new ManagedChild({
+    name: 'node-agent',
+    command: process.execPath,
+    args: [AGENT_MAIN, '--listen', '127.0.0.1:0', ...args],
     env: { PATH: process.env['PATH'], ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    logFile: join(dir, 'agent.log'),
+    orphanCleanupDir: dir,
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const url = await Promise.race([
-    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(output)?.[1], 15_000, 'the agent to serve'),
-    exited.then(({ code }) => {
-      throw new Error(`the agent exited with ${code} before serving:\n${output}`);
+    harnessEventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
+    child.exited.then(({ code }) => {
+      throw new Error(`the agent exited with ${code} before serving:\n${child.log()}`);
     }),
   ]);
   return {
     child,
     url,
-    output: () => output,
-    exited,
+    output: () => child.log(),
+    exited: child.exited,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
+      await child.stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -2,12 +2,12 @@
 // with a real fake-sandboxd behind the agent.
 import { randomBytes } from 'node:crypto';
 import { KubeNodeType, NodeInventoryType, type KubeObject, type NodeInventory, type NodeInventoryStatus } from '@warmpool/api';
-import { startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { KubeInventoryWriter, RESET_APPLIED_GENERATION, type InventoryIdentity, type InventoryWriter, type NodeAgentOptions } from '@warmpool/node-agent';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSandboxd } from '@warmpool/fake-sandboxd';
-import { call, eventually, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
+import { call, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
 
 /** The real writer, counting the writes that reach the apiserver. */
 class CountingWriter implements InventoryWriter {
@@ -74,7 +74,7 @@ async function agentFor(name: string, options: Partial<NodeAgentOptions> = {}, w
     ...options,
   });
   open.push(n);
-  if (waitForRecovery) await eventually(() => n.agent.generations.recovered, 10_000, 'the generation read back');
+  if (waitForRecovery) await eventually(() => n.agent.generations.recovered, { timeoutMs: 10_000, what: 'the generation read back' });
   return n;
 }
 
@@ -95,11 +95,11 @@ describe('NodeInventory publisher', () => {
     const name = nodeName();
     const n = await agentFor(name, { capacity: 48 });
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 3, pools: [{ template: 'img', warm: 2 }] } });
-    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, 10_000, 'ready');
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 10_000, what: 'ready' });
     const inventory = await eventually(async () => {
       const found = await inventoryOf(name);
       return found?.status?.appliedGeneration === 3 ? found : undefined;
-    }, 10_000, 'the inventory');
+    }, { timeoutMs: 10_000, what: 'the inventory' });
     expect(inventory.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
     expect(inventory.status).toMatchObject({
       pools: [{ template: 'img', net: 'none', size: 'small', target: 2, warm: expect.any(Number), refilling: expect.any(Number) }],
@@ -117,10 +117,10 @@ describe('NodeInventory publisher', () => {
   it('puts its spec back on its next publish when someone else re-pointed it, and counts it', async () => {
     const name = nodeName();
     const n = await agentFor(name, { publishIntervalMs: 500 });
-    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', 10_000, 'the inventory');
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', { timeoutMs: 10_000, what: 'the inventory' });
     await cluster.kubectl(['patch', 'nodeinventory', name, '--type=merge', '-p', JSON.stringify({ spec: { address: '127.0.9.9:7443' } })]);
     expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '127.0.9.9:7443' });
-    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', 10_000, 'the spec restored');
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', { timeoutMs: 10_000, what: 'the spec restored' });
     expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
     expect(await n.agent.metrics.render()).toMatch(/^warmpool_agent_inventory_spec_restored_total [1-9]/m);
   });
@@ -130,17 +130,17 @@ describe('NodeInventory publisher', () => {
     const nodes = new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType);
     const node = await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
     await agentFor(name);
-    const inventory = await eventually(() => inventoryOf(name), 10_000, 'the inventory');
+    const inventory = await eventually(() => inventoryOf(name), { timeoutMs: 10_000, what: 'the inventory' });
     expect(inventory.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata?.uid }]);
   });
 
   it('has no owner while its Node does not exist, and gains one when the Node appears', async () => {
     const name = nodeName();
     const n = await agentFor(name, { publishIntervalMs: 300 });
-    const orphan = await eventually(() => inventoryOf(name), 10_000, 'the inventory');
+    const orphan = await eventually(() => inventoryOf(name), { timeoutMs: 10_000, what: 'the inventory' });
     expect(orphan.metadata.ownerReferences).toBeUndefined();
     const node = await new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType).create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
-    await eventually(async () => (await inventoryOf(name))?.metadata.ownerReferences?.[0]?.uid === node.metadata?.uid, 10_000, 'the owner reference');
+    await eventually(async () => (await inventoryOf(name))?.metadata.ownerReferences?.[0]?.uid === node.metadata?.uid, { timeoutMs: 10_000, what: 'the owner reference' });
     expect(n.agent.notReadyReasons()).toEqual([]);
   });
 
@@ -149,8 +149,8 @@ describe('NodeInventory publisher', () => {
     const writer = new CountingWriter(new KubeInventoryWriter(cluster.kubeConfig));
     const n = await agentFor(name, { minPublishGapMs: 1_000 }, writer);
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 50 }] } });
-    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 50, 15_000, 'a full warm pool');
-    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, 10_000, 'the warm pool published');
+    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 50, { timeoutMs: 15_000, what: 'a full warm pool' });
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, { timeoutMs: 10_000, what: 'the warm pool published' });
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     const before = writer.statusWrites;
 
@@ -166,7 +166,7 @@ describe('NodeInventory publisher', () => {
     await eventually(async () => {
       const status = await statusOf(name);
       return status?.draining === true && status.pools?.length === 2 && status.appliedGeneration === 2;
-    }, 10_000, 'the new pool set and drain published');
+    }, { timeoutMs: 10_000, what: 'the new pool set and drain published' });
     // Two significant changes within the gap: at most one write for each gap, not one per change or per claim.
     expect(writer.statusWrites - before).toBeLessThanOrEqual(3);
   });
@@ -175,12 +175,12 @@ describe('NodeInventory publisher', () => {
     const name = nodeName();
     const first = await agentFor(name);
     expect((await call(first.url, 'PUT', '/v1/pools', { body: { generation: 7, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === 7, 10_000, 'generation 7 published');
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 7, { timeoutMs: 10_000, what: 'generation 7 published' });
     await first.close();
     open.splice(open.indexOf(first), 1);
 
     const second = await agentFor(name);
-    await eventually(() => second.agent.generations.recovered, 10_000, 'recovery');
+    await eventually(() => second.agent.generations.recovered, { timeoutMs: 10_000, what: 'recovery' });
     expect(second.agent.generations.applied).toBe(7);
     const stale = await call<{ error: string; appliedGeneration: number }>(second.url, 'PUT', '/v1/pools', { body: { generation: 6, pools: [] } });
     expect(stale).toMatchObject({ status: 409, body: { appliedGeneration: 7 } });
@@ -192,7 +192,7 @@ describe('NodeInventory publisher', () => {
     const forged = Number.MAX_SAFE_INTEGER;
     const first = await agentFor(name);
     expect((await call(first.url, 'PUT', '/v1/pools', { body: { generation: forged, pools: [] } })).status).toBe(200);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === forged, 10_000, 'the forged number published');
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === forged, { timeoutMs: 10_000, what: 'the forged number published' });
     await first.close();
     open.splice(open.indexOf(first), 1);
 
@@ -210,9 +210,9 @@ describe('NodeInventory publisher', () => {
     await annotate(String(forged));
     const third = await agentFor(name);
     expect(third.agent.generations.applied).toBe(0);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === 0, 10_000, '0 published over the forged number');
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 0, { timeoutMs: 10_000, what: '0 published over the forged number' });
     expect((await call(third.url, 'PUT', '/v1/pools', { body: { generation: 5, pools: [] } })).status).toBe(200);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === 5, 10_000, 'the next push published');
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 5, { timeoutMs: 10_000, what: 'the next push published' });
     await third.close();
     open.splice(open.indexOf(third), 1);
 
@@ -233,14 +233,14 @@ describe('NodeInventory publisher', () => {
     const name = nodeName();
     const n = await agentFor(name);
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 3 }] } });
-    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, 10_000, 'the warm pool published');
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, { timeoutMs: 10_000, what: 'the warm pool published' });
 
     await cluster.stopApiserver();
     for (let i = 0; i < 5; i++) {
       expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
     }
     expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 4 }] } })).status).toBe(200);
-    await eventually(async () => /warmpool_agent_inventory_publish_failures_total [1-9]/.test((await call<string>(n.url, 'GET', '/metrics', { token: null })).body), 10_000, 'a failed publish');
+    await eventually(async () => /warmpool_agent_inventory_publish_failures_total [1-9]/.test((await call<string>(n.url, 'GET', '/metrics', { token: null })).body), { timeoutMs: 10_000, what: 'a failed publish' });
     expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
     expect((await call(n.url, 'GET', '/readyz', { token: null })).status).toBe(200);
 
@@ -248,7 +248,7 @@ describe('NodeInventory publisher', () => {
     const status = await eventually(async () => {
       const found = await statusOf(name);
       return found?.appliedGeneration === 2 ? found : undefined;
-    }, 20_000, 'the change published after the outage');
+    }, { timeoutMs: 20_000, what: 'the change published after the outage' });
     expect(status.pools?.[0]?.target).toBe(4);
     expect(status.claimed).toBe(6);
   });
@@ -266,7 +266,7 @@ describe('NodeInventory publisher', () => {
     expect(ready.body.reasons.join()).toMatch(/NodeInventory not published yet/);
 
     await cluster.startApiserver();
-    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, 20_000, 'ready after the outage');
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 20_000, what: 'ready after the outage' });
     expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
     expect(await inventoryOf(name)).toBeDefined();
   });
@@ -274,9 +274,9 @@ describe('NodeInventory publisher', () => {
   it('puts the inventory back when someone deletes it', async () => {
     const name = nodeName();
     await agentFor(name, { publishIntervalMs: 300 });
-    await eventually(() => inventoryOf(name), 10_000, 'the inventory');
+    await eventually(() => inventoryOf(name), { timeoutMs: 10_000, what: 'the inventory' });
     await inventories.delete({ name });
-    await eventually(async () => (await inventoryOf(name))?.status?.publishedAt !== undefined, 10_000, 'the inventory back');
+    await eventually(async () => (await inventoryOf(name))?.status?.publishedAt !== undefined, { timeoutMs: 10_000, what: 'the inventory back' });
   });
 
   it('runs as a process with --kubeconfig, and on SIGTERM exits 0 leaving its inventory in place', async () => {
@@ -287,12 +287,12 @@ describe('NodeInventory publisher', () => {
       { WARMPOOL_API_TOKEN: FLEET_TOKEN, POD_IP: '10.9.8.7' },
     );
     try {
-      await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, 15_000, 'ready');
+      await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 15_000, what: 'ready' });
       expect((await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 11, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
       const inventory = await eventually(async () => {
         const found = await inventoryOf(name);
         return found?.status?.appliedGeneration === 11 ? found : undefined;
-      }, 10_000, 'generation 11 published');
+      }, { timeoutMs: 10_000, what: 'generation 11 published' });
       expect(inventory.spec).toEqual({ nodeName: name, address: `10.9.8.7:${new URL(proc.url).port}` });
       expect(inventory.status?.capacity).toBe(32);
       proc.child.kill('SIGTERM');

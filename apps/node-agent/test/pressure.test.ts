@@ -4,8 +4,9 @@
 // refused at once instead of waiting.
 import type { NodeInfo } from '@warmpool/api';
 import { Pool } from 'undici';
+import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { call, eventually, FLEET_TOKEN, spawnAgent, spawnFakeSandboxd, startNode } from './helpers.js';
+import { call, FLEET_TOKEN, spawnAgent, spawnFakeSandboxd, startNode } from './helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -48,11 +49,11 @@ describe('the agent under 300 slow claims', () => {
     cleanups.push(() => client.close());
 
     expect((await send(client, 'PUT', '/v1/pools', { generation: 1, pools: [{ template: 'img', warm: 100 }] })).status).toBe(200);
-    await eventually(async () => (JSON.parse((await send(client, 'GET', '/v1/info')).body) as NodeInfo).pools[0]?.warm === 100, 20_000, 'a warm pool');
+    await eventually(async () => (JSON.parse((await send(client, 'GET', '/v1/info')).body) as NodeInfo).pools[0]?.warm === 100, { timeoutMs: 20_000, what: 'a warm pool' });
 
     const claims = Array.from({ length: 300 }, (_, i) => send(client, 'POST', '/v1/claim', { template: 'img', claim_ref: `ns/c-${i}` }));
     // Until the first claim is answered (8 s), 200 are held at sandboxd.
-    await eventually(async () => /warmpool_agent_claims_in_flight 200\b/.test((await send(client, 'GET', '/metrics')).body), 15_000, '200 claims in flight');
+    await eventually(async () => /warmpool_agent_claims_in_flight 200\b/.test((await send(client, 'GET', '/metrics')).body), { timeoutMs: 15_000, what: '200 claims in flight' });
 
     // With 200 claims held at sandboxd: the control plane's probe, a push and the kubelet's probe
     // (a generous bound on a shared machine: the point is that they do not wait for the claims).
@@ -89,10 +90,10 @@ describe('one deadline per sandboxd call', () => {
     const n = await startNode({ sandboxdConnections: 20, maxClaimsInFlight: 1_000, sandboxdTimeoutMs: 1_500 }, { warmClaimLatencyMs: 3_000 });
     cleanups.push(() => n.close());
     expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 60 }] } })).status).toBe(200);
-    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 60, 10_000, 'a warm pool');
+    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 60, { timeoutMs: 10_000, what: 'a warm pool' });
 
     const claims = Array.from({ length: 60 }, (_, i) => call<{ reason: string }>(n.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: `ns/q-${i}` } }));
-    await eventually(() => n.sandboxd.core.claimedCount === 20, 5_000, '20 claims at sandboxd');
+    await eventually(() => n.sandboxd.core.claimedCount === 20, { timeoutMs: 5_000, what: '20 claims at sandboxd' });
     const started = performance.now();
     expect((await call(n.url, 'GET', '/v1/info')).status).toBe(200);
     expect(performance.now() - started).toBeLessThan(1_000);

@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ClaimResponse } from '@warmpool/api';
 import { startFakeSandboxd, type RunningFakeSandboxd } from '@warmpool/fake-sandboxd';
+import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AGENT_MAIN, call, eventually, FLEET_TOKEN, spawnAgent, type AgentProcess } from './helpers.js';
+import { AGENT_MAIN, call, FLEET_TOKEN, spawnAgent, type AgentProcess } from './helpers.js';
 
 const run = promisify(execFile);
 const cleanups: Array<() => Promise<void>> = [];
@@ -86,14 +87,14 @@ describe('node agent process', () => {
     const node = await sandboxd();
     const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '4s'], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
     await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 5 }] } });
-    await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, 5_000, 'ready');
+    await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 5_000, what: 'ready' });
 
     const signalled = performance.now();
     proc.child.kill('SIGTERM');
     const unready = await eventually(async () => {
       const answer = await call<{ reason: string; reasons: string[] }>(proc.url, 'GET', '/readyz', { token: null });
       return answer.status === 503 ? answer : undefined;
-    }, 3_000, '/readyz to turn 503');
+    }, { timeoutMs: 3_000, what: '/readyz to turn 503' });
     expect(unready.body).toMatchObject({ reason: 'NotReady', reasons: ['shutting down'] });
     // Still serving (were the listener closed, these would be refused): claims, and the control plane's probe.
     for (let i = 0; i < 3; i++) {

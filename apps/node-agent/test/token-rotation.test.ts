@@ -5,6 +5,7 @@
 // Every holder accepts the replaced token for --token-grace, and the agent
 // falls back to the other token when sandboxd refuses the one it sent, so not
 // one claim may fail whichever side reads the new token first.
+import { eventually } from '@warmpool/harness';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClaimResponse } from '@warmpool/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, eventually, spawnAgent, type AgentProcess } from './helpers.js';
+import { call, spawnAgent, type AgentProcess } from './helpers.js';
 
 const SANDBOXD_MAIN = fileURLToPath(new URL('../../fake-sandboxd/dist/main.js', import.meta.url));
 const TOKENS = ['rotation-token-one', 'rotation-token-two', 'rotation-token-three'] as const;
@@ -31,7 +32,7 @@ async function spawnSandboxd(args: string[]): Promise<SandboxdProcess> {
   const address = await eventually(() => {
     if (child.exitCode !== null) throw new Error(`fake-sandboxd exited with ${child.exitCode}:\n${output}`);
     return /"msg":"serving","address":"([^"]+)"/.exec(output)?.[1];
-  }, 15_000, 'fake-sandboxd to serve');
+  }, { timeoutMs: 15_000, what: 'fake-sandboxd to serve' });
   return { child, url: `http://${address}`, output: () => output };
 }
 
@@ -99,16 +100,16 @@ describe('fleet token rotation under load', () => {
   it('fails no claim when sandboxd reads the new token first, then the agent, then the client switches', async () => {
     const load = claimLoop(agent.url, () => clientToken, 8);
     try {
-      await eventually(() => load.done() > 20, 20_000, 'claims to flow');
+      await eventually(() => load.done() > 20, { timeoutMs: 20_000, what: 'claims to flow' });
       replaceFile(sandboxdFile(), TOKENS[1]);
-      await eventually(() => reloads(sandboxd.output()) === 1, 30_000, 'fake-sandboxd to read the new token');
+      await eventually(() => reloads(sandboxd.output()) === 1, { timeoutMs: 30_000, what: 'fake-sandboxd to read the new token' });
       const before = load.done();
-      await eventually(() => load.done() > before + 20, 20_000, 'claims while only sandboxd has the new token');
+      await eventually(() => load.done() > before + 20, { timeoutMs: 20_000, what: 'claims while only sandboxd has the new token' });
       replaceFile(agentFile(), TOKENS[1]);
-      await eventually(() => reloads(agent.output()) === 1, 30_000, 'the agent to read the new token');
+      await eventually(() => reloads(agent.output()) === 1, { timeoutMs: 30_000, what: 'the agent to read the new token' });
       clientToken = TOKENS[1];
       const after = load.done();
-      await eventually(() => load.done() > after + 20, 20_000, 'claims with the new token');
+      await eventually(() => load.done() > after + 20, { timeoutMs: 20_000, what: 'claims with the new token' });
     } finally {
       const statuses = await load.stop();
       expect(Object.fromEntries(statuses)).toEqual(Object.fromEntries([...statuses].filter(([status]) => status >= 200 && status < 300)));
@@ -119,18 +120,18 @@ describe('fleet token rotation under load', () => {
   it('fails no claim when the agent reads the new token first, presenting it to a sandboxd that does not have it yet', async () => {
     const load = claimLoop(agent.url, () => clientToken, 8);
     try {
-      await eventually(() => load.done() > 20, 20_000, 'claims to flow');
+      await eventually(() => load.done() > 20, { timeoutMs: 20_000, what: 'claims to flow' });
       replaceFile(agentFile(), TOKENS[2]);
       // A little later, so that the two processes see their files at different moments.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       replaceFile(sandboxdFile(), TOKENS[2]);
-      await eventually(() => reloads(agent.output()) === 2, 30_000, 'the agent to read the new token');
+      await eventually(() => reloads(agent.output()) === 2, { timeoutMs: 30_000, what: 'the agent to read the new token' });
       clientToken = TOKENS[2];
       let before = load.done();
-      await eventually(() => load.done() > before + 20, 20_000, 'claims with the new token');
-      await eventually(() => reloads(sandboxd.output()) === 2, 30_000, 'fake-sandboxd to read the new token');
+      await eventually(() => load.done() > before + 20, { timeoutMs: 20_000, what: 'claims with the new token' });
+      await eventually(() => reloads(sandboxd.output()) === 2, { timeoutMs: 30_000, what: 'fake-sandboxd to read the new token' });
       before = load.done();
-      await eventually(() => load.done() > before + 20, 20_000, 'claims once both have it');
+      await eventually(() => load.done() > before + 20, { timeoutMs: 20_000, what: 'claims once both have it' });
     } finally {
       const statuses = await load.stop();
       expect(Object.fromEntries(statuses)).toEqual(Object.fromEntries([...statuses].filter(([status]) => status >= 200 && status < 300)));

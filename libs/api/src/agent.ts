@@ -24,11 +24,14 @@ export const agentSetPoolsRequestSchema = z.object({
 export type AgentSetPoolsRequest = z.output<typeof agentSetPoolsRequestSchema>;
 
 /** The 409 body for a stale generation. */
-export interface StaleGenerationError {
+export interface StaleGenerationBody {
   error: string;
   reason: 'StaleGeneration';
   appliedGeneration: number;
 }
+
+// Re-export kept for branches in flight; use StaleGenerationBody (StaleGenerationError is the control plane's Error class)
+export type StaleGenerationError = StaleGenerationBody;
 
 export type { PoolTarget };
 

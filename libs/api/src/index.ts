@@ -6,3 +6,4 @@ export * from './federation.js';
 export * from './claims.js';
 export * from './claim-jobs.js';
 export * from './sandboxes.js';
+export * from './inventory-pools.js';

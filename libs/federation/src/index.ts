@@ -1,12 +1,12 @@
 export { Capacity, UNBOUNDED_HEADROOM, canGrow, schedulable, headroomRank } from './capacity.js';
 export { compareForeignCandidates, compareIdentity } from './ranking.js';
 export {
-  Registry,
+  CapacityRegistry,
   type CapacityObservation,
   type CapacityRecord,
   type ForeignChoice,
   type MonotonicClock,
-  type RegistryOptions,
+  type CapacityRegistryOptions,
 } from './registry.js';
 export { formatPinnedTarget, parsePinnedTarget, type PinnedTarget } from './pinned-target.js';
 export { FederationGauges, FEDERATION_METRIC_NAMES, publishMetrics } from './metrics.js';

@@ -1,6 +1,6 @@
 import { Gauge, type Registry as PromRegistry } from 'prom-client';
 import type { Capacity } from './capacity.js';
-import type { Registry } from './registry.js';
+import type { CapacityRegistry } from './registry.js';
 
 /** Names kept from the original design so existing dashboards keep working. */
 export const FEDERATION_METRIC_NAMES = {
@@ -65,6 +65,6 @@ export class FederationGauges {
 }
 
 /** Publishes the registry's current live records (expired ones vanish from the export). */
-export function publishMetrics(registry: Registry, gauges: FederationGauges): void {
+export function publishMetrics(registry: CapacityRegistry, gauges: FederationGauges): void {
   gauges.publish(registry.snapshot());
 }

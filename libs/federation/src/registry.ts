@@ -21,7 +21,7 @@ export interface CapacityRecord extends Capacity {
   ageMs: number;
 }
 
-/** The foreign member a create should go to, see {@link Registry.bestForeignMember}. */
+/** The foreign member a create should go to, see {@link CapacityRegistry.bestForeignMember}. */
 export interface ForeignChoice {
   clusterId: string;
   memberPool: string;
@@ -29,7 +29,7 @@ export interface ForeignChoice {
   idle: number;
 }
 
-export interface RegistryOptions {
+export interface CapacityRegistryOptions {
   /** This cluster's id: its records are "local", every other cluster's "foreign". */
   localClusterId: string;
   /** How long a record lives after it was observed. */
@@ -72,14 +72,14 @@ interface EnvBucket {
  * Records are indexed by (namespace, env), so per-Env queries cost
  * O(members of that Env across clusters), not O(all records).
  */
-export class Registry {
+export class CapacityRegistry {
   readonly localClusterId: string;
   readonly ttlMs: number;
   readonly #now: MonotonicClock;
   readonly #byEnv = new Map<string, EnvBucket>();
   #size = 0;
 
-  constructor(options: RegistryOptions) {
+  constructor(options: CapacityRegistryOptions) {
     if (!Number.isFinite(options.ttlMs) || options.ttlMs <= 0) {
       throw new RangeError(`ttlMs must be a positive finite number, got ${options.ttlMs}`);
     }

@@ -46,7 +46,7 @@ const rows: Row[] = [
   { rule: 'members of another Env or namespace are ignored', records: [idleMember('a', 'p', 9, { envName: 'other' }), idleMember('b', 'p', 8, { namespace: 'other' }), idleMember('c', 'p', 1)], expected: choice('c', 'p', 1) },
 ];
 
-describe('Registry.bestForeignMember ranking', () => {
+describe('CapacityRegistry.bestForeignMember ranking', () => {
   it.each(rows)('$rule', ({ records, group, expected }) => {
     for (const order of [records, [...records].reverse()]) {
       const { registry } = registryWithClock();

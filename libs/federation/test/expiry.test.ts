@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Registry, type CapacityObservation } from '../src/index.js';
-import { LOCAL, ManualClock, TTL_MS, member, registryWithClock } from './support.js';
+import { CapacityRegistry, type CapacityObservation } from '../src/index.js';
+import { ManualClock } from '@warmpool/harness';
+import { LOCAL, TTL_MS, member, registryWithClock } from './support.js';
 
 // A record is live while its age < ttl, and expired from age === ttl on.
 const edges = [
@@ -17,11 +18,11 @@ const growingLocal = member({ clusterId: LOCAL, memberPool: 'local-pool', idle: 
 
 /** What each query answers when the two records above are live, and when they are not. */
 const queries = [
-  { name: 'snapshot', read: (r: Registry) => r.snapshot().length, whenLive: 2, whenExpired: 0 },
-  { name: 'foreignMembers', read: (r: Registry) => r.foreignMembers('ns', 'env').length, whenLive: 1, whenExpired: 0 },
-  { name: 'localIdle', read: (r: Registry) => r.localIdle('ns', 'env', ''), whenLive: 4, whenExpired: 0 },
-  { name: 'localCanGrow', read: (r: Registry) => r.localCanGrow('ns', 'env', ''), whenLive: true, whenExpired: false },
-  { name: 'bestForeignMember', read: (r: Registry) => r.bestForeignMember('ns', 'env', '')?.clusterId, whenLive: 'east', whenExpired: undefined },
+  { name: 'snapshot', read: (r: CapacityRegistry) => r.snapshot().length, whenLive: 2, whenExpired: 0 },
+  { name: 'foreignMembers', read: (r: CapacityRegistry) => r.foreignMembers('ns', 'env').length, whenLive: 1, whenExpired: 0 },
+  { name: 'localIdle', read: (r: CapacityRegistry) => r.localIdle('ns', 'env', ''), whenLive: 4, whenExpired: 0 },
+  { name: 'localCanGrow', read: (r: CapacityRegistry) => r.localCanGrow('ns', 'env', ''), whenLive: true, whenExpired: false },
+  { name: 'bestForeignMember', read: (r: CapacityRegistry) => r.bestForeignMember('ns', 'env', '')?.clusterId, whenLive: 'east', whenExpired: undefined },
 ];
 
 describe.each(queries)('$name at the TTL edges', ({ read, whenLive, whenExpired }) => {
@@ -39,7 +40,7 @@ describe.each(queries)('$name at the TTL edges', ({ read, whenLive, whenExpired 
   });
 });
 
-describe('Registry ageing', () => {
+describe('CapacityRegistry ageing', () => {
   it('stores a record reported with an age so that it expires ttl - age later', () => {
     const { registry, clock } = registryWithClock();
     registry.upsert([{ ...member(), ageMs: 4_000 }]);
@@ -89,7 +90,7 @@ describe('Registry ageing', () => {
     const sample: CapacityObservation = { ...member({ idle: 1 }), ageMs: TTL_MS - 10 };
     for (const start of [0, 1e12, -1e9]) {
       let now = start;
-      const registry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS, now: () => now });
+      const registry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: TTL_MS, now: () => now });
       registry.upsert([sample]);
       now += 9;
       expect(registry.bestForeignMember('ns', 'env')).toEqual({ clusterId: 'east', memberPool: 'pool-a', idle: 1 });
@@ -99,7 +100,7 @@ describe('Registry ageing', () => {
   });
 });
 
-describe('Registry pruning', () => {
+describe('CapacityRegistry pruning', () => {
   it('prune() drops every expired record and reports how many went', () => {
     const { registry, clock } = registryWithClock();
     registry.upsert([member({ envName: 'a' }), member({ envName: 'b' })]);
@@ -131,8 +132,8 @@ describe('Registry pruning', () => {
   });
 
   it('keeps a live record when a query prunes an expired neighbour of the same Env', () => {
-    const clock = new ManualClock();
-    const registry = new Registry({ localClusterId: LOCAL, ttlMs: TTL_MS, now: clock.now });
+    const clock = new ManualClock(5_000);
+    const registry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: TTL_MS, now: clock.now });
     registry.upsert([member({ memberPool: 'old', idle: 9 })]);
     clock.advance(1);
     registry.upsert([member({ memberPool: 'new', idle: 1 })]);

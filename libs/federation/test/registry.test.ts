@@ -1,29 +1,29 @@
 import { describe, expect, it } from 'vitest';
-import { Registry, toForeignClusterMember, type CapacityObservation } from '../src/index.js';
+import { CapacityRegistry, toForeignClusterMember, type CapacityObservation } from '../src/index.js';
 import { LOCAL, member, registryWithClock } from './support.js';
 
 const identity = (r: { clusterId: string; namespace: string; envName: string; memberPool: string }): string =>
   `${r.clusterId}/${r.namespace}/${r.envName}/${r.memberPool}`;
 
-describe('Registry construction', () => {
+describe('CapacityRegistry construction', () => {
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])('rejects a ttl of %s ms', (ttlMs) => {
-    expect(() => new Registry({ localClusterId: LOCAL, ttlMs })).toThrow(RangeError);
+    expect(() => new CapacityRegistry({ localClusterId: LOCAL, ttlMs })).toThrow(RangeError);
   });
 
   it('keeps the local cluster id and ttl it was given', () => {
-    const registry = new Registry({ localClusterId: 'here', ttlMs: 1_500 });
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 1_500 });
     expect(registry.localClusterId).toBe('here');
     expect(registry.ttlMs).toBe(1_500);
   });
 
   it('runs on the real monotonic clock when none is injected', () => {
-    const registry = new Registry({ localClusterId: LOCAL, ttlMs: 60_000 });
+    const registry = new CapacityRegistry({ localClusterId: LOCAL, ttlMs: 60_000 });
     registry.upsert([member()]);
     expect(registry.snapshot()).toHaveLength(1);
   });
 });
 
-describe('Registry.upsert and snapshot', () => {
+describe('CapacityRegistry.upsert and snapshot', () => {
   it('returns every live record, local and foreign, sorted by cluster, namespace, env and pool', () => {
     const { registry } = registryWithClock();
     registry.upsert([
@@ -125,7 +125,7 @@ describe('Registry.upsert and snapshot', () => {
   });
 });
 
-describe('Registry.foreignMembers', () => {
+describe('CapacityRegistry.foreignMembers', () => {
   it('lists the Env\'s records of other clusters only, sorted by cluster then pool, schedulable or not', () => {
     const { registry } = registryWithClock();
     registry.upsert([
@@ -150,7 +150,7 @@ describe('Registry.foreignMembers', () => {
   });
 });
 
-describe('Registry.localIdle', () => {
+describe('CapacityRegistry.localIdle', () => {
   const records = [
     member({ clusterId: LOCAL, memberPool: 'g1', scalingGroup: 'gpu', idle: 2 }),
     member({ clusterId: LOCAL, memberPool: 'g2', scalingGroup: 'gpu', idle: 3 }),
@@ -178,7 +178,7 @@ describe('Registry.localIdle', () => {
   });
 });
 
-describe('Registry.localCanGrow', () => {
+describe('CapacityRegistry.localCanGrow', () => {
   it.each([
     { why: 'a local member of the group autoscales with room', records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: 2 })], group: 'gpu', expected: true },
     { why: 'a local member autoscales without bound', records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: -1 })], group: 'gpu', expected: true },

@@ -1,16 +1,8 @@
-import { Registry, type CapacityObservation } from '../src/index.js';
+import { ManualClock } from '@warmpool/harness';
+import { CapacityRegistry, type CapacityObservation } from '../src/index.js';
 
 export const LOCAL = 'local';
 export const TTL_MS = 10_000;
-
-/** A monotonic clock the test moves by hand. */
-export class ManualClock {
-  #now = 5_000;
-  readonly now = (): number => this.#now;
-  advance(ms: number): void {
-    this.#now += ms;
-  }
-}
 
 /** A record of Env ns/env in a foreign cluster: nothing idle, no autoscaling unless overridden. */
 export function member(overrides: Partial<CapacityObservation> = {}): CapacityObservation {
@@ -31,7 +23,7 @@ export function member(overrides: Partial<CapacityObservation> = {}): CapacityOb
   };
 }
 
-export function registryWithClock(ttlMs = TTL_MS): { registry: Registry; clock: ManualClock } {
-  const clock = new ManualClock();
-  return { registry: new Registry({ localClusterId: LOCAL, ttlMs, now: clock.now }), clock };
+export function registryWithClock(ttlMs = TTL_MS): { registry: CapacityRegistry; clock: ManualClock } {
+  const clock = new ManualClock(5_000);
+  return { registry: new CapacityRegistry({ localClusterId: LOCAL, ttlMs, now: clock.now }), clock };
 }

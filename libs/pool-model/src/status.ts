@@ -1,6 +1,6 @@
 // A SandboxWarmPool's status from what the nodes report: one pass over the
 // NodeInventories, never a look at a sandbox.
-import { poolKeyId, type Condition, type NodeInventory } from '@warmpool/api';
+import { poolKeyId, type Condition, type InventoryPool } from '@warmpool/api';
 
 export interface PoolObservation {
   /** Σ of the targets the nodes applied: what `.status.replicas` (the scale subresource) reports. */
@@ -19,14 +19,19 @@ export interface PoolObservation {
   nodes: number;
 }
 
+/** What one node reports about its pools: a NodeInventory's status, or an agent's latest answer in that shape. */
+export interface NodeReport {
+  readonly pools?: readonly InventoryPool[];
+}
+
 /**
  * Pool id (poolKeyId) → what the given nodes report about it. Pass only the
- * inventories that count (fresh, not draining): the caller decides.
+ * reports that count (fresh, not draining): the caller decides.
  */
-export function observePools(inventories: Iterable<NodeInventory>): Map<string, PoolObservation> {
+export function observePools(reports: Iterable<NodeReport | undefined>): Map<string, PoolObservation> {
   const observed = new Map<string, PoolObservation>();
-  for (const inventory of inventories) {
-    for (const pool of inventory.status?.pools ?? []) {
+  for (const report of reports) {
+    for (const pool of report?.pools ?? []) {
       const target = Math.max(0, pool.target);
       const warm = Math.max(0, pool.warm);
       if (target === 0 && warm === 0 && pool.refilling <= 0) continue;
@@ -62,9 +67,4 @@ export function degradedCondition(input: { desired: number; unplaced: number; el
     return { type: DEGRADED, status: 'True', reason: 'NoEligibleNodes', message: `${unplaced} of ${desired} replicas are not placed: no node is eligible (all draining, stale or absent)`, ...generation };
   }
   return { type: DEGRADED, status: 'True', reason: 'InsufficientRoom', message: `${unplaced} of ${desired} replicas are not placed: every eligible node is out of room`, ...generation };
-}
-
-/** The fields of `.status` warmpool writes for one pool; zeros when no node reports it yet. */
-export function warmPoolStatusOf(observation: PoolObservation | undefined): { replicas: number; readyReplicas: number } {
-  return { replicas: observation?.replicas ?? 0, readyReplicas: observation?.readyReplicas ?? 0 };
 }

@@ -14,7 +14,7 @@ export interface SpreadNode {
   readonly name: string;
   /**
    * How many warm sandboxes it can hold in total across all pools: capacity
-   * minus claimed (see spreadNodeOf). Infinity when unknown; negative counts as 0.
+   * minus claimed (see nodeRoom). Infinity when unknown; negative counts as 0.
    */
   readonly room: number;
   /** false keeps the node out of the spread (draining, stale inventory, cordoned). Default true. */

@@ -1,10 +1,6 @@
-import type { InventoryPool, NodeInventory } from '@warmpool/api';
+import type { InventoryPool, SandboxWarmPool } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { degradedCondition, observePools, spreadNodeOf, warmPoolStatusOf } from '../src/index.js';
-
-function inventory(name: string, status: NodeInventory['status']): NodeInventory {
-  return { metadata: { name }, spec: { nodeName: name, address: `${name}:7070` }, ...(status ? { status } : {}) };
-}
+import { degradedCondition, nodeRoom, observePools, replicasOf } from '../src/index.js';
 
 const pool = (template: string, target: number, warm: number, refilling = 0): InventoryPool =>
   ({ template, net: 'none', size: 'small', target, warm, refilling });
@@ -12,32 +8,25 @@ const pool = (template: string, target: number, warm: number, refilling = 0): In
 describe('observePools', () => {
   it('sums targets as replicas and caps each node\'s warm at its target for readyReplicas', () => {
     const observed = observePools([
-      inventory('a', { pools: [pool('python:3.13', 2, 5)] }),
-      inventory('b', { pools: [pool('python:3.13', 3, 1, 2)] }),
+      { pools: [pool('python:3.13', 2, 5)] },
+      { pools: [pool('python:3.13', 3, 1, 2)] },
     ]);
     expect(observed.get('python:3.13|none|small')).toEqual({ replicas: 5, readyReplicas: 3, warm: 6, refilling: 2, nodes: 2 });
   });
 
   it('keys pools by poolKeyId, so net and size tell pools apart', () => {
-    const observed = observePools([inventory('a', { pools: [pool('img', 1, 1), { ...pool('img', 4, 4), size: 'large' }] })]);
+    const observed = observePools([{ pools: [pool('img', 1, 1), { ...pool('img', 4, 4), size: 'large' }] }]);
     expect([...observed.keys()].sort()).toEqual(['img|none|large', 'img|none|small']);
   });
 
   it('reports warm sandboxes a node keeps beyond a target of zero as warm but not ready', () => {
-    const observed = observePools([inventory('a', { pools: [pool('img', 0, 2)] })]);
+    const observed = observePools([{ pools: [pool('img', 0, 2)] }]);
     expect(observed.get('img|none|small')).toMatchObject({ replicas: 0, readyReplicas: 0, warm: 2 });
   });
 
-  it('skips nodes without status and pools with nothing in them', () => {
-    const observed = observePools([inventory('a', undefined), inventory('b', { pools: [pool('img', 0, 0)] })]);
+  it('skips nodes that report nothing and pools with nothing in them', () => {
+    const observed = observePools([undefined, { pools: [pool('img', 0, 0)] }]);
     expect(observed.size).toBe(0);
-  });
-});
-
-describe('warmPoolStatusOf', () => {
-  it('writes replicas and readyReplicas, zeros before any node reports', () => {
-    expect(warmPoolStatusOf(undefined)).toEqual({ replicas: 0, readyReplicas: 0 });
-    expect(warmPoolStatusOf({ replicas: 4, readyReplicas: 3, warm: 9, refilling: 0, nodes: 2 })).toEqual({ replicas: 4, readyReplicas: 3 });
   });
 });
 
@@ -57,23 +46,25 @@ describe('degradedCondition', () => {
   });
 });
 
-describe('spreadNodeOf', () => {
+describe('nodeRoom', () => {
   it('gives a node room for capacity minus claimed', () => {
-    expect(spreadNodeOf(inventory('a', { capacity: 40, claimed: 12, pools: [pool('img', 10, 10)] }))).toEqual({ name: 'a', room: 28, eligible: true });
+    expect(nodeRoom(40, 12)).toBe(28);
   });
 
   it('never gives negative room and treats unknown capacity as unbounded', () => {
-    expect(spreadNodeOf(inventory('a', { capacity: 4, claimed: 9 })).room).toBe(0);
-    expect(spreadNodeOf(inventory('a', { claimed: 9 })).room).toBe(Infinity);
+    expect(nodeRoom(4, 9)).toBe(0);
+    expect(nodeRoom(undefined, 9)).toBe(Infinity);
+  });
+});
+
+describe('replicasOf', () => {
+  const pool = (replicas: number | undefined): SandboxWarmPool => ({ metadata: { name: 'p' }, spec: { ...(replicas === undefined ? {} : { replicas }), sandboxTemplateRef: { name: 't' } } });
+
+  it('reads spec.replicas, defaulted to 1 as upstream\'s CRD does', () => {
+    expect([replicasOf(pool(7)), replicasOf(pool(0)), replicasOf(pool(undefined))]).toEqual([7, 0, 1]);
   });
 
-  it('makes a draining node, or one the caller rules out, ineligible', () => {
-    expect(spreadNodeOf(inventory('a', { capacity: 4, draining: true })).eligible).toBe(false);
-    expect(spreadNodeOf(inventory('a', { capacity: 4 }), { eligible: false }).eligible).toBe(false);
-  });
-
-  it('names the node by spec.nodeName, else by the object\'s name', () => {
-    const unnamedSpec = { metadata: { name: 'b' }, spec: { nodeName: '', address: 'b:1' } } as NodeInventory;
-    expect(spreadNodeOf(unnamedSpec).name).toBe('b');
+  it('counts a value that is not a whole number ≥ 0 as 0', () => {
+    expect([replicasOf(pool(-2)), replicasOf(pool(2.5))]).toEqual([0, 0]);
   });
 });

@@ -2,6 +2,7 @@
 // default and its --help line, so the three can never drift apart.
 import { parseArgs } from 'node:util';
 import { formatDuration, parseDuration } from './duration.js';
+import { messageOf } from './errors.js';
 
 export type FlagKind = 'string' | 'number' | 'boolean' | 'duration';
 type ValueOf<K extends FlagKind> = K extends 'number' | 'duration' ? number : K extends 'boolean' ? boolean : string;
@@ -66,7 +67,7 @@ function convert(key: string, spec: FlagSpec, raw: string | boolean): ValueOf<Fl
       try {
         return parseDuration(String(raw));
       } catch (err) {
-        throw new ConfigError(`${where}: ${(err as Error).message}`);
+        throw new ConfigError(`${where}: ${messageOf(err)}`);
       }
     case 'string':
       return String(raw);
@@ -106,7 +107,7 @@ export function parseConfig<S extends FlagsSpec>(
   try {
     ({ values } = parseArgs({ args, options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
   } catch (err) {
-    throw new ConfigError(`${(err as Error).message} (see --help)`);
+    throw new ConfigError(`${messageOf(err)} (see --help)`);
   }
   Object.assign(values, explicit);
   const config: Record<string, unknown> = {};

@@ -3,11 +3,11 @@
 // a symlink and never leaves the file half written, so a changed
 // inode/mtime/size is a new token.
 import { readFileSync, statSync } from 'node:fs';
+import { normalizeToken } from './token.js';
 
-/** The token in a file: surrounding whitespace (the usual trailing newline) is not part of it; empty means none. */
+/** The token in a file, normalized (normalizeToken: the usual trailing newline is not part of it; empty means none). */
 export function readTokenFile(path: string): string | undefined {
-  const token = readFileSync(path, 'utf8').trim();
-  return token === '' ? undefined : token;
+  return normalizeToken(readFileSync(path, 'utf8'));
 }
 
 export interface TokenFileWatch {

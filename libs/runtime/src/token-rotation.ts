@@ -7,6 +7,7 @@
 //
 // Each token is kept as what its holder needs of it (a digest to compare
 // against, the headers to send), derived once per token, not per request.
+import { normalizeToken } from './token.js';
 
 export interface TokenRotationOptions<T> {
   /** How long the replaced token stays good after the new one was read. */
@@ -20,11 +21,6 @@ export interface TokenRotationOptions<T> {
 /** The default grace: kubelet can take a minute or two to refresh a Secret volume in every pod, and each process re-reads its file every few seconds. */
 export const DEFAULT_TOKEN_GRACE_MS = 5 * 60_000;
 
-/** A blank token counts as none. */
-function normalize(token: string | undefined): string | undefined {
-  const trimmed = token?.trim();
-  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
-}
 
 interface Held<T> {
   token: string;
@@ -44,7 +40,7 @@ export class TokenRotation<T> {
     this.#graceMs = options.graceMs;
     this.#derive = options.derive;
     this.#now = options.now ?? Date.now;
-    const first = normalize(token);
+    const first = normalizeToken(token);
     this.#current = first === undefined ? undefined : { token: first, value: this.#derive(first) };
   }
 
@@ -55,7 +51,7 @@ export class TokenRotation<T> {
    * token keeps its grace, as after any rotation.
    */
   set(token: string | undefined): boolean {
-    const next = normalize(token);
+    const next = normalizeToken(token);
     if (next === this.#current?.token) return false;
     if (this.#current !== undefined) {
       this.#previous = this.#current;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, formatDuration, parseDuration, parseHostPort } from '../src/index.js';
+import { createLogger, formatDuration, messageOf, parseDuration, parseHostPort } from '../src/index.js';
 
 describe('parseDuration', () => {
   it.each([
@@ -42,5 +42,11 @@ describe('createLogger', () => {
     const record = JSON.parse(lines[0] as string) as Record<string, unknown>;
     expect(record).toMatchObject({ level: 'warn', component: 'agent', msg: 'sandboxd slow', node: 'n1', ms: 12, err: { message: 'boom', name: 'Error' } });
     expect(typeof record['ts']).toBe('string');
+  });
+});
+
+describe('messageOf', () => {
+  it('gives an Error\'s message, and the string form of anything else thrown', () => {
+    expect([messageOf(new TypeError('bad')), messageOf('plain'), messageOf(42), messageOf(undefined)]).toEqual(['bad', 'plain', '42', 'undefined']);
   });
 });

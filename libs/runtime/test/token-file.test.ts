@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { readTokenFile, watchTokenFile } from '../src/index.js';
+import { bearerToken, normalizeToken, readTokenFile, watchTokenFile } from '../src/index.js';
 
 const dirs: string[] = [];
 function tokenFile(content: string): string {
@@ -64,5 +64,15 @@ describe('watchTokenFile', () => {
     watch.close();
     expect(watch.current).toBeUndefined();
     expect(onError).toHaveBeenCalledOnce();
+  });
+});
+
+describe('normalizeToken and bearerToken', () => {
+  it('drops surrounding whitespace and counts empty or blank as none', () => {
+    expect([normalizeToken(' abc\n'), normalizeToken(''), normalizeToken(' \n'), normalizeToken(undefined)]).toEqual(['abc', undefined, undefined, undefined]);
+  });
+
+  it('reads the token of a Bearer header, any case, and nothing else', () => {
+    expect([bearerToken('Bearer abc'), bearerToken('bearer\tabc '), bearerToken('Basic abc'), bearerToken('Bearer a b'), bearerToken(undefined)]).toEqual(['abc', 'abc', undefined, undefined, undefined]);
   });
 });

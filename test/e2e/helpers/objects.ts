@@ -7,6 +7,7 @@ import {
   type NodeInventory,
   type SandboxWarmPool,
 } from '@warmpool/api';
+import { listManifest, template, warmPool } from '@warmpool/harness';
 import { kubectlOk, type E2eTarget } from './target.js';
 
 interface List<T> {
@@ -45,22 +46,5 @@ export function totalTarget(inventories: NodeInventory[], template: string): num
 
 /** A template opting in to warmpool and a warm pool over it, as one List for `kubectl apply -f -`. */
 export function poolManifest(namespace: string, name: string, image: string, replicas: number): string {
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'List',
-    items: [
-      {
-        apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-        kind: 'SandboxTemplate',
-        metadata: { name, namespace, annotations: { 'warmpool.dev/driver': 'sandboxd' } },
-        spec: { podTemplate: { spec: { containers: [{ name: 'sandbox', image }] } } },
-      },
-      {
-        apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-        kind: 'SandboxWarmPool',
-        metadata: { name, namespace },
-        spec: { replicas, sandboxTemplateRef: { name } },
-      },
-    ],
-  });
+  return listManifest(template(namespace, name, image), warmPool(namespace, name, name, replicas));
 }

@@ -6,7 +6,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestCluster } from './cluster.js';
-import { waitUntil } from './wait.js';
+import { eventually } from './wait.js';
 
 export interface AggregatedApiOptions {
   group: string;
@@ -50,10 +50,10 @@ export async function registerAggregatedApi(cluster: TestCluster, options: Aggre
   };
   await run(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service, apiService] }));
   let last = '';
-  await waitUntil(async () => {
+  await eventually(async () => {
     const result = await cluster.kubectl(['get', 'apiservice', apiServiceName, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")]}']);
     last = result.stdout;
     return result.stdout.includes('"status":"True"');
-  }, { timeoutMs: options.availableTimeoutMs ?? 60_000, intervalMs: 500, describe: () => `APIService ${apiServiceName} not Available: ${last}` });
+  }, { timeoutMs: options.availableTimeoutMs ?? 60_000, intervalMs: 500, what: () => `APIService ${apiServiceName} to be Available (last: ${last})` });
   rmSync(join(cluster.dataDir, 'kubectl-cache'), { recursive: true, force: true });
 }

@@ -5,7 +5,7 @@ import { findBinary } from './binaries.js';
 import { ManagedChild } from './children.js';
 import { get, type TlsClientAuth } from './http.js';
 import { FRONT_PROXY_CLIENT_NAME, type PkiFiles } from './pki.js';
-import { waitUntil } from './wait.js';
+import { eventually } from './wait.js';
 
 export const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
 export const SERVICE_CLUSTER_IP_RANGE = '10.96.0.0/16';
@@ -63,7 +63,7 @@ export async function startApiserver(options: ApiserverOptions, admin: TlsClient
   const readyz = `https://127.0.0.1:${options.port}/readyz`;
   let last = 'no answer yet';
   try {
-    await waitUntil(
+    await eventually(
       async () => {
         const res = await get(readyz, admin).catch((error: Error) => ({ status: 0, body: error.message }));
         last = `${res.status} ${res.body.slice(0, 2000)}`;
@@ -72,12 +72,12 @@ export async function startApiserver(options: ApiserverOptions, admin: TlsClient
       {
         timeoutMs: options.readyTimeoutMs ?? 90_000,
         intervalMs: 100,
-        describe: () => `kube-apiserver ${readyz} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
+        what: () => `kube-apiserver ${readyz} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
         abort: () => (child.running ? undefined : `kube-apiserver exited (${JSON.stringify(child.exitStatus)})`),
       },
     );
   } catch (error) {
-    await child.stop(1000);
+    await child.stop('SIGTERM', 1000);
     throw error;
   }
   return child;

@@ -97,14 +97,15 @@ export class ManagedChild {
   readonly name: string;
   readonly pid: number;
   readonly exited: Promise<ChildExit>;
-  readonly #logFile: string;
+  /** stdout and stderr, appended. */
+  readonly logFile: string;
   readonly #child: ChildProcess;
   #exit: ChildExit | undefined;
 
   constructor(options: ChildOptions) {
     installHooks();
     this.name = options.name;
-    this.#logFile = options.logFile;
+    this.logFile = options.logFile;
     const log = openSync(options.logFile, 'a');
     try {
       this.#child = spawn(
@@ -139,10 +140,15 @@ export class ManagedChild {
     return this.#exit;
   }
 
-  /** SIGTERM to the whole group, SIGKILL after `graceMs`. Resolves once the process is reaped. */
-  async stop(graceMs = 10_000): Promise<ChildExit> {
+  /** Sends `signal` to the whole group now, without waiting (as ChildProcess.kill). */
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    if (this.#exit === undefined) killGroup(this.pid, signal);
+  }
+
+  /** `signal` (SIGTERM by default) to the whole group, SIGKILL after `graceMs`. Resolves once the process is reaped. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<ChildExit> {
     if (this.#exit) return this.#exit;
-    killGroup(this.pid, 'SIGTERM');
+    killGroup(this.pid, signal);
     let timer: NodeJS.Timeout | undefined;
     const escalate = new Promise<void>((resolve) => {
       timer = setTimeout(() => {
@@ -155,14 +161,61 @@ export class ManagedChild {
     return this.exited;
   }
 
-  /** The last lines of the child's output, for error messages. */
-  logTail(lines = 40): string {
+  /** Everything the child wrote so far. */
+  log(): string {
     try {
-      return readFileSync(this.#logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+      return readFileSync(this.logFile, 'utf8');
     } catch {
-      return '(no log)';
+      return '';
     }
   }
+
+  /** The child's JSON log lines, parsed (other lines and a partial last line are skipped). */
+  logLines(): Array<Record<string, unknown>> {
+    const lines: Array<Record<string, unknown>> = [];
+    for (const line of this.log().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // a partial last line
+      }
+    }
+    return lines;
+  }
+
+  /** The last lines of the child's output, for error messages. */
+  logTail(lines = 40): string {
+    const text = this.log().trimEnd();
+    return text === '' ? '(no log)' : text.split('\n').slice(-lines).join('\n');
+  }
+}
+
+export interface NodeScriptOptions {
+  name: string;
+  /** A JS file run by this very Node. */
+  script: string;
+  args: string[];
+  /** Added to this process's environment. */
+  env?: NodeJS.ProcessEnv;
+  /** stdout and stderr are appended here. */
+  logFile: string;
+}
+
+const scripts = new Set<NodeScript>();
+
+/** A JS file (an app's dist/main.js) run by this very Node behind the watchdog; stopScripts() ends every one still running. */
+export class NodeScript extends ManagedChild {
+  constructor(options: NodeScriptOptions) {
+    super({ name: options.name, command: process.execPath, args: [options.script, ...options.args], logFile: options.logFile, env: { ...process.env, ...options.env } });
+    scripts.add(this);
+    void this.exited.then(() => scripts.delete(this));
+  }
+}
+
+/** Stops every NodeScript still running, SIGKILL after a short grace. */
+export async function stopScripts(graceMs = 5_000): Promise<void> {
+  await Promise.all([...scripts].map((script) => script.stop('SIGTERM', graceMs)));
 }
 
 export function isAlive(pid: number): boolean {

@@ -223,7 +223,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<T
   } catch (error) {
     if (cluster) await cluster.stop();
     else {
-      await etcd?.stop(1000);
+      await etcd?.stop('SIGTERM', 1000);
       rmSync(dataDir, { recursive: true, force: true });
       forgetRemoveAtExit(dataDir);
     }

@@ -2,7 +2,7 @@
 import { findBinary } from './binaries.js';
 import { ManagedChild } from './children.js';
 import { get } from './http.js';
-import { waitUntil } from './wait.js';
+import { eventually } from './wait.js';
 
 export interface EtcdOptions {
   dataDir: string;
@@ -49,14 +49,14 @@ export async function startEtcd(options: EtcdOptions): Promise<RunningEtcd> {
   });
   const url = `http://127.0.0.1:${options.clientPort}`;
   try {
-    await waitUntil(async () => (await get(`${url}/health`)).status === 200, {
+    await eventually(async () => (await get(`${url}/health`)).status === 200, {
       timeoutMs: options.readyTimeoutMs ?? 30_000,
       intervalMs: 25,
-      describe: () => `etcd at ${url} is not healthy; last log lines:\n${child.logTail()}`,
+      what: () => `etcd at ${url} is not healthy; last log lines:\n${child.logTail()}`,
       abort: () => (child.running ? undefined : `etcd exited (${JSON.stringify(child.exitStatus)})`),
     });
   } catch (error) {
-    await child.stop(1000);
+    await child.stop('SIGTERM', 1000);
     throw error;
   }
   return { child, url };

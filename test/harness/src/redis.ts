@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { findOnPath } from './binaries.js';
 import { forgetRemoveAtExit, ManagedChild, removeAtExit } from './children.js';
 import { freePort } from './ports.js';
-import { waitUntil } from './wait.js';
+import { eventually } from './wait.js';
 
 export interface TestRedis {
   /** redis://127.0.0.1:<port> */
@@ -68,10 +68,10 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     forgetRemoveAtExit(dir);
   };
   try {
-    await waitUntil(() => ping(host, port), {
+    await eventually(() => ping(host, port), {
       timeoutMs: options.readyTimeoutMs ?? 15_000,
       intervalMs: 50,
-      describe: () => `redis-server on ${host}:${port} does not answer PING; last log lines:\n${child.logTail()}`,
+      what: () => `redis-server on ${host}:${port} does not answer PING; last log lines:\n${child.logTail()}`,
       abort: () => (child.running ? undefined : `redis-server exited (${JSON.stringify(child.exitStatus)})`),
     });
   } catch (error) {

@@ -2,25 +2,12 @@
 // NodeInventory can point its owner reference at it) and a sample template +
 // warm pool that warmpool drives.
 import type { V1Node } from '@kubernetes/client-node';
-import {
-  apiVersionOf,
-  DRIVER_ANNOTATION,
-  DRIVER_SANDBOXD,
-  SandboxEnvType,
-  SandboxTemplateType,
-  SandboxWarmPoolType,
-  type ObjectMeta,
-  type SandboxEnv,
-  type SandboxTemplate,
-  type SandboxWarmPool,
-} from '@warmpool/api';
+import type { SandboxEnv, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import { listManifest, sandboxEnv, template, warmPool, type Named } from './objects.js';
 
 export const SAMPLE_IMAGE = 'python:3.13-slim';
 export const SAMPLE_NAME = 'python';
 export const SAMPLE_REPLICAS = 30;
-
-/** An object whose name is always set, as server-side apply requires. */
-export type Named<T extends { metadata: ObjectMeta }> = T & { metadata: ObjectMeta & { name: string } };
 
 export interface SampleOptions {
   namespace: string;
@@ -31,43 +18,23 @@ export interface SampleOptions {
 
 /** A SandboxTemplate that opts in to warmpool (`warmpool.dev/driver: sandboxd`). */
 export function sampleTemplate(options: SampleOptions): Named<SandboxTemplate> {
-  return {
-    apiVersion: apiVersionOf(SandboxTemplateType),
-    kind: SandboxTemplateType.kind,
-    metadata: {
-      name: options.name ?? SAMPLE_NAME,
-      namespace: options.namespace,
-      annotations: { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD },
-    },
-    spec: { podTemplate: { spec: { containers: [{ name: 'sandbox', image: options.image ?? SAMPLE_IMAGE }] } } },
-  };
+  return template(options.namespace, options.name ?? SAMPLE_NAME, options.image ?? SAMPLE_IMAGE);
 }
 
 export function samplePool(options: SampleOptions): Named<SandboxWarmPool> {
   const name = options.name ?? SAMPLE_NAME;
-  return {
-    apiVersion: apiVersionOf(SandboxWarmPoolType),
-    kind: SandboxWarmPoolType.kind,
-    metadata: { name, namespace: options.namespace },
-    spec: { replicas: options.replicas ?? SAMPLE_REPLICAS, sandboxTemplateRef: { name } },
-  };
+  return warmPool(options.namespace, name, name, options.replicas ?? SAMPLE_REPLICAS);
 }
 
 /** A SandboxEnv of the same name whose one member is the sample pool, in the scaling group `default`. */
 export function sampleEnv(options: SampleOptions): Named<SandboxEnv> {
   const name = options.name ?? SAMPLE_NAME;
-  return {
-    apiVersion: apiVersionOf(SandboxEnvType),
-    kind: SandboxEnvType.kind,
-    metadata: { name, namespace: options.namespace },
-    spec: { members: [{ pool: name, scalingGroup: 'default' }] },
-  };
+  return sandboxEnv(options.namespace, name, { [name]: 'default' });
 }
 
 /** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit; with `env`, its SandboxEnv too. */
 export function sampleManifest(options: SampleOptions, extra: { env?: boolean } = {}): string {
-  const items = [sampleTemplate(options), samplePool(options), ...(extra.env === true ? [sampleEnv(options)] : [])];
-  return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`;
+  return listManifest(sampleTemplate(options), samplePool(options), ...(extra.env === true ? [sampleEnv(options)] : []));
 }
 
 /**

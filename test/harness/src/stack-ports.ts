@@ -1,17 +1,6 @@
 // The local stack prefers well-known ports (so the printed `curl` lines are
 // the same every time) but must still start when one of them is taken.
-import { createServer } from 'node:net';
-import { freePort } from './ports.js';
-
-/** Whether `host:port` can be bound right now. */
-export function canListen(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', () => resolve(false));
-    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
-}
+import { canListen, freePort } from './ports.js';
 
 /** `preferred` when it is free on `host` (0 means "any"), else a free port the OS picks. */
 export async function preferredOrFreePort(host: string, preferred: number): Promise<{ port: number; preferred: boolean }> {

@@ -4,6 +4,7 @@
 // (exit 0), or fails after --ready-timeout (exit 1).
 import { join, relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
+import { messageOf } from '@warmpool/runtime';
 import { leaveSignalsToCaller } from './children.js';
 import { startStack, type LocalStack, type StackDescription, type UnexpectedExit } from './stack.js';
 import { startFederatedStacks } from './stack-federation.js';
@@ -182,7 +183,7 @@ async function watch(stack: LocalStack, options: MainOptions, stopped: () => boo
     try {
       progress = await readProgress(source);
     } catch (error) {
-      console.log(`  (could not read progress: ${(error as Error).message})`);
+      console.log(`  (could not read progress: ${messageOf(error)})`);
     }
     if (progress !== undefined && !stopped()) {
       const elapsed = performance.now() - started;
@@ -206,7 +207,7 @@ async function main(): Promise<number> {
   try {
     options = parseOptions(process.argv.slice(2));
   } catch (error) {
-    process.stderr.write(`stack-main: ${(error as Error).message}\n\n${HELP}`);
+    process.stderr.write(`stack-main: ${messageOf(error)}\n\n${HELP}`);
     return 2;
   }
   if (options === 'help') {

@@ -3,6 +3,7 @@
 // node (from each agent's GET /v1/info, i.e. straight from sandboxd).
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { nodeInfoSchema, SandboxWarmPoolType, type SandboxWarmPool } from '@warmpool/api';
+import { replicasOf } from '@warmpool/pool-model';
 
 export interface PoolProgress {
   namespace: string;
@@ -38,7 +39,7 @@ export async function readPools(kubeConfig: KubeConfig): Promise<PoolProgress[]>
     namespace: pool.metadata.namespace ?? '',
     name: pool.metadata.name ?? '',
     ready: pool.status?.readyReplicas ?? 0,
-    desired: pool.spec.replicas ?? 1,
+    desired: replicasOf(pool),
   })).sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
 }
 

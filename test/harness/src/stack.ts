@@ -17,7 +17,7 @@ import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
 import { freePort } from './ports.js';
 import { preferredOrFreePort } from './stack-ports.js';
-import { waitUntil } from './wait.js';
+import { eventually } from './wait.js';
 
 /** The repository root, found from this file in both src/ and dist/. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -169,14 +169,14 @@ export const DEFAULT_STACK_DIR = join(REPO_ROOT, '.local');
 
 async function waitForHttp(child: ManagedChild, url: string, timeoutMs = 30_000): Promise<void> {
   let last = 'no answer yet';
-  await waitUntil(async () => {
+  await eventually(async () => {
     const res = await get(url).catch((error: Error) => ({ status: 0, body: error.message }));
     last = `${res.status} ${res.body.slice(0, 500)}`;
     return res.status === 200;
   }, {
     timeoutMs,
     intervalMs: 100,
-    describe: () => `${child.name} at ${url} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
+    what: () => `${child.name} at ${url} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
     abort: () => (child.running ? undefined : `${child.name} exited (${JSON.stringify(child.exitStatus)})`),
   });
 }

@@ -7,16 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { binDir, findBinary } from '../src/binaries.js';
 import { WATCHDOG_SCRIPT, isAlive, processGroupMembers } from '../src/children.js';
-import { sleep } from '../src/wait.js';
-
-async function eventually(check: () => boolean, timeoutMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(100);
-  }
-  return check();
-}
+import { eventually } from '../src/wait.js';
 
 describe('the child watchdog', () => {
   it('kills the child and removes its dir when the parent is SIGKILLed', async () => {
@@ -44,7 +35,7 @@ describe('the child watchdog', () => {
     const child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'watchdog', String(process.pid), '', 'sleep', '0.2'], { detached: true, stdio: 'ignore' });
     const pgid = child.pid ?? 0;
     await new Promise((resolve) => child.once('exit', resolve));
-    expect(await eventually(() => processGroupMembers(pgid).length === 0, 5000)).toBe(true);
+    expect(await eventually(() => processGroupMembers(pgid).length === 0, { timeoutMs: 5000 })).toBe(true);
   });
 });
 

@@ -7,11 +7,11 @@
 // Why Clients and not an undici Pool: pushes to one node never overlap (one
 // lane per node), so one connection carries them all, and a connection of its
 // own for probes means a push never waits behind a probe. A Pool would give
-// the same two connections but costs ~16 KiB of heap per node even idle (its
-// request queue is a fixed 2 048-slot ring): 14 MiB of the control plane's
-// heap at 1 000 nodes, for nothing.
+// the same two connections but holds a fixed-size request queue per node even
+// idle: heap that grows with the fleet for nothing (docs/benchmarks.md, design notes).
 import { nodeInfoSchema, type NodeInfo, type PoolTarget } from '@warmpool/api';
 import { Backoff, sleep } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 import { Client, type Dispatcher } from 'undici';
 import type { TokenSource } from '../token.js';
 import { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
@@ -147,7 +147,7 @@ export class HttpPoolSetter implements PoolSetter {
     } catch (err) {
       if (err instanceof AgentCallError) throw err;
       const timedOut = timeout.aborted && signal?.aborted !== true;
-      const message = timedOut ? `no answer within ${this.#timeoutMs} ms` : signal?.aborted === true ? 'call aborted' : `unreachable at ${node.address}: ${(err as Error).message}`;
+      const message = timedOut ? `no answer within ${this.#timeoutMs} ms` : signal?.aborted === true ? 'call aborted' : `unreachable at ${node.address}: ${messageOf(err)}`;
       throw new AgentCallError(node.name, message, { retriable: signal?.aborted !== true, cause: err });
     }
   }

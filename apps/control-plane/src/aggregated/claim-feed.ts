@@ -5,6 +5,7 @@
 // stopped; events trimmed away meanwhile are covered by the nodes' next
 // publish.
 import { claimEventSchema, type ClaimEvent } from '@warmpool/api';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import type { SandboxView } from './view.js';
@@ -77,7 +78,7 @@ export class ClaimFeed {
       } catch (err) {
         if (this.#closed) return;
         if (this.#failing === undefined) logger.warn('claim feed cannot read the claim events; retrying (claims show when their nodes publish)', { err });
-        this.#failing = err instanceof Error ? err.message : String(err);
+        this.#failing = messageOf(err);
         await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
       }
     }

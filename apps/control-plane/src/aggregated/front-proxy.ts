@@ -9,6 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { KubeTransport } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import { z } from 'zod';
 import type { UserInfo } from '../http/claims/access-review.js';
@@ -168,7 +169,7 @@ export class RequestHeaderSource {
       }
       this.#error = undefined;
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       if (message !== this.#error) logger.error('cannot read the front proxy settings; the Sandbox API refuses every request until it can', { err: message });
       this.#error = message;
     }

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import {
   AGENTS_GROUP, createSandboxBodySchema, DEFAULT_CLAIM_TTL_SECONDS, SandboxType, UPSTREAM_VERSION, type KubeStatus, type SandboxObjectList, type WatchEventType,
 } from '@warmpool/api';
-import { readIncomingJson, UNREADABLE, type HostPort, type Logger } from '@warmpool/runtime';
+import { messageOf, readIncomingJson, UNREADABLE, type HostPort, type Logger } from '@warmpool/runtime';
 import { randomBytes } from 'node:crypto';
 import { ReviewUnavailable, type UserInfo } from '../http/claims/access-review.js';
 import { ClaimFailure, type ClaimService } from '../provisioning/claim-service.js';
@@ -441,7 +441,7 @@ function toApiError(err: unknown): ApiError {
     }
   }
   if (err instanceof ReviewUnavailable) return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: 1 });
-  return new ApiError('InternalError', err instanceof Error ? err.message : String(err));
+  return new ApiError('InternalError', messageOf(err));
 }
 
 /** Aborts when the client goes away before its answer was written. */

@@ -1,10 +1,10 @@
-// Federation in one place: the capacity Registry (this cluster's records from
+// Federation in one place: the CapacityRegistry (this cluster's records from
 // the SandboxEnv reconciler, the other clusters' from the hub), the gauges
 // rewritten from each snapshot, and — in multi-cluster mode only (a cluster
 // id and a hub URL) — the hub connections, the Reporter (leader-only) and the
 // Watcher (every replica, for its claim router).
 import type { FederationRecord, ForeignClusterMember } from '@warmpool/api';
-import { FederationGauges, publishMetrics, Registry, toForeignClusterMember } from '@warmpool/federation';
+import { FederationGauges, publishMetrics, CapacityRegistry, toForeignClusterMember } from '@warmpool/federation';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { Registry as PromRegistry } from 'prom-client';
@@ -46,7 +46,7 @@ type LocalRecord = Omit<FederationRecord, 'clusterId'>;
 
 export class Federation {
   readonly clusterId: string;
-  readonly registry: Registry;
+  readonly registry: CapacityRegistry;
   readonly intervalMs: number;
   readonly ttlMs: number;
   readonly keys: FederationKeys | undefined;
@@ -64,7 +64,7 @@ export class Federation {
     this.intervalMs = options.intervalMs ?? FEDERATION_DEFAULTS.intervalMs;
     this.ttlMs = options.ttlMs ?? FEDERATION_DEFAULTS.ttlFactor * this.intervalMs;
     this.#logger = options.logger;
-    this.registry = new Registry({ localClusterId: this.clusterId, ttlMs: this.ttlMs });
+    this.registry = new CapacityRegistry({ localClusterId: this.clusterId, ttlMs: this.ttlMs });
     this.#gauges = new FederationGauges(options.promRegistry);
     this.metrics = new FederationMetrics(options.promRegistry, () => this.registry.snapshot().filter((r) => r.clusterId !== this.clusterId).length);
     const hub = options.hub;

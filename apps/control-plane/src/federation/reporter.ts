@@ -4,6 +4,7 @@
 // read it at once instead of at their next full read. A cluster that stops
 // reporting (dead, paused, partitioned) disappears by itself when the TTLs run out.
 import type { FederationEntry, FederationHint, FederationRecord } from '@warmpool/api';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { FederationKeys } from './keys.js';
@@ -92,7 +93,7 @@ export class FederationReporter {
       },
       (err: unknown) => {
         this.#options.metrics?.report(false);
-        this.#health.failed(() => logger.warn('federation hub not reachable: not reporting (retrying every interval; local claims are unaffected)', { clusterId, err: (err as Error).message }));
+        this.#health.failed(() => logger.warn('federation hub not reachable: not reporting (retrying every interval; local claims are unaffected)', { clusterId, err: messageOf(err) }));
       },
     ).finally(() => {
       this.#inFlight = undefined;

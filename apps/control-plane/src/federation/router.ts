@@ -14,8 +14,9 @@
 //   serving cluster, so get, renew and release work through this cluster's
 //   API (renew and release are forwarded to the serving cluster).
 import { CLAIMREF_GENERATED_HEADER, claimBodySchema, claimErrorBodySchema, type ClaimBody, type FederationRecord, type SandboxEnv } from '@warmpool/api';
-import { compareForeignCandidates, formatPinnedTarget, parsePinnedTarget, schedulable, type Registry } from '@warmpool/federation';
+import { compareForeignCandidates, formatPinnedTarget, parsePinnedTarget, schedulable, type CapacityRegistry } from '@warmpool/federation';
 import type { Lister } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { ClaimIndex } from '../provisioning/claim-index.js';
 import { ClaimFailure, type ClaimCallOptions, type ClaimGrant, type ClaimService } from '../provisioning/claim-service.js';
@@ -49,7 +50,7 @@ export interface EnvClaimRouterOptions {
   index: ClaimIndex;
   envs: Lister<SandboxEnv>;
   /** Local and foreign capacity; its localClusterId is this cluster. */
-  registry: Registry;
+  registry: CapacityRegistry;
   /** This cluster's member records as of the last SandboxEnv run. */
   localRecords: () => readonly LocalRecord[];
   /** Where a peer's claim API is; undefined when it advertises none (or no federation). */
@@ -208,7 +209,7 @@ export class EnvClaimRouter {
         }, options.signal, order.claimRefGenerated);
       } catch (err) {
         this.#o.metrics?.forward('unreachable');
-        logger.info('a foreign member could not be asked: trying the next', { target, err: (err as Error).message });
+        logger.info('a foreign member could not be asked: trying the next', { target, err: messageOf(err) });
         continue;
       }
       if (answer.status !== 200) {

@@ -1,4 +1,4 @@
-// Keeps the Registry fresh with the other clusters' records: at once on a hint
+// Keeps the CapacityRegistry fresh with the other clusters' records: at once on a hint
 // (that cluster's index, then its records, in one round trip), and by a full
 // read every interval (SCAN over the index keys, never KEYS) so a lost hint
 // costs at most one interval. The full read skips a cluster whose hint was
@@ -8,7 +8,8 @@
 // cluster moves an expiry. Records of this cluster are skipped: the local view
 // comes straight from this cluster's own caches.
 import { federationEntrySchema, federationHintSchema, type FederationEntry } from '@warmpool/api';
-import type { Registry } from '@warmpool/federation';
+import type { CapacityRegistry } from '@warmpool/federation';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { FederationKeys } from './keys.js';
@@ -38,7 +39,7 @@ export interface WatcherOptions {
   /** A connection of its own, for SUBSCRIBE. */
   subscriber: Redis;
   keys: FederationKeys;
-  registry: Registry;
+  registry: CapacityRegistry;
   intervalMs: number;
   logger: Logger;
   /** After each change of the foreign view (hint or full read). */
@@ -139,7 +140,7 @@ export class FederationWatcher {
     } catch (err) {
       this.#options.metrics?.read('full', false);
       this.#options.registry.prune();
-      this.#health.failed(() => logger.warn('federation hub not reachable: the foreign view ages out until it is back', { err: (err as Error).message }));
+      this.#health.failed(() => logger.warn('federation hub not reachable: the foreign view ages out until it is back', { err: messageOf(err) }));
       this.#options.onUpdate?.();
     }
   }

@@ -13,6 +13,7 @@ import {
   type PoolKey,
   type SandboxRow,
 } from '@warmpool/api';
+import { messageOf } from '@warmpool/runtime';
 import { Pool } from 'undici';
 import type { TokenSource } from '../token.js';
 
@@ -163,6 +164,3 @@ function errorOf(text: string): string | undefined {
   return undefined;
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

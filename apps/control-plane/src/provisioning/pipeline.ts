@@ -20,6 +20,7 @@ import {
 } from '@warmpool/api';
 import type { Batch } from '@warmpool/batcher';
 import type { Informer } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -518,10 +519,6 @@ function redactUrl(url: string): string {
   } catch {
     return '(unparsable url)';
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function settingsOf(options: Partial<ProvisioningSettings>): ProvisioningSettings {

@@ -1,6 +1,6 @@
 // Claim API helpers for the specs: RBAC objects, service-account tokens, calls
 // to the claim API, and what the nodes hold (read from each fake-sandboxd).
-import type { TestCluster } from '@warmpool/harness';
+import { httpCall, type TestCluster } from '@warmpool/harness';
 import type { Fleet } from './fleet.js';
 import { kubectl } from './objects.js';
 
@@ -12,22 +12,11 @@ export interface Answer<T = unknown> {
 
 /** One call to the claim API; `token` undefined sends no Authorization header. */
 export async function callClaims<T = Record<string, unknown>>(base: string, method: string, path: string, token: string | undefined, body?: unknown): Promise<Answer<T>> {
-  const headers: Record<string, string> = {};
-  if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
-  let payload: string | undefined;
-  if (body !== undefined) {
-    headers['content-type'] = 'application/json';
-    payload = typeof body === 'string' ? body : JSON.stringify(body);
-  }
-  const res = await fetch(`${base}${path}`, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: res.status, body: parsed as T, headers: res.headers };
+  const sent = typeof body === 'string' ? { rawBody: body } : body === undefined ? {} : { body };
+  const answer = await httpCall(base, method, path, { token: token ?? null, ...sent });
+  // The body parsed when it is JSON, else its text (undefined when empty).
+  const parsed = answer.json !== undefined ? answer.json : answer.text === '' ? undefined : answer.text;
+  return { status: answer.status, body: parsed as T, headers: answer.headers };
 }
 
 /** A ServiceAccount, optionally with a Role allowing `verbs` on sandboxclaims in its namespace; answers a token for it. */

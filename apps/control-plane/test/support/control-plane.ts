@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { TestCluster } from '@warmpool/harness';
 import { loadKubeConfig } from '@warmpool/kube';
 import { createLogger } from '@warmpool/runtime';
-import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../src/index.js';
+import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './internals.js';
 
 export const FAST = {
   intervalMs: 500,

@@ -7,10 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { poolKeyId, type NodeInfo } from '@warmpool/api';
-import { nodeObject } from '@warmpool/harness';
-import { addressInUse, quietPort } from './ports.js';
-import { Proc } from './processes.js';
-import { eventually } from './wait.js';
+import { addressInUse, eventually, nodeObject, NodeScript, quietPort } from '@warmpool/harness';
 
 const APPS = fileURLToPath(new URL('../../../', import.meta.url));
 export const NODE_AGENT_MAIN = join(APPS, 'node-agent/dist/main.js');
@@ -45,9 +42,9 @@ export class FleetNode {
   agentPort: number;
   sandboxdPort: number;
   readonly #options: FleetOptions;
-  sandboxd: Proc | undefined;
-  agent: Proc | undefined;
-  readonly #agents: Proc[] = [];
+  sandboxd: NodeScript | undefined;
+  agent: NodeScript | undefined;
+  readonly #agents: NodeScript[] = [];
   #runs = 0;
 
   constructor(options: FleetOptions, name: string, agentPort: number, sandboxdPort: number) {
@@ -60,7 +57,7 @@ export class FleetNode {
   /** Starts fake-sandboxd and waits until it answers; another port if its port was taken meanwhile. */
   async startSandboxd(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const sandboxd = new Proc({
+      const sandboxd = new NodeScript({
         name: `${this.name}-sandboxd`,
         script: FAKE_SANDBOXD_MAIN,
         args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn', ...(this.#options.sandboxdArgs ?? [])],
@@ -112,7 +109,7 @@ export class FleetNode {
     }
   }
 
-  #spawnAgent(): Proc {
+  #spawnAgent(): NodeScript {
     const o = this.#options;
     const args = [
       '--listen', `127.0.0.1:${this.agentPort}`,
@@ -128,7 +125,7 @@ export class FleetNode {
       '--log-level', o.agentLogLevel ?? 'warn',
       ...(o.capacity !== undefined ? ['--capacity', String(o.capacity)] : []),
     ];
-    return new Proc({ name: `${this.name}-agent`, script: NODE_AGENT_MAIN, args, logFile: join(o.dir, `${this.name}-agent-${++this.#runs}.log`) });
+    return new NodeScript({ name: `${this.name}-agent`, script: NODE_AGENT_MAIN, args, logFile: join(o.dir, `${this.name}-agent-${++this.#runs}.log`) });
   }
 
   async stopAgent(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

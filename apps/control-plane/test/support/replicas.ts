@@ -1,11 +1,8 @@
 // Control-plane replicas as processes (dist/main.js) on one Lease, and what
 // their /readyz says: for the specs that kill, pause and restart leaders.
 import { join } from 'node:path';
-import type { TestCluster } from '@warmpool/harness';
+import { addressInUse, eventually, NodeScript, quietPort, type TestCluster } from '@warmpool/harness';
 import { CONTROL_PLANE_MAIN } from './fleet.js';
-import { addressInUse, quietPort } from './ports.js';
-import { Proc } from './processes.js';
-import { eventually } from './wait.js';
 
 export interface LeaseTiming {
   duration: number;
@@ -16,7 +13,7 @@ export interface LeaseTiming {
 export interface Replica {
   identity: string;
   port: number;
-  proc: Proc;
+  proc: NodeScript;
 }
 
 export interface Readiness {
@@ -53,7 +50,7 @@ export async function startReplica(options: ReplicaOptions, identity: string, ex
       '--log-level', 'debug',
       ...(extra.token === false ? [] : ['--token-file', options.tokenFile]),
     ];
-    const proc = new Proc({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(options.dir, `${identity}-${attempt}.log`) });
+    const proc = new NodeScript({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(options.dir, `${identity}-${attempt}.log`) });
     const started = { identity, port, proc };
     try {
       await eventually(async () => {

@@ -1,6 +1,6 @@
 // One timer per node for all claim deadlines: armed for the earliest one and
 // re-armed after each firing, so 100k claims cost one pending timer, not 100k.
-import type { Clock, Timer } from './clock.js';
+import type { Timer, TimerClock } from '@warmpool/runtime';
 import { DeadlineHeap, type HeapItem } from './deadline-heap.js';
 
 export class DeadlineTimer<T extends HeapItem> {
@@ -8,12 +8,12 @@ export class DeadlineTimer<T extends HeapItem> {
   private timer: Timer | undefined;
   private armedAt = Number.POSITIVE_INFINITY;
   private closed = false;
-  private readonly clock: Clock;
+  private readonly clock: TimerClock;
   private readonly onDue: (item: T) => void;
   private readonly afterDue: () => void;
 
   /** `onDue` runs for each item whose deadline passed; `afterDue` once after each such batch. */
-  constructor(clock: Clock, onDue: (item: T) => void, afterDue: () => void = () => {}) {
+  constructor(clock: TimerClock, onDue: (item: T) => void, afterDue: () => void = () => {}) {
     this.clock = clock;
     this.onDue = onDue;
     this.afterDue = afterDue;

@@ -12,7 +12,7 @@ import {
   type PoolTarget,
   type SandboxRow,
 } from '@warmpool/api';
-import type { Timer } from './clock.js';
+import type { Timer } from '@warmpool/runtime';
 import { DeadlineTimer } from './deadline-timer.js';
 import { SandboxdRefusal } from './errors.js';
 import { newSandboxId, newSandboxToken } from './ids.js';

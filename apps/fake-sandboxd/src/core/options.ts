@@ -1,6 +1,6 @@
 // The knobs of a fake node, with defaults close to a real sandboxd node.
 import { DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS } from '@warmpool/api';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type TimerClock } from '@warmpool/runtime';
 
 export interface FakeSandboxdOptions {
   /** Live claims the node accepts before answering 429. */
@@ -27,7 +27,7 @@ export interface FakeSandboxdOptions {
   claimFailureRate?: number;
   /** `owner_addr` in claim answers: where the sandbox is reached (host:port). */
   advertise?: string;
-  clock?: Clock;
+  clock?: TimerClock;
   /** Uniform [0, 1) source for the failure rates. */
   random?: () => number;
 }

@@ -7,13 +7,6 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
 
-/** The token of an `Authorization: Bearer <token>` header, if any. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  return match?.[1];
-}
-
 export function tokensEqual(presented: string, expected: string): boolean {
   return timingSafeEqual(digest(presented), digest(expected));
 }

@@ -8,16 +8,17 @@ import {
   INVALID_BODY_MESSAGE,
   MAX_BODY_BYTES,
   renewRequestSchema,
-  type StaleGenerationError,
+  type StaleGenerationBody,
 } from '@warmpool/api';
 import { methodNotAllowed, readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
+import { routePath } from 'hono/route';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
 import { infoFromAnswer, type NodeState } from '../node-state.js';
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
 import { isSandboxdUnavailable } from '../sandboxd/errors.js';
-import type { Gatekeeper } from './auth.js';
+import { accessOf, ROUTE_ACCESS, type Access, type Admitted, type Gatekeeper } from './auth.js';
 import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
@@ -40,6 +41,8 @@ export interface ApiDependencies {
 }
 
 type Handler = (c: Context) => Promise<Response> | Response;
+/** A route's own work, run once the caller is admitted by the route's declared access. */
+type RouteHandler = (c: Context, caller: Admitted) => Promise<Response> | Response;
 
 /** Sandbox ids are opaque but plain (sandboxd's look like `sb_…`); anything else never reaches sandboxd. */
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -57,11 +60,13 @@ export function createApiApp(deps: ApiDependencies): Hono {
   const app = new Hono();
 
   /**
-   * Every route goes through here: timing by route name, and the one place
-   * sandboxd failures become answers. A promise only when the handler's
-   * answer is one (a then(), not an async wrapper: fewer hops per request).
+   * Every route goes through here: timing by route name, the route's declared
+   * access (ROUTE_ACCESS; `access` only for the not-found answer, which has no
+   * route), and the one place sandboxd failures become answers. A promise only
+   * when the handler's answer is one (a then(), not an async wrapper: fewer
+   * hops per request).
    */
-  const route = (name: string, handler: Handler): Handler => {
+  const route = (name: string, handler: RouteHandler, access?: Access): Handler => {
     const record = metrics.requestRecorder(name);
     return (c) => {
       const started = performance.now();
@@ -72,7 +77,8 @@ export function createApiApp(deps: ApiDependencies): Hono {
       const failed = (err: unknown): Response => done(toResponse(failure(err, c.req.method, c.req.path)));
       let answer: Promise<Response> | Response;
       try {
-        answer = handler(c);
+        const caller = gatekeeper.admit(access ?? accessOf(c.req.method, routePath(c)), requestHeader(c, 'authorization'));
+        answer = caller.as === 'refused' ? toResponse(caller.reply) : handler(c, caller);
       } catch (err) {
         return failed(err);
       }
@@ -87,11 +93,6 @@ export function createApiApp(deps: ApiDependencies): Hono {
     }
     logger.error('request failed', { err, method, path });
     return errorReply(500, 'Internal', 'internal error');
-  };
-
-  const refuseUnlessRoot = (c: Context): Response | undefined => {
-    const refused = gatekeeper.refuseUnlessRoot(requestHeader(c, 'authorization'));
-    return refused === undefined ? undefined : toResponse(refused);
   };
 
   /** sandboxd answered with a fresh info body (info, pools, drain): everyone watching the node sees it. */
@@ -121,8 +122,6 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.get('/openapi.json', route('openapi', () => jsonResponse(200, openApiDocument())));
 
   app.put('/v1/pools', route('set_pools', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
     const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
     if (!body.ok) return bodyRefused(body);
     const { generation, pools } = body.value;
@@ -139,7 +138,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
       case 'stale': {
         metrics.stalePush();
         logger.warn('stale SetPools refused', { generation, appliedGeneration: outcome.appliedGeneration });
-        const stale: StaleGenerationError = {
+        const stale: StaleGenerationBody = {
           error: `generation ${generation} is older than the applied generation ${outcome.appliedGeneration}`,
           reason: 'StaleGeneration',
           appliedGeneration: outcome.appliedGeneration,
@@ -154,9 +153,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
     }
   }));
 
-  app.get('/v1/info', route('info', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
+  app.get('/v1/info', route('info', async () => {
     return passInfo(await sandboxd.info());
   }));
 
@@ -165,10 +162,16 @@ export function createApiApp(deps: ApiDependencies): Hono {
     if (answer.status === 429) state.pollSoon();
   };
   const recordClaim = metrics.requestRecorder('claim');
+  const claimAccess = accessOf('POST', '/v1/claim');
+  // The direct path calls sandboxd as root: it cannot pass a sandbox's own token on.
+  if (claimAccess === 'sandbox-or-root') throw new Error('POST /v1/claim must be declared root or open: its direct path calls sandboxd as root');
   const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
   metrics.readClaimsInFlight(() => inFlight.count);
   app.post('/v1/claim', claimRoute({
-    gatekeeper,
+    admit: (authorization) => {
+      const caller = gatekeeper.admit(claimAccess, authorization);
+      return caller.as === 'refused' ? caller.reply : undefined;
+    },
     sandboxd,
     inFlight,
     refusedAtLimit,
@@ -176,8 +179,6 @@ export function createApiApp(deps: ApiDependencies): Hono {
     observe: (status, started) => recordClaim('POST', status, started),
     failure: (err) => failure(err, 'POST', '/v1/claim'),
   }, route('claim', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
     const body = await readJsonBody(c, claimBodySchema, BODY);
     if (!body.ok) return bodyRefused(body);
     if (!inFlight.tryAcquire()) {
@@ -194,27 +195,21 @@ export function createApiApp(deps: ApiDependencies): Hono {
     return passThrough(answer);
   })));
 
-  app.post('/v1/sandboxes/:id/release', route('release', async (c) => {
-    const caller = gatekeeper.sandboxCaller(requestHeader(c, 'authorization'));
-    if (caller.as === 'refused') return toResponse(caller.reply);
+  app.post('/v1/sandboxes/:id/release', route('release', async (c, caller) => {
     const id = sandboxId(c);
     if (id instanceof Response) return id;
-    return passThrough(await sandboxd.release(id, caller.as === 'root' ? undefined : caller.authorization));
+    return passThrough(await sandboxd.release(id, caller.as === 'bearer' ? caller.authorization : undefined));
   }));
 
-  app.post('/v1/sandboxes/:id/renew', route('renew', async (c) => {
-    const caller = gatekeeper.sandboxCaller(requestHeader(c, 'authorization'));
-    if (caller.as === 'refused') return toResponse(caller.reply);
+  app.post('/v1/sandboxes/:id/renew', route('renew', async (c, caller) => {
     const id = sandboxId(c);
     if (id instanceof Response) return id;
     const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
     if (!body.ok) return bodyRefused(body);
-    return passThrough(await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'root' ? undefined : caller.authorization));
+    return passThrough(await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'bearer' ? caller.authorization : undefined));
   }));
 
   app.get('/v1/sandboxes', route('list_sandboxes', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
     const raw = c.req.query('claim_ref');
     let claimRef: string | undefined;
     if (raw !== undefined) {
@@ -228,23 +223,17 @@ export function createApiApp(deps: ApiDependencies): Hono {
   }));
 
   app.get('/v1/sandboxes/:id', route('get_sandbox', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
     const id = sandboxId(c);
     if (id instanceof Response) return id;
     return passThrough(await sandboxd.getSandbox(id));
   }));
 
-  app.post('/v1/drain', route('drain', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
+  app.post('/v1/drain', route('drain', async () => {
     logger.info('draining the node');
     return passInfo(await sandboxd.drain());
   }));
 
-  app.delete('/v1/drain', route('undrain', async (c) => {
-    const refused = refuseUnlessRoot(c);
-    if (refused) return refused;
+  app.delete('/v1/drain', route('undrain', async () => {
     logger.info('lifting the drain');
     return passInfo(await sandboxd.undrain());
   }));
@@ -255,7 +244,11 @@ export function createApiApp(deps: ApiDependencies): Hono {
     const allow = allowed(c.req.path);
     if (allow !== undefined) return errorResponse(405, 'MethodNotAllowed', `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`, undefined, { allow });
     return errorResponse(404, 'NotFound', 'not found');
-  }));
+  }, 'open'));
   app.onError((err, c) => toResponse(failure(err, c.req.method, c.req.path)));
+  // Deny by default, at build time too: a route registered without a declared access is a bug.
+  const undeclared = app.routes.filter((r) => accessOf(r.method, r.path) === undefined).map((r) => `${r.method} ${r.path}`);
+  if (undeclared.length > 0) throw new Error(`routes without a declared access in ROUTE_ACCESS: ${undeclared.join(', ')}`);
+  if (app.routes.length !== ROUTE_ACCESS.size) throw new Error('ROUTE_ACCESS declares a route the API does not serve');
   return app;
 }

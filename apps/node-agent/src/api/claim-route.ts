@@ -3,7 +3,7 @@
 // its answer on Node's response (`outgoing`), then tells node-server the
 // answer is sent: no Web Request or Response, and no promise, between the
 // request and sandboxd's answer. The checks are the ones every route makes
-// (fleet token, 1 MiB body, the claim schema, the bound on claims in flight,
+// (the declared access, 1 MiB body, the claim schema, the bound on claims in flight,
 // sandboxd's answer passed through as it came). Anywhere else (app.request() in a test) the same rules run
 // through Hono's objects.
 import type { HttpBindings } from '@hono/node-server';
@@ -13,7 +13,6 @@ import { describeIssue, readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpoo
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
-import type { Gatekeeper } from './auth.js';
 import { claimBodySchema } from './claim-body.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
@@ -21,7 +20,8 @@ import { errorReply, passThroughReply, writeReply, type Reply } from './response
 type Handler = (c: Context) => Promise<Response> | Response;
 
 export interface ClaimRouteDependencies {
-  gatekeeper: Gatekeeper;
+  /** The route's declared access (ROUTE_ACCESS) applied to the Authorization header: undefined to admit, else the refusal. */
+  admit(authorization: string | undefined): Reply | undefined;
   sandboxd: SandboxdClient;
   inFlight: ClaimsInFlight;
   /** A claim refused because `inFlight` is full. */
@@ -67,7 +67,7 @@ class DirectClaim implements SandboxdReceiver {
 
   start(incoming: IncomingMessage): void {
     const authorization = incoming.headers.authorization;
-    const refused = this.#deps.gatekeeper.refuseUnlessRoot(authorization);
+    const refused = this.#deps.admit(authorization);
     if (refused !== undefined) {
       this.#reply(refused);
       return;

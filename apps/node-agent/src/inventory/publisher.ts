@@ -19,6 +19,7 @@
 // where another field manager (a `kubectl patch`) co-owns it.
 import type { NodeInfo, OwnerReference, SandboxRow } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -236,7 +237,7 @@ export class InventoryPublisher {
     const { logger, metrics } = this.#options;
     metrics.publishFailed();
     this.#failures += 1;
-    this.#lastError = (err as Error).message;
+    this.#lastError = messageOf(err);
     const retryInMs = Math.round(this.#backoff.next());
     logger.warn('publishing NodeInventory failed; retrying', { err, failures: this.#failures, retryInMs });
     this.#schedule(retryInMs, true);

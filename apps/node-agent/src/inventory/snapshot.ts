@@ -2,7 +2,7 @@
 // change is worth a write. Claims move `warm` and `claimed` all the time;
 // writing each of them would put per-claim load on the apiserver, which the
 // design forbids. Only changes a scheduler acts on are significant.
-import { poolKeyId, type InventoryPool, type NodeInfo, type NodeInventoryStatus } from '@warmpool/api';
+import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventoryStatus } from '@warmpool/api';
 import type { PublishedEntries } from './entries.js';
 
 export interface InventorySnapshot {
@@ -23,12 +23,8 @@ function poolId(pool: InventoryPool): string {
  * pool's claimed count: what SandboxEnv status shows as running.
  */
 export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined, claimedByKey?: ReadonlyMap<string, number>): InventorySnapshot {
-  const pools = info.pools
-    .map((p): InventoryPool => {
-      const pool: InventoryPool = { template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling };
-      if (claimedByKey !== undefined) pool.claimed = claimedByKey.get(poolKeyId(pool)) ?? 0;
-      return pool;
-    })
+  const pools = inventoryPoolsOf(info)
+    .map((pool): InventoryPool => (claimedByKey === undefined ? pool : { ...pool, claimed: claimedByKey.get(poolKeyId(pool)) ?? 0 }))
     .sort((a, b) => (poolId(a) < poolId(b) ? -1 : poolId(a) > poolId(b) ? 1 : 0));
   return { pools, claimed: info.claimed, draining: info.draining === true, atCapacity: info.at_capacity === true, appliedGeneration };
 }

@@ -5,6 +5,7 @@
 // request was written on a connection it cannot have taken effect, and a retry
 // is safe; after, it may have (a claim may have handed a sandbox over), and
 // only a lookup (`GET /v1/sandboxes?claim_ref=`) can tell.
+import { messageOf } from '@warmpool/runtime';
 import { errors } from 'undici';
 
 export type UpstreamFailureKind =
@@ -62,5 +63,5 @@ function detailOf(err: unknown): string {
   if (err instanceof errors.ConnectTimeoutError) return 'connect timeout';
   const code = (err as { code?: unknown }).code;
   // undici's own codes (UND_ERR_SOCKET) say less than its message ("other side closed").
-  return typeof code === 'string' && !code.startsWith('UND_ERR') ? code : (err as Error).message;
+  return typeof code === 'string' && !code.startsWith('UND_ERR') ? code : messageOf(err);
 }

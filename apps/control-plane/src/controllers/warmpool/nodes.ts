@@ -6,8 +6,9 @@
 // agent's publishedAt with our wall clock (beyond a first look): we note when
 // we saw publishedAt change, and an inventory is stale once --stale-after has
 // passed since without another change. Agents republish well within that.
-import type { InventoryPool, NodeInfo, NodeInventory } from '@warmpool/api';
-import { parseHostPort } from '@warmpool/runtime';
+import { inventoryPoolsOf, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
+import { nodeRoom } from '@warmpool/pool-model';
+import { messageOf, parseHostPort } from '@warmpool/runtime';
 import type { Clock } from '../../clock.js';
 import type { NodeState } from '../../metrics.js';
 import { reportedSig } from './desired.js';
@@ -74,7 +75,7 @@ export interface NodeTrackerOptions {
 }
 
 export function observationOf(info: NodeInfo, at: number): Observation {
-  const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, target: p.target, warm: p.warm, refilling: p.refilling }));
+  const pools = inventoryPoolsOf(info);
   return {
     pools,
     claimed: info.claimed,
@@ -144,7 +145,7 @@ export class NodeTracker {
     const record = this.#records.get(name);
     if (record === undefined) return false;
     record.failures++;
-    record.lastError = err instanceof Error ? err.message : String(err);
+    record.lastError = messageOf(err);
     return record.failures === this.#options.failureThreshold;
   }
 
@@ -188,7 +189,7 @@ export class NodeTracker {
     else if (record.failures >= this.#options.failureThreshold) exclusion = 'failing';
     else if (observation?.draining === true) exclusion = 'draining';
     const claimed = observation?.claimed ?? 0;
-    const room = record.capacity === undefined ? Infinity : Math.max(0, record.capacity - claimed);
+    const room = nodeRoom(record.capacity, claimed);
     return {
       name: record.name,
       address: record.address,

@@ -8,14 +8,15 @@ export interface WarmPoolDriverSettings {
   /** Consecutive failed calls (pushes or probes) after which a node leaves placement (default 3). */
   failureThreshold: number;
   /**
-   * SetPools / probe calls in flight at once, fleet-wide (default 256). A fan-out
-   * to more nodes than this goes in waves, and a wave starts only as answers of
-   * the previous one come back (every agent applies before it answers), so each
-   * extra wave adds a whole push round trip to the last node. Every node already
-   * has its own keep-alive connection, so a higher bound costs a few KiB per call
-   * in flight, no sockets: at 64, a 100-node fan-out took two waves.
+   * Calls to agents in flight at once, fleet-wide, per kind (default 256): the
+   * SetPools pushes have this bound, and the warm-count probes have the same
+   * bound of their own. A fan-out to more nodes than this goes in waves, and a
+   * wave starts only as answers of the previous one come back (every agent
+   * applies before it answers), so each extra wave adds a whole push round trip
+   * to the last node. Every node already has its own keep-alive connection, so
+   * a higher bound costs a few KiB per call in flight, no sockets.
    */
-  pushConcurrency: number;
+  agentCallConcurrency: number;
   /** Status writes in flight at once (default 16). */
   statusConcurrency: number;
 }
@@ -24,6 +25,6 @@ export const DRIVER_DEFAULTS: WarmPoolDriverSettings = {
   intervalMs: 5_000,
   staleAfterMs: 90_000,
   failureThreshold: 3,
-  pushConcurrency: 256,
+  agentCallConcurrency: 256,
   statusConcurrency: 16,
 };

@@ -2,7 +2,7 @@
 // opts in and names a valid pool key), which it reports a problem on, and the
 // demand per sandboxd pool key. Pure; reads nothing but its arguments.
 import { poolKeyId, type PoolKey, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
-import { isDriven, poolKeyOf, TemplateKeyError } from '@warmpool/pool-model';
+import { isDriven, poolKeyOf, replicasOf, TemplateKeyError } from '@warmpool/pool-model';
 
 interface PlanBase {
   pool: SandboxWarmPool;
@@ -18,12 +18,6 @@ export type PoolPlan =
   | (PlanBase & { kind: 'invalid-template'; message: string });
 
 export type TemplateLookup = (namespace: string, name: string) => SandboxTemplate | undefined;
-
-/** spec.replicas, defaulted as the CRD does (1), never negative. */
-export function replicasOf(pool: SandboxWarmPool): number {
-  const replicas = pool.spec?.replicas;
-  return typeof replicas === 'number' && Number.isSafeInteger(replicas) && replicas >= 0 ? replicas : replicas === undefined ? 1 : 0;
-}
 
 /**
  * One plan per pool warmpool acts on, sorted by ref. Pools whose template does

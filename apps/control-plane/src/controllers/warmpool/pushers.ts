@@ -86,12 +86,6 @@ export class Pushers {
     return this.#lanes.get(name)?.acked;
   }
 
-  /** Forget what was acknowledged, so the next reconcile pushes the node again. */
-  invalidate(name: string): void {
-    const lane = this.#lanes.get(name);
-    if (lane !== undefined) lane.acked = undefined;
-  }
-
   forget(name: string): void {
     const lane = this.#lanes.get(name);
     if (lane === undefined) return;
@@ -113,11 +107,6 @@ export class Pushers {
       this.#lanes.set(name, lane);
     }
     return lane;
-  }
-
-  /** True while any push is queued or in flight. */
-  get active(): boolean {
-    return this.#busyLanes > 0;
   }
 
   #start(lane: Lane): void {

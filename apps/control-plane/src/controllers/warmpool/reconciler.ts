@@ -130,7 +130,7 @@ export class WarmPoolReconciler {
       intervalMs: options.intervalMs ?? DRIVER_DEFAULTS.intervalMs,
       staleAfterMs: options.staleAfterMs ?? DRIVER_DEFAULTS.staleAfterMs,
       failureThreshold: options.failureThreshold ?? DRIVER_DEFAULTS.failureThreshold,
-      pushConcurrency: options.pushConcurrency ?? DRIVER_DEFAULTS.pushConcurrency,
+      agentCallConcurrency: options.agentCallConcurrency ?? DRIVER_DEFAULTS.agentCallConcurrency,
       statusConcurrency: options.statusConcurrency ?? DRIVER_DEFAULTS.statusConcurrency,
     };
     this.#clock = options.clock ?? systemClock;
@@ -187,7 +187,7 @@ export class WarmPoolReconciler {
     const controller = new AbortController();
     const pushers = new Pushers({
       setter: this.#o.setter,
-      concurrency: this.#settings.pushConcurrency,
+      concurrency: this.#settings.agentCallConcurrency,
       signal: controller.signal,
       now: () => this.#clock.now(),
       mayPush: () => this.#leadership.holding(),
@@ -201,7 +201,7 @@ export class WarmPoolReconciler {
       metrics: this.#o.metrics,
       logger: this.#o.logger,
       intervalMs: this.#settings.intervalMs,
-      concurrency: this.#settings.pushConcurrency,
+      concurrency: this.#settings.agentCallConcurrency,
       signal: controller.signal,
       pushing: (name) => pushers.busy(name),
       onSkipped: () => this.poke('periodic'),
@@ -411,8 +411,8 @@ export class WarmPoolReconciler {
       metrics.setPools(node, 'applied', seconds);
       logger.debug('pools set', { node, generation: job.generation, pools: job.desired.pools.length });
       // The answers change only what status reports (the nodes' targets), so one run when the round
-      // has settled covers them all, instead of a full reconcile per answer: at 1 000 nodes that was
-      // a run every ~100 ms for the whole fan-out, competing with the pushes for the event loop.
+      // has settled covers them all, instead of a full reconcile per answer competing with the pushes
+      // for the event loop for the whole fan-out (docs/benchmarks.md, design notes).
       // A long round (slow or retried nodes) still refreshes status every PUSHED_REFRESH_MS.
       term.unseenAnswers = true;
       term.refresh ??= setTimeout(() => {
@@ -597,7 +597,7 @@ export class WarmPoolReconciler {
   #handOverStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): void {
     const { metrics } = this.#o;
     const counting = views.filter((v) => v.eligible && v.observation !== undefined);
-    const observed = observePools(counting.map((v) => asInventory(v)));
+    const observed = observePools(counting.map((v) => v.observation));
     const statuses = statusesOf({
       plans,
       observed,
@@ -637,6 +637,3 @@ function heldTargets(views: readonly NodeView[]): Targets {
   return targets;
 }
 
-function asInventory(view: NodeView): NodeInventory {
-  return { metadata: { name: view.name }, spec: { nodeName: view.name, address: view.address }, status: { pools: [...(view.observation?.pools ?? [])] } };
-}

@@ -6,7 +6,7 @@
 // replicas, the last one takes what is left (so a lone pool shows exactly what
 // the nodes report, a scale-down still in flight included).
 import { POOL_LABEL, type Condition, type SandboxWarmPoolStatus } from '@warmpool/api';
-import { DEGRADED, degradedCondition, type PoolObservation } from '@warmpool/pool-model';
+import { DEGRADED, degradedCondition, replicasOf, type PoolObservation } from '@warmpool/pool-model';
 import { kubeTime } from '../../clock.js';
 import type { PoolPlan } from './plan.js';
 
@@ -113,12 +113,7 @@ function problemStatus(plan: PoolPlan & { kind: 'template-missing' | 'invalid-te
   const status: SandboxWarmPoolStatus = plan.kind === 'template-missing'
     ? { conditions }
     : { replicas: 0, readyReplicas: 0, selector: selectorOf(plan.pool.metadata?.name ?? ''), ...observedGeneration, conditions };
-  return { plan, status, unplaced: plan.kind === 'invalid-template' ? replicasOrZero(plan) : 0 };
-}
-
-function replicasOrZero(plan: PoolPlan): number {
-  const replicas = plan.pool.spec?.replicas;
-  return typeof replicas === 'number' && replicas > 0 ? replicas : 0;
+  return { plan, status, unplaced: plan.kind === 'invalid-template' ? replicasOf(plan.pool) : 0 };
 }
 
 /**

@@ -84,9 +84,9 @@ export function watchAddressVouchers(reconciler: WarmPoolReconciler, nodes: Info
 /**
  * Whether an inventory update can change what a run decides. After every
  * fan-out each node republishes its inventory with the targets it was just
- * pushed and their generation: at 1 000 nodes that is 1 000 events in a few
- * seconds, and a full reconcile for each (coalesced, back to back) kept the
- * loop busy for seconds without changing anything. So: the new
+ * pushed and their generation: one event per node within seconds, and a full
+ * reconcile for each (coalesced, back to back) would keep the loop busy
+ * without changing anything. So: the new
  * appliedGeneration alone matters only when no leader issued it (the node
  * leaves placement; see unissued() at the call), and new targets matter only
  * when runs see the node through its inventory, i.e. no fresher answer of its

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { EXTENSIONS_GROUP } from '@warmpool/api';
 import type { KubeTransport } from '@warmpool/kube';
+import { messageOf } from '@warmpool/runtime';
 
 export const CLAIM_RESOURCE = 'sandboxclaims';
 export type ClaimVerb = 'create' | 'get' | 'update' | 'delete';
@@ -100,7 +101,7 @@ export class KubeAccessReviewer implements AccessReviewer {
     try {
       return await this.#transport.request<T>({ method: 'POST', path, body });
     } catch (err) {
-      throw new ReviewUnavailable(`the apiserver could not review the request: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new ReviewUnavailable(`the apiserver could not review the request: ${messageOf(err)}`, { cause: err });
     }
   }
 
