@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts, ManagedChild, waitUntil } from '@warmpool/harness';
+import { freePorts, ManagedChild, eventually } from '@warmpool/harness';
 import { unpackImage, type UnpackedImage } from './oci-archive.js';
 
 const run = promisify(execFile);
@@ -104,14 +104,14 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
     const agent = start('node-agent', [`--listen=127.0.0.1:${agentPort}`, `--sandboxd-url=http://127.0.0.1:${sandboxdPort}`, '--token-file=/tmp/token', '--no-inventory']);
     const healthy = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
     for (const [child, port] of [[sandboxd, sandboxdPort], [agent, agentPort]] as const) {
-      await waitUntil(healthy(port as number), {
+      await eventually(healthy(port as number), {
         timeoutMs: 60_000,
-        describe: () => `${child.name} never served /healthz:\n${child.logTail()}`,
+        what: () => `${child.name} never served /healthz:\n${child.logTail()}`,
         abort: () => (child.running ? undefined : `${child.name} exited`),
       });
     }
     // The agent reaches the fake sandboxd with the token each read from its own filesystem.
-    await waitUntil(async () => (await fetch(`http://127.0.0.1:${agentPort}/readyz`)).ok, { timeoutMs: 60_000, describe: () => agent.logTail() });
+    await eventually(async () => (await fetch(`http://127.0.0.1:${agentPort}/readyz`)).ok, { timeoutMs: 60_000, what: () => agent.logTail() });
     const info = await fetch(`http://127.0.0.1:${agentPort}/v1/info`, { headers: { authorization: `Bearer ${token}` } });
     expect(info.status, agent.logTail()).toBe(200);
     // Started as the image's user, not root.

@@ -8,8 +8,6 @@ const PREFIX = 'warmpool_controlplane_';
 /** The `state` label of the nodes gauge: how the driver judges a node (not the agent's NodeState). */
 export type NodeStateLabel = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
 export const NODE_STATES: readonly NodeStateLabel[] = ['ready', 'stale', 'failing', 'draining', 'no_address', 'impossible_generation', 'unverified_address'];
-// Re-export kept for branches in flight; use NodeStateLabel (reconciler.ts and nodes.ts still import this name)
-export type NodeState = NodeStateLabel;
 
 export type PoolState = 'driven' | 'template_missing' | 'invalid_template';
 export const POOL_STATES: readonly PoolState[] = ['driven', 'template_missing', 'invalid_template'];

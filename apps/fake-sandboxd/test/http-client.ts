@@ -44,5 +44,3 @@ export class SandboxdClient {
   }
 }
 
-// Re-export kept for branches in flight; import from @warmpool/harness
-export { eventually } from '@warmpool/harness';

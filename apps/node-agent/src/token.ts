@@ -19,9 +19,6 @@ function digestInto(text: string, into: Buffer): Buffer {
   return into;
 }
 
-// Re-export kept for branches in flight; import from @warmpool/runtime
-export { bearerToken } from '@warmpool/runtime';
-
 export interface FleetTokenOptions {
   /** How long a replaced token is still accepted (default 0: refused at once). */
   graceMs?: number;

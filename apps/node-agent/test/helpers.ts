@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
-import { eventually as harnessEventually, httpCall, ManagedChild, type ChildExit, type HttpAnswer } from '@warmpool/harness';
+import { eventually, httpCall, ManagedChild, type ChildExit, type HttpAnswer } from '@warmpool/harness';
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
 export const FLEET_TOKEN = 'fleet-token-for-tests';
@@ -49,9 +49,6 @@ export async function startNode(
   };
 }
 
-// Re-export kept for branches in flight (the old positional form); import eventually from @warmpool/harness
-export const eventually = <T extends NonNullable<unknown> | null>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs?: number, what?: string): Promise<T> => harnessEventually(check, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(what === undefined ? {} : { what }) });
-
 export const AGENT_MAIN = new URL('../dist/main.js', import.meta.url).pathname;
 const FAKE_SANDBOXD_MAIN = new URL('../../fake-sandboxd/dist/main.js', import.meta.url).pathname;
 
@@ -72,7 +69,7 @@ export async function spawnFakeSandboxd(args: string[]): Promise<SandboxdProcess
     orphanCleanupDir: dir,
   });
   const address = await Promise.race([
-    harnessEventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'fake-sandboxd to serve' }),
+    eventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'fake-sandboxd to serve' }),
     child.exited.then(() => {
       throw new Error(`fake-sandboxd exited before serving:\n${child.log()}`);
     }),
@@ -108,7 +105,7 @@ export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): P
     orphanCleanupDir: dir,
   });
   const url = await Promise.race([
-    harnessEventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
+    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
     child.exited.then(({ code }) => {
       throw new Error(`the agent exited with ${code} before serving:\n${child.log()}`);
     }),

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
-import { findBinary, findOnPath, freePort, ManagedChild, redisPing, startCluster, waitUntil, type TestCluster } from '@warmpool/harness';
+import { findBinary, findOnPath, freePort, ManagedChild, redisPing, startCluster, eventually, type TestCluster } from '@warmpool/harness';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -322,7 +322,7 @@ describe('the Helm chart, rendered', () => {
     const child = new ManagedChild({ name: 'chart-redis', command, args: [...args, '--bind', '127.0.0.1'], logFile: join(dir, 'redis.log'), orphanCleanupDir: dir });
     const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
     try {
-      await waitUntil(() => redisPing('127.0.0.1', port), { timeoutMs: 30_000, intervalMs: 100, describe: () => `redis-server with the chart's args does not answer:\n${child.logTail()}` });
+      await eventually(() => redisPing('127.0.0.1', port), { timeoutMs: 30_000, intervalMs: 100, what: () => `redis-server with the chart's args does not answer:\n${child.logTail()}` });
       await client.connect();
       expect(await client.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
       expect(await client.config('GET', 'save')).toEqual(['save', '']);

@@ -30,9 +30,6 @@ export interface StaleGenerationBody {
   appliedGeneration: number;
 }
 
-// Re-export kept for branches in flight; use StaleGenerationBody (StaleGenerationError is the control plane's Error class)
-export type StaleGenerationError = StaleGenerationBody;
-
 export type { PoolTarget };
 
 /**

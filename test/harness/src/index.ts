@@ -22,8 +22,8 @@ export { infoOf, inventoryObject, kubeNodeObject, listManifest, poolObject, sand
 export type { InventoryOptions, Named, TemplateOptions } from './objects.js';
 export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS } from './stack-manifests.js';
 export { preferredOrFreePort } from './stack-ports.js';
-export { eventually, sleep, waitUntil } from './wait.js';
-export type { EventuallyOptions, WaitOptions } from './wait.js';
+export { eventually, sleep } from './wait.js';
+export type { EventuallyOptions } from './wait.js';
 export { ManualClock } from './manual-clock.js';
 export { httpCall } from './http-call.js';
 export type { HttpAnswer, HttpCallOptions } from './http-call.js';

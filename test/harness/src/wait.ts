@@ -47,15 +47,3 @@ export async function eventually<T extends NonNullable<unknown> | null>(
     await sleep(options.intervalMs ?? 50);
   }
 }
-
-/** @deprecated Re-export kept for branches in flight; use eventually (with `what` for `describe`). */
-export interface WaitOptions extends Omit<EventuallyOptions, 'what'> {
-  timeoutMs: number;
-  describe: () => string;
-}
-
-/** @deprecated Re-export kept for branches in flight; use eventually. */
-export async function waitUntil(check: () => Promise<boolean>, options: WaitOptions): Promise<void> {
-  const { describe, ...rest } = options;
-  await eventually(check, { ...rest, what: describe });
-}

@@ -5,7 +5,7 @@
 import type { KubeObject } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { Hono } from 'hono';
-import type { Clock } from '../clock.js';
+import type { Clock } from '@warmpool/runtime';
 import type { WarmPoolReconciler } from '../controllers/warmpool/reconciler.js';
 import type { ControlPlaneMetrics } from '../metrics.js';
 import type { TokenSource } from '../token.js';

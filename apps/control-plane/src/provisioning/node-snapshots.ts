@@ -9,7 +9,7 @@
 // node's, so "newer" assumes clocks within a second or so of each other.
 import { poolKeyId, type InventoryPool, type NodeInventory } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
-import type { Clock } from '../clock.js';
+import type { Clock } from '@warmpool/runtime';
 import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import type { NodeView } from '../controllers/warmpool/nodes.js';
 import type { NodeSnapshot } from './placement.js';

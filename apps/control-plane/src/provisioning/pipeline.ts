@@ -20,12 +20,11 @@ import {
 } from '@warmpool/api';
 import type { Batch } from '@warmpool/batcher';
 import type { Informer } from '@warmpool/kube';
-import { messageOf } from '@warmpool/runtime';
+import { messageOf, type Clock } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import type { Clock } from '../clock.js';
 import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import type { NodeView } from '../controllers/warmpool/nodes.js';
 import type { TokenSource } from '../token.js';

@@ -3,9 +3,6 @@ import { SandboxEnvType, SandboxWarmPoolType, type SandboxEnv, type SandboxWarmP
 import type { TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 
-// Re-export kept for branches in flight; import from @warmpool/harness
-export { sandboxEnv, template, warmPool } from '@warmpool/harness';
-
 export async function kubectl(cluster: TestCluster, args: string[], input?: string): Promise<string> {
   const result = await cluster.kubectl(args, input === undefined ? {} : { input });
   if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);

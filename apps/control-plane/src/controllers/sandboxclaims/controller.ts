@@ -23,8 +23,7 @@ import {
   type SandboxClaim,
 } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
-import type { Clock } from '../../clock.js';
+import type { Logger, Clock } from '@warmpool/runtime';
 import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
 import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './lifetime.js';
 import type { SandboxClaimMetrics } from './metrics.js';

@@ -20,8 +20,7 @@
 // data while its sandbox lives on; the node's TTL bounds every claim anyway.
 import type { SandboxClaim, SandboxRow } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
-import type { Clock } from '../../clock.js';
+import type { Logger, Clock } from '@warmpool/runtime';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import type { AgentAddress, NodeClaims } from './node-claims.js';

@@ -14,9 +14,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxClaimType, type NodeInventory, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
+import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
-import type { Clock } from '../../clock.js';
 import type { AddressCheck } from '../warmpool/node-addresses.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { TokenSource } from '../../token.js';

@@ -20,8 +20,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxWarmPoolType, type SandboxEnv, type SandboxWarmPool } from '@warmpool/api';
 import { ResourceClient } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
-import type { Clock } from '../../clock.js';
+import type { Logger, Clock } from '@warmpool/runtime';
 import { refOf, type PoolCounts } from './counts.js';
 import { autoscalingOf, type EnvCapacity } from './status.js';
 

@@ -9,8 +9,7 @@
 // local capacity for the claim router); only the leader writes.
 import type { FederationRecord, ForeignClusterMember, NodeInventory, SandboxEnv, SandboxEnvStatus, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
-import type { Clock } from '../../clock.js';
+import type { Logger, Clock } from '@warmpool/runtime';
 import { CoalescingTrigger } from '../warmpool/trigger.js';
 import { countPools, observeKeys, type PoolCounts } from './counts.js';
 import { envCapacity, SaturationTracker, statusRows, type EnvCapacity } from './status.js';

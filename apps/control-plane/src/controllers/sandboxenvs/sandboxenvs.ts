@@ -5,8 +5,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxEnvType, type NodeInventory, type SandboxEnv, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
-import type { Clock } from '../../clock.js';
+import type { Logger, Clock } from '@warmpool/runtime';
 import type { Federation } from '../../federation/federation.js';
 import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './autoscaler.js';
 import { SandboxEnvReconciler } from './reconciler.js';

@@ -21,9 +21,8 @@ import {
   type SandboxWarmPool,
 } from '@warmpool/api';
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
+import type { Logger, Clock } from '@warmpool/runtime';
 import type { PoolSetter } from '../../agents/pool-setter.js';
-import type { Clock } from '../../clock.js';
 import type { GenerationSource } from '../../generation/generation.js';
 import type { ControlPlaneMetrics } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';

@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { apiVersionOf, type KubeObject, type ObjectMeta, type ResourceType } from '@warmpool/api';
 import { ResourceClient } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
-import { kubeTime, type Clock } from '../../clock.js';
+import type { Logger, Clock } from '@warmpool/runtime';
+import { kubeTime } from '../../clock.js';
 
 export type EventType = 'Normal' | 'Warning';
 

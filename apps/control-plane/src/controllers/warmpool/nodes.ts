@@ -8,9 +8,8 @@
 // passed since without another change. Agents republish well within that.
 import { inventoryPoolsOf, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
 import { nodeRoom } from '@warmpool/pool-model';
-import { messageOf, parseHostPort } from '@warmpool/runtime';
-import type { Clock } from '../../clock.js';
-import type { NodeState } from '../../metrics.js';
+import { messageOf, parseHostPort, type Clock } from '@warmpool/runtime';
+import type { NodeStateLabel } from '../../metrics.js';
 import { reportedSig } from './desired.js';
 import type { AddressCheck } from './node-addresses.js';
 
@@ -278,7 +277,7 @@ function validAddress(address: string): boolean {
 }
 
 /** The metric state of a node view. */
-export function nodeStateOf(view: NodeView): NodeState {
+export function nodeStateOf(view: NodeView): NodeStateLabel {
   switch (view.exclusion) {
     case undefined:
       return 'ready';

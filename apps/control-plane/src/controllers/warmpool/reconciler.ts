@@ -33,11 +33,10 @@ import {
 import { Backoff, sleep, type Lister } from '@warmpool/kube';
 import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
 import type { Logger } from '@warmpool/runtime';
-import { formatDuration } from '@warmpool/runtime';
+import { formatDuration, systemClock, type Clock } from '@warmpool/runtime';
 import { NoTokenError, NotLeadingError, StaleGenerationError, type PoolSetter } from '../../agents/pool-setter.js';
-import { systemClock, type Clock } from '../../clock.js';
 import { GenerationExhaustedError, majorityApplied, type GenerationSource } from '../../generation/generation.js';
-import { NODE_STATES, type ControlPlaneMetrics, type NodeState, type PoolState } from '../../metrics.js';
+import { NODE_STATES, type ControlPlaneMetrics, type NodeStateLabel, type PoolState } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';
 import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
@@ -517,7 +516,7 @@ export class WarmPoolReconciler {
   }
 
   #notePlacement(term: Term, views: readonly NodeView[]): void {
-    const counts = Object.fromEntries(NODE_STATES.map((state) => [state, 0])) as Record<NodeState, number>;
+    const counts = Object.fromEntries(NODE_STATES.map((state) => [state, 0])) as Record<NodeStateLabel, number>;
     for (const view of views) {
       counts[nodeStateOf(view)]++;
       const known = term.placement.has(view.name);
