@@ -16,7 +16,7 @@ export WARMPOOL_CACHE := $(CACHE)
 WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
-.PHONY: help node deps build lint typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e kind-delete clean
+.PHONY: help node deps build lint format typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e kind-delete clean
 
 help:
 	@echo "make up      run the local stack (see README)"
@@ -52,6 +52,11 @@ build: deps
 lint: deps
 	@echo "==> lint"
 	@npx eslint --max-warnings 0 .
+	@npx prettier --check --log-level warn . || { echo "formatting differs from Prettier's: run 'make format'"; exit 1; }
+
+# Rewrites the sources in Prettier's style (.prettierrc.json: 120 columns).
+format: deps
+	@npx prettier --write --log-level warn .
 
 typecheck: build
 	@echo "==> typecheck (tests and benchmarks)"
