@@ -43,17 +43,33 @@ const fleet = await startThreadedFleet({
   threads: 1,
   kubeconfigPath: cluster.kubeconfigPath,
   token,
-  sandboxd: { maxClaims: 10_000_000, room: 20_000_000, refillRate: 100_000_000, refillConcurrency: 10_000_000, bootMs: 0, coldBootMs: 0, defaultTtlSeconds: 3_600 },
+  sandboxd: {
+    maxClaims: 10_000_000,
+    room: 20_000_000,
+    refillRate: 100_000_000,
+    refillConcurrency: 10_000_000,
+    bootMs: 0,
+    coldBootMs: 0,
+    defaultTtlSeconds: 3_600,
+  },
   agent: { pollIntervalMs: 1_000, minPublishGapMs: 1_000 },
 });
 const claimsPort = await freePort();
 // CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
 const profileDir = process.env['CPU_PROF'];
 const controlPlane = await startControlPlaneProcess({
-  cluster, token, interval: '5s',
-  ...(profileDir !== undefined ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+  cluster,
+  token,
+  interval: '5s',
+  ...(profileDir !== undefined
+    ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
+    : {}),
   // CLAIM_FLAGS: more control-plane flags, e.g. `--claim-batch-max-items=8` to compare batch shapes.
-  extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`, ...(process.env['CLAIM_FLAGS'] ?? '').split(/\s+/).filter(Boolean)],
+  extraArgs: [
+    `--redis-url=${redis.url}`,
+    `--claims-listen=127.0.0.1:${claimsPort}`,
+    ...(process.env['CLAIM_FLAGS'] ?? '').split(/\s+/).filter(Boolean),
+  ],
 });
 const claimsBase = `http://127.0.0.1:${claimsPort}`;
 
@@ -71,26 +87,38 @@ interface PathResult {
 }
 
 /** Keeps `concurrency` claims in flight for `durationMs`. */
-async function drive(pool: Pool, concurrency: number, durationMs: number, request: (i: number) => { path: string; body: string; authorization: string }): Promise<PathResult> {
+async function drive(
+  pool: Pool,
+  concurrency: number,
+  durationMs: number,
+  request: (i: number) => { path: string; body: string; authorization: string },
+): Promise<PathResult> {
   const latencies: number[] = [];
   let errors = 0;
   let next = 0;
   const started = performance.now();
   const end = started + durationMs;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      const { path, body, authorization } = request(next++);
-      const t0 = performance.now();
-      try {
-        const res = await pool.request({ method: 'POST', path, body, headers: { authorization, 'content-type': 'application/json' } });
-        await res.body.text();
-        if (res.statusCode === 200) latencies.push(performance.now() - t0);
-        else errors++;
-      } catch {
-        errors++;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const { path, body, authorization } = request(next++);
+        const t0 = performance.now();
+        try {
+          const res = await pool.request({
+            method: 'POST',
+            path,
+            body,
+            headers: { authorization, 'content-type': 'application/json' },
+          });
+          await res.body.text();
+          if (res.statusCode === 200) latencies.push(performance.now() - t0);
+          else errors++;
+        } catch {
+          errors++;
+        }
       }
-    }
-  }));
+    }),
+  );
   return { latencies, claims: latencies.length, errors, elapsedMs: performance.now() - started };
 }
 
@@ -122,7 +150,10 @@ function batchStats(text: string): { count: number; sum: number } {
 /** Objects a claim could be written as; anything else written meanwhile is background (leases, inventories, reviews). */
 const CLAIM_RESOURCES = new Set(['sandboxclaims', 'sandboxclaims/status', 'sandboxes', 'sandboxes/status', 'secrets']);
 
-function writesDelta(before: WriteCounts, after: WriteCounts): { total: number; perClaimKinds: number; byResource: string } {
+function writesDelta(
+  before: WriteCounts,
+  after: WriteCounts,
+): { total: number; perClaimKinds: number; byResource: string } {
   let total = 0;
   let perClaimKinds = 0;
   const parts: string[] = [];
@@ -139,8 +170,24 @@ function writesDelta(before: WriteCounts, after: WriteCounts): { total: number; 
 try {
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
   await kubectl(['create', 'serviceaccount', 'bench', '-n', 'default']);
-  await kubectl(['create', 'role', 'bench-claims', '-n', 'default', '--verb=create,get,update,delete', '--resource=sandboxclaims.extensions.agents.x-k8s.io']);
-  await kubectl(['create', 'rolebinding', 'bench-claims', '-n', 'default', '--role=bench-claims', '--serviceaccount=default:bench']);
+  await kubectl([
+    'create',
+    'role',
+    'bench-claims',
+    '-n',
+    'default',
+    '--verb=create,get,update,delete',
+    '--resource=sandboxclaims.extensions.agents.x-k8s.io',
+  ]);
+  await kubectl([
+    'create',
+    'rolebinding',
+    'bench-claims',
+    '-n',
+    'default',
+    '--role=bench-claims',
+    '--serviceaccount=default:bench',
+  ]);
   const userToken = (await kubectl(['create', 'token', 'bench', '-n', 'default', '--duration=1h'])).trim();
 
   // Wait for the pools to fill and the claim API to answer.
@@ -155,7 +202,12 @@ try {
   const claimsPool = new Pool(claimsBase, { connections: 256, pipelining: 1 });
   const agentPools = agents.map((address) => new Pool(`http://${address}`, { connections: 128, pipelining: 1 }));
   for (;;) {
-    const res = await claimsPool.request({ method: 'POST', path: '/v1/namespaces/default/claims', body: JSON.stringify({ warmPool: POOL }), headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' } });
+    const res = await claimsPool.request({
+      method: 'POST',
+      path: '/v1/namespaces/default/claims',
+      body: JSON.stringify({ warmPool: POOL }),
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+    });
     await res.body.text();
     if (res.statusCode === 200) break;
     await sleep(200);
@@ -174,25 +226,59 @@ try {
     for (let round = 0; round < ROUNDS; round++) {
       // Direct: the same number in flight, split over the agents (at 1 in flight, the first agent only).
       const shares = agentPools.map((_, a) => Math.floor(concurrency / NODES) + (a < concurrency % NODES ? 1 : 0));
-      const perAgent = await Promise.all(agentPools.flatMap((pool, a) => ((shares[a] ?? 0) > 0 ? [drive(pool, shares[a] ?? 0, ROUND_MS, () => ({ path: '/v1/claim', body: directBody, authorization: `Bearer ${token}` }))] : [])));
+      const perAgent = await Promise.all(
+        agentPools.flatMap((pool, a) =>
+          (shares[a] ?? 0) > 0
+            ? [
+                drive(pool, shares[a] ?? 0, ROUND_MS, () => ({
+                  path: '/v1/claim',
+                  body: directBody,
+                  authorization: `Bearer ${token}`,
+                })),
+              ]
+            : [],
+        ),
+      );
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
       const metricsBefore = batchStats(await controlPlane.metrics());
       const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
       const cpuBefore = { controlPlane: cpuMs(controlPlane.pid), redis: cpuMs(redis.pid) };
-      http.push(await drive(claimsPool, concurrency, ROUND_MS, () => ({ path: '/v1/namespaces/default/claims', body: httpBody, authorization: `Bearer ${userToken}` })));
-      cpu = { controlPlane: cpu.controlPlane + cpuMs(controlPlane.pid) - cpuBefore.controlPlane, redis: cpu.redis + cpuMs(redis.pid) - cpuBefore.redis };
+      http.push(
+        await drive(claimsPool, concurrency, ROUND_MS, () => ({
+          path: '/v1/namespaces/default/claims',
+          body: httpBody,
+          authorization: `Bearer ${userToken}`,
+        })),
+      );
+      cpu = {
+        controlPlane: cpu.controlPlane + cpuMs(controlPlane.pid) - cpuBefore.controlPlane,
+        redis: cpu.redis + cpuMs(redis.pid) - cpuBefore.redis,
+      };
       const writesAfter = await scrapeWrites(cluster.server, cluster.adminTls);
       const metricsAfter = batchStats(await controlPlane.metrics());
-      batches = { count: batches.count + metricsAfter.count - metricsBefore.count, sum: batches.sum + metricsAfter.sum - metricsBefore.sum };
+      batches = {
+        count: batches.count + metricsAfter.count - metricsBefore.count,
+        sum: batches.sum + metricsAfter.sum - metricsBefore.sum,
+      };
       const delta = writesDelta(writesBefore, writesAfter);
-      writes = { total: writes.total + delta.total, perClaimKinds: writes.perClaimKinds + delta.perClaimKinds, byResource: delta.byResource };
+      writes = {
+        total: writes.total + delta.total,
+        perClaimKinds: writes.perClaimKinds + delta.perClaimKinds,
+        byResource: delta.byResource,
+      };
     }
     const d = merge(direct);
     const h = merge(http);
     const rate = (r: PathResult): number => (r.claims / r.elapsedMs) * 1000;
     const goal = concurrency === 32;
     rows.push(
-      [`direct agent claims, ${concurrency} in flight`, `${rate(d).toFixed(0)}/s, p50 ${ms(quantile(d.latencies, 0.5), 2)}, p99 ${ms(quantile(d.latencies, 0.99), 2)}${d.errors > 0 ? `, ${d.errors} errors` : ''}`, 'floor', '', ''],
+      [
+        `direct agent claims, ${concurrency} in flight`,
+        `${rate(d).toFixed(0)}/s, p50 ${ms(quantile(d.latencies, 0.5), 2)}, p99 ${ms(quantile(d.latencies, 0.99), 2)}${d.errors > 0 ? `, ${d.errors} errors` : ''}`,
+        'floor',
+        '',
+        '',
+      ],
       [
         `HTTP claim API, ${concurrency} in flight`,
         `${rate(h).toFixed(0)}/s, p50 ${ms(quantile(h.latencies, 0.5), 2)}, p99 ${ms(quantile(h.latencies, 0.99), 2)}${h.errors > 0 ? `, ${h.errors} errors` : ''}; batches ${batches.count}, mean size ${(batches.sum / Math.max(1, batches.count)).toFixed(1)}`,
@@ -200,12 +286,29 @@ try {
         'upstream claim p50 48–54 ms, p95 ≈ 70 ms; roadmap 1 000+/s',
         goal ? pass(rate(h) >= GOAL_RATE && quantile(h.latencies, 0.99) <= GOAL_P99_MS) : '',
       ],
-      [`CPU per HTTP claim, ${concurrency} in flight`, `control plane ${(cpu.controlPlane / Math.max(1, h.claims) * 1000).toFixed(0)} µs, redis-server ${(cpu.redis / Math.max(1, h.claims) * 1000).toFixed(0)} µs`, '', '', ''],
-      [`apiserver writes per HTTP claim, ${concurrency} in flight`, `${writes.perClaimKinds} claim/sandbox/secret writes; ${writes.total} writes of any kind over ${h.claims} claims (last round: ${writes.byResource})`, '0', '', pass(writes.perClaimKinds === 0 && writes.total < h.claims / 10)],
+      [
+        `CPU per HTTP claim, ${concurrency} in flight`,
+        `control plane ${((cpu.controlPlane / Math.max(1, h.claims)) * 1000).toFixed(0)} µs, redis-server ${((cpu.redis / Math.max(1, h.claims)) * 1000).toFixed(0)} µs`,
+        '',
+        '',
+        '',
+      ],
+      [
+        `apiserver writes per HTTP claim, ${concurrency} in flight`,
+        `${writes.perClaimKinds} claim/sandbox/secret writes; ${writes.total} writes of any kind over ${h.claims} claims (last round: ${writes.byResource})`,
+        '0',
+        '',
+        pass(writes.perClaimKinds === 0 && writes.total < h.claims / 10),
+      ],
     );
   }
-  notes.push(machineNote(), `${NODES} nodes (agent + fake-sandboxd in one worker thread), control plane process with --redis-url, redis-server, ${ROUNDS} rounds × ${ROUND_MS} ms per path and level; every claim a warm hit, none released.`);
-  notes.push('Apiserver writes count everything written while the HTTP claims ran: leader lease renewals, agents republishing NodeInventory, pool status, and the cached TokenReview/SubjectAccessReview (created, never stored, at most one per token and verb per 10 s); none is per claim.');
+  notes.push(
+    machineNote(),
+    `${NODES} nodes (agent + fake-sandboxd in one worker thread), control plane process with --redis-url, redis-server, ${ROUNDS} rounds × ${ROUND_MS} ms per path and level; every claim a warm hit, none released.`,
+  );
+  notes.push(
+    'Apiserver writes count everything written while the HTTP claims ran: leader lease renewals, agents republishing NodeInventory, pool status, and the cached TokenReview/SubjectAccessReview (created, never stored, at most one per token and verb per 10 s); none is per claim.',
+  );
   printTable('## Claims: direct agent (floor) vs the HTTP claim API', notes, rows);
   await claimsPool.close();
   await Promise.all(agentPools.map((p) => p.close()));

@@ -25,13 +25,28 @@ const WARM_TARGET = 50_000;
 const main = join(dirname(fileURLToPath(import.meta.resolve('@warmpool/fake-sandboxd'))), 'main.js');
 
 function startServer(): Promise<Server> {
-  return startProcess([main, '--listen', '127.0.0.1:0', '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS, '--log-level', 'info'], {}, 'serving', (r) => `http://${r['address']}`);
+  return startProcess(
+    [main, '--listen', '127.0.0.1:0', '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS, '--log-level', 'info'],
+    {},
+    'serving',
+    (r) => `http://${r['address']}`,
+  );
 }
 
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
-async function call(pool: Pool, method: 'GET' | 'PUT' | 'POST', path: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const res = await pool.request({ method, path, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+async function call(
+  pool: Pool,
+  method: 'GET' | 'PUT' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
+  const res = await pool.request({
+    method,
+    path,
+    headers: auth,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
@@ -82,7 +97,7 @@ async function run(): Promise<void> {
   try {
     const set = await call(pool, 'PUT', '/v1/pools', { pools: [{ template: 'bench', warm: WARM_TARGET }] });
     if (set.status !== 200) throw new Error(`PUT /v1/pools answered ${set.status}: ${set.text}`);
-    for (let warm = 0; warm < WARM_TARGET; ) {
+    for (let warm = 0; warm < WARM_TARGET;) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       const info = JSON.parse((await call(pool, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
       warm = info.pools[0]?.warm ?? 0;
@@ -98,19 +113,52 @@ async function run(): Promise<void> {
     const ms = (v: number): string => `${v.toFixed(3)} ms`;
 
     const rows: Row[] = [
-      ['warm claims/s (32 in flight, 16 keep-alive conns)', rate.toLocaleString('en-US', { maximumFractionDigits: 0 }), '≥ 2,700', 'sandboxd refill 100-270 boots/s per node', rate >= 2_700],
-      ['claim p50, 1 in flight', ms(quantile(unloaded.latenciesMs, 0.5)), '≤ 1 ms', 'sandboxd warm hand-over < 1 ms', quantile(unloaded.latenciesMs, 0.5) <= 1],
-      ['claim p99, 1 in flight', ms(quantile(unloaded.latenciesMs, 0.99)), '≤ 5 ms', 'sandboxd warm hand-over < 1 ms', quantile(unloaded.latenciesMs, 0.99) <= 5],
+      [
+        'warm claims/s (32 in flight, 16 keep-alive conns)',
+        rate.toLocaleString('en-US', { maximumFractionDigits: 0 }),
+        '≥ 2,700',
+        'sandboxd refill 100-270 boots/s per node',
+        rate >= 2_700,
+      ],
+      [
+        'claim p50, 1 in flight',
+        ms(quantile(unloaded.latenciesMs, 0.5)),
+        '≤ 1 ms',
+        'sandboxd warm hand-over < 1 ms',
+        quantile(unloaded.latenciesMs, 0.5) <= 1,
+      ],
+      [
+        'claim p99, 1 in flight',
+        ms(quantile(unloaded.latenciesMs, 0.99)),
+        '≤ 5 ms',
+        'sandboxd warm hand-over < 1 ms',
+        quantile(unloaded.latenciesMs, 0.99) <= 5,
+      ],
       ['claim p50, 32 in flight', ms(quantile(loaded.latenciesMs, 0.5)), '—', '≈ 32 / throughput', 'info'],
-      ['claim p99, 32 in flight', ms(quantile(loaded.latenciesMs, 0.99)), '≤ 50 ms', '—', quantile(loaded.latenciesMs, 0.99) <= 50],
-      ['claims refused (non-200)', String(unloaded.errors + loaded.errors), '0', '—', unloaded.errors + loaded.errors === 0],
+      [
+        'claim p99, 32 in flight',
+        ms(quantile(loaded.latenciesMs, 0.99)),
+        '≤ 50 ms',
+        '—',
+        quantile(loaded.latenciesMs, 0.99) <= 50,
+      ],
+      [
+        'claims refused (non-200)',
+        String(unloaded.errors + loaded.errors),
+        '0',
+        '—',
+        unloaded.errors + loaded.errors === 0,
+      ],
       ['claims that were cold', `${cold} of ${cold + warm}`, '0', 'every claim a warm hit', cold === 0],
     ];
-    console.log(`fake-sandboxd warm claims: server = separate process (dist/main.js), client = undici Pool in this process; ` +
-      `${unloaded.claims} unloaded + ${loaded.claims} loaded claims in ${(unloaded.seconds + loaded.seconds).toFixed(1)} s\n`);
+    console.log(
+      `fake-sandboxd warm claims: server = separate process (dist/main.js), client = undici Pool in this process; ` +
+        `${unloaded.claims} unloaded + ${loaded.claims} loaded claims in ${(unloaded.seconds + loaded.seconds).toFixed(1)} s\n`,
+    );
     console.log('| metric | measured | goal | anchor | verdict |');
     console.log('|---|---|---|---|---|');
-    for (const [name, measured, goal, anchor, ok] of rows) console.log(`| ${name} | ${measured} | ${goal} | ${anchor} | ${ok === 'info' ? 'info' : ok ? 'PASS' : 'FAIL'} |`);
+    for (const [name, measured, goal, anchor, ok] of rows)
+      console.log(`| ${name} | ${measured} | ${goal} | ${anchor} | ${ok === 'info' ? 'info' : ok ? 'PASS' : 'FAIL'} |`);
     if (rows.some((r) => r[4] === false)) process.exitCode = 1;
   } finally {
     await pool.close();

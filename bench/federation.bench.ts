@@ -18,7 +18,9 @@ const pad = (n: number): string => String(n).padStart(2, '0');
  * One member's state: 60 % nothing idle, else 1-20 idle; autoscaling on for
  * half; headroom -1 (20 %), 0 (30 %) or 1-50 (50 %); age 0-10 s as from a hub.
  */
-function memberState(random: () => number): Omit<CapacityObservation, 'clusterId' | 'namespace' | 'envName' | 'memberPool' | 'scalingGroup'> {
+function memberState(
+  random: () => number,
+): Omit<CapacityObservation, 'clusterId' | 'namespace' | 'envName' | 'memberPool' | 'scalingGroup'> {
   const roll = random();
   return {
     idle: random() < 0.6 ? 0 : 1 + Math.floor(random() * 20),
@@ -39,7 +41,14 @@ function spreadFleet(random: () => number): CapacityObservation[] {
     for (let n = 0; n < 10; n++) {
       for (let e = 0; e < 10; e++) {
         for (let p = 0; p < 10; p++) {
-          out.push({ clusterId: `cluster-${pad(c)}`, namespace: `ns-${pad(n)}`, envName: `env-${pad(e)}`, memberPool: `pool-${pad(p)}`, scalingGroup: GROUPS[p % GROUPS.length] ?? 'gpu', ...memberState(random) });
+          out.push({
+            clusterId: `cluster-${pad(c)}`,
+            namespace: `ns-${pad(n)}`,
+            envName: `env-${pad(e)}`,
+            memberPool: `pool-${pad(p)}`,
+            scalingGroup: GROUPS[p % GROUPS.length] ?? 'gpu',
+            ...memberState(random),
+          });
         }
       }
     }
@@ -52,7 +61,14 @@ function singleEnvFleet(random: () => number): CapacityObservation[] {
   const out: CapacityObservation[] = [];
   for (let c = 0; c < 100; c++) {
     for (let p = 0; p < 100; p++) {
-      out.push({ clusterId: `cluster-${pad(c)}`, namespace: 'ns-00', envName: 'env-00', memberPool: `pool-${pad(p)}`, scalingGroup: GROUPS[p % GROUPS.length] ?? 'gpu', ...memberState(random) });
+      out.push({
+        clusterId: `cluster-${pad(c)}`,
+        namespace: 'ns-00',
+        envName: 'env-00',
+        memberPool: `pool-${pad(p)}`,
+        scalingGroup: GROUPS[p % GROUPS.length] ?? 'gpu',
+        ...memberState(random),
+      });
     }
   }
   return out;
@@ -67,7 +83,11 @@ interface Query {
 function queries(random: () => number, envs: number, count: number): Query[] {
   return Array.from({ length: count }, () => {
     const i = Math.floor(random() * envs);
-    return { namespace: `ns-${pad(Math.floor(i / 10))}`, env: `env-${pad(i % 10)}`, group: QUERY_GROUPS[Math.floor(random() * QUERY_GROUPS.length)] ?? '' };
+    return {
+      namespace: `ns-${pad(Math.floor(i / 10))}`,
+      env: `env-${pad(i % 10)}`,
+      group: QUERY_GROUPS[Math.floor(random() * QUERY_GROUPS.length)] ?? '',
+    };
   });
 }
 
@@ -166,28 +186,78 @@ interface Row {
 }
 
 const rows: Row[] = [
-  { metric: 'bestForeignMember, spread (100 members/Env): ops/s', measured: spreadBest.opsPerSec, unit: 'ops/s', goal: 1_000, atMost: false },
+  {
+    metric: 'bestForeignMember, spread (100 members/Env): ops/s',
+    measured: spreadBest.opsPerSec,
+    unit: 'ops/s',
+    goal: 1_000,
+    atMost: false,
+  },
   { metric: 'bestForeignMember, spread: p50', measured: spreadBest.p50Us, unit: 'µs', goal: 1_000, atMost: true },
   { metric: 'bestForeignMember, spread: p99', measured: spreadBest.p99Us, unit: 'µs', goal: 1_000, atMost: true },
-  { metric: 'bestForeignMember, one Env of 10 000 members: ops/s', measured: singleBest.opsPerSec, unit: 'ops/s', goal: 1_000, atMost: false },
-  { metric: 'bestForeignMember, one Env of 10 000: p50', measured: singleBest.p50Us, unit: 'µs', goal: 1_000, atMost: true },
-  { metric: 'bestForeignMember, one Env of 10 000: p99', measured: singleBest.p99Us, unit: 'µs', goal: 1_000, atMost: true },
-  { metric: 'upsert into an empty registry (batches of 100)', measured: insertRate, unit: 'records/s', goal: 100_000, atMost: false },
-  { metric: 'upsert refreshing a full registry (batches of 100)', measured: refreshRate, unit: 'records/s', goal: 100_000, atMost: false },
-  { metric: 'publishMetrics over 10 000 records (4 000 series/gauge)', measured: publishMs, unit: 'ms', goal: 100, atMost: true },
+  {
+    metric: 'bestForeignMember, one Env of 10 000 members: ops/s',
+    measured: singleBest.opsPerSec,
+    unit: 'ops/s',
+    goal: 1_000,
+    atMost: false,
+  },
+  {
+    metric: 'bestForeignMember, one Env of 10 000: p50',
+    measured: singleBest.p50Us,
+    unit: 'µs',
+    goal: 1_000,
+    atMost: true,
+  },
+  {
+    metric: 'bestForeignMember, one Env of 10 000: p99',
+    measured: singleBest.p99Us,
+    unit: 'µs',
+    goal: 1_000,
+    atMost: true,
+  },
+  {
+    metric: 'upsert into an empty registry (batches of 100)',
+    measured: insertRate,
+    unit: 'records/s',
+    goal: 100_000,
+    atMost: false,
+  },
+  {
+    metric: 'upsert refreshing a full registry (batches of 100)',
+    measured: refreshRate,
+    unit: 'records/s',
+    goal: 100_000,
+    atMost: false,
+  },
+  {
+    metric: 'publishMetrics over 10 000 records (4 000 series/gauge)',
+    measured: publishMs,
+    unit: 'ms',
+    goal: 100,
+    atMost: true,
+  },
 ];
 
 const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(n >= 10 ? 1 : 2));
-console.log('Fleet: 10 000 records. Spread = 10 clusters (1 local) × 100 Envs × 10 pools over 4 groups; one-Env = 100 clusters × 100 pools.');
-console.log('Member state: 60 % idle 0 else 1-20; autoscaling 50 %; headroom -1 20 % / 0 30 % / 1-50 50 %. Queries: random Env, group "" or one of 4.');
-console.log('The (namespace, env) index makes a query O(members of that Env): 100 in the spread fleet, 10 000 in the one-Env worst case.\n');
+console.log(
+  'Fleet: 10 000 records. Spread = 10 clusters (1 local) × 100 Envs × 10 pools over 4 groups; one-Env = 100 clusters × 100 pools.',
+);
+console.log(
+  'Member state: 60 % idle 0 else 1-20; autoscaling 50 %; headroom -1 20 % / 0 30 % / 1-50 50 %. Queries: random Env, group "" or one of 4.',
+);
+console.log(
+  'The (namespace, env) index makes a query O(members of that Env): 100 in the spread fleet, 10 000 in the one-Env worst case.\n',
+);
 console.log('| metric | measured | goal | anchor | verdict |');
 console.log('|---|---|---|---|---|');
 let failed = false;
 for (const row of rows) {
   const pass = row.atMost ? row.measured <= row.goal : row.measured >= row.goal;
   failed ||= !pass;
-  console.log(`| ${row.metric} | ${fmt(row.measured)} ${row.unit} | ${row.atMost ? '≤' : '≥'} ${fmt(row.goal)} ${row.unit} | none | ${pass ? 'pass' : 'FAIL'} |`);
+  console.log(
+    `| ${row.metric} | ${fmt(row.measured)} ${row.unit} | ${row.atMost ? '≤' : '≥'} ${fmt(row.goal)} ${row.unit} | none | ${pass ? 'pass' : 'FAIL'} |`,
+  );
 }
 if (sink === Number.MIN_SAFE_INTEGER) console.log(sink);
 if (failed) process.exitCode = 1;

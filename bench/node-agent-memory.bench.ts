@@ -79,17 +79,29 @@ function attack(address: string): Promise<number> {
       }
       if (!socket.destroyed) socket.end('0\r\n\r\n');
     };
-    socket.write(`POST /v1/claim HTTP/1.1\r\nhost: agent\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`);
+    socket.write(
+      `POST /v1/claim HTTP/1.1\r\nhost: agent\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`,
+    );
     pump();
   });
 }
 
 /** A few ordinary claims, so the idle figure is of a process that has served. */
 async function warmUp(address: string): Promise<void> {
-  await fetch(`http://${address}/v1/pools`, { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ generation: 1, pools: [{ template: 'img', warm: 200 }] }) });
+  await fetch(`http://${address}/v1/pools`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ generation: 1, pools: [{ template: 'img', warm: 200 }] }),
+  });
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   for (let i = 0; i < 100; i++) {
-    await (await fetch(`http://${address}/v1/claim`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{"template":"img"}' })).arrayBuffer();
+    await (
+      await fetch(`http://${address}/v1/claim`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: '{"template":"img"}',
+      })
+    ).arrayBuffer();
   }
 }
 
@@ -123,21 +135,47 @@ async function measure(start: () => Promise<Server>, concurrency: number, agent:
 async function main(): Promise<void> {
   const nodeOptions = chartNodeOptions();
   const sandboxd = await startProcess(
-    [distOf('@warmpool/fake-sandboxd'), '--listen', '127.0.0.1:0', '--api-token', TOKEN, '--cold-boot-ms', '5ms', '--max-claims', '100000', '--room', '200000', '--refill-rate', '10000'],
+    [
+      distOf('@warmpool/fake-sandboxd'),
+      '--listen',
+      '127.0.0.1:0',
+      '--api-token',
+      TOKEN,
+      '--cold-boot-ms',
+      '5ms',
+      '--max-claims',
+      '100000',
+      '--room',
+      '200000',
+      '--refill-rate',
+      '10000',
+    ],
     {},
     'serving',
     (r) => r['address'] ?? '',
   );
-  const agentStarter = (options: string) => () => startProcess(
-    [distOf('@warmpool/node-agent'), '--no-inventory', '--listen', '127.0.0.1:0', '--sandboxd-url', `http://${sandboxd.base}`],
-    { WARMPOOL_API_TOKEN: TOKEN, NODE_OPTIONS: options },
-    'node agent serving',
-    (r) => new URL(r['url'] ?? '').host,
-  );
+  const agentStarter = (options: string) => () =>
+    startProcess(
+      [
+        distOf('@warmpool/node-agent'),
+        '--no-inventory',
+        '--listen',
+        '127.0.0.1:0',
+        '--sandboxd-url',
+        `http://${sandboxd.base}`,
+      ],
+      { WARMPOOL_API_TOKEN: TOKEN, NODE_OPTIONS: options },
+      'node agent serving',
+      (r) => new URL(r['url'] ?? '').host,
+    );
   const variants: Array<{ name: string; start: () => Promise<Server>; agent: boolean }> = [
     { name: `agent, chart flags (${nodeOptions})`, start: agentStarter(nodeOptions), agent: true },
     { name: 'agent, no Node flags', start: agentStarter(''), agent: true },
-    { name: 'floor: bare node:http, body unread', start: () => startProcess(['-e', FLOOR_SOURCE], {}, 'serving', (r) => r['address'] ?? ''), agent: false },
+    {
+      name: 'floor: bare node:http, body unread',
+      start: () => startProcess(['-e', FLOOR_SOURCE], {}, 'serving', (r) => r['address'] ?? ''),
+      agent: false,
+    },
   ];
   const goal = `< ${mib(LIMIT_BYTES * (1 - MARGIN))} (limit ${mib(LIMIT_BYTES)} − ${MARGIN * 100} %)`;
   const rows: Row[] = [];
@@ -145,9 +183,18 @@ async function main(): Promise<void> {
     for (const variant of variants) {
       for (const concurrency of ATTACKS) {
         const m = await measure(variant.start, concurrency, variant.agent);
-        process.stderr.write(`${variant.name}, ${concurrency} attackers: idle ${mib(m.idle)}, peak ${mib(m.peak)}, ${m.refused}/${m.total} answered 400 in ${m.seconds.toFixed(1)} s\n`);
+        process.stderr.write(
+          `${variant.name}, ${concurrency} attackers: idle ${mib(m.idle)}, peak ${mib(m.peak)}, ${m.refused}/${m.total} answered 400 in ${m.seconds.toFixed(1)} s\n`,
+        );
         const shipped = variant.agent && variant === variants[0];
-        if (concurrency === ATTACKS[0]) rows.push([`idle RSS: ${variant.name}`, mib(m.idle), shipped ? goal : '—', variant.agent ? 'issue 8: 145–168 MB' : '—', shipped ? pass(m.idle < LIMIT_BYTES * (1 - MARGIN)) : 'info']);
+        if (concurrency === ATTACKS[0])
+          rows.push([
+            `idle RSS: ${variant.name}`,
+            mib(m.idle),
+            shipped ? goal : '—',
+            variant.agent ? 'issue 8: 145–168 MB' : '—',
+            shipped ? pass(m.idle < LIMIT_BYTES * (1 - MARGIN)) : 'info',
+          ]);
         rows.push([
           `peak RSS, ${concurrency} × 10 MiB chunked bodies × ${WAVES} waves: ${variant.name}`,
           mib(m.peak),
@@ -155,16 +202,26 @@ async function main(): Promise<void> {
           variant.agent ? `issue 8: ${concurrency === 20 ? '288' : '352'} MB (one wave)` : '—',
           shipped ? pass(m.peak < LIMIT_BYTES * (1 - MARGIN)) : 'info',
         ]);
-        rows.push([`  answered 400 / attackers, in ${m.seconds.toFixed(1)} s: ${variant.name}`, `${m.refused} / ${m.total}`, variant.agent ? `${m.total} / ${m.total}` : '—', '—', variant.agent ? pass(m.refused === m.total) : 'info']);
+        rows.push([
+          `  answered 400 / attackers, in ${m.seconds.toFixed(1)} s: ${variant.name}`,
+          `${m.refused} / ${m.total}`,
+          variant.agent ? `${m.total} / ${m.total}` : '—',
+          '—',
+          variant.agent ? pass(m.refused === m.total) : 'info',
+        ]);
       }
     }
   } finally {
     await sandboxd.stop('SIGKILL');
   }
-  printTable('## Node agent memory', [
-    '`npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent-memory.bench.ts`',
-    `${machineNote()}. Each row is a fresh process; RSS from /proc (VmRSS idle after 100 claims and 2 s, VmHWM for the peak).`,
-  ], rows);
+  printTable(
+    '## Node agent memory',
+    [
+      '`npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent-memory.bench.ts`',
+      `${machineNote()}. Each row is a fresh process; RSS from /proc (VmRSS idle after 100 claims and 2 s, VmHWM for the peak).`,
+    ],
+    rows,
+  );
 }
 
 await main();

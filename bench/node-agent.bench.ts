@@ -50,7 +50,9 @@ function cpuMicros(pid: number): number {
 /** An undici Pool to `base`, over TCP or a unix socket. */
 function poolTo(base: string, connections: number): Pool {
   const options = { connections, pipelining: 1, keepAliveTimeout: 30_000 };
-  return base.startsWith('unix:') ? new Pool('http://localhost', { ...options, socketPath: base.slice('unix:'.length) }) : new Pool(base, options);
+  return base.startsWith('unix:')
+    ? new Pool('http://localhost', { ...options, socketPath: base.slice('unix:'.length) })
+    : new Pool(base, options);
 }
 
 /** The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`; `upstream` as the agent's --sandboxd-url. */
@@ -85,8 +87,18 @@ function floorProxySource(upstream: string): string {
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const CLAIM_BODY = JSON.stringify({ template: 'bench', ttl_seconds: 3600 });
 
-async function call(pool: Pool, method: 'GET' | 'PUT' | 'POST', path: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const res = await pool.request({ method, path, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+async function call(
+  pool: Pool,
+  method: 'GET' | 'PUT' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
+  const res = await pool.request({
+    method,
+    path,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
@@ -101,7 +113,13 @@ interface Tally {
 
 const emptyTally = (): Tally => ({ latenciesMs: [], claims: 0, errors: 0, seconds: 0, cpu: new Map() });
 
-async function claimFor(pool: Pool, durationMs: number, concurrency: number, into: Tally, watch: number[] = []): Promise<void> {
+async function claimFor(
+  pool: Pool,
+  durationMs: number,
+  concurrency: number,
+  into: Tally,
+  watch: number[] = [],
+): Promise<void> {
   const cpuBefore = watch.map(cpuMicros);
   const start = performance.now();
   const end = start + durationMs;
@@ -139,11 +157,12 @@ interface Path {
 }
 
 async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {
-  return startProcess([distOf('@warmpool/fake-sandboxd'),
-    '--listen', listen,
-    '--api-token', TOKEN,
-    ...UNBOUNDED_SANDBOXD_ARGS,
-  ], {}, 'serving', base);
+  return startProcess(
+    [distOf('@warmpool/fake-sandboxd'), '--listen', listen, '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS],
+    {},
+    'serving',
+    base,
+  );
 }
 
 async function run(): Promise<void> {
@@ -162,13 +181,28 @@ async function run(): Promise<void> {
       return server;
     };
     const floorTo = (sandboxd: Server): Promise<Server> =>
-      startProcess(['--input-type=module', '-e', floorProxySource(sandboxd.base)], {}, 'floor serving', (r) => `http://${r['address']}`);
-    const agentTo = (sandboxd: Server): Promise<Server> => startProcess([distOf('@warmpool/node-agent'),
-      '--listen', '127.0.0.1:0',
-      '--sandboxd-url', sandboxd.base,
-      '--no-inventory',
-      '--log-level', 'info',
-    ], { WARMPOOL_API_TOKEN: TOKEN }, 'node agent serving', (r) => r['url'] as string);
+      startProcess(
+        ['--input-type=module', '-e', floorProxySource(sandboxd.base)],
+        {},
+        'floor serving',
+        (r) => `http://${r['address']}`,
+      );
+    const agentTo = (sandboxd: Server): Promise<Server> =>
+      startProcess(
+        [
+          distOf('@warmpool/node-agent'),
+          '--listen',
+          '127.0.0.1:0',
+          '--sandboxd-url',
+          sandboxd.base,
+          '--no-inventory',
+          '--log-level',
+          'info',
+        ],
+        { WARMPOOL_API_TOKEN: TOKEN },
+        'node agent serving',
+        (r) => r['url'] as string,
+      );
     const floorTcp = await hop('floor proxy (tcp)', () => floorTo(sandboxdTcp));
     const agentTcp = await hop('node agent (tcp)', () => agentTo(sandboxdTcp));
     const floorUnix = await hop('floor proxy (unix)', () => floorTo(sandboxdUnix));
@@ -187,11 +221,15 @@ async function run(): Promise<void> {
     const paths = [direct, viaFloorTcp, viaAgentTcp, viaFloorUnix, viaAgentUnix];
 
     for (const agent of [viaAgentTcp, viaAgentUnix]) {
-      const set = await call(agent.pool, 'PUT', '/v1/pools', { generation: 1, pools: [{ template: 'bench', warm: WARM_TARGET }] });
-      if (set.status !== 200) throw new Error(`PUT /v1/pools through ${agent.name} answered ${set.status}: ${set.text}`);
+      const set = await call(agent.pool, 'PUT', '/v1/pools', {
+        generation: 1,
+        pools: [{ template: 'bench', warm: WARM_TARGET }],
+      });
+      if (set.status !== 200)
+        throw new Error(`PUT /v1/pools through ${agent.name} answered ${set.status}: ${set.text}`);
     }
     for (const agent of [viaAgentTcp, viaAgentUnix]) {
-      for (let warm = 0; warm < WARM_TARGET; ) {
+      for (let warm = 0; warm < WARM_TARGET;) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         const info = JSON.parse((await call(agent.pool, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
         warm = info.pools[0]?.warm ?? 0;
@@ -215,34 +253,104 @@ async function run(): Promise<void> {
     const ms = (v: number): string => `${v.toFixed(3)} ms`;
     const perSecond = (v: number): string => `${v.toLocaleString('en-US', { maximumFractionDigits: 0 })}/s`;
     const percent = (v: number): string => `${(v * 100).toFixed(1)} %`;
-    const cpuPerClaim = (p: Path, i: number): string => `${((p.loaded.cpu.get(p.watch[i] as number) ?? Number.NaN) / p.loaded.claims).toFixed(1)} µs`;
+    const cpuPerClaim = (p: Path, i: number): string =>
+      `${((p.loaded.cpu.get(p.watch[i] as number) ?? Number.NaN) / p.loaded.claims).toFixed(1)} µs`;
     const errors = paths.reduce((n, p) => n + p.unloaded.errors + p.loaded.errors, 0);
 
     const agentRows = (agent: Path, floor: Path, transport: string): Row[] => [
-      [`added latency p50, 1 in flight (${transport})`, ms(added(agent, 0.5)), '≤ 0.1 ms', 'cocoonstack node gateway p50 0.039 ms', added(agent, 0.5) <= 0.1],
-      [`added latency p95 / p99, 1 in flight (${transport})`, `${ms(added(agent, 0.95))} / ${ms(added(agent, 0.99))}`, '—', 'cocoonstack node gateway p95 0.053 ms', 'info'],
-      [`claim p50 / p99 via agent, 1 in flight (${transport})`, `${ms(q(agent.unloaded, 0.5))} / ${ms(q(agent.unloaded, 0.99))}`, '—', '—', 'info'],
-      [`claims/s via agent, ${LOADED_CONCURRENCY} in flight (${transport})`, perSecond(rate(agent.loaded)), '—', '—', 'info'],
-      [`throughput via agent, share of direct (${transport})`, percent(share(agent)), '≥ 70 %', '—', share(agent) >= 0.7],
-      [`added latency p50 / p99, ${LOADED_CONCURRENCY} in flight (${transport})`, `${ms(q(agent.loaded, 0.5) - q(direct.loaded, 0.5))} / ${ms(q(agent.loaded, 0.99) - q(direct.loaded, 0.99))}`, '—', '—', 'info'],
-      [`CPU per claim: agent / its fake-sandboxd, ${LOADED_CONCURRENCY} in flight (${transport})`, `${cpuPerClaim(agent, 0)} / ${cpuPerClaim(agent, 1)}`, '—', '—', 'info'],
-      [`floor (bare node:http + undici proxy): added p50 / p99, 1 in flight (${transport})`, `${ms(added(floor, 0.5))} / ${ms(added(floor, 0.99))}`, '—', '—', 'info'],
-      [`floor: throughput share of direct / CPU per claim (${transport})`, `${percent(share(floor))} / ${cpuPerClaim(floor, 0)}`, '—', '—', 'info'],
+      [
+        `added latency p50, 1 in flight (${transport})`,
+        ms(added(agent, 0.5)),
+        '≤ 0.1 ms',
+        'cocoonstack node gateway p50 0.039 ms',
+        added(agent, 0.5) <= 0.1,
+      ],
+      [
+        `added latency p95 / p99, 1 in flight (${transport})`,
+        `${ms(added(agent, 0.95))} / ${ms(added(agent, 0.99))}`,
+        '—',
+        'cocoonstack node gateway p95 0.053 ms',
+        'info',
+      ],
+      [
+        `claim p50 / p99 via agent, 1 in flight (${transport})`,
+        `${ms(q(agent.unloaded, 0.5))} / ${ms(q(agent.unloaded, 0.99))}`,
+        '—',
+        '—',
+        'info',
+      ],
+      [
+        `claims/s via agent, ${LOADED_CONCURRENCY} in flight (${transport})`,
+        perSecond(rate(agent.loaded)),
+        '—',
+        '—',
+        'info',
+      ],
+      [
+        `throughput via agent, share of direct (${transport})`,
+        percent(share(agent)),
+        '≥ 70 %',
+        '—',
+        share(agent) >= 0.7,
+      ],
+      [
+        `added latency p50 / p99, ${LOADED_CONCURRENCY} in flight (${transport})`,
+        `${ms(q(agent.loaded, 0.5) - q(direct.loaded, 0.5))} / ${ms(q(agent.loaded, 0.99) - q(direct.loaded, 0.99))}`,
+        '—',
+        '—',
+        'info',
+      ],
+      [
+        `CPU per claim: agent / its fake-sandboxd, ${LOADED_CONCURRENCY} in flight (${transport})`,
+        `${cpuPerClaim(agent, 0)} / ${cpuPerClaim(agent, 1)}`,
+        '—',
+        '—',
+        'info',
+      ],
+      [
+        `floor (bare node:http + undici proxy): added p50 / p99, 1 in flight (${transport})`,
+        `${ms(added(floor, 0.5))} / ${ms(added(floor, 0.99))}`,
+        '—',
+        '—',
+        'info',
+      ],
+      [
+        `floor: throughput share of direct / CPU per claim (${transport})`,
+        `${percent(share(floor))} / ${cpuPerClaim(floor, 0)}`,
+        '—',
+        '—',
+        'info',
+      ],
     ];
     const rows: Row[] = [
-      ['claim p50 / p99 direct, 1 in flight', `${ms(q(direct.unloaded, 0.5))} / ${ms(q(direct.unloaded, 0.99))}`, '—', '—', 'info'],
-      [`claims/s direct, ${LOADED_CONCURRENCY} in flight / fake-sandboxd CPU per claim`, `${perSecond(rate(direct.loaded))} / ${cpuPerClaim(direct, 0)}`, '—', '—', 'info'],
+      [
+        'claim p50 / p99 direct, 1 in flight',
+        `${ms(q(direct.unloaded, 0.5))} / ${ms(q(direct.unloaded, 0.99))}`,
+        '—',
+        '—',
+        'info',
+      ],
+      [
+        `claims/s direct, ${LOADED_CONCURRENCY} in flight / fake-sandboxd CPU per claim`,
+        `${perSecond(rate(direct.loaded))} / ${cpuPerClaim(direct, 0)}`,
+        '—',
+        '—',
+        'info',
+      ],
       ...agentRows(viaAgentTcp, viaFloorTcp, 'tcp'),
       ...agentRows(viaAgentUnix, viaFloorUnix, 'unix socket'),
       ['claims refused (non-200)', String(errors), '0', '—', errors === 0],
     ];
     const total = paths.reduce((n, p) => n + p.unloaded.claims + p.loaded.claims, 0);
-    console.log(`node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents and the floor proxies as separate processes, client = undici Pools ` +
-      `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, ${paths.map((p) => p.name).join(' / ')} rounds alternating; ` +
-      `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`);
+    console.log(
+      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents and the floor proxies as separate processes, client = undici Pools ` +
+        `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, ${paths.map((p) => p.name).join(' / ')} rounds alternating; ` +
+        `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`,
+    );
     console.log('| metric | measured | goal | anchor | verdict |');
     console.log('|---|---|---|---|---|');
-    for (const [name, measured, goal, anchor, ok] of rows) console.log(`| ${name} | ${measured} | ${goal} | ${anchor} | ${ok === 'info' ? 'info' : ok ? 'PASS' : 'FAIL'} |`);
+    for (const [name, measured, goal, anchor, ok] of rows)
+      console.log(`| ${name} | ${measured} | ${goal} | ${anchor} | ${ok === 'info' ? 'info' : ok ? 'PASS' : 'FAIL'} |`);
     if (rows.some((r) => r[4] === false)) process.exitCode = 1;
   } finally {
     for (const pool of pools) await pool.close();

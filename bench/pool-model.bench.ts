@@ -2,7 +2,14 @@
 // warm targets move after +1 replica and after -1 node, against the minimum.
 //   npx tsc -b libs/pool-model && node bench/pool-model.bench.ts
 // Bounded: a fixed number of spreads (well under a minute on 2 cores).
-import { minimumTargetsMoved, spread, targetsMoved, type PoolDemand, type SpreadNode, type Targets } from '@warmpool/pool-model';
+import {
+  minimumTargetsMoved,
+  spread,
+  targetsMoved,
+  type PoolDemand,
+  type SpreadNode,
+  type Targets,
+} from '@warmpool/pool-model';
 import { prng } from './lib/prng.ts';
 
 const NODES = 1_000;
@@ -20,20 +27,30 @@ const between = (random: () => number, lo: number, hi: number): number => lo + M
 function makePools(random: () => number): PoolDemand[] {
   return Array.from({ length: POOLS }, (_, i) => {
     const roll = random();
-    const replicas = roll < 0.7 ? between(random, 1, 4) : roll < 0.95 ? between(random, 5, 32) : between(random, 33, 512);
-    return { id: `registry.example/team-${i % 37}/image-${i}:v1|${i % 3 === 0 ? 'egress' : 'none'}|${i % 4 === 0 ? 'large' : 'small'}`, replicas };
+    const replicas =
+      roll < 0.7 ? between(random, 1, 4) : roll < 0.95 ? between(random, 5, 32) : between(random, 33, 512);
+    return {
+      id: `registry.example/team-${i % 37}/image-${i}:v1|${i % 3 === 0 ? 'egress' : 'none'}|${i % 4 === 0 ? 'large' : 'small'}`,
+      replicas,
+    };
   });
 }
 
 /** Roomy: capacity 64 per node, 0-16 of it claimed: room 48-64, about 2.8× the demand. */
 function roomyNodes(random: () => number): SpreadNode[] {
-  return Array.from({ length: NODES }, (_, i) => ({ name: `node-${String(i).padStart(4, '0')}`, room: 64 - between(random, 0, 16) }));
+  return Array.from({ length: NODES }, (_, i) => ({
+    name: `node-${String(i).padStart(4, '0')}`,
+    room: 64 - between(random, 0, 16),
+  }));
 }
 
 /** Tight: room per node ≈ 1.02 × the mean demand per node, ±2: most nodes are contested. */
 function tightNodes(random: () => number, demand: number): SpreadNode[] {
   const mean = Math.floor((demand / NODES) * 1.02);
-  return Array.from({ length: NODES }, (_, i) => ({ name: `node-${String(i).padStart(4, '0')}`, room: mean + between(random, -2, 2) }));
+  return Array.from({ length: NODES }, (_, i) => ({
+    name: `node-${String(i).padStart(4, '0')}`,
+    room: mean + between(random, -2, 2),
+  }));
 }
 
 function timeSpread(pools: PoolDemand[], nodes: SpreadNode[], previous: Targets): { median: number; max: number } {
@@ -49,7 +66,11 @@ function timeSpread(pools: PoolDemand[], nodes: SpreadNode[], previous: Targets)
 }
 
 /** Σ moved and Σ minimum over trials of one change applied to a settled state. */
-function churn(settled: Targets, trials: number, change: (trial: number) => Targets): { moved: number; minimum: number; worstExtra: number } {
+function churn(
+  settled: Targets,
+  trials: number,
+  change: (trial: number) => Targets,
+): { moved: number; minimum: number; worstExtra: number } {
   let moved = 0;
   let minimum = 0;
   let worstExtra = 0;
@@ -68,7 +89,8 @@ function settle(pools: PoolDemand[], nodes: SpreadNode[]): Targets {
   return spread(pools, nodes, spread(pools, nodes).targets).targets;
 }
 
-const grow = (pools: PoolDemand[], index: number): PoolDemand[] => pools.map((p, i) => (i === index ? { ...p, replicas: p.replicas + 1 } : p));
+const grow = (pools: PoolDemand[], index: number): PoolDemand[] =>
+  pools.map((p, i) => (i === index ? { ...p, replicas: p.replicas + 1 } : p));
 const without = (nodes: SpreadNode[], index: number): SpreadNode[] => nodes.filter((_, i) => i !== index);
 
 // ---- anchors: what simpler designs would cost ---------------------------------
@@ -86,7 +108,9 @@ function naiveSortedRendezvous(pools: PoolDemand[], nodes: SpreadNode[]): number
   const nodeHashes = nodes.map((n) => ({ name: n.name, hash: fnv(n.name) }));
   for (const pool of pools) {
     const ph = fnv(pool.id);
-    const ranked = nodeHashes.map((n) => ({ name: n.name, score: Math.imul(ph ^ n.hash, 0x85ebca6b) >>> 0 })).sort((a, b) => b.score - a.score);
+    const ranked = nodeHashes
+      .map((n) => ({ name: n.name, score: Math.imul(ph ^ n.hash, 0x85ebca6b) >>> 0 }))
+      .sort((a, b) => b.score - a.score);
     for (let u = 0; u < pool.replicas; u++) {
       const held = targets.get((ranked[u % ranked.length] as { name: string }).name) as Map<string, number>;
       held.set(pool.id, (held.get(pool.id) ?? 0) + 1);
@@ -116,7 +140,10 @@ const pools = makePools(random);
 const demand = pools.reduce((sum, p) => sum + p.replicas, 0);
 const roomy = roomyNodes(random);
 const tight = tightNodes(random, demand);
-const picks = Array.from({ length: CHURN_TRIALS }, () => ({ pool: Math.floor(random() * POOLS), node: Math.floor(random() * NODES) }));
+const picks = Array.from({ length: CHURN_TRIALS }, () => ({
+  pool: Math.floor(random() * POOLS),
+  node: Math.floor(random() * NODES),
+}));
 
 const roomySettled = settle(pools, roomy);
 const tightSettled = settle(pools, tight);
@@ -126,10 +153,26 @@ const tightTime = timeSpread(pools, tight, tightSettled);
 const naiveMs = naiveSortedRendezvous(pools, roomy);
 
 const pick = (t: number): { pool: number; node: number } => picks[t] ?? { pool: 0, node: 0 };
-const roomyPlus = churn(roomySettled, CHURN_TRIALS, (t) => spread(grow(pools, pick(t).pool), roomy, roomySettled).targets);
-const roomyMinusNode = churn(roomySettled, CHURN_TRIALS, (t) => spread(pools, without(roomy, pick(t).node), roomySettled).targets);
-const tightPlus = churn(tightSettled, CHURN_TRIALS, (t) => spread(grow(pools, pick(t).pool), tight, tightSettled).targets);
-const tightMinusNode = churn(tightSettled, CHURN_TRIALS, (t) => spread(pools, without(tight, pick(t).node), tightSettled).targets);
+const roomyPlus = churn(
+  roomySettled,
+  CHURN_TRIALS,
+  (t) => spread(grow(pools, pick(t).pool), roomy, roomySettled).targets,
+);
+const roomyMinusNode = churn(
+  roomySettled,
+  CHURN_TRIALS,
+  (t) => spread(pools, without(roomy, pick(t).node), roomySettled).targets,
+);
+const tightPlus = churn(
+  tightSettled,
+  CHURN_TRIALS,
+  (t) => spread(grow(pools, pick(t).pool), tight, tightSettled).targets,
+);
+const tightMinusNode = churn(
+  tightSettled,
+  CHURN_TRIALS,
+  (t) => spread(pools, without(tight, pick(t).node), tightSettled).targets,
+);
 const modN = modNDealing(pools, roomy);
 const modNPlus = churn(modN, CHURN_TRIALS, (t) => modNDealing(grow(pools, pick(t).pool), roomy));
 const modNMinusNode = churn(modN, CHURN_TRIALS, (t) => modNDealing(pools, without(roomy, pick(t).node)));
@@ -147,24 +190,77 @@ for (const held of roomySettled.values()) {
 const ms = (v: number): string => `${v.toFixed(1)} ms`;
 const verdictTime = (v: number): string => (v <= GOAL_MS ? 'PASS' : 'FAIL');
 const movedCell = (c: { moved: number; minimum: number }): string => `${c.moved} (min ${c.minimum})`;
-const verdictChurn = (c: { moved: number; minimum: number }): string => (c.moved === c.minimum ? 'PASS' : `+${c.moved - c.minimum} over min`);
+const verdictChurn = (c: { moved: number; minimum: number }): string =>
+  c.moved === c.minimum ? 'PASS' : `+${c.moved - c.minimum} over min`;
 
 const rows: string[][] = [
   ['metric', 'measured', 'goal', 'anchor', 'verdict'],
-  ['spread 1000×1000, roomy, with previous (p50 / max)', `${ms(roomyTime.median)} / ${ms(roomyTime.max)}`, `≤ ${GOAL_MS} ms`, `full-sort rendezvous: ${ms(naiveMs)}`, verdictTime(roomyTime.median)],
-  ['spread 1000×1000, roomy, no previous (p50 / max)', `${ms(coldTime.median)} / ${ms(coldTime.max)}`, `≤ ${GOAL_MS} ms`, '', verdictTime(coldTime.median)],
-  ['spread 1000×1000, tight room (p50 / max)', `${ms(tightTime.median)} / ${ms(tightTime.max)}`, `≤ ${GOAL_MS} ms`, '', verdictTime(tightTime.median)],
-  [`targets moved, +1 replica, roomy (Σ of ${CHURN_TRIALS} trials)`, movedCell(roomyPlus), '= minimum', `mod-N dealing: ${movedCell(modNPlus)}`, verdictChurn(roomyPlus)],
-  [`targets moved, -1 node, roomy (Σ of ${CHURN_TRIALS} trials)`, movedCell(roomyMinusNode), '= minimum', `mod-N dealing: ${movedCell(modNMinusNode)}`, verdictChurn(roomyMinusNode)],
-  [`targets moved, +1 replica, tight (Σ of ${CHURN_TRIALS} trials)`, movedCell(tightPlus), '= minimum', '', verdictChurn(tightPlus)],
-  [`targets moved, -1 node, tight (Σ of ${CHURN_TRIALS} trials)`, movedCell(tightMinusNode), '= minimum', '', verdictChurn(tightMinusNode)],
-  ['sparse targets (roomy): (node, pool) entries', String(entries), `≪ ${NODES * POOLS} dense`, '', entries < (NODES * POOLS) / 10 ? 'PASS' : 'FAIL'],
+  [
+    'spread 1000×1000, roomy, with previous (p50 / max)',
+    `${ms(roomyTime.median)} / ${ms(roomyTime.max)}`,
+    `≤ ${GOAL_MS} ms`,
+    `full-sort rendezvous: ${ms(naiveMs)}`,
+    verdictTime(roomyTime.median),
+  ],
+  [
+    'spread 1000×1000, roomy, no previous (p50 / max)',
+    `${ms(coldTime.median)} / ${ms(coldTime.max)}`,
+    `≤ ${GOAL_MS} ms`,
+    '',
+    verdictTime(coldTime.median),
+  ],
+  [
+    'spread 1000×1000, tight room (p50 / max)',
+    `${ms(tightTime.median)} / ${ms(tightTime.max)}`,
+    `≤ ${GOAL_MS} ms`,
+    '',
+    verdictTime(tightTime.median),
+  ],
+  [
+    `targets moved, +1 replica, roomy (Σ of ${CHURN_TRIALS} trials)`,
+    movedCell(roomyPlus),
+    '= minimum',
+    `mod-N dealing: ${movedCell(modNPlus)}`,
+    verdictChurn(roomyPlus),
+  ],
+  [
+    `targets moved, -1 node, roomy (Σ of ${CHURN_TRIALS} trials)`,
+    movedCell(roomyMinusNode),
+    '= minimum',
+    `mod-N dealing: ${movedCell(modNMinusNode)}`,
+    verdictChurn(roomyMinusNode),
+  ],
+  [
+    `targets moved, +1 replica, tight (Σ of ${CHURN_TRIALS} trials)`,
+    movedCell(tightPlus),
+    '= minimum',
+    '',
+    verdictChurn(tightPlus),
+  ],
+  [
+    `targets moved, -1 node, tight (Σ of ${CHURN_TRIALS} trials)`,
+    movedCell(tightMinusNode),
+    '= minimum',
+    '',
+    verdictChurn(tightMinusNode),
+  ],
+  [
+    'sparse targets (roomy): (node, pool) entries',
+    String(entries),
+    `≪ ${NODES * POOLS} dense`,
+    '',
+    entries < (NODES * POOLS) / 10 ? 'PASS' : 'FAIL',
+  ],
   ['busiest node / mean load (roomy)', `${maxLoad} / ${(demand / NODES).toFixed(1)}`, 'info', '', ''],
   ['unplaced replicas (tight)', String(tightUnplaced), 'info', '', ''],
 ];
 
-console.log(`@warmpool/pool-model — Node ${process.version}, 2 cores shared; ${NODES} nodes × ${POOLS} pools, ${demand} replicas`);
-console.log('replicas per pool: 70 % 1-4, 25 % 5-32, 5 % 33-512; roomy: room 48-64 per node; tight: Σ room ≈ 1.02 × demand');
+console.log(
+  `@warmpool/pool-model — Node ${process.version}, 2 cores shared; ${NODES} nodes × ${POOLS} pools, ${demand} replicas`,
+);
+console.log(
+  'replicas per pool: 70 % 1-4, 25 % 5-32, 5 % 33-512; roomy: room 48-64 per node; tight: Σ room ≈ 1.02 × demand',
+);
 rows.forEach((row, index) => {
   console.log(`| ${row.join(' | ')} |`);
   if (index === 0) console.log(`|${row.map(() => '---').join('|')}|`);

@@ -35,12 +35,23 @@ const fleet = await startFleet({
   nodes: NODES,
   kubeConfig: cluster.kubeConfig,
   token,
-  sandboxd: { maxClaims: 10_000_000, room: 20_000_000, refillRate: 100_000_000, refillConcurrency: 10_000_000, bootMs: 0, coldBootMs: 0, warmClaimLatencyMs: 0, defaultTtlSeconds: 3_600 },
+  sandboxd: {
+    maxClaims: 10_000_000,
+    room: 20_000_000,
+    refillRate: 100_000_000,
+    refillConcurrency: 10_000_000,
+    bootMs: 0,
+    coldBootMs: 0,
+    warmClaimLatencyMs: 0,
+    defaultTtlSeconds: 3_600,
+  },
   agent: { pollIntervalMs: 2_000, minPublishGapMs: 1_000 },
 });
 const claimsPort = 20_000 + Math.floor(Math.random() * 20_000);
 const controlPlane = await startControlPlaneProcess({
-  cluster, token, interval: '5s',
+  cluster,
+  token,
+  interval: '5s',
   extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`],
 });
 const claimsUrl = `http://127.0.0.1:${claimsPort}/v1/namespaces/${NAMESPACE}/claims`;
@@ -59,7 +70,8 @@ informer.addEventHandler({ onAdd: onChange, onUpdate: (_, next) => onChange(next
 async function controllerWrites(): Promise<Map<string, number>> {
   const text = await controlPlane.metrics();
   const out = new Map<string, number>();
-  for (const s of parseSamples(text, 'warmpool_controlplane_sandboxclaim_api_writes_total')) out.set(s.labels.get('kind') ?? '', s.value);
+  for (const s of parseSamples(text, 'warmpool_controlplane_sandboxclaim_api_writes_total'))
+    out.set(s.labels.get('kind') ?? '', s.value);
   return out;
 }
 
@@ -68,10 +80,14 @@ async function stages(): Promise<{ controller: HistogramSnapshot; pipeline: Hist
   const samples = parseSamples(await controlPlane.metrics(), 'warmpool_controlplane_');
   return {
     controller: histogram(samples, 'warmpool_controlplane_sandboxclaim_ready_seconds'),
-    pipeline: histogram(samples.filter((s) => s.labels.get('path') === undefined || s.labels.get('path') === 'crd'), 'warmpool_controlplane_claim_duration_seconds'),
+    pipeline: histogram(
+      samples.filter((s) => s.labels.get('path') === undefined || s.labels.get('path') === 'crd'),
+      'warmpool_controlplane_claim_duration_seconds',
+    ),
   };
 }
-const meanMs = (h: HistogramSnapshot | undefined): number => (h === undefined || h.count === 0 ? Number.NaN : (h.sum / h.count) * 1000);
+const meanMs = (h: HistogramSnapshot | undefined): number =>
+  h === undefined || h.count === 0 ? Number.NaN : (h.sum / h.count) * 1000;
 let stageDeltas: { controller: HistogramSnapshot; pipeline: HistogramSnapshot } | undefined;
 const crd: number[] = [];
 const single: number[] = [];
@@ -93,65 +109,107 @@ try {
   // The apiserver's token for the HTTP claim API: a ServiceAccount allowed to claim.
   for (const args of [
     ['create', 'serviceaccount', 'bench', '-n', NAMESPACE],
-    ['create', 'role', 'bench-claims', '-n', NAMESPACE, '--verb=create,delete', '--resource=sandboxclaims.extensions.agents.x-k8s.io'],
-    ['create', 'rolebinding', 'bench-claims', '-n', NAMESPACE, '--role=bench-claims', `--serviceaccount=${NAMESPACE}:bench`],
-  ]) await cluster.kubectl(args);
+    [
+      'create',
+      'role',
+      'bench-claims',
+      '-n',
+      NAMESPACE,
+      '--verb=create,delete',
+      '--resource=sandboxclaims.extensions.agents.x-k8s.io',
+    ],
+    [
+      'create',
+      'rolebinding',
+      'bench-claims',
+      '-n',
+      NAMESPACE,
+      '--role=bench-claims',
+      `--serviceaccount=${NAMESPACE}:bench`,
+    ],
+  ])
+    await cluster.kubectl(args);
   const saToken = (await cluster.kubectl(['create', 'token', 'bench', '-n', NAMESPACE])).stdout.trim();
 
   // Warm-up: one round of each, not measured (JIT, connections, the access-review cache).
   const round = async (r: number, measure: boolean): Promise<void> => {
     // SandboxClaims: create 20 at once, each timed to its Ready as a watch sees it.
     const names = Array.from({ length: CONCURRENT }, (_, i) => `r${r}-c${i}`);
-    const latencies = await Promise.all(names.map(async (name) => {
-      const ready = new Promise<number>((resolve) => readyAt.set(name, resolve));
-      const started = performance.now();
-      await claims.create({ metadata: { name, namespace: NAMESPACE }, spec: { warmPoolRef: { name: POOL } } });
-      const done = await Promise.race([ready, sleep(ROUND_TIMEOUT_MS).then(() => undefined)]);
-      return done === undefined ? undefined : done - started;
-    }));
+    const latencies = await Promise.all(
+      names.map(async (name) => {
+        const ready = new Promise<number>((resolve) => readyAt.set(name, resolve));
+        const started = performance.now();
+        await claims.create({ metadata: { name, namespace: NAMESPACE }, spec: { warmPoolRef: { name: POOL } } });
+        const done = await Promise.race([ready, sleep(ROUND_TIMEOUT_MS).then(() => undefined)]);
+        return done === undefined ? undefined : done - started;
+      }),
+    );
     for (const latency of latencies) {
       if (latency === undefined) crdTimeouts += measure ? 1 : 0;
       else if (measure) crd.push(latency);
     }
     await Promise.all(names.map((name) => claims.delete({ namespace: NAMESPACE, name })));
     const gone = Date.now() + ROUND_TIMEOUT_MS;
-    while (names.some((name) => informer.lister.get(NAMESPACE, name) !== undefined) && Date.now() < gone) await sleep(20);
+    while (names.some((name) => informer.lister.get(NAMESPACE, name) !== undefined) && Date.now() < gone)
+      await sleep(20);
 
     // The HTTP claim API: 20 at once, then released.
-    const answers = await Promise.all(names.map(async () => {
-      const started = performance.now();
-      const res = await fetch(claimsUrl, { method: 'POST', headers: { authorization: `Bearer ${saToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ warmPool: POOL }) });
-      const body = await res.json() as unknown;
-      const took = performance.now() - started;
-      if (res.status !== 200) return undefined;
-      if (measure) http.push(took);
-      return claimBodySchema.parse(body).id;
-    }));
+    const answers = await Promise.all(
+      names.map(async () => {
+        const started = performance.now();
+        const res = await fetch(claimsUrl, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${saToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ warmPool: POOL }),
+        });
+        const body = (await res.json()) as unknown;
+        const took = performance.now() - started;
+        if (res.status !== 200) return undefined;
+        if (measure) http.push(took);
+        return claimBodySchema.parse(body).id;
+      }),
+    );
     httpErrors += measure ? answers.filter((a) => a === undefined).length : 0;
-    await Promise.all(answers.map(async (id) => {
-      if (id === undefined) return;
-      const res = await fetch(`${claimsUrl}/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${saToken}` } });
-      await res.body?.cancel();
-    }));
+    await Promise.all(
+      answers.map(async (id) => {
+        if (id === undefined) return;
+        const res = await fetch(`${claimsUrl}/${id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${saToken}` },
+        });
+        await res.body?.cancel();
+      }),
+    );
 
     // Direct agent claims (the floor): 20 at once over the 3 agents, then released.
-    const grants = await Promise.all(names.map(async (_, i) => {
-      const node = fleet.nodes[i % NODES];
-      if (node === undefined) return undefined;
-      const started = performance.now();
-      const res = await fetch(`http://${node.agentAddress}/v1/claim`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ template: IMAGE }) });
-      const body = await res.json() as { id?: string };
-      const took = performance.now() - started;
-      if (res.status !== 200 || body.id === undefined) return undefined;
-      if (measure) direct.push(took);
-      return { node, id: body.id };
-    }));
+    const grants = await Promise.all(
+      names.map(async (_, i) => {
+        const node = fleet.nodes[i % NODES];
+        if (node === undefined) return undefined;
+        const started = performance.now();
+        const res = await fetch(`http://${node.agentAddress}/v1/claim`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ template: IMAGE }),
+        });
+        const body = (await res.json()) as { id?: string };
+        const took = performance.now() - started;
+        if (res.status !== 200 || body.id === undefined) return undefined;
+        if (measure) direct.push(took);
+        return { node, id: body.id };
+      }),
+    );
     directErrors += measure ? grants.filter((g) => g === undefined).length : 0;
-    await Promise.all(grants.map(async (grant) => {
-      if (grant === undefined) return;
-      const res = await fetch(`http://${grant.node.agentAddress}/v1/sandboxes/${grant.id}/release`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
-      await res.body?.cancel();
-    }));
+    await Promise.all(
+      grants.map(async (grant) => {
+        if (grant === undefined) return;
+        const res = await fetch(`http://${grant.node.agentAddress}/v1/sandboxes/${grant.id}/release`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}` },
+        });
+        await res.body?.cancel();
+      }),
+    );
   };
 
   // One at a time first: the latency of one SandboxClaim when the apiserver is not busy with the 60 writes of a round.
@@ -178,7 +236,10 @@ try {
   const apiserverAfter = await scrapeWrites(cluster.server, cluster.adminTls);
   const controllerAfter = await controllerWrites();
   const stagesAfter = await stages();
-  stageDeltas = { controller: histogramDelta(stagesBefore.controller, stagesAfter.controller), pipeline: histogramDelta(stagesBefore.pipeline, stagesAfter.pipeline) };
+  stageDeltas = {
+    controller: histogramDelta(stagesBefore.controller, stagesAfter.controller),
+    pipeline: histogramDelta(stagesBefore.pipeline, stagesAfter.pipeline),
+  };
   const controller = new Map<string, number>();
   for (const [kind, value] of controllerAfter) controller.set(kind, value - (controllerBefore.get(kind) ?? 0));
   writes = { apiserver: writesBetween(apiserverBefore, apiserverAfter), controller, claims: ROUNDS * CONCURRENT };
@@ -190,7 +251,8 @@ try {
   await cluster.stop();
 }
 
-const per = (n: number | undefined): string => (writes === undefined || n === undefined ? 'n/a' : (n / writes.claims).toFixed(2));
+const per = (n: number | undefined): string =>
+  writes === undefined || n === undefined ? 'n/a' : (n / writes.claims).toFixed(2);
 const kinds = ['metadata', 'secret', 'status', 'delete'];
 const controllerPerClaim = kinds.map((k) => `${k} ${per(writes?.controller.get(k) ?? 0)}`).join(', ');
 const controllerTotal = kinds.reduce((sum, k) => sum + (writes?.controller.get(k) ?? 0), 0);
@@ -207,17 +269,68 @@ printTable(
     `${CONCURRENT} over the HTTP claim API (POST → 200) and ${CONCURRENT} straight to the agents (POST /v1/claim → 200), each released after.`,
   ],
   [
-    [`SandboxClaim → Ready p50, ${CONCURRENT} concurrent`, ms(crdP50), `≤ ${GOAL_P50_MS} ms`, 'upstream agent-sandbox claim p50 48–54 ms (bare metal)', pass(crdP50 <= GOAL_P50_MS)],
+    [
+      `SandboxClaim → Ready p50, ${CONCURRENT} concurrent`,
+      ms(crdP50),
+      `≤ ${GOAL_P50_MS} ms`,
+      'upstream agent-sandbox claim p50 48–54 ms (bare metal)',
+      pass(crdP50 <= GOAL_P50_MS),
+    ],
     [`SandboxClaim → Ready p99, ${CONCURRENT} concurrent`, ms(quantile(crd, 0.99)), 'info', 'upstream p95 ≈ 70 ms', ''],
-    ['SandboxClaim → Ready p50 / p99, one at a time', `${ms(quantile(single, 0.5))} / ${ms(quantile(single, 0.99))}`, 'info', 'upstream p50 48–54 ms', ''],
-    ['  of which the controller: claim seen → Ready written, mean', ms(meanMs(stageDeltas?.controller)), 'info', '', ''],
+    [
+      'SandboxClaim → Ready p50 / p99, one at a time',
+      `${ms(quantile(single, 0.5))} / ${ms(quantile(single, 0.99))}`,
+      'info',
+      'upstream p50 48–54 ms',
+      '',
+    ],
+    [
+      '  of which the controller: claim seen → Ready written, mean',
+      ms(meanMs(stageDeltas?.controller)),
+      'info',
+      '',
+      '',
+    ],
     ['  of which the pipeline: claim() of path crd, mean', ms(meanMs(stageDeltas?.pipeline)), 'info', '', ''],
-    [`HTTP claim API p50 / p99, ${CONCURRENT} concurrent (same pipeline, no apiserver)`, `${ms(quantile(http, 0.5))} / ${ms(quantile(http, 0.99))}`, 'info', '', ''],
-    [`direct agent claim p50 / p99, ${CONCURRENT} concurrent (the floor)`, `${ms(quantile(direct, 0.5))} / ${ms(quantile(direct, 0.99))}`, 'info', '', ''],
-    ['controller apiserver writes per SandboxClaim (claim + delete)', `${per(controllerTotal)}: ${controllerPerClaim}`, 'info', '', ''],
-    ['apiserver writes per SandboxClaim, as the apiserver counts them (bench\'s own create + delete excluded)', per(apiserverTotal - benchOwn), 'info', '', ''],
-    ['SandboxClaims not Ready within 15 s / HTTP claims not 200 / direct claims not 200', `${crdTimeouts} / ${httpErrors} / ${directErrors}`, '0 / 0 / 0', '', pass(crdTimeouts + httpErrors + directErrors === 0)],
+    [
+      `HTTP claim API p50 / p99, ${CONCURRENT} concurrent (same pipeline, no apiserver)`,
+      `${ms(quantile(http, 0.5))} / ${ms(quantile(http, 0.99))}`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      `direct agent claim p50 / p99, ${CONCURRENT} concurrent (the floor)`,
+      `${ms(quantile(direct, 0.5))} / ${ms(quantile(direct, 0.99))}`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      'controller apiserver writes per SandboxClaim (claim + delete)',
+      `${per(controllerTotal)}: ${controllerPerClaim}`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      "apiserver writes per SandboxClaim, as the apiserver counts them (bench's own create + delete excluded)",
+      per(apiserverTotal - benchOwn),
+      'info',
+      '',
+      '',
+    ],
+    [
+      'SandboxClaims not Ready within 15 s / HTTP claims not 200 / direct claims not 200',
+      `${crdTimeouts} / ${httpErrors} / ${directErrors}`,
+      '0 / 0 / 0',
+      '',
+      pass(crdTimeouts + httpErrors + directErrors === 0),
+    ],
   ],
 );
-if (writes !== undefined) console.log(`\napiserver writes in the measured rounds, by resource: ${JSON.stringify(Object.fromEntries(writes.apiserver))}`);
+if (writes !== undefined)
+  console.log(
+    `\napiserver writes in the measured rounds, by resource: ${JSON.stringify(Object.fromEntries(writes.apiserver))}`,
+  );
 process.exit(0);

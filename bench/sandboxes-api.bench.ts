@@ -48,11 +48,22 @@ function inMemoryGet(nodes: number, sandboxes: number): { viewNs: number } {
     const entries: SandboxFacts[] = [];
     for (let i = 0; i < perNode && n * perNode + i < sandboxes; i++) {
       const k = n * perNode + i;
-      entries.push({ namespace: `ns-${k % 10}`, name: `sb-${k}`, id: `sb_${k}`, node: `node-${n}`, deadline, pool: 'python', key: { template: IMAGE, net: 'none', size: 'small' } });
+      entries.push({
+        namespace: `ns-${k % 10}`,
+        name: `sb-${k}`,
+        id: `sb_${k}`,
+        node: `node-${n}`,
+        deadline,
+        pool: 'python',
+        key: { template: IMAGE, net: 'none', size: 'small' },
+      });
     }
     view.applyNode(`node-${n}`, { publishedAtMs: Date.now(), partial: false, entries });
   }
-  const names = Array.from({ length: 4_096 }, (_, i) => { const k = (i * 7919) % sandboxes; return [`ns-${k % 10}`, `sb-${k}`] as const; });
+  const names = Array.from({ length: 4_096 }, (_, i) => {
+    const k = (i * 7919) % sandboxes;
+    return [`ns-${k % 10}`, `sb-${k}`] as const;
+  });
   const iterations = 200_000;
   let found = 0;
   const t0 = performance.now();
@@ -71,7 +82,8 @@ async function readerGetNs(nodes: number, sandboxes: number): Promise<number> {
   const perNode = Math.ceil(sandboxes / nodes);
   for (let n = 0; n < nodes; n++) {
     const entries: SandboxFacts[] = [];
-    for (let i = 0; i < perNode; i++) entries.push({ namespace: 'ns', name: `sb-${n}-${i}`, id: `sb_${n}_${i}`, node: `node-${n}`, deadline });
+    for (let i = 0; i < perNode; i++)
+      entries.push({ namespace: 'ns', name: `sb-${n}-${i}`, id: `sb_${n}_${i}`, node: `node-${n}`, deadline });
     view.applyNode(`node-${n}`, { publishedAtMs: Date.now(), partial: false, entries });
   }
   const reader = new SandboxReader({ view });
@@ -93,7 +105,18 @@ function heapPerSandbox(nodes: number, count: number): number {
   for (let n = 0; n < nodes; n++) {
     const entries: SandboxFacts[] = [];
     for (let i = 0; i < count / nodes; i++) {
-      entries.push({ namespace: `ns-${i % 20}`, name: `sb-${n}-${i}`, id: `sb_${n}_${i}`, node: `node-${n}`, deadline, pool: 'python', tier: 'warm', ownerAddr: '10.0.0.1:9000', claimedAt, key: { template: IMAGE, net: 'none', size: 'small' } });
+      entries.push({
+        namespace: `ns-${i % 20}`,
+        name: `sb-${n}-${i}`,
+        id: `sb_${n}_${i}`,
+        node: `node-${n}`,
+        deadline,
+        pool: 'python',
+        tier: 'warm',
+        ownerAddr: '10.0.0.1:9000',
+        claimedAt,
+        key: { template: IMAGE, net: 'none', size: 'small' },
+      });
     }
     view.applyNode(`node-${n}`, { publishedAtMs: Date.now(), partial: false, entries });
   }
@@ -113,7 +136,13 @@ const cluster = await startCluster({ name: 'bench-sandbox-api' });
 const redis = await startRedis();
 const token = randomBytes(24).toString('hex');
 const ca = issueCertificate({ subject: { commonName: 'bench-sandbox-api-ca' }, isCa: true });
-const serving = issueCertificate({ subject: { commonName: 'sandbox-api' }, issuer: ca, usages: ['server'], dnsNames: ['v1beta1-agents-x-k8s-io.kube-system.svc', 'localhost'], ipAddresses: ['127.0.0.1'] });
+const serving = issueCertificate({
+  subject: { commonName: 'sandbox-api' },
+  issuer: ca,
+  usages: ['server'],
+  dnsNames: ['v1beta1-agents-x-k8s-io.kube-system.svc', 'localhost'],
+  ipAddresses: ['127.0.0.1'],
+});
 writeFileSync(join(dir, 'tls.crt'), serving.certPem);
 writeFileSync(join(dir, 'tls.key'), serving.keyPem);
 const fleet = await startThreadedFleet({
@@ -121,18 +150,45 @@ const fleet = await startThreadedFleet({
   threads: 1,
   kubeconfigPath: cluster.kubeconfigPath,
   token,
-  sandboxd: { maxClaims: 10_000_000, room: 20_000_000, refillRate: 100_000_000, refillConcurrency: 10_000_000, bootMs: 0, coldBootMs: 0, defaultTtlSeconds: 3_600 },
+  sandboxd: {
+    maxClaims: 10_000_000,
+    room: 20_000_000,
+    refillRate: 100_000_000,
+    refillConcurrency: 10_000_000,
+    bootMs: 0,
+    coldBootMs: 0,
+    defaultTtlSeconds: 3_600,
+  },
   agent: { pollIntervalMs: 1_000, minPublishGapMs: 1_000 },
 });
 const claimsPort = await freePort();
 const apiPort = await freePort();
 const controlPlane = await startControlPlaneProcess({
-  cluster, token, interval: '5s',
-  extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`, `--aggregated-listen=127.0.0.1:${apiPort}`, `--aggregated-tls-cert-file=${join(dir, 'tls.crt')}`, `--aggregated-tls-key-file=${join(dir, 'tls.key')}`],
+  cluster,
+  token,
+  interval: '5s',
+  extraArgs: [
+    `--redis-url=${redis.url}`,
+    `--claims-listen=127.0.0.1:${claimsPort}`,
+    `--aggregated-listen=127.0.0.1:${apiPort}`,
+    `--aggregated-tls-cert-file=${join(dir, 'tls.crt')}`,
+    `--aggregated-tls-key-file=${join(dir, 'tls.key')}`,
+  ],
 });
 const claimsPool = new Pool(`http://127.0.0.1:${claimsPort}`, { connections: 64, pipelining: 1 });
-const admin = new Agent({ connect: { ca: cluster.pki.ca.certPem, cert: cluster.pki.admin.certPem, key: cluster.pki.admin.keyPem }, connections: 16 });
-const direct = new Agent({ connect: { ca: ca.certPem, cert: cluster.pki.frontProxyClient.certPem, key: cluster.pki.frontProxyClient.keyPem, servername: 'localhost' }, connections: 4 });
+const admin = new Agent({
+  connect: { ca: cluster.pki.ca.certPem, cert: cluster.pki.admin.certPem, key: cluster.pki.admin.keyPem },
+  connections: 16,
+});
+const direct = new Agent({
+  connect: {
+    ca: ca.certPem,
+    cert: cluster.pki.frontProxyClient.certPem,
+    key: cluster.pki.frontProxyClient.keyPem,
+    servername: 'localhost',
+  },
+  connections: 4,
+});
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json';
 
 async function kubectl(args: string[]): Promise<string> {
@@ -141,17 +197,33 @@ async function kubectl(args: string[]): Promise<string> {
   return result.stdout;
 }
 
-async function read(base: string, dispatcher: Agent, path: string, accept = 'application/json', headers: Record<string, string> = {}): Promise<{ status: number; ms: number; bytes: number; body: string }> {
+async function read(
+  base: string,
+  dispatcher: Agent,
+  path: string,
+  accept = 'application/json',
+  headers: Record<string, string> = {},
+): Promise<{ status: number; ms: number; bytes: number; body: string }> {
   const t0 = performance.now();
   const res = await fetch(`${base}${path}`, { dispatcher, headers: { accept, ...headers } });
   const body = await res.text();
   return { status: res.status, ms: performance.now() - t0, bytes: body.length, body };
 }
-const viaApiserver = (path: string, accept?: string): ReturnType<typeof read> => read(cluster.server, admin, path, accept);
-const viaDirect = (path: string, accept?: string): ReturnType<typeof read> => read(`https://127.0.0.1:${apiPort}`, direct, path, accept, { 'x-remote-user': 'bench', 'x-remote-group': 'system:masters' });
+const viaApiserver = (path: string, accept?: string): ReturnType<typeof read> =>
+  read(cluster.server, admin, path, accept);
+const viaDirect = (path: string, accept?: string): ReturnType<typeof read> =>
+  read(`https://127.0.0.1:${apiPort}`, direct, path, accept, {
+    'x-remote-user': 'bench',
+    'x-remote-group': 'system:masters',
+  });
 
 async function claim(claimRef: string): Promise<boolean> {
-  const res = await claimsPool.request({ method: 'POST', path: '/v1/namespaces/default/claims', body: JSON.stringify({ warmPool: POOL, claimRef, ttlSeconds: 3_600 }), headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' } });
+  const res = await claimsPool.request({
+    method: 'POST',
+    path: '/v1/namespaces/default/claims',
+    body: JSON.stringify({ warmPool: POOL, claimRef, ttlSeconds: 3_600 }),
+    headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+  });
   await res.body.text();
   return res.statusCode === 200;
 }
@@ -159,12 +231,14 @@ async function claim(claimRef: string): Promise<boolean> {
 async function claimMany(prefix: string, count: number, concurrency = 32): Promise<number> {
   let next = 0;
   let ok = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      const i = next++;
-      if (await claim(`${prefix}-${i}`)) ok++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++;
+        if (await claim(`${prefix}-${i}`)) ok++;
+      }
+    }),
+  );
   return ok;
 }
 
@@ -172,23 +246,53 @@ async function etcdKeys(prefix: string): Promise<number> {
   const key = Buffer.from(prefix);
   const end = Buffer.from(prefix);
   end[end.length - 1] = (end[end.length - 1] ?? 0) + 1;
-  const res = await fetch(`${cluster.etcdUrl}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: key.toString('base64'), range_end: end.toString('base64'), count_only: true }) });
+  const res = await fetch(`${cluster.etcdUrl}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: key.toString('base64'), range_end: end.toString('base64'), count_only: true }),
+  });
   return Number(((await res.json()) as { count?: string }).count ?? '0');
 }
 
-const countItems = (body: string): number => (JSON.parse(body) as { items?: unknown[]; rows?: unknown[] }).items?.length ?? (JSON.parse(body) as { rows?: unknown[] }).rows?.length ?? 0;
+const countItems = (body: string): number =>
+  (JSON.parse(body) as { items?: unknown[]; rows?: unknown[] }).items?.length ??
+  (JSON.parse(body) as { rows?: unknown[] }).rows?.length ??
+  0;
 
 let userToken = '';
 try {
-  await registerAggregatedApi(cluster, { group: 'agents.x-k8s.io', version: 'v1beta1', port: apiPort, caPem: ca.certPem, replacesCrd: 'sandboxes.agents.x-k8s.io' });
+  await registerAggregatedApi(cluster, {
+    group: 'agents.x-k8s.io',
+    version: 'v1beta1',
+    port: apiPort,
+    caPem: ca.certPem,
+    replacesCrd: 'sandboxes.agents.x-k8s.io',
+  });
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
   await kubectl(['create', 'serviceaccount', 'bench', '-n', 'default']);
-  await kubectl(['create', 'role', 'bench-claims', '-n', 'default', '--verb=create,get,update,delete', '--resource=sandboxclaims.extensions.agents.x-k8s.io']);
-  await kubectl(['create', 'rolebinding', 'bench-claims', '-n', 'default', '--role=bench-claims', '--serviceaccount=default:bench']);
+  await kubectl([
+    'create',
+    'role',
+    'bench-claims',
+    '-n',
+    'default',
+    '--verb=create,get,update,delete',
+    '--resource=sandboxclaims.extensions.agents.x-k8s.io',
+  ]);
+  await kubectl([
+    'create',
+    'rolebinding',
+    'bench-claims',
+    '-n',
+    'default',
+    '--role=bench-claims',
+    '--serviceaccount=default:bench',
+  ]);
   userToken = (await kubectl(['create', 'token', 'bench', '-n', 'default', '--duration=1h'])).trim();
   const inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
   for (;;) {
-    const warm = (await inventories.list()).items.map((i) => i.status?.pools?.find((p) => p.template === IMAGE)?.warm ?? 0);
+    const warm = (await inventories.list()).items.map(
+      (i) => i.status?.pools?.find((p) => p.template === IMAGE)?.warm ?? 0,
+    );
     if (warm.length === NODES && warm.every((w) => w >= WARM_PER_NODE / 2)) break;
     await sleep(500);
   }
@@ -202,7 +306,10 @@ try {
   const seenAt = new Map<string, number>();
   const watchAbort = new AbortController();
   const watching = (async () => {
-    const res = await fetch(`${cluster.server}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true`, { dispatcher: admin, signal: watchAbort.signal });
+    const res = await fetch(`${cluster.server}/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true`, {
+      dispatcher: admin,
+      signal: watchAbort.signal,
+    });
     const reader = res.body?.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
@@ -241,7 +348,8 @@ try {
   await claimMany('anchor', ANCHOR_SANDBOXES - LAG_CLAIMS - 1);
   await sleep(3_000); // every node publishes its entries (1 s interval) and the claim events are read
   const servedAtAnchor = countItems((await viaApiserver('/apis/agents.x-k8s.io/v1beta1/sandboxes')).body);
-  const etcdObjects = await etcdKeys('/registry/warmpool.dev/') + await etcdKeys('/registry/extensions.agents.x-k8s.io/');
+  const etcdObjects =
+    (await etcdKeys('/registry/warmpool.dev/')) + (await etcdKeys('/registry/extensions.agents.x-k8s.io/'));
   const etcdSandboxes = await etcdKeys('/registry/agents.x-k8s.io/');
   await claimMany('list', LIST_SANDBOXES - ANCHOR_SANDBOXES);
   await sleep(3_000);
@@ -272,16 +380,68 @@ try {
   }
 
   const rows: Row[] = [
-    ['sandboxes served per etcd object', `${(servedAtAnchor / etcdObjects).toFixed(0)} (${servedAtAnchor} sandboxes from ${etcdObjects} etcd objects: ${NODES} NodeInventories, 1 pool, 1 template; ${etcdSandboxes} Sandbox objects in etcd); ${(listed / etcdObjects).toFixed(0)} at ${listed}`, '', '375 (3 000 from 8)', pass(servedAtAnchor / etcdObjects >= 375 && etcdSandboxes === 0)],
-    ['get in memory, 200 nodes × 2 000 sandboxes (view lookup, object not built)', `${(memory.viewNs / 1000).toFixed(2)} µs; through SandboxReader ${(readerNs / 1000).toFixed(2)} µs`, '', '39 µs', pass(memory.viewNs / 1000 <= 39)],
-    ['heap per sandbox in the view, 100 000 over 400 nodes (last 10 000 changes kept)', `${(heapBytes / 1024).toFixed(2)} KiB`, '', '', ''],
-    ['get through the apiserver (TLS, front proxy, cached review)', `p50 ${ms(quantile(getsApiserver, 0.5), 2)}, p99 ${ms(quantile(getsApiserver, 0.99), 2)}; straight to the control plane p50 ${ms(quantile(getsDirect, 0.5), 2)}`, '', '', ''],
-    ['read-after-claim: get at once after the claim answer', `${visibleAtOnce} / ${answeredAt.size} found; get p50 ${ms(quantile(getLatencies, 0.5), 2)}`, 'visible the moment the answer returns', 'p50 ≈ 29 s (next publish)', pass(visibleAtOnce === answeredAt.size)],
-    ['read-after-claim: ADDED in a watch through the apiserver, after the answer', `p50 ${ms(quantile(watchLags, 0.5), 2)}, p99 ${ms(quantile(watchLags, 0.99), 2)} (${watchLags.length} of ${answeredAt.size} seen)`, '', 'p50 ≈ 29 s', ''],
-    [`list -A of ${listed} sandboxes through the apiserver`, `JSON p50 ${ms(quantile(listJson, 0.5))} (${(listBytes / 1024 / 1024).toFixed(1)} MiB); Table (kubectl's) p50 ${ms(quantile(listTable, 0.5))}; straight to the control plane JSON p50 ${ms(quantile(listDirect, 0.5))}`, '', '', ''],
-    [`kubectl get sandboxes -A (${listed}), wall time with kubectl's start`, `p50 ${ms(quantile(kubectlRuns, 0.5), 0)}`, '', '', ''],
+    [
+      'sandboxes served per etcd object',
+      `${(servedAtAnchor / etcdObjects).toFixed(0)} (${servedAtAnchor} sandboxes from ${etcdObjects} etcd objects: ${NODES} NodeInventories, 1 pool, 1 template; ${etcdSandboxes} Sandbox objects in etcd); ${(listed / etcdObjects).toFixed(0)} at ${listed}`,
+      '',
+      '375 (3 000 from 8)',
+      pass(servedAtAnchor / etcdObjects >= 375 && etcdSandboxes === 0),
+    ],
+    [
+      'get in memory, 200 nodes × 2 000 sandboxes (view lookup, object not built)',
+      `${(memory.viewNs / 1000).toFixed(2)} µs; through SandboxReader ${(readerNs / 1000).toFixed(2)} µs`,
+      '',
+      '39 µs',
+      pass(memory.viewNs / 1000 <= 39),
+    ],
+    [
+      'heap per sandbox in the view, 100 000 over 400 nodes (last 10 000 changes kept)',
+      `${(heapBytes / 1024).toFixed(2)} KiB`,
+      '',
+      '',
+      '',
+    ],
+    [
+      'get through the apiserver (TLS, front proxy, cached review)',
+      `p50 ${ms(quantile(getsApiserver, 0.5), 2)}, p99 ${ms(quantile(getsApiserver, 0.99), 2)}; straight to the control plane p50 ${ms(quantile(getsDirect, 0.5), 2)}`,
+      '',
+      '',
+      '',
+    ],
+    [
+      'read-after-claim: get at once after the claim answer',
+      `${visibleAtOnce} / ${answeredAt.size} found; get p50 ${ms(quantile(getLatencies, 0.5), 2)}`,
+      'visible the moment the answer returns',
+      'p50 ≈ 29 s (next publish)',
+      pass(visibleAtOnce === answeredAt.size),
+    ],
+    [
+      'read-after-claim: ADDED in a watch through the apiserver, after the answer',
+      `p50 ${ms(quantile(watchLags, 0.5), 2)}, p99 ${ms(quantile(watchLags, 0.99), 2)} (${watchLags.length} of ${answeredAt.size} seen)`,
+      '',
+      'p50 ≈ 29 s',
+      '',
+    ],
+    [
+      `list -A of ${listed} sandboxes through the apiserver`,
+      `JSON p50 ${ms(quantile(listJson, 0.5))} (${(listBytes / 1024 / 1024).toFixed(1)} MiB); Table (kubectl's) p50 ${ms(quantile(listTable, 0.5))}; straight to the control plane JSON p50 ${ms(quantile(listDirect, 0.5))}`,
+      '',
+      '',
+      '',
+    ],
+    [
+      `kubectl get sandboxes -A (${listed}), wall time with kubectl's start`,
+      `p50 ${ms(quantile(kubectlRuns, 0.5), 0)}`,
+      '',
+      '',
+      '',
+    ],
   ];
-  printTable('## Sandbox API (agents.x-k8s.io through the aggregation layer)', [machineNote(), `${NODES} nodes, claims through the HTTP claim API, reads with the admin client certificate`], rows);
+  printTable(
+    '## Sandbox API (agents.x-k8s.io through the aggregation layer)',
+    [machineNote(), `${NODES} nodes, claims through the HTTP claim API, reads with the admin client certificate`],
+    rows,
+  );
 } finally {
   await claimsPool.close();
   await admin.close();

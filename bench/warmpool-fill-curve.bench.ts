@@ -39,12 +39,26 @@ interface Run {
   nodesT: number;
 }
 
-async function fillOnce(cluster: TestCluster, fleet: Fleet, token: string, intervalS: number, round: number): Promise<Run> {
+async function fillOnce(
+  cluster: TestCluster,
+  fleet: Fleet,
+  token: string,
+  intervalS: number,
+  round: number,
+): Promise<Run> {
   const image = `registry.example/bench/fill-${round}:1`;
   const name = `fill-${round}`;
   const controlPlane = await startControlPlaneProcess({ cluster, token, interval: `${intervalS}s` });
   const pools = new Pools(cluster.kubeConfig);
-  const run: Run = { intervalS, status: [[0, 0]], nodes: [[0, 0]], t0: Number.NaN, t: Number.NaN, nodesT0: Number.NaN, nodesT: Number.NaN };
+  const run: Run = {
+    intervalS,
+    status: [[0, 0]],
+    nodes: [[0, 0]],
+    t0: Number.NaN,
+    t: Number.NaN,
+    nodesT0: Number.NaN,
+    nodesT: Number.NaN,
+  };
   try {
     // Start between two periodic reconciles, as a user's apply would.
     await sleep(Math.random() * intervalS * 1000);
@@ -89,7 +103,8 @@ const fleet = await startFleet({
 });
 const runs: Run[] = [];
 try {
-  for (const [round, intervalS] of INTERVALS.entries()) runs.push(await fillOnce(cluster, fleet, token, intervalS, round));
+  for (const [round, intervalS] of INTERVALS.entries())
+    runs.push(await fillOnce(cluster, fleet, token, intervalS, round));
 } finally {
   await fleet.close();
   await cluster.stop();
@@ -100,8 +115,19 @@ const nodeColors = ['#2ca02c', '#9467bd'];
 const series: Series[] = [];
 runs.forEach((run, i) => {
   const color = colors[i] ?? '#333';
-  series.push({ label: `status.readyReplicas, --interval ${run.intervalS}s (T = ${seconds(run.t * 1000)})`, color, points: run.status, step: true, width: 2.5 });
-  series.push({ label: `Σ warm on the nodes, --interval ${run.intervalS}s run (T = ${seconds(run.nodesT * 1000)})`, color: nodeColors[i] ?? '#777', points: run.nodes, width: 1.5 });
+  series.push({
+    label: `status.readyReplicas, --interval ${run.intervalS}s (T = ${seconds(run.t * 1000)})`,
+    color,
+    points: run.status,
+    step: true,
+    width: 2.5,
+  });
+  series.push({
+    label: `Σ warm on the nodes, --interval ${run.intervalS}s run (T = ${seconds(run.nodesT * 1000)})`,
+    color: nodeColors[i] ?? '#777',
+    points: run.nodes,
+    width: 1.5,
+  });
   if (Number.isFinite(run.nodesT0)) {
     const end = Math.max(run.t, run.nodesT0 + LAW_FILL_MS / 1000) + 0.5;
     series.push({
@@ -109,17 +135,25 @@ runs.forEach((run, i) => {
       color,
       dashed: true,
       width: 1.5,
-      points: [[0, 0], [run.nodesT0, 0], [run.nodesT0 + LAW_FILL_MS / 1000, S], [end, S]],
+      points: [
+        [0, 0],
+        [run.nodesT0, 0],
+        [run.nodesT0 + LAW_FILL_MS / 1000, S],
+        [end, S],
+      ],
     });
   }
 });
-writeFileSync(SVG_PATH, lineChart({
-  title: `Fill curve: one pool 0 → ${S} over ${NODES} nodes at ${RATE} boots/s per node`,
-  subtitle: `law T ≈ T₀ + S/(N·r) = T₀ + ${seconds(LAW_FILL_MS)}; real kube-apiserver, control plane process, fake-sandboxd (boot ${BOOT_MS} ms); sampled every ${SAMPLE_MS} ms`,
-  xLabel: 'seconds since the SandboxWarmPool was applied',
-  yLabel: 'replicas',
-  series,
-}));
+writeFileSync(
+  SVG_PATH,
+  lineChart({
+    title: `Fill curve: one pool 0 → ${S} over ${NODES} nodes at ${RATE} boots/s per node`,
+    subtitle: `law T ≈ T₀ + S/(N·r) = T₀ + ${seconds(LAW_FILL_MS)}; real kube-apiserver, control plane process, fake-sandboxd (boot ${BOOT_MS} ms); sampled every ${SAMPLE_MS} ms`,
+    xLabel: 'seconds since the SandboxWarmPool was applied',
+    yLabel: 'replicas',
+    series,
+  }),
+);
 
 // The law's fill time, plus one boot (the last boots land a boot after they start) and 10 % for pacing.
 const lawSlackMs = BOOT_MS + 0.1 * LAW_FILL_MS;
@@ -127,10 +161,34 @@ const rows: Row[] = [];
 for (const run of runs) {
   const law = run.nodesT0 * 1000 + LAW_FILL_MS;
   const statusOk = Number.isFinite(run.t) && run.t <= run.nodesT + run.intervalS;
-  rows.push([`--interval ${run.intervalS}s: T₀ (apply → first warm sandbox on a node)`, seconds(run.nodesT0 * 1000), 'info', 'cocoonstack T₀ ≈ 5–6 s', '']);
-  rows.push([`--interval ${run.intervalS}s: T on the nodes (apply → Σ warm = ${S})`, seconds(run.nodesT * 1000), `T₀ + S/(N·r) = ${seconds(law)}`, 'cocoonstack ≈ 6–7 s', pass(run.nodesT * 1000 <= law + lawSlackMs)]);
-  rows.push([`--interval ${run.intervalS}s: T in status (apply → readyReplicas = ${S})`, seconds(run.t * 1000), `≤ T on the nodes + 1 interval = ${seconds((run.nodesT + run.intervalS) * 1000)}`, '', pass(statusOk)]);
-  rows.push([`--interval ${run.intervalS}s: first readyReplicas > 0 in status`, seconds(run.t0 * 1000), 'info', '', '']);
+  rows.push([
+    `--interval ${run.intervalS}s: T₀ (apply → first warm sandbox on a node)`,
+    seconds(run.nodesT0 * 1000),
+    'info',
+    'cocoonstack T₀ ≈ 5–6 s',
+    '',
+  ]);
+  rows.push([
+    `--interval ${run.intervalS}s: T on the nodes (apply → Σ warm = ${S})`,
+    seconds(run.nodesT * 1000),
+    `T₀ + S/(N·r) = ${seconds(law)}`,
+    'cocoonstack ≈ 6–7 s',
+    pass(run.nodesT * 1000 <= law + lawSlackMs),
+  ]);
+  rows.push([
+    `--interval ${run.intervalS}s: T in status (apply → readyReplicas = ${S})`,
+    seconds(run.t * 1000),
+    `≤ T on the nodes + 1 interval = ${seconds((run.nodesT + run.intervalS) * 1000)}`,
+    '',
+    pass(statusOk),
+  ]);
+  rows.push([
+    `--interval ${run.intervalS}s: first readyReplicas > 0 in status`,
+    seconds(run.t0 * 1000),
+    'info',
+    '',
+    '',
+  ]);
 }
 printTable(
   `warmpool fill curve — ${machineNote()}`,

@@ -36,8 +36,17 @@ const random = prng(5);
 // Long-tailed like real catalogues: most pools want a few warm sandboxes, some many.
 const specs: PoolSpec[] = Array.from({ length: POOLS }, (_, i) => {
   const roll = random();
-  const replicas = roll < 0.7 ? 5 + Math.floor(random() * 16) : roll < 0.95 ? 20 + Math.floor(random() * 61) : 100 + Math.floor(random() * 301);
-  return { name: `pool-${String(i).padStart(3, '0')}`, image: `registry.example/team-${i % 17}/image-${i}:v1`, replicas };
+  const replicas =
+    roll < 0.7
+      ? 5 + Math.floor(random() * 16)
+      : roll < 0.95
+        ? 20 + Math.floor(random() * 61)
+        : 100 + Math.floor(random() * 301);
+  return {
+    name: `pool-${String(i).padStart(3, '0')}`,
+    image: `registry.example/team-${i % 17}/image-${i}:v1`,
+    replicas,
+  };
 });
 const desiredTotal = specs.reduce((s, p) => s + p.replicas, 0);
 // The fan-out probe: a pool spread over every node, toggled 1 ↔ 2 per node.
@@ -109,7 +118,10 @@ async function measure(): Promise<Measured> {
   for (;;) {
     const { ready, pools: count } = await allReady(pools);
     if (ready === count && count === POOLS + 1) break;
-    if (performance.now() - applyStarted > FILL_TIMEOUT_MS) throw new Error(`only ${ready}/${count} pools READY = DESIRED after ${FILL_TIMEOUT_MS / 1000} s; control plane log:\n${controlPlane.logTail()}`);
+    if (performance.now() - applyStarted > FILL_TIMEOUT_MS)
+      throw new Error(
+        `only ${ready}/${count} pools READY = DESIRED after ${FILL_TIMEOUT_MS / 1000} s; control plane log:\n${controlPlane.logTail()}`,
+      );
     await sleep(500);
   }
   const fillMs = performance.now() - applyStarted;
@@ -194,14 +206,18 @@ try {
 const { steadyWrites, cpMemory } = measured;
 const meanMs = (h: HistogramSnapshot): number => (h.count > 0 ? (h.sum / h.count) * 1000 : Number.NaN);
 const msPair = (values: readonly number[]): string => `${ms(quantile(values, 0.5), 0)} / ${ms(quantile(values, 1), 0)}`;
-const pick = (f: (p: Propagation) => number, of: readonly Propagation[] = measured.fanouts): string => msPair(of.map(f));
+const pick = (f: (p: Propagation) => number, of: readonly Propagation[] = measured.fanouts): string =>
+  msPair(of.map(f));
 
 const windowS = STEADY_WINDOW_MS / 1000;
 const perInterval = (count: number): number => (count / windowS) * INTERVAL_S;
 const totalWrites = total(steadyWrites);
 const sandboxWrites = steadyWrites.get('sandboxes') ?? 0;
 const budget = POOLS + NODES; // O(pools + nodes) per interval, with constant 1
-const byResource = [...steadyWrites.entries()].sort((a, b) => b[1] - a[1]).map(([r, n]) => `${r} ${(n / windowS).toFixed(1)}/s`).join(', ');
+const byResource = [...steadyWrites.entries()]
+  .sort((a, b) => b[1] - a[1])
+  .map(([r, n]) => `${r} ${(n / windowS).toFixed(1)}/s`)
+  .join(', ');
 const bench = memoryOf(process.pid);
 
 printTable(
@@ -216,28 +232,136 @@ printTable(
     `apiserver writes by resource (steady): ${byResource || 'none'}`,
   ],
   [
-    [`apply ${POOLS + 1} templates + pools (server-side apply, 16 at a time)`, seconds(measured.applyMs), 'info', '', ''],
+    [
+      `apply ${POOLS + 1} templates + pools (server-side apply, 16 at a time)`,
+      seconds(measured.applyMs),
+      'info',
+      '',
+      '',
+    ],
     ['apply → every pool READY = DESIRED', seconds(measured.fillMs), 'info', '', ''],
-    ['reconcile at steady state: mean (runs per interval)', `${ms(meanMs(measured.reconcileSteady))} (${((measured.reconcileSteady.count / windowS) * INTERVAL_S).toFixed(1)})`, 'O(pools + nodes)', '', ''],
-    ['SetPools calls at steady state', String(measured.setPoolsSteady.count), '0: pushes only on change', 'cocoonstack: every node every 5 s', pass(measured.setPoolsSteady.count === 0)],
-    ['apiserver writes/s at steady state (all resources)', `${(totalWrites / windowS).toFixed(1)}/s = ${perInterval(totalWrites).toFixed(0)} per ${INTERVAL_S} s`, `≤ pools + nodes = ${budget} per interval`, '', pass(perInterval(totalWrites) <= budget)],
-    ['apiserver writes to per-sandbox objects (sandboxes)', String(sandboxWrites), '0', 'upstream: a Sandbox object per sandbox', pass(sandboxWrites === 0)],
-    [`patch → first node applied, p50 / max (${measured.fanouts.length} patches)`, pick((p) => p.first - p.since), 'info', '', ''],
-    [`patch → last of ${NODES} nodes applied, p50 / max`, pick((p) => p.last - p.since), 'info', 'cocoonstack: the next 5 s push', ''],
+    [
+      'reconcile at steady state: mean (runs per interval)',
+      `${ms(meanMs(measured.reconcileSteady))} (${((measured.reconcileSteady.count / windowS) * INTERVAL_S).toFixed(1)})`,
+      'O(pools + nodes)',
+      '',
+      '',
+    ],
+    [
+      'SetPools calls at steady state',
+      String(measured.setPoolsSteady.count),
+      '0: pushes only on change',
+      'cocoonstack: every node every 5 s',
+      pass(measured.setPoolsSteady.count === 0),
+    ],
+    [
+      'apiserver writes/s at steady state (all resources)',
+      `${(totalWrites / windowS).toFixed(1)}/s = ${perInterval(totalWrites).toFixed(0)} per ${INTERVAL_S} s`,
+      `≤ pools + nodes = ${budget} per interval`,
+      '',
+      pass(perInterval(totalWrites) <= budget),
+    ],
+    [
+      'apiserver writes to per-sandbox objects (sandboxes)',
+      String(sandboxWrites),
+      '0',
+      'upstream: a Sandbox object per sandbox',
+      pass(sandboxWrites === 0),
+    ],
+    [
+      `patch → first node applied, p50 / max (${measured.fanouts.length} patches)`,
+      pick((p) => p.first - p.since),
+      'info',
+      '',
+      '',
+    ],
+    [
+      `patch → last of ${NODES} nodes applied, p50 / max`,
+      pick((p) => p.last - p.since),
+      'info',
+      'cocoonstack: the next 5 s push',
+      '',
+    ],
     [`fan-out: first → last of ${NODES} nodes, p50 / max`, pick((p) => p.last - p.first), 'info', '', ''],
-    ['  of which patch → control plane hands out the round (its generation gauge, polled), p50 / max', msPair(measured.fanoutRounds), 'info', '', ''],
-    ['  during fan-out: SetPools call mean (as the control plane times it)', `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`, 'info', '', ''],
-    ['  during fan-out: reconcile mean (runs)', `${ms(meanMs(measured.reconcileFanout))} (${measured.reconcileFanout.count})`, 'info', '', ''],
-    ['  during fan-out: event-loop delay, simulated fleet host (worst thread) p99 / max', `${ms(measured.hostLagMs.p99, 0)} / ${ms(measured.hostLagMs.max, 0)}`, 'info', '', ''],
+    [
+      '  of which patch → control plane hands out the round (its generation gauge, polled), p50 / max',
+      msPair(measured.fanoutRounds),
+      'info',
+      '',
+      '',
+    ],
+    [
+      '  during fan-out: SetPools call mean (as the control plane times it)',
+      `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      '  during fan-out: reconcile mean (runs)',
+      `${ms(meanMs(measured.reconcileFanout))} (${measured.reconcileFanout.count})`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      '  during fan-out: event-loop delay, simulated fleet host (worst thread) p99 / max',
+      `${ms(measured.hostLagMs.p99, 0)} / ${ms(measured.hostLagMs.max, 0)}`,
+      'info',
+      '',
+      '',
+    ],
     ['  during fan-out: event-loop lag max, control plane', ms(measured.cpLagMaxMs, 0), 'info', '', ''],
-    [`storm: patch → first node applied, p50 / max (${measured.storms.length} patches)`, pick((p) => p.first - p.since, measured.storms), 'info', '', ''],
+    [
+      `storm: patch → first node applied, p50 / max (${measured.storms.length} patches)`,
+      pick((p) => p.first - p.since, measured.storms),
+      'info',
+      '',
+      '',
+    ],
     ['  of which patch → control plane hands out the round, p50 / max', msPair(measured.stormRounds), 'info', '', ''],
-    [`storm: patch → last of ${NODES} nodes applied, p50 / max`, pick((p) => p.last - p.since, measured.storms), 'info', '', ''],
-    ['  during the storm patches: reconcile mean (runs) / control-plane event-loop lag max', `${ms(meanMs(measured.reconcileStorm))} (${measured.reconcileStorm.count}) / ${ms(measured.cpLagStormMs, 0)}`, 'info', '', ''],
-    ['control-plane RSS at steady state / peak (V8 heap used)', `${mib(cpMemory.rss)} / ${mib(cpMemory.peak)} (${mib(cpMemory.heapUsed)})`, `≤ ${mib(RSS_GOAL_BYTES)} (chart limit)`, '', pass(cpMemory.peak <= RSS_GOAL_BYTES)],
-    ['  control-plane V8 heap total / external memory, at the end', `${mib(cpMemory.heapTotal)} / ${mib(cpMemory.external)}`, 'info', '', ''],
-    [`benchmark host (${NODES} agents + fake-sandboxd) RSS / peak`, `${mib(bench.rss)} / ${mib(bench.peak)}`, 'info', '', ''],
-    ['SetPools calls that failed (whole run)', String(measured.setPoolsErrors), '0', '', pass(measured.setPoolsErrors === 0)],
+    [
+      `storm: patch → last of ${NODES} nodes applied, p50 / max`,
+      pick((p) => p.last - p.since, measured.storms),
+      'info',
+      '',
+      '',
+    ],
+    [
+      '  during the storm patches: reconcile mean (runs) / control-plane event-loop lag max',
+      `${ms(meanMs(measured.reconcileStorm))} (${measured.reconcileStorm.count}) / ${ms(measured.cpLagStormMs, 0)}`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      'control-plane RSS at steady state / peak (V8 heap used)',
+      `${mib(cpMemory.rss)} / ${mib(cpMemory.peak)} (${mib(cpMemory.heapUsed)})`,
+      `≤ ${mib(RSS_GOAL_BYTES)} (chart limit)`,
+      '',
+      pass(cpMemory.peak <= RSS_GOAL_BYTES),
+    ],
+    [
+      '  control-plane V8 heap total / external memory, at the end',
+      `${mib(cpMemory.heapTotal)} / ${mib(cpMemory.external)}`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      `benchmark host (${NODES} agents + fake-sandboxd) RSS / peak`,
+      `${mib(bench.rss)} / ${mib(bench.peak)}`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      'SetPools calls that failed (whole run)',
+      String(measured.setPoolsErrors),
+      '0',
+      '',
+      pass(measured.setPoolsErrors === 0),
+    ],
   ],
 );
 process.exit(0);

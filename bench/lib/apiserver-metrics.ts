@@ -16,7 +16,11 @@ function fetchMetrics(server: string, tls: TlsClientAuth): Promise<string> {
     const req = request(`${server}/metrics`, { ...tls, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`GET /metrics: ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(Buffer.concat(chunks).toString('utf8'))
+          : reject(new Error(`GET /metrics: ${res.statusCode}`)),
+      );
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error('GET /metrics timed out')));

@@ -87,14 +87,16 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
       timeoutMs: 60_000,
       intervalMs: 100,
       what: () => `control plane at ${url} not ready; last log lines:\n${child.logTail()}`,
-      abort: () => (child.running ? undefined : `control plane exited (${JSON.stringify(child.exitStatus)}):\n${child.logTail()}`),
+      abort: () =>
+        child.running ? undefined : `control plane exited (${JSON.stringify(child.exitStatus)}):\n${child.logTail()}`,
     });
   } catch (error) {
     await stop();
     throw error;
   }
   const metrics = async (): Promise<string> => (await fetch(`${url}/metrics`)).text();
-  const generation = async (): Promise<number> => sum(parseSamples(await metrics(), 'warmpool_controlplane_generation'), 'warmpool_controlplane_generation');
+  const generation = async (): Promise<number> =>
+    sum(parseSamples(await metrics(), 'warmpool_controlplane_generation'), 'warmpool_controlplane_generation');
   return {
     pid: child.pid,
     url,

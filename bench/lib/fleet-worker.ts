@@ -22,7 +22,12 @@ export type FleetWorkerMessage =
   | { kind: 'ready'; startupMs: number }
   | { kind: 'failed'; message: string }
   /** `at`: performance.timeOrigin + performance.now() in the worker, i.e. comparable across threads. */
-  | { kind: 'set-pools'; name: string; pools: ReadonlyArray<{ template: string; net: string; size: string; warm: number }>; at: number }
+  | {
+      kind: 'set-pools';
+      name: string;
+      pools: ReadonlyArray<{ template: string; net: string; size: string; warm: number }>;
+      at: number;
+    }
   | { kind: 'lag'; p99Ms: number; maxMs: number }
   | { kind: 'closed' };
 
@@ -44,7 +49,8 @@ try {
     ...(data.sandboxd === undefined ? {} : { sandboxd: data.sandboxd }),
     ...(data.agent === undefined ? {} : { agent: data.agent }),
     ...(data.concurrency === undefined ? {} : { concurrency: data.concurrency }),
-    onSetPools: (node, pools, at) => post({ kind: 'set-pools', name: node.name, pools, at: performance.timeOrigin + at }),
+    onSetPools: (node, pools, at) =>
+      post({ kind: 'set-pools', name: node.name, pools, at: performance.timeOrigin + at }),
   });
   port.on('message', (command: FleetWorkerCommand) => {
     switch (command.kind) {
@@ -67,6 +73,6 @@ try {
   });
   post({ kind: 'ready', startupMs: fleet.startupMs });
 } catch (error) {
-  post({ kind: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+  post({ kind: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   process.exit(1);
 }

@@ -5,7 +5,12 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { PoolTarget } from '@warmpool/api';
-import { startFakeSandboxd, type FakeSandboxd, type FakeSandboxdOptions, type RunningFakeSandboxd } from '@warmpool/fake-sandboxd';
+import {
+  startFakeSandboxd,
+  type FakeSandboxd,
+  type FakeSandboxdOptions,
+  type RunningFakeSandboxd,
+} from '@warmpool/fake-sandboxd';
 import { nodeObject } from '@warmpool/harness';
 import { createNodeAgent, KubeInventoryWriter, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
@@ -19,7 +24,10 @@ export interface SimNode {
   readonly agentAddress: string;
 }
 
-export type AgentTuning = Pick<NodeAgentOptions, 'publishIntervalMs' | 'minPublishGapMs' | 'pollIntervalMs' | 'sandboxdConnections' | 'capacity'>;
+export type AgentTuning = Pick<
+  NodeAgentOptions,
+  'publishIntervalMs' | 'minPublishGapMs' | 'pollIntervalMs' | 'sandboxdConnections' | 'capacity'
+>;
 
 export interface FleetOptions {
   nodes: number;
@@ -49,12 +57,14 @@ export interface Fleet {
 async function inBatches<T>(count: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
   const results: T[] = new Array<T>(count);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
-    while (next < count) {
-      const i = next++;
-      results[i] = await task(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        results[i] = await task(i);
+      }
+    }),
+  );
   return results;
 }
 
@@ -77,7 +87,12 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     await inBatches(options.nodes, options.concurrency ?? 25, async (i) => {
       const name = `${prefix}${String((options.firstIndex ?? 0) + i).padStart(4, '0')}`;
       await nodesApi.createNode({ body: nodeObject(name, '127.0.0.1') });
-      const sandboxd = await startFakeSandboxd({ ...options.sandboxd, apiToken: options.token, host: '127.0.0.1', port: 0 });
+      const sandboxd = await startFakeSandboxd({
+        ...options.sandboxd,
+        apiToken: options.token,
+        host: '127.0.0.1',
+        port: 0,
+      });
       const agent = createNodeAgent({
         sandboxdUrl: sandboxd.url,
         token: options.token,
@@ -88,7 +103,14 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
         ...options.agent,
       });
       const { address } = await agent.start();
-      const node: SimNode = { index: i, name, core: sandboxd.core, sandboxd, agent, agentAddress: `${address.host}:${address.port}` };
+      const node: SimNode = {
+        index: i,
+        name,
+        core: sandboxd.core,
+        sandboxd,
+        agent,
+        agentAddress: `${address.host}:${address.port}`,
+      };
       nodes.push(node);
       const onSetPools = options.onSetPools;
       if (onSetPools) {
@@ -107,7 +129,10 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     for (;;) {
       const waiting = nodes.filter((node) => node.agent.notReadyReasons().length > 0);
       if (waiting.length === 0) break;
-      if (Date.now() > deadline) throw new Error(`${waiting.length} agents not ready, e.g. ${waiting[0]?.name}: ${waiting[0]?.agent.notReadyReasons().join('; ')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${waiting.length} agents not ready, e.g. ${waiting[0]?.name}: ${waiting[0]?.agent.notReadyReasons().join('; ')}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   } catch (error) {

@@ -35,12 +35,14 @@ export class Pools {
 
   async applyAll(specs: readonly PoolSpec[], concurrency = 16): Promise<void> {
     let next = 0;
-    await Promise.all(Array.from({ length: Math.min(concurrency, specs.length) }, async () => {
-      while (next < specs.length) {
-        const spec = specs[next++];
-        if (spec) await this.apply(spec);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, specs.length) }, async () => {
+        while (next < specs.length) {
+          const spec = specs[next++];
+          if (spec) await this.apply(spec);
+        }
+      }),
+    );
   }
 
   /** What `kubectl patch swp NAME --type=merge -p '{"spec":{"replicas":N}}'` sends. */

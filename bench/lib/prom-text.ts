@@ -22,7 +22,11 @@ export function parseSamples(text: string, prefix: string): Sample[] {
     const space = line.lastIndexOf(' ');
     if (open >= 0 && open < space) {
       const close = line.lastIndexOf('}');
-      samples.push({ name: line.slice(0, open), labels: labelsOf(line.slice(open + 1, close)), value: Number(line.slice(close + 1).trim()) });
+      samples.push({
+        name: line.slice(0, open),
+        labels: labelsOf(line.slice(open + 1, close)),
+        value: Number(line.slice(close + 1).trim()),
+      });
     } else {
       samples.push({ name: line.slice(0, space), labels: new Map(), value: Number(line.slice(space + 1)) });
     }
@@ -50,7 +54,10 @@ export interface HistogramSnapshot {
 export function histogram(samples: readonly Sample[], name: string): HistogramSnapshot {
   const buckets = samples
     .filter((s) => s.name === `${name}_bucket`)
-    .map((s): [number, number] => [s.labels.get('le') === '+Inf' ? Number.POSITIVE_INFINITY : Number(s.labels.get('le')), s.value])
+    .map((s): [number, number] => [
+      s.labels.get('le') === '+Inf' ? Number.POSITIVE_INFINITY : Number(s.labels.get('le')),
+      s.value,
+    ])
     .sort((a, b) => a[0] - b[0]);
   return { count: sum(samples, `${name}_count`), sum: sum(samples, `${name}_sum`), buckets };
 }

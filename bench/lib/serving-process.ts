@@ -12,8 +12,16 @@ export interface Server {
 }
 
 /** Spawns `node argv…` and resolves once it logs `msg` on stderr (its address taken from the record by `address`). */
-export async function startProcess(argv: string[], env: NodeJS.ProcessEnv, msg: string, address: (record: Record<string, string>) => string): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+export async function startProcess(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  msg: string,
+  address: (record: Record<string, string>) => string,
+): Promise<Server> {
+  const child: ChildProcess = spawn(process.execPath, argv, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const stderr = child.stderr;
   if (stderr === null) throw new Error('no stderr');

@@ -40,7 +40,12 @@ function format(value: number): string {
 export function lineChart(options: ChartOptions): string {
   const width = options.width ?? 860;
   const height = options.height ?? 480;
-  const margin = { left: 72, right: 24, top: options.subtitle ? 64 : 44, bottom: 56 + 18 * Math.ceil(options.series.length / 2) };
+  const margin = {
+    left: 72,
+    right: 24,
+    top: options.subtitle ? 64 : 44,
+    bottom: 56 + 18 * Math.ceil(options.series.length / 2),
+  };
   const plotW = width - margin.left - margin.right;
   const plotH = height - margin.top - margin.bottom;
   const xs = options.series.flatMap((s) => s.points.map((p) => p[0])).concat((options.markers ?? []).map((m) => m.x));
@@ -55,26 +60,45 @@ export function lineChart(options: ChartOptions): string {
   const py = (y: number): number => margin.top + plotH - (y / yTop) * plotH;
 
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
-  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${escape(options.title)}</text>`);
-  if (options.subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#555">${escape(options.subtitle)}</text>`);
+  out.push(
+    `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${escape(options.title)}</text>`,
+  );
+  if (options.subtitle)
+    out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#555">${escape(options.subtitle)}</text>`);
 
   for (let y = 0; y <= yTop + 1e-9; y += yStep) {
-    out.push(`<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${py(y).toFixed(1)}" y2="${py(y).toFixed(1)}" stroke="#e5e5e5"/>`);
-    out.push(`<text x="${margin.left - 8}" y="${(py(y) + 4).toFixed(1)}" text-anchor="end" fill="#333">${format(y)}</text>`);
+    out.push(
+      `<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${py(y).toFixed(1)}" y2="${py(y).toFixed(1)}" stroke="#e5e5e5"/>`,
+    );
+    out.push(
+      `<text x="${margin.left - 8}" y="${(py(y) + 4).toFixed(1)}" text-anchor="end" fill="#333">${format(y)}</text>`,
+    );
   }
   for (let x = 0; x <= xTop + 1e-9; x += xStep) {
-    out.push(`<line x1="${px(x).toFixed(1)}" x2="${px(x).toFixed(1)}" y1="${margin.top}" y2="${margin.top + plotH}" stroke="#f0f0f0"/>`);
-    out.push(`<text x="${px(x).toFixed(1)}" y="${margin.top + plotH + 18}" text-anchor="middle" fill="#333">${format(x)}</text>`);
+    out.push(
+      `<line x1="${px(x).toFixed(1)}" x2="${px(x).toFixed(1)}" y1="${margin.top}" y2="${margin.top + plotH}" stroke="#f0f0f0"/>`,
+    );
+    out.push(
+      `<text x="${px(x).toFixed(1)}" y="${margin.top + plotH + 18}" text-anchor="middle" fill="#333">${format(x)}</text>`,
+    );
   }
   out.push(`<rect x="${margin.left}" y="${margin.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#888"/>`);
-  out.push(`<text x="${margin.left + plotW / 2}" y="${margin.top + plotH + 38}" text-anchor="middle">${escape(options.xLabel)}</text>`);
-  out.push(`<text transform="translate(18 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escape(options.yLabel)}</text>`);
+  out.push(
+    `<text x="${margin.left + plotW / 2}" y="${margin.top + plotH + 38}" text-anchor="middle">${escape(options.xLabel)}</text>`,
+  );
+  out.push(
+    `<text transform="translate(18 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escape(options.yLabel)}</text>`,
+  );
 
   for (const marker of options.markers ?? []) {
     const x = px(marker.x).toFixed(1);
-    out.push(`<line x1="${x}" x2="${x}" y1="${margin.top}" y2="${margin.top + plotH}" stroke="${marker.color}" stroke-dasharray="2 3"/>`);
+    out.push(
+      `<line x1="${x}" x2="${x}" y1="${margin.top}" y2="${margin.top + plotH}" stroke="${marker.color}" stroke-dasharray="2 3"/>`,
+    );
     out.push(`<text x="${Number(x) + 4}" y="${margin.top + 14}" fill="${marker.color}">${escape(marker.label)}</text>`);
   }
 
@@ -86,14 +110,18 @@ export function lineChart(options: ChartOptions): string {
       coords.push(`${px(x).toFixed(1)},${py(y).toFixed(1)}`);
     });
     const dash = series.dashed ? ' stroke-dasharray="7 5"' : '';
-    out.push(`<polyline fill="none" stroke="${series.color}" stroke-width="${series.width ?? 2}"${dash} points="${coords.join(' ')}"/>`);
+    out.push(
+      `<polyline fill="none" stroke="${series.color}" stroke-width="${series.width ?? 2}"${dash} points="${coords.join(' ')}"/>`,
+    );
   }
 
   options.series.forEach((series, i) => {
     const x = margin.left + (i % 2) * (plotW / 2);
     const y = margin.top + plotH + 56 + Math.floor(i / 2) * 18;
     const dash = series.dashed ? ' stroke-dasharray="7 5"' : '';
-    out.push(`<line x1="${x}" x2="${x + 28}" y1="${y - 4}" y2="${y - 4}" stroke="${series.color}" stroke-width="${series.width ?? 2}"${dash}/>`);
+    out.push(
+      `<line x1="${x}" x2="${x + 28}" y1="${y - 4}" y2="${y - 4}" stroke="${series.color}" stroke-width="${series.width ?? 2}"${dash}/>`,
+    );
     out.push(`<text x="${x + 34}" y="${y}">${escape(series.label)}</text>`);
   });
   out.push('</svg>');

@@ -21,8 +21,10 @@ export function quantile(samples: readonly number[], q: number): number {
   return sorted[rank] ?? Number.NaN;
 }
 
-export const ms = (value: number, digits = 1): string => (Number.isFinite(value) ? `${value.toFixed(digits)} ms` : 'n/a');
-export const seconds = (valueMs: number, digits = 2): string => (Number.isFinite(valueMs) ? `${(valueMs / 1000).toFixed(digits)} s` : 'n/a');
+export const ms = (value: number, digits = 1): string =>
+  Number.isFinite(value) ? `${value.toFixed(digits)} ms` : 'n/a';
+export const seconds = (valueMs: number, digits = 2): string =>
+  Number.isFinite(valueMs) ? `${(valueMs / 1000).toFixed(digits)} s` : 'n/a';
 export const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
 export const pass = (ok: boolean): string => (ok ? 'PASS' : 'FAIL');
 

@@ -19,7 +19,8 @@ export class TargetTracker {
   readonly #template: string;
   readonly #targets = new Map<string, number>();
   #sum = 0;
-  #measuring: { want: number; since: number; first: number; changed: Set<string>; done: (p: Propagation) => void } | undefined;
+  #measuring:
+    { want: number; since: number; first: number; changed: Set<string>; done: (p: Propagation) => void } | undefined;
 
   constructor(template: string) {
     this.#template = template;

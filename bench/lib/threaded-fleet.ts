@@ -9,7 +9,10 @@ import type { PoolTarget } from '@warmpool/api';
 import type { FleetOptions } from './fleet.ts';
 import type { FleetWorkerCommand, FleetWorkerData, FleetWorkerMessage } from './fleet-worker.ts';
 
-export interface ThreadedFleetOptions extends Pick<FleetOptions, 'nodes' | 'token' | 'namePrefix' | 'sandboxd' | 'agent' | 'concurrency' | 'log'> {
+export interface ThreadedFleetOptions extends Pick<
+  FleetOptions,
+  'nodes' | 'token' | 'namePrefix' | 'sandboxd' | 'agent' | 'concurrency' | 'log'
+> {
   /** The apiserver, as a kubeconfig file each thread loads. */
   kubeconfigPath: string;
   /** Worker threads (default 2); nodes are split evenly, in index order. */
@@ -46,35 +49,39 @@ export async function startThreadedFleet(options: ThreadedFleetOptions): Promise
       ...(options.namePrefix === undefined ? {} : { namePrefix: options.namePrefix }),
       ...(options.sandboxd === undefined ? {} : { sandboxd: options.sandboxd }),
       ...(options.agent === undefined ? {} : { agent: options.agent }),
-      ...(options.concurrency === undefined ? {} : { concurrency: Math.max(1, Math.ceil(options.concurrency / threads)) }),
+      ...(options.concurrency === undefined
+        ? {}
+        : { concurrency: Math.max(1, Math.ceil(options.concurrency / threads)) }),
     };
     firstIndex += nodes;
     const worker = new Worker(new URL('./fleet-worker.ts', import.meta.url), { workerData: data });
     workers.push(worker);
     exited.push(new Promise<void>((resolve) => worker.once('exit', () => resolve())));
-    ready.push(new Promise<number>((resolve, reject) => {
-      worker.on('error', reject);
-      worker.on('exit', (code) => reject(new Error(`fleet thread ${t} exited (${code}) before it was ready`)));
-      worker.on('message', (message: FleetWorkerMessage) => {
-        switch (message.kind) {
-          case 'ready':
-            options.log?.(`  thread ${t}: ${nodes} nodes up`);
-            resolve(message.startupMs);
-            break;
-          case 'failed':
-            reject(new Error(`fleet thread ${t}: ${message.message}`));
-            break;
-          case 'set-pools':
-            options.onSetPools?.({ name: message.name }, message.pools, message.at - performance.timeOrigin);
-            break;
-          case 'lag':
-            lagWaiters.shift()?.(message);
-            break;
-          case 'closed':
-            break;
-        }
-      });
-    }));
+    ready.push(
+      new Promise<number>((resolve, reject) => {
+        worker.on('error', reject);
+        worker.on('exit', (code) => reject(new Error(`fleet thread ${t} exited (${code}) before it was ready`)));
+        worker.on('message', (message: FleetWorkerMessage) => {
+          switch (message.kind) {
+            case 'ready':
+              options.log?.(`  thread ${t}: ${nodes} nodes up`);
+              resolve(message.startupMs);
+              break;
+            case 'failed':
+              reject(new Error(`fleet thread ${t}: ${message.message}`));
+              break;
+            case 'set-pools':
+              options.onSetPools?.({ name: message.name }, message.pools, message.at - performance.timeOrigin);
+              break;
+            case 'lag':
+              lagWaiters.shift()?.(message);
+              break;
+            case 'closed':
+              break;
+          }
+        });
+      }),
+    );
   }
   const send = (command: FleetWorkerCommand): void => {
     for (const worker of workers) worker.postMessage(command);
@@ -101,7 +108,9 @@ export async function startThreadedFleet(options: ThreadedFleetOptions): Promise
     startupMs: Math.max(...startups),
     startLagMonitor: () => send({ kind: 'lag-start' }),
     async stopLagMonitor() {
-      const lags = workers.map(() => new Promise<{ p99Ms: number; maxMs: number }>((resolve) => lagWaiters.push(resolve)));
+      const lags = workers.map(
+        () => new Promise<{ p99Ms: number; maxMs: number }>((resolve) => lagWaiters.push(resolve)),
+      );
       send({ kind: 'lag-stop' });
       const all = await Promise.all(lags);
       return { p99Ms: Math.max(...all.map((l) => l.p99Ms)), maxMs: Math.max(...all.map((l) => l.maxMs)) };

@@ -35,7 +35,18 @@ if (skipReason) console.warn(`images test skipped: ${skipReason}`);
 
 /** The command line that runs `image`'s entrypoint as its runtime would: its user, its environment, its root. */
 function entrypoint(image: UnpackedImage, args: string[]): { command: string; args: string[] } {
-  return { command: '/usr/bin/env', args: ['-i', ...image.config.Env, '/usr/sbin/chroot', `--userspec=${image.config.User}`, image.rootfs, ...image.config.Entrypoint, ...args] };
+  return {
+    command: '/usr/bin/env',
+    args: [
+      '-i',
+      ...image.config.Env,
+      '/usr/sbin/chroot',
+      `--userspec=${image.config.User}`,
+      image.rootfs,
+      ...image.config.Entrypoint,
+      ...args,
+    ],
+  };
 }
 
 async function filesUnder(dir: string): Promise<string[]> {
@@ -75,35 +86,61 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
     const help = entrypoint(image(app), ['--help']);
     expect((await run(help.command, help.args, { timeout: 60_000 })).stdout).toContain(`Usage: ${app}`);
     const version = entrypoint(image(app), ['--version']);
-    expect((await run(version.command, version.args, { timeout: 60_000 })).stdout).toMatch(new RegExp(`^${app} \\d+\\.\\d+\\.\\d+ \\(node v24\\.`));
+    expect((await run(version.command, version.args, { timeout: 60_000 })).stdout).toMatch(
+      new RegExp(`^${app} \\d+\\.\\d+\\.\\d+ \\(node v24\\.`),
+    );
   });
 
-  it.each(APPS)('%s: holds only the allow-listed files: no sources, tests, dev dependencies, shell or package manager', async (app) => {
-    const { rootfs } = image(app);
-    const appFiles = await filesUnder(join(rootfs, 'app'));
-    expect(appFiles.filter((f) => /(^|\/)(src|test)\//.test(f) && f.startsWith('apps/'))).toEqual([]);
-    expect(appFiles.filter((f) => f.startsWith('apps/') || f.startsWith('libs/')).filter((f) => /\.(ts|map|tsbuildinfo)$/.test(f))).toEqual([]);
-    for (const dev of ['vitest', 'typescript', 'eslint', 'fast-check', '@types']) expect(existsSync(join(rootfs, 'app/node_modules', dev)), dev).toBe(false);
-    for (const other of APPS.filter((a) => a !== app)) expect(existsSync(join(rootfs, 'app/apps', other)), other).toBe(false);
-    for (const absent of ['bin/sh', 'usr/bin/apt-get', 'usr/bin/dpkg', 'root/.npmrc', 'app/.git', 'app/.local']) expect(existsSync(join(rootfs, absent)), absent).toBe(false);
-    expect((await stat(join(rootfs, 'tmp'))).mode & 0o7777).toBe(0o1777);
-  });
+  it.each(APPS)(
+    '%s: holds only the allow-listed files: no sources, tests, dev dependencies, shell or package manager',
+    async (app) => {
+      const { rootfs } = image(app);
+      const appFiles = await filesUnder(join(rootfs, 'app'));
+      expect(appFiles.filter((f) => /(^|\/)(src|test)\//.test(f) && f.startsWith('apps/'))).toEqual([]);
+      expect(
+        appFiles
+          .filter((f) => f.startsWith('apps/') || f.startsWith('libs/'))
+          .filter((f) => /\.(ts|map|tsbuildinfo)$/.test(f)),
+      ).toEqual([]);
+      for (const dev of ['vitest', 'typescript', 'eslint', 'fast-check', '@types'])
+        expect(existsSync(join(rootfs, 'app/node_modules', dev)), dev).toBe(false);
+      for (const other of APPS.filter((a) => a !== app))
+        expect(existsSync(join(rootfs, 'app/apps', other)), other).toBe(false);
+      for (const absent of ['bin/sh', 'usr/bin/apt-get', 'usr/bin/dpkg', 'root/.npmrc', 'app/.git', 'app/.local'])
+        expect(existsSync(join(rootfs, absent)), absent).toBe(false);
+      expect((await stat(join(rootfs, 'tmp'))).mode & 0o7777).toBe(0o1777);
+    },
+  );
 
   it('fake-sandboxd and node-agent, each started from its image, serve /healthz on loopback and answer through each other', async () => {
     const [sandboxdPort, agentPort] = await freePorts(2);
     const token = 'image-test-token-0123456789abcdef';
     // The token, as the chart mounts it: a file inside each container's filesystem.
-    for (const app of ['fake-sandboxd', 'node-agent'] as const) await writeFile(join(image(app).rootfs, 'tmp/token'), token, { mode: 0o644 });
+    for (const app of ['fake-sandboxd', 'node-agent'] as const)
+      await writeFile(join(image(app).rootfs, 'tmp/token'), token, { mode: 0o644 });
     const start = (app: App, args: string[]) => {
       const { command, args: argv } = entrypoint(image(app), args);
-      const child = new ManagedChild({ name: app, command, args: argv, logFile: join(image(app).rootfs, '..', `${app}.log`) });
+      const child = new ManagedChild({
+        name: app,
+        command,
+        args: argv,
+        logFile: join(image(app).rootfs, '..', `${app}.log`),
+      });
       children.push(child);
       return child;
     };
     const sandboxd = start('fake-sandboxd', [`--listen=127.0.0.1:${sandboxdPort}`, '--api-token-file=/tmp/token']);
-    const agent = start('node-agent', [`--listen=127.0.0.1:${agentPort}`, `--sandboxd-url=http://127.0.0.1:${sandboxdPort}`, '--token-file=/tmp/token', '--no-inventory']);
+    const agent = start('node-agent', [
+      `--listen=127.0.0.1:${agentPort}`,
+      `--sandboxd-url=http://127.0.0.1:${sandboxdPort}`,
+      '--token-file=/tmp/token',
+      '--no-inventory',
+    ]);
     const healthy = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
-    for (const [child, port] of [[sandboxd, sandboxdPort], [agent, agentPort]] as const) {
+    for (const [child, port] of [
+      [sandboxd, sandboxdPort],
+      [agent, agentPort],
+    ] as const) {
       await eventually(healthy(port as number), {
         timeoutMs: 60_000,
         what: () => `${child.name} never served /healthz:\n${child.logTail()}`,
@@ -111,8 +148,13 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
       });
     }
     // The agent reaches the fake sandboxd with the token each read from its own filesystem.
-    await eventually(async () => (await fetch(`http://127.0.0.1:${agentPort}/readyz`)).ok, { timeoutMs: 60_000, what: () => agent.logTail() });
-    const info = await fetch(`http://127.0.0.1:${agentPort}/v1/info`, { headers: { authorization: `Bearer ${token}` } });
+    await eventually(async () => (await fetch(`http://127.0.0.1:${agentPort}/readyz`)).ok, {
+      timeoutMs: 60_000,
+      what: () => agent.logTail(),
+    });
+    const info = await fetch(`http://127.0.0.1:${agentPort}/v1/info`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(info.status, agent.logTail()).toBe(200);
     // Started as the image's user, not root.
     const status = await run('cat', [`/proc/${agent.pid}/status`]);

@@ -9,7 +9,12 @@ import { z } from 'zod';
 
 const run = promisify(execFile);
 
-const Descriptor = z.object({ mediaType: z.string(), digest: z.string().regex(/^sha256:[0-9a-f]{64}$/), size: z.number(), annotations: z.record(z.string(), z.string()).optional() });
+const Descriptor = z.object({
+  mediaType: z.string(),
+  digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  size: z.number(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
 const Index = z.object({ schemaVersion: z.literal(2), manifests: z.array(Descriptor).length(1) });
 const Manifest = z.object({ schemaVersion: z.literal(2), config: Descriptor, layers: z.array(Descriptor).min(1) });
 const Config = z.object({

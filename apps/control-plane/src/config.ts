@@ -4,7 +4,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { MAX_CLAIM_TTL_SECONDS } from '@warmpool/api';
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
-import { ConfigError, DEFAULT_TOKEN_GRACE_MS, formatDuration, messageOf, parseHostPort, type ConfigOf, type FlagsSpec, type HostPort } from '@warmpool/runtime';
+import {
+  ConfigError,
+  DEFAULT_TOKEN_GRACE_MS,
+  formatDuration,
+  messageOf,
+  parseHostPort,
+  type ConfigOf,
+  type FlagsSpec,
+  type HostPort,
+} from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
@@ -16,62 +25,315 @@ import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 
 export const FLAGS = {
-  metricsBindAddress: { kind: 'string', description: 'Address to serve /metrics on (HOST:PORT), with /healthz and /readyz too', env: 'METRICS_BIND_ADDRESS', envAliases: ['CONTROL_PLANE_LISTEN'], aliases: ['listen'], default: '0.0.0.0:8080' },
-  healthProbeBindAddress: { kind: 'string', description: 'A separate address for /healthz and /readyz only (HOST:PORT; default: none, the metrics address serves them)', env: 'HEALTH_PROBE_BIND_ADDRESS' },
-  stallTimeout: { kind: 'duration', description: '/healthz fails when, while leading, no reconcile finished for this long (a wedged loop; the kubelet then restarts the pod)', env: 'STALL_TIMEOUT', default: 120_000 },
-  tokenFile: { kind: 'string', description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`, env: 'TOKEN_FILE' },
-  tokenGrace: { kind: 'duration', description: 'After the token file changes, the replaced token is still tried with an agent that refuses the new one, this long', env: 'TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
-  interval: { kind: 'duration', description: 'Periodic reconcile, which also samples every node\'s warm counts for status', env: 'RECONCILE_INTERVAL', default: DRIVER_DEFAULTS.intervalMs },
-  staleAfter: { kind: 'duration', description: 'A node whose NodeInventory was not republished for this long leaves placement', env: 'STALE_AFTER', default: DRIVER_DEFAULTS.staleAfterMs },
-  setPoolsTimeout: { kind: 'duration', description: 'Timeout of each SetPools (and probe) attempt to a node agent', env: 'SET_POOLS_TIMEOUT', default: 2_000 },
-  setPoolsConcurrency: { kind: 'number', description: 'SetPools / probe calls in flight at once, fleet-wide', env: 'SET_POOLS_CONCURRENCY', default: DRIVER_DEFAULTS.agentCallConcurrency },
-  setPoolsAttempts: { kind: 'number', description: 'Attempts per SetPools call (retries back off exponentially, with jitter)', env: 'SET_POOLS_ATTEMPTS', default: 3 },
-  failureThreshold: { kind: 'number', description: 'Consecutive failed calls to an agent before its node leaves placement', env: 'NODE_FAILURE_THRESHOLD', default: DRIVER_DEFAULTS.failureThreshold },
-  leaderElect: { kind: 'boolean', description: 'Elect one leader on a Lease; false drives at once (only ever run one replica then)', env: 'LEADER_ELECT', default: true },
-  leaderElectLeaseDuration: { kind: 'duration', description: 'Leader election: how long a standby waits, from the last renewal it saw, before taking the lease', env: 'LEADER_ELECT_LEASE_DURATION', envAliases: ['LEASE_DURATION'], aliases: ['lease-duration'], default: 15_000 },
-  leaderElectRenewDeadline: { kind: 'duration', description: 'Leader election: the leader steps down if it cannot renew for this long', env: 'LEADER_ELECT_RENEW_DEADLINE', envAliases: ['RENEW_DEADLINE'], aliases: ['renew-deadline'], default: 10_000 },
-  leaderElectRetryPeriod: { kind: 'duration', description: 'Leader election: between attempts to acquire or renew', env: 'LEADER_ELECT_RETRY_PERIOD', envAliases: ['RETRY_PERIOD'], aliases: ['retry-period'], default: 2_000 },
-  leaderElectResourceName: { kind: 'string', description: 'The election Lease, which also carries the generation epoch', env: 'LEADER_ELECT_RESOURCE_NAME', envAliases: ['LEASE_NAME'], aliases: ['lease-name'], default: DEFAULT_LEASE_NAME },
-  namespace: { kind: 'string', description: 'Namespace of the election Lease (default: the pod\'s own, else "default")', env: 'POD_NAMESPACE' },
-  agentPodSelector: { kind: 'string', description: 'Label selector of the node agents\' pods in --namespace: an agent advertising its pod IP is called only at the IP of such a pod on its node. Without it only the Node\'s status.addresses vouch for an agent', env: 'AGENT_POD_SELECTOR' },
-  identity: { kind: 'string', description: 'This replica\'s identity in the Lease (default: hostname-pid)', env: 'POD_NAME' },
-  kubeconfig: { kind: 'string', description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)' },
+  metricsBindAddress: {
+    kind: 'string',
+    description: 'Address to serve /metrics on (HOST:PORT), with /healthz and /readyz too',
+    env: 'METRICS_BIND_ADDRESS',
+    envAliases: ['CONTROL_PLANE_LISTEN'],
+    aliases: ['listen'],
+    default: '0.0.0.0:8080',
+  },
+  healthProbeBindAddress: {
+    kind: 'string',
+    description:
+      'A separate address for /healthz and /readyz only (HOST:PORT; default: none, the metrics address serves them)',
+    env: 'HEALTH_PROBE_BIND_ADDRESS',
+  },
+  stallTimeout: {
+    kind: 'duration',
+    description:
+      '/healthz fails when, while leading, no reconcile finished for this long (a wedged loop; the kubelet then restarts the pod)',
+    env: 'STALL_TIMEOUT',
+    default: 120_000,
+  },
+  tokenFile: {
+    kind: 'string',
+    description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`,
+    env: 'TOKEN_FILE',
+  },
+  tokenGrace: {
+    kind: 'duration',
+    description:
+      'After the token file changes, the replaced token is still tried with an agent that refuses the new one, this long',
+    env: 'TOKEN_GRACE',
+    default: DEFAULT_TOKEN_GRACE_MS,
+  },
+  interval: {
+    kind: 'duration',
+    description: "Periodic reconcile, which also samples every node's warm counts for status",
+    env: 'RECONCILE_INTERVAL',
+    default: DRIVER_DEFAULTS.intervalMs,
+  },
+  staleAfter: {
+    kind: 'duration',
+    description: 'A node whose NodeInventory was not republished for this long leaves placement',
+    env: 'STALE_AFTER',
+    default: DRIVER_DEFAULTS.staleAfterMs,
+  },
+  setPoolsTimeout: {
+    kind: 'duration',
+    description: 'Timeout of each SetPools (and probe) attempt to a node agent',
+    env: 'SET_POOLS_TIMEOUT',
+    default: 2_000,
+  },
+  setPoolsConcurrency: {
+    kind: 'number',
+    description: 'SetPools / probe calls in flight at once, fleet-wide',
+    env: 'SET_POOLS_CONCURRENCY',
+    default: DRIVER_DEFAULTS.agentCallConcurrency,
+  },
+  setPoolsAttempts: {
+    kind: 'number',
+    description: 'Attempts per SetPools call (retries back off exponentially, with jitter)',
+    env: 'SET_POOLS_ATTEMPTS',
+    default: 3,
+  },
+  failureThreshold: {
+    kind: 'number',
+    description: 'Consecutive failed calls to an agent before its node leaves placement',
+    env: 'NODE_FAILURE_THRESHOLD',
+    default: DRIVER_DEFAULTS.failureThreshold,
+  },
+  leaderElect: {
+    kind: 'boolean',
+    description: 'Elect one leader on a Lease; false drives at once (only ever run one replica then)',
+    env: 'LEADER_ELECT',
+    default: true,
+  },
+  leaderElectLeaseDuration: {
+    kind: 'duration',
+    description: 'Leader election: how long a standby waits, from the last renewal it saw, before taking the lease',
+    env: 'LEADER_ELECT_LEASE_DURATION',
+    envAliases: ['LEASE_DURATION'],
+    aliases: ['lease-duration'],
+    default: 15_000,
+  },
+  leaderElectRenewDeadline: {
+    kind: 'duration',
+    description: 'Leader election: the leader steps down if it cannot renew for this long',
+    env: 'LEADER_ELECT_RENEW_DEADLINE',
+    envAliases: ['RENEW_DEADLINE'],
+    aliases: ['renew-deadline'],
+    default: 10_000,
+  },
+  leaderElectRetryPeriod: {
+    kind: 'duration',
+    description: 'Leader election: between attempts to acquire or renew',
+    env: 'LEADER_ELECT_RETRY_PERIOD',
+    envAliases: ['RETRY_PERIOD'],
+    aliases: ['retry-period'],
+    default: 2_000,
+  },
+  leaderElectResourceName: {
+    kind: 'string',
+    description: 'The election Lease, which also carries the generation epoch',
+    env: 'LEADER_ELECT_RESOURCE_NAME',
+    envAliases: ['LEASE_NAME'],
+    aliases: ['lease-name'],
+    default: DEFAULT_LEASE_NAME,
+  },
+  namespace: {
+    kind: 'string',
+    description: 'Namespace of the election Lease (default: the pod\'s own, else "default")',
+    env: 'POD_NAMESPACE',
+  },
+  agentPodSelector: {
+    kind: 'string',
+    description:
+      "Label selector of the node agents' pods in --namespace: an agent advertising its pod IP is called only at the IP of such a pod on its node. Without it only the Node's status.addresses vouch for an agent",
+    env: 'AGENT_POD_SELECTOR',
+  },
+  identity: {
+    kind: 'string',
+    description: "This replica's identity in the Lease (default: hostname-pid)",
+    env: 'POD_NAME',
+  },
+  kubeconfig: {
+    kind: 'string',
+    description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
+  },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  redisUrl: { kind: 'string', description: 'Redis for claims (batch jobs, the claim index, reply lists; maxmemory-policy must be noeviction). When set, every replica serves the claim API on --claims-listen and runs batch workers', env: 'REDIS_URL' },
-  claimsListen: { kind: 'string', description: 'Address of the HTTP claim API (HOST:PORT); served only with --redis-url', env: 'CLAIMS_LISTEN', default: '0.0.0.0:8081' },
-  claimsTlsCertFile: { kind: 'string', description: 'Serve the claim API over TLS with this certificate (PEM); needs --claims-tls-key-file', env: 'CLAIMS_TLS_CERT_FILE' },
-  claimsTlsKeyFile: { kind: 'string', description: 'The key of --claims-tls-cert-file (PEM)', env: 'CLAIMS_TLS_KEY_FILE' },
-  claimBatchIdle: { kind: 'duration', description: 'A claim batch closes after this long without a new claim', env: 'CLAIM_BATCH_IDLE', default: DEFAULT_BATCH_OPTIONS.idleMs },
-  claimBatchMax: { kind: 'duration', description: 'A claim batch closes after this long at the latest', env: 'CLAIM_BATCH_MAX', default: DEFAULT_BATCH_OPTIONS.maxDurationMs },
-  claimBatchMaxItems: { kind: 'number', description: 'A claim batch closes once it holds this many claims', env: 'CLAIM_BATCH_MAX_ITEMS', default: DEFAULT_BATCH_OPTIONS.maxItems },
-  claimTimeout: { kind: 'duration', description: 'A claim not answered within this long fails Timeout (HTTP 504)', env: 'CLAIM_TIMEOUT', default: PROVISIONING_DEFAULTS.claimTimeoutMs },
-  claimWorkerConcurrency: { kind: 'number', description: 'Batch jobs this replica\'s worker serves at once', env: 'CLAIM_WORKER_CONCURRENCY', default: PROVISIONING_DEFAULTS.workerConcurrency },
-  claimLockDuration: { kind: 'duration', description: 'A worker\'s lock on a batch job; a dead worker\'s job is served elsewhere about this plus --claim-stalled-interval later', env: 'CLAIM_LOCK_DURATION', default: PROVISIONING_DEFAULTS.lockDurationMs },
-  claimStalledInterval: { kind: 'duration', description: 'How often workers look for batch jobs whose worker died', env: 'CLAIM_STALLED_INTERVAL', default: PROVISIONING_DEFAULTS.stalledIntervalMs },
-  claimNodeTimeout: { kind: 'duration', description: 'Timeout of each claim call to a node agent', env: 'CLAIM_NODE_TIMEOUT', default: PROVISIONING_DEFAULTS.nodeTimeoutMs },
-  claimAttempts: { kind: 'number', description: 'Nodes asked per claim before it fails', env: 'CLAIM_ATTEMPTS', default: PROVISIONING_DEFAULTS.maxAttempts },
-  sandboxclaimLease: { kind: 'duration', description: 'Lease of the sandbox of a SandboxClaim without spec.lifecycle.shutdownTime, renewed at half by the leader (at most 24h)', env: 'SANDBOXCLAIM_LEASE', default: SANDBOX_CLAIM_DEFAULTS.leaseSeconds * 1000 },
-  claimJanitorInterval: { kind: 'duration', description: 'The leader\'s sweep of node claims whose SandboxClaim no longer exists runs this often', env: 'CLAIM_JANITOR_INTERVAL', default: JANITOR_DEFAULTS.intervalMs },
-  claimJanitorGrace: { kind: 'duration', description: 'The janitor never releases a node claim younger than this', env: 'CLAIM_JANITOR_GRACE', default: JANITOR_DEFAULTS.graceMs },
-  envScaleDownDelay: { kind: 'duration', description: 'SandboxEnv autoscaler: no scale-down of a group until this long after its last scale-up (hysteresis)', env: 'ENV_SCALE_DOWN_DELAY', default: AUTOSCALER_DEFAULTS.scaleDownDelayMs },
-  clusterId: { kind: 'string', description: 'This cluster\'s id for federation: with --federation-redis-url, the cluster shares its SandboxEnv capacity with the others and spills Env claims to them', env: 'CLUSTER_ID' },
-  federationRedisUrl: { kind: 'string', description: 'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too', env: 'FEDERATION_REDIS_URL' },
-  federationInterval: { kind: 'duration', description: 'Federation: how often the leader reports this cluster\'s capacity and every replica re-reads the others\'', env: 'FEDERATION_INTERVAL', default: FEDERATION_DEFAULTS.intervalMs },
-  federationTtl: { kind: 'duration', description: 'Federation: how long a reported record lives (default 3 × --federation-interval)', env: 'FEDERATION_TTL' },
-  federationPrefix: { kind: 'string', description: 'Federation: key prefix on the hub (every federated cluster must use the same)', env: 'FEDERATION_PREFIX', default: FEDERATION_DEFAULTS.prefix },
-  federationTokenFile: { kind: 'string', description: 'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer', env: 'FEDERATION_TOKEN_FILE' },
-  claimsAdvertiseUrl: { kind: 'string', description: 'Federation: the URL peers reach this cluster\'s claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here', env: 'CLAIMS_ADVERTISE_URL' },
-  aggregatedListen: { kind: 'string', description: 'Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind the APIService v1beta1.agents.x-k8s.io) over TLS on this address (HOST:PORT); off when empty', env: 'AGGREGATED_LISTEN', default: '' },
-  aggregatedTlsCertFile: { kind: 'string', description: 'The Sandbox API\'s serving certificate (PEM); without it a self-signed one is made at start (the APIService must then skip TLS verification)', env: 'AGGREGATED_TLS_CERT_FILE' },
-  aggregatedTlsKeyFile: { kind: 'string', description: 'The key of --aggregated-tls-cert-file (PEM)', env: 'AGGREGATED_TLS_KEY_FILE' },
-  aggregatedTlsSans: { kind: 'string', description: 'Comma-separated extra DNS names of the self-signed certificate (e.g. the Service\'s <name>.<namespace>.svc)', env: 'AGGREGATED_TLS_SANS', default: '' },
-  shutdownTimeout: { kind: 'duration', description: 'On SIGTERM, give up waiting for a clean stop after this long', env: 'SHUTDOWN_TIMEOUT', default: 20_000 },
+  redisUrl: {
+    kind: 'string',
+    description:
+      'Redis for claims (batch jobs, the claim index, reply lists; maxmemory-policy must be noeviction). When set, every replica serves the claim API on --claims-listen and runs batch workers',
+    env: 'REDIS_URL',
+  },
+  claimsListen: {
+    kind: 'string',
+    description: 'Address of the HTTP claim API (HOST:PORT); served only with --redis-url',
+    env: 'CLAIMS_LISTEN',
+    default: '0.0.0.0:8081',
+  },
+  claimsTlsCertFile: {
+    kind: 'string',
+    description: 'Serve the claim API over TLS with this certificate (PEM); needs --claims-tls-key-file',
+    env: 'CLAIMS_TLS_CERT_FILE',
+  },
+  claimsTlsKeyFile: {
+    kind: 'string',
+    description: 'The key of --claims-tls-cert-file (PEM)',
+    env: 'CLAIMS_TLS_KEY_FILE',
+  },
+  claimBatchIdle: {
+    kind: 'duration',
+    description: 'A claim batch closes after this long without a new claim',
+    env: 'CLAIM_BATCH_IDLE',
+    default: DEFAULT_BATCH_OPTIONS.idleMs,
+  },
+  claimBatchMax: {
+    kind: 'duration',
+    description: 'A claim batch closes after this long at the latest',
+    env: 'CLAIM_BATCH_MAX',
+    default: DEFAULT_BATCH_OPTIONS.maxDurationMs,
+  },
+  claimBatchMaxItems: {
+    kind: 'number',
+    description: 'A claim batch closes once it holds this many claims',
+    env: 'CLAIM_BATCH_MAX_ITEMS',
+    default: DEFAULT_BATCH_OPTIONS.maxItems,
+  },
+  claimTimeout: {
+    kind: 'duration',
+    description: 'A claim not answered within this long fails Timeout (HTTP 504)',
+    env: 'CLAIM_TIMEOUT',
+    default: PROVISIONING_DEFAULTS.claimTimeoutMs,
+  },
+  claimWorkerConcurrency: {
+    kind: 'number',
+    description: "Batch jobs this replica's worker serves at once",
+    env: 'CLAIM_WORKER_CONCURRENCY',
+    default: PROVISIONING_DEFAULTS.workerConcurrency,
+  },
+  claimLockDuration: {
+    kind: 'duration',
+    description:
+      "A worker's lock on a batch job; a dead worker's job is served elsewhere about this plus --claim-stalled-interval later",
+    env: 'CLAIM_LOCK_DURATION',
+    default: PROVISIONING_DEFAULTS.lockDurationMs,
+  },
+  claimStalledInterval: {
+    kind: 'duration',
+    description: 'How often workers look for batch jobs whose worker died',
+    env: 'CLAIM_STALLED_INTERVAL',
+    default: PROVISIONING_DEFAULTS.stalledIntervalMs,
+  },
+  claimNodeTimeout: {
+    kind: 'duration',
+    description: 'Timeout of each claim call to a node agent',
+    env: 'CLAIM_NODE_TIMEOUT',
+    default: PROVISIONING_DEFAULTS.nodeTimeoutMs,
+  },
+  claimAttempts: {
+    kind: 'number',
+    description: 'Nodes asked per claim before it fails',
+    env: 'CLAIM_ATTEMPTS',
+    default: PROVISIONING_DEFAULTS.maxAttempts,
+  },
+  sandboxclaimLease: {
+    kind: 'duration',
+    description:
+      'Lease of the sandbox of a SandboxClaim without spec.lifecycle.shutdownTime, renewed at half by the leader (at most 24h)',
+    env: 'SANDBOXCLAIM_LEASE',
+    default: SANDBOX_CLAIM_DEFAULTS.leaseSeconds * 1000,
+  },
+  claimJanitorInterval: {
+    kind: 'duration',
+    description: "The leader's sweep of node claims whose SandboxClaim no longer exists runs this often",
+    env: 'CLAIM_JANITOR_INTERVAL',
+    default: JANITOR_DEFAULTS.intervalMs,
+  },
+  claimJanitorGrace: {
+    kind: 'duration',
+    description: 'The janitor never releases a node claim younger than this',
+    env: 'CLAIM_JANITOR_GRACE',
+    default: JANITOR_DEFAULTS.graceMs,
+  },
+  envScaleDownDelay: {
+    kind: 'duration',
+    description: 'SandboxEnv autoscaler: no scale-down of a group until this long after its last scale-up (hysteresis)',
+    env: 'ENV_SCALE_DOWN_DELAY',
+    default: AUTOSCALER_DEFAULTS.scaleDownDelayMs,
+  },
+  clusterId: {
+    kind: 'string',
+    description:
+      "This cluster's id for federation: with --federation-redis-url, the cluster shares its SandboxEnv capacity with the others and spills Env claims to them",
+    env: 'CLUSTER_ID',
+  },
+  federationRedisUrl: {
+    kind: 'string',
+    description:
+      'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too',
+    env: 'FEDERATION_REDIS_URL',
+  },
+  federationInterval: {
+    kind: 'duration',
+    description:
+      "Federation: how often the leader reports this cluster's capacity and every replica re-reads the others'",
+    env: 'FEDERATION_INTERVAL',
+    default: FEDERATION_DEFAULTS.intervalMs,
+  },
+  federationTtl: {
+    kind: 'duration',
+    description: 'Federation: how long a reported record lives (default 3 × --federation-interval)',
+    env: 'FEDERATION_TTL',
+  },
+  federationPrefix: {
+    kind: 'string',
+    description: 'Federation: key prefix on the hub (every federated cluster must use the same)',
+    env: 'FEDERATION_PREFIX',
+    default: FEDERATION_DEFAULTS.prefix,
+  },
+  federationTokenFile: {
+    kind: 'string',
+    description:
+      'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer',
+    env: 'FEDERATION_TOKEN_FILE',
+  },
+  claimsAdvertiseUrl: {
+    kind: 'string',
+    description:
+      "Federation: the URL peers reach this cluster's claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here",
+    env: 'CLAIMS_ADVERTISE_URL',
+  },
+  aggregatedListen: {
+    kind: 'string',
+    description:
+      'Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind the APIService v1beta1.agents.x-k8s.io) over TLS on this address (HOST:PORT); off when empty',
+    env: 'AGGREGATED_LISTEN',
+    default: '',
+  },
+  aggregatedTlsCertFile: {
+    kind: 'string',
+    description:
+      "The Sandbox API's serving certificate (PEM); without it a self-signed one is made at start (the APIService must then skip TLS verification)",
+    env: 'AGGREGATED_TLS_CERT_FILE',
+  },
+  aggregatedTlsKeyFile: {
+    kind: 'string',
+    description: 'The key of --aggregated-tls-cert-file (PEM)',
+    env: 'AGGREGATED_TLS_KEY_FILE',
+  },
+  aggregatedTlsSans: {
+    kind: 'string',
+    description:
+      "Comma-separated extra DNS names of the self-signed certificate (e.g. the Service's <name>.<namespace>.svc)",
+    env: 'AGGREGATED_TLS_SANS',
+    default: '',
+  },
+  shutdownTimeout: {
+    kind: 'duration',
+    description: 'On SIGTERM, give up waiting for a clean stop after this long',
+    env: 'SHUTDOWN_TIMEOUT',
+    default: 20_000,
+  },
 } satisfies FlagsSpec;
 
 export type ControlPlaneConfig = ConfigOf<typeof FLAGS>;
 
 export const SUMMARY = [
-  'The warmpool control plane: drives every node\'s warm pools from SandboxWarmPool objects (one global, coalescing',
+  "The warmpool control plane: drives every node's warm pools from SandboxWarmPool objects (one global, coalescing",
   'reconcile; SetPools to each node agent with a generation that only grows), writes pool status, and elects one',
   'leader on a Lease. Writes SandboxEnv status and autoscales Env groups; with --redis-url serves the claim API; with',
   '--cluster-id and --federation-redis-url shares Env capacity with other clusters and spills Env claims to them.',
@@ -112,7 +374,10 @@ export interface ValidatedClaimsConfig {
 }
 
 /** Checks what can be checked before anything starts; every problem is a ConfigError naming the flag. */
-export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: () => string | undefined = defaultNamespaceFile): ValidatedConfig {
+export function validateConfig(
+  config: ControlPlaneConfig,
+  readNamespaceFile: () => string | undefined = defaultNamespaceFile,
+): ValidatedConfig {
   let listen: HostPort;
   let probeListen: HostPort | undefined;
   try {
@@ -126,35 +391,62 @@ export function validateConfig(config: ControlPlaneConfig, readNamespaceFile: ()
     throw new ConfigError(`--health-probe-bind-address: ${messageOf(err)}`);
   }
   const positive: Array<[string, number]> = [
-    ['--interval', config.interval], ['--stale-after', config.staleAfter], ['--set-pools-timeout', config.setPoolsTimeout],
-    ['--leader-elect-lease-duration', config.leaderElectLeaseDuration], ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline], ['--leader-elect-retry-period', config.leaderElectRetryPeriod],
-    ['--shutdown-timeout', config.shutdownTimeout], ['--stall-timeout', config.stallTimeout],
-    ['--claim-janitor-interval', config.claimJanitorInterval], ['--claim-janitor-grace', config.claimJanitorGrace],
+    ['--interval', config.interval],
+    ['--stale-after', config.staleAfter],
+    ['--set-pools-timeout', config.setPoolsTimeout],
+    ['--leader-elect-lease-duration', config.leaderElectLeaseDuration],
+    ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline],
+    ['--leader-elect-retry-period', config.leaderElectRetryPeriod],
+    ['--shutdown-timeout', config.shutdownTimeout],
+    ['--stall-timeout', config.stallTimeout],
+    ['--claim-janitor-interval', config.claimJanitorInterval],
+    ['--claim-janitor-grace', config.claimJanitorGrace],
   ];
-  for (const [flag, ms] of positive) if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
+  for (const [flag, ms] of positive)
+    if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
   const counts: Array<[string, number]> = [
-    ['--set-pools-concurrency', config.setPoolsConcurrency], ['--set-pools-attempts', config.setPoolsAttempts], ['--failure-threshold', config.failureThreshold],
+    ['--set-pools-concurrency', config.setPoolsConcurrency],
+    ['--set-pools-attempts', config.setPoolsAttempts],
+    ['--failure-threshold', config.failureThreshold],
   ];
-  for (const [flag, n] of counts) if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
-  if (!(config.sandboxclaimLease >= 2_000 && config.sandboxclaimLease <= MAX_CLAIM_TTL_SECONDS * 1000)) throw new ConfigError(`--sandboxclaim-lease must be between 2s and 24h (got ${formatDuration(config.sandboxclaimLease)})`);
-  if (config.leaderElectLeaseDuration <= config.leaderElectRenewDeadline) throw new ConfigError('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
-  if (config.leaderElectRenewDeadline <= 1.2 * config.leaderElectRetryPeriod) throw new ConfigError('--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period');
+  for (const [flag, n] of counts)
+    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
+  if (!(config.sandboxclaimLease >= 2_000 && config.sandboxclaimLease <= MAX_CLAIM_TTL_SECONDS * 1000))
+    throw new ConfigError(
+      `--sandboxclaim-lease must be between 2s and 24h (got ${formatDuration(config.sandboxclaimLease)})`,
+    );
+  if (config.leaderElectLeaseDuration <= config.leaderElectRenewDeadline)
+    throw new ConfigError('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
+  if (config.leaderElectRenewDeadline <= 1.2 * config.leaderElectRetryPeriod)
+    throw new ConfigError('--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period');
   if (config.staleAfter <= config.interval) throw new ConfigError('--stale-after must be greater than --interval');
   if (!config.leaderElectResourceName) throw new ConfigError('--leader-elect-resource-name must not be empty');
   if (config.stallTimeout <= config.interval) throw new ConfigError('--stall-timeout must be greater than --interval');
   const namespace = config.namespace || readNamespaceFile() || 'default';
-  return { listen, probeListen, namespace, claims: validateClaims(config), federation: validateFederation(config), aggregated: validateAggregated(config) };
+  return {
+    listen,
+    probeListen,
+    namespace,
+    claims: validateClaims(config),
+    federation: validateFederation(config),
+    aggregated: validateAggregated(config),
+  };
 }
 
 function validateFederation(config: ControlPlaneConfig): ValidatedFederationConfig | undefined {
-  if (!(config.federationInterval > 0)) throw new ConfigError(`--federation-interval must be positive (got ${formatDuration(config.federationInterval)})`);
+  if (!(config.federationInterval > 0))
+    throw new ConfigError(`--federation-interval must be positive (got ${formatDuration(config.federationInterval)})`);
   const ttlMs = config.federationTtl ?? FEDERATION_DEFAULTS.ttlFactor * config.federationInterval;
-  if (!(ttlMs > config.federationInterval)) throw new ConfigError('--federation-ttl must be greater than --federation-interval (a record must outlive the next report)');
+  if (!(ttlMs > config.federationInterval))
+    throw new ConfigError(
+      '--federation-ttl must be greater than --federation-interval (a record must outlive the next report)',
+    );
   if (!config.federationPrefix) throw new ConfigError('--federation-prefix must not be empty');
   if (config.claimsAdvertiseUrl) {
     try {
       const url = new URL(config.claimsAdvertiseUrl);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`scheme ${url.protocol} is not http: or https:`);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new Error(`scheme ${url.protocol} is not http: or https:`);
     } catch (err) {
       throw new ConfigError(`--claims-advertise-url: ${messageOf(err)}`);
     }
@@ -162,17 +454,24 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
   if (!config.clusterId || !config.federationRedisUrl) return undefined;
   try {
     const url = new URL(config.federationRedisUrl);
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+      throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
   } catch (err) {
     throw new ConfigError(`--federation-redis-url: ${messageOf(err)}`);
   }
-  return { clusterId: config.clusterId, redisUrl: config.federationRedisUrl, intervalMs: config.federationInterval, ttlMs };
+  return {
+    clusterId: config.clusterId,
+    redisUrl: config.federationRedisUrl,
+    intervalMs: config.federationInterval,
+    ttlMs,
+  };
 }
 
 function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConfig | undefined {
   const tlsFlags = config.aggregatedTlsCertFile !== undefined || config.aggregatedTlsKeyFile !== undefined;
   if (!config.aggregatedListen) {
-    if (tlsFlags) throw new ConfigError('--aggregated-tls-cert-file / --aggregated-tls-key-file need --aggregated-listen');
+    if (tlsFlags)
+      throw new ConfigError('--aggregated-tls-cert-file / --aggregated-tls-key-file need --aggregated-listen');
     return undefined;
   }
   let listen: HostPort;
@@ -184,20 +483,30 @@ function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConf
   if ((config.aggregatedTlsCertFile === undefined) !== (config.aggregatedTlsKeyFile === undefined)) {
     throw new ConfigError('--aggregated-tls-cert-file and --aggregated-tls-key-file go together');
   }
-  const tls = config.aggregatedTlsCertFile !== undefined && config.aggregatedTlsKeyFile !== undefined ? { certFile: config.aggregatedTlsCertFile, keyFile: config.aggregatedTlsKeyFile } : undefined;
-  const selfSignedNames = config.aggregatedTlsSans.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  const tls =
+    config.aggregatedTlsCertFile !== undefined && config.aggregatedTlsKeyFile !== undefined
+      ? { certFile: config.aggregatedTlsCertFile, keyFile: config.aggregatedTlsKeyFile }
+      : undefined;
+  const selfSignedNames = config.aggregatedTlsSans
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
   return { listen, tls, selfSignedNames };
 }
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {
   const tlsFlags = config.claimsTlsCertFile !== undefined || config.claimsTlsKeyFile !== undefined;
   if (!config.redisUrl) {
-    if (tlsFlags) throw new ConfigError('--claims-tls-cert-file / --claims-tls-key-file need --redis-url (the claim API is served only with provisioning on)');
+    if (tlsFlags)
+      throw new ConfigError(
+        '--claims-tls-cert-file / --claims-tls-key-file need --redis-url (the claim API is served only with provisioning on)',
+      );
     return undefined;
   }
   try {
     const url = new URL(config.redisUrl);
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+      throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
   } catch (err) {
     throw new ConfigError(`--redis-url: ${messageOf(err)}`);
   }
@@ -210,14 +519,27 @@ function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | und
   if ((config.claimsTlsCertFile === undefined) !== (config.claimsTlsKeyFile === undefined)) {
     throw new ConfigError('--claims-tls-cert-file and --claims-tls-key-file go together');
   }
-  for (const [flag, ms] of [['--claim-batch-max', config.claimBatchMax], ['--claim-timeout', config.claimTimeout], ['--claim-lock-duration', config.claimLockDuration], ['--claim-stalled-interval', config.claimStalledInterval], ['--claim-node-timeout', config.claimNodeTimeout]] as const) {
+  for (const [flag, ms] of [
+    ['--claim-batch-max', config.claimBatchMax],
+    ['--claim-timeout', config.claimTimeout],
+    ['--claim-lock-duration', config.claimLockDuration],
+    ['--claim-stalled-interval', config.claimStalledInterval],
+    ['--claim-node-timeout', config.claimNodeTimeout],
+  ] as const) {
     if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
   }
   if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
-  for (const [flag, n] of [['--claim-batch-max-items', config.claimBatchMaxItems], ['--claim-worker-concurrency', config.claimWorkerConcurrency], ['--claim-attempts', config.claimAttempts]] as const) {
+  for (const [flag, n] of [
+    ['--claim-batch-max-items', config.claimBatchMaxItems],
+    ['--claim-worker-concurrency', config.claimWorkerConcurrency],
+    ['--claim-attempts', config.claimAttempts],
+  ] as const) {
     if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
   }
-  const tls = config.claimsTlsCertFile !== undefined && config.claimsTlsKeyFile !== undefined ? { certFile: config.claimsTlsCertFile, keyFile: config.claimsTlsKeyFile } : undefined;
+  const tls =
+    config.claimsTlsCertFile !== undefined && config.claimsTlsKeyFile !== undefined
+      ? { certFile: config.claimsTlsCertFile, keyFile: config.claimsTlsKeyFile }
+      : undefined;
   return { redisUrl: config.redisUrl, listen, tls };
 }
 

@@ -18,7 +18,15 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '@warmpool/api';
 import { transportFor, type Informer } from '@warmpool/kube';
-import { serveApp, silentLogger, type HostPort, type HttpServer, type Logger, systemClock, type Clock } from '@warmpool/runtime';
+import {
+  serveApp,
+  silentLogger,
+  type HostPort,
+  type HttpServer,
+  type Logger,
+  systemClock,
+  type Clock,
+} from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { HttpPoolSetter } from './agents/http-pool-setter.js';
@@ -191,15 +199,21 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const namespace = options.namespace ?? 'default';
   const identity = options.identity ?? defaultIdentity();
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
-  const metrics = new ControlPlaneMetrics(options.registry, { ...(options.version !== undefined ? { version: options.version } : {}) });
+  const metrics = new ControlPlaneMetrics(options.registry, {
+    ...(options.version !== undefined ? { version: options.version } : {}),
+  });
   const kubeLogger = logger.child({ subsystem: 'kube' });
 
-  const setter = options.poolSetter ?? new HttpPoolSetter({
-    token,
-    ...(options.setPoolsTimeoutMs !== undefined ? { timeoutMs: options.setPoolsTimeoutMs } : {}),
-    ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
-  });
-  const events = options.events ?? new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
+  const setter =
+    options.poolSetter ??
+    new HttpPoolSetter({
+      token,
+      ...(options.setPoolsTimeoutMs !== undefined ? { timeoutMs: options.setPoolsTimeoutMs } : {}),
+      ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
+    });
+  const events =
+    options.events ??
+    new KubeEventRecorder({ kubeConfig: options.kubeConfig, component: COMPONENT, instance: identity, logger, clock });
   const campaign = new Campaign({
     kubeConfig: options.kubeConfig,
     namespace,
@@ -219,8 +233,14 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     logger,
     kubeLogger,
   });
-  const lease = options.leaderElection === false ? new UnelectedLease(options.kubeConfig, namespace, leaseName) : campaign.heldLease;
-  const generations = new GenerationSource(options.epochStore ?? new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }));
+  const lease =
+    options.leaderElection === false
+      ? new UnelectedLease(options.kubeConfig, namespace, leaseName)
+      : campaign.heldLease;
+  const generations = new GenerationSource(
+    options.epochStore ??
+      new LeaseEpochStore({ lease, kubeConfig: options.kubeConfig, namespace, legacyName: `${leaseName}-generation` }),
+  );
 
   const driver = createWarmPoolDriver({
     kubeConfig: options.kubeConfig,
@@ -264,67 +284,86 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   });
 
   const claimsOptions = options.claims;
-  const claims = claimsOptions === undefined ? undefined : createProvisioning({
-    redisUrl: claimsOptions.redisUrl,
-    replica: identity,
-    ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
-    ...claimsOptions.settings,
-    pools,
-    templates,
-    inventories,
-    driverViews: () => (reconciler.driving ? reconciler.nodes() : []),
-    addresses,
-    staleAfterMs: reconciler.settings.staleAfterMs,
-    token,
-    registry: metrics.registry,
-    clock,
-    logger: logger.child({ subsystem: 'provisioning' }),
-  });
-  const claimApi = claims === undefined ? undefined : createServedClaimApi({
-    kubeConfig: options.kubeConfig,
-    claims,
-    envs: envs.informer.lister,
-    localRecords: () => envs.reconciler.records,
-    federation,
-    multiCluster,
-    federationToken: federationSettings.token,
-    reviewer: claimsOptions?.reviewer,
-    logger,
-  });
+  const claims =
+    claimsOptions === undefined
+      ? undefined
+      : createProvisioning({
+          redisUrl: claimsOptions.redisUrl,
+          replica: identity,
+          ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
+          ...claimsOptions.settings,
+          pools,
+          templates,
+          inventories,
+          driverViews: () => (reconciler.driving ? reconciler.nodes() : []),
+          addresses,
+          staleAfterMs: reconciler.settings.staleAfterMs,
+          token,
+          registry: metrics.registry,
+          clock,
+          logger: logger.child({ subsystem: 'provisioning' }),
+        });
+  const claimApi =
+    claims === undefined
+      ? undefined
+      : createServedClaimApi({
+          kubeConfig: options.kubeConfig,
+          claims,
+          envs: envs.informer.lister,
+          localRecords: () => envs.reconciler.records,
+          federation,
+          multiCluster,
+          federationToken: federationSettings.token,
+          reviewer: claimsOptions?.reviewer,
+          logger,
+        });
   let claimsServer: HttpServer | undefined;
   // The SandboxClaim controller and the claim janitor, over whichever pipeline there is.
   const claimService: ClaimService | undefined = options.claimService ?? claims;
-  const sandboxClaims = claimService === undefined ? undefined : new SandboxClaims({
-    kubeConfig: options.kubeConfig,
-    claims: claimService,
-    pools,
-    templates,
-    inventories,
-    addresses,
-    token,
-    registry: metrics.registry,
-    logger,
-    kubeLogger,
-    clock,
-    ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
-    ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
-  });
-  const sandboxApi = options.sandboxApi === undefined ? undefined : createSandboxApi({
-    ...options.sandboxApi,
-    transport: transportFor(options.kubeConfig),
-    inventories,
-    pools,
-    templates,
-    ...(claims !== undefined && claimsOptions !== undefined ? { claims: { pipeline: claims, redisUrl: claimsOptions.redisUrl, eventsKey: claims.claimEventsKey } } : {}),
-    token,
-    addresses,
-    registry: metrics.registry,
-    logger: logger.child({ subsystem: 'sandbox-api' }),
-  });
+  const sandboxClaims =
+    claimService === undefined
+      ? undefined
+      : new SandboxClaims({
+          kubeConfig: options.kubeConfig,
+          claims: claimService,
+          pools,
+          templates,
+          inventories,
+          addresses,
+          token,
+          registry: metrics.registry,
+          logger,
+          kubeLogger,
+          clock,
+          ...(options.sandboxClaims?.controller !== undefined ? { controller: options.sandboxClaims.controller } : {}),
+          ...(options.sandboxClaims?.janitor !== undefined ? { janitor: options.sandboxClaims.janitor } : {}),
+        });
+  const sandboxApi =
+    options.sandboxApi === undefined
+      ? undefined
+      : createSandboxApi({
+          ...options.sandboxApi,
+          transport: transportFor(options.kubeConfig),
+          inventories,
+          pools,
+          templates,
+          ...(claims !== undefined && claimsOptions !== undefined
+            ? { claims: { pipeline: claims, redisUrl: claimsOptions.redisUrl, eventsKey: claims.claimEventsKey } }
+            : {}),
+          token,
+          addresses,
+          registry: metrics.registry,
+          logger: logger.child({ subsystem: 'sandbox-api' }),
+        });
 
   // Every cache this replica keeps, in every replica (a new leader starts on warm caches).
   const informers: ReadonlyArray<Informer<KubeObject>> = [
-    pools, templates, inventories, envs.informer, ...driver.driverOnly, ...(sandboxClaims !== undefined ? [sandboxClaims.informer] : []),
+    pools,
+    templates,
+    inventories,
+    envs.informer,
+    ...driver.driverOnly,
+    ...(sandboxClaims !== undefined ? [sandboxClaims.informer] : []),
   ] as Array<Informer<KubeObject>>;
 
   let server: HttpServer | undefined;
@@ -333,9 +372,19 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   let closing: Promise<void> | undefined;
   let leading = false;
 
-  const health = replicaHealth({ token, informers, driver: reconciler, clock, stallTimeoutMs: options.stallTimeoutMs ?? 120_000 });
+  const health = replicaHealth({
+    token,
+    informers,
+    driver: reconciler,
+    clock,
+    stallTimeoutMs: options.stallTimeoutMs ?? 120_000,
+  });
   const { notReadyReasons, notLiveReasons } = health;
-  const describe = (): Record<string, unknown> => ({ identity, leader: leading && reconciler.driving, leaseHolder: campaign.leaseHolder });
+  const describe = (): Record<string, unknown> => ({
+    identity,
+    leader: leading && reconciler.driving,
+    leaseHolder: campaign.leaseHolder,
+  });
   const claimsNotReadyReasons = claims !== undefined ? { claimsNotReadyReasons: () => claims.notReadyReasons() } : {};
   const app = createHealthApp({ metrics, notReadyReasons, notLiveReasons, describe, ...claimsNotReadyReasons });
   const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, describe });
@@ -352,7 +401,11 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     // The driver does not wait for the SandboxClaim cache; the SandboxClaim controller waits for it itself.
     void sandboxClaims?.lead(signal);
     try {
-      await Promise.all(informers.filter((informer) => informer !== sandboxClaims?.informer).map((informer) => informer.waitForSync(signal)));
+      await Promise.all(
+        informers
+          .filter((informer) => informer !== sandboxClaims?.informer)
+          .map((informer) => informer.waitForSync(signal)),
+      );
     } catch {
       return; // leadership ended before the caches filled
     }
@@ -371,22 +424,41 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   };
 
   const start = async (): Promise<void> => {
-    if (options.listen !== undefined) server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
-    if (options.probeListen !== undefined) probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
+    if (options.listen !== undefined)
+      server = await serveApp(app, { host: options.listen.host, port: options.listen.port });
+    if (options.probeListen !== undefined)
+      probeServer = await serveApp(probeApp, { host: options.probeListen.host, port: options.probeListen.port });
     for (const informer of informers) informer.start();
     // The Env runs read the caches: the first waits for them, later ones see them filled.
-    void Promise.all(informers.map((informer) => informer.waitForSync())).then(() => envs.reconciler.start(), () => undefined);
+    void Promise.all(informers.map((informer) => informer.waitForSync())).then(
+      () => envs.reconciler.start(),
+      () => undefined,
+    );
     if (multiCluster) await federation.start();
-    else logger.info('single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched');
+    else
+      logger.info(
+        'single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched',
+      );
     if (claims !== undefined && claimApi !== undefined) {
       await claims.start();
       const listen = claimsOptions?.listen;
-      if (listen !== undefined) claimsServer = await serveApp(claimApi, { host: listen.host, port: listen.port, ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}) });
+      if (listen !== undefined)
+        claimsServer = await serveApp(claimApi, {
+          host: listen.host,
+          port: listen.port,
+          ...(claimsOptions?.tls !== undefined ? { tls: claimsOptions.tls } : {}),
+        });
     }
     await sandboxApi?.start();
     campaign.start();
     logger.info('control plane started', {
-      identity, namespace, lease: leaseName, url: server?.url ?? null, claimsUrl: claimsServer?.url ?? null, sandboxApiUrl: sandboxApi?.url ?? null, ...reconciler.settings,
+      identity,
+      namespace,
+      lease: leaseName,
+      url: server?.url ?? null,
+      claimsUrl: claimsServer?.url ?? null,
+      sandboxApiUrl: sandboxApi?.url ?? null,
+      ...reconciler.settings,
     });
   };
 

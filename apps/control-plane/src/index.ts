@@ -1,6 +1,13 @@
 // The control plane's public surface: the composition root and its config.
 // Specs reach the internals through test/support/internals.ts.
-export { createControlPlane, defaultIdentity, COMPONENT, DEFAULT_LEASE_NAME, type ControlPlane, type ControlPlaneOptions } from './control-plane.js';
+export {
+  createControlPlane,
+  defaultIdentity,
+  COMPONENT,
+  DEFAULT_LEASE_NAME,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from './control-plane.js';
 export { FLAGS, SUMMARY, TOKEN_ENV, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
 
 // What the benchmarks (bench/) drive in-process: the Sandbox API's view and reader, the federation transport.

@@ -6,8 +6,17 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 const PREFIX = 'warmpool_controlplane_';
 
 /** The `state` label of the nodes gauge: how the driver judges a node (not the agent's NodeState). */
-export type NodeStateLabel = 'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
-export const NODE_STATES: readonly NodeStateLabel[] = ['ready', 'stale', 'failing', 'draining', 'no_address', 'impossible_generation', 'unverified_address'];
+export type NodeStateLabel =
+  'ready' | 'stale' | 'failing' | 'draining' | 'no_address' | 'impossible_generation' | 'unverified_address';
+export const NODE_STATES: readonly NodeStateLabel[] = [
+  'ready',
+  'stale',
+  'failing',
+  'draining',
+  'no_address',
+  'impossible_generation',
+  'unverified_address',
+];
 
 export type PoolState = 'driven' | 'template_missing' | 'invalid_template';
 export const POOL_STATES: readonly PoolState[] = ['driven', 'template_missing', 'invalid_template'];
@@ -45,30 +54,104 @@ export class ControlPlaneMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    this.#reconciles = new Counter({ name: `${PREFIX}reconciles_total`, help: 'Reconciles run, by outcome', labelNames: ['outcome'], registers });
-    this.#pools = new Gauge({ name: `${PREFIX}pools`, help: 'SandboxWarmPools whose template opts in to warmpool, by state', labelNames: ['state'], registers });
-    this.#nodes = new Gauge({ name: `${PREFIX}nodes`, help: 'Nodes with a NodeInventory, by state (ready = in placement)', labelNames: ['state'], registers });
-    this.#setPools = new Counter({ name: `${PREFIX}set_pools_total`, help: 'SetPools calls to node agents, by outcome', labelNames: ['outcome'], registers });
+    this.#reconciles = new Counter({
+      name: `${PREFIX}reconciles_total`,
+      help: 'Reconciles run, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#pools = new Gauge({
+      name: `${PREFIX}pools`,
+      help: 'SandboxWarmPools whose template opts in to warmpool, by state',
+      labelNames: ['state'],
+      registers,
+    });
+    this.#nodes = new Gauge({
+      name: `${PREFIX}nodes`,
+      help: 'Nodes with a NodeInventory, by state (ready = in placement)',
+      labelNames: ['state'],
+      registers,
+    });
+    this.#setPools = new Counter({
+      name: `${PREFIX}set_pools_total`,
+      help: 'SetPools calls to node agents, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.#setPoolsDuration = new Histogram({
       name: `${PREFIX}set_pools_duration_seconds`,
       help: 'Duration of one SetPools call to a node agent, retries included',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
-    this.#setPoolsErrors = new Counter({ name: `${PREFIX}set_pools_errors_total`, help: 'SetPools calls that failed after their retries, by node', labelNames: ['node'], registers });
-    this.#probeErrors = new Counter({ name: `${PREFIX}agent_probe_errors_total`, help: 'Periodic GET /v1/info probes that failed, by node', labelNames: ['node'], registers });
-    this.#unplaced = new Gauge({ name: `${PREFIX}unplaced_replicas`, help: 'Warm replicas asked for that found no room on any eligible node (placement failures)', registers });
-    this.#degradedPools = new Gauge({ name: `${PREFIX}degraded_pools`, help: 'Pools with replicas that could not be placed', registers });
-    this.#lastSuccess = new Gauge({ name: `${PREFIX}last_successful_reconcile_timestamp_seconds`, help: 'When the last reconcile completed without error (Unix time)', registers });
-    this.#leader = new Gauge({ name: `${PREFIX}leader`, help: '1 while this replica holds the lease and drives the nodes', registers });
-    this.#generation = new Gauge({ name: `${PREFIX}generation`, help: 'The last SetPools generation handed out', registers });
-    this.#statusWrites = new Counter({ name: `${PREFIX}status_writes_total`, help: 'SandboxWarmPool status writes, by outcome', labelNames: ['outcome'], registers });
-    this.#events = new Counter({ name: `${PREFIX}events_total`, help: 'Kubernetes Events emitted, by reason', labelNames: ['reason'], registers });
+    this.#setPoolsErrors = new Counter({
+      name: `${PREFIX}set_pools_errors_total`,
+      help: 'SetPools calls that failed after their retries, by node',
+      labelNames: ['node'],
+      registers,
+    });
+    this.#probeErrors = new Counter({
+      name: `${PREFIX}agent_probe_errors_total`,
+      help: 'Periodic GET /v1/info probes that failed, by node',
+      labelNames: ['node'],
+      registers,
+    });
+    this.#unplaced = new Gauge({
+      name: `${PREFIX}unplaced_replicas`,
+      help: 'Warm replicas asked for that found no room on any eligible node (placement failures)',
+      registers,
+    });
+    this.#degradedPools = new Gauge({
+      name: `${PREFIX}degraded_pools`,
+      help: 'Pools with replicas that could not be placed',
+      registers,
+    });
+    this.#lastSuccess = new Gauge({
+      name: `${PREFIX}last_successful_reconcile_timestamp_seconds`,
+      help: 'When the last reconcile completed without error (Unix time)',
+      registers,
+    });
+    this.#leader = new Gauge({
+      name: `${PREFIX}leader`,
+      help: '1 while this replica holds the lease and drives the nodes',
+      registers,
+    });
+    this.#generation = new Gauge({
+      name: `${PREFIX}generation`,
+      help: 'The last SetPools generation handed out',
+      registers,
+    });
+    this.#statusWrites = new Counter({
+      name: `${PREFIX}status_writes_total`,
+      help: 'SandboxWarmPool status writes, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#events = new Counter({
+      name: `${PREFIX}events_total`,
+      help: 'Kubernetes Events emitted, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
     // The pool's own namespace is `pool_namespace`: Prometheus attaches the scraped pod's as `namespace`.
-    this.#poolReady = new Gauge({ name: `${PREFIX}pool_ready_replicas`, help: 'Warm replicas of the pool, as its status reports (the leader only)', labelNames: ['pool_namespace', 'pool'], registers });
-    this.#poolDesired = new Gauge({ name: `${PREFIX}pool_desired_replicas`, help: 'Replicas the pool asks for (the leader only)', labelNames: ['pool_namespace', 'pool'], registers });
-    new Gauge({ name: 'warmpool_build_info', help: 'Always 1; the labels say which build runs', labelNames: ['component', 'version', 'node_version'], registers })
-      .set({ component: 'control-plane', version: build.version ?? 'unknown', node_version: process.version }, 1);
+    this.#poolReady = new Gauge({
+      name: `${PREFIX}pool_ready_replicas`,
+      help: 'Warm replicas of the pool, as its status reports (the leader only)',
+      labelNames: ['pool_namespace', 'pool'],
+      registers,
+    });
+    this.#poolDesired = new Gauge({
+      name: `${PREFIX}pool_desired_replicas`,
+      help: 'Replicas the pool asks for (the leader only)',
+      labelNames: ['pool_namespace', 'pool'],
+      registers,
+    });
+    new Gauge({
+      name: 'warmpool_build_info',
+      help: 'Always 1; the labels say which build runs',
+      labelNames: ['component', 'version', 'node_version'],
+      registers,
+    }).set({ component: 'control-plane', version: build.version ?? 'unknown', node_version: process.version }, 1);
     for (const state of NODE_STATES) this.#nodes.set({ state }, 0);
     for (const state of POOL_STATES) this.#pools.set({ state }, 0);
     this.#leader.set(0);

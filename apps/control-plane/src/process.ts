@@ -4,7 +4,18 @@
 import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { createLogger, helpText, packageVersion, parseConfig, parseLogLevel, runMain, Shutdown, TokenRotation, versionLine, watchTokenFile } from '@warmpool/runtime';
+import {
+  createLogger,
+  helpText,
+  packageVersion,
+  parseConfig,
+  parseLogLevel,
+  runMain,
+  Shutdown,
+  TokenRotation,
+  versionLine,
+  watchTokenFile,
+} from '@warmpool/runtime';
 import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
@@ -34,7 +45,10 @@ async function main(): Promise<void> {
       onError: (err) => logger.error('cannot read the token file', { tokenFile: file, err }),
       onChange: (value) => {
         rotation.set(value);
-        logger.info('fleet token reloaded; the replaced one is still tried with agents that refuse the new one, during the grace', { tokenFile: file, configured: value !== undefined, graceMs: config.tokenGrace });
+        logger.info(
+          'fleet token reloaded; the replaced one is still tried with agents that refuse the new one, during the grace',
+          { tokenFile: file, configured: value !== undefined, graceMs: config.tokenGrace },
+        );
       },
     });
     rotation.set(watch.current);
@@ -50,16 +64,21 @@ async function main(): Promise<void> {
     const file = config.federationTokenFile;
     const watch = watchTokenFile(file, TOKEN_FILE_CHECK_MS, {
       onError: (err) => logger.error('cannot read the federation token file', { federationTokenFile: file, err }),
-      onChange: (value) => logger.info('federation token reloaded', { federationTokenFile: file, configured: value !== undefined }),
+      onChange: (value) =>
+        logger.info('federation token reloaded', { federationTokenFile: file, configured: value !== undefined }),
     });
     shutdown.add('federation-token-file', watch);
     federationToken = () => watch.current;
   }
   if (federation === undefined && (config.clusterId || config.federationRedisUrl)) {
-    logger.warn('federation needs both --cluster-id and --federation-redis-url: running as a single cluster', { clusterId: config.clusterId ?? null });
+    logger.warn('federation needs both --cluster-id and --federation-redis-url: running as a single cluster', {
+      clusterId: config.clusterId ?? null,
+    });
   }
   if (federation !== undefined && federationToken === undefined) {
-    logger.warn('federation without --federation-token-file: capacity is shared and shown, but no claim spills to a peer and none is accepted from one');
+    logger.warn(
+      'federation without --federation-token-file: capacity is shared and shown, but no claim spills to a peer and none is accepted from one',
+    );
   }
 
   const registry = new Registry();
@@ -94,35 +113,55 @@ async function main(): Promise<void> {
     federation: {
       ...(config.clusterId ? { clusterId: config.clusterId } : {}),
       intervalMs: config.federationInterval,
-      ...(federation !== undefined ? {
-        ttlMs: federation.ttlMs,
-        hub: { redisUrl: federation.redisUrl, prefix: config.federationPrefix, ...(config.claimsAdvertiseUrl ? { claimsAdvertiseUrl: config.claimsAdvertiseUrl } : {}) },
-      } : {}),
+      ...(federation !== undefined
+        ? {
+            ttlMs: federation.ttlMs,
+            hub: {
+              redisUrl: federation.redisUrl,
+              prefix: config.federationPrefix,
+              ...(config.claimsAdvertiseUrl ? { claimsAdvertiseUrl: config.claimsAdvertiseUrl } : {}),
+            },
+          }
+        : {}),
       ...(federationToken !== undefined ? { token: federationToken } : {}),
     },
-    ...(claims !== undefined ? {
-      claims: {
-        redisUrl: claims.redisUrl,
-        listen: claims.listen,
-        ...(claims.tls !== undefined ? { tls: { cert: readFileSync(claims.tls.certFile), key: readFileSync(claims.tls.keyFile) } } : {}),
-        settings: {
-          batcher: { idleMs: config.claimBatchIdle, maxDurationMs: config.claimBatchMax, maxItems: config.claimBatchMaxItems },
-          claimTimeoutMs: config.claimTimeout,
-          workerConcurrency: config.claimWorkerConcurrency,
-          lockDurationMs: config.claimLockDuration,
-          stalledIntervalMs: config.claimStalledInterval,
-          nodeTimeoutMs: config.claimNodeTimeout,
-          maxAttempts: config.claimAttempts,
-        },
-      },
-    } : {}),
+    ...(claims !== undefined
+      ? {
+          claims: {
+            redisUrl: claims.redisUrl,
+            listen: claims.listen,
+            ...(claims.tls !== undefined
+              ? { tls: { cert: readFileSync(claims.tls.certFile), key: readFileSync(claims.tls.keyFile) } }
+              : {}),
+            settings: {
+              batcher: {
+                idleMs: config.claimBatchIdle,
+                maxDurationMs: config.claimBatchMax,
+                maxItems: config.claimBatchMaxItems,
+              },
+              claimTimeoutMs: config.claimTimeout,
+              workerConcurrency: config.claimWorkerConcurrency,
+              lockDurationMs: config.claimLockDuration,
+              stalledIntervalMs: config.claimStalledInterval,
+              nodeTimeoutMs: config.claimNodeTimeout,
+              maxAttempts: config.claimAttempts,
+            },
+          },
+        }
+      : {}),
     sandboxClaims: {
       controller: { leaseSeconds: Math.ceil(config.sandboxclaimLease / 1000) },
       janitor: { intervalMs: config.claimJanitorInterval, graceMs: config.claimJanitorGrace },
     },
-    ...(aggregated !== undefined ? {
-      sandboxApi: { listen: aggregated.listen, ...(aggregated.tls !== undefined ? { tls: aggregated.tls } : {}), selfSignedNames: aggregated.selfSignedNames },
-    } : {}),
+    ...(aggregated !== undefined
+      ? {
+          sandboxApi: {
+            listen: aggregated.listen,
+            ...(aggregated.tls !== undefined ? { tls: aggregated.tls } : {}),
+            selfSignedNames: aggregated.selfSignedNames,
+          },
+        }
+      : {}),
   });
   if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
   shutdown.add('control-plane', controlPlane);

@@ -7,7 +7,16 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
+import {
+  eventually,
+  sleep,
+  startCluster,
+  stopScripts,
+  tearDown,
+  template,
+  warmPool,
+  type TestCluster,
+} from '@warmpool/harness';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
@@ -32,7 +41,11 @@ describe('a node whose sandboxd is slow to answer claims', () => {
     writeFileSync(tokenFile, TOKEN + '\n');
     // Every claim takes 8 s, warm or cold; refill boots stay quick.
     fleet = await startFleet({
-      dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 1,
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 1,
       sandboxdArgs: ['--warm-claim-ms', '8s', '--cold-boot-ms', '8s', '--boot-ms', '20ms'],
     });
     controlPlane = await startControlPlane(cluster, dir, system, { token: TOKEN });
@@ -40,7 +53,15 @@ describe('a node whose sandboxd is slow to answer claims', () => {
     await eventually(() => started.isLeader(), { what: 'the control plane to lead' });
   }, 120_000);
 
-  afterAll(() => tearDown({ dir, what: 'busy-node' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
+  afterAll(() =>
+    tearDown(
+      { dir, what: 'busy-node' },
+      () => controlPlane?.close(),
+      () => fleet?.stop(),
+      stopScripts,
+      () => cluster?.stop(),
+    ),
+  );
 
   it('stays in placement with 300 slow claims in flight through its agent', { timeout: 60_000 }, async () => {
     const node = fleet.nodes[0];
@@ -48,21 +69,27 @@ describe('a node whose sandboxd is slow to answer claims', () => {
     const cp = controlPlane;
     const ns = await cluster.createNamespace('busy');
     await apply(cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'pool', 'tpl', 50));
-    await eventually(async () => (await node.targets()).get(`${IMAGE}|none|small`) === 50, { what: 'the warm target on the node' });
+    await eventually(async () => (await node.targets()).get(`${IMAGE}|none|small`) === 50, {
+      what: 'the warm target on the node',
+    });
     expect(cp.reconciler.inPlacement(node.name)).toBe(true);
 
     const client = new Pool(node.agentUrl, { connections: 400 });
     try {
-      const claims = Array.from({ length: 300 }, (_, i) => client.request({
-        method: 'POST',
-        path: '/v1/claim',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ template: IMAGE, claim_ref: `busy/c-${i}` }),
-        headersTimeout: 60_000,
-      }).then(async (res) => {
-        await res.body.dump();
-        return res.statusCode;
-      }));
+      const claims = Array.from({ length: 300 }, (_, i) =>
+        client
+          .request({
+            method: 'POST',
+            path: '/v1/claim',
+            headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ template: IMAGE, claim_ref: `busy/c-${i}` }),
+            headersTimeout: 60_000,
+          })
+          .then(async (res) => {
+            await res.body.dump();
+            return res.statusCode;
+          }),
+      );
       // Ten probe intervals while every claim is held at sandboxd: three failed probes in a row would take the node out.
       for (let i = 0; i < 10; i++) {
         await sleep(500);

@@ -11,7 +11,17 @@ import { checkEvictionPolicy } from '../src/provisioning/pipeline.js';
 const NODE_A: TriedNode = { node: 'a', address: '127.0.0.1:1', tier: 'warm', at: 1 };
 
 function record(claimRef: string, id: string, deadline = new Date(Date.now() + 60_000).toISOString()): ClaimRecord {
-  return { id, token: 't', deadline, ownerAddr: 'h:1', node: 'a', namespace: 'ns', warmPool: 'py', claimRef, tier: 'warm' };
+  return {
+    id,
+    token: 't',
+    deadline,
+    ownerAddr: 'h:1',
+    node: 'a',
+    namespace: 'ns',
+    warmPool: 'py',
+    claimRef,
+    tier: 'warm',
+  };
 }
 
 describe('ClaimIndex (real Redis)', () => {
@@ -33,21 +43,43 @@ describe('ClaimIndex (real Redis)', () => {
   });
 
   it('appends claimed (token left out), renewed and released to its event stream, in the order they happened', async () => {
-    const events = async (): Promise<unknown[]> => ((await redis.xrange(index.eventsKey, '-', '+')) as Array<[string, string[]]>).map(([, fields]) => JSON.parse(fields[1] ?? 'null') as unknown);
+    const events = async (): Promise<unknown[]> =>
+      ((await redis.xrange(index.eventsKey, '-', '+')) as Array<[string, string[]]>).map(
+        ([, fields]) => JSON.parse(fields[1] ?? 'null') as unknown,
+      );
     const first = record('job-1', 'sb_1');
     await index.record([first]);
     await index.renewed(first, new Date(Date.now() + 120_000).toISOString());
     await index.drop(first);
     const seen = await events();
     expect(seen.map((e) => (e as { op: string }).op)).toEqual(['claimed', 'claimed', 'released']);
-    expect(seen[0]).toEqual({ op: 'claimed', record: { id: 'sb_1', deadline: first.deadline, ownerAddr: 'h:1', node: 'a', namespace: 'ns', warmPool: 'py', claimRef: 'job-1', tier: 'warm' } });
+    expect(seen[0]).toEqual({
+      op: 'claimed',
+      record: {
+        id: 'sb_1',
+        deadline: first.deadline,
+        ownerAddr: 'h:1',
+        node: 'a',
+        namespace: 'ns',
+        warmPool: 'py',
+        claimRef: 'job-1',
+        tier: 'warm',
+      },
+    });
     expect(seen[2]).toEqual({ op: 'released', namespace: 'ns', claimRef: 'job-1', id: 'sb_1' });
   });
 
-  it('reserves new claimRefs with the nodes they go to, and tells a job its own reservation from another job\'s', async () => {
-    expect(await index.reserve('ns', ['a', 'b'], 'job-1', 60_000, [[NODE_A], []])).toEqual([{ state: 'new' }, { state: 'new' }]);
-    expect(await index.reserve('ns', ['a'], 'job-1', 60_000)).toEqual([{ state: 'mine', reservation: { job: 'job-1', tried: [NODE_A] } }]);
-    expect(await index.reserve('ns', ['a'], 'job-2', 60_000)).toEqual([{ state: 'busy', reservation: { job: 'job-1', tried: [NODE_A] } }]);
+  it("reserves new claimRefs with the nodes they go to, and tells a job its own reservation from another job's", async () => {
+    expect(await index.reserve('ns', ['a', 'b'], 'job-1', 60_000, [[NODE_A], []])).toEqual([
+      { state: 'new' },
+      { state: 'new' },
+    ]);
+    expect(await index.reserve('ns', ['a'], 'job-1', 60_000)).toEqual([
+      { state: 'mine', reservation: { job: 'job-1', tried: [NODE_A] } },
+    ]);
+    expect(await index.reserve('ns', ['a'], 'job-2', 60_000)).toEqual([
+      { state: 'busy', reservation: { job: 'job-1', tried: [NODE_A] } },
+    ]);
   });
 
   it('answers a served claim to a later reservation, and finds it by id and by claimRef', async () => {

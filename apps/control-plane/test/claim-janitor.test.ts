@@ -15,11 +15,28 @@ const OLD = clock.iso(-120_000);
 const YOUNG = clock.iso(-5_000);
 
 function row(id: string, claimRef: string | undefined, claimedAt = OLD): SandboxRow {
-  return { id, key: { template: 'img', net: 'none', size: 'small' }, deadline: clock.iso(600_000), claimed_at: claimedAt, ...(claimRef === undefined ? {} : { claim_ref: claimRef }) };
+  return {
+    id,
+    key: { template: 'img', net: 'none', size: 'small' },
+    deadline: clock.iso(600_000),
+    claimed_at: claimedAt,
+    ...(claimRef === undefined ? {} : { claim_ref: claimRef }),
+  };
 }
 
 function grant(claimRef: string, path: ClaimGrant['path'], id: string): ClaimGrant {
-  return { id, token: 't', deadline: clock.iso(600_000), ownerAddr: '10.0.0.1:1', node: 'a', namespace: 'ns', warmPool: 'p', claimRef, tier: 'warm', ...(path === undefined ? {} : { path }) };
+  return {
+    id,
+    token: 't',
+    deadline: clock.iso(600_000),
+    ownerAddr: '10.0.0.1:1',
+    node: 'a',
+    namespace: 'ns',
+    warmPool: 'p',
+    claimRef,
+    tier: 'warm',
+    ...(path === undefined ? {} : { path }),
+  };
 }
 
 interface Setup {
@@ -35,16 +52,23 @@ function janitorFor(setup: Setup): { janitor: ClaimJanitor; releasedOnNode: stri
   const releasedOnNode: string[] = [];
   const releasedThroughIndex: string[] = [];
   const store = new ObjectStore<SandboxClaim>();
-  for (const name of setup.claims ?? []) store.upsert({ metadata: { namespace: 'ns', name, uid: name }, spec: { warmPoolRef: { name: 'p' } } });
+  for (const name of setup.claims ?? [])
+    store.upsert({ metadata: { namespace: 'ns', name, uid: name }, spec: { warmPoolRef: { name: 'p' } } });
   const nodeClaims: NodeClaims = {
-    list: (agent: AgentAddress) => (setup.unreachable?.includes(agent.node) ? Promise.reject(new Error('down')) : Promise.resolve(setup.rows[agent.node] ?? [])),
+    list: (agent: AgentAddress) =>
+      setup.unreachable?.includes(agent.node)
+        ? Promise.reject(new Error('down'))
+        : Promise.resolve(setup.rows[agent.node] ?? []),
     release: (agent: AgentAddress, id: string) => {
       releasedOnNode.push(`${agent.node}/${id}`);
       return Promise.resolve();
     },
   };
   const service: Pick<ClaimService, 'lookup' | 'release'> = {
-    lookup: (namespace, ref) => (setup.lookupFails ? Promise.reject(new ClaimFailure('Unavailable', 'redis down')) : Promise.resolve(setup.index?.[`${namespace}/${ref}`])),
+    lookup: (namespace, ref) =>
+      setup.lookupFails
+        ? Promise.reject(new ClaimFailure('Unavailable', 'redis down'))
+        : Promise.resolve(setup.index?.[`${namespace}/${ref}`]),
     release: (namespace, ref) => {
       releasedThroughIndex.push(`${namespace}/${ref}`);
       return Promise.resolve(true);
@@ -72,7 +96,10 @@ describe('the claim janitor', () => {
   });
 
   it('releases through the index a claim the index records as of the CRD path', async () => {
-    const { janitor, releasedThroughIndex, releasedOnNode } = janitorFor({ rows: { a: [row('sb_1', 'ns/gone')] }, index: { 'ns/gone': grant('gone', 'crd', 'sb_1') } });
+    const { janitor, releasedThroughIndex, releasedOnNode } = janitorFor({
+      rows: { a: [row('sb_1', 'ns/gone')] },
+      index: { 'ns/gone': grant('gone', 'crd', 'sb_1') },
+    });
     await janitor.sweep();
     expect(releasedThroughIndex).toEqual(['ns/gone']);
     expect(releasedOnNode).toEqual([]);
@@ -81,7 +108,10 @@ describe('the claim janitor', () => {
   it('never releases a claim of the HTTP path, or one whose index entry names no path', async () => {
     const { janitor, releasedOnNode, releasedThroughIndex } = janitorFor({
       rows: { a: [row('sb_1', 'ns/http-one'), row('sb_2', 'ns/old-record')] },
-      index: { 'ns/http-one': grant('http-one', 'http', 'sb_1'), 'ns/old-record': grant('old-record', undefined, 'sb_2') },
+      index: {
+        'ns/http-one': grant('http-one', 'http', 'sb_1'),
+        'ns/old-record': grant('old-record', undefined, 'sb_2'),
+      },
     });
     expect((await janitor.sweep()).released).toBe(0);
     expect([...releasedOnNode, ...releasedThroughIndex]).toEqual([]);
@@ -89,7 +119,9 @@ describe('the claim janitor', () => {
 
   it('never releases a claim whose SandboxClaim exists, one younger than the grace, or one without a <namespace>/<name> claim_ref', async () => {
     const { janitor, releasedOnNode } = janitorFor({
-      rows: { a: [row('sb_1', 'ns/alive'), row('sb_2', 'ns/young', YOUNG), row('sb_3', undefined), row('sb_4', 'not a ref')] },
+      rows: {
+        a: [row('sb_1', 'ns/alive'), row('sb_2', 'ns/young', YOUNG), row('sb_3', undefined), row('sb_4', 'not a ref')],
+      },
       claims: ['alive'],
     });
     expect((await janitor.sweep()).released).toBe(0);

@@ -8,7 +8,20 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema } from '@warmpool/api';
-import { addressInUse, eventually, NodeScript, quietPort, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
+import {
+  addressInUse,
+  eventually,
+  NodeScript,
+  quietPort,
+  sleep,
+  startCluster,
+  startRedis,
+  stopScripts,
+  template,
+  warmPool,
+  type TestCluster,
+  type TestRedis,
+} from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
@@ -37,32 +50,60 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     for (let attempt = 1; ; attempt++) {
       const [health, claims] = [await quietPort(), await quietPort()];
       const args = [
-        '--listen', `127.0.0.1:${health}`,
-        '--claims-listen', `127.0.0.1:${claims}`,
-        '--redis-url', redis.url,
-        '--kubeconfig', cluster.kubeconfigPath,
-        '--namespace', 'default',
-        '--identity', identity,
-        '--token-file', tokenFile,
-        '--interval', '500ms',
-        '--stale-after', '5s',
-        '--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '500ms',
-        '--claim-worker-concurrency', String(workerConcurrency),
-        '--claim-lock-duration', '1s',
-        '--claim-stalled-interval', '500ms',
-        '--claim-timeout', '30s',
-        '--log-level', 'debug',
+        '--listen',
+        `127.0.0.1:${health}`,
+        '--claims-listen',
+        `127.0.0.1:${claims}`,
+        '--redis-url',
+        redis.url,
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--namespace',
+        'default',
+        '--identity',
+        identity,
+        '--token-file',
+        tokenFile,
+        '--interval',
+        '500ms',
+        '--stale-after',
+        '5s',
+        '--lease-duration',
+        '4s',
+        '--renew-deadline',
+        '3s',
+        '--retry-period',
+        '500ms',
+        '--claim-worker-concurrency',
+        String(workerConcurrency),
+        '--claim-lock-duration',
+        '1s',
+        '--claim-stalled-interval',
+        '500ms',
+        '--claim-timeout',
+        '30s',
+        '--log-level',
+        'debug',
         ...extraArgs,
       ];
-      const proc = new NodeScript({ name: identity, script: CONTROL_PLANE_MAIN, args, env: { WARMPOOL_API_TOKEN: '' }, logFile: join(dir, `${identity}-${attempt}.log`) });
+      const proc = new NodeScript({
+        name: identity,
+        script: CONTROL_PLANE_MAIN,
+        args,
+        env: { WARMPOOL_API_TOKEN: '' },
+        logFile: join(dir, `${identity}-${attempt}.log`),
+      });
       const started = { identity, health, claims, proc };
       try {
-        await eventually(async () => {
-          if (!proc.running) throw new Error(`${identity} exited:\n${proc.log()}`);
-          const res = await fetch(`http://127.0.0.1:${health}/readyz/claims`);
-          await res.body?.cancel();
-          return res.status === 200;
-        }, { what: `${identity} to be ready to claim`, timeoutMs: 30_000 });
+        await eventually(
+          async () => {
+            if (!proc.running) throw new Error(`${identity} exited:\n${proc.log()}`);
+            const res = await fetch(`http://127.0.0.1:${health}/readyz/claims`);
+            await res.body?.cancel();
+            return res.status === 200;
+          },
+          { what: `${identity} to be ready to claim`, timeoutMs: 30_000 },
+        );
         return started;
       } catch (err) {
         if (attempt >= 5 || !addressInUse(proc.log())) throw err;
@@ -81,7 +122,15 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     [cluster, redis] = await Promise.all([startCluster({ name: 'cp-failover' }), startRedis()]);
     tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3, capacity: 100, sandboxdArgs: ['--cold-boot-ms', String(COLD_BOOT_MS)] });
+    fleet = await startFleet({
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 3,
+      capacity: 100,
+      sandboxdArgs: ['--cold-boot-ms', String(COLD_BOOT_MS)],
+    });
     ns = await cluster.createNamespace('failover');
     user = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
     // No warm sandboxes: every claim is a slow cold boot, so jobs are held long enough to die holding them.
@@ -105,16 +154,24 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     const path = `/v1/namespaces/${ns}/claims`;
 
     const refs = Array.from({ length: 24 }, (_, i) => `fo-${i}`);
-    const answers = Promise.all(refs.map(async (claimRef, i) => {
-      await sleep((i % 6) * 40); // several batches
-      return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
-    }));
+    const answers = Promise.all(
+      refs.map(async (claimRef, i) => {
+        await sleep((i % 6) * 40); // several batches
+        return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
+      }),
+    );
     // Kill it once it holds jobs: more are active than the survivor's one slot.
-    await eventually(async () => (await activeJobs(survivor)) >= 2, { what: 'the victim\'s worker to hold a job', intervalMs: 20 });
+    await eventually(async () => (await activeJobs(survivor)) >= 2, {
+      what: "the victim's worker to hold a job",
+      intervalMs: 20,
+    });
     await victim.proc.stop('SIGKILL');
     const answered = await answers;
 
-    expect(answered.map((x) => x.status), JSON.stringify(answered.filter((x) => x.status !== 200).map((x) => x.body))).toEqual(refs.map(() => 200));
+    expect(
+      answered.map((x) => x.status),
+      JSON.stringify(answered.filter((x) => x.status !== 200).map((x) => x.body)),
+    ).toEqual(refs.map(() => 200));
     const claims = answered.map((x) => claimBodySchema.parse(x.body));
     expect(claims.map((c) => c.claimRef)).toEqual(refs);
     expect(new Set(claims.map((c) => c.id)).size).toBe(refs.length);
@@ -126,9 +183,11 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     // Exactly once on the nodes: each claim_ref held once, by the sandbox its caller got.
     const held = (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/fo-`) === true);
     expect(held.map((c) => c.claimRef).sort()).toEqual(refs.map((r) => `${ns}/${r}`).sort());
-    for (const claim of claims) expect(held).toContainEqual({ node: claim.node, claimRef: `${ns}/${claim.claimRef}`, id: claim.id });
+    for (const claim of claims)
+      expect(held).toContainEqual({ node: claim.node, claimRef: `${ns}/${claim.claimRef}`, id: claim.id });
 
-    for (const claim of claims) expect((await callClaims(base, 'DELETE', `${path}/${claim.claimRef}`, user)).status).toBe(204);
+    for (const claim of claims)
+      expect((await callClaims(base, 'DELETE', `${path}/${claim.claimRef}`, user)).status).toBe(204);
     expect(await claimsOnNodes(fleet, TOKEN)).toEqual([]);
   });
 
@@ -142,7 +201,10 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     expect(answer.body).toMatchObject({ reason: 'Timeout' });
     // The cold boot lands after the caller's answer: nobody can come back for it, so it is released.
     await sleep(COLD_BOOT_MS + 500);
-    await eventually(async () => (await claimsOnNodes(fleet, TOKEN)).length === before, { what: 'the late sandbox to be released', timeoutMs: 15_000 });
+    await eventually(async () => (await claimsOnNodes(fleet, TOKEN)).length === before, {
+      what: 'the late sandbox to be released',
+      timeoutMs: 15_000,
+    });
     await hasty.proc.stop();
   });
 
@@ -153,26 +215,34 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     const giveUp = async (body: Record<string, unknown>): Promise<void> => {
       const controller = new AbortController();
       const sent = fetch(`${base}${path}`, {
-        method: 'POST', signal: controller.signal,
+        method: 'POST',
+        signal: controller.signal,
         headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
         body: JSON.stringify({ warmPool: 'cold', ...body }),
       });
       // Give up once the claim's job is being served (its cold boot under way on a node).
-      await eventually(async () => (await activeJobs(patient)) >= 1, { what: 'the claim\'s job to be served', intervalMs: 20 });
+      await eventually(async () => (await activeJobs(patient)) >= 1, {
+        what: "the claim's job to be served",
+        intervalMs: 20,
+      });
       controller.abort();
       await expect(sent).rejects.toThrow();
     };
-    const ours = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> => (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/`) === true);
+    const ours = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> =>
+      (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/`) === true);
 
     await giveUp({});
     await eventually(async () => (await activeJobs(patient)) === 0, { what: 'the first job to be done' });
     await giveUp({ claimRef: 'comes-back' });
     // Both boots land; the anonymous one is released, the named one waits for its caller.
     await eventually(async () => (await activeJobs(patient)) === 0, { what: 'the second job to be done' });
-    const held = await eventually(async () => {
-      const now = await ours();
-      return now.length === 1 ? now : undefined;
-    }, { what: 'only the claim with a claimRef to be left on the nodes', timeoutMs: 15_000 });
+    const held = await eventually(
+      async () => {
+        const now = await ours();
+        return now.length === 1 ? now : undefined;
+      },
+      { what: 'only the claim with a claimRef to be left on the nodes', timeoutMs: 15_000 },
+    );
     expect(held[0]?.claimRef).toBe(`${ns}/comes-back`);
     const metrics = await (await fetch(`http://127.0.0.1:${patient.health}/metrics`)).text();
     expect(Number(/warmpool_controlplane_claims_released_unanswered_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBe(1);

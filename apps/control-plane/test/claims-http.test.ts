@@ -7,7 +7,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, type ClaimBody } from '@warmpool/api';
-import { eventually, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
+import {
+  eventually,
+  startCluster,
+  startRedis,
+  stopScripts,
+  template,
+  warmPool,
+  type TestCluster,
+  type TestRedis,
+} from '@warmpool/harness';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
@@ -33,7 +42,8 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
 
   const urlOf = (cp: ControlPlane): string => cp.claimsUrl ?? '';
   const claimsPath = (namespace = ns): string => `/v1/namespaces/${namespace}/claims`;
-  const nodeClaims = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> => claimsOnNodes(fleet, TOKEN);
+  const nodeClaims = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> =>
+    claimsOnNodes(fleet, TOKEN);
 
   async function replica(): Promise<ControlPlane> {
     return startControlPlane(cluster, dir, 'default', {
@@ -47,26 +57,53 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     [cluster, redis] = await Promise.all([startCluster({ name: 'cp-claims' }), startRedis()]);
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3, capacity: 30 });
+    fleet = await startFleet({
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 3,
+      capacity: 30,
+    });
     ns = await cluster.createNamespace('claims');
     [allowed, forbidden, readOnly] = await Promise.all([
       serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']),
       serviceAccountToken(cluster, ns, 'stranger', undefined),
       serviceAccountToken(cluster, ns, 'reader', ['get']),
     ]);
-    await apply(cluster,
-      template(ns, 'tpl', IMAGE), warmPool(ns, 'python', 'tpl', 6),
-      template(ns, 'upstream', 'registry.test/upstream:1', { optIn: false }), warmPool(ns, 'not-ours', 'upstream', 1));
+    await apply(
+      cluster,
+      template(ns, 'tpl', IMAGE),
+      warmPool(ns, 'python', 'tpl', 6),
+      template(ns, 'upstream', 'registry.test/upstream:1', { optIn: false }),
+      warmPool(ns, 'not-ours', 'upstream', 1),
+    );
     a = await replica();
     b = await replica();
     await eventually(() => a.isLeader() || b.isLeader(), { what: 'a leader' });
-    await eventually(async () => (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every((w) => w === 2), { what: '2 warm on every node', timeoutMs: 30_000 });
+    await eventually(
+      async () =>
+        (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every(
+          (w) => w === 2,
+        ),
+      { what: '2 warm on every node', timeoutMs: 30_000 },
+    );
     // Placement reads the warm counts the nodes publish (or the leader's fresher view): wait until they show the fill.
-    await eventually(async () => {
-      const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as { items: Array<{ status?: { pools?: Array<{ template: string; warm: number }> } }> };
-      return inventories.items.length === 3 && inventories.items.every((i) => (i.status?.pools ?? []).some((p) => p.template === IMAGE && p.warm >= 2));
-    }, { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 });
-    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, { what: 'both replicas ready to claim' });
+    await eventually(
+      async () => {
+        const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as {
+          items: Array<{ status?: { pools?: Array<{ template: string; warm: number }> } }>;
+        };
+        return (
+          inventories.items.length === 3 &&
+          inventories.items.every((i) => (i.status?.pools ?? []).some((p) => p.template === IMAGE && p.warm >= 2))
+        );
+      },
+      { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 },
+    );
+    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+      what: 'both replicas ready to claim',
+    });
   });
 
   afterAll(async () => {
@@ -93,18 +130,33 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       const before = (await nodeClaims()).length;
       const answer = await callClaims(urlOf(a), 'POST', claimsPath(), forbidden, { warmPool: 'python' });
       expect(answer.status).toBe(403);
-      expect(claimErrorBodySchema.parse(answer.body)).toMatchObject({ reason: 'Forbidden', error: expect.stringContaining(`system:serviceaccount:${ns}:stranger`) });
+      expect(claimErrorBodySchema.parse(answer.body)).toMatchObject({
+        reason: 'Forbidden',
+        error: expect.stringContaining(`system:serviceaccount:${ns}:stranger`),
+      });
       expect((await nodeClaims()).length).toBe(before);
     });
 
     it('checks the verb: a ServiceAccount that may only get cannot claim, nor claim in another namespace', async () => {
       expect((await callClaims(urlOf(a), 'POST', claimsPath(), readOnly, { warmPool: 'python' })).status).toBe(403);
-      expect((await callClaims(urlOf(a), 'POST', claimsPath('default'), allowed, { warmPool: 'python' })).status).toBe(403);
+      expect((await callClaims(urlOf(a), 'POST', claimsPath('default'), allowed, { warmPool: 'python' })).status).toBe(
+        403,
+      );
     });
   });
 
   describe('its OpenAPI document and methods', () => {
-    interface Document { openapi: string; info: { version: string }; paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>; components: { schemas: Record<string, { required?: string[]; properties?: Record<string, { enum?: string[]; maximum?: number }> }> } }
+    interface Document {
+      openapi: string;
+      info: { version: string };
+      paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>;
+      components: {
+        schemas: Record<
+          string,
+          { required?: string[]; properties?: Record<string, { enum?: string[]; maximum?: number }> }
+        >;
+      };
+    }
 
     it('serves /openapi.json without a token, generated from the zod schemas of libs/api, one operation per served route', async () => {
       const answer = await callClaims<Document>(urlOf(a), 'GET', '/openapi.json', undefined);
@@ -112,18 +164,29 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       const doc = answer.body;
       expect(doc.openapi).toBe('3.1.0');
       expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+/);
-      const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`)).sort();
+      const routes = Object.entries(doc.paths)
+        .flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`))
+        .sort();
       expect(routes).toEqual([
-        'DELETE /v1/namespaces/{namespace}/claims/{id}', 'GET /openapi.json', 'GET /v1/namespaces/{namespace}/claims/{id}',
-        'POST /v1/namespaces/{namespace}/claims', 'POST /v1/namespaces/{namespace}/claims/{id}/renew',
+        'DELETE /v1/namespaces/{namespace}/claims/{id}',
+        'GET /openapi.json',
+        'GET /v1/namespaces/{namespace}/claims/{id}',
+        'POST /v1/namespaces/{namespace}/claims',
+        'POST /v1/namespaces/{namespace}/claims/{id}/renew',
       ]);
       for (const [path, ops] of Object.entries(doc.paths)) {
-        for (const operation of Object.values(ops)) if (path.startsWith('/v1/')) expect(Object.keys(operation.responses), path).toEqual(expect.arrayContaining(['401', '403', '405']));
+        for (const operation of Object.values(ops))
+          if (path.startsWith('/v1/'))
+            expect(Object.keys(operation.responses), path).toEqual(expect.arrayContaining(['401', '403', '405']));
       }
       const { schemas } = doc.components;
       expect(schemas['CreateClaimRequest']?.properties?.['ttlSeconds']).toMatchObject({ maximum: 86_400 });
-      expect(schemas['Claim']?.required).toEqual(expect.arrayContaining(['id', 'deadline', 'node', 'claimRef', 'tier']));
-      expect(schemas['Error']?.properties?.['reason']?.enum).toEqual(expect.arrayContaining(['NoCapacity', 'MethodNotAllowed']));
+      expect(schemas['Claim']?.required).toEqual(
+        expect.arrayContaining(['id', 'deadline', 'node', 'claimRef', 'tier']),
+      );
+      expect(schemas['Error']?.properties?.['reason']?.enum).toEqual(
+        expect.arrayContaining(['NoCapacity', 'MethodNotAllowed']),
+      );
     });
 
     it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404, and neither without a token', async () => {
@@ -160,9 +223,19 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
 
     it('answers the same sandbox to the same claimRef, through either replica, and the node holds one', async () => {
-      const first = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-42' });
-      const again = await callClaims(urlOf(b), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-42' });
-      const concurrent = await Promise.all([1, 2, 3].map(() => callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-43' })));
+      const first = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, {
+        warmPool: 'python',
+        claimRef: 'job-42',
+      });
+      const again = await callClaims(urlOf(b), 'POST', claimsPath(), allowed, {
+        warmPool: 'python',
+        claimRef: 'job-42',
+      });
+      const concurrent = await Promise.all(
+        [1, 2, 3].map(() =>
+          callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'job-43' }),
+        ),
+      );
       expect(first.status).toBe(200);
       expect(again.status).toBe(200);
       expect(claimBodySchema.parse(again.body).id).toBe(claimBodySchema.parse(first.body).id);
@@ -173,20 +246,26 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
 
     it('gives concurrent claims distinct sandboxes, spread over the nodes', async () => {
-      const answers = await Promise.all(Array.from({ length: 20 }, () => callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' })));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' })),
+      );
       expect(answers.map((x) => x.status)).toEqual(Array(20).fill(200));
       const claims = answers.map((x) => claimBodySchema.parse(x.body));
       expect(new Set(claims.map((c) => c.id)).size).toBe(20);
       expect(new Set(claims.map((c) => c.node)).size).toBeGreaterThan(1);
-      for (const c of claims) expect((await callClaims(urlOf(b), 'DELETE', `${claimsPath()}/${c.id}`, allowed)).status).toBe(204);
+      for (const c of claims)
+        expect((await callClaims(urlOf(b), 'DELETE', `${claimsPath()}/${c.id}`, allowed)).status).toBe(204);
     });
 
     it('boots cold when the pool has no warm sandbox left, on a node with room', async () => {
       await apply(cluster, template(ns, 'cold-tpl', 'registry.test/cold:1'), warmPool(ns, 'cold', 'cold-tpl', 0));
-      const answer = await eventually(async () => {
-        const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'cold' });
-        return x.status === 200 ? x : undefined;
-      }, { what: 'a cold claim' });
+      const answer = await eventually(
+        async () => {
+          const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'cold' });
+          return x.status === 200 ? x : undefined;
+        },
+        { what: 'a cold claim' },
+      );
       expect(claimBodySchema.parse(answer.body).tier).toBe('cold');
     });
   });
@@ -194,7 +273,11 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
   describe('from a replica other than the one that served', () => {
     let claim: ClaimBody;
     beforeAll(async () => {
-      const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'cross-replica', ttlSeconds: 60 });
+      const answer = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, {
+        warmPool: 'python',
+        claimRef: 'cross-replica',
+        ttlSeconds: 60,
+      });
       claim = claimBodySchema.parse(answer.body);
     });
 
@@ -208,21 +291,37 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
 
     it('renews it: the node holds the new deadline', async () => {
-      const answer = await callClaims(urlOf(b), 'POST', `${claimsPath()}/${claim.id}/renew`, allowed, { ttlSeconds: 3_600 });
+      const answer = await callClaims(urlOf(b), 'POST', `${claimsPath()}/${claim.id}/renew`, allowed, {
+        ttlSeconds: 3_600,
+      });
       expect(answer.status).toBe(200);
       const deadline = (answer.body as { deadline: string }).deadline;
       expect(Date.parse(deadline) - Date.now()).toBeGreaterThan(3_500_000);
       const node = fleet.nodes.find((n) => n.name === claim.node);
-      const row = await (await fetch(`${node?.sandboxdUrl}/v1/sandboxes/${claim.id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as { deadline: string };
+      const row = (await (
+        await fetch(`${node?.sandboxdUrl}/v1/sandboxes/${claim.id}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+      ).json()) as { deadline: string };
       expect(row.deadline).toBe(deadline);
-      expect((await callClaims(urlOf(a), 'GET', `${claimsPath()}/${claim.id}`, allowed)).body).toMatchObject({ deadline });
+      expect((await callClaims(urlOf(a), 'GET', `${claimsPath()}/${claim.id}`, allowed)).body).toMatchObject({
+        deadline,
+      });
     });
 
     it('releases it: 204, the node no longer holds it, then 404 ClaimNotFound', async () => {
       expect((await callClaims(urlOf(b), 'DELETE', `${claimsPath()}/${claim.id}`, allowed)).status).toBe(204);
       expect((await nodeClaims()).some((c) => c.id === claim.id)).toBe(false);
-      for (const [method, path] of [['GET', claim.id], ['DELETE', claim.id], ['POST', `${claim.id}/renew`]] as const) {
-        const answer = await callClaims(urlOf(a), method, `${claimsPath()}/${path}`, allowed, method === 'POST' ? {} : undefined);
+      for (const [method, path] of [
+        ['GET', claim.id],
+        ['DELETE', claim.id],
+        ['POST', `${claim.id}/renew`],
+      ] as const) {
+        const answer = await callClaims(
+          urlOf(a),
+          method,
+          `${claimsPath()}/${path}`,
+          allowed,
+          method === 'POST' ? {} : undefined,
+        );
         expect(answer.status).toBe(404);
         expect(claimErrorBodySchema.parse(answer.body).reason).toBe('ClaimNotFound');
       }
@@ -231,10 +330,17 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
 
   describe('for a janitor', () => {
     it('lists what every node holds and releases one sandbox on its node, forgetting it in the index', async () => {
-      const claim = claimBodySchema.parse((await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'swept' })).body);
+      const claim = claimBodySchema.parse(
+        (await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python', claimRef: 'swept' })).body,
+      );
       const listed = await b.claims?.listNodeClaims();
       expect(listed?.unreachable).toEqual([]);
-      expect(listed?.claims).toContainEqual({ node: claim.node, id: claim.id, claimRef: `${ns}/swept`, deadline: claim.deadline });
+      expect(listed?.claims).toContainEqual({
+        node: claim.node,
+        id: claim.id,
+        claimRef: `${ns}/swept`,
+        deadline: claim.deadline,
+      });
       expect(await b.claims?.releaseOnNode(claim.node, claim.id, { namespace: ns, claimRef: 'swept' })).toBe(true);
       expect((await nodeClaims()).some((c) => c.id === claim.id)).toBe(false);
       expect(await a.claims?.lookup(ns, 'swept')).toBeUndefined();
@@ -269,7 +375,14 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
 
     it('answers 429 NoCapacity with Retry-After when no node has room, and claims again once there is', async () => {
-      const drain = (method: string): Promise<unknown> => Promise.all(fleet.nodes.map(async (n) => (await fetch(`${n.sandboxdUrl}/v1/drain`, { method, headers: { authorization: `Bearer ${TOKEN}` } })).body?.cancel()));
+      const drain = (method: string): Promise<unknown> =>
+        Promise.all(
+          fleet.nodes.map(async (n) =>
+            (
+              await fetch(`${n.sandboxdUrl}/v1/drain`, { method, headers: { authorization: `Bearer ${TOKEN}` } })
+            ).body?.cancel(),
+          ),
+        );
       await drain('POST');
       try {
         const before = await nodeClaims();
@@ -281,7 +394,10 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       } finally {
         await drain('DELETE');
       }
-      await eventually(async () => (await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again' });
+      await eventually(
+        async () => (await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200,
+        { what: 'claims to work again' },
+      );
     });
   });
 
@@ -289,10 +405,13 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     it('answers 503 Unavailable meanwhile, and claims again once it is back', async () => {
       const port = redis.port;
       await redis.stop();
-      const answer = await eventually(async () => {
-        const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' });
-        return x.status === 503 ? x : undefined;
-      }, { what: '503 while Redis is down' });
+      const answer = await eventually(
+        async () => {
+          const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' });
+          return x.status === 503 ? x : undefined;
+        },
+        { what: '503 while Redis is down' },
+      );
       expect(claimErrorBodySchema.parse(answer.body).reason).toBe('Unavailable');
       expect(answer.headers.get('retry-after')).not.toBeNull();
       expect(a.ready()).toBe(true); // the driver is unaffected: /readyz stays ready
@@ -301,10 +420,17 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       try {
         const early = await callClaims(urlOf(late), 'POST', claimsPath(), allowed, { warmPool: 'python' });
         expect(early.status).toBe(503);
-        expect(claimErrorBodySchema.parse(early.body)).toMatchObject({ reason: 'Unavailable', error: expect.stringContaining('Redis') });
+        expect(claimErrorBodySchema.parse(early.body)).toMatchObject({
+          reason: 'Unavailable',
+          error: expect.stringContaining('Redis'),
+        });
         redis = await startRedis({ port });
         for (const cp of [a, b, late]) {
-          await eventually(async () => (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200, { what: 'claims to work again', timeoutMs: 30_000 });
+          await eventually(
+            async () =>
+              (await callClaims(urlOf(cp), 'POST', claimsPath(), allowed, { warmPool: 'python' })).status === 200,
+            { what: 'claims to work again', timeoutMs: 30_000 },
+          );
         }
       } finally {
         await late.close();
@@ -315,14 +441,19 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
   it('serves the claim API over TLS when given a certificate and key', async () => {
     const secure = await startControlPlane(cluster, dir, 'default', {
       token: TOKEN,
-      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 }, tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } },
+      claims: {
+        redisUrl: redis.url,
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem },
+      },
     });
     const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
     try {
       expect(secure.claimsUrl).toMatch(/^https:\/\//);
       await eventually(() => secure.claims?.notReadyReasons().length === 0, { what: 'the TLS replica ready to claim' });
       const res = await undiciFetch(`${secure.claimsUrl}${claimsPath()}`, {
-        method: 'POST', dispatcher,
+        method: 'POST',
+        dispatcher,
         headers: { authorization: `Bearer ${allowed}`, 'content-type': 'application/json' },
         body: JSON.stringify({ warmPool: 'python' }),
       });

@@ -10,27 +10,61 @@ describe('control plane flags', () => {
   it('has the documented defaults', () => {
     const { config } = parseConfig(FLAGS, [], {});
     expect(config).toMatchObject({
-      metricsBindAddress: '0.0.0.0:8080', healthProbeBindAddress: undefined, stallTimeout: 120_000,
-      interval: 5_000, staleAfter: 90_000, setPoolsTimeout: 2_000, setPoolsConcurrency: 256, leaderElect: true,
-      leaderElectLeaseDuration: 15_000, leaderElectRenewDeadline: 10_000, leaderElectRetryPeriod: 2_000, leaderElectResourceName: 'warmpool-control-plane', logLevel: 'info',
+      metricsBindAddress: '0.0.0.0:8080',
+      healthProbeBindAddress: undefined,
+      stallTimeout: 120_000,
+      interval: 5_000,
+      staleAfter: 90_000,
+      setPoolsTimeout: 2_000,
+      setPoolsConcurrency: 256,
+      leaderElect: true,
+      leaderElectLeaseDuration: 15_000,
+      leaderElectRenewDeadline: 10_000,
+      leaderElectRetryPeriod: 2_000,
+      leaderElectResourceName: 'warmpool-control-plane',
+      logLevel: 'info',
     });
-    expect(validateConfig(config, noNamespaceFile)).toEqual({ listen: { host: '0.0.0.0', port: 8080 }, probeListen: undefined, namespace: 'default' });
+    expect(validateConfig(config, noNamespaceFile)).toEqual({
+      listen: { host: '0.0.0.0', port: 8080 },
+      probeListen: undefined,
+      namespace: 'default',
+    });
   });
 
   it('accepts every flag the Helm chart passes', () => {
-    const chart = readFileSync(fileURLToPath(new URL('../../../charts/warmpool/templates/control-plane.yaml', import.meta.url)), 'utf8');
+    const chart = readFileSync(
+      fileURLToPath(new URL('../../../charts/warmpool/templates/control-plane.yaml', import.meta.url)),
+      'utf8',
+    );
     const flags = [...chart.matchAll(/- --([a-z-]+)=/g)].map((m) => m[1] as string);
     expect(flags.length).toBeGreaterThan(10);
-    const argv = flags.map((flag) => `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|batch-max$|delay$|lease$|ttl$/.test(flag) ? '1s' : 'x'}`);
+    const argv = flags.map(
+      (flag) =>
+        `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|batch-max$|delay$|lease$|ttl$/.test(flag) ? '1s' : 'x'}`,
+    );
     expect(() => parseConfig(FLAGS, argv, {})).not.toThrow();
   });
 
   it('turns provisioning on with --redis-url, serving the claim API on --claims-listen', () => {
     const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
     expect(parse().claims).toBeUndefined();
-    expect(parse('--redis-url=redis://127.0.0.1:6379').claims).toEqual({ redisUrl: 'redis://127.0.0.1:6379', listen: { host: '0.0.0.0', port: 8081 }, tls: undefined });
-    expect(parse('--redis-url=rediss://r:6380', '--claims-listen=127.0.0.1:9443', '--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem').claims)
-      .toEqual({ redisUrl: 'rediss://r:6380', listen: { host: '127.0.0.1', port: 9443 }, tls: { certFile: 'c.pem', keyFile: 'k.pem' } });
+    expect(parse('--redis-url=redis://127.0.0.1:6379').claims).toEqual({
+      redisUrl: 'redis://127.0.0.1:6379',
+      listen: { host: '0.0.0.0', port: 8081 },
+      tls: undefined,
+    });
+    expect(
+      parse(
+        '--redis-url=rediss://r:6380',
+        '--claims-listen=127.0.0.1:9443',
+        '--claims-tls-cert-file=c.pem',
+        '--claims-tls-key-file=k.pem',
+      ).claims,
+    ).toEqual({
+      redisUrl: 'rediss://r:6380',
+      listen: { host: '127.0.0.1', port: 9443 },
+      tls: { certFile: 'c.pem', keyFile: 'k.pem' },
+    });
     expect(() => parse('--redis-url=http://r')).toThrow(/--redis-url/);
     expect(() => parse('--redis-url=redis://r', '--claims-tls-cert-file=c.pem')).toThrow(/go together/);
     expect(() => parse('--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem')).toThrow(/need --redis-url/);
@@ -38,7 +72,7 @@ describe('control plane flags', () => {
     expect(() => parse('--redis-url=redis://r', '--claim-batch-max-items=0')).toThrow(/--claim-batch-max-items/);
   });
 
-  it('reads the pod\'s namespace and name from the downward API env', () => {
+  it("reads the pod's namespace and name from the downward API env", () => {
     const { config } = parseConfig(FLAGS, [], { POD_NAMESPACE: 'warmpool', POD_NAME: 'cp-7f9' });
     expect(config.identity).toBe('cp-7f9');
     expect(validateConfig(config, noNamespaceFile).namespace).toBe('warmpool');
@@ -46,12 +80,22 @@ describe('control plane flags', () => {
 
   it('takes Kubernetes-style flag names, the old names as aliases, and WARMPOOL_ variables', () => {
     const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(FLAGS, argv, env).config;
-    expect(parse(['--leader-elect-lease-duration=20s', '--renew-deadline=9s', '--leader-elect-resource-name=x'])).toMatchObject({ leaderElectLeaseDuration: 20_000, leaderElectRenewDeadline: 9_000, leaderElectResourceName: 'x' });
+    expect(
+      parse(['--leader-elect-lease-duration=20s', '--renew-deadline=9s', '--leader-elect-resource-name=x']),
+    ).toMatchObject({
+      leaderElectLeaseDuration: 20_000,
+      leaderElectRenewDeadline: 9_000,
+      leaderElectResourceName: 'x',
+    });
     expect(parse(['--leader-elect=false']).leaderElect).toBe(false);
     expect(parse(['--listen=127.0.0.1:9000']).metricsBindAddress).toBe('127.0.0.1:9000');
     expect(parse([], { WARMPOOL_RECONCILE_INTERVAL: '7s', RECONCILE_INTERVAL: '9s' }).interval).toBe(7_000);
     expect(parse([], { LEASE_DURATION: '30s' }).leaderElectLeaseDuration).toBe(30_000);
-    const separate = validateConfig(parseConfig(FLAGS, ['--metrics-bind-address=127.0.0.1:9000', '--health-probe-bind-address=127.0.0.1:9001'], {}).config, noNamespaceFile);
+    const separate = validateConfig(
+      parseConfig(FLAGS, ['--metrics-bind-address=127.0.0.1:9000', '--health-probe-bind-address=127.0.0.1:9001'], {})
+        .config,
+      noNamespaceFile,
+    );
     expect(separate).toMatchObject({ listen: { port: 9000 }, probeListen: { port: 9001 } });
   });
 
@@ -71,8 +115,20 @@ describe('control plane flags', () => {
     expect(parse().federation).toBeUndefined();
     expect(parse('--cluster-id=east').federation).toBeUndefined();
     expect(parse('--federation-redis-url=redis://hub:6379').federation).toBeUndefined();
-    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({ clusterId: 'east', redisUrl: 'redis://hub:6379', intervalMs: 2_000, ttlMs: 6_000 });
-    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=1s', '--federation-ttl=10s').federation).toMatchObject({ intervalMs: 1_000, ttlMs: 10_000 });
+    expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({
+      clusterId: 'east',
+      redisUrl: 'redis://hub:6379',
+      intervalMs: 2_000,
+      ttlMs: 6_000,
+    });
+    expect(
+      parse(
+        '--cluster-id=east',
+        '--federation-redis-url=redis://hub:6379',
+        '--federation-interval=1s',
+        '--federation-ttl=10s',
+      ).federation,
+    ).toMatchObject({ intervalMs: 1_000, ttlMs: 10_000 });
     expect(() => parse('--cluster-id=east', '--federation-redis-url=http://hub')).toThrow(/--federation-redis-url/);
     expect(() => parse('--federation-interval=2s', '--federation-ttl=2s')).toThrow(/--federation-ttl/);
     expect(() => parse('--federation-interval=0s')).toThrow(/--federation-interval/);

@@ -5,7 +5,16 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
+import {
+  eventually,
+  sleep,
+  startCluster,
+  stopScripts,
+  tearDown,
+  template,
+  warmPool,
+  type TestCluster,
+} from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
 import { startControlPlane } from './support/control-plane.js';
@@ -47,39 +56,74 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     system = await cluster.createNamespace('warmpool-system');
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3, capacity: CAPACITY });
+    fleet = await startFleet({
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 3,
+      capacity: CAPACITY,
+    });
     await leader();
   });
 
   afterEach(async () => {
     // Namespaces never finish terminating without a controller manager: delete the pools themselves.
-    for (const ns of namespaces.splice(0)) await kubectl(cluster, ['delete', 'sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
+    for (const ns of namespaces.splice(0))
+      await kubectl(cluster, ['delete', 'sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
   });
 
-  afterAll(() => tearDown({ dir, what: 'control-plane driver' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
+  afterAll(() =>
+    tearDown(
+      { dir, what: 'control-plane driver' },
+      () => controlPlane?.close(),
+      () => fleet?.stop(),
+      stopScripts,
+      () => cluster?.stop(),
+    ),
+  );
 
-  it('sets every node\'s warm target when a pool is applied', async () => {
+  it("sets every node's warm target when a pool is applied", async () => {
     const ns = await namespace('apply');
     await apply(cluster, template(ns, 'tpl', 'registry.test/apply:1'), warmPool(ns, 'pool', 'tpl', 6));
-    await eventually(async () => (await fleet.targetsOf(keyOf('registry.test/apply:1'))).join(',') === '2,2,2', { what: 'targets 2,2,2' });
+    await eventually(async () => (await fleet.targetsOf(keyOf('registry.test/apply:1'))).join(',') === '2,2,2', {
+      what: 'targets 2,2,2',
+    });
   });
 
   it('reports replicas, readyReplicas, conditions and observedGeneration once the pool has filled', async () => {
     const ns = await namespace('status');
     await apply(cluster, template(ns, 'tpl', 'registry.test/status:1'), warmPool(ns, 'pool', 'tpl', 6));
-    const pool = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return p.status?.readyReplicas === 6 && condition(p, 'Ready')?.status === 'True' ? p : undefined;
-    }, { what: 'the pool to be Ready with 6 warm' });
-    expect(pool.status).toMatchObject({ replicas: 6, readyReplicas: 6, selector: 'warmpool.dev/pool=pool', observedGeneration: pool.metadata.generation });
-    expect(condition(pool, 'Ready')).toMatchObject({ status: 'True', reason: 'AllReplicasWarm', message: '6 of 6 replicas are warm', observedGeneration: pool.metadata.generation });
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return p.status?.readyReplicas === 6 && condition(p, 'Ready')?.status === 'True' ? p : undefined;
+      },
+      { what: 'the pool to be Ready with 6 warm' },
+    );
+    expect(pool.status).toMatchObject({
+      replicas: 6,
+      readyReplicas: 6,
+      selector: 'warmpool.dev/pool=pool',
+      observedGeneration: pool.metadata.generation,
+    });
+    expect(condition(pool, 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'AllReplicasWarm',
+      message: '6 of 6 replicas are warm',
+      observedGeneration: pool.metadata.generation,
+    });
     expect(condition(pool, 'Degraded')).toMatchObject({ status: 'False', reason: 'AllPlaced' });
-    const warm = await Promise.all(fleet.nodes.map(async (node) => (await node.warm()).get(keyOf('registry.test/status:1'))));
+    const warm = await Promise.all(
+      fleet.nodes.map(async (node) => (await node.warm()).get(keyOf('registry.test/status:1'))),
+    );
     expect(warm).toEqual([2, 2, 2]);
 
     const row = (await kubectl(cluster, ['get', 'swp', 'pool', '-n', ns, '--no-headers'])).trim().split(/\s+/);
     expect(row.slice(0, 3)).toEqual(['pool', '6', '6']);
-    const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-n', ns, '-o', 'json'])) as { items: Array<{ reason: string }> };
+    const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-n', ns, '-o', 'json'])) as {
+      items: Array<{ reason: string }>;
+    };
     expect(events.items.map((e) => e.reason)).toContain('PoolReady');
   });
 
@@ -94,10 +138,13 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
 
     await kubectl(cluster, ['scale', 'swp', 'pool', '-n', ns, '--replicas=0']);
     await eventually(() => fleet.absentEverywhere(key), { what: 'the key drained on every node' });
-    const pool = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return condition(p, 'Ready')?.reason === 'ScaledToZero' && p.status?.replicas === 0 ? p : undefined;
-    }, { what: 'status at 0' });
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return condition(p, 'Ready')?.reason === 'ScaledToZero' && p.status?.replicas === 0 ? p : undefined;
+      },
+      { what: 'status at 0' },
+    );
     expect(pool.status?.readyReplicas).toBe(0);
   });
 
@@ -110,7 +157,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     await eventually(() => fleet.absentEverywhere(key), { what: 'the key drained on every node' });
   });
 
-  it('moves a pool to its new key when the template\'s image changes, and drains the old key', async () => {
+  it("moves a pool to its new key when the template's image changes, and drains the old key", async () => {
     const ns = await namespace('rekey');
     const [before, after] = [keyOf('registry.test/rekey:1'), keyOf('registry.test/rekey:2')];
     await apply(cluster, template(ns, 'tpl', 'registry.test/rekey:1'), warmPool(ns, 'pool', 'tpl', 3));
@@ -121,15 +168,24 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     await eventually(() => fleet.absentEverywhere(before), { what: 'the old key drained' });
 
     // net and size are part of the key too.
-    await apply(cluster, template(ns, 'tpl', 'registry.test/rekey:2', { annotations: { 'warmpool.dev/size': 'large' } }));
-    await eventually(async () => (await fleet.targetsOf('registry.test/rekey:2|none|large')).join(',') === '1,1,1', { what: 'the large key set' });
+    await apply(
+      cluster,
+      template(ns, 'tpl', 'registry.test/rekey:2', { annotations: { 'warmpool.dev/size': 'large' } }),
+    );
+    await eventually(async () => (await fleet.targetsOf('registry.test/rekey:2|none|large')).join(',') === '1,1,1', {
+      what: 'the large key set',
+    });
     await eventually(() => fleet.absentEverywhere(after), { what: 'the small key drained' });
   });
 
   it('leaves pools whose template does not opt in alone', async () => {
     const ns = await namespace('upstream');
     const runsBefore = controlPlane?.reconciler.runs ?? 0;
-    await apply(cluster, template(ns, 'tpl', 'registry.test/upstream:1', { optIn: false }), warmPool(ns, 'pool', 'tpl', 3));
+    await apply(
+      cluster,
+      template(ns, 'tpl', 'registry.test/upstream:1', { optIn: false }),
+      warmPool(ns, 'pool', 'tpl', 3),
+    );
     // Several periodic runs see it.
     await eventually(() => (controlPlane?.reconciler.runs ?? 0) >= runsBefore + 4, { what: 'a few reconciles' });
     await sleep(1_000);
@@ -141,27 +197,40 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     const ns = await namespace('missing');
     const key = keyOf('registry.test/missing:1');
     await apply(cluster, warmPool(ns, 'pool', 'nope', 3));
-    const pool = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return condition(p, 'Ready')?.reason === 'TemplateNotFound' ? p : undefined;
-    }, { what: 'a TemplateNotFound condition' });
-    expect(condition(pool, 'Ready')).toMatchObject({ status: 'False', message: expect.stringContaining(`SandboxTemplate ${ns}/nope not found`) });
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return condition(p, 'Ready')?.reason === 'TemplateNotFound' ? p : undefined;
+      },
+      { what: 'a TemplateNotFound condition' },
+    );
+    expect(condition(pool, 'Ready')).toMatchObject({
+      status: 'False',
+      message: expect.stringContaining(`SandboxTemplate ${ns}/nope not found`),
+    });
     expect(condition(pool, 'Degraded')).toMatchObject({ status: 'True', reason: 'TemplateNotFound' });
     // Whose pool it is cannot be told: only the conditions are written.
     expect(pool.status?.replicas).toBeUndefined();
 
     await apply(cluster, template(ns, 'nope', 'registry.test/missing:1'));
-    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', { what: 'targets once the template exists' });
-    await eventually(async () => condition(await getPool(cluster, ns, 'pool'), 'Ready')?.reason === 'AllReplicasWarm', { what: 'Ready' });
+    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', {
+      what: 'targets once the template exists',
+    });
+    await eventually(async () => condition(await getPool(cluster, ns, 'pool'), 'Ready')?.reason === 'AllReplicasWarm', {
+      what: 'Ready',
+    });
   });
 
   it('reports a template that names no pool key (no image) and pushes nothing for it', async () => {
     const ns = await namespace('invalid');
     await apply(cluster, template(ns, 'tpl', ''), warmPool(ns, 'pool', 'tpl', 3));
-    const pool = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return condition(p, 'Ready')?.reason === 'InvalidTemplate' ? p : undefined;
-    }, { what: 'an InvalidTemplate condition' });
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return condition(p, 'Ready')?.reason === 'InvalidTemplate' ? p : undefined;
+      },
+      { what: 'an InvalidTemplate condition' },
+    );
     expect(condition(pool, 'Ready')?.message).toContain('has no image');
     expect(pool.status).toMatchObject({ replicas: 0, readyReplicas: 0 });
   });
@@ -170,28 +239,49 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     const ns = await namespace('degraded');
     const key = keyOf('registry.test/degraded:1');
     // Earlier specs' pools are deleted; wait until the nodes hold nothing else, so all the room is this pool's.
-    await eventually(async () => (await Promise.all(fleet.nodes.map((n) => n.targets()))).every((t) => t.size === 0), { what: 'empty nodes' });
+    await eventually(async () => (await Promise.all(fleet.nodes.map((n) => n.targets()))).every((t) => t.size === 0), {
+      what: 'empty nodes',
+    });
     await apply(cluster, template(ns, 'tpl', 'registry.test/degraded:1'), warmPool(ns, 'pool', 'tpl', 100));
-    const pool = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return condition(p, 'Degraded')?.status === 'True' ? p : undefined;
-    }, { what: 'Degraded' });
-    expect(condition(pool, 'Degraded')).toMatchObject({ reason: 'InsufficientRoom', message: expect.stringContaining('40 of 100 replicas are not placed') });
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return condition(p, 'Degraded')?.status === 'True' ? p : undefined;
+      },
+      { what: 'Degraded' },
+    );
+    expect(condition(pool, 'Degraded')).toMatchObject({
+      reason: 'InsufficientRoom',
+      message: expect.stringContaining('40 of 100 replicas are not placed'),
+    });
     expect(await fleet.targetsOf(key)).toEqual([CAPACITY, CAPACITY, CAPACITY]);
-    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 60, { what: '60 warm' });
-    expect(condition(await getPool(cluster, ns, 'pool'), 'Ready')).toMatchObject({ status: 'False', reason: 'Filling', message: '60 of 100 replicas are warm; 40 cannot be placed' });
+    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 60, {
+      what: '60 warm',
+    });
+    expect(condition(await getPool(cluster, ns, 'pool'), 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Filling',
+      message: '60 of 100 replicas are warm; 40 cannot be placed',
+    });
 
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 30 } });
-    await eventually(async () => condition(await getPool(cluster, ns, 'pool'), 'Degraded')?.status === 'False', { what: 'no longer Degraded' });
-    const reasons = await eventually(async () => {
-      const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-n', ns, '-o', 'json'])) as { items: Array<{ reason: string; type: string }> };
-      const seen = events.items.map((e) => `${e.type}/${e.reason}`);
-      return seen.includes('Normal/AllPlaced') ? seen : undefined;
-    }, { what: 'the AllPlaced event' });
+    await eventually(async () => condition(await getPool(cluster, ns, 'pool'), 'Degraded')?.status === 'False', {
+      what: 'no longer Degraded',
+    });
+    const reasons = await eventually(
+      async () => {
+        const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-n', ns, '-o', 'json'])) as {
+          items: Array<{ reason: string; type: string }>;
+        };
+        const seen = events.items.map((e) => `${e.type}/${e.reason}`);
+        return seen.includes('Normal/AllPlaced') ? seen : undefined;
+      },
+      { what: 'the AllPlaced event' },
+    );
     expect(reasons).toContain('Warning/InsufficientRoom');
   });
 
-  it('moves a killed agent\'s share to the other nodes, and gives it back when the agent returns', async () => {
+  it("moves a killed agent's share to the other nodes, and gives it back when the agent returns", async () => {
     const ns = await namespace('failover');
     const key = keyOf('registry.test/failover:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/failover:1'), warmPool(ns, 'pool', 'tpl', 6));
@@ -201,14 +291,22 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     if (victim === undefined) throw new Error('no third node');
     await victim.stopAgent('SIGKILL');
     const survivors = fleet.nodes.slice(0, 2);
-    await eventually(async () => (await Promise.all(survivors.map(async (n) => (await n.targets()).get(key) ?? 0))).join(',') === '3,3', { what: 'the share moved to the survivors' });
+    await eventually(
+      async () =>
+        (await Promise.all(survivors.map(async (n) => (await n.targets()).get(key) ?? 0))).join(',') === '3,3',
+      { what: 'the share moved to the survivors' },
+    );
     const metrics = await controlPlane?.metrics.render();
     expect(metrics).toMatch(/warmpool_controlplane_nodes\{state="(failing|stale)"\} 1/);
     expect(metrics).toMatch(/warmpool_controlplane_nodes\{state="ready"\} 2/);
 
     await victim.startAgent();
-    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '2,2,2', { what: 'the share back on the returned node' });
-    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 6, { what: 'status back to 6 ready' });
+    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '2,2,2', {
+      what: 'the share back on the returned node',
+    });
+    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 6, {
+      what: 'status back to 6 ready',
+    });
   });
 
   it('applies a replicas patch within one event, long before the next periodic run', async () => {
@@ -217,10 +315,16 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     const ns = await namespace('event');
     const key = keyOf('registry.test/event:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/event:1'), warmPool(ns, 'pool', 'tpl', 3));
-    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', { what: 'targets 1,1,1', timeoutMs: 10_000 });
+    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', {
+      what: 'targets 1,1,1',
+      timeoutMs: 10_000,
+    });
     const started = Date.now();
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
-    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '2,2,2', { what: 'targets 2,2,2', timeoutMs: 10_000 });
+    await eventually(async () => (await fleet.targetsOf(key)).join(',') === '2,2,2', {
+      what: 'targets 2,2,2',
+      timeoutMs: 10_000,
+    });
     expect(Date.now() - started).toBeLessThan(30_000);
     expect(slow.reconciler.settings.intervalMs).toBe(60_000);
   });
@@ -235,7 +339,15 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
 
     token = undefined;
     await eventually(() => !rotating.isLeader(), { what: 'the replica to step down' });
-    const holder = await kubectl(cluster, ['get', 'lease', 'warmpool-control-plane', '-n', system, '-o', 'jsonpath={.spec.holderIdentity}']);
+    const holder = await kubectl(cluster, [
+      'get',
+      'lease',
+      'warmpool-control-plane',
+      '-n',
+      system,
+      '-o',
+      'jsonpath={.spec.holderIdentity}',
+    ]);
     expect(holder.trim()).toBe('');
     expect(rotating.ready()).toBe(false);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });

@@ -12,14 +12,44 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvClaimRouter, type EnvClaimOrder } from '../src/federation/router.js';
 import { ClaimIndex } from '../src/provisioning/claim-index.js';
-import { ClaimFailure, type ClaimGrant, type ClaimOrder, type ClaimService } from '../src/provisioning/claim-service.js';
+import {
+  ClaimFailure,
+  type ClaimGrant,
+  type ClaimOrder,
+  type ClaimService,
+} from '../src/provisioning/claim-service.js';
 import type { Lister } from '@warmpool/kube';
 
-const ENV: SandboxEnv = { metadata: { namespace: 'ns', name: 'env' }, spec: { members: [{ pool: 'local-pool', scalingGroup: 'g' }] } };
-const envs = { get: (ns: string, name: string) => (ns === 'ns' && name === 'env' ? ENV : undefined), list: () => [ENV] } as unknown as Lister<SandboxEnv>;
+const ENV: SandboxEnv = {
+  metadata: { namespace: 'ns', name: 'env' },
+  spec: { members: [{ pool: 'local-pool', scalingGroup: 'g' }] },
+};
+const envs = {
+  get: (ns: string, name: string) => (ns === 'ns' && name === 'env' ? ENV : undefined),
+  list: () => [ENV],
+} as unknown as Lister<SandboxEnv>;
 
-function foreign(clusterId: string, memberPool: string, idle: number, overrides: Partial<CapacityObservation> = {}): CapacityObservation {
-  return { clusterId, namespace: 'ns', envName: 'env', memberPool, scalingGroup: 'g', idle, running: 0, pending: 0, desired: idle, autoscalingEnabled: false, capacity: 0, saturatedForMs: 0, ...overrides };
+function foreign(
+  clusterId: string,
+  memberPool: string,
+  idle: number,
+  overrides: Partial<CapacityObservation> = {},
+): CapacityObservation {
+  return {
+    clusterId,
+    namespace: 'ns',
+    envName: 'env',
+    memberPool,
+    scalingGroup: 'g',
+    idle,
+    running: 0,
+    pending: 0,
+    desired: idle,
+    autoscalingEnabled: false,
+    capacity: 0,
+    saturatedForMs: 0,
+    ...overrides,
+  };
 }
 
 /** A local pipeline that serves from a counter, or refuses with NoCapacity. */
@@ -35,7 +65,17 @@ class ScriptedClaims implements ClaimService {
   async claim(order: ClaimOrder): Promise<ClaimGrant> {
     if (this.refuse) throw new ClaimFailure('NoCapacity', 'scripted: no room');
     this.served.push(order);
-    return { id: `sb_local${this.served.length}`, token: 't', deadline: new Date(Date.now() + 60_000).toISOString(), ownerAddr: '127.0.0.1:1', node: 'n', namespace: order.namespace, warmPool: order.warmPool, claimRef: order.claimRef, tier: 'warm' };
+    return {
+      id: `sb_local${this.served.length}`,
+      token: 't',
+      deadline: new Date(Date.now() + 60_000).toISOString(),
+      ownerAddr: '127.0.0.1:1',
+      node: 'n',
+      namespace: order.namespace,
+      warmPool: order.warmPool,
+      claimRef: order.claimRef,
+      tier: 'warm',
+    };
   }
 
   lookup(namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
@@ -62,7 +102,10 @@ type PeerScript = (body: Record<string, unknown>, res: ServerResponse) => void;
 describe('the Env claim router', () => {
   let redis: TestRedis;
   let connection: Redis;
-  const peers = new Map<string, { server: Server; url: string; calls: Array<Record<string, unknown>>; script: PeerScript }>();
+  const peers = new Map<
+    string,
+    { server: Server; url: string; calls: Array<Record<string, unknown>>; script: PeerScript }
+  >();
   let n = 0;
 
   async function peer(clusterId: string, script: PeerScript): Promise<void> {
@@ -72,7 +115,11 @@ describe('the Env claim router', () => {
       req.on('data', (chunk: Buffer) => (text += chunk.toString()));
       req.on('end', () => {
         const body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
-        calls.push({ ...body, authorization: req.headers.authorization, generated: req.headers['x-warmpool-claimref-generated'] });
+        calls.push({
+          ...body,
+          authorization: req.headers.authorization,
+          generated: req.headers['x-warmpool-claimref-generated'],
+        });
         peers.get(clusterId)?.script(body, res);
       });
     });
@@ -80,22 +127,46 @@ describe('the Env claim router', () => {
     peers.set(clusterId, { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, script });
   }
 
-  const answer = (status: number, body: unknown) => (_: Record<string, unknown>, res: ServerResponse): void => {
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  };
-  const grant = (cluster: string) => (body: Record<string, unknown>, res: ServerResponse): void => {
-    const [, pool] = String(body['target']).split('::');
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `sb_${cluster}`, token: 'tok', deadline: new Date(Date.now() + 60_000).toISOString(), ownerAddr: 'x:1', node: 'n', namespace: 'ns', warmPool: pool, claimRef: body['claimRef'], tier: 'warm', cluster, memberPool: pool }));
-  };
+  const answer =
+    (status: number, body: unknown) =>
+    (_: Record<string, unknown>, res: ServerResponse): void => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+  const grant =
+    (cluster: string) =>
+    (body: Record<string, unknown>, res: ServerResponse): void => {
+      const [, pool] = String(body['target']).split('::');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: `sb_${cluster}`,
+          token: 'tok',
+          deadline: new Date(Date.now() + 60_000).toISOString(),
+          ownerAddr: 'x:1',
+          node: 'n',
+          namespace: 'ns',
+          warmPool: pool,
+          claimRef: body['claimRef'],
+          tier: 'warm',
+          cluster,
+          memberPool: pool,
+        }),
+      );
+    };
 
-  function router(registry: CapacityRegistry, options: { maxForeignAttempts?: number; forwardTimeoutMs?: number } = {}): { router: EnvClaimRouter; claims: ScriptedClaims; index: ClaimIndex } {
+  function router(
+    registry: CapacityRegistry,
+    options: { maxForeignAttempts?: number; forwardTimeoutMs?: number } = {},
+  ): { router: EnvClaimRouter; claims: ScriptedClaims; index: ClaimIndex } {
     const index = new ClaimIndex(connection, { prefix: `t${++n}:claims:` });
     const claims = new ScriptedClaims(index);
     return {
       claims,
       index,
       router: new EnvClaimRouter({
-        claims, index, envs, registry,
+        claims,
+        index,
+        envs,
+        registry,
         localRecords: () => registry.snapshot().filter((r) => r.clusterId === registry.localClusterId),
         claimsUrlOf: async (cluster) => peers.get(cluster)?.url,
         federationToken: () => 'fed-token',
@@ -105,7 +176,14 @@ describe('the Env claim router', () => {
     };
   }
 
-  const order = (claimRef: string): EnvClaimOrder => ({ namespace: 'ns', env: 'env', scalingGroup: '', claimRef, ttlSeconds: 60, claimRefGenerated: false });
+  const order = (claimRef: string): EnvClaimOrder => ({
+    namespace: 'ns',
+    env: 'env',
+    scalingGroup: '',
+    claimRef,
+    ttlSeconds: 60,
+    claimRefGenerated: false,
+  });
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -143,11 +221,28 @@ describe('the Env claim router', () => {
   it('goes to the next-best member when the pinned one refuses, in ranking order, and records where it is served', async () => {
     resetCalls();
     const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
-    registry.upsert([foreign('here', 'local-pool', 0), foreign('east', 'e-pool', 9), foreign('west', 'w-pool', 5), foreign('north', 'n-pool', 2), foreign('south', 's-pool', 1)]);
+    registry.upsert([
+      foreign('here', 'local-pool', 0),
+      foreign('east', 'e-pool', 9),
+      foreign('west', 'w-pool', 5),
+      foreign('north', 'n-pool', 2),
+      foreign('south', 's-pool', 1),
+    ]);
     const { router: r, claims, index } = router(registry);
     const served = await r.claim(order('b1'));
-    expect(served).toMatchObject({ cluster: 'north', memberPool: 'n-pool', grant: { id: 'sb_north', cluster: 'north' } });
-    expect(peers.get('east')?.calls).toEqual([expect.objectContaining({ env: 'env', target: 'east::e-pool', claimRef: 'b1', authorization: 'Bearer fed-token' })]);
+    expect(served).toMatchObject({
+      cluster: 'north',
+      memberPool: 'n-pool',
+      grant: { id: 'sb_north', cluster: 'north' },
+    });
+    expect(peers.get('east')?.calls).toEqual([
+      expect.objectContaining({
+        env: 'env',
+        target: 'east::e-pool',
+        claimRef: 'b1',
+        authorization: 'Bearer fed-token',
+      }),
+    ]);
     expect(peers.get('west')?.calls.map((c) => c['target'])).toEqual(['west::w-pool']);
     expect(peers.get('south')?.calls).toEqual([]);
     expect(claims.served).toEqual([]);
@@ -180,18 +275,25 @@ describe('the Env claim router', () => {
     claims.refuse = true;
     expect(await r.claim(order('d1'))).toMatchObject({ cluster: 'south' });
     expect(await r.claim({ ...order('d2'), claimRefGenerated: true })).toMatchObject({ cluster: 'south' });
-    expect(peers.get('south')?.calls.map((c) => [c['claimRef'], c['generated']])).toEqual([['d1', undefined], ['d2', '1']]);
+    expect(peers.get('south')?.calls.map((c) => [c['claimRef'], c['generated']])).toEqual([
+      ['d1', undefined],
+      ['d2', '1'],
+    ]);
   });
 
   it('refuses a pinned claim for another cluster, a non-member, or a member that can no longer serve', async () => {
     const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
     const { router: r } = router(registry);
-    const reason = async (target: string): Promise<string> => ((await r.claimPinned(order('e1'), target).catch((err: unknown) => err)) as ClaimFailure).reason;
+    const reason = async (target: string): Promise<string> =>
+      ((await r.claimPinned(order('e1'), target).catch((err: unknown) => err)) as ClaimFailure).reason;
     expect(await reason('elsewhere::local-pool')).toBe('BadRequest');
     expect(await reason('not-a-target')).toBe('BadRequest');
     expect(await reason('here::stranger')).toBe('PoolNotFound');
     expect(await reason('here::local-pool')).toBe('NoCapacity');
     registry.upsert([foreign('here', 'local-pool', 0, { autoscalingEnabled: true, capacity: -1 })]);
-    expect(await r.claimPinned(order('e2'), 'here::local-pool')).toMatchObject({ cluster: 'here', memberPool: 'local-pool' });
+    expect(await r.claimPinned(order('e2'), 'here::local-pool')).toMatchObject({
+      cluster: 'here',
+      memberPool: 'local-pool',
+    });
   });
 });

@@ -10,8 +10,33 @@ import { FederationKeys } from '../src/federation/keys.js';
 import { FederationReporter } from '../src/federation/reporter.js';
 import { FederationWatcher } from '../src/federation/watcher.js';
 
-const record = (memberPool: string, idle = 1): { namespace: string; envName: string; memberPool: string; scalingGroup: string; idle: number; running: number; pending: number; desired: number; autoscalingEnabled: boolean; capacity: number; saturatedForMs: number } => ({
-  namespace: 'ns', envName: 'env', memberPool, scalingGroup: 'g', idle, running: 0, pending: 0, desired: idle, autoscalingEnabled: false, capacity: 0, saturatedForMs: 0,
+const record = (
+  memberPool: string,
+  idle = 1,
+): {
+  namespace: string;
+  envName: string;
+  memberPool: string;
+  scalingGroup: string;
+  idle: number;
+  running: number;
+  pending: number;
+  desired: number;
+  autoscalingEnabled: boolean;
+  capacity: number;
+  saturatedForMs: number;
+} => ({
+  namespace: 'ns',
+  envName: 'env',
+  memberPool,
+  scalingGroup: 'g',
+  idle,
+  running: 0,
+  pending: 0,
+  desired: idle,
+  autoscalingEnabled: false,
+  capacity: 0,
+  saturatedForMs: 0,
 });
 
 describe('the federation transport (real redis-server)', () => {
@@ -25,15 +50,40 @@ describe('the federation transport (real redis-server)', () => {
     return c;
   };
 
-  function reporter(clusterId: string, keys: FederationKeys, records: () => ReturnType<typeof record>[], ttlMs = 3_000): FederationReporter {
-    const r = new FederationReporter({ redis: connection(), keys, clusterId, intervalMs: 1_000, ttlMs, records, claimsUrl: () => `http://${clusterId}.test:8081`, logger: silentLogger });
+  function reporter(
+    clusterId: string,
+    keys: FederationKeys,
+    records: () => ReturnType<typeof record>[],
+    ttlMs = 3_000,
+  ): FederationReporter {
+    const r = new FederationReporter({
+      redis: connection(),
+      keys,
+      clusterId,
+      intervalMs: 1_000,
+      ttlMs,
+      records,
+      claimsUrl: () => `http://${clusterId}.test:8081`,
+      logger: silentLogger,
+    });
     open.push({ close: () => r.stop() });
     return r;
   }
 
-  async function watcher(localClusterId: string, keys: FederationKeys, options: { ttlMs?: number; intervalMs?: number } = {}): Promise<{ registry: CapacityRegistry; watcher: FederationWatcher }> {
+  async function watcher(
+    localClusterId: string,
+    keys: FederationKeys,
+    options: { ttlMs?: number; intervalMs?: number } = {},
+  ): Promise<{ registry: CapacityRegistry; watcher: FederationWatcher }> {
     const registry = new CapacityRegistry({ localClusterId, ttlMs: options.ttlMs ?? 3_000 });
-    const w = new FederationWatcher({ redis: connection(), subscriber: connection(), keys, registry, intervalMs: options.intervalMs ?? 600_000, logger: silentLogger });
+    const w = new FederationWatcher({
+      redis: connection(),
+      subscriber: connection(),
+      keys,
+      registry,
+      intervalMs: options.intervalMs ?? 600_000,
+      logger: silentLogger,
+    });
     open.push({ close: () => w.stop() });
     await w.start();
     return { registry, watcher: w };
@@ -53,12 +103,19 @@ describe('the federation transport (real redis-server)', () => {
     await redis?.stop();
   });
 
-  it('writes one key per record with a PX TTL, the cluster\'s index and its claim URL, under the prefix', async () => {
+  it("writes one key per record with a PX TTL, the cluster's index and its claim URL, under the prefix", async () => {
     const keys = freshKeys();
     await reporter('east', keys, () => [record('a'), record('b')]).report();
     const raw = connection();
     const found = (await raw.keys(`${keys.prefix}:*`)).sort();
-    expect(found).toEqual([keys.claimsUrl('east'), keys.index('east'), keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'a' }), keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'b' })].sort());
+    expect(found).toEqual(
+      [
+        keys.claimsUrl('east'),
+        keys.index('east'),
+        keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'a' }),
+        keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'b' }),
+      ].sort(),
+    );
     for (const key of found) {
       const pttl = await raw.pttl(key);
       expect(pttl).toBeGreaterThan(0);
@@ -72,23 +129,29 @@ describe('the federation transport (real redis-server)', () => {
     const { registry } = await watcher('west', keys, { intervalMs: 600_000 });
     await new Promise((resolve) => setTimeout(resolve, 200)); // the subscription is in place
     await reporter('east', keys, () => [record('a', 4)]).report();
-    const seen = await eventually(() => registry.foreignMembers('ns', 'env')[0], { what: 'the hinted record', timeoutMs: 5_000 });
+    const seen = await eventually(() => registry.foreignMembers('ns', 'env')[0], {
+      what: 'the hinted record',
+      timeoutMs: 5_000,
+    });
     expect(seen).toMatchObject({ clusterId: 'east', memberPool: 'a', idle: 4 });
     expect(seen.ageMs).toBeLessThan(1_000);
   });
 
-  it('finds every cluster by a full read (SCAN over the index keys), and never takes its own cluster\'s records as foreign', async () => {
+  it("finds every cluster by a full read (SCAN over the index keys), and never takes its own cluster's records as foreign", async () => {
     const keys = freshKeys();
     await reporter('east', keys, () => [record('a')]).report();
     await reporter('north', keys, () => [record('b')]).report();
     await reporter('west', keys, () => [record('c')]).report();
     const { registry, watcher: w } = await watcher('west', keys);
     await w.readAll();
-    expect(registry.foreignMembers('ns', 'env').map((m) => `${m.clusterId}/${m.memberPool}`)).toEqual(['east/a', 'north/b']);
+    expect(registry.foreignMembers('ns', 'env').map((m) => `${m.clusterId}/${m.memberPool}`)).toEqual([
+      'east/a',
+      'north/b',
+    ]);
     expect(await w.readCluster('west')).toBe(0);
   });
 
-  it('takes a record\'s age from its remaining TTL in Redis, whatever its writer\'s clock said', async () => {
+  it("takes a record's age from its remaining TTL in Redis, whatever its writer's clock said", async () => {
     const keys = freshKeys();
     const raw = connection();
     const key = keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'a' });
@@ -113,7 +176,8 @@ describe('the federation transport (real redis-server)', () => {
     const negative = `${keys.prefix}:rec:negative`;
     const forever = `${keys.prefix}:rec:forever`;
     const impostor = `${keys.prefix}:rec:impostor`;
-    const entry = (memberPool: string, overrides: Record<string, unknown> = {}): string => JSON.stringify({ ttlMs: 3_000, record: { clusterId: 'east', ...record(memberPool), ...overrides } });
+    const entry = (memberPool: string, overrides: Record<string, unknown> = {}): string =>
+      JSON.stringify({ ttlMs: 3_000, record: { clusterId: 'east', ...record(memberPool), ...overrides } });
     await raw.set(good, entry('good'), 'PX', 3_000);
     await raw.set(garbage, '{not json', 'PX', 3_000);
     await raw.set(negative, entry('negative', { idle: -5 }), 'PX', 3_000);

@@ -9,13 +9,29 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
+import {
+  eventually,
+  sleep,
+  startCluster,
+  stopScripts,
+  tearDown,
+  template,
+  warmPool,
+  type TestCluster,
+} from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { epochOf, MAX_EPOCH } from './support/internals.js';
 import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';
-import { epochsTaken, leaders, readiness, startReplica, type Replica, type ReplicaOptions } from './support/replicas.js';
+import {
+  epochsTaken,
+  leaders,
+  readiness,
+  startReplica,
+  type Replica,
+  type ReplicaOptions,
+} from './support/replicas.js';
 
 const TOKEN = 'fleet-token-for-fencing-tests';
 const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
@@ -39,10 +55,13 @@ describe('fencing and generation trust (processes)', () => {
 
   async function theLeader(): Promise<{ leader: Replica; standby: Replica }> {
     const running = replicas.filter((r) => r.proc.running);
-    const [id] = await eventually(async () => {
-      const ids = await leaders(running);
-      return ids.length === 1 ? ids : undefined;
-    }, { what: 'one leader', timeoutMs: 30_000 });
+    const [id] = await eventually(
+      async () => {
+        const ids = await leaders(running);
+        return ids.length === 1 ? ids : undefined;
+      },
+      { what: 'one leader', timeoutMs: 30_000 },
+    );
     const leader = running.find((r) => r.identity === id) as Replica;
     const standby = running.find((r) => r !== leader);
     if (standby === undefined) throw new Error('no standby');
@@ -54,7 +73,15 @@ describe('fencing and generation trust (processes)', () => {
   }
 
   async function nodeEvents(node: string): Promise<Array<{ reason: string; message: string }>> {
-    const out = await kubectl(cluster, ['get', 'events', '-A', '--field-selector', `involvedObject.name=${node},involvedObject.kind=NodeInventory`, '-o', 'json']);
+    const out = await kubectl(cluster, [
+      'get',
+      'events',
+      '-A',
+      '--field-selector',
+      `involvedObject.name=${node},involvedObject.kind=NodeInventory`,
+      '-o',
+      'json',
+    ]);
     return (JSON.parse(out) as { items: Array<{ reason: string; message: string }> }).items;
   }
 
@@ -80,14 +107,31 @@ describe('fencing and generation trust (processes)', () => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN + '\n');
     replicaOptions = { cluster, dir, namespace: system, tokenFile, lease: LEASE };
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3, agentLogLevel: 'info' });
+    fleet = await startFleet({
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 3,
+      agentLogLevel: 'info',
+    });
     await apply(cluster, template(ns, 'tpl', 'registry.test/fence:1'), warmPool(ns, 'pool', 'tpl', 6));
     await replica('cp-a');
     await replica('cp-b');
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', { what: 'targets 2,2,2', timeoutMs: 30_000 });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', {
+      what: 'targets 2,2,2',
+      timeoutMs: 30_000,
+    });
   }, 120_000);
 
-  afterAll(() => tearDown({ dir, what: 'fencing' }, stopScripts, () => fleet?.stop(), () => cluster?.stop()));
+  afterAll(() =>
+    tearDown(
+      { dir, what: 'fencing' },
+      stopScripts,
+      () => fleet?.stop(),
+      () => cluster?.stop(),
+    ),
+  );
 
   it('never lets a node apply a push of a leader paused past its lease once the new leader has pushed', async () => {
     const { leader: paused, standby } = await theLeader();
@@ -97,8 +141,14 @@ describe('fencing and generation trust (processes)', () => {
     paused.proc.kill('SIGSTOP');
     try {
       await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 9 } });
-      await eventually(async () => (await leaders([standby])).length === 1, { what: 'the standby to lead', timeoutMs: 30_000 });
-      await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', { what: 'targets 3,3,3 from the new leader', timeoutMs: 30_000 });
+      await eventually(async () => (await leaders([standby])).length === 1, {
+        what: 'the standby to lead',
+        timeoutMs: 30_000,
+      });
+      await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', {
+        what: 'targets 3,3,3 from the new leader',
+        timeoutMs: 30_000,
+      });
     } finally {
       paused.proc.kill('SIGCONT');
     }
@@ -125,23 +175,49 @@ describe('fencing and generation trust (processes)', () => {
   it('takes only the node whose NodeInventory shows a forged generation out of placement, at the next term, with an Event whose recovery works', async () => {
     const victim = fleet.nodes[2] as FleetNode;
     // The CRD bounds the number to the largest generation a control plane issues.
-    const beyond = await cluster.kubectl(['patch', 'nodeinventory', victim.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { appliedGeneration: FORGED + 1 } })]);
+    const beyond = await cluster.kubectl([
+      'patch',
+      'nodeinventory',
+      victim.name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { appliedGeneration: FORGED + 1 } }),
+    ]);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('appliedGeneration');
     // The agent stopped, its inventory forged, the agent restarted: it reads the forged number back and refuses every push below it.
     await victim.stopAgent('SIGKILL');
-    await kubectl(cluster, ['patch', 'nodeinventory', victim.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { appliedGeneration: FORGED } })]);
+    await kubectl(cluster, [
+      'patch',
+      'nodeinventory',
+      victim.name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { appliedGeneration: FORGED } }),
+    ]);
     await victim.startAgent();
     expect((await inventory(victim.name)).status?.appliedGeneration).toBe(FORGED);
 
     const { leader } = await newTerm('cp-c');
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 4 } });
-    await eventually(async () => (await fleet.targetsOf(KEY)).slice(0, 2).join(',') === '2,2', { what: 'the two honest nodes to carry the pool', timeoutMs: 30_000 });
-    const events = await eventually(async () => {
-      const found = (await nodeEvents(victim.name)).filter((e) => e.reason === 'NodeLeftPlacement' && e.message.includes(String(FORGED)));
-      return found.length > 0 ? found : undefined;
-    }, { what: 'a NodeLeftPlacement Event for the forged node' });
-    expect(events[0]?.message).toContain(`kubectl annotate nodeinventory ${victim.name} warmpool.dev/reset-applied-generation=${FORGED}`);
+    await eventually(async () => (await fleet.targetsOf(KEY)).slice(0, 2).join(',') === '2,2', {
+      what: 'the two honest nodes to carry the pool',
+      timeoutMs: 30_000,
+    });
+    const events = await eventually(
+      async () => {
+        const found = (await nodeEvents(victim.name)).filter(
+          (e) => e.reason === 'NodeLeftPlacement' && e.message.includes(String(FORGED)),
+        );
+        return found.length > 0 ? found : undefined;
+      },
+      { what: 'a NodeLeftPlacement Event for the forged node' },
+    );
+    expect(events[0]?.message).toContain(
+      `kubectl annotate nodeinventory ${victim.name} warmpool.dev/reset-applied-generation=${FORGED}`,
+    );
     // The term took an ordinary epoch, not the last one.
     expect(Math.max(...epochsTaken(leader))).toBeLessThan(100);
     expect((await readiness(leader)).ready).toBe(true);
@@ -152,20 +228,30 @@ describe('fencing and generation trust (processes)', () => {
     expect(leader.proc.logLines().length - before).toBeLessThan(200);
 
     // The recovery the Event names.
-    await kubectl(cluster, ['annotate', 'nodeinventory', victim.name, `warmpool.dev/reset-applied-generation=${FORGED}`, '--overwrite']);
+    await kubectl(cluster, [
+      'annotate',
+      'nodeinventory',
+      victim.name,
+      `warmpool.dev/reset-applied-generation=${FORGED}`,
+      '--overwrite',
+    ]);
     await restartAgent(victim);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', { what: 'the recovered node back in placement', timeoutMs: 30_000 });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', {
+      what: 'the recovered node back in placement',
+      timeoutMs: 30_000,
+    });
     expect(epochOf((await inventory(victim.name)).status?.appliedGeneration ?? FORGED)).toBeLessThan(100);
   }, 180_000);
 
   it('refuses a generation beyond the largest at the agent, and takes only the node a forged PUT froze out of placement', async () => {
     const victim = fleet.nodes[1] as FleetNode;
-    const put = (generation: number): Promise<Response> => fetch(`${victim.agentUrl}/v1/pools`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ generation, pools: [] }),
-    });
+    const put = (generation: number): Promise<Response> =>
+      fetch(`${victim.agentUrl}/v1/pools`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ generation, pools: [] }),
+      });
     const beyond = await put(FORGED + 1);
     expect(beyond.status).toBe(400);
     await beyond.body?.cancel();
@@ -175,29 +261,60 @@ describe('fencing and generation trust (processes)', () => {
     await forged.body?.cancel();
     const { leader } = await theLeader();
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 8 } });
-    await eventually(async () => {
-      const targets = await fleet.targetsOf(KEY);
-      return targets[0] === 4 && targets[2] === 4;
-    }, { what: 'the other two nodes to carry the pool', timeoutMs: 30_000 });
-    await eventually(async () => (await nodeEvents(victim.name)).some((e) => e.reason === 'NodeLeftPlacement' && e.message.includes(String(FORGED))), { what: 'the Event' });
+    await eventually(
+      async () => {
+        const targets = await fleet.targetsOf(KEY);
+        return targets[0] === 4 && targets[2] === 4;
+      },
+      { what: 'the other two nodes to carry the pool', timeoutMs: 30_000 },
+    );
+    await eventually(
+      async () =>
+        (await nodeEvents(victim.name)).some(
+          (e) => e.reason === 'NodeLeftPlacement' && e.message.includes(String(FORGED)),
+        ),
+      { what: 'the Event' },
+    );
     expect(await leaders(replicas.filter((r) => r.proc.running))).toEqual([leader.identity]);
 
-    await eventually(async () => (await inventory(victim.name)).status?.appliedGeneration === FORGED, { what: 'the agent to publish the forged number' });
-    await kubectl(cluster, ['annotate', 'nodeinventory', victim.name, `warmpool.dev/reset-applied-generation=${FORGED}`, '--overwrite']);
+    await eventually(async () => (await inventory(victim.name)).status?.appliedGeneration === FORGED, {
+      what: 'the agent to publish the forged number',
+    });
+    await kubectl(cluster, [
+      'annotate',
+      'nodeinventory',
+      victim.name,
+      `warmpool.dev/reset-applied-generation=${FORGED}`,
+      '--overwrite',
+    ]);
     await restartAgent(victim);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 9 } });
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', { what: 'the recovered node back in placement', timeoutMs: 30_000 });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', {
+      what: 'the recovered node back in placement',
+      timeoutMs: 30_000,
+    });
   }, 180_000);
 
   it('reports not ready and does not spin when the stored epoch leaves no generation', async () => {
     const { leader } = await theLeader();
-    await kubectl(cluster, ['annotate', 'lease', 'warmpool-control-plane', '-n', system, `warmpool.dev/generation-epoch=${MAX_EPOCH}`, '--overwrite']);
+    await kubectl(cluster, [
+      'annotate',
+      'lease',
+      'warmpool-control-plane',
+      '-n',
+      system,
+      `warmpool.dev/generation-epoch=${MAX_EPOCH}`,
+      '--overwrite',
+    ]);
     const { leader: next } = await newTerm('cp-d');
     expect(next).not.toBe(leader);
-    const state = await eventually(async () => {
-      const s = await readiness(next);
-      return s.status === 503 ? s : undefined;
-    }, { what: 'the new leader to report not ready' });
+    const state = await eventually(
+      async () => {
+        const s = await readiness(next);
+        return s.status === 503 ? s : undefined;
+      },
+      { what: 'the new leader to report not ready' },
+    );
     expect(state.reasons.join(' ')).toContain('no generation left');
 
     const before = next.proc.logLines().length;

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { EPOCH_SPAN, epochOf, GenerationExhaustedError, GenerationSource, generationOf, majorityApplied, MAX_EPOCH, MemoryEpochStore, type EpochStore } from './support/internals.js';
+import {
+  EPOCH_SPAN,
+  epochOf,
+  GenerationExhaustedError,
+  GenerationSource,
+  generationOf,
+  majorityApplied,
+  MAX_EPOCH,
+  MemoryEpochStore,
+  type EpochStore,
+} from './support/internals.js';
 
 describe('GenerationSource', () => {
   it('hands out nothing before its first epoch, then strictly growing generations', async () => {
@@ -91,10 +101,11 @@ describe('GenerationSource', () => {
     let release: (() => void) | undefined;
     const writes: number[] = [];
     const slow: EpochStore = {
-      advance: (minimum) => new Promise((resolve) => {
-        release = () => resolve(minimum);
-        writes.push(minimum);
-      }),
+      advance: (minimum) =>
+        new Promise((resolve) => {
+          release = () => resolve(minimum);
+          writes.push(minimum);
+        }),
     };
     const source = new GenerationSource(slow);
     const a = source.advance();
@@ -108,9 +119,10 @@ describe('GenerationSource', () => {
     let release: (() => void) | undefined;
     const store = new MemoryEpochStore();
     const slow: EpochStore = {
-      advance: (minimum) => new Promise((resolve) => {
-        release = () => resolve(store.advance(minimum));
-      }),
+      advance: (minimum) =>
+        new Promise((resolve) => {
+          release = () => resolve(store.advance(minimum));
+        }),
     };
     const source = new GenerationSource(slow);
     const late = source.advance();
@@ -129,7 +141,7 @@ describe('GenerationSource', () => {
     expect(source.next()).toBe(generationOf(2, 0));
   });
 
-  it('starts each term from that term\'s floor: a forged one that left no epoch does not outlive its term', async () => {
+  it("starts each term from that term's floor: a forged one that left no epoch does not outlive its term", async () => {
     const source = new GenerationSource(new MemoryEpochStore());
     await expect(source.advance(Number.MAX_SAFE_INTEGER)).rejects.toBeInstanceOf(GenerationExhaustedError);
     source.reset();

@@ -7,7 +7,16 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
+import {
+  eventually,
+  sleep,
+  startCluster,
+  stopScripts,
+  tearDown,
+  template,
+  warmPool,
+  type TestCluster,
+} from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFleet, type Fleet } from './support/fleet.js';
@@ -35,7 +44,9 @@ describe('control-plane replicas (processes) on one Lease', () => {
 
   async function appliedGenerations(): Promise<number[]> {
     const list = await new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType).list();
-    return fleet.nodes.map((node) => list.items.find((i) => i.metadata.name === node.name)?.status?.appliedGeneration ?? -1);
+    return fleet.nodes.map(
+      (node) => list.items.find((i) => i.metadata.name === node.name)?.status?.appliedGeneration ?? -1,
+    );
   }
 
   async function stalePushesOnAgents(): Promise<number> {
@@ -48,7 +59,15 @@ describe('control-plane replicas (processes) on one Lease', () => {
   }
 
   async function leaseHolder(): Promise<string> {
-    const out = await cluster.kubectl(['get', 'lease', 'warmpool-control-plane', '-n', system, '-o', 'jsonpath={.spec.holderIdentity}']);
+    const out = await cluster.kubectl([
+      'get',
+      'lease',
+      'warmpool-control-plane',
+      '-n',
+      system,
+      '-o',
+      'jsonpath={.spec.holderIdentity}',
+    ]);
     return out.code === 0 ? out.stdout.trim() : '';
   }
 
@@ -62,7 +81,14 @@ describe('control-plane replicas (processes) on one Lease', () => {
     fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
   });
 
-  afterAll(() => tearDown({ dir, what: 'control-plane HA' }, stopScripts, () => fleet?.stop(), () => cluster?.stop()));
+  afterAll(() =>
+    tearDown(
+      { dir, what: 'control-plane HA' },
+      stopScripts,
+      () => fleet?.stop(),
+      () => cluster?.stop(),
+    ),
+  );
 
   it('without a fleet token, logs it, does not campaign, reports not ready and pushes nothing', async () => {
     const tokenless = await replica('cp-no-token', { token: false });
@@ -71,7 +97,9 @@ describe('control-plane replicas (processes) on one Lease', () => {
     const state = await readiness(tokenless);
     expect(state.status).toBe(503);
     expect(state.reasons.join(' ')).toContain('no fleet token');
-    expect(tokenless.proc.logLines().some((l) => l['level'] === 'error' && String(l['msg']).includes('no fleet token'))).toBe(true);
+    expect(
+      tokenless.proc.logLines().some((l) => l['level'] === 'error' && String(l['msg']).includes('no fleet token')),
+    ).toBe(true);
     expect(await leaseHolder()).toBe('');
     expect(await fleet.absentEverywhere(KEY)).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();
@@ -82,7 +110,9 @@ describe('control-plane replicas (processes) on one Lease', () => {
     const a = await replica('cp-a');
     const b = await replica('cp-b');
     await eventually(async () => (await leaders([a, b])).length === 1, { what: 'one leader' });
-    await eventually(async () => (await Promise.all([a, b].map(readiness))).every((s) => s.ready), { what: 'both ready' });
+    await eventually(async () => (await Promise.all([a, b].map(readiness))).every((s) => s.ready), {
+      what: 'both ready',
+    });
     await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', { what: 'targets 2,2,2' });
     // Watch a while: never two leaders, never none.
     for (let i = 0; i < 10; i++) {
@@ -103,15 +133,23 @@ describe('control-plane replicas (processes) on one Lease', () => {
     await leader.proc.stop('SIGKILL');
     const killedAt = Date.now();
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 9 } });
-    await eventually(async () => (await leaders([standby])).length === 1, { what: 'the standby to lead', timeoutMs: 30_000 });
+    await eventually(async () => (await leaders([standby])).length === 1, {
+      what: 'the standby to lead',
+      timeoutMs: 30_000,
+    });
     const takeoverMs = Date.now() - killedAt;
     // Nobody may take an unreleased lease before it expires (judged by the standby's own clock).
     expect(takeoverMs).toBeGreaterThanOrEqual(LEASE.duration - LEASE.retryPeriod * 2);
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', { what: 'targets 3,3,3 from the new leader' });
-    await eventually(async () => {
-      const after = await appliedGenerations();
-      return after.every((g, i) => g > (before[i] as number)) ? after : undefined;
-    }, { what: 'every node to apply a higher generation' });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', {
+      what: 'targets 3,3,3 from the new leader',
+    });
+    await eventually(
+      async () => {
+        const after = await appliedGenerations();
+        return after.every((g, i) => g > (before[i] as number)) ? after : undefined;
+      },
+      { what: 'every node to apply a higher generation' },
+    );
     expect(await stalePushesOnAgents()).toBe(0);
   });
 
@@ -126,21 +164,31 @@ describe('control-plane replicas (processes) on one Lease', () => {
     const stoppedAt = Date.now();
     await leader.proc.stop('SIGTERM');
     expect(leader.proc.log()).toContain('released lease');
-    await eventually(async () => (await leaders([standby])).length === 1, { what: 'the standby to lead', timeoutMs: 30_000 });
+    await eventually(async () => (await leaders([standby])).length === 1, {
+      what: 'the standby to lead',
+      timeoutMs: 30_000,
+    });
     // Well within the lease duration: the lease was released, not left to expire.
     expect(Date.now() - stoppedAt).toBeLessThan(LEASE.duration);
 
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 3 } });
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '1,1,1', { what: 'targets 1,1,1 from the new leader' });
-    await eventually(async () => (await appliedGenerations()).every((g, i) => g > (before[i] as number)), { what: 'higher generations' });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '1,1,1', {
+      what: 'targets 1,1,1 from the new leader',
+    });
+    await eventually(async () => (await appliedGenerations()).every((g, i) => g > (before[i] as number)), {
+      what: 'higher generations',
+    });
     expect(await stalePushesOnAgents()).toBe(0);
     for (const r of replicas) {
       expect(r.proc.logLines().filter((l) => String(l['msg']).includes('refused our generation'))).toEqual([]);
     }
-    const status = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return p.status?.replicas === 3 && p.status.readyReplicas === 3 ? p.status : undefined;
-    }, { what: 'status from the new leader' });
+    const status = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return p.status?.replicas === 3 && p.status.readyReplicas === 3 ? p.status : undefined;
+      },
+      { what: 'status from the new leader' },
+    );
     expect(status.observedGeneration).toBe((await getPool(cluster, ns, 'pool')).metadata.generation);
     const row = (await kubectl(cluster, ['get', 'swp', 'pool', '-n', ns, '--no-headers'])).trim().split(/\s+/);
     expect(row.slice(0, 3)).toEqual(['pool', '3', '3']);

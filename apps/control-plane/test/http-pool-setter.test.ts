@@ -2,7 +2,13 @@
 import { serveApp, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AgentCallError, HttpPoolSetter, NoTokenError, StaleGenerationError, type AgentNode } from './support/internals.js';
+import {
+  AgentCallError,
+  HttpPoolSetter,
+  NoTokenError,
+  StaleGenerationError,
+  type AgentNode,
+} from './support/internals.js';
 
 interface Seen {
   method: string;
@@ -11,7 +17,10 @@ interface Seen {
   body: unknown;
 }
 
-const INFO = { pools: [{ key: { template: 'img', net: 'none', size: 'small' }, warm: 0, refilling: 2, target: 2 }], claimed: 0 };
+const INFO = {
+  pools: [{ key: { template: 'img', net: 'none', size: 'small' }, warm: 0, refilling: 2, target: 2 }],
+  claimed: 0,
+};
 
 describe('HttpPoolSetter', () => {
   let server: HttpServer;
@@ -23,7 +32,12 @@ describe('HttpPoolSetter', () => {
     const app = new Hono();
     app.all('*', async (c) => {
       const text = await c.req.text();
-      seen.push({ method: c.req.method, path: c.req.path, authorization: c.req.header('authorization'), body: text === '' ? undefined : JSON.parse(text) });
+      seen.push({
+        method: c.req.method,
+        path: c.req.path,
+        authorization: c.req.header('authorization'),
+        body: text === '' ? undefined : JSON.parse(text),
+      });
       const next = script.shift();
       return next === undefined ? c.json(INFO) : next();
     });
@@ -40,13 +54,21 @@ describe('HttpPoolSetter', () => {
     await server.close();
   });
 
-  const json = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+  const json = (status: number, body: unknown) => () =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 
-  it('PUTs the generation and the whole set with the fleet token, and answers the node\'s info', async () => {
+  it("PUTs the generation and the whole set with the fleet token, and answers the node's info", async () => {
     const setter = new HttpPoolSetter({ token: () => 'fleet' });
     const info = await setter.setPools(node, 42, [{ template: 'img', net: 'none', size: 'small', warm: 2 }]);
     expect(info).toEqual(INFO);
-    expect(seen).toEqual([{ method: 'PUT', path: '/v1/pools', authorization: 'Bearer fleet', body: { generation: 42, pools: [{ template: 'img', net: 'none', size: 'small', warm: 2 }] } }]);
+    expect(seen).toEqual([
+      {
+        method: 'PUT',
+        path: '/v1/pools',
+        authorization: 'Bearer fleet',
+        body: { generation: 42, pools: [{ template: 'img', net: 'none', size: 'small', warm: 2 }] },
+      },
+    ]);
     await setter.close();
   });
 
@@ -78,7 +100,7 @@ describe('HttpPoolSetter', () => {
     await setter.close();
   });
 
-  it('turns a 409 into a StaleGenerationError carrying the node\'s applied generation', async () => {
+  it("turns a 409 into a StaleGenerationError carrying the node's applied generation", async () => {
     script = [json(409, { error: 'generation 3 is older than the applied generation 9', appliedGeneration: 9 })];
     const setter = new HttpPoolSetter({ token: () => 'fleet' });
     const err = await setter.setPools(node, 3, []).catch((e: unknown) => e);
@@ -133,7 +155,12 @@ describe('HttpPoolSetter', () => {
 
   it('never makes a push wait behind a probe to the same agent: each has its own connection', async () => {
     let answerProbe: (() => void) | undefined;
-    script = [() => new Promise<Response>((resolve) => { answerProbe = () => resolve(json(200, INFO)()); })];
+    script = [
+      () =>
+        new Promise<Response>((resolve) => {
+          answerProbe = () => resolve(json(200, INFO)());
+        }),
+    ];
     const setter = new HttpPoolSetter({ token: () => 'fleet' });
     const probe = setter.info(node);
     await vi.waitFor(() => expect(answerProbe).toBeDefined());

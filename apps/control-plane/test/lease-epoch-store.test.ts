@@ -30,20 +30,40 @@ describe('LeaseEpochStore on the election Lease', () => {
   });
 
   /** A leader on a fresh Lease, and its epoch store. */
-  async function leader(): Promise<{ name: string; elector: LeaderElector; store: LeaseEpochStore; signal: () => AbortSignal | undefined }> {
+  async function leader(): Promise<{
+    name: string;
+    elector: LeaderElector;
+    store: LeaseEpochStore;
+    signal: () => AbortSignal | undefined;
+  }> {
     const name = `lease-${++seq}`;
     let leading: AbortSignal | undefined;
-    const elector = new LeaderElector({ kubeConfig: cluster.kubeConfig, namespace, name, identity: 'a', ...timing, onStartedLeading: (signal) => { leading = signal; } });
+    const elector = new LeaderElector({
+      kubeConfig: cluster.kubeConfig,
+      namespace,
+      name,
+      identity: 'a',
+      ...timing,
+      onStartedLeading: (signal) => {
+        leading = signal;
+      },
+    });
     electors.push(elector);
     elector.start();
     await vi.waitFor(() => expect(elector.holding()).toBe(true), { timeout: 10_000, interval: 20 });
-    const store = new LeaseEpochStore({ lease: elector, kubeConfig: cluster.kubeConfig, namespace, legacyName: `${name}-generation` });
+    const store = new LeaseEpochStore({
+      lease: elector,
+      kubeConfig: cluster.kubeConfig,
+      namespace,
+      legacyName: `${name}-generation`,
+    });
     return { name, elector, store, signal: () => leading };
   }
 
-  const epochOn = async (name: string): Promise<string | undefined> => (await leases.get({ namespace, name })).metadata.annotations?.[EPOCH_ANNOTATION];
+  const epochOn = async (name: string): Promise<string | undefined> =>
+    (await leases.get({ namespace, name })).metadata.annotations?.[EPOCH_ANNOTATION];
 
-  it('stores each new epoch on the election Lease, and the holder\'s renewals keep it', async () => {
+  it("stores each new epoch on the election Lease, and the holder's renewals keep it", async () => {
     const { name, store } = await leader();
     expect(await store.advance(1)).toBe(1);
     expect(await store.advance(1)).toBe(2);
@@ -58,7 +78,11 @@ describe('LeaseEpochStore on the election Lease', () => {
     await store.advance(1);
     // A successor took the Lease (as after this replica was paused past its lease) and stored its epoch.
     const lease = await leases.get({ namespace, name });
-    await leases.replace({ ...lease, metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '2' } }, spec: { ...lease.spec, holderIdentity: 'b' } });
+    await leases.replace({
+      ...lease,
+      metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '2' } },
+      spec: { ...lease.spec, holderIdentity: 'b' },
+    });
 
     await expect(store.advance(1)).rejects.toBeInstanceOf(NotLeaderError);
     expect(signal()?.aborted).toBe(true);
@@ -67,13 +91,16 @@ describe('LeaseEpochStore on the election Lease', () => {
 
   it('continues above the record earlier versions kept on <lease>-generation', async () => {
     const name = `lease-${seq + 1}`;
-    await leases.create({ metadata: { namespace, name: `${name}-generation`, annotations: { [EPOCH_ANNOTATION]: '41' } }, spec: {} });
+    await leases.create({
+      metadata: { namespace, name: `${name}-generation`, annotations: { [EPOCH_ANNOTATION]: '41' } },
+      spec: {},
+    });
     const { store } = await leader();
     expect(await store.advance(1)).toBe(42);
     expect(await store.advance(1)).toBe(43);
   });
 
-  it('takes the nodes\' floor only while the Lease records no epoch (lost, or never taken)', async () => {
+  it("takes the nodes' floor only while the Lease records no epoch (lost, or never taken)", async () => {
     const { name, store } = await leader();
     expect(await store.advance(1, undefined, 50)).toBe(50);
     // Recorded now: a floor from what nodes report (forged, say) moves nothing.
@@ -84,7 +111,13 @@ describe('LeaseEpochStore on the election Lease', () => {
   it('writes nothing and says so when no epoch is left', async () => {
     const { name, store } = await leader();
     const lease = await leases.get({ namespace, name });
-    await leases.replace({ ...lease, metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: String(MAX_EPOCH) } } });
+    await leases.replace({
+      ...lease,
+      metadata: {
+        ...lease.metadata,
+        annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: String(MAX_EPOCH) },
+      },
+    });
     await expect(store.advance(1)).rejects.toBeInstanceOf(GenerationExhaustedError);
     expect(await epochOn(name)).toBe(String(MAX_EPOCH));
   });

@@ -6,7 +6,11 @@ import { NodeTracker, type AddressCheck } from './support/internals.js';
 /** Every address is its node's here; node-addresses.test.ts specifies the check itself. */
 const vouchedFor: AddressCheck = () => undefined;
 
-function sync(nodes: NodeTracker, inventories: NodeInventory[], check: AddressCheck = vouchedFor): ReturnType<NodeTracker['sync']> {
+function sync(
+  nodes: NodeTracker,
+  inventories: NodeInventory[],
+  check: AddressCheck = vouchedFor,
+): ReturnType<NodeTracker['sync']> {
   return nodes.sync(inventories, check);
 }
 
@@ -72,20 +76,30 @@ describe('NodeTracker', () => {
       inventoryObject('wildcard', { publishedAt: clock.iso(), address: '0.0.0.0:7071' }),
       inventoryObject('garbage', { publishedAt: clock.iso(), address: 'not an address' }),
     ]);
-    expect(nodes.views().map((v) => [v.name, v.exclusion])).toEqual([['draining', 'draining'], ['garbage', 'no-address'], ['wildcard', 'no-address']]);
+    expect(nodes.views().map((v) => [v.name, v.exclusion])).toEqual([
+      ['draining', 'draining'],
+      ['garbage', 'no-address'],
+      ['wildcard', 'no-address'],
+    ]);
   });
 
   it('keeps a node whose address its Node does not vouch for out of placement, saying why, and takes it back once it does', () => {
     const clock = new ManualClock();
     const nodes = tracker(clock);
     const forged = inventoryObject('a', { publishedAt: clock.iso(), address: '127.0.9.9:7071' });
-    sync(nodes, [forged], (name, address) => (address.startsWith('127.0.9.9:') ? `127.0.9.9 is not one of Node ${name}'s addresses` : undefined));
-    expect(nodes.view('a')).toMatchObject({ eligible: false, exclusion: 'unverified-address', addressProblem: '127.0.9.9 is not one of Node a\'s addresses' });
+    sync(nodes, [forged], (name, address) =>
+      address.startsWith('127.0.9.9:') ? `127.0.9.9 is not one of Node ${name}'s addresses` : undefined,
+    );
+    expect(nodes.view('a')).toMatchObject({
+      eligible: false,
+      exclusion: 'unverified-address',
+      addressProblem: "127.0.9.9 is not one of Node a's addresses",
+    });
     sync(nodes, [forged]);
     expect(nodes.view('a')).toMatchObject({ eligible: true, addressProblem: undefined });
   });
 
-  it('prefers the agent\'s own recent answer over the inventory, and falls back when it ages', () => {
+  it("prefers the agent's own recent answer over the inventory, and falls back when it ages", () => {
     const clock = new ManualClock();
     const nodes = tracker(clock);
     sync(nodes, [inventoryObject('a', { publishedAt: clock.iso() })]);
@@ -99,8 +113,13 @@ describe('NodeTracker', () => {
   it('reports the nodes whose inventory went', () => {
     const clock = new ManualClock();
     const nodes = tracker(clock);
-    sync(nodes, [inventoryObject('a', { publishedAt: clock.iso() }), inventoryObject('b', { publishedAt: clock.iso() })]);
-    expect(sync(nodes, [inventoryObject('a', { publishedAt: clock.iso() })])).toEqual([{ name: 'b', address: 'b.test:7071' }]);
+    sync(nodes, [
+      inventoryObject('a', { publishedAt: clock.iso() }),
+      inventoryObject('b', { publishedAt: clock.iso() }),
+    ]);
+    expect(sync(nodes, [inventoryObject('a', { publishedAt: clock.iso() })])).toEqual([
+      { name: 'b', address: 'b.test:7071' },
+    ]);
   });
 
   it('reads a node through its inventory only while its agent has not answered within the observation TTL', () => {

@@ -14,8 +14,19 @@ import { Placement, type NodeSnapshot } from '../src/provisioning/placement.js';
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const KEY_ID = 'img|none|small';
 
-function node(name: string, warm: number, options: { claimed?: number; coldRoom?: number; stamp?: string } = {}): NodeSnapshot {
-  return { name, address: `${name}:7071`, stamp: options.stamp ?? 's1', warm: new Map([[KEY_ID, warm]]), claimed: options.claimed ?? 0, coldRoom: options.coldRoom ?? Infinity };
+function node(
+  name: string,
+  warm: number,
+  options: { claimed?: number; coldRoom?: number; stamp?: string } = {},
+): NodeSnapshot {
+  return {
+    name,
+    address: `${name}:7071`,
+    stamp: options.stamp ?? 's1',
+    warm: new Map([[KEY_ID, warm]]),
+    claimed: options.claimed ?? 0,
+    coldRoom: options.coldRoom ?? Infinity,
+  };
 }
 
 /** A seeded PRNG (mulberry32), so the specs are repeatable. */
@@ -63,7 +74,14 @@ describe('Placement', () => {
   });
 
   it('boots cold only where there is room, on the least-loaded node', () => {
-    const round = new Placement(() => [node('a', 0, { claimed: 5, coldRoom: 10 }), node('b', 0, { claimed: 1, coldRoom: 1 }), node('c', 0, { claimed: 0, coldRoom: 0 })], seeded(5)).round(KEY);
+    const round = new Placement(
+      () => [
+        node('a', 0, { claimed: 5, coldRoom: 10 }),
+        node('b', 0, { claimed: 1, coldRoom: 1 }),
+        node('c', 0, { claimed: 0, coldRoom: 0 }),
+      ],
+      seeded(5),
+    ).round(KEY);
     expect(round.choose()?.node.name).toBe('b');
     expect(round.choose()?.node.name).toBe('a'); // b is out of room now
   });
@@ -79,17 +97,32 @@ describe('Placement', () => {
 describe('the nodes placement sees', () => {
   const NOW = Date.parse('2030-01-01T00:00:10Z');
   const clock = { now: () => NOW };
-  function inventory(name: string, warm: number, publishedAt: string, extra: Parameters<typeof inventoryObject>[1] = {}): NodeInventory {
+  function inventory(
+    name: string,
+    warm: number,
+    publishedAt: string,
+    extra: Parameters<typeof inventoryObject>[1] = {},
+  ): NodeInventory {
     const object = inventoryObject(name, { publishedAt, capacity: 10, ...extra });
-    if (object.status) object.status.pools = [{ template: 'img', net: 'none', size: 'small', target: 2, warm, refilling: 0 }];
+    if (object.status)
+      object.status.pools = [{ template: 'img', net: 'none', size: 'small', target: 2, warm, refilling: 0 }];
     return object;
   }
   const vouchAll = (): AddressCheck => () => undefined;
-  const lister = (items: NodeInventory[]): Lister<NodeInventory> => ({ list: () => items } as unknown as Lister<NodeInventory>);
+  const lister = (items: NodeInventory[]): Lister<NodeInventory> =>
+    ({ list: () => items }) as unknown as Lister<NodeInventory>;
   function view(name: string, warm: number, at: number, eligible = true): NodeView {
     const pools = [{ template: 'img', net: 'none', size: 'small', target: 2, warm, refilling: 2 - warm }];
     return {
-      name, address: `${name}.test:7071`, eligible, exclusion: eligible ? undefined : 'failing', room: 10, failures: 0, lastError: undefined, appliedGeneration: undefined, addressProblem: undefined,
+      name,
+      address: `${name}.test:7071`,
+      eligible,
+      exclusion: eligible ? undefined : 'failing',
+      room: 10,
+      failures: 0,
+      lastError: undefined,
+      appliedGeneration: undefined,
+      addressProblem: undefined,
       observation: { pools, claimed: 0, draining: false, atCapacity: false, at, source: 'agent', reported: '' },
     };
   }
@@ -97,7 +130,10 @@ describe('the nodes placement sees', () => {
   it('takes fresh inventories where the driver has no view, and leaves stale ones out', () => {
     const source = nodeSnapshotSource({
       inventories: lister([inventory('a', 2, '2030-01-01T00:00:09Z'), inventory('b', 2, '2030-01-01T00:00:00Z')]),
-      driverViews: () => [], addresses: vouchAll, staleAfterMs: 5_000, clock,
+      driverViews: () => [],
+      addresses: vouchAll,
+      staleAfterMs: 5_000,
+      clock,
     });
     expect(source().map((n) => [n.name, n.warm.get(KEY_ID)])).toEqual([['a', 2]]);
   });
@@ -106,20 +142,29 @@ describe('the nodes placement sees', () => {
     const source = nodeSnapshotSource({
       inventories: lister([inventory('a', 2, '2030-01-01T00:00:09Z'), inventory('forged', 2, '2030-01-01T00:00:09Z')]),
       driverViews: () => [],
-      addresses: () => (name) => (name === 'forged' ? 'not one of its Node\'s addresses' : undefined),
-      staleAfterMs: 5_000, clock,
+      addresses: () => (name) => (name === 'forged' ? "not one of its Node's addresses" : undefined),
+      staleAfterMs: 5_000,
+      clock,
     });
     expect(source().map((n) => n.name)).toEqual(['a']);
   });
 
   it('on the leader: the driver decides who is usable, and the newer of its agent answer and the inventory gives the counts', () => {
     const source = nodeSnapshotSource({
-      inventories: lister([inventory('a', 2, '2030-01-01T00:00:09Z'), inventory('b', 0, '2030-01-01T00:00:05Z'), inventory('c', 2, '2030-01-01T00:00:09Z')]),
+      inventories: lister([
+        inventory('a', 2, '2030-01-01T00:00:09Z'),
+        inventory('b', 0, '2030-01-01T00:00:05Z'),
+        inventory('c', 2, '2030-01-01T00:00:09Z'),
+      ]),
       // a: a push answer (0 warm) older than its inventory; b: a probe answer newer than its inventory; c: failing.
       driverViews: () => [view('a', 0, NOW - 5_000), view('b', 2, NOW - 1_000), view('c', 2, NOW, false)],
       addresses: vouchAll,
-      staleAfterMs: 5_000, clock,
+      staleAfterMs: 5_000,
+      clock,
     });
-    expect(source().map((n) => [n.name, n.warm.get(KEY_ID)])).toEqual([['a', 2], ['b', 2]]);
+    expect(source().map((n) => [n.name, n.warm.get(KEY_ID)])).toEqual([
+      ['a', 2],
+      ['b', 2],
+    ]);
   });
 });

@@ -14,19 +14,33 @@ import type { PendingClaim, Provisioner } from '../src/provisioning/provisioner.
 function lister<T extends { metadata?: { namespace?: string; name?: string } }>(items: () => T[]): Lister<T> {
   return {
     list: () => items(),
-    get: (namespace: string, name?: string) => items().find((i) => i.metadata?.namespace === namespace && i.metadata?.name === name),
+    get: (namespace: string, name?: string) =>
+      items().find((i) => i.metadata?.namespace === namespace && i.metadata?.name === name),
     get size() {
       return items().length;
     },
   } as unknown as Lister<T>;
 }
 
-const order = (warmPool: string, claimRef: string): ClaimOrder => ({ namespace: 'ns', warmPool, claimRef, ttlSeconds: 60, path: 'http' });
+const order = (warmPool: string, claimRef: string): ClaimOrder => ({
+  namespace: 'ns',
+  warmPool,
+  claimRef,
+  ttlSeconds: 60,
+  path: 'http',
+});
 
 describe('ProvisionerController', () => {
   function setup() {
-    let pools: SandboxWarmPool[] = [poolObject('ns', 'py', 'py-tpl', 2), poolObject('ns', 'up', 'up-tpl', 1), poolObject('ns', 'orphan', 'missing', 1)];
-    const templates: SandboxTemplate[] = [templateObject('ns', 'py-tpl', 'img:1'), templateObject('ns', 'up-tpl', 'img:2', { optIn: false })];
+    let pools: SandboxWarmPool[] = [
+      poolObject('ns', 'py', 'py-tpl', 2),
+      poolObject('ns', 'up', 'up-tpl', 1),
+      poolObject('ns', 'orphan', 'missing', 1),
+    ];
+    const templates: SandboxTemplate[] = [
+      templateObject('ns', 'py-tpl', 'img:1'),
+      templateObject('ns', 'up-tpl', 'img:2', { optIn: false }),
+    ];
     const batches: Array<{ pool: string; claimRefs: string[] }> = [];
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -34,11 +48,25 @@ describe('ProvisionerController', () => {
       batches.push({ pool: provisioner.name, claimRefs: batch.items.map((i) => i.order.claimRef) });
       await gate;
       for (const item of batch.items) {
-        item.resolve({ id: `sb_${item.order.claimRef}`, token: 't', deadline: '', ownerAddr: '', node: 'n', namespace: 'ns', warmPool: provisioner.name, claimRef: item.order.claimRef, tier: 'warm' });
+        item.resolve({
+          id: `sb_${item.order.claimRef}`,
+          token: 't',
+          deadline: '',
+          ownerAddr: '',
+          node: 'n',
+          namespace: 'ns',
+          warmPool: provisioner.name,
+          claimRef: item.order.claimRef,
+          tier: 'warm',
+        });
       }
     };
     const controller = new ProvisionerController({
-      pools: lister(() => pools), templates: lister(() => templates), dispatch, batcher: { idleMs: 5, maxDurationMs: 50 }, logger: silentLogger,
+      pools: lister(() => pools),
+      templates: lister(() => templates),
+      dispatch,
+      batcher: { idleMs: 5, maxDurationMs: 50 },
+      logger: silentLogger,
     });
     return { controller, batches, release, setPools: (next: SandboxWarmPool[]) => (pools = next) };
   }

@@ -1,7 +1,15 @@
 // The reconciler against in-memory caches and a scripted PoolSetter: the
 // decisions (who is pushed what, with which generation, when status is
 // written) without any network. End to end is in driver.test.ts.
-import type { KubeNode, NodeInfo, NodeInventory, PoolTarget, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
+import type {
+  KubeNode,
+  NodeInfo,
+  NodeInventory,
+  PoolTarget,
+  SandboxTemplate,
+  SandboxWarmPool,
+  SandboxWarmPoolStatus,
+} from '@warmpool/api';
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -32,7 +40,12 @@ interface Push {
   pools: string;
 }
 
-type Behaviour = (call: { node: AgentNode; generation: number; pools: readonly PoolTarget[]; signal?: AbortSignal }) => Promise<NodeInfo>;
+type Behaviour = (call: {
+  node: AgentNode;
+  generation: number;
+  pools: readonly PoolTarget[];
+  signal?: AbortSignal;
+}) => Promise<NodeInfo>;
 
 /** Agents in memory: each applies what it is sent, unless a behaviour says otherwise. */
 class FakeAgents implements PoolSetter {
@@ -43,11 +56,17 @@ class FakeAgents implements PoolSetter {
   readonly called = new Set<string>();
   probes = 0;
 
-  async setPools(node: AgentNode, generation: number, pools: readonly PoolTarget[], options: { signal?: AbortSignal } = {}): Promise<NodeInfo> {
+  async setPools(
+    node: AgentNode,
+    generation: number,
+    pools: readonly PoolTarget[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<NodeInfo> {
     this.called.add(node.address);
     this.pushes.push({ node: node.name, generation, pools: pools.map((p) => `${p.template}=${p.warm}`).join(',') });
     const behaviour = this.behaviours.get(node.name);
-    if (behaviour !== undefined) return behaviour({ node, generation, pools, ...(options.signal ? { signal: options.signal } : {}) });
+    if (behaviour !== undefined)
+      return behaviour({ node, generation, pools, ...(options.signal ? { signal: options.signal } : {}) });
     this.held.set(node.name, pools);
     return this.info(node);
   }
@@ -56,7 +75,15 @@ class FakeAgents implements PoolSetter {
     this.called.add(node.address);
     this.probes++;
     const pools = this.held.get(node.name) ?? [];
-    return { pools: pools.map((p) => ({ key: { template: p.template, net: p.net, size: p.size }, target: p.warm, warm: p.warm, refilling: 0 })), claimed: 0 };
+    return {
+      pools: pools.map((p) => ({
+        key: { template: p.template, net: p.net, size: p.size },
+        target: p.warm,
+        warm: p.warm,
+        refilling: 0,
+      })),
+      claimed: 0,
+    };
   }
 
   pushedTo(node: string): Push[] {
@@ -94,7 +121,13 @@ class FakeStatusWriter implements PoolStatusWriter {
 class RecordedEvents implements EventRecorder {
   readonly events: Array<{ name: string; type: string; reason: string; message: string }> = [];
 
-  record(object: { metadata?: { name?: string } }, _type: unknown, type: string, reason: string, message: string): void {
+  record(
+    object: { metadata?: { name?: string } },
+    _type: unknown,
+    type: string,
+    reason: string,
+    message: string,
+  ): void {
     this.events.push({ name: object.metadata?.name ?? '', type, reason, message });
   }
 
@@ -174,7 +207,9 @@ class World {
   }
 
   targets(): Record<string, string> {
-    return Object.fromEntries([...this.agents.held].map(([node, pools]) => [node, pools.map((p) => `${p.template}=${p.warm}`).join(',')]));
+    return Object.fromEntries(
+      [...this.agents.held].map(([node, pools]) => [node, pools.map((p) => `${p.template}=${p.warm}`).join(',')]),
+    );
   }
 }
 
@@ -218,7 +253,7 @@ describe('WarmPoolReconciler', () => {
     expect(round[0]?.generation).toBe(generationOf(1, 1));
   });
 
-  it('drains a deleted pool by leaving its key out of every node\'s set', async () => {
+  it("drains a deleted pool by leaving its key out of every node's set", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
     w.drive();
@@ -260,10 +295,12 @@ describe('WarmPoolReconciler', () => {
     const event = w.events.events.find((e) => e.name === 'node-b' && e.reason === 'NodeLeftPlacement');
     expect(event?.type).toBe('Warning');
     expect(event?.message).toContain(`reports applied generation ${forged}`);
-    expect(event?.message).toContain(`kubectl annotate nodeinventory node-b warmpool.dev/reset-applied-generation=${forged}`);
+    expect(event?.message).toContain(
+      `kubectl annotate nodeinventory node-b warmpool.dev/reset-applied-generation=${forged}`,
+    );
   });
 
-  it('ends its term, rather than taking a higher epoch, when a 409 comes from a later leader\'s push', async () => {
+  it("ends its term, rather than taking a higher epoch, when a 409 comes from a later leader's push", async () => {
     const store = new MemoryEpochStore();
     const w = world({ store });
     w.agents.behaviours.set('node-b', async ({ node, generation }) => {
@@ -307,9 +344,15 @@ describe('WarmPoolReconciler', () => {
   it('starts a term above what a majority of the inventories show applied; one forged number moves nothing but its node', async () => {
     const store = new MemoryEpochStore();
     const w = world({ store });
-    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
-    w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
-    w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.inventories.upsert(
+      inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }),
+    );
+    w.inventories.upsert(
+      inventoryObject('node-b', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }),
+    );
+    w.inventories.upsert(
+      inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }),
+    );
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 4));
     w.drive();
     await w.settle();
@@ -321,11 +364,13 @@ describe('WarmPoolReconciler', () => {
     expect(w.events.events.some((e) => e.name === 'node-c' && e.reason === 'NodeLeftPlacement')).toBe(true);
   });
 
-  it('in a one-node fleet, a forged number in the one inventory takes that node out, not the leader\'s epochs or readiness', async () => {
+  it("in a one-node fleet, a forged number in the one inventory takes that node out, not the leader's epochs or readiness", async () => {
     const store = new MemoryEpochStore();
     store.epoch = 4;
     const w = world({ store, nodes: 1 });
-    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.inventories.upsert(
+      inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }),
+    );
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
     w.drive();
     await w.settle();
@@ -334,7 +379,9 @@ describe('WarmPoolReconciler', () => {
     expect(w.reconciler.notReadyReasons()).toEqual([]);
     expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual(['impossible-generation']);
     // The recovery in the README brings it back under the same leader, without a restart.
-    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: 0 })));
+    await w.change('node changed', () =>
+      w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: 0 })),
+    );
     await w.change('resync', () => undefined);
     expect(w.targets()).toEqual({ 'node-a': 'img=2' });
   });
@@ -342,7 +389,9 @@ describe('WarmPoolReconciler', () => {
   it('in a one-node fleet whose epoch record was lost (the Lease deleted), starts above what that node applied', async () => {
     const store = new MemoryEpochStore();
     const w = world({ store, nodes: 1 });
-    w.inventories.upsert(inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }));
+    w.inventories.upsert(
+      inventoryObject('node-a', { publishedAt: w.clock.iso(), appliedGeneration: generationOf(8, 3) }),
+    );
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 2));
     w.drive();
     await w.settle();
@@ -352,13 +401,17 @@ describe('WarmPoolReconciler', () => {
 
   it('takes a node back once its inventory reports a plausible generation again (after the recovery)', async () => {
     const w = world();
-    w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }));
+    w.inventories.upsert(
+      inventoryObject('node-c', { publishedAt: w.clock.iso(), appliedGeneration: Number.MAX_SAFE_INTEGER }),
+    );
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 4));
     w.drive();
     await w.settle();
     await w.change('resync', () => undefined);
     expect(w.reconciler.inPlacement('node-c')).toBe(false);
-    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })));
+    await w.change('node changed', () =>
+      w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })),
+    );
     await w.change('resync', () => undefined);
     expect(w.reconciler.inPlacement('node-c')).toBe(true);
     expect(w.targets()['node-c']).toBeDefined();
@@ -397,7 +450,7 @@ describe('WarmPoolReconciler', () => {
     expect(w.agents.pushes).toHaveLength(3);
   });
 
-  it('never calls an address the node\'s Node object does not vouch for: its share moves to the others until it points back', async () => {
+  it("never calls an address the node's Node object does not vouch for: its share moves to the others until it points back", async () => {
     const w = world({ intervalMs: 20 });
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
@@ -406,7 +459,9 @@ describe('WarmPoolReconciler', () => {
     await w.change('node changed', () => {
       // node-b re-pointed by someone holding an agent token, and a node that does not exist, claiming room for 100 000.
       w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(), address: forged }));
-      w.inventories.upsert(inventoryObject('fake-node', { publishedAt: w.clock.iso(), address: forged, capacity: 100_000 }));
+      w.inventories.upsert(
+        inventoryObject('fake-node', { publishedAt: w.clock.iso(), address: forged, capacity: 100_000 }),
+      );
     });
     expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-c': 'img=3' });
     const probes = w.agents.probes;
@@ -414,13 +469,20 @@ describe('WarmPoolReconciler', () => {
     await w.settle();
     expect([...w.agents.called]).not.toContain(forged);
     expect(w.agents.pushedTo('fake-node')).toEqual([]);
-    expect(w.reconciler.nodes().filter((v) => !v.eligible).map((v) => [v.name, v.exclusion, v.addressProblem])).toEqual([
+    expect(
+      w.reconciler
+        .nodes()
+        .filter((v) => !v.eligible)
+        .map((v) => [v.name, v.exclusion, v.addressProblem]),
+    ).toEqual([
       ['fake-node', 'unverified-address', 'there is no Node named fake-node to vouch for 127.0.9.9'],
-      ['node-b', 'unverified-address', '127.0.9.9 is not one of Node node-b\'s addresses (node-b.test)'],
+      ['node-b', 'unverified-address', "127.0.9.9 is not one of Node node-b's addresses (node-b.test)"],
     ]);
     expect(await w.metrics.registry.metrics()).toContain('warmpool_controlplane_nodes{state="unverified_address"} 2');
 
-    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(1) })));
+    await w.change('node changed', () =>
+      w.inventories.upsert(inventoryObject('node-b', { publishedAt: w.clock.iso(1) })),
+    );
     expect(w.targets()).toMatchObject({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
   });
 
@@ -439,7 +501,10 @@ describe('WarmPoolReconciler', () => {
     // The CRD now declares conditions: they are written without anything else changing.
     w.statuses.fields = 'any';
     await w.change('status schema changed', () => undefined);
-    expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([['Ready', 'True'], ['Degraded', 'False']]);
+    expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ['Ready', 'True'],
+      ['Degraded', 'False'],
+    ]);
   });
 
   it('writes no status at all where the schema holds none of its fields', async () => {
@@ -453,7 +518,7 @@ describe('WarmPoolReconciler', () => {
     expect(w.targets()).toMatchObject({ 'node-a': 'img=1', 'node-b': 'img=1', 'node-c': 'img=1' });
   });
 
-  it('moves a failing node\'s share to the others', async () => {
+  it("moves a failing node's share to the others", async () => {
     const w = world();
     w.agents.behaviours.set('node-c', async ({ node }) => {
       throw new AgentCallError(node.name, 'unreachable', { retriable: true });
@@ -468,29 +533,36 @@ describe('WarmPoolReconciler', () => {
     expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual([undefined, undefined, 'failing']);
   });
 
-  it('moves a stale node\'s share to the others, and back once it republishes', async () => {
+  it("moves a stale node's share to the others, and back once it republishes", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
     await w.settle();
     w.clock.advance(60_000);
-    for (const name of ['node-a', 'node-b']) w.inventories.upsert(inventoryObject(name, { publishedAt: w.clock.iso() }));
+    for (const name of ['node-a', 'node-b'])
+      w.inventories.upsert(inventoryObject(name, { publishedAt: w.clock.iso() }));
     w.clock.advance(31_000);
     await w.change('periodic', () => undefined);
     expect(w.targets()).toMatchObject({ 'node-a': 'img=3', 'node-b': 'img=3' });
-    await w.change('node changed', () => w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })));
+    await w.change('node changed', () =>
+      w.inventories.upsert(inventoryObject('node-c', { publishedAt: w.clock.iso() })),
+    );
     expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
   });
 
   it('stops pushing the moment leadership ends, aborting the call in flight', async () => {
     const w = world();
     let aborted = false;
-    w.agents.behaviours.set('node-a', ({ signal }) => new Promise((_, reject) => {
-      signal?.addEventListener('abort', () => {
-        aborted = true;
-        reject(new Error('aborted'));
-      });
-    }));
+    w.agents.behaviours.set(
+      'node-a',
+      ({ signal }) =>
+        new Promise((_, reject) => {
+          signal?.addEventListener('abort', () => {
+            aborted = true;
+            reject(new Error('aborted'));
+          });
+        }),
+    );
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
     w.drive();
     await vi.waitFor(() => expect(w.agents.pushedTo('node-a')).toHaveLength(1));
@@ -502,7 +574,7 @@ describe('WarmPoolReconciler', () => {
     expect(w.agents.pushes).toHaveLength(pushed);
   });
 
-  it('writes a pool\'s status only when it changed', async () => {
+  it("writes a pool's status only when it changed", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
     w.drive();
@@ -548,7 +620,7 @@ describe('WarmPoolReconciler', () => {
     expect(w.reconciler.runs - runs).toBe(2);
   });
 
-  it('pushes a change while an earlier run\'s status writes still wait for the apiserver', async () => {
+  it("pushes a change while an earlier run's status writes still wait for the apiserver", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
     w.drive();
@@ -556,7 +628,9 @@ describe('WarmPoolReconciler', () => {
     let release: (() => void) | undefined;
     const write = w.statuses.write.bind(w.statuses);
     w.statuses.write = async (pool, status) => {
-      await new Promise<void>((resolve) => { release = resolve; });
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
       return write(pool, status);
     };
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 }));
@@ -565,25 +639,30 @@ describe('WarmPoolReconciler', () => {
     const before = w.agents.pushes.length;
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 9, { generation: 3 }));
     w.reconciler.poke('pool changed');
-    await vi.waitFor(() => expect(w.agents.pushes.slice(before).map((p) => p.pools)).toEqual(['img=3', 'img=3', 'img=3']));
+    await vi.waitFor(() =>
+      expect(w.agents.pushes.slice(before).map((p) => p.pools)).toEqual(['img=3', 'img=3', 'img=3']),
+    );
     w.statuses.write = write;
     release?.();
     await w.settle();
     expect(w.targets()).toEqual({ 'node-a': 'img=3', 'node-b': 'img=3', 'node-c': 'img=3' });
   });
 
-  it('reports each pool\'s ready and desired replicas as gauges, and drops a deleted pool\'s series', async () => {
+  it("reports each pool's ready and desired replicas as gauges, and drops a deleted pool's series", async () => {
     const w = world();
-    const series = async () => (await w.metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
+    const series = async () =>
+      (await w.metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
     await w.settle();
     w.reconciler.poke('sample');
     await w.settle();
-    expect(await series()).toEqual(expect.arrayContaining([
-      'warmpool_controlplane_pool_ready_replicas{pool_namespace="ns",pool="pool"} 6',
-      'warmpool_controlplane_pool_desired_replicas{pool_namespace="ns",pool="pool"} 6',
-    ]));
+    expect(await series()).toEqual(
+      expect.arrayContaining([
+        'warmpool_controlplane_pool_ready_replicas{pool_namespace="ns",pool="pool"} 6',
+        'warmpool_controlplane_pool_desired_replicas{pool_namespace="ns",pool="pool"} 6',
+      ]),
+    );
     await w.change('pool deleted', () => w.pools.remove('ns/pool'));
     expect(await series()).toEqual([]);
   });
@@ -612,13 +691,19 @@ describe('WarmPoolReconciler', () => {
 describe('the health endpoints', () => {
   it('answers /healthz 503 with a reason while the loop is wedged, and ok otherwise; /metrics only where asked', async () => {
     let wedged = false;
-    const options = { notReadyReasons: () => [], notLiveReasons: () => (wedged ? ['no reconcile finished for 300 s'] : []) };
+    const options = {
+      notReadyReasons: () => [],
+      notLiveReasons: () => (wedged ? ['no reconcile finished for 300 s'] : []),
+    };
     const probes = createHealthApp(options);
     expect((await probes.request('/healthz')).status).toBe(200);
     wedged = true;
     const res = await probes.request('/healthz');
     expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({ reason: 'ReconcileStalled', reasons: ['no reconcile finished for 300 s'] });
+    expect(await res.json()).toMatchObject({
+      reason: 'ReconcileStalled',
+      reasons: ['no reconcile finished for 300 s'],
+    });
     expect((await probes.request('/metrics')).status).toBe(404);
     const withMetrics = createHealthApp({ ...options, metrics: new ControlPlaneMetrics() });
     const metrics = await (await withMetrics.request('/metrics')).text();

@@ -8,14 +8,33 @@ import { ApiError, representationOf, tableOf } from '../src/aggregated/responses
 import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/aggregated/sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError } from '../src/aggregated/selectors.js';
 
-const sandbox = sandboxObject({ namespace: 'team', name: 'job-1', id: 'sb_1', node: 'node-a', deadline: '2026-12-01T10:05:00.000Z', pool: 'python', tier: 'warm', ownerAddr: '[fd00::1]:9000', claimedAt: '2026-12-01T10:00:00.000Z' }, '42');
+const sandbox = sandboxObject(
+  {
+    namespace: 'team',
+    name: 'job-1',
+    id: 'sb_1',
+    node: 'node-a',
+    deadline: '2026-12-01T10:05:00.000Z',
+    pool: 'python',
+    tier: 'warm',
+    ownerAddr: '[fd00::1]:9000',
+    claimedAt: '2026-12-01T10:00:00.000Z',
+  },
+  '42',
+);
 
 describe('selectors', () => {
   it('matches labels with =, ==, !=, exists, !exists, in and notin', () => {
     for (const [selector, expected] of [
-      ['warmpool.dev/pool=python', true], ['warmpool.dev/pool==python', true], ['warmpool.dev/pool!=python', false],
-      ['warmpool.dev/pool', true], ['!warmpool.dev/pool', false], ['warmpool.dev/pool in (go, python)', true],
-      ['warmpool.dev/pool notin (python)', false], ['warmpool.dev/pool=python,missing', false], ['', true],
+      ['warmpool.dev/pool=python', true],
+      ['warmpool.dev/pool==python', true],
+      ['warmpool.dev/pool!=python', false],
+      ['warmpool.dev/pool', true],
+      ['!warmpool.dev/pool', false],
+      ['warmpool.dev/pool in (go, python)', true],
+      ['warmpool.dev/pool notin (python)', false],
+      ['warmpool.dev/pool=python,missing', false],
+      ['', true],
     ] as const) {
       expect(labelMatcher(selector)(sandbox), selector).toBe(expected);
     }
@@ -24,7 +43,9 @@ describe('selectors', () => {
   it('matches the supported fields, spec.nodeName and status.nodeName alike, and refuses others', () => {
     expect(fieldMatcher('spec.nodeName=node-a')(sandbox)).toBe(true);
     expect(fieldMatcher('status.nodeName!=node-a')(sandbox)).toBe(false);
-    expect(fieldMatcher('metadata.name=job-1,metadata.namespace=team,spec.warmPoolRef.name=python')(sandbox)).toBe(true);
+    expect(fieldMatcher('metadata.name=job-1,metadata.namespace=team,spec.warmPoolRef.name=python')(sandbox)).toBe(
+      true,
+    );
     expect(() => fieldMatcher('status.phase=Running')).toThrow(SelectorError);
     expect(() => labelMatcher('a b c')).toThrow(SelectorError);
   });
@@ -33,15 +54,54 @@ describe('selectors', () => {
 describe('Accept negotiation', () => {
   it('serves JSON objects, Tables and PartialObjectMetadata, and refuses what it cannot', () => {
     expect(representationOf(undefined, undefined)).toEqual({ as: 'object' });
-    expect(representationOf('application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json', undefined)).toEqual({ as: 'table', include: 'Metadata' });
-    expect(representationOf('application/json;as=Table;v=v1;g=meta.k8s.io', 'Object')).toEqual({ as: 'table', include: 'Object' });
-    expect(representationOf('application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', undefined)).toEqual({ as: 'metadata' });
+    expect(
+      representationOf(
+        'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json',
+        undefined,
+      ),
+    ).toEqual({ as: 'table', include: 'Metadata' });
+    expect(representationOf('application/json;as=Table;v=v1;g=meta.k8s.io', 'Object')).toEqual({
+      as: 'table',
+      include: 'Object',
+    });
+    expect(
+      representationOf(
+        'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+        undefined,
+      ),
+    ).toEqual({ as: 'metadata' });
     expect(() => representationOf('application/vnd.kubernetes.protobuf', undefined)).toThrow(ApiError);
   });
 
   it('prints the columns kubectl shows, with the owner host as podIPs', () => {
-    const table = tableOf([new ServedSandbox({ namespace: 'team', name: 'job-1', id: 'sb_1', node: 'node-a', deadline: 'D', pool: 'python', tier: 'warm', claimedAt: new Date(Date.now() - 75_000).toISOString() }, '42')], '42', 'None', Date.now());
-    expect(table.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(['Name', 'Node', 'Pool', 'Tier', 'Deadline', 'Age']);
+    const table = tableOf(
+      [
+        new ServedSandbox(
+          {
+            namespace: 'team',
+            name: 'job-1',
+            id: 'sb_1',
+            node: 'node-a',
+            deadline: 'D',
+            pool: 'python',
+            tier: 'warm',
+            claimedAt: new Date(Date.now() - 75_000).toISOString(),
+          },
+          '42',
+        ),
+      ],
+      '42',
+      'None',
+      Date.now(),
+    );
+    expect(table.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual([
+      'Name',
+      'Node',
+      'Pool',
+      'Tier',
+      'Deadline',
+      'Age',
+    ]);
     expect(table.rows[0]?.cells.slice(0, 6)).toEqual(['job-1', 'node-a', 'python', 'warm', 'D', '75s']);
     expect(sandbox.status?.podIPs).toEqual(['fd00::1']);
     expect(hostOf('10.0.0.1:80')).toBe('10.0.0.1');
@@ -60,22 +120,41 @@ describe('the front proxy settings', () => {
         'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
       },
     });
-    expect(config).toEqual({ clientCa: 'PEM', allowedNames: ['front-proxy-client'], usernameHeaders: ['X-Remote-User'], uidHeaders: [], groupHeaders: ['X-Remote-Group'], extraHeaderPrefixes: ['X-Remote-Extra-'] });
+    expect(config).toEqual({
+      clientCa: 'PEM',
+      allowedNames: ['front-proxy-client'],
+      usernameHeaders: ['X-Remote-User'],
+      uidHeaders: [],
+      groupHeaders: ['X-Remote-Group'],
+      extraHeaderPrefixes: ['X-Remote-Extra-'],
+    });
   });
 
   it('refuses a ConfigMap without the requestheader CA (no aggregation layer)', () => {
     expect(() => requestHeaderConfigOf({ data: { 'client-ca-file': 'PEM' } })).toThrow(/aggregation layer/);
-    expect(() => requestHeaderConfigOf({ data: { 'requestheader-client-ca-file': 'PEM', 'requestheader-allowed-names': 'front-proxy-client' } })).toThrow(/JSON array/);
+    expect(() =>
+      requestHeaderConfigOf({
+        data: { 'requestheader-client-ca-file': 'PEM', 'requestheader-allowed-names': 'front-proxy-client' },
+      }),
+    ).toThrow(/JSON array/);
   });
 });
 
 describe('the Sandbox API flags', () => {
-  const parse = (...argv: string[]): ReturnType<typeof validateConfig> => validateConfig(parseConfig(FLAGS, argv, {}).config, () => undefined);
+  const parse = (...argv: string[]): ReturnType<typeof validateConfig> =>
+    validateConfig(parseConfig(FLAGS, argv, {}).config, () => undefined);
 
   it('serves it only with --aggregated-listen, self-signed unless given a certificate and key', () => {
     expect(parse().aggregated).toBeUndefined();
-    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=svc.ns.svc, other').aggregated).toEqual({ listen: { host: '0.0.0.0', port: 8443 }, tls: undefined, selfSignedNames: ['svc.ns.svc', 'other'] });
-    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-cert-file=/c', '--aggregated-tls-key-file=/k').aggregated?.tls).toEqual({ certFile: '/c', keyFile: '/k' });
+    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=svc.ns.svc, other').aggregated).toEqual({
+      listen: { host: '0.0.0.0', port: 8443 },
+      tls: undefined,
+      selfSignedNames: ['svc.ns.svc', 'other'],
+    });
+    expect(
+      parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-cert-file=/c', '--aggregated-tls-key-file=/k')
+        .aggregated?.tls,
+    ).toEqual({ certFile: '/c', keyFile: '/k' });
   });
 
   it('refuses a certificate without its key, TLS flags without --aggregated-listen, and a bad address', () => {

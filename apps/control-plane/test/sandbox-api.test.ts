@@ -9,7 +9,18 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, type ClaimBody, type Sandbox } from '@warmpool/api';
-import { eventually, findBinary, issueCertificate, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
+import {
+  eventually,
+  findBinary,
+  issueCertificate,
+  startCluster,
+  startRedis,
+  stopScripts,
+  template,
+  warmPool,
+  type TestCluster,
+  type TestRedis,
+} from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
@@ -35,14 +46,20 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   const watches: ChildProcess[] = [];
 
   const claim = async (body: Record<string, unknown>): Promise<ClaimBody> => {
-    const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, claimer, { warmPool: 'python', ...body });
+    const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, claimer, {
+      warmPool: 'python',
+      ...body,
+    });
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     return claimBodySchema.parse(answer.body);
   };
   const release = async (claimRef: string): Promise<void> => {
-    expect((await callClaims(cp.claimsUrl ?? '', 'DELETE', `/v1/namespaces/${ns}/claims/${claimRef}`, claimer)).status).toBe(204);
+    expect(
+      (await callClaims(cp.claimsUrl ?? '', 'DELETE', `/v1/namespaces/${ns}/claims/${claimRef}`, claimer)).status,
+    ).toBe(204);
   };
-  const getJson = async (args: string[]): Promise<Sandbox & { items?: Sandbox[] }> => JSON.parse(await kubectl(cluster, [...args, '-o', 'json'])) as Sandbox & { items?: Sandbox[] };
+  const getJson = async (args: string[]): Promise<Sandbox & { items?: Sandbox[] }> =>
+    JSON.parse(await kubectl(cluster, [...args, '-o', 'json'])) as Sandbox & { items?: Sandbox[] };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-sandbox-api-'));
@@ -52,23 +69,57 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     pki = servingPki();
     writeFileSync(join(dir, 'serving.crt'), pki.serving.certPem);
     writeFileSync(join(dir, 'serving.key'), pki.serving.keyPem);
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3, capacity: 40 });
+    fleet = await startFleet({
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 3,
+      capacity: 40,
+    });
     ns = await cluster.createNamespace('sandboxes');
     claimer = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
     await apply(cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'python', 'tpl', 6));
     // Who may read Sandboxes: `viewer` in this namespace; `stranger` nowhere.
-    await kubectl(cluster, ['create', 'role', 'sandbox-viewer', '-n', ns, '--verb=get,list,watch', '--resource=sandboxes.agents.x-k8s.io']);
-    await kubectl(cluster, ['create', 'rolebinding', 'sandbox-viewer', '-n', ns, '--role=sandbox-viewer', '--user=viewer']);
+    await kubectl(cluster, [
+      'create',
+      'role',
+      'sandbox-viewer',
+      '-n',
+      ns,
+      '--verb=get,list,watch',
+      '--resource=sandboxes.agents.x-k8s.io',
+    ]);
+    await kubectl(cluster, [
+      'create',
+      'rolebinding',
+      'sandbox-viewer',
+      '-n',
+      ns,
+      '--role=sandbox-viewer',
+      '--user=viewer',
+    ]);
     cp = await startControlPlane(cluster, dir, 'default', {
       token: TOKEN,
       claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
-      sandboxApi: { listen: { host: '127.0.0.1', port: 0 }, tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') } },
+      sandboxApi: {
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },
+      },
     });
     port = Number(new URL(cp.sandboxApi?.url ?? 'https://x:0').port);
     await registerSandboxApi(cluster, port, pki.ca.certPem);
     await eventually(() => cp.isLeader(), { what: 'the replica leads' });
-    await eventually(async () => (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every((w) => w === 2), { what: '2 warm on every node', timeoutMs: 30_000 });
-    await eventually(() => cp.claims?.notReadyReasons().length === 0 && cp.sandboxApi?.notReadyReasons().length === 0, { what: 'ready to claim and to serve Sandboxes' });
+    await eventually(
+      async () =>
+        (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every(
+          (w) => w === 2,
+        ),
+      { what: '2 warm on every node', timeoutMs: 30_000 },
+    );
+    await eventually(() => cp.claims?.notReadyReasons().length === 0 && cp.sandboxApi?.notReadyReasons().length === 0, {
+      what: 'ready to claim and to serve Sandboxes',
+    });
   });
 
   afterAll(async () => {
@@ -86,7 +137,13 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     const out = await kubectl(cluster, ['api-resources', '--api-group=agents.x-k8s.io', '--no-headers']);
     expect(out).toMatch(/^sandboxes\s+agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox/m);
     // The apiserver fetches the OpenAPI documents of an APIService shortly after it becomes Available.
-    await eventually(async () => (await cluster.kubectl(['explain', 'sandboxes.status.nodeName', '--api-version=agents.x-k8s.io/v1beta1'])).stdout.includes('The node holding the sandbox'), { what: 'kubectl explain of a Sandbox field', timeoutMs: 30_000, intervalMs: 1_000 });
+    await eventually(
+      async () =>
+        (
+          await cluster.kubectl(['explain', 'sandboxes.status.nodeName', '--api-version=agents.x-k8s.io/v1beta1'])
+        ).stdout.includes('The node holding the sandbox'),
+      { what: 'kubectl explain of a Sandbox field', timeoutMs: 30_000, intervalMs: 1_000 },
+    );
   }, 60_000);
 
   it('gets a sandbox the moment its claim is answered: name = claimRef, namespace, node, owner address, Ready, deadline', async () => {
@@ -115,7 +172,12 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     const claimed = await claim({ claimRef: 'printed-1' });
     const table = await kubectl(cluster, ['get', 'sandboxes', '-n', ns]);
     expect(table.split('\n')[0]).toMatch(/^NAME\s+NODE\s+POOL\s+TIER\s+DEADLINE\s+AGE\s*$/);
-    expect(table).toMatch(new RegExp(`^printed-1\\s+${claimed.node}\\s+python\\s+warm\\s+${claimed.deadline.replace(/[.]/g, '\\.')}\\s+\\d+s`, 'm'));
+    expect(table).toMatch(
+      new RegExp(
+        `^printed-1\\s+${claimed.node}\\s+python\\s+warm\\s+${claimed.deadline.replace(/[.]/g, '\\.')}\\s+\\d+s`,
+        'm',
+      ),
+    );
     const wide = await kubectl(cluster, ['get', 'sandboxes', '-n', ns, '-o', 'wide']);
     expect(wide.split('\n')[0]).toMatch(/^NAME\s+NODE\s+POOL\s+TIER\s+DEADLINE\s+AGE\s+OWNER\s+SANDBOX ID\s+KEY\s*$/);
     expect(wide).toContain(claimed.id);
@@ -124,22 +186,57 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(all).toMatch(new RegExp(`^${ns}\\s+printed-1\\s+${claimed.node}`, 'm'));
   });
 
-  it('lists every namespace\'s sandboxes from what the nodes hold, and filters by label and field selectors', async () => {
+  it("lists every namespace's sandboxes from what the nodes hold, and filters by label and field selectors", async () => {
     const claims = await Promise.all(['sel-1', 'sel-2', 'sel-3', 'sel-4'].map((claimRef) => claim({ claimRef })));
-    const names = (list: { items?: Sandbox[] }): string[] => (list.items ?? []).map((s) => s.metadata.name ?? '').filter((n) => n.startsWith('sel-')).sort();
-    await eventually(async () => names(await getJson(['get', 'sandboxes', '-A'])).length === 4, { what: 'the four in list -A' });
-    expect(names(await getJson(['get', 'sandboxes', '-n', ns, '-l', 'warmpool.dev/pool=python']))).toEqual(['sel-1', 'sel-2', 'sel-3', 'sel-4']);
+    const names = (list: { items?: Sandbox[] }): string[] =>
+      (list.items ?? [])
+        .map((s) => s.metadata.name ?? '')
+        .filter((n) => n.startsWith('sel-'))
+        .sort();
+    await eventually(async () => names(await getJson(['get', 'sandboxes', '-A'])).length === 4, {
+      what: 'the four in list -A',
+    });
+    expect(names(await getJson(['get', 'sandboxes', '-n', ns, '-l', 'warmpool.dev/pool=python']))).toEqual([
+      'sel-1',
+      'sel-2',
+      'sel-3',
+      'sel-4',
+    ]);
     expect(names(await getJson(['get', 'sandboxes', '-n', ns, '-l', 'warmpool.dev/pool=other']))).toEqual([]);
     const node = claims[0]?.node ?? '';
-    const onNode = claims.filter((c) => c.node === node).map((c) => c.claimRef).sort();
-    expect(names(await getJson(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName=${node}`]))).toEqual(onNode);
-    expect(names(await getJson(['get', 'sandboxes', '-A', '--field-selector', `spec.nodeName=${node}`]))).toEqual(onNode);
-    expect(names(await getJson(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName!=${node}`]))).toEqual(claims.filter((c) => c.node !== node).map((c) => c.claimRef).sort());
+    const onNode = claims
+      .filter((c) => c.node === node)
+      .map((c) => c.claimRef)
+      .sort();
+    expect(names(await getJson(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName=${node}`]))).toEqual(
+      onNode,
+    );
+    expect(names(await getJson(['get', 'sandboxes', '-A', '--field-selector', `spec.nodeName=${node}`]))).toEqual(
+      onNode,
+    );
+    expect(
+      names(await getJson(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName!=${node}`])),
+    ).toEqual(
+      claims
+        .filter((c) => c.node !== node)
+        .map((c) => c.claimRef)
+        .sort(),
+    );
     // What the nodes hold is published: each claim is an entry of its node's NodeInventory.
-    await eventually(async () => {
-      const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as { items: Array<{ metadata: { name: string }; status?: { entries?: Array<{ claimRef?: string; id: string }> } }> };
-      return claims.every((c) => inventories.items.find((i) => i.metadata.name === c.node)?.status?.entries?.some((e) => e.claimRef === `${ns}/${c.claimRef}` && e.id === c.id) === true);
-    }, { what: 'the claims in their nodes\' NodeInventory entries', timeoutMs: 20_000 });
+    await eventually(
+      async () => {
+        const inventories = JSON.parse(await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json'])) as {
+          items: Array<{ metadata: { name: string }; status?: { entries?: Array<{ claimRef?: string; id: string }> } }>;
+        };
+        return claims.every(
+          (c) =>
+            inventories.items
+              .find((i) => i.metadata.name === c.node)
+              ?.status?.entries?.some((e) => e.claimRef === `${ns}/${c.claimRef}` && e.id === c.id) === true,
+        );
+      },
+      { what: "the claims in their nodes' NodeInventory entries", timeoutMs: 20_000 },
+    );
     const bad = await cluster.kubectl(['get', 'sandboxes', '-n', ns, '--field-selector', 'status.phase=Running']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('field label not supported');
@@ -148,27 +245,57 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   it('watches: kubectl get -w sees a claim ADDED and its release DELETED', async () => {
     let stdout = '';
     const lines = (): string[] => stdout.split('\n');
-    const watch = spawn(findBinary('kubectl'), [`--kubeconfig=${cluster.kubeconfigPath}`, 'get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '--watch-only'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const watch = spawn(
+      findBinary('kubectl'),
+      [
+        `--kubeconfig=${cluster.kubeconfigPath}`,
+        'get',
+        'sandboxes',
+        '-n',
+        ns,
+        '-w',
+        '--output-watch-events',
+        '--watch-only',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     watches.push(watch);
     let stderr = '';
-    watch.stdout?.on('data', (chunk: Buffer) => { stdout += chunk.toString('utf8'); });
-    watch.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
+    watch.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    watch.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
     // The watch is open once a claim made now shows up in it (one made before it opened is not replayed: --watch-only).
     let seen: string | undefined;
     let attempt = 0;
-    await eventually(async () => {
-      seen = lines().map((l) => /^ADDED\s+(watched-\d+)\s/.exec(l)?.[1]).find((name) => name !== undefined);
-      if (seen !== undefined) return true;
-      await claim({ claimRef: `watched-${++attempt}` });
-      return false;
-    }, { what: 'a claim ADDED in kubectl get -w', timeoutMs: 20_000, intervalMs: 1_000 });
+    await eventually(
+      async () => {
+        seen = lines()
+          .map((l) => /^ADDED\s+(watched-\d+)\s/.exec(l)?.[1])
+          .find((name) => name !== undefined);
+        if (seen !== undefined) return true;
+        await claim({ claimRef: `watched-${++attempt}` });
+        return false;
+      },
+      { what: 'a claim ADDED in kubectl get -w', timeoutMs: 20_000, intervalMs: 1_000 },
+    );
     await release(seen ?? '');
-    await eventually(() => lines().some((l) => new RegExp(`^DELETED\\s+${seen}\\s`).test(l)), { what: `DELETED ${seen} in kubectl get -w (stderr: ${stderr})`, timeoutMs: 20_000 });
+    await eventually(() => lines().some((l) => new RegExp(`^DELETED\\s+${seen}\\s`).test(l)), {
+      what: `DELETED ${seen} in kubectl get -w (stderr: ${stderr})`,
+      timeoutMs: 20_000,
+    });
     watch.kill('SIGTERM');
   }, 60_000);
 
   it('creates with kubectl create (a claim from the named pool) and deletes with kubectl delete (a release on the node)', async () => {
-    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'made-by-kubectl' }, spec: { warmPoolRef: { name: 'python' }, ttlSeconds: 300 } };
+    const body = {
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name: 'made-by-kubectl' },
+      spec: { warmPoolRef: { name: 'python' }, ttlSeconds: 300 },
+    };
     const created = await kubectl(cluster, ['create', '-n', ns, '-f', '-'], JSON.stringify(body));
     expect(created).toContain('sandbox.agents.x-k8s.io/made-by-kubectl created');
     const held = (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/made-by-kubectl`);
@@ -176,17 +303,27 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect((await getJson(['get', 'sandbox', 'made-by-kubectl', '-n', ns])).status?.nodeName).toBe(held[0]?.node);
     const again = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(body) });
     expect(again.stderr).toContain('AlreadyExists');
-    const noPool = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify({ ...body, metadata: { name: 'no-pool' }, spec: { warmPoolRef: { name: 'missing' } } }) });
+    const noPool = await cluster.kubectl(['create', '-n', ns, '-f', '-'], {
+      input: JSON.stringify({ ...body, metadata: { name: 'no-pool' }, spec: { warmPoolRef: { name: 'missing' } } }),
+    });
     expect(noPool.code).not.toBe(0);
     expect(noPool.stderr).toContain('spec.warmPoolRef.name');
 
-    const generated = await kubectl(cluster, ['create', '-n', ns, '-o', 'name', '-f', '-'], JSON.stringify({ ...body, metadata: { generateName: 'gen-' } }));
+    const generated = await kubectl(
+      cluster,
+      ['create', '-n', ns, '-o', 'name', '-f', '-'],
+      JSON.stringify({ ...body, metadata: { generateName: 'gen-' } }),
+    );
     expect(generated.trim()).toMatch(/^sandbox\.agents\.x-k8s\.io\/gen-[0-9a-f]{5}$/);
-    const noSpec = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify({ ...body, metadata: { name: 'no-spec' }, spec: {} }) });
+    const noSpec = await cluster.kubectl(['create', '-n', ns, '-f', '-'], {
+      input: JSON.stringify({ ...body, metadata: { name: 'no-spec' }, spec: {} }),
+    });
     expect(noSpec.stderr).toContain('spec.warmPoolRef');
     expect((await claimsOnNodes(fleet, TOKEN)).some((c) => c.claimRef === `${ns}/no-spec`)).toBe(false);
 
-    expect(await kubectl(cluster, ['delete', 'sandbox', 'made-by-kubectl', '-n', ns])).toContain('"made-by-kubectl" deleted');
+    expect(await kubectl(cluster, ['delete', 'sandbox', 'made-by-kubectl', '-n', ns])).toContain(
+      '"made-by-kubectl" deleted',
+    );
     expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/made-by-kubectl`)).toEqual([]);
     const gone = await cluster.kubectl(['get', 'sandbox', 'made-by-kubectl', '-n', ns]);
     expect(gone.stderr).toContain('NotFound');
@@ -207,45 +344,90 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
     const proxy = cluster.pki.frontProxyClient;
     const impostorCa = issueCertificate({ subject: { commonName: 'impostor-ca' }, isCa: true });
-    const impostor = issueCertificate({ subject: { commonName: 'front-proxy-client' }, issuer: impostorCa, usages: ['client'] });
-    const notAllowedName = issueCertificate({ subject: { commonName: 'someone-else' }, issuer: cluster.pki.frontProxyCa, usages: ['client'] });
+    const impostor = issueCertificate({
+      subject: { commonName: 'front-proxy-client' },
+      issuer: impostorCa,
+      usages: ['client'],
+    });
+    const notAllowedName = issueCertificate({
+      subject: { commonName: 'someone-else' },
+      issuer: cluster.pki.frontProxyCa,
+      usages: ['client'],
+    });
     const asUser = (user: string): Record<string, string> => ({ 'x-remote-user': user });
     expect((await callDirect(port, pki.ca.certPem, path, { headers: asUser('admin') })).status).toBe(401);
-    expect((await callDirect(port, pki.ca.certPem, path, { client: impostor, headers: asUser('admin') })).status).toBe(401);
-    expect((await callDirect(port, pki.ca.certPem, path, { client: notAllowedName, headers: asUser('admin') })).status).toBe(401);
+    expect((await callDirect(port, pki.ca.certPem, path, { client: impostor, headers: asUser('admin') })).status).toBe(
+      401,
+    );
+    expect(
+      (await callDirect(port, pki.ca.certPem, path, { client: notAllowedName, headers: asUser('admin') })).status,
+    ).toBe(401);
     expect((await callDirect(port, pki.ca.certPem, path, { client: proxy })).status).toBe(401);
     const denied = await callDirect(port, pki.ca.certPem, path, { client: proxy, headers: asUser('stranger') });
     expect(denied).toMatchObject({ status: 403, body: { kind: 'Status', reason: 'Forbidden' } });
     const viewer = await callDirect(port, pki.ca.certPem, path, { client: proxy, headers: asUser('viewer') });
     expect(viewer).toMatchObject({ status: 200, body: { kind: 'SandboxList' } });
-    const admins = await callDirect(port, pki.ca.certPem, path, { client: proxy, headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' } });
+    const admins = await callDirect(port, pki.ca.certPem, path, {
+      client: proxy,
+      headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' },
+    });
     expect(admins.status).toBe(200);
     // Bad requests: a clear Status with a machine-readable reason, and nothing claimed.
     const admin = { client: proxy, headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' } };
-    expect(await callDirect(port, pki.ca.certPem, `${path}/x`, { ...admin, method: 'PATCH' })).toMatchObject({ status: 405, body: { reason: 'MethodNotAllowed' } });
-    expect(await callDirect(port, pki.ca.certPem, `${path}?labelSelector=${encodeURIComponent('a in b')}`, admin)).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
-    expect(await callDirect(port, pki.ca.certPem, path, { ...admin, headers: { ...admin.headers, accept: 'application/vnd.kubernetes.protobuf' } })).toMatchObject({ status: 406, body: { reason: 'NotAcceptable' } });
-    expect(await callDirect(port, pki.ca.certPem, '/apis/agents.x-k8s.io/v1beta1/namespaces/Not_A_Namespace/sandboxes', admin)).toMatchObject({ status: 400 });
-    expect(await callDirect(port, pki.ca.certPem, `${path}/x?dryRun=All`, { ...admin, method: 'DELETE' })).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
+    expect(await callDirect(port, pki.ca.certPem, `${path}/x`, { ...admin, method: 'PATCH' })).toMatchObject({
+      status: 405,
+      body: { reason: 'MethodNotAllowed' },
+    });
+    expect(
+      await callDirect(port, pki.ca.certPem, `${path}?labelSelector=${encodeURIComponent('a in b')}`, admin),
+    ).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
+    expect(
+      await callDirect(port, pki.ca.certPem, path, {
+        ...admin,
+        headers: { ...admin.headers, accept: 'application/vnd.kubernetes.protobuf' },
+      }),
+    ).toMatchObject({ status: 406, body: { reason: 'NotAcceptable' } });
+    expect(
+      await callDirect(
+        port,
+        pki.ca.certPem,
+        '/apis/agents.x-k8s.io/v1beta1/namespaces/Not_A_Namespace/sandboxes',
+        admin,
+      ),
+    ).toMatchObject({ status: 400 });
+    expect(
+      await callDirect(port, pki.ca.certPem, `${path}/x?dryRun=All`, { ...admin, method: 'DELETE' }),
+    ).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
     // A resourceVersion this replica never handed out (another replica's, or too old): the watch says 410 and the client relists.
-    const gone = await callDirect(port, pki.ca.certPem, `${path}?watch=true&resourceVersion=12345`, { client: proxy, headers: asUser('viewer') });
+    const gone = await callDirect(port, pki.ca.certPem, `${path}?watch=true&resourceVersion=12345`, {
+      client: proxy,
+      headers: asUser('viewer'),
+    });
     expect(gone.status).toBe(200);
     expect(gone.body).toMatchObject({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
   });
 
-  it('streams watches as client-go\'s reflectors ask: initial events, the end-of-initial-events bookmark, field selectors, timeoutSeconds', async () => {
+  it("streams watches as client-go's reflectors ask: initial events, the end-of-initial-events bookmark, field selectors, timeoutSeconds", async () => {
     const claimed = await claim({ claimRef: 'streamed-1' });
     const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1&fieldSelector=metadata.name%3Dstreamed-1`;
-    const answer = await callDirect(port, pki.ca.certPem, path, { client: cluster.pki.frontProxyClient, headers: { 'x-remote-user': 'viewer' } });
+    const answer = await callDirect(port, pki.ca.certPem, path, {
+      client: cluster.pki.frontProxyClient,
+      headers: { 'x-remote-user': 'viewer' },
+    });
     expect(answer.status).toBe(200);
-    const events = String(answer.body).trim().split('\n').map((line) => JSON.parse(line) as { type: string; object: Sandbox });
+    const events = String(answer.body)
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; object: Sandbox });
     const seen = events.map((e) => `${e.type} ${e.object.metadata.name ?? ''}`);
     expect(seen.slice(0, 2)).toEqual(['ADDED streamed-1', 'BOOKMARK ']);
     // Its node publishing it within that second (claim time, key) is a MODIFIED; nothing else is in the selector.
     expect(seen.slice(2).every((e) => e === 'MODIFIED streamed-1')).toBe(true);
     expect(events[0]?.object.status?.sandboxID).toBe(claimed.id);
     expect(events[1]?.object.metadata.annotations).toEqual({ 'k8s.io/initial-events-end': 'true' });
-    expect(Number(events[1]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(events[0]?.object.metadata.resourceVersion));
+    expect(Number(events[1]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(
+      Number(events[0]?.object.metadata.resourceVersion),
+    );
   });
 
   it('keeps no Sandbox in etcd: only the pools, templates and one NodeInventory per node', async () => {
@@ -254,7 +436,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(await etcdCount(cluster, '/registry/warmpool.dev/nodeinventories/')).toBe(fleet.nodes.length);
   });
 
-  it('a replica started after the claim events are gone serves the same sandboxes, from the nodes\' entries and the claim index', async () => {
+  it("a replica started after the claim events are gone serves the same sandboxes, from the nodes' entries and the claim index", async () => {
     // As if it started more than the stream's window after these claims.
     const admin = new Redis(redis.url);
     await admin.xtrim(cp.claims?.claimEventsKey ?? '', 'MAXLEN', 0);
@@ -262,15 +444,28 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     const later = await startControlPlane(cluster, dir, 'default', {
       token: TOKEN,
       claims: { redisUrl: redis.url },
-      sandboxApi: { listen: { host: '127.0.0.1', port: 0 }, tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') } },
+      sandboxApi: {
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },
+      },
     });
     try {
       await eventually(() => later.sandboxApi?.notReadyReasons().length === 0, { what: 'the later replica ready' });
-      const names = (view: NonNullable<ControlPlane['sandboxApi']>['view']): string[] => [...view.items(ns)].map((s) => `${s.facts.name}@${s.facts.node}`).sort();
-      await eventually(() => JSON.stringify(names(later.sandboxApi!.view)) === JSON.stringify(names(cp.sandboxApi!.view)), { what: 'the same sandboxes in both replicas' });
+      const names = (view: NonNullable<ControlPlane['sandboxApi']>['view']): string[] =>
+        [...view.items(ns)].map((s) => `${s.facts.name}@${s.facts.node}`).sort();
+      await eventually(
+        () => JSON.stringify(names(later.sandboxApi!.view)) === JSON.stringify(names(cp.sandboxApi!.view)),
+        { what: 'the same sandboxes in both replicas' },
+      );
       expect(names(later.sandboxApi!.view).length).toBeGreaterThan(3);
       // The owner address and tier, which a node's entry does not carry, come from the claim index.
-      await eventually(() => [...later.sandboxApi!.view.items(ns)].every((s) => s.facts.ownerAddr !== undefined && s.facts.tier !== undefined), { what: 'owner addresses and tiers looked up' });
+      await eventually(
+        () =>
+          [...later.sandboxApi!.view.items(ns)].every(
+            (s) => s.facts.ownerAddr !== undefined && s.facts.tier !== undefined,
+          ),
+        { what: 'owner addresses and tiers looked up' },
+      );
     } finally {
       await later.close();
     }
@@ -285,7 +480,16 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     try {
       const started = performance.now();
       const list = await cluster.kubectl(['get', 'sandboxes', '-A', '--request-timeout=10s']);
-      const got = await cluster.kubectl(['get', 'sandbox', 'on-frozen-node', '-n', ns, '--request-timeout=10s', '-o', 'json']);
+      const got = await cluster.kubectl([
+        'get',
+        'sandbox',
+        'on-frozen-node',
+        '-n',
+        ns,
+        '--request-timeout=10s',
+        '-o',
+        'json',
+      ]);
       expect(list.code, list.stderr).toBe(0);
       expect(list.stdout).toContain('on-frozen-node');
       expect(got.code, got.stderr).toBe(0);

@@ -31,10 +31,20 @@ describe('SandboxView', () => {
     view.applyClaimed(facts('job-1', { pool: 'python', tier: 'warm', ownerAddr: '10.0.0.5:9000' }), T0);
     expect(view.get('team', 'job-1')?.object.status?.nodeName).toBe('node-a');
     clock.now = T0 + 30_000;
-    view.applyNode('node-a', { publishedAtMs: T0 + 30_000, partial: false, entries: [facts('job-1', { claimedAt: iso(T0), key: { template: 'img', net: 'none', size: 'small' } })] });
+    view.applyNode('node-a', {
+      publishedAtMs: T0 + 30_000,
+      partial: false,
+      entries: [facts('job-1', { claimedAt: iso(T0), key: { template: 'img', net: 'none', size: 'small' } })],
+    });
     expect(summary(changes)).toEqual(['ADDED job-1', 'MODIFIED job-1']);
     const served = view.get('team', 'job-1');
-    expect(served?.facts).toMatchObject({ tier: 'warm', ownerAddr: '10.0.0.5:9000', pool: 'python', claimedAt: iso(T0), key: { template: 'img' } });
+    expect(served?.facts).toMatchObject({
+      tier: 'warm',
+      ownerAddr: '10.0.0.5:9000',
+      pool: 'python',
+      claimedAt: iso(T0),
+      key: { template: 'img' },
+    });
     expect(view.owningNode('team', 'job-1')).toBe('node-a');
   });
 
@@ -73,7 +83,7 @@ describe('SandboxView', () => {
     expect(summary(changes)).toEqual(['ADDED job-1', 'DELETED job-1', 'ADDED job-1']);
   });
 
-  it('forgets a node\'s sandboxes with its inventory, unless claim events still stand for them', () => {
+  it("forgets a node's sandboxes with its inventory, unless claim events still stand for them", () => {
     const { view } = setup();
     view.applyNode('node-a', { publishedAtMs: T0, partial: false, entries: [facts('old')] });
     view.applyClaimed(facts('new'), T0 + 1_000);
@@ -105,7 +115,7 @@ describe('SandboxView', () => {
     expect(summary(view.changesSince(start + 6) as SandboxChange[])).toEqual(['ADDED g']);
   });
 
-  it('lists per namespace, with each object\'s resourceVersion, pool label and Ready condition', () => {
+  it("lists per namespace, with each object's resourceVersion, pool label and Ready condition", () => {
     const { view } = setup();
     view.applyClaimed(facts('x', { pool: 'python' }), T0);
     view.applyClaimed(facts('y', { namespace: 'other' }), T0);
@@ -119,8 +129,23 @@ describe('SandboxView', () => {
 });
 
 describe('SandboxReader (get)', () => {
-  const grant = { id: 'sb_new', token: 't', deadline: iso(T0 + 300_000), ownerAddr: '10.0.0.9:9000', node: 'node-b', namespace: 'team', warmPool: 'python', claimRef: 'new', tier: 'cold' as const };
-  const row = { id: 'sb_new', key: { template: 'img', net: 'none', size: 'small' }, deadline: iso(T0 + 400_000), claimed_at: iso(T0) };
+  const grant = {
+    id: 'sb_new',
+    token: 't',
+    deadline: iso(T0 + 300_000),
+    ownerAddr: '10.0.0.9:9000',
+    node: 'node-b',
+    namespace: 'team',
+    warmPool: 'python',
+    claimRef: 'new',
+    tier: 'cold' as const,
+  };
+  const row = {
+    id: 'sb_new',
+    key: { template: 'img', net: 'none', size: 'small' },
+    deadline: iso(T0 + 400_000),
+    claimed_at: iso(T0),
+  };
 
   it('answers from the view first, without asking the index', async () => {
     const { view } = setup();
@@ -132,14 +157,31 @@ describe('SandboxReader (get)', () => {
   it('finds a claim the view does not show yet in the index, confirmed by its node', async () => {
     const { view } = setup();
     const asked: string[] = [];
-    const reader = new SandboxReader({ view, lookup: async () => grant, askNode: async (node, ref) => { asked.push(`${node} ${ref}`); return [row]; } });
-    expect((await reader.get('team', 'new'))?.facts).toMatchObject({ node: 'node-b', tier: 'cold', ownerAddr: '10.0.0.9:9000', claimedAt: iso(T0), deadline: iso(T0 + 400_000) });
+    const reader = new SandboxReader({
+      view,
+      lookup: async () => grant,
+      askNode: async (node, ref) => {
+        asked.push(`${node} ${ref}`);
+        return [row];
+      },
+    });
+    expect((await reader.get('team', 'new'))?.facts).toMatchObject({
+      node: 'node-b',
+      tier: 'cold',
+      ownerAddr: '10.0.0.9:9000',
+      claimedAt: iso(T0),
+      deadline: iso(T0 + 400_000),
+    });
     expect(asked).toEqual(['node-b team/new']);
   });
 
-  it('answers the index\'s record when the node does not answer in time, and nothing when the node no longer holds it', async () => {
+  it("answers the index's record when the node does not answer in time, and nothing when the node no longer holds it", async () => {
     const { view } = setup();
-    const slow = new SandboxReader({ view, lookup: async () => grant, askNode: () => Promise.reject(new Error('timeout')) });
+    const slow = new SandboxReader({
+      view,
+      lookup: async () => grant,
+      askNode: () => Promise.reject(new Error('timeout')),
+    });
     expect((await slow.get('team', 'new'))?.facts.node).toBe('node-b');
     const released = new SandboxReader({ view, lookup: async () => grant, askNode: async () => [] });
     expect(await released.get('team', 'new')).toBeUndefined();
@@ -152,20 +194,37 @@ describe('enrichFromIndex', () => {
   it('asks the claim index again after a failed lookup (Redis not connected yet), without waiting for the sandbox to change', async () => {
     const { view } = setup();
     let calls = 0;
-    const grant = { id: 'sb_job-1', token: 't', deadline: iso(T0 + 300_000), ownerAddr: '10.0.0.5:9000', node: 'node-a', namespace: 'team', warmPool: 'python', claimRef: 'job-1', tier: 'warm' as const };
+    const grant = {
+      id: 'sb_job-1',
+      token: 't',
+      deadline: iso(T0 + 300_000),
+      ownerAddr: '10.0.0.5:9000',
+      node: 'node-a',
+      namespace: 'team',
+      warmPool: 'python',
+      claimRef: 'job-1',
+      tier: 'warm' as const,
+    };
     const stop = enrichFromIndex({
       view,
       lookup: async () => {
         calls++;
-        if (calls === 1) throw new Error('Stream isn\'t writeable and enableOfflineQueue options is false');
+        if (calls === 1) throw new Error("Stream isn't writeable and enableOfflineQueue options is false");
         return grant;
       },
       logger: silentLogger,
       retryMs: 10,
     });
     try {
-      view.applyNode('node-a', { publishedAtMs: T0, partial: false, entries: [facts('job-1', { claimedAt: iso(T0 - 1_000), key: { template: 'img', net: 'none', size: 'small' } })] });
-      await vi.waitFor(() => expect(view.get('team', 'job-1')?.facts.ownerAddr).toBe('10.0.0.5:9000'), { timeout: 2_000, interval: 5 });
+      view.applyNode('node-a', {
+        publishedAtMs: T0,
+        partial: false,
+        entries: [facts('job-1', { claimedAt: iso(T0 - 1_000), key: { template: 'img', net: 'none', size: 'small' } })],
+      });
+      await vi.waitFor(() => expect(view.get('team', 'job-1')?.facts.ownerAddr).toBe('10.0.0.5:9000'), {
+        timeout: 2_000,
+        interval: 5,
+      });
       expect(view.get('team', 'job-1')?.facts.tier).toBe('warm');
       expect(calls).toBe(2);
     } finally {

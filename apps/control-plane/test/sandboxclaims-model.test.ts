@@ -1,7 +1,12 @@
 // The SandboxClaim controller's pure parts: whose claim it is, the Ready
 // condition and its transitions, lifetimes and renewals, the token Secret, the
 // keyed work queue, and the claim_refs the janitor reads.
-import { MAX_CLAIM_TTL_SECONDS, SANDBOX_CLAIM_FINALIZER, SANDBOX_ID_ANNOTATION, type SandboxClaim } from '@warmpool/api';
+import {
+  MAX_CLAIM_TTL_SECONDS,
+  SANDBOX_CLAIM_FINALIZER,
+  SANDBOX_ID_ANNOTATION,
+  type SandboxClaim,
+} from '@warmpool/api';
 import { eventually, poolObject, templateObject } from '@warmpool/harness';
 import { describe, expect, it } from 'vitest';
 import {
@@ -27,33 +32,59 @@ import type { ClaimGrant } from '../src/provisioning/claim-service.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 
-function claim(name: string, pool: string, extra: { annotations?: Record<string, string>; finalizers?: string[]; shutdownTime?: string; status?: SandboxClaim['status'] } = {}): SandboxClaim {
+function claim(
+  name: string,
+  pool: string,
+  extra: {
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    shutdownTime?: string;
+    status?: SandboxClaim['status'];
+  } = {},
+): SandboxClaim {
   return {
     metadata: {
-      namespace: 'ns', name, uid: `uid-${name}`, generation: 1, resourceVersion: '5',
+      namespace: 'ns',
+      name,
+      uid: `uid-${name}`,
+      generation: 1,
+      resourceVersion: '5',
       ...(extra.annotations ? { annotations: extra.annotations } : {}),
       ...(extra.finalizers ? { finalizers: extra.finalizers } : {}),
     },
-    spec: { warmPoolRef: { name: pool }, ...(extra.shutdownTime ? { lifecycle: { shutdownTime: extra.shutdownTime } } : {}) },
+    spec: {
+      warmPoolRef: { name: pool },
+      ...(extra.shutdownTime ? { lifecycle: { shutdownTime: extra.shutdownTime } } : {}),
+    },
     ...(extra.status ? { status: extra.status } : {}),
   };
 }
 
 const caches: ClaimCaches = {
-  pool: (namespace, name) => ({
-    driven: poolObject(namespace, 'driven', 'ours', 3),
-    upstream: poolObject(namespace, 'upstream', 'theirs', 3),
-    orphan: poolObject(namespace, 'orphan', 'missing', 3),
-  })[name],
-  template: (namespace, name) => ({
-    ours: templateObject(namespace, 'ours', 'img:1'),
-    theirs: templateObject(namespace, 'theirs', 'img:1', { optIn: false }),
-  })[name],
+  pool: (namespace, name) =>
+    ({
+      driven: poolObject(namespace, 'driven', 'ours', 3),
+      upstream: poolObject(namespace, 'upstream', 'theirs', 3),
+      orphan: poolObject(namespace, 'orphan', 'missing', 3),
+    })[name],
+  template: (namespace, name) =>
+    ({
+      ours: templateObject(namespace, 'ours', 'img:1'),
+      theirs: templateObject(namespace, 'theirs', 'img:1', { optIn: false }),
+    })[name],
 };
 
 const grant: ClaimGrant = {
-  id: 'sb_1', token: 'secret-token', deadline: '2030-01-01T01:00:00Z', ownerAddr: '10.0.0.7:9000', node: 'node-0',
-  namespace: 'ns', warmPool: 'driven', claimRef: 'c', tier: 'warm', path: 'crd',
+  id: 'sb_1',
+  token: 'secret-token',
+  deadline: '2030-01-01T01:00:00Z',
+  ownerAddr: '10.0.0.7:9000',
+  node: 'node-0',
+  namespace: 'ns',
+  warmPool: 'driven',
+  claimRef: 'c',
+  tier: 'warm',
+  path: 'crd',
 };
 
 describe('whose SandboxClaim it is', () => {
@@ -69,44 +100,88 @@ describe('whose SandboxClaim it is', () => {
 
   it('answers PoolNotFound / NotDriven to claims addressed to warmpool: its annotation, its finalizer or a sandbox it served', () => {
     const addressed = { annotations: { 'warmpool.dev/driver': 'sandboxd' } };
-    expect(ownershipOf(claim('c', 'nowhere', addressed), caches)).toMatchObject({ kind: 'unservable', reason: 'PoolNotFound' });
-    expect(ownershipOf(claim('c', 'upstream', addressed), caches)).toMatchObject({ kind: 'unservable', reason: 'NotDriven' });
-    expect(ownershipOf(claim('c', 'orphan', addressed), caches)).toMatchObject({ kind: 'unservable', reason: 'NotDriven' });
-    expect(ownershipOf(claim('c', 'nowhere', { finalizers: [SANDBOX_CLAIM_FINALIZER] }), caches)).toMatchObject({ kind: 'unservable', reason: 'PoolNotFound' });
-    expect(ownershipOf(claim('c', 'upstream', { annotations: { [SANDBOX_ID_ANNOTATION]: 'sb_1' } }), caches)).toMatchObject({ kind: 'unservable', reason: 'NotDriven' });
+    expect(ownershipOf(claim('c', 'nowhere', addressed), caches)).toMatchObject({
+      kind: 'unservable',
+      reason: 'PoolNotFound',
+    });
+    expect(ownershipOf(claim('c', 'upstream', addressed), caches)).toMatchObject({
+      kind: 'unservable',
+      reason: 'NotDriven',
+    });
+    expect(ownershipOf(claim('c', 'orphan', addressed), caches)).toMatchObject({
+      kind: 'unservable',
+      reason: 'NotDriven',
+    });
+    expect(ownershipOf(claim('c', 'nowhere', { finalizers: [SANDBOX_CLAIM_FINALIZER] }), caches)).toMatchObject({
+      kind: 'unservable',
+      reason: 'PoolNotFound',
+    });
+    expect(
+      ownershipOf(claim('c', 'upstream', { annotations: { [SANDBOX_ID_ANNOTATION]: 'sb_1' } }), caches),
+    ).toMatchObject({ kind: 'unservable', reason: 'NotDriven' });
   });
 
   it('does not count another value of the driver annotation as addressed to warmpool', () => {
-    expect(ownershipOf(claim('c', 'nowhere', { annotations: { 'warmpool.dev/driver': 'other' } }), caches)).toEqual({ kind: 'not-ours' });
+    expect(ownershipOf(claim('c', 'nowhere', { annotations: { 'warmpool.dev/driver': 'other' } }), caches)).toEqual({
+      kind: 'not-ours',
+    });
   });
 });
 
 describe('the Ready condition', () => {
-  it('is True / Claimed with the sandbox named after the claim and the owner address\'s IP, never the token', () => {
+  it("is True / Claimed with the sandbox named after the claim and the owner address's IP, never the token", () => {
     const status = claimedStatus(claim('c', 'driven'), grant, NOW);
     expect(status.sandbox).toEqual({ name: 'c', podIPs: ['10.0.0.7'] });
-    expect(status.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'True', reason: 'Claimed', lastTransitionTime: '2030-01-01T00:00:00Z', observedGeneration: 1 })]);
+    expect(status.conditions).toEqual([
+      expect.objectContaining({
+        type: 'Ready',
+        status: 'True',
+        reason: 'Claimed',
+        lastTransitionTime: '2030-01-01T00:00:00Z',
+        observedGeneration: 1,
+      }),
+    ]);
     expect(JSON.stringify(status)).not.toContain('secret-token');
   });
 
   it('is False with the failure reason, and keeps its transition time while it stays False', () => {
     const first = failedStatus(claim('c', 'driven'), 'NoCapacity', 'no room', NOW);
-    expect(first.conditions[0]).toMatchObject({ status: 'False', reason: 'NoCapacity', lastTransitionTime: '2030-01-01T00:00:00Z' });
+    expect(first.conditions[0]).toMatchObject({
+      status: 'False',
+      reason: 'NoCapacity',
+      lastTransitionTime: '2030-01-01T00:00:00Z',
+    });
     expect(first.sandbox).toBeNull();
-    const later = failedStatus(claim('c', 'driven', { status: { conditions: first.conditions } }), 'NodeRefused', 'refused', NOW + 60_000);
+    const later = failedStatus(
+      claim('c', 'driven', { status: { conditions: first.conditions } }),
+      'NodeRefused',
+      'refused',
+      NOW + 60_000,
+    );
     expect(later.conditions[0]).toMatchObject({ reason: 'NodeRefused', lastTransitionTime: '2030-01-01T00:00:00Z' });
-    const ready = claimedStatus(claim('c', 'driven', { status: { conditions: later.conditions } }), grant, NOW + 120_000);
+    const ready = claimedStatus(
+      claim('c', 'driven', { status: { conditions: later.conditions } }),
+      grant,
+      NOW + 120_000,
+    );
     expect(ready.conditions[0]).toMatchObject({ status: 'True', lastTransitionTime: '2030-01-01T00:02:00Z' });
   });
 
-  it('keeps other writers\' conditions', () => {
-    const status = failedStatus(claim('c', 'driven', { status: { conditions: [{ type: 'Other', status: 'True' }] } }), 'Expired', 'gone', NOW);
+  it("keeps other writers' conditions", () => {
+    const status = failedStatus(
+      claim('c', 'driven', { status: { conditions: [{ type: 'Other', status: 'True' }] } }),
+      'Expired',
+      'gone',
+      NOW,
+    );
     expect(status.conditions.map((c) => c.type)).toEqual(['Other', 'Ready']);
   });
 
   it('is rewritten only when what it says changes', () => {
     const written = claimedStatus(claim('c', 'driven'), grant, NOW);
-    const current = claim('c', 'driven', { status: { conditions: written.conditions, sandbox: written.sandbox ?? {} } });
+    const current = claim('c', 'driven', {
+      status: { conditions: written.conditions, sandbox: written.sandbox ?? {} },
+    });
     expect(statusDiffers(current, claimedStatus(current, grant, NOW + 5_000))).toBe(false);
     expect(statusDiffers(current, failedStatus(current, 'Expired', 'gone', NOW))).toBe(true);
     const failed = failedStatus(claim('c', 'driven'), 'NoCapacity', 'no room', NOW);
@@ -128,7 +203,7 @@ describe('the Ready condition', () => {
   });
 });
 
-describe('a claim\'s lifetime', () => {
+describe("a claim's lifetime", () => {
   it('holds a renewable lease without a shutdownTime, renewed at half', () => {
     expect(ttlSecondsFor(undefined, NOW, 3_600)).toBe(3_600);
     expect(renewalAt(NOW + 3_600_000, undefined, NOW, 3_600)).toBe(NOW + 1_800_000);
@@ -142,7 +217,7 @@ describe('a claim\'s lifetime', () => {
     expect(isExpired(shutdown, shutdown)).toBe(true);
   });
 
-  it('moves the deadline at once when the shutdownTime moves, in steps of the node\'s cap beyond it', () => {
+  it("moves the deadline at once when the shutdownTime moves, in steps of the node's cap beyond it", () => {
     expect(renewalAt(NOW + 60_000, NOW + 600_000, NOW, 3_600)).toBe(NOW);
     const far = NOW + 3 * MAX_CLAIM_TTL_SECONDS * 1000;
     expect(ttlSecondsFor(far, NOW, 3_600)).toBe(MAX_CLAIM_TTL_SECONDS);
@@ -161,15 +236,32 @@ describe('the sandbox Secret', () => {
   it('is named after the claim, controlled by it, and carries id, token, ownerAddr, deadline and node', () => {
     const secret = sandboxSecret(claim('c', 'driven'), grant);
     expect(secret.metadata).toMatchObject({ name: 'c', namespace: 'ns' });
-    expect(secret.metadata.ownerReferences).toEqual([{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: 'c', uid: 'uid-c', controller: true, blockOwnerDeletion: true }]);
-    const decoded = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-    expect(decoded).toEqual({ id: 'sb_1', token: 'secret-token', ownerAddr: '10.0.0.7:9000', deadline: '2030-01-01T01:00:00Z', node: 'node-0' });
+    expect(secret.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+        kind: 'SandboxClaim',
+        name: 'c',
+        uid: 'uid-c',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    const decoded = Object.fromEntries(
+      Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+    expect(decoded).toEqual({
+      id: 'sb_1',
+      token: 'secret-token',
+      ownerAddr: '10.0.0.7:9000',
+      deadline: '2030-01-01T01:00:00Z',
+      node: 'node-0',
+    });
     expect(isClaimSecret(secret)).toBe(true);
     expect(secretMatches(secret, sandboxSecret(claim('c', 'driven'), grant))).toBe(true);
     expect(secretMatches(secret, sandboxSecret(claim('c', 'driven'), { ...grant, token: 'other' }))).toBe(false);
   });
 
-  it('is told apart from a user\'s own Secret of the same name', () => {
+  it("is told apart from a user's own Secret of the same name", () => {
     expect(isClaimSecret({ metadata: { name: 'c', namespace: 'ns' }, type: 'Opaque', data: {} })).toBe(false);
   });
 });
@@ -185,7 +277,10 @@ describe('the keyed work queue', () => {
       work: async (): Promise<WorkOutcome> => {
         runs++;
         most = Math.max(most, ++active);
-        if (runs === 1) await new Promise<void>((resolve) => { release = resolve; });
+        if (runs === 1)
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
         active--;
         return { kind: 'done' };
       },
@@ -248,7 +343,11 @@ describe('the keyed work queue', () => {
 
   it('ignores adds while stopped', async () => {
     let runs = 0;
-    const queue = new KeyedQueue({ concurrency: 1, work: () => Promise.resolve({ kind: 'done' as const }).finally(() => runs++), onError: () => undefined });
+    const queue = new KeyedQueue({
+      concurrency: 1,
+      work: () => Promise.resolve({ kind: 'done' as const }).finally(() => runs++),
+      onError: () => undefined,
+    });
     queue.add('k');
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(runs).toBe(0);

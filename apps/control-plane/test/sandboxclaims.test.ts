@@ -14,7 +14,17 @@ import {
   type SandboxClaim,
   type SandboxRow,
 } from '@warmpool/api';
-import { eventually, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
+import {
+  eventually,
+  sleep,
+  startCluster,
+  startRedis,
+  stopScripts,
+  template,
+  warmPool,
+  type TestCluster,
+  type TestRedis,
+} from '@warmpool/harness';
 import { isNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, KubeSecret } from './support/internals.js';
@@ -26,7 +36,12 @@ import { apply, kubectl, patch } from './support/objects.js';
 const TOKEN = 'fleet-token-for-sandboxclaim-tests';
 const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
 
-function sandboxClaim(namespace: string, name: string, pool: string, options: { annotations?: Record<string, string>; lifecycle?: Record<string, unknown> } = {}): Record<string, unknown> {
+function sandboxClaim(
+  namespace: string,
+  name: string,
+  pool: string,
+  options: { annotations?: Record<string, string>; lifecycle?: Record<string, unknown> } = {},
+): Record<string, unknown> {
   return {
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'SandboxClaim',
@@ -40,7 +55,9 @@ function ready(claim: SandboxClaim | undefined): { status: string; reason?: stri
 }
 
 function decode(secret: KubeSecret): Record<string, string> {
-  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  return Object.fromEntries(
+    Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  );
 }
 
 describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
@@ -71,7 +88,13 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       },
     });
     const started = controlPlane;
-    await eventually(() => started.isLeader() && started.sandboxClaims?.controller.running && started.claims?.notReadyReasons().length === 0, { what: 'the control plane to lead, ready to claim' });
+    await eventually(
+      () =>
+        started.isLeader() &&
+        started.sandboxClaims?.controller.running &&
+        started.claims?.notReadyReasons().length === 0,
+      { what: 'the control plane to lead, ready to claim' },
+    );
     return started;
   }
 
@@ -94,18 +117,24 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   }
 
   async function readyClaim(ns: string, name: string, timeoutMs = 30_000): Promise<SandboxClaim> {
-    return eventually(async () => {
-      const claim = await getClaim(ns, name);
-      return ready(claim)?.status === 'True' ? claim : undefined;
-    }, { what: `SandboxClaim ${ns}/${name} to be Ready`, timeoutMs });
+    return eventually(
+      async () => {
+        const claim = await getClaim(ns, name);
+        return ready(claim)?.status === 'True' ? claim : undefined;
+      },
+      { what: `SandboxClaim ${ns}/${name} to be Ready`, timeoutMs },
+    );
   }
 
   async function failedWith(ns: string, name: string, reason: string): Promise<SandboxClaim> {
-    return eventually(async () => {
-      const claim = await getClaim(ns, name);
-      if (ready(claim)?.status === 'False' && ready(claim)?.reason === reason) return claim;
-      throw new Error(`the claim is ${JSON.stringify({ metadata: claim?.metadata, status: claim?.status })}`);
-    }, { what: `SandboxClaim ${ns}/${name} to be Ready=False ${reason}` });
+    return eventually(
+      async () => {
+        const claim = await getClaim(ns, name);
+        if (ready(claim)?.status === 'False' && ready(claim)?.reason === reason) return claim;
+        throw new Error(`the claim is ${JSON.stringify({ metadata: claim?.metadata, status: claim?.status })}`);
+      },
+      { what: `SandboxClaim ${ns}/${name} to be Ready=False ${reason}` },
+    );
   }
 
   /** Every claim the node holds, as its agent lists them. */
@@ -125,7 +154,11 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   }
 
   async function drivenPool(ns: string, name: string, replicas = 6): Promise<void> {
-    await apply(cluster, template(ns, `${name}-tpl`, `registry.test/${ns}-${name}:1`), warmPool(ns, name, `${name}-tpl`, replicas));
+    await apply(
+      cluster,
+      template(ns, `${name}-tpl`, `registry.test/${ns}-${name}:1`),
+      warmPool(ns, name, `${name}-tpl`, replicas),
+    );
   }
 
   beforeAll(async () => {
@@ -136,7 +169,13 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     writeFileSync(tokenFile, TOKEN + '\n');
     fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
     claimClient = new ResourceClient<SandboxClaim>(cluster.kubeConfig, SandboxClaimType);
-    secretClient = new ResourceClient<KubeSecret>(cluster.kubeConfig, { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true });
+    secretClient = new ResourceClient<KubeSecret>(cluster.kubeConfig, {
+      group: '',
+      version: 'v1',
+      plural: 'secrets',
+      kind: 'Secret',
+      namespaced: true,
+    });
     await start();
   }, 120_000);
 
@@ -170,7 +209,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(id).toMatch(/^sb_/);
 
     const secret = await getSecret(ns, 'one');
-    expect(secret?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'SandboxClaim', name: 'one', uid: claim.metadata.uid, controller: true })]);
+    expect(secret?.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'SandboxClaim', name: 'one', uid: claim.metadata.uid, controller: true }),
+    ]);
     const data = decode(secret as KubeSecret);
     expect(Object.keys(data).sort()).toEqual(['deadline', 'id', 'node', 'ownerAddr', 'token']);
     expect(data['id']).toBe(id);
@@ -179,8 +220,13 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
 
     const held = await heldAnywhere(`${ns}/one`);
     expect(held.map((row) => row.id)).toEqual([id]);
-    expect((await kubectl(cluster, ['get', 'sandboxes.agents.x-k8s.io', '-A', '-o', 'name'])).trim(), 'no Sandbox object is created').toBe('');
-    const columns = (await kubectl(cluster, ['get', 'sandboxclaim', 'one', '-n', ns, '--no-headers'])).trim().split(/\s+/);
+    expect(
+      (await kubectl(cluster, ['get', 'sandboxes.agents.x-k8s.io', '-A', '-o', 'name'])).trim(),
+      'no Sandbox object is created',
+    ).toBe('');
+    const columns = (await kubectl(cluster, ['get', 'sandboxclaim', 'one', '-n', ns, '--no-headers']))
+      .trim()
+      .split(/\s+/);
     expect(columns.slice(0, 4)).toEqual(['one', 'True', 'one', 'Claimed']);
   });
 
@@ -209,15 +255,23 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const ready20 = await Promise.all(names.map((name) => readyClaim(ns, name, 60_000)));
     const ids = ready20.map((c) => c.metadata.annotations?.[SANDBOX_ID_ANNOTATION]);
     expect(new Set(ids).size).toBe(20);
-    const tokens = await Promise.all(names.map(async (name) => decode((await getSecret(ns, name)) as KubeSecret)['token']));
+    const tokens = await Promise.all(
+      names.map(async (name) => decode((await getSecret(ns, name)) as KubeSecret)['token']),
+    );
     expect(new Set(tokens).size).toBe(20);
-    const refs = (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref?.startsWith(`${ns}/`));
+    const refs = (await Promise.all(fleet.nodes.map(nodeClaims)))
+      .flat()
+      .filter((row) => row.claim_ref?.startsWith(`${ns}/`));
     expect(refs.map((row) => row.claim_ref).sort()).toEqual(names.map((n) => `${ns}/${n}`).sort());
   });
 
   it('answers PoolNotFound to a claim addressed to warmpool, leaves an unaddressed one alone, and serves both once the pool exists', async () => {
     const ns = await namespace('missing');
-    await apply(cluster, sandboxClaim(ns, 'asked', 'later', { annotations: WARMPOOL_CLAIM }), sandboxClaim(ns, 'plain', 'later'));
+    await apply(
+      cluster,
+      sandboxClaim(ns, 'asked', 'later', { annotations: WARMPOOL_CLAIM }),
+      sandboxClaim(ns, 'plain', 'later'),
+    );
     const failed = await failedWith(ns, 'asked', 'PoolNotFound');
     expect(ready(failed)?.message).toContain('later');
     await sleep(500);
@@ -230,10 +284,18 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await readyClaim(ns, 'plain');
   });
 
-  it('answers NotDriven to a claim of an undriven pool addressed to warmpool, never writes upstream\'s claims, and serves once the template opts in', async () => {
+  it("answers NotDriven to a claim of an undriven pool addressed to warmpool, never writes upstream's claims, and serves once the template opts in", async () => {
     const ns = await namespace('undriven');
-    await apply(cluster, template(ns, 'tpl', `registry.test/${ns}:1`, { optIn: false }), warmPool(ns, 'pool', 'tpl', 3));
-    await apply(cluster, sandboxClaim(ns, 'asked', 'pool', { annotations: WARMPOOL_CLAIM }), sandboxClaim(ns, 'upstreams', 'pool'));
+    await apply(
+      cluster,
+      template(ns, 'tpl', `registry.test/${ns}:1`, { optIn: false }),
+      warmPool(ns, 'pool', 'tpl', 3),
+    );
+    await apply(
+      cluster,
+      sandboxClaim(ns, 'asked', 'pool', { annotations: WARMPOOL_CLAIM }),
+      sandboxClaim(ns, 'upstreams', 'pool'),
+    );
     await failedWith(ns, 'asked', 'NotDriven');
     await sleep(500);
     const upstreams = await getClaim(ns, 'upstreams');
@@ -249,11 +311,17 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   it('answers NoCapacity while no node has room, and Ready once room appears', async () => {
     const ns = await namespace('full');
     await drivenPool(ns, 'pool', 3);
-    const drain = (method: 'POST' | 'DELETE'): Promise<void[]> => Promise.all(fleet.nodes.map(async (node) => {
-      const res = await fetch(`${node.sandboxdUrl}/v1/drain`, { method, headers: { authorization: `Bearer ${TOKEN}` } });
-      await res.body?.cancel();
-      expect(res.ok).toBe(true);
-    }));
+    const drain = (method: 'POST' | 'DELETE'): Promise<void[]> =>
+      Promise.all(
+        fleet.nodes.map(async (node) => {
+          const res = await fetch(`${node.sandboxdUrl}/v1/drain`, {
+            method,
+            headers: { authorization: `Bearer ${TOKEN}` },
+          });
+          await res.body?.cancel();
+          expect(res.ok).toBe(true);
+        }),
+      );
     await drain('POST');
     try {
       await apply(cluster, sandboxClaim(ns, 'waiting', 'pool'));
@@ -269,9 +337,11 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const ns = await namespace('expiry');
     await drivenPool(ns, 'pool');
     const soon = new Date(Date.now() + 4_000).toISOString();
-    await apply(cluster,
+    await apply(
+      cluster,
       sandboxClaim(ns, 'kept', 'pool', { lifecycle: { shutdownTime: soon, shutdownPolicy: 'Retain' } }),
-      sandboxClaim(ns, 'dropped', 'pool', { lifecycle: { shutdownTime: soon, shutdownPolicy: 'Delete' } }));
+      sandboxClaim(ns, 'dropped', 'pool', { lifecycle: { shutdownTime: soon, shutdownPolicy: 'Delete' } }),
+    );
     await readyClaim(ns, 'kept');
     await readyClaim(ns, 'dropped');
     const secret = decode((await getSecret(ns, 'kept')) as KubeSecret);
@@ -281,7 +351,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(expired.status?.sandbox).toBeUndefined();
     expect(await heldAnywhere(`${ns}/kept`)).toEqual([]);
     expect(await getSecret(ns, 'kept')).toBeUndefined();
-    await eventually(async () => (await getClaim(ns, 'dropped')) === undefined, { what: 'the Delete-policy claim to be deleted' });
+    await eventually(async () => (await getClaim(ns, 'dropped')) === undefined, {
+      what: 'the Delete-policy claim to be deleted',
+    });
     expect(await heldAnywhere(`${ns}/dropped`)).toEqual([]);
   });
 
@@ -298,7 +370,11 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     } finally {
       for (const node of fleet.nodes) node.agent?.kill('SIGCONT');
     }
-    await eventually(async () => (await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}')) === vanished + 1, { what: 'the landed claim to be released' });
+    await eventually(
+      async () =>
+        (await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}')) === vanished + 1,
+      { what: 'the landed claim to be released' },
+    );
     expect(await heldAnywhere(`${ns}/racing`)).toEqual([]);
     expect(await getSecret(ns, 'racing')).toBeUndefined();
   });
@@ -362,10 +438,13 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       await apply(cluster, sandboxClaim(ns, 'long', 'pool'));
       await readyClaim(ns, 'long');
       const first = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
-      await eventually(async () => {
-        const now = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
-        return Date.parse(now) > Date.parse(first) ? now : undefined;
-      }, { what: 'the Secret\'s deadline to move with a renewal' });
+      await eventually(
+        async () => {
+          const now = decode((await getSecret(ns, 'long')) as KubeSecret)['deadline'] ?? '';
+          return Date.parse(now) > Date.parse(first) ? now : undefined;
+        },
+        { what: "the Secret's deadline to move with a renewal" },
+      );
       await sleep(4_000);
       expect(await heldAnywhere(`${ns}/long`)).toHaveLength(1);
       expect(ready(await getClaim(ns, 'long'))).toMatchObject({ status: 'True', reason: 'Claimed' });
@@ -375,10 +454,14 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     }
   });
 
-  it('leaves a user\'s own Secret of the claim\'s name untouched, releases the sandbox and says BadRequest', async () => {
+  it("leaves a user's own Secret of the claim's name untouched, releases the sandbox and says BadRequest", async () => {
     const ns = await namespace('taken');
     await drivenPool(ns, 'pool');
-    await secretClient.create({ metadata: { name: 'taken', namespace: ns }, type: 'Opaque', data: { mine: Buffer.from('yes').toString('base64') } });
+    await secretClient.create({
+      metadata: { name: 'taken', namespace: ns },
+      type: 'Opaque',
+      data: { mine: Buffer.from('yes').toString('base64') },
+    });
     await apply(cluster, sandboxClaim(ns, 'taken', 'pool'));
     const failed = await failedWith(ns, 'taken', 'BadRequest');
     expect(ready(failed)?.message).toContain('Secret');
@@ -388,7 +471,10 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const released = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
     await sleep(1_000);
     expect(await metric('warmpool_controlplane_sandboxclaim_results_total', '{result="claimed",reason=""}')).toBe(made);
-    expect(await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}'), 'a refused claim is not claimed again and again').toBe(released);
+    expect(
+      await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}'),
+      'a refused claim is not claimed again and again',
+    ).toBe(released);
     const claim = await getClaim(ns, 'taken');
     expect(claim?.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
     expect(claim?.metadata.finalizers ?? []).toEqual([]);
@@ -397,13 +483,15 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
     const standby = await startControlPlane(cluster, dir, system, { token: TOKEN, claims: { redisUrl: redis.url } });
     try {
-      await eventually(() => standby.ready(), { what: 'the standby\'s caches to sync' });
+      await eventually(() => standby.ready(), { what: "the standby's caches to sync" });
       expect(standby.isLeader()).toBe(false);
       const ns = await namespace('standby');
       await drivenPool(ns, 'pool');
       await apply(cluster, sandboxClaim(ns, 'one', 'pool'));
       await readyClaim(ns, 'one');
-      const writes = await standby.registry.getSingleMetricAsString('warmpool_controlplane_sandboxclaim_api_writes_total');
+      const writes = await standby.registry.getSingleMetricAsString(
+        'warmpool_controlplane_sandboxclaim_api_writes_total',
+      );
       expect(writes).not.toMatch(/_total\{[^}]*\} [1-9]/);
       expect(standby.sandboxClaims?.controller.running).toBe(false);
     } finally {
@@ -411,12 +499,25 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     }
   });
 
-  it('never takes nor releases an HTTP client\'s sandbox held under the claim\'s name (shared claim_ref)', async () => {
+  it("never takes nor releases an HTTP client's sandbox held under the claim's name (shared claim_ref)", async () => {
     const ns = await namespace('shared');
     await drivenPool(ns, 'pool');
     // Once the pipeline's caches have the pool.
-    const http = await eventually(() => controlPlane?.claims?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'shared', ttlSeconds: 600, path: 'http' }), { what: 'an HTTP claim' });
-    await apply(cluster, sandboxClaim(ns, 'shared', 'pool', { lifecycle: { shutdownTime: new Date(Date.now() + 60_000).toISOString() } }));
+    const http = await eventually(
+      () =>
+        controlPlane?.claims?.claim({
+          namespace: ns,
+          warmPool: 'pool',
+          claimRef: 'shared',
+          ttlSeconds: 600,
+          path: 'http',
+        }),
+      { what: 'an HTTP claim' },
+    );
+    await apply(
+      cluster,
+      sandboxClaim(ns, 'shared', 'pool', { lifecycle: { shutdownTime: new Date(Date.now() + 60_000).toISOString() } }),
+    );
     const failed = await failedWith(ns, 'shared', 'BadRequest');
     expect(ready(failed)?.message).toContain('HTTP claim');
     expect(await getSecret(ns, 'shared')).toBeUndefined();
@@ -427,14 +528,20 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await controlPlane?.claims?.release(ns, 'shared');
   });
 
-  it('never hands a SandboxClaim\'s sandbox (or its token) to an HTTP client asking with the claim\'s name as claimRef', async () => {
+  it("never hands a SandboxClaim's sandbox (or its token) to an HTTP client asking with the claim's name as claimRef", async () => {
     const ns = await namespace('steal');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'mine', 'pool'));
     await readyClaim(ns, 'mine');
     const secretToken = decode((await getSecret(ns, 'mine')) as KubeSecret)['token'];
     const creator = await serviceAccountToken(cluster, ns, 'creator', ['create']);
-    const answer = await callClaims<{ reason?: string; token?: string }>(controlPlane?.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, creator, { warmPool: 'pool', claimRef: 'mine' });
+    const answer = await callClaims<{ reason?: string; token?: string }>(
+      controlPlane?.claimsUrl ?? '',
+      'POST',
+      `/v1/namespaces/${ns}/claims`,
+      creator,
+      { warmPool: 'pool', claimRef: 'mine' },
+    );
     expect(answer.status).toBe(400);
     expect(answer.body.reason).toBe('BadRequest');
     expect(JSON.stringify(answer.body)).not.toContain(secretToken);

@@ -5,7 +5,18 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claimBodySchema, type SandboxEnv, type ScalingGroupStatus } from '@warmpool/api';
-import { eventually, sandboxEnv, sleep, startCluster, startRedis, stopScripts, template, warmPool, type TestCluster, type TestRedis } from '@warmpool/harness';
+import {
+  eventually,
+  sandboxEnv,
+  sleep,
+  startCluster,
+  startRedis,
+  stopScripts,
+  template,
+  warmPool,
+  type TestCluster,
+  type TestRedis,
+} from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distribute, nextTotal, type GroupScaleInput } from '../src/controllers/sandboxenvs/autoscaler.js';
 import type { PoolCounts } from '../src/controllers/sandboxenvs/counts.js';
@@ -20,43 +31,103 @@ const counts = (rows: Record<string, Partial<PoolCounts>>): Map<string, PoolCoun
   new Map(Object.entries(rows).map(([ref, c]) => [ref, { idle: 0, running: 0, pending: 0, desired: 0, ...c }]));
 
 function env(members: Record<string, string>, autoscaling: SandboxEnv['spec']['autoscaling'] = []): SandboxEnv {
-  return { metadata: { namespace: 'ns', name: 'web' }, spec: { members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })), autoscaling } };
+  return {
+    metadata: { namespace: 'ns', name: 'web' },
+    spec: { members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })), autoscaling },
+  };
 }
 
 describe('SandboxEnv status rows (pure)', () => {
   it('sums each group over its member pools, with the whole-Env row "" first; a missing pool counts nothing and has no record', () => {
     const capacity = envCapacity(
       env({ a: 'cpu', b: 'cpu', g: 'gpu', ghost: 'cpu' }, [{ scalingGroup: 'gpu', enabled: true, maxReplicas: 5 }]),
-      counts({ 'ns/a': { idle: 2, running: 1, pending: 1, desired: 3 }, 'ns/b': { idle: 1, desired: 1 }, 'ns/g': { idle: 0, running: 2, desired: 2 } }),
+      counts({
+        'ns/a': { idle: 2, running: 1, pending: 1, desired: 3 },
+        'ns/b': { idle: 1, desired: 1 },
+        'ns/g': { idle: 0, running: 2, desired: 2 },
+      }),
       new SaturationTracker().clock(0),
     );
     expect(capacity.groups).toEqual([
-      { name: '', idle: 3, running: 3, pending: 1, desired: 6, autoscalingEnabled: true, capacity: 3, saturatedForMs: 0 },
-      { name: 'cpu', idle: 3, running: 1, pending: 1, desired: 4, autoscalingEnabled: false, capacity: 0, saturatedForMs: 0 },
-      { name: 'gpu', idle: 0, running: 2, pending: 0, desired: 2, autoscalingEnabled: true, capacity: 3, saturatedForMs: 0 },
+      {
+        name: '',
+        idle: 3,
+        running: 3,
+        pending: 1,
+        desired: 6,
+        autoscalingEnabled: true,
+        capacity: 3,
+        saturatedForMs: 0,
+      },
+      {
+        name: 'cpu',
+        idle: 3,
+        running: 1,
+        pending: 1,
+        desired: 4,
+        autoscalingEnabled: false,
+        capacity: 0,
+        saturatedForMs: 0,
+      },
+      {
+        name: 'gpu',
+        idle: 0,
+        running: 2,
+        pending: 0,
+        desired: 2,
+        autoscalingEnabled: true,
+        capacity: 3,
+        saturatedForMs: 0,
+      },
     ]);
     expect(capacity.records.map((r) => r.memberPool)).toEqual(['a', 'b', 'g']);
-    expect(capacity.records.find((r) => r.memberPool === 'g')).toMatchObject({ scalingGroup: 'gpu', autoscalingEnabled: true, capacity: 3 });
+    expect(capacity.records.find((r) => r.memberPool === 'g')).toMatchObject({
+      scalingGroup: 'gpu',
+      autoscalingEnabled: true,
+      capacity: 3,
+    });
   });
 
   it('reads capacity -1 with no maxReplicas, 0 at the ceiling, and counts saturation only at the ceiling with idle 0', () => {
     const tracker = new SaturationTracker();
-    const spec = env({ a: 'x', b: 'y' }, [{ scalingGroup: 'x', enabled: true }, { scalingGroup: 'y', enabled: true, maxReplicas: 2 }]);
+    const spec = env({ a: 'x', b: 'y' }, [
+      { scalingGroup: 'x', enabled: true },
+      { scalingGroup: 'y', enabled: true, maxReplicas: 2 },
+    ]);
     const pools = counts({ 'ns/a': { desired: 3 }, 'ns/b': { desired: 2, running: 2 } });
     const first = envCapacity(spec, pools, tracker.clock(1_000));
-    expect(first.groups.map((g) => [g.name, g.capacity])).toEqual([['', -1], ['x', -1], ['y', 0]]);
+    expect(first.groups.map((g) => [g.name, g.capacity])).toEqual([
+      ['', -1],
+      ['x', -1],
+      ['y', 0],
+    ]);
     expect(first.groups.find((g) => g.name === 'y')?.saturatedForMs).toBe(1);
     const later = envCapacity(spec, pools, tracker.clock(31_000));
     expect(later.groups.find((g) => g.name === 'y')?.saturatedForMs).toBe(30_000);
     expect(later.groups.find((g) => g.name === '')?.saturatedForMs).toBe(0);
-    const refilled = envCapacity(spec, counts({ 'ns/a': { desired: 3 }, 'ns/b': { desired: 2, idle: 1 } }), tracker.clock(32_000));
+    const refilled = envCapacity(
+      spec,
+      counts({ 'ns/a': { desired: 3 }, 'ns/b': { desired: 2, idle: 1 } }),
+      tracker.clock(32_000),
+    );
     expect(refilled.groups.find((g) => g.name === 'y')?.saturatedForMs).toBe(0);
     expect([coarseDuration(9_999), coarseDuration(34_000), coarseDuration(125_000)]).toEqual(['0s', '30s', '2m']);
   });
 });
 
-describe('the Env autoscaler\'s rule (pure)', () => {
-  const base: GroupScaleInput = { total: 2, idle: 2, pending: 0, unapplied: 0, claimedSinceLast: 0, minReplicas: 0, maxReplicas: 10, targetIdle: 2, mayScaleDown: true, mayScaleUp: true };
+describe("the Env autoscaler's rule (pure)", () => {
+  const base: GroupScaleInput = {
+    total: 2,
+    idle: 2,
+    pending: 0,
+    unapplied: 0,
+    claimedSinceLast: 0,
+    minReplicas: 0,
+    maxReplicas: 10,
+    targetIdle: 2,
+    mayScaleDown: true,
+    mayScaleUp: true,
+  };
 
   it('raises by the shortfall of targetIdle plus the claims since the last run, counting what is already booting or not yet applied', () => {
     expect(nextTotal({ ...base, idle: 0 })).toBe(4);
@@ -92,9 +163,48 @@ describe('the Env autoscaler\'s rule (pure)', () => {
   });
 
   it('gives new replicas to the member with the fewest and takes them from the one with the most', () => {
-    expect(distribute([{ pool: 'a', replicas: 3 }, { pool: 'b', replicas: 1 }], 6)).toEqual(new Map([['a', 3], ['b', 3]]));
-    expect(distribute([{ pool: 'a', replicas: 3 }, { pool: 'b', replicas: 1 }], 7)).toEqual(new Map([['a', 4], ['b', 3]]));
-    expect(distribute([{ pool: 'a', replicas: 3 }, { pool: 'b', replicas: 1 }], 2)).toEqual(new Map([['a', 1], ['b', 1]]));
+    expect(
+      distribute(
+        [
+          { pool: 'a', replicas: 3 },
+          { pool: 'b', replicas: 1 },
+        ],
+        6,
+      ),
+    ).toEqual(
+      new Map([
+        ['a', 3],
+        ['b', 3],
+      ]),
+    );
+    expect(
+      distribute(
+        [
+          { pool: 'a', replicas: 3 },
+          { pool: 'b', replicas: 1 },
+        ],
+        7,
+      ),
+    ).toEqual(
+      new Map([
+        ['a', 4],
+        ['b', 3],
+      ]),
+    );
+    expect(
+      distribute(
+        [
+          { pool: 'a', replicas: 3 },
+          { pool: 'b', replicas: 1 },
+        ],
+        2,
+      ),
+    ).toEqual(
+      new Map([
+        ['a', 1],
+        ['b', 1],
+      ]),
+    );
   });
 });
 
@@ -110,9 +220,13 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
   let cp: ControlPlane;
   let user: string;
 
-  const group = async (envName: string, name: string): Promise<ScalingGroupStatus | undefined> => (await getEnv(cluster, ns, envName)).status?.scalingGroups?.find((g) => g.name === name);
+  const group = async (envName: string, name: string): Promise<ScalingGroupStatus | undefined> =>
+    (await getEnv(cluster, ns, envName)).status?.scalingGroups?.find((g) => g.name === name);
   const claim = async (warmPool: string): Promise<string> => {
-    const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, user, { warmPool, ttlSeconds: 600 });
+    const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, user, {
+      warmPool,
+      ttlSeconds: 600,
+    });
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     return claimBodySchema.parse(answer.body).id;
   };
@@ -123,21 +237,38 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN + '\n');
     // Refill boots take seconds, so a burst of claims leaves the pool without idle sandboxes for a while.
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 2, capacity: 20, sandboxdArgs: ['--boot-ms', '8000'] });
+    fleet = await startFleet({
+      dir,
+      kubeconfigPath: cluster.kubeconfigPath,
+      tokenFile,
+      token: TOKEN,
+      count: 2,
+      capacity: 20,
+      sandboxdArgs: ['--boot-ms', '8000'],
+    });
     ns = await cluster.createNamespace('envs');
     user = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
-    await apply(cluster,
-      template(ns, 'web-tpl', IMAGE), template(ns, 'auto-tpl', 'registry.test/auto:1'),
-      warmPool(ns, 'web-a', 'web-tpl', 3), warmPool(ns, 'auto-1', 'auto-tpl', 1),
+    await apply(
+      cluster,
+      template(ns, 'web-tpl', IMAGE),
+      template(ns, 'auto-tpl', 'registry.test/auto:1'),
+      warmPool(ns, 'web-a', 'web-tpl', 3),
+      warmPool(ns, 'auto-1', 'auto-tpl', 1),
       sandboxEnv(ns, 'web', { 'web-a': 'cpu', ghost: 'cpu' }),
-      sandboxEnv(ns, 'auto', { 'auto-1': 'burst' }, [{ scalingGroup: 'burst', enabled: true, minReplicas: 1, maxReplicas: 3, targetIdle: 2 }]));
+      sandboxEnv(ns, 'auto', { 'auto-1': 'burst' }, [
+        { scalingGroup: 'burst', enabled: true, minReplicas: 1, maxReplicas: 3, targetIdle: 2 },
+      ]),
+    );
     cp = await startControlPlane(cluster, dir, 'default', {
       token: TOKEN,
       claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
       federation: { intervalMs: 500 },
       envScaleDownDelayMs: 600_000,
     });
-    await eventually(() => cp.isLeader() && cp.claims?.notReadyReasons().length === 0, { what: 'leading and ready to claim', timeoutMs: 30_000 });
+    await eventually(() => cp.isLeader() && cp.claims?.notReadyReasons().length === 0, {
+      what: 'leading and ready to claim',
+      timeoutMs: 30_000,
+    });
   }, 180_000);
 
   afterAll(async () => {
@@ -150,7 +281,7 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
     else console.error(`SandboxEnv logs kept in ${dir}`);
   });
 
-  it('writes each group\'s idle / running / pending / desired and the whole-Env row, and shows them in kubectl get', async () => {
+  it("writes each group's idle / running / pending / desired and the whole-Env row, and shows them in kubectl get", async () => {
     await eventually(async () => (await group('web', ''))?.idle === 3, { what: 'web idle 3', timeoutMs: 30_000 });
     expect((await getEnv(cluster, ns, 'web')).status?.scalingGroups).toEqual([
       { name: '', idle: 3, running: 0, pending: 0, desired: 3, autoscalingEnabled: false, capacity: 0 },
@@ -161,7 +292,10 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
 
   it('counts claimed sandboxes as running (the agents publish per-pool claimed counts)', async () => {
     await claim('web-a');
-    await eventually(async () => (await group('web', 'cpu'))?.running === 1, { what: 'web running 1', timeoutMs: 30_000 });
+    await eventually(async () => (await group('web', 'cpu'))?.running === 1, {
+      what: 'web running 1',
+      timeoutMs: 30_000,
+    });
     const inventories = await kubectl(cluster, ['get', 'nodeinventories', '-o', 'json']);
     expect(inventories).toContain('"claimed": 1');
   });
@@ -175,18 +309,33 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
   });
 
   it('raises a pool whose group has fewer idle than targetIdle, stops at maxReplicas (saturated) and does not flap', async () => {
-    await eventually(async () => ((await getPool(cluster, ns, 'auto-1')).spec.replicas ?? 0) >= 2, { what: 'auto-1 raised to targetIdle', timeoutMs: 30_000 });
-    await eventually(async () => (await group('auto', 'burst'))?.idle === 2, { what: 'burst idle 2', timeoutMs: 30_000 });
+    await eventually(async () => ((await getPool(cluster, ns, 'auto-1')).spec.replicas ?? 0) >= 2, {
+      what: 'auto-1 raised to targetIdle',
+      timeoutMs: 30_000,
+    });
+    await eventually(async () => (await group('auto', 'burst'))?.idle === 2, {
+      what: 'burst idle 2',
+      timeoutMs: 30_000,
+    });
     expect((await getPool(cluster, ns, 'auto-1')).spec.replicas).toBe(2);
     for (let i = 0; i < 5; i++) await claim('auto-1');
-    await eventually(async () => {
-      const row = await group('auto', 'burst');
-      return row?.desired === 3 && row.capacity === 0 && row.idle === 0 && row.saturatedFor !== undefined ? row : undefined;
-    }, { what: 'burst at maxReplicas 3, saturated', timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const row = await group('auto', 'burst');
+        return row?.desired === 3 && row.capacity === 0 && row.idle === 0 && row.saturatedFor !== undefined
+          ? row
+          : undefined;
+      },
+      { what: 'burst at maxReplicas 3, saturated', timeoutMs: 30_000 },
+    );
     const scales = cp.autoscaler.scales;
     await sleep(3_000);
     expect((await getPool(cluster, ns, 'auto-1')).spec.replicas).toBe(3);
     expect(cp.autoscaler.scales).toBe(scales);
-    expect(await group('auto', '')).toMatchObject({ autoscalingEnabled: true, capacity: 0, saturatedFor: expect.stringMatching(/^\d+[sm]$/) });
+    expect(await group('auto', '')).toMatchObject({
+      autoscalingEnabled: true,
+      capacity: 0,
+      saturatedFor: expect.stringMatching(/^\d+[sm]$/),
+    });
   });
 });

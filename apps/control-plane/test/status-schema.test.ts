@@ -3,22 +3,43 @@ import { describe, expect, it } from 'vitest';
 import { fitStatus, statusFieldsOf } from './support/internals.js';
 
 function crd(status: JsonSchemaProps | undefined, version = 'v1beta1'): CustomResourceDefinition {
-  return { spec: { versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: status === undefined ? {} : { status } } } }] } };
+  return {
+    spec: {
+      versions: [
+        {
+          name: version,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', properties: status === undefined ? {} : { status } } },
+        },
+      ],
+    },
+  };
 }
 
 const full: SandboxWarmPoolStatus = {
-  replicas: 3, readyReplicas: 2, selector: 'warmpool.dev/pool=p', observedGeneration: 4,
+  replicas: 3,
+  readyReplicas: 2,
+  selector: 'warmpool.dev/pool=p',
+  observedGeneration: 4,
   conditions: [{ type: 'Ready', status: 'False', reason: 'Filling', message: '2 of 3 replicas are warm' }],
 };
 
 describe('what the installed SandboxWarmPool CRD lets us write into status', () => {
   it('keeps every field our own CRD declares', () => {
-    const fields = statusFieldsOf(crd({ type: 'object', properties: { replicas: {}, readyReplicas: {}, selector: {}, observedGeneration: {}, conditions: {} } }));
+    const fields = statusFieldsOf(
+      crd({
+        type: 'object',
+        properties: { replicas: {}, readyReplicas: {}, selector: {}, observedGeneration: {}, conditions: {} },
+      }),
+    );
     expect(fitStatus(full, fields)).toEqual(full);
   });
 
-  it('drops what upstream\'s CRD does not declare (conditions, observedGeneration), keeping the counts and the selector', () => {
-    const fields = statusFieldsOf(crd({ type: 'object', properties: { availableReplicas: {}, readyReplicas: {}, replicas: {}, selector: {} } }));
+  it("drops what upstream's CRD does not declare (conditions, observedGeneration), keeping the counts and the selector", () => {
+    const fields = statusFieldsOf(
+      crd({ type: 'object', properties: { availableReplicas: {}, readyReplicas: {}, replicas: {}, selector: {} } }),
+    );
     expect(fitStatus(full, fields)).toEqual({ replicas: 3, readyReplicas: 2, selector: 'warmpool.dev/pool=p' });
   });
 

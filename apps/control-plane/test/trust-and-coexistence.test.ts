@@ -8,7 +8,17 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, nodeObject, sleep, startCluster, stopScripts, tearDown, template, warmPool, type TestCluster } from '@warmpool/harness';
+import {
+  eventually,
+  nodeObject,
+  sleep,
+  startCluster,
+  stopScripts,
+  tearDown,
+  template,
+  warmPool,
+  type TestCluster,
+} from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
@@ -49,17 +59,33 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-trust-'));
   cluster = await startCluster({ name: 'cp-trust' });
   // Upstream's CRD before the control plane starts: what it reads at start.
-  await apply(cluster, await upstreamPoolCrd(cluster) as unknown as Record<string, unknown>);
+  await apply(cluster, (await upstreamPoolCrd(cluster)) as unknown as Record<string, unknown>);
   system = await cluster.createNamespace('warmpool-system');
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, TOKEN + '\n');
-  fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 2, capacity: 20, publishInterval: '1s' });
+  fleet = await startFleet({
+    dir,
+    kubeconfigPath: cluster.kubeconfigPath,
+    tokenFile,
+    token: TOKEN,
+    count: 2,
+    capacity: 20,
+    publishInterval: '1s',
+  });
   controlPlane = await startControlPlane(cluster, dir, system, { token: TOKEN, agentPodSelector: AGENT_POD_SELECTOR });
   await eventually(() => controlPlane.isLeader(), { what: 'the control plane to lead' });
   inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
 }, 180_000);
 
-afterAll(() => tearDown({ dir, what: 'control-plane trust' }, () => controlPlane?.close(), () => fleet?.stop(), stopScripts, () => cluster?.stop()));
+afterAll(() =>
+  tearDown(
+    { dir, what: 'control-plane trust' },
+    () => controlPlane?.close(),
+    () => fleet?.stop(),
+    stopScripts,
+    () => cluster?.stop(),
+  ),
+);
 
 async function statusWriteErrors(): Promise<number> {
   const text = await controlPlane.registry.metrics();
@@ -67,18 +93,23 @@ async function statusWriteErrors(): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-describe('with upstream agent-sandbox\'s SandboxWarmPool CRD (no status.conditions)', () => {
+describe("with upstream agent-sandbox's SandboxWarmPool CRD (no status.conditions)", () => {
   it('writes the fields upstream declares, and keeps them current as the pool scales', async () => {
     const ns = await cluster.createNamespace('upstream');
     await apply(cluster, template(ns, 'tpl', 'registry.test/upstream:1'), warmPool(ns, 'pool', 'tpl', 4));
-    const pool = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return p.status?.readyReplicas === 4 ? p : undefined;
-    }, { what: 'readyReplicas 4' });
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return p.status?.readyReplicas === 4 ? p : undefined;
+      },
+      { what: 'readyReplicas 4' },
+    );
     expect(pool.status).toEqual({ replicas: 4, readyReplicas: 4, selector: 'warmpool.dev/pool=pool' });
 
     await patch(cluster, 'sandboxwarmpools', ns, 'pool', { spec: { replicas: 2 } });
-    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 2, { what: 'readyReplicas 2 after scaling down' });
+    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 2, {
+      what: 'readyReplicas 2 after scaling down',
+    });
     const row = (await kubectl(cluster, ['get', 'swp', 'pool', '-n', ns, '--no-headers'])).trim().split(/\s+/);
     expect(row.slice(0, 3)).toEqual(['pool', '2', '2']);
     expect(await statusWriteErrors()).toBe(0);
@@ -87,20 +118,31 @@ describe('with upstream agent-sandbox\'s SandboxWarmPool CRD (no status.conditio
   it('follows the CRD when it changes at runtime: conditions once declared, and back without them', async () => {
     const ns = await cluster.createNamespace('switch');
     await apply(cluster, template(ns, 'tpl', 'registry.test/switch:1'), warmPool(ns, 'pool', 'tpl', 2));
-    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 2, { what: 'readyReplicas 2' });
+    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 2, {
+      what: 'readyReplicas 2',
+    });
 
-    await apply(cluster, await chartPoolCrd(cluster) as unknown as Record<string, unknown>);
-    const withConditions = await eventually(async () => {
-      const p = await getPool(cluster, ns, 'pool');
-      return condition(p, 'Ready')?.status === 'True' ? p : undefined;
-    }, { what: 'the Ready condition once the CRD declares conditions' });
-    expect(withConditions.status).toMatchObject({ replicas: 2, readyReplicas: 2, observedGeneration: withConditions.metadata.generation });
+    await apply(cluster, (await chartPoolCrd(cluster)) as unknown as Record<string, unknown>);
+    const withConditions = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'pool');
+        return condition(p, 'Ready')?.status === 'True' ? p : undefined;
+      },
+      { what: 'the Ready condition once the CRD declares conditions' },
+    );
+    expect(withConditions.status).toMatchObject({
+      replicas: 2,
+      readyReplicas: 2,
+      observedGeneration: withConditions.metadata.generation,
+    });
 
-    await apply(cluster, await upstreamPoolCrd(cluster) as unknown as Record<string, unknown>);
+    await apply(cluster, (await upstreamPoolCrd(cluster)) as unknown as Record<string, unknown>);
     // Let the switch reach the control plane's cache before the next change needs a write.
     await sleep(1_000);
     await patch(cluster, 'sandboxwarmpools', ns, 'pool', { spec: { replicas: 3 } });
-    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 3, { what: 'readyReplicas 3 under upstream\'s CRD again' });
+    await eventually(async () => (await getPool(cluster, ns, 'pool')).status?.readyReplicas === 3, {
+      what: "readyReplicas 3 under upstream's CRD again",
+    });
     expect(await statusWriteErrors()).toBe(0);
   });
 });
@@ -117,32 +159,76 @@ describe('a NodeInventory pointing where its Node does not', () => {
       const victim = fleet.nodes[1]?.name ?? '';
       // What an agent token could do before the admission policy (charts/warmpool/test/node-agent-admission.test.ts):
       // re-point a real node, and invent one claiming room for 100 000 with everything warm.
-      await kubectl(cluster, ['patch', 'nodeinventory', victim, '--type=merge', '-p', JSON.stringify({ spec: { address: listener.address } })]);
-      await inventories.create({ apiVersion: apiVersionOf(NodeInventoryType), kind: NodeInventoryType.kind, metadata: { name: 'fake-node' }, spec: { nodeName: 'fake-node', address: listener.address } });
+      await kubectl(cluster, [
+        'patch',
+        'nodeinventory',
+        victim,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { address: listener.address } }),
+      ]);
+      await inventories.create({
+        apiVersion: apiVersionOf(NodeInventoryType),
+        kind: NodeInventoryType.kind,
+        metadata: { name: 'fake-node' },
+        spec: { nodeName: 'fake-node', address: listener.address },
+      });
       await inventories.applyStatus(
-        { metadata: { name: 'fake-node' }, status: { capacity: 100_000, claimed: 0, publishedAt: new Date().toISOString(), pools: [{ template: 'registry.test/forged:1', net: 'none', size: 'small', target: 4, warm: 4, refilling: 0 }] } },
+        {
+          metadata: { name: 'fake-node' },
+          status: {
+            capacity: 100_000,
+            claimed: 0,
+            publishedAt: new Date().toISOString(),
+            pools: [
+              { template: 'registry.test/forged:1', net: 'none', size: 'small', target: 4, warm: 4, refilling: 0 },
+            ],
+          },
+        },
         { fieldManager: 'attacker', force: true },
       );
       await patch(cluster, 'sandboxwarmpools', ns, 'pool', { spec: { replicas: 6 } });
 
-      await eventually(() => controlPlane.reconciler.nodes().find((v) => v.name === 'fake-node')?.exclusion === 'unverified-address', { what: 'fake-node out of placement' });
+      await eventually(
+        () => controlPlane.reconciler.nodes().find((v) => v.name === 'fake-node')?.exclusion === 'unverified-address',
+        { what: 'fake-node out of placement' },
+      );
       // The victim's agent re-asserts its spec within a publish interval (1 s here).
-      await eventually(async () => (await inventories.get({ name: victim })).spec?.address === `127.0.0.1:${fleet.nodes[1]?.agentPort}`, { what: 'the victim\'s spec restored by its agent' });
+      await eventually(
+        async () =>
+          (await inventories.get({ name: victim })).spec?.address === `127.0.0.1:${fleet.nodes[1]?.agentPort}`,
+        { what: "the victim's spec restored by its agent" },
+      );
       // Many probe rounds (every 500 ms) and the scale-up push have passed.
-      await eventually(async () => (await fleet.targetsOf(key)).join(',') === '3,3', { what: 'targets 3,3 on the real nodes' });
+      await eventually(async () => (await fleet.targetsOf(key)).join(',') === '3,3', {
+        what: 'targets 3,3 on the real nodes',
+      });
       await sleep(2_000);
       expect(listener.requests).toEqual([]);
 
       const fake = controlPlane.reconciler.nodes().find((v) => v.name === 'fake-node');
-      expect(fake).toMatchObject({ eligible: false, exclusion: 'unverified-address', addressProblem: `there is no Node named fake-node to vouch for 127.0.0.2` });
-      const pool = await eventually(async () => {
-        const p = await getPool(cluster, ns, 'pool');
-        return p.status?.readyReplicas === 6 ? p : undefined;
-      }, { what: 'readyReplicas 6, from the real nodes only' });
+      expect(fake).toMatchObject({
+        eligible: false,
+        exclusion: 'unverified-address',
+        addressProblem: `there is no Node named fake-node to vouch for 127.0.0.2`,
+      });
+      const pool = await eventually(
+        async () => {
+          const p = await getPool(cluster, ns, 'pool');
+          return p.status?.readyReplicas === 6 ? p : undefined;
+        },
+        { what: 'readyReplicas 6, from the real nodes only' },
+      );
       expect(pool.status?.replicas).toBe(6);
-      const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-A', '-o', 'json'])) as { items: Array<{ reason: string; involvedObject: { name: string } }> };
-      expect(events.items.filter((e) => e.reason === 'AddressNotOfNode').map((e) => e.involvedObject.name)).toContain('fake-node');
-      expect(await controlPlane.registry.metrics()).toMatch(/^warmpool_controlplane_nodes\{state="unverified_address"\} 1$/m);
+      const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-A', '-o', 'json'])) as {
+        items: Array<{ reason: string; involvedObject: { name: string } }>;
+      };
+      expect(events.items.filter((e) => e.reason === 'AddressNotOfNode').map((e) => e.involvedObject.name)).toContain(
+        'fake-node',
+      );
+      expect(await controlPlane.registry.metrics()).toMatch(
+        /^warmpool_controlplane_nodes\{state="unverified_address"\} 1$/m,
+      );
     } finally {
       await listener.close();
       await inventories.delete({ name: 'fake-node' }).catch(() => undefined);
@@ -150,7 +236,7 @@ describe('a NodeInventory pointing where its Node does not', () => {
   });
 });
 
-describe('an agent advertising its pod IP (the chart\'s DaemonSet)', () => {
+describe("an agent advertising its pod IP (the chart's DaemonSet)", () => {
   it('is called there while a node-agent pod on its node has that IP, and leaves placement once that pod goes', async () => {
     const agent = await listenAt('127.0.0.3');
     const name = 'pod-network-node';
@@ -158,27 +244,56 @@ describe('an agent advertising its pod IP (the chart\'s DaemonSet)', () => {
       // The Node's own addresses do not include the pod IP, as on a cluster with a pod network.
       await kubectl(cluster, ['create', '-f', '-'], JSON.stringify(nodeObject(name, '10.9.9.9')));
       await kubectl(cluster, ['create', 'serviceaccount', 'default', '-n', system]).catch(() => undefined);
-      await kubectl(cluster, ['create', '-n', system, '-f', '-'], JSON.stringify({
-        apiVersion: 'v1', kind: 'Pod',
-        metadata: { name: 'agent-on-pod-network', labels: { 'app.kubernetes.io/component': 'node-agent' } },
-        spec: { nodeName: name, containers: [{ name: 'node-agent', image: 'node-agent:test' }] },
-      }));
+      await kubectl(
+        cluster,
+        ['create', '-n', system, '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'agent-on-pod-network', labels: { 'app.kubernetes.io/component': 'node-agent' } },
+          spec: { nodeName: name, containers: [{ name: 'node-agent', image: 'node-agent:test' }] },
+        }),
+      );
       // No kubelet here: report the pod running with the listener's IP ourselves.
-      await kubectl(cluster, ['patch', 'pod', 'agent-on-pod-network', '-n', system, '--subresource=status', '--type=merge', '-p',
-        JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.3', podIPs: [{ ip: '127.0.0.3' }] } })]);
-      await inventories.create({ apiVersion: apiVersionOf(NodeInventoryType), kind: NodeInventoryType.kind, metadata: { name }, spec: { nodeName: name, address: agent.address } });
-      await inventories.applyStatus({ metadata: { name }, status: { capacity: 10, claimed: 0, publishedAt: new Date().toISOString(), pools: [] } }, { fieldManager: 'test', force: true });
+      await kubectl(cluster, [
+        'patch',
+        'pod',
+        'agent-on-pod-network',
+        '-n',
+        system,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.3', podIPs: [{ ip: '127.0.0.3' }] } }),
+      ]);
+      await inventories.create({
+        apiVersion: apiVersionOf(NodeInventoryType),
+        kind: NodeInventoryType.kind,
+        metadata: { name },
+        spec: { nodeName: name, address: agent.address },
+      });
+      await inventories.applyStatus(
+        { metadata: { name }, status: { capacity: 10, claimed: 0, publishedAt: new Date().toISOString(), pools: [] } },
+        { fieldManager: 'test', force: true },
+      );
 
-      const call = await eventually(() => agent.requests.find((r) => r.url === '/v1/info' || r.url === '/v1/pools'), { what: 'a call at the pod IP' });
+      const call = await eventually(() => agent.requests.find((r) => r.url === '/v1/info' || r.url === '/v1/pools'), {
+        what: 'a call at the pod IP',
+      });
       expect(call.headers.authorization).toBe(`Bearer ${TOKEN}`);
       expect(controlPlane.reconciler.nodes().find((v) => v.name === name)?.exclusion).not.toBe('unverified-address');
 
       await kubectl(cluster, ['delete', 'pod', 'agent-on-pod-network', '-n', system, '--wait=false']);
-      const view = await eventually(() => {
-        const v = controlPlane.reconciler.nodes().find((n) => n.name === name);
-        return v?.exclusion === 'unverified-address' ? v : undefined;
-      }, { what: 'the node out of placement once its agent pod is going' });
-      expect(view.addressProblem).toBe(`127.0.0.3 is not one of Node ${name}'s addresses (10.9.9.9, ${name}) nor the IP of a node-agent pod on it`);
+      const view = await eventually(
+        () => {
+          const v = controlPlane.reconciler.nodes().find((n) => n.name === name);
+          return v?.exclusion === 'unverified-address' ? v : undefined;
+        },
+        { what: 'the node out of placement once its agent pod is going' },
+      );
+      expect(view.addressProblem).toBe(
+        `127.0.0.3 is not one of Node ${name}'s addresses (10.9.9.9, ${name}) nor the IP of a node-agent pod on it`,
+      );
       await sleep(500);
       const calls = agent.requests.length;
       await sleep(2_000);

@@ -1,28 +1,119 @@
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
-import { ConfigError, createLogger, DEFAULT_TOKEN_GRACE_MS, formatHostPort, helpText, messageOf, packageVersion, parseConfig, parseHostPort, parseLogLevel, runMain, Shutdown, versionLine, type FlagsSpec, type HostPort, type HttpServer, type SocketServer } from '@warmpool/runtime';
+import {
+  ConfigError,
+  createLogger,
+  DEFAULT_TOKEN_GRACE_MS,
+  formatHostPort,
+  helpText,
+  messageOf,
+  packageVersion,
+  parseConfig,
+  parseHostPort,
+  parseLogLevel,
+  runMain,
+  Shutdown,
+  versionLine,
+  type FlagsSpec,
+  type HostPort,
+  type HttpServer,
+  type SocketServer,
+} from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 
 const FLAGS = {
-  listen: { kind: 'string', description: 'Where to serve the sandboxd API: HOST:PORT, or unix:/path/to/socket (as the real sandboxd)', env: 'SANDBOXD_LISTEN', default: '127.0.0.1:7070' },
-  apiToken: { kind: 'string', description: 'Root bearer token; empty = accept unauthenticated calls, like the real daemon', env: 'SANDBOXD_API_TOKEN' },
-  apiTokenFile: { kind: 'string', description: 'File holding the root bearer token (a mounted Secret; re-read when it changes; wins over --api-token)', env: 'SANDBOXD_API_TOKEN_FILE' },
-  tokenGrace: { kind: 'duration', description: 'After --api-token-file changes, the replaced token is still root this long', env: 'SANDBOXD_TOKEN_GRACE', default: DEFAULT_TOKEN_GRACE_MS },
-  maxClaims: { kind: 'number', description: 'Live claims before new claims answer 429', env: 'SANDBOXD_MAX_CLAIMS', default: DEFAULT_OPTIONS.maxClaims },
-  room: { kind: 'number', description: 'Sandboxes the node can hold: warm + claimed + booting', env: 'SANDBOXD_ROOM', default: DEFAULT_OPTIONS.room },
-  refillRate: { kind: 'number', description: 'Refill boots started per second, node-wide', env: 'SANDBOXD_REFILL_RATE', default: DEFAULT_OPTIONS.refillRate },
-  refillConcurrency: { kind: 'number', description: 'Refill boots in flight at once', env: 'SANDBOXD_REFILL_CONCURRENCY', default: DEFAULT_OPTIONS.refillConcurrency },
-  warmClaimMs: { kind: 'duration', description: 'Added latency of a warm claim', env: 'SANDBOXD_WARM_CLAIM_MS', default: DEFAULT_OPTIONS.warmClaimLatencyMs },
-  coldBootMs: { kind: 'duration', description: 'Latency of a cold claim, and of each refill boot unless --boot-ms', env: 'SANDBOXD_COLD_BOOT_MS', default: DEFAULT_OPTIONS.coldBootMs },
-  bootMs: { kind: 'duration', description: 'Duration of one refill boot (default: --cold-boot-ms)', env: 'SANDBOXD_BOOT_MS' },
-  defaultTtl: { kind: 'duration', description: 'Lease of a claim asking for ttl_seconds 0 or none', env: 'SANDBOXD_DEFAULT_TTL', default: DEFAULT_OPTIONS.defaultTtlSeconds * 1000 },
-  bootFailureRate: { kind: 'number', description: 'Probability that a boot fails (0..1)', env: 'SANDBOXD_BOOT_FAILURE_RATE', default: 0 },
-  claimFailureRate: { kind: 'number', description: 'Probability that a claim answers 500 (0..1)', env: 'SANDBOXD_CLAIM_FAILURE_RATE', default: 0 },
-  advertise: { kind: 'string', description: 'owner_addr in claim answers (default: the bound listen address)', env: 'SANDBOXD_ADVERTISE' },
+  listen: {
+    kind: 'string',
+    description: 'Where to serve the sandboxd API: HOST:PORT, or unix:/path/to/socket (as the real sandboxd)',
+    env: 'SANDBOXD_LISTEN',
+    default: '127.0.0.1:7070',
+  },
+  apiToken: {
+    kind: 'string',
+    description: 'Root bearer token; empty = accept unauthenticated calls, like the real daemon',
+    env: 'SANDBOXD_API_TOKEN',
+  },
+  apiTokenFile: {
+    kind: 'string',
+    description:
+      'File holding the root bearer token (a mounted Secret; re-read when it changes; wins over --api-token)',
+    env: 'SANDBOXD_API_TOKEN_FILE',
+  },
+  tokenGrace: {
+    kind: 'duration',
+    description: 'After --api-token-file changes, the replaced token is still root this long',
+    env: 'SANDBOXD_TOKEN_GRACE',
+    default: DEFAULT_TOKEN_GRACE_MS,
+  },
+  maxClaims: {
+    kind: 'number',
+    description: 'Live claims before new claims answer 429',
+    env: 'SANDBOXD_MAX_CLAIMS',
+    default: DEFAULT_OPTIONS.maxClaims,
+  },
+  room: {
+    kind: 'number',
+    description: 'Sandboxes the node can hold: warm + claimed + booting',
+    env: 'SANDBOXD_ROOM',
+    default: DEFAULT_OPTIONS.room,
+  },
+  refillRate: {
+    kind: 'number',
+    description: 'Refill boots started per second, node-wide',
+    env: 'SANDBOXD_REFILL_RATE',
+    default: DEFAULT_OPTIONS.refillRate,
+  },
+  refillConcurrency: {
+    kind: 'number',
+    description: 'Refill boots in flight at once',
+    env: 'SANDBOXD_REFILL_CONCURRENCY',
+    default: DEFAULT_OPTIONS.refillConcurrency,
+  },
+  warmClaimMs: {
+    kind: 'duration',
+    description: 'Added latency of a warm claim',
+    env: 'SANDBOXD_WARM_CLAIM_MS',
+    default: DEFAULT_OPTIONS.warmClaimLatencyMs,
+  },
+  coldBootMs: {
+    kind: 'duration',
+    description: 'Latency of a cold claim, and of each refill boot unless --boot-ms',
+    env: 'SANDBOXD_COLD_BOOT_MS',
+    default: DEFAULT_OPTIONS.coldBootMs,
+  },
+  bootMs: {
+    kind: 'duration',
+    description: 'Duration of one refill boot (default: --cold-boot-ms)',
+    env: 'SANDBOXD_BOOT_MS',
+  },
+  defaultTtl: {
+    kind: 'duration',
+    description: 'Lease of a claim asking for ttl_seconds 0 or none',
+    env: 'SANDBOXD_DEFAULT_TTL',
+    default: DEFAULT_OPTIONS.defaultTtlSeconds * 1000,
+  },
+  bootFailureRate: {
+    kind: 'number',
+    description: 'Probability that a boot fails (0..1)',
+    env: 'SANDBOXD_BOOT_FAILURE_RATE',
+    default: 0,
+  },
+  claimFailureRate: {
+    kind: 'number',
+    description: 'Probability that a claim answers 500 (0..1)',
+    env: 'SANDBOXD_CLAIM_FAILURE_RATE',
+    default: 0,
+  },
+  advertise: {
+    kind: 'string',
+    description: 'owner_addr in claim answers (default: the bound listen address)',
+    env: 'SANDBOXD_ADVERTISE',
+  },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
 } satisfies FlagsSpec;
 
-const SUMMARY = 'A faithful stand-in for the node-local sandbox daemon (sandboxd): warm pools, claims, leases, drain. State is in memory only.';
+const SUMMARY =
+  'A faithful stand-in for the node-local sandbox daemon (sandboxd): warm pools, claims, leases, drain. State is in memory only.';
 
 async function main(): Promise<void> {
   const { config, help, version } = parseConfig(FLAGS);
@@ -54,11 +145,13 @@ async function main(): Promise<void> {
     claimFailureRate: config.claimFailureRate,
     advertise: config.advertise,
   };
-  const node: RunningFakeSandboxd<HttpServer | SocketServer> = 'socketPath' in listen
-    ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
-    : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
+  const node: RunningFakeSandboxd<HttpServer | SocketServer> =
+    'socketPath' in listen
+      ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
+      : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
   shutdown.add('fake-sandboxd', node);
-  if (config.apiTokenFile === undefined && (config.apiToken === undefined || config.apiToken === '')) logger.warn('no --api-token or --api-token-file: every caller is treated as root');
+  if (config.apiTokenFile === undefined && (config.apiToken === undefined || config.apiToken === ''))
+    logger.warn('no --api-token or --api-token-file: every caller is treated as root');
   const address = 'address' in node.server ? formatHostPort(node.server.address) : node.server.url;
   logger.info('serving', { address, advertise: node.core.advertise });
 }
@@ -67,7 +160,8 @@ async function main(): Promise<void> {
 function parseListen(text: string): HostPort | { socketPath: string } {
   if (text.startsWith('unix:')) {
     const socketPath = text.slice('unix:'.length);
-    if (!socketPath.startsWith('/')) throw new ConfigError(`--listen: invalid socket "${text}" (want unix:/absolute/path)`);
+    if (!socketPath.startsWith('/'))
+      throw new ConfigError(`--listen: invalid socket "${text}" (want unix:/absolute/path)`);
     return { socketPath };
   }
   try {

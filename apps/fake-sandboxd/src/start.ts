@@ -1,7 +1,20 @@
 // One fake node served over HTTP, on a TCP address or a unix socket (as the
 // real sandboxd is), for tests and benchmarks that host many nodes in one
 // process.
-import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, messageOf, readTokenFile, serveApp, serveAppOnSocket, silentLogger, watchTokenFile, type HttpServer, type Logger, type SocketServer, type TokenFileWatch } from '@warmpool/runtime';
+import {
+  DEFAULT_TOKEN_GRACE_MS,
+  formatHostPort,
+  messageOf,
+  readTokenFile,
+  serveApp,
+  serveAppOnSocket,
+  silentLogger,
+  watchTokenFile,
+  type HttpServer,
+  type Logger,
+  type SocketServer,
+  type TokenFileWatch,
+} from '@warmpool/runtime';
 import { FakeSandboxd } from './core/fake-sandboxd.js';
 import type { FakeSandboxdOptions } from './core/options.js';
 import { createSandboxdApp } from './http/app.js';
@@ -40,10 +53,24 @@ export interface RunningFakeSandboxd<Server extends HttpServer | SocketServer = 
   close(): Promise<void>;
 }
 
-export function startFakeSandboxd(options: StartFakeSandboxdOnSocketOptions): Promise<RunningFakeSandboxd<SocketServer>>;
+export function startFakeSandboxd(
+  options: StartFakeSandboxdOnSocketOptions,
+): Promise<RunningFakeSandboxd<SocketServer>>;
 export function startFakeSandboxd(options?: StartFakeSandboxdOptions): Promise<RunningFakeSandboxd>;
-export async function startFakeSandboxd(options: StartFakeSandboxdOptions & { socketPath?: string } = {}): Promise<RunningFakeSandboxd<HttpServer | SocketServer>> {
-  const { apiToken, apiTokenFile, tokenReloadIntervalMs, tokenGraceMs, logger, socketPath, host = '127.0.0.1', port = 0, ...coreOptions } = options;
+export async function startFakeSandboxd(
+  options: StartFakeSandboxdOptions & { socketPath?: string } = {},
+): Promise<RunningFakeSandboxd<HttpServer | SocketServer>> {
+  const {
+    apiToken,
+    apiTokenFile,
+    tokenReloadIntervalMs,
+    tokenGraceMs,
+    logger,
+    socketPath,
+    host = '127.0.0.1',
+    port = 0,
+    ...coreOptions
+  } = options;
   let auth: RootAuth;
   let tokenWatch: TokenFileWatch | undefined;
   if (apiTokenFile !== undefined) {
@@ -63,7 +90,8 @@ export async function startFakeSandboxd(options: StartFakeSandboxdOptions & { so
   const app = createSandboxdApp(core, { auth, logger });
   let server: HttpServer | SocketServer;
   try {
-    server = socketPath !== undefined ? await serveAppOnSocket(app, { socketPath }) : await serveApp(app, { host, port });
+    server =
+      socketPath !== undefined ? await serveAppOnSocket(app, { socketPath }) : await serveApp(app, { host, port });
   } catch (err) {
     tokenWatch?.close();
     core.close();
@@ -93,6 +121,7 @@ function watchFile(file: string, intervalMs: number, auth: RootAuth, logger: Log
       auth.rotate(token);
       logger.info('API token reloaded; the replaced one is still root during the grace', { tokenFile: file });
     },
-    onError: (err) => logger.warn('cannot re-read the API token file; keeping the last token', { tokenFile: file, err }),
+    onError: (err) =>
+      logger.warn('cannot re-read the API token file; keeping the last token', { tokenFile: file, err }),
   });
 }

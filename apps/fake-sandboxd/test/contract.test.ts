@@ -20,8 +20,19 @@ const TOKEN = 'root-secret';
 const DAY_MS = 24 * 3600_000;
 const running: RunningFakeSandboxd[] = [];
 
-async function startNode(options: StartFakeSandboxdOptions = {}): Promise<{ node: RunningFakeSandboxd; api: SandboxdClient }> {
-  const node = await startFakeSandboxd({ apiToken: TOKEN, coldBootMs: 20, bootMs: 5, refillRate: 10_000, refillConcurrency: 100, maxClaims: 4, room: 20, ...options });
+async function startNode(
+  options: StartFakeSandboxdOptions = {},
+): Promise<{ node: RunningFakeSandboxd; api: SandboxdClient }> {
+  const node = await startFakeSandboxd({
+    apiToken: TOKEN,
+    coldBootMs: 20,
+    bootMs: 5,
+    refillRate: 10_000,
+    refillConcurrency: 100,
+    maxClaims: 4,
+    room: 20,
+    ...options,
+  });
   running.push(node);
   return { node, api: new SandboxdClient(node.url, options.apiToken === undefined ? TOKEN : options.apiToken) };
 }
@@ -43,7 +54,10 @@ async function list(api: SandboxdClient, query = ''): Promise<SandboxList> {
 }
 
 /** Set the pools and wait until every pool is warm to its target. */
-async function warmUp(api: SandboxdClient, pools: Array<{ template: string; warm: number; net?: string; size?: string }>): Promise<void> {
+async function warmUp(
+  api: SandboxdClient,
+  pools: Array<{ template: string; warm: number; net?: string; size?: string }>,
+): Promise<void> {
   expect((await api.put('/v1/pools', { pools })).status).toBe(200);
   await eventually(async () => (await info(api)).pools.every((p) => p.warm === p.target && p.refilling === 0));
 }
@@ -61,7 +75,12 @@ async function state(api: SandboxdClient): Promise<unknown> {
   return { info: await info(api), sandboxes: await list(api) };
 }
 
-async function expectRefused(api: SandboxdClient, call: () => Promise<Answer>, status: number, error?: string | RegExp): Promise<void> {
+async function expectRefused(
+  api: SandboxdClient,
+  call: () => Promise<Answer>,
+  status: number,
+  error?: string | RegExp,
+): Promise<void> {
   const before = await state(api);
   const answer = await call();
   expect(answer.status, answer.text).toBe(status);
@@ -103,7 +122,11 @@ describe('sandboxd contract: authentication', () => {
       for (const token of [null, 'wrong', `${TOKEN}x`, '']) {
         await expectRefused(api, () => api.call(method, target, { token, body }), 401);
       }
-      await expectRefused(api, () => api.call(method, target, { token: null, body, headers: { authorization: `Basic ${TOKEN}` } }), 401);
+      await expectRefused(
+        api,
+        () => api.call(method, target, { token: null, body, headers: { authorization: `Basic ${TOKEN}` } }),
+        401,
+      );
     });
   }
 
@@ -122,7 +145,12 @@ describe('sandboxd contract: PUT /v1/pools', () => {
   });
 
   it('answers the fresh info body, with net and size defaulted', async () => {
-    const answer = await api.put('/v1/pools', { pools: [{ template: 'img', warm: 2 }, { template: 'py', net: 'egress', size: 'large', warm: 3, warm_max: 5 }] });
+    const answer = await api.put('/v1/pools', {
+      pools: [
+        { template: 'img', warm: 2 },
+        { template: 'py', net: 'egress', size: 'large', warm: 3, warm_max: 5 },
+      ],
+    });
     expect(answer.status).toBe(200);
     const body = nodeInfoSchema.parse(answer.json);
     expect(body.pools).toEqual([
@@ -139,8 +167,26 @@ describe('sandboxd contract: PUT /v1/pools', () => {
     ['a negative warm', { pools: [{ template: 'img', warm: -1 }] }, /warm must not be negative/],
     ['a fractional warm', { pools: [{ template: 'img', warm: 1.5 }] }, /warm/],
     ['warm_max below warm', { pools: [{ template: 'img', warm: 3, warm_max: 2 }] }, /warm_max must not be below warm/],
-    ['a duplicate key', { pools: [{ template: 'a', warm: 1 }, { template: 'a', warm: 2 }] }, /duplicate pool key/],
-    ['a duplicate key spelled with defaults', { pools: [{ template: 'a', warm: 1 }, { template: 'a', net: 'none', size: 'small', warm: 2 }] }, /duplicate pool key/],
+    [
+      'a duplicate key',
+      {
+        pools: [
+          { template: 'a', warm: 1 },
+          { template: 'a', warm: 2 },
+        ],
+      },
+      /duplicate pool key/,
+    ],
+    [
+      'a duplicate key spelled with defaults',
+      {
+        pools: [
+          { template: 'a', warm: 1 },
+          { template: 'a', net: 'none', size: 'small', warm: 2 },
+        ],
+      },
+      /duplicate pool key/,
+    ],
     ['a key with whitespace', { pools: [{ template: 'my img', warm: 1 }] }, /template/],
     ['an empty template', { pools: [{ template: '', warm: 1 }] }, /template/],
   ];
@@ -188,7 +234,10 @@ describe('sandboxd contract: PUT /v1/pools', () => {
   });
 
   it('drains a key left out: warm sandboxes destroyed, entry retired, live claims untouched', async () => {
-    await warmUp(api, [{ template: 'img', warm: 2 }, { template: 'py', warm: 2 }]);
+    await warmUp(api, [
+      { template: 'img', warm: 2 },
+      { template: 'py', warm: 2 },
+    ]);
     const live = await claim(api, { template: 'py' });
     const answer = await api.put('/v1/pools', { pools: [{ template: 'img', warm: 2 }] });
     const body = nodeInfoSchema.parse(answer.json);
@@ -206,7 +255,10 @@ describe('sandboxd contract: POST /v1/claim', () => {
   let api: SandboxdClient;
   beforeEach(async () => {
     ({ node, api } = await startNode());
-    await warmUp(api, [{ template: 'img', warm: 2 }, { template: 'empty', warm: 0 }]);
+    await warmUp(api, [
+      { template: 'img', warm: 2 },
+      { template: 'empty', warm: 0 },
+    ]);
   });
 
   it('hands over a warm sandbox: id, token, deadline in 300 s, owner_addr of the node', async () => {
@@ -245,8 +297,14 @@ describe('sandboxd contract: POST /v1/claim', () => {
     const other = await claim(api, { template: 'img', net: 'egress' });
     expect((await info(api)).pools).toEqual(before.pools);
     expect((await info(api)).claimed).toBe(before.claimed + 2);
-    expect((await list(api, '?claim_ref=ns/cold-1')).sandboxes).toEqual([expect.objectContaining({ id: cold.id, key: { template: 'nope', net: 'none', size: 'small' } })]);
-    expect((await list(api)).sandboxes.find((s) => s.id === other.id)?.key).toEqual({ template: 'img', net: 'egress', size: 'small' });
+    expect((await list(api, '?claim_ref=ns/cold-1')).sandboxes).toEqual([
+      expect.objectContaining({ id: cold.id, key: { template: 'nope', net: 'none', size: 'small' } }),
+    ]);
+    expect((await list(api)).sandboxes.find((s) => s.id === other.id)?.key).toEqual({
+      template: 'img',
+      net: 'egress',
+      size: 'small',
+    });
   });
 
   it('answers 400 to a malformed key, changing nothing', async () => {
@@ -257,7 +315,12 @@ describe('sandboxd contract: POST /v1/claim', () => {
     await expectRefused(api, () => api.post('/v1/claim', '{"template":'), 400, exactly(INVALID_BODY_MESSAGE));
     await expectRefused(api, () => api.post('/v1/claim', {}), 400, /template/);
     await expectRefused(api, () => api.post('/v1/claim', { template: 'img', ttl_seconds: -1 }), 400, /ttl_seconds/);
-    await expectRefused(api, () => api.post('/v1/claim', { template: 'img', pad: 'x'.repeat(MAX_BODY_BYTES) }), 400, exactly(INVALID_BODY_MESSAGE));
+    await expectRefused(
+      api,
+      () => api.post('/v1/claim', { template: 'img', pad: 'x'.repeat(MAX_BODY_BYTES) }),
+      400,
+      exactly(INVALID_BODY_MESSAGE),
+    );
   });
 
   it('answers 429 while draining, changing nothing', async () => {
@@ -272,7 +335,10 @@ describe('sandboxd contract: POST /v1/claim', () => {
 
   it('answers 429 when nothing is warm and the node has no room to boot', async () => {
     const { api: small } = await startNode({ room: 2 });
-    await warmUp(small, [{ template: 'img', warm: 2 }, { template: 'empty', warm: 0 }]);
+    await warmUp(small, [
+      { template: 'img', warm: 2 },
+      { template: 'empty', warm: 0 },
+    ]);
     await expectRefused(small, () => small.post('/v1/claim', { template: 'empty' }), 429, /no room/);
   });
 
@@ -299,7 +365,13 @@ describe('sandboxd contract: sandboxes', () => {
     expect(sandboxListSchema.parse(all.json).sandboxes).toHaveLength(3);
     const filtered = await list(api, '?claim_ref=team-a%2Fjob');
     expect(filtered.sandboxes).toEqual([
-      { id: a.id, key: { template: 'img', net: 'none', size: 'small' }, deadline: a.deadline, claimed_at: expect.any(String), claim_ref: 'team-a/job' },
+      {
+        id: a.id,
+        key: { template: 'img', net: 'none', size: 'small' },
+        deadline: a.deadline,
+        claimed_at: expect.any(String),
+        claim_ref: 'team-a/job',
+      },
     ]);
     expect((await list(api, '?claim_ref=team-a')).sandboxes).toEqual([]);
   });
@@ -308,7 +380,12 @@ describe('sandboxd contract: sandboxes', () => {
     const a = await claim(api, { template: 'img', claim_ref: 'ns/a' });
     const answer = await api.get(`/v1/sandboxes/${a.id}`);
     expect(answer.status).toBe(200);
-    expect(sandboxRowSchema.parse(answer.json)).toMatchObject({ id: a.id, token: a.token, claim_ref: 'ns/a', deadline: a.deadline });
+    expect(sandboxRowSchema.parse(answer.json)).toMatchObject({
+      id: a.id,
+      token: a.token,
+      claim_ref: 'ns/a',
+      deadline: a.deadline,
+    });
   });
 
   it('does not show a sandbox to its own token (a root verb)', async () => {
@@ -366,9 +443,23 @@ describe('sandboxd contract: sandboxes', () => {
 
   it('answers 404 to a renew with a wrong token and 400 to a bad body, changing nothing', async () => {
     const a = await claim(api, { template: 'img', ttl_seconds: 10 });
-    await expectRefused(api, () => api.post(`/v1/sandboxes/${a.id}/renew`, { ttl_seconds: 100 }, { token: 'wrong' }), 404);
-    await expectRefused(api, () => api.post(`/v1/sandboxes/${a.id}/renew`, { ttl_seconds: -5 }, { token: a.token }), 400, /ttl_seconds/);
-    await expectRefused(api, () => api.post(`/v1/sandboxes/${a.id}/renew`, 'nope', { token: a.token }), 400, exactly(INVALID_BODY_MESSAGE));
+    await expectRefused(
+      api,
+      () => api.post(`/v1/sandboxes/${a.id}/renew`, { ttl_seconds: 100 }, { token: 'wrong' }),
+      404,
+    );
+    await expectRefused(
+      api,
+      () => api.post(`/v1/sandboxes/${a.id}/renew`, { ttl_seconds: -5 }, { token: a.token }),
+      400,
+      /ttl_seconds/,
+    );
+    await expectRefused(
+      api,
+      () => api.post(`/v1/sandboxes/${a.id}/renew`, 'nope', { token: a.token }),
+      400,
+      exactly(INVALID_BODY_MESSAGE),
+    );
   });
 
   it('reaps a claim at its deadline even though nobody released it', async () => {
@@ -388,7 +479,11 @@ describe('sandboxd contract: drain', () => {
 
     const drained = await api.post('/v1/drain');
     expect(drained.status).toBe(200);
-    expect(nodeInfoSchema.parse(drained.json)).toMatchObject({ draining: true, claimed: 1, pools: [{ warm: 0, target: 3 }] });
+    expect(nodeInfoSchema.parse(drained.json)).toMatchObject({
+      draining: true,
+      claimed: 1,
+      pools: [{ warm: 0, target: 3 }],
+    });
     expect((await list(api)).sandboxes.map((s) => s.id)).toEqual([live.id]);
     expect((await api.get('/metrics')).text).toMatch(/sandboxd_draining 1/);
 

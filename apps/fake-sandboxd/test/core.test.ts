@@ -8,7 +8,15 @@ const nodes: FakeSandboxd[] = [];
 
 function node(options: FakeSandboxdOptions = {}): { core: FakeSandboxd; clock: ManualClock } {
   const clock = new ManualClock();
-  const core = new FakeSandboxd({ coldBootMs: BOOT_MS, refillRate: 1_000_000, refillConcurrency: 1_000, room: 10_000, maxClaims: 5_000, clock, ...options });
+  const core = new FakeSandboxd({
+    coldBootMs: BOOT_MS,
+    refillRate: 1_000_000,
+    refillConcurrency: 1_000,
+    room: 10_000,
+    maxClaims: 5_000,
+    clock,
+    ...options,
+  });
   nodes.push(core);
   return { core, clock };
 }
@@ -17,8 +25,10 @@ afterEach(() => {
   for (const core of nodes.splice(0)) core.close();
 });
 
-const pool = (template: string, warm: number, extra: Partial<PoolTarget> = {}): PoolTarget => poolTargetSchema.parse({ template, warm, ...extra });
-const claimOf = (template: string, extra: Partial<ClaimRequest> = {}): ClaimRequest => claimRequestSchema.parse({ template, ...extra });
+const pool = (template: string, warm: number, extra: Partial<PoolTarget> = {}): PoolTarget =>
+  poolTargetSchema.parse({ template, warm, ...extra });
+const claimOf = (template: string, extra: Partial<ClaimRequest> = {}): ClaimRequest =>
+  claimRequestSchema.parse({ template, ...extra });
 const poolOf = (info: NodeInfo, template: string) => info.pools.find((p) => p.key.template === template);
 
 async function refusal(promise: Promise<unknown>): Promise<string> {
@@ -35,7 +45,13 @@ describe('FakeSandboxd refill', () => {
   it('boots a new pool up to its target, each boot taking bootMs', () => {
     const { core, clock } = node();
     const info = core.setPools([pool('img', 3)]);
-    expect(poolOf(info, 'img')).toEqual({ key: { template: 'img', net: 'none', size: 'small' }, warm: 0, refilling: 3, target: 3, golden: false });
+    expect(poolOf(info, 'img')).toEqual({
+      key: { template: 'img', net: 'none', size: 'small' },
+      warm: 0,
+      refilling: 3,
+      target: 3,
+      golden: false,
+    });
     clock.advance(BOOT_MS - 1);
     expect(poolOf(core.info(), 'img')).toMatchObject({ warm: 0, refilling: 3 });
     clock.advance(1);

@@ -6,7 +6,11 @@ interface Item extends HeapItem {
   name: number;
 }
 
-type Op = { kind: 'push'; deadline: number } | { kind: 'update'; pick: number; deadline: number } | { kind: 'remove'; pick: number } | { kind: 'pop'; now: number };
+type Op =
+  | { kind: 'push'; deadline: number }
+  | { kind: 'update'; pick: number; deadline: number }
+  | { kind: 'remove'; pick: number }
+  | { kind: 'pop'; now: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('push' as const), deadline: fc.integer({ min: 0, max: 100 }) }),

@@ -24,7 +24,11 @@ export class SandboxdClient {
   call(method: string, path: string, options: CallOptions = {}): Promise<Answer> {
     const { body, ...rest } = options;
     const sent = typeof body === 'string' ? { rawBody: body } : body === undefined ? {} : { body };
-    return httpCall(this.base, method, path, { ...rest, ...sent, token: options.token === undefined ? this.rootToken : options.token });
+    return httpCall(this.base, method, path, {
+      ...rest,
+      ...sent,
+      token: options.token === undefined ? this.rootToken : options.token,
+    });
   }
 
   get(path: string, options?: CallOptions): Promise<Answer> {
@@ -43,4 +47,3 @@ export class SandboxdClient {
     return this.call('DELETE', path, options);
   }
 }
-

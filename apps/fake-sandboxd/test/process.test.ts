@@ -17,8 +17,14 @@ interface Exit {
   stderr: string;
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; exited: Promise<Exit>; stderrLines: AsyncIterable<string> } {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { child: ChildProcess; exited: Promise<Exit>; stderrLines: AsyncIterable<string> } {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let stdout = '';
   let stderr = '';
@@ -30,7 +36,9 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess
     lines.push(...d.toString().split('\n').filter(Boolean));
     for (const wake of waiters.splice(0)) wake();
   });
-  const exited = new Promise<Exit>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const exited = new Promise<Exit>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
   const stderrLines: AsyncIterable<string> = {
     async *[Symbol.asyncIterator]() {
       for (let i = 0; ; i++) {
@@ -50,9 +58,9 @@ beforeAll(() => {
 });
 
 afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
-
 
 /** The address the process logs once it serves (undefined if it never does). */
 async function servingAddress(stderrLines: AsyncIterable<string>): Promise<string | undefined> {
@@ -68,7 +76,23 @@ describe('fake-sandboxd process', () => {
     const { exited } = run(['--help']);
     const { code, stdout } = await exited;
     expect(code).toBe(0);
-    for (const flag of ['--listen', '--api-token', '--api-token-file', '--token-grace', '--max-claims', '--room', '--refill-rate', '--refill-concurrency', '--warm-claim-ms', '--cold-boot-ms', '--default-ttl', '--boot-failure-rate', '--claim-failure-rate', '--advertise', '--log-level']) {
+    for (const flag of [
+      '--listen',
+      '--api-token',
+      '--api-token-file',
+      '--token-grace',
+      '--max-claims',
+      '--room',
+      '--refill-rate',
+      '--refill-concurrency',
+      '--warm-claim-ms',
+      '--cold-boot-ms',
+      '--default-ttl',
+      '--boot-failure-rate',
+      '--claim-failure-rate',
+      '--advertise',
+      '--log-level',
+    ]) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toContain('SANDBOXD_API_TOKEN');
@@ -82,7 +106,9 @@ describe('fake-sandboxd process', () => {
   });
 
   it('serves the API with the token from SANDBOXD_API_TOKEN and exits 0 on SIGTERM', async () => {
-    const { child, exited, stderrLines } = run(['--listen', '127.0.0.1:0', '--cold-boot-ms', '5ms'], { SANDBOXD_API_TOKEN: 'env-token' });
+    const { child, exited, stderrLines } = run(['--listen', '127.0.0.1:0', '--cold-boot-ms', '5ms'], {
+      SANDBOXD_API_TOKEN: 'env-token',
+    });
     const address = await servingAddress(stderrLines);
     expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
     const base = `http://${address}`;
@@ -109,7 +135,9 @@ describe('fake-sandboxd process', () => {
         request({ socketPath, path: '/v1/info', headers: { authorization: 'Bearer root' } }, (res) => {
           res.resume();
           resolve(res.statusCode);
-        }).on('error', reject).end();
+        })
+          .on('error', reject)
+          .end();
       });
       expect(status).toBe(200);
       child.kill('SIGTERM');

@@ -37,7 +37,10 @@ describe('fake-sandboxd on a unix socket', () => {
     const node = await startFakeSandboxd({ socketPath, apiToken: 'root' });
     expect(node.url).toBe(`unix:${socketPath}`);
     expect(statSync(socketPath).isSocket()).toBe(true);
-    expect(await getOverSocket(socketPath, '/v1/info', 'root')).toEqual({ status: 200, body: '{"pools":[],"claimed":0}' });
+    expect(await getOverSocket(socketPath, '/v1/info', 'root')).toEqual({
+      status: 200,
+      body: '{"pools":[],"claimed":0}',
+    });
     await node.close();
     expect(existsSync(socketPath)).toBe(false);
   });
@@ -45,7 +48,11 @@ describe('fake-sandboxd on a unix socket', () => {
   it('replaces a socket file left behind by a process that died', async () => {
     const socketPath = join(socketDir(), 'sandboxd.sock');
     // A process that listens there and is then killed outright leaves the file with nobody behind it.
-    const listener = spawn(process.execPath, ['-e', 'require("node:net").createServer().listen(process.argv[1], () => console.log("up"))', socketPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const listener = spawn(
+      process.execPath,
+      ['-e', 'require("node:net").createServer().listen(process.argv[1], () => console.log("up"))', socketPath],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await new Promise((resolve) => listener.stdout.once('data', resolve));
     listener.kill('SIGKILL');
     await new Promise((resolve) => listener.once('exit', resolve));

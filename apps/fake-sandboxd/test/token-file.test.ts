@@ -34,7 +34,8 @@ async function start(file: string, tokenGraceMs: number): Promise<RunningFakeSan
   return node;
 }
 
-const status = async (node: RunningFakeSandboxd, token: string | null): Promise<number> => (await new SandboxdClient(node.url, token).get('/v1/info')).status;
+const status = async (node: RunningFakeSandboxd, token: string | null): Promise<number> =>
+  (await new SandboxdClient(node.url, token).get('/v1/info')).status;
 
 describe('fake-sandboxd --api-token-file', () => {
   it('takes the token from the file, and nobody else is root', async () => {
@@ -64,7 +65,11 @@ describe('fake-sandboxd --api-token-file', () => {
   });
 
   it('refuses to start on an empty or unreadable file', async () => {
-    await expect(startFakeSandboxd({ apiTokenFile: tokenFile('  \n') })).rejects.toThrow(/--api-token-file: .* is empty/);
-    await expect(startFakeSandboxd({ apiTokenFile: '/nonexistent/token' })).rejects.toThrow(/--api-token-file: cannot read/);
+    await expect(startFakeSandboxd({ apiTokenFile: tokenFile('  \n') })).rejects.toThrow(
+      /--api-token-file: .* is empty/,
+    );
+    await expect(startFakeSandboxd({ apiTokenFile: '/nonexistent/token' })).rejects.toThrow(
+      /--api-token-file: cannot read/,
+    );
   });
 });

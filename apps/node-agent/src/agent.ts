@@ -2,7 +2,18 @@
 // and (given a writer) the NodeInventory publisher. Everything a process
 // needs is here, so a benchmark can host many agents in one process.
 import type { NodeInfo } from '@warmpool/api';
-import { DEFAULT_TOKEN_GRACE_MS, formatHostPort, readTokenFile, serveApp, silentLogger, watchTokenFile, type HostPort, type HttpServer, type Logger, type TokenFileWatch } from '@warmpool/runtime';
+import {
+  DEFAULT_TOKEN_GRACE_MS,
+  formatHostPort,
+  readTokenFile,
+  serveApp,
+  silentLogger,
+  watchTokenFile,
+  type HostPort,
+  type HttpServer,
+  type Logger,
+  type TokenFileWatch,
+} from '@warmpool/runtime';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { Gatekeeper } from './api/auth.js';
@@ -100,10 +111,13 @@ export const DEFAULTS = {
 const PER_SANDBOX_CONNECTIONS = 32;
 
 export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
-  if (options.inventory !== undefined && !options.nodeName) throw new Error('a node name is required to publish the NodeInventory');
+  if (options.inventory !== undefined && !options.nodeName)
+    throw new Error('a node name is required to publish the NodeInventory');
   const logger = options.logger ?? silentLogger;
   const tokenGraceMs = options.tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS;
-  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, { graceMs: tokenGraceMs });
+  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, {
+    graceMs: tokenGraceMs,
+  });
   const metrics = new AgentMetrics(options.registry);
   const inFlight = new ClaimsInFlight(options.maxClaimsInFlight ?? DEFAULTS.maxClaimsInFlight);
   const sandboxd = new SandboxdClient({
@@ -112,11 +126,18 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     rootTokenGraceMs: tokenGraceMs,
     timeoutMs: options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdTimeoutMs,
     connections: options.sandboxdConnections ?? inFlight.limit + PER_SANDBOX_CONNECTIONS,
-    ...(options.sandboxdControlConnections !== undefined ? { controlConnections: options.sandboxdControlConnections } : {}),
+    ...(options.sandboxdControlConnections !== undefined
+      ? { controlConnections: options.sandboxdControlConnections }
+      : {}),
   });
   // With an inventory, the generation applied before a restart lives there and must be read back first.
   const generations = new GenerationGuard({ recovered: options.inventory === undefined });
-  const state = new NodeState({ client: sandboxd, pollIntervalMs: options.pollIntervalMs ?? DEFAULTS.pollIntervalMs, logger, metrics });
+  const state = new NodeState({
+    client: sandboxd,
+    pollIntervalMs: options.pollIntervalMs ?? DEFAULTS.pollIntervalMs,
+    logger,
+    metrics,
+  });
   let publisher: InventoryPublisher | undefined;
   let server: HttpServer | undefined;
   let tokenWatch: TokenFileWatch | undefined;
@@ -129,13 +150,24 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     if (!token.configured) reasons.push('no API token configured');
     if (!state.answering) reasons.push(state.problem ?? 'sandboxd not answering');
     if (options.inventory !== undefined && !publisher?.publishedOnce) {
-      reasons.push(publisher?.lastError ? `NodeInventory not published yet: ${publisher.lastError}` : 'NodeInventory not published yet');
+      reasons.push(
+        publisher?.lastError
+          ? `NodeInventory not published yet: ${publisher.lastError}`
+          : 'NodeInventory not published yet',
+      );
     }
     return reasons;
   };
 
   const app = createApiApp({
-    sandboxd, gatekeeper: new Gatekeeper(token), generations, state, metrics, inFlight, notReadyReasons, logger,
+    sandboxd,
+    gatekeeper: new Gatekeeper(token),
+    generations,
+    state,
+    metrics,
+    inFlight,
+    notReadyReasons,
+    logger,
   });
 
   generations.onApplied((generation) => {
@@ -145,16 +177,21 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   state.onInfo(() => publisher?.changed());
 
   const start = async (): Promise<{ url: string; address: HostPort }> => {
-    if (!token.configured) logger.warn('no API token configured: every call except health, readiness and metrics answers 503');
+    if (!token.configured)
+      logger.warn('no API token configured: every call except health, readiness and metrics answers 503');
     if (options.tokenFile !== undefined) {
       const file = options.tokenFile;
       tokenWatch = watchTokenFile(file, options.tokenReloadIntervalMs ?? 10_000, {
         onChange: (value) => {
           token.set(value);
           sandboxd.setRootToken(token.value);
-          logger.info('API token reloaded; the replaced one is still accepted, and tried with sandboxd, during the grace', { tokenFile: file, configured: token.configured, graceMs: tokenGraceMs });
+          logger.info(
+            'API token reloaded; the replaced one is still accepted, and tried with sandboxd, during the grace',
+            { tokenFile: file, configured: token.configured, graceMs: tokenGraceMs },
+          );
         },
-        onError: (err) => logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
+        onError: (err) =>
+          logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
       });
     }
     server = await serveApp(app, {
@@ -165,7 +202,8 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     await state.start();
     if (options.inventory !== undefined && options.nodeName) {
       const advertise = options.advertiseAddress;
-      const address = typeof advertise === 'function' ? advertise(server.address) : advertise ?? formatHostPort(server.address);
+      const address =
+        typeof advertise === 'function' ? advertise(server.address) : (advertise ?? formatHostPort(server.address));
       publisher = new InventoryPublisher({
         writer: options.inventory,
         nodeName: options.nodeName,
@@ -183,7 +221,11 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
       });
       publisher.start();
     }
-    logger.info('node agent serving', { url: server.url, sandboxd: options.sandboxdUrl, node: options.nodeName ?? null });
+    logger.info('node agent serving', {
+      url: server.url,
+      sandboxd: options.sandboxdUrl,
+      node: options.nodeName ?? null,
+    });
     return { url: server.url, address: server.address };
   };
 
@@ -217,4 +259,3 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     close: () => (closing ??= close()),
   };
 }
-

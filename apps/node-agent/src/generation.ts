@@ -48,7 +48,8 @@ export class GenerationGuard {
    * in [0, MAX_GENERATION]) is not a floor; it is dropped.
    */
   recover(applied: number | undefined): void {
-    if (applied !== undefined && Number.isSafeInteger(applied) && applied >= 0 && applied <= MAX_GENERATION) this.#raise(applied);
+    if (applied !== undefined && Number.isSafeInteger(applied) && applied >= 0 && applied <= MAX_GENERATION)
+      this.#raise(applied);
     this.#recovered = true;
   }
 
@@ -65,10 +66,16 @@ export class GenerationGuard {
    * through after it could roll sandboxd back. The sender's retry of the same
    * generation is still accepted.
    */
-  apply<R>(generation: number, push: () => Promise<R>, accepted: (result: R) => boolean, mayHaveTakenEffect?: (err: unknown) => boolean): Promise<GuardedOutcome<R>> {
+  apply<R>(
+    generation: number,
+    push: () => Promise<R>,
+    accepted: (result: R) => boolean,
+    mayHaveTakenEffect?: (err: unknown) => boolean,
+  ): Promise<GuardedOutcome<R>> {
     const run = this.#tail.then(async (): Promise<GuardedOutcome<R>> => {
       if (!this.#recovered) return { outcome: 'not-recovered' };
-      if (this.#applied !== undefined && generation < this.#applied) return { outcome: 'stale', appliedGeneration: this.#applied };
+      if (this.#applied !== undefined && generation < this.#applied)
+        return { outcome: 'stale', appliedGeneration: this.#applied };
       let result: R;
       try {
         result = await push();

@@ -7,7 +7,9 @@ import { RequestDurations, type DurationSeries } from './request-durations.js';
 const PREFIX = 'warmpool_agent_';
 
 // Sub-millisecond resolution at the bottom: the agent's own overhead is tens of microseconds.
-const REQUEST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const REQUEST_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 const PUBLISH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export class AgentMetrics {
@@ -56,8 +58,16 @@ export class AgentMetrics {
     });
     this.#claimed = new Gauge({ name: `${PREFIX}claimed`, help: 'Live claims on the node', registers });
     this.#draining = new Gauge({ name: `${PREFIX}draining`, help: '1 while the node is draining', registers });
-    this.#atCapacity = new Gauge({ name: `${PREFIX}at_capacity`, help: '1 while refill is parked because the node is full', registers });
-    this.#appliedGeneration = new Gauge({ name: `${PREFIX}applied_generation`, help: 'The last SetPools generation applied (-1: none yet)', registers });
+    this.#atCapacity = new Gauge({
+      name: `${PREFIX}at_capacity`,
+      help: '1 while refill is parked because the node is full',
+      registers,
+    });
+    this.#appliedGeneration = new Gauge({
+      name: `${PREFIX}applied_generation`,
+      help: 'The last SetPools generation applied (-1: none yet)',
+      registers,
+    });
     this.#appliedGeneration.set(-1);
     this.#publishDuration = new Histogram({
       name: `${PREFIX}inventory_publish_duration_seconds`,
@@ -65,10 +75,26 @@ export class AgentMetrics {
       buckets: PUBLISH_BUCKETS,
       registers,
     });
-    this.#publishFailures = new Counter({ name: `${PREFIX}inventory_publish_failures_total`, help: 'Failed NodeInventory publish attempts', registers });
-    this.#specRestored = new Counter({ name: `${PREFIX}inventory_spec_restored_total`, help: 'Times the NodeInventory spec was found changed by someone else and put back', registers });
-    this.#staleGenerations = new Counter({ name: `${PREFIX}stale_generation_pushes_total`, help: 'SetPools pushes refused as older than the applied generation', registers });
-    this.#claimsAtLimit = new Counter({ name: `${PREFIX}claims_refused_in_flight_limit_total`, help: 'Claims answered 429 because the agent had its limit of claims in flight to sandboxd', registers });
+    this.#publishFailures = new Counter({
+      name: `${PREFIX}inventory_publish_failures_total`,
+      help: 'Failed NodeInventory publish attempts',
+      registers,
+    });
+    this.#specRestored = new Counter({
+      name: `${PREFIX}inventory_spec_restored_total`,
+      help: 'Times the NodeInventory spec was found changed by someone else and put back',
+      registers,
+    });
+    this.#staleGenerations = new Counter({
+      name: `${PREFIX}stale_generation_pushes_total`,
+      help: 'SetPools pushes refused as older than the applied generation',
+      registers,
+    });
+    this.#claimsAtLimit = new Counter({
+      name: `${PREFIX}claims_refused_in_flight_limit_total`,
+      help: 'Claims answered 429 because the agent had its limit of claims in flight to sandboxd',
+      registers,
+    });
     const claimsInFlight = (): number => this.#claimsInFlight();
     new Gauge({
       name: `${PREFIX}claims_in_flight`,

@@ -108,7 +108,8 @@ export class NodeState {
       const answer = await client.info();
       const info = infoFromAnswer(answer);
       if (info !== undefined) this.observe(info);
-      else if (answer.status === 401) problem = 'sandboxd refuses the agent\'s token (401): the agent and sandboxd must share the fleet token';
+      else if (answer.status === 401)
+        problem = "sandboxd refuses the agent's token (401): the agent and sandboxd must share the fleet token";
       else problem = `sandboxd answered GET /v1/info with ${answer.status}`;
     } catch (err) {
       if (isSandboxdUnavailable(err)) {

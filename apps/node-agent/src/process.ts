@@ -2,7 +2,19 @@
 // token, Kubernetes access for the inventory, graceful shutdown on SIGTERM.
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
-import { ConfigError, createLogger, helpText, messageOf, packageVersion, parseConfig, parseLogLevel, readTokenFile, runMain, Shutdown, versionLine } from '@warmpool/runtime';
+import {
+  ConfigError,
+  createLogger,
+  helpText,
+  messageOf,
+  packageVersion,
+  parseConfig,
+  parseLogLevel,
+  readTokenFile,
+  runMain,
+  Shutdown,
+  versionLine,
+} from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
 import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
@@ -32,8 +44,12 @@ async function main(): Promise<void> {
   const registry = new Registry();
   // Node's process_* / nodejs_* metrics under their standard names, so stock dashboards work.
   collectDefaultMetrics({ register: registry });
-  new Gauge({ name: 'warmpool_build_info', help: 'Always 1; the labels say which build runs', labelNames: ['component', 'version', 'node_version'], registers: [registry] })
-    .set({ component: 'node-agent', version, node_version: process.version }, 1);
+  new Gauge({
+    name: 'warmpool_build_info',
+    help: 'Always 1; the labels say which build runs',
+    labelNames: ['component', 'version', 'node_version'],
+    registers: [registry],
+  }).set({ component: 'node-agent', version, node_version: process.version }, 1);
 
   const agent = createNodeAgent({
     sandboxdUrl: config.sandboxdUrl,
@@ -42,7 +58,9 @@ async function main(): Promise<void> {
     listen,
     ...(config.nodeName ? { nodeName: config.nodeName } : {}),
     // Checked now so a bad setting fails before anything starts; derived again from the bound port (--listen may say :0).
-    ...(inventory ? { inventory, advertiseAddress: (bound) => advertiseAddressOf(config, { host: listen.host, port: bound.port }) } : {}),
+    ...(inventory
+      ? { inventory, advertiseAddress: (bound) => advertiseAddressOf(config, { host: listen.host, port: bound.port }) }
+      : {}),
     ...(config.capacity !== undefined ? { capacity: config.capacity } : {}),
     publishIntervalMs: config.publishInterval,
     minPublishGapMs: config.minPublishGap,

@@ -20,20 +20,29 @@ describe('the agent API access table', () => {
     await node?.close();
   });
 
-  const routes = (): Array<{ method: string; path: string }> => node.agent.app.routes.map(({ method, path }) => ({ method, path }));
+  const routes = (): Array<{ method: string; path: string }> =>
+    node.agent.app.routes.map(({ method, path }) => ({ method, path }));
 
   it('declares every route the app serves, and serves every route it declares', () => {
-    const served = routes().map(({ method, path }) => `${method} ${path}`).sort();
+    const served = routes()
+      .map(({ method, path }) => `${method} ${path}`)
+      .sort();
     expect(served).toEqual([...ROUTE_ACCESS.keys()].sort());
   });
 
   it('declares only health, readiness, metrics and the API document open', () => {
-    const open = [...ROUTE_ACCESS].filter(([, access]) => access === 'open').map(([route]) => route).sort();
+    const open = [...ROUTE_ACCESS]
+      .filter(([, access]) => access === 'open')
+      .map(([route]) => route)
+      .sort();
     expect(open).toEqual(['GET /healthz', 'GET /metrics', 'GET /openapi.json', 'GET /readyz']);
   });
 
   it('documents in /openapi.json the access each route declares', () => {
-    const paths = openApiDocument()['paths'] as Record<string, Record<string, { security: Array<Record<string, string[]>> }>>;
+    const paths = openApiDocument()['paths'] as Record<
+      string,
+      Record<string, { security: Array<Record<string, string[]>> }>
+    >;
     for (const [route, access] of ROUTE_ACCESS) {
       const [method = '', path = ''] = route.split(' ');
       const security = paths[path.replaceAll(':id', '{id}')]?.[method.toLowerCase()]?.security;
@@ -47,7 +56,10 @@ describe('the agent API access table', () => {
       const access = ROUTE_ACCESS.get(`${method} ${path}`);
       const viaHttp = await fetch(node.url + concrete(path), { method });
       const viaHono = await node.agent.app.request(concrete(path), { method });
-      for (const [how, res] of [['HTTP', viaHttp], ['app.request()', viaHono]] as const) {
+      for (const [how, res] of [
+        ['HTTP', viaHttp],
+        ['app.request()', viaHono],
+      ] as const) {
         await res.body?.cancel();
         if (access === 'open') {
           expect(res.status, `${method} ${path} (${how}) is open`).not.toBe(401);
@@ -61,7 +73,10 @@ describe('the agent API access table', () => {
 
   it('refuses a wrong token with 401 on every root route', async () => {
     for (const { method, path } of routes().filter((r) => ROUTE_ACCESS.get(`${r.method} ${r.path}`) === 'root')) {
-      const res = await fetch(node.url + concrete(path), { method, headers: { authorization: 'Bearer not-the-fleet-token' } });
+      const res = await fetch(node.url + concrete(path), {
+        method,
+        headers: { authorization: 'Bearer not-the-fleet-token' },
+      });
       await res.body?.cancel();
       expect(res.status, `${method} ${path} with a wrong token`).toBe(401);
     }

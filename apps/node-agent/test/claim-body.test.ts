@@ -7,13 +7,33 @@ import { describe, expect, it } from 'vitest';
 import { claimBodySchema, quickClaimRequest } from '../src/api/claim-body.js';
 
 // Every character JavaScript's \s matches, and a few that only look like whitespace.
-const WHITESPACE = [' ', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u1680', '\u2000', '\u2005', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff'];
+const WHITESPACE = [
+  ' ',
+  '\t',
+  '\n',
+  '\v',
+  '\f',
+  '\r',
+  '\u00a0',
+  '\u1680',
+  '\u2000',
+  '\u2005',
+  '\u200a',
+  '\u2028',
+  '\u2029',
+  '\u202f',
+  '\u205f',
+  '\u3000',
+  '\ufeff',
+];
 const NOT_WHITESPACE = ['\u200b', '\u180e', '\u0085', '\u00ad', '\0'];
 
 const text: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 6 }),
   fc.string({ unit: 'grapheme', maxLength: 4 }),
-  fc.tuple(fc.string({ maxLength: 3 }), fc.constantFrom(...WHITESPACE, ...NOT_WHITESPACE), fc.string({ maxLength: 3 })).map((parts) => parts.join('')),
+  fc
+    .tuple(fc.string({ maxLength: 3 }), fc.constantFrom(...WHITESPACE, ...NOT_WHITESPACE), fc.string({ maxLength: 3 }))
+    .map((parts) => parts.join('')),
   // Around the length limits (253 for key parts, 512 for claim_ref), in UTF-16 units and in surrogate pairs.
   fc.constantFrom(252, 253, 254, 511, 512, 513).map((n) => 'x'.repeat(n)),
   fc.constantFrom(126, 127).map((n) => '😀'.repeat(n)),
@@ -26,7 +46,14 @@ const number: fc.Arbitrary<number> = fc.oneof(
   fc.constantFrom(0, -0, 0.5, 1e21, 2 ** 53 - 1, 2 ** 53, -(2 ** 53), Number.MAX_VALUE, Number.MIN_VALUE),
 );
 
-const anyField: fc.Arbitrary<unknown> = fc.oneof(text, number, fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }));
+const anyField: fc.Arbitrary<unknown> = fc.oneof(
+  text,
+  number,
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.integer(), { maxLength: 2 }),
+  fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
+);
 
 const claimLike: fc.Arbitrary<unknown> = fc.record(
   {
@@ -46,21 +73,27 @@ const body: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue() },
   {
     weight: 1,
-    arbitrary: fc.constantFrom(
-      '{"template":"img","ttl_seconds":-0}',
-      '{"template":"img","ttl_seconds":1e400}',
-      '{"__proto__":{"template":"img"}}',
-      '{"__proto__":{"template":"img"},"template":"b"}',
-      '{"template":"a","template":"b"}',
-      '{"constructor":"x","template":"img"}',
-      '{"template":"img","net":null}',
-    ).map((raw) => JSON.parse(raw) as unknown),
+    arbitrary: fc
+      .constantFrom(
+        '{"template":"img","ttl_seconds":-0}',
+        '{"template":"img","ttl_seconds":1e400}',
+        '{"__proto__":{"template":"img"}}',
+        '{"__proto__":{"template":"img"},"template":"b"}',
+        '{"template":"a","template":"b"}',
+        '{"constructor":"x","template":"img"}',
+        '{"template":"img","net":null}',
+      )
+      .map((raw) => JSON.parse(raw) as unknown),
   },
 );
 
 /** zod measures strings in code points; the quick check in UTF-16 units, so it leaves astral-heavy strings near a limit to zod. */
 const fitsInUnits = (json: unknown): boolean =>
-  typeof json === 'object' && json !== null && Object.entries(json).every(([key, value]) => typeof value !== 'string' || value.length <= (key === 'claim_ref' ? 512 : 253));
+  typeof json === 'object' &&
+  json !== null &&
+  Object.entries(json).every(
+    ([key, value]) => typeof value !== 'string' || value.length <= (key === 'claim_ref' ? 512 : 253),
+  );
 
 describe('the quick claim check', () => {
   it('accepts only what claimRequestSchema accepts, with the same value and the same encoding', () => {
@@ -85,7 +118,8 @@ describe('the quick claim check', () => {
   it('takes every valid claim whose strings fit the limits in UTF-16 units', () => {
     fc.assert(
       fc.property(body, (json) => {
-        if (claimRequestSchema.safeParse(json).success && fitsInUnits(json)) expect(quickClaimRequest(json)).toBeDefined();
+        if (claimRequestSchema.safeParse(json).success && fitsInUnits(json))
+          expect(quickClaimRequest(json)).toBeDefined();
       }),
       { numRuns: 20_000 },
     );
@@ -101,7 +135,12 @@ describe('the quick claim check', () => {
   });
 
   it('fills in net and size as the schema does, and drops keys the schema does not know', () => {
-    expect(quickClaimRequest({ template: 'img', ttl_seconds: 60, extra: true })).toStrictEqual({ template: 'img', net: 'none', size: 'small', ttl_seconds: 60 });
+    expect(quickClaimRequest({ template: 'img', ttl_seconds: 60, extra: true })).toStrictEqual({
+      template: 'img',
+      net: 'none',
+      size: 'small',
+      ttl_seconds: 60,
+    });
   });
 
   it('leaves a body it does not accept to zod, whose words the 400 carries', () => {

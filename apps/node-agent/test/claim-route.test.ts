@@ -48,7 +48,13 @@ afterEach(async () => {
 
 async function agentBefore(sandboxdUrl: string): Promise<{ agent: NodeAgent; url: string }> {
   // A client still sending an over-large body keeps its connection busy in Node's eyes: close() need not wait long for it.
-  const agent = createNodeAgent({ sandboxdUrl, token: FLEET_TOKEN, pollIntervalMs: 60_000, sandboxdTimeoutMs: 2_000, closeTimeoutMs: 500 });
+  const agent = createNodeAgent({
+    sandboxdUrl,
+    token: FLEET_TOKEN,
+    pollIntervalMs: 60_000,
+    sandboxdTimeoutMs: 2_000,
+    closeTimeoutMs: 500,
+  });
   const { url } = await agent.start();
   open.push(() => agent.close());
   return { agent, url };
@@ -82,17 +88,28 @@ type Send = (body: string, headers?: Record<string, string>) => Promise<Seen>;
 
 /** The same claim, sent over HTTP (the direct path) and through app.request() (the Hono path). */
 function bothPaths(agent: NodeAgent, url: string): Array<[string, Send]> {
-  const init = (body: string, headers: Record<string, string>): RequestInit => ({ method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const init = (body: string, headers: Record<string, string>): RequestInit => ({
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
   const auth = { authorization: `Bearer ${FLEET_TOKEN}` };
   return [
     ['over HTTP', async (body, headers = auth) => seen(await fetch(`${url}/v1/claim`, init(body, headers)))],
-    ['through app.request()', async (body, headers = auth) => seen(await agent.app.request('/v1/claim', init(body, headers)))],
+    [
+      'through app.request()',
+      async (body, headers = auth) => seen(await agent.app.request('/v1/claim', init(body, headers))),
+    ],
   ];
 }
 
 describe('the claim route', () => {
-  it('answers on Node\'s response directly when served over HTTP, and through Hono otherwise', async () => {
-    const { agent, url } = await withStub({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"id":"sb_1"}' });
+  it("answers on Node's response directly when served over HTTP, and through Hono otherwise", async () => {
+    const { agent, url } = await withStub({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"id":"sb_1"}',
+    });
     const direct = vi.spyOn(SandboxdClient.prototype, 'claimInto');
     const viaHono = vi.spyOn(SandboxdClient.prototype, 'claim');
     const [[, overHttp], [, throughApp]] = bothPaths(agent, url) as [[string, Send], [string, Send]];
@@ -102,21 +119,38 @@ describe('the claim route', () => {
     expect([direct.mock.calls.length, viaHono.mock.calls.length]).toEqual([1, 1]);
   });
 
-  it('passes sandboxd\'s answer through byte for byte: status, body, content type and Retry-After', async () => {
-    const odd = { status: 429, headers: { 'content-type': 'application/problem+json', 'retry-after': '7' }, body: '{ "error" : "node is full" }' };
+  it("passes sandboxd's answer through byte for byte: status, body, content type and Retry-After", async () => {
+    const odd = {
+      status: 429,
+      headers: { 'content-type': 'application/problem+json', 'retry-after': '7' },
+      body: '{ "error" : "node is full" }',
+    };
     const { agent, url } = await withStub(odd);
     for (const [path, send] of bothPaths(agent, url)) {
-      expect(await send('{"template":"img"}'), path).toEqual({ status: 429, body: odd.body, contentType: 'application/problem+json', retryAfter: '7', challenge: null });
+      expect(await send('{"template":"img"}'), path).toEqual({
+        status: 429,
+        body: odd.body,
+        contentType: 'application/problem+json',
+        retryAfter: '7',
+        challenge: null,
+      });
     }
   });
 
-  it('forwards the validated claim (defaults filled in, unknown keys dropped) with the fleet token, not the client\'s bytes', async () => {
-    const { agent, url, received } = await withStub({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"id":"sb_1"}' });
+  it("forwards the validated claim (defaults filled in, unknown keys dropped) with the fleet token, not the client's bytes", async () => {
+    const { agent, url, received } = await withStub({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"id":"sb_1"}',
+    });
     for (const [path, send] of bothPaths(agent, url)) {
       expect((await send('{"template":"img","ttl_seconds":60,"extra":true}')).status, path).toBe(200);
     }
-    expect(received.map((r) => r.body)).toEqual(Array(2).fill('{"template":"img","net":"none","size":"small","ttl_seconds":60}'));
-    for (const { headers } of received) expect(headers).toMatchObject({ authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' });
+    expect(received.map((r) => r.body)).toEqual(
+      Array(2).fill('{"template":"img","net":"none","size":"small","ttl_seconds":60}'),
+    );
+    for (const { headers } of received)
+      expect(headers).toMatchObject({ authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' });
   });
 
   it.each([
@@ -128,7 +162,11 @@ describe('the claim route', () => {
     ['a claim zod has to judge (astral characters)', JSON.stringify({ template: '😀'.repeat(200) }), undefined, 200],
     ['a body over 1 MiB', JSON.stringify({ template: 'img', claim_ref: 'x'.repeat(1024 * 1024) }), undefined, 400],
   ] as const)('answers %s the same way on both paths', async (_case, body, headers, status) => {
-    const { agent, url, received } = await withStub({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"id":"sb_1"}' });
+    const { agent, url, received } = await withStub({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"id":"sb_1"}',
+    });
     const answers = [];
     for (const [, send] of bothPaths(agent, url)) answers.push(await send(body, headers));
     expect(answers[0]?.status).toBe(status);
@@ -137,20 +175,35 @@ describe('the claim route', () => {
   });
 
   it('reads a body that arrives in many chunks, and refuses one that grows over 1 MiB', async () => {
-    const { url, received } = await withStub({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"id":"sb_1"}' });
-    const chunked = (parts: string[]): ReadableStream<Uint8Array> => new ReadableStream({
-      pull(controller) {
-        const part = parts.shift();
-        if (part === undefined) controller.close();
-        else controller.enqueue(new TextEncoder().encode(part));
-      },
+    const { url, received } = await withStub({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"id":"sb_1"}',
     });
+    const chunked = (parts: string[]): ReadableStream<Uint8Array> =>
+      new ReadableStream({
+        pull(controller) {
+          const part = parts.shift();
+          if (part === undefined) controller.close();
+          else controller.enqueue(new TextEncoder().encode(part));
+        },
+      });
     const post = (body: ReadableStream<Uint8Array>): Promise<Response> =>
-      fetch(`${url}/v1/claim`, { method: 'POST', body, headers: { authorization: `Bearer ${FLEET_TOKEN}` }, duplex: 'half' } as RequestInit);
+      fetch(`${url}/v1/claim`, {
+        method: 'POST',
+        body,
+        headers: { authorization: `Bearer ${FLEET_TOKEN}` },
+        duplex: 'half',
+      } as RequestInit);
     expect((await post(chunked(['{"temp', 'late":"im', 'g"}']))).status).toBe(200);
     expect(received.map((r) => r.body)).toEqual(['{"template":"img","net":"none","size":"small"}']);
-    const tooBig = await post(chunked(['{"template":"img","claim_ref":"', ...Array<string>(17).fill('x'.repeat(64 * 1024)), '"}']));
-    expect(await seen(tooBig)).toMatchObject({ status: 400, body: '{"error":"invalid request body","reason":"BodyTooLarge"}' });
+    const tooBig = await post(
+      chunked(['{"template":"img","claim_ref":"', ...Array<string>(17).fill('x'.repeat(64 * 1024)), '"}']),
+    );
+    expect(await seen(tooBig)).toMatchObject({
+      status: 400,
+      body: '{"error":"invalid request body","reason":"BodyTooLarge"}',
+    });
     expect(received).toHaveLength(1);
   });
 

@@ -45,7 +45,9 @@ describe('node agent configuration', () => {
 
   it('advertises the flag, else POD_IP with the listen port, else a specific listen host', () => {
     const listen = parseHostPort('0.0.0.0:7071');
-    expect(advertiseAddressOf(configOf(['--advertise-address', '10.0.0.9:80']), listen, { POD_IP: '10.1.1.1' })).toBe('10.0.0.9:80');
+    expect(advertiseAddressOf(configOf(['--advertise-address', '10.0.0.9:80']), listen, { POD_IP: '10.1.1.1' })).toBe(
+      '10.0.0.9:80',
+    );
     expect(advertiseAddressOf(configOf([]), listen, { POD_IP: '10.1.1.1' })).toBe('10.1.1.1:7071');
     expect(advertiseAddressOf(configOf([]), listen, { POD_IP: 'fd00::5' })).toBe('[fd00::5]:7071');
     expect(advertiseAddressOf(configOf([]), parseHostPort('10.2.2.2:9000'), {})).toBe('10.2.2.2:9000');

@@ -6,14 +6,26 @@ import { entriesOf } from '@warmpool/node-agent';
 import { describe, expect, it } from 'vitest';
 
 const row = (i: number): SandboxRow => ({
-  id: `sb_${i}`, key: { template: 'img', net: 'none', size: 'small' }, deadline: '2026-12-01T11:00:00Z', claimed_at: new Date(Date.UTC(2026, 11, 1, 10, 0, i)).toISOString(), claim_ref: `team/job-${i}`,
+  id: `sb_${i}`,
+  key: { template: 'img', net: 'none', size: 'small' },
+  deadline: '2026-12-01T11:00:00Z',
+  claimed_at: new Date(Date.UTC(2026, 11, 1, 10, 0, i)).toISOString(),
+  claim_ref: `team/job-${i}`,
 });
 
 describe('inventory entries', () => {
   it('publishes every claim with its claim_ref and claim time while under the cap, oldest first', () => {
     expect(entriesOf([row(2), row(1)])).toEqual({
       truncated: false,
-      entries: [1, 2].map((i) => ({ id: `sb_${i}`, template: 'img', net: 'none', size: 'small', claimRef: `team/job-${i}`, deadline: '2026-12-01T11:00:00Z', claimedAt: row(i).claimed_at })),
+      entries: [1, 2].map((i) => ({
+        id: `sb_${i}`,
+        template: 'img',
+        net: 'none',
+        size: 'small',
+        claimRef: `team/job-${i}`,
+        deadline: '2026-12-01T11:00:00Z',
+        claimedAt: row(i).claimed_at,
+      })),
     });
   });
 

@@ -21,7 +21,14 @@ describe('GenerationGuard', () => {
     const guard = new GenerationGuard({ recovered: true });
     await guard.apply(5, ok, accepted);
     let ran = false;
-    const outcome = await guard.apply(4, async () => { ran = true; return 200; }, accepted);
+    const outcome = await guard.apply(
+      4,
+      async () => {
+        ran = true;
+        return 200;
+      },
+      accepted,
+    );
     expect(outcome).toEqual({ outcome: 'stale', appliedGeneration: 5 });
     expect(ran).toBe(false);
   });
@@ -36,8 +43,22 @@ describe('GenerationGuard', () => {
     const guard = new GenerationGuard({ recovered: true });
     const first = deferred<number>();
     const order: number[] = [];
-    const newer = guard.apply(7, async () => { order.push(7); return first.promise; }, accepted);
-    const older = guard.apply(6, async () => { order.push(6); return 200; }, accepted);
+    const newer = guard.apply(
+      7,
+      async () => {
+        order.push(7);
+        return first.promise;
+      },
+      accepted,
+    );
+    const older = guard.apply(
+      6,
+      async () => {
+        order.push(6);
+        return 200;
+      },
+      accepted,
+    );
     await Promise.resolve();
     expect(order).toEqual([7]);
     first.resolve(200);
@@ -60,7 +81,9 @@ describe('GenerationGuard', () => {
     const sentNoAnswer = (err: unknown): boolean => (err as Error).message === 'sent, no answer';
     await expect(guard.apply(3, () => Promise.reject(new Error('not sent')), accepted, sentNoAnswer)).rejects.toThrow();
     expect(guard.applied).toBeUndefined();
-    await expect(guard.apply(5, () => Promise.reject(new Error('sent, no answer')), accepted, sentNoAnswer)).rejects.toThrow();
+    await expect(
+      guard.apply(5, () => Promise.reject(new Error('sent, no answer')), accepted, sentNoAnswer),
+    ).rejects.toThrow();
     expect(guard.applied).toBe(5);
     expect(await guard.apply(4, ok, accepted)).toEqual({ outcome: 'stale', appliedGeneration: 5 });
     expect((await guard.apply(5, ok, accepted)).outcome).toBe('applied');

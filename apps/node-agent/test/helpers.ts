@@ -19,8 +19,16 @@ export interface CallOptions {
 }
 
 /** One HTTP call with the fleet token unless told otherwise; `token: null` sends no Authorization header. */
-export function call<T = unknown>(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
-  return httpCall<T>(baseUrl, method, path, { ...options, token: options.token === undefined ? FLEET_TOKEN : options.token });
+export function call<T = unknown>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Answer<T>> {
+  return httpCall<T>(baseUrl, method, path, {
+    ...options,
+    token: options.token === undefined ? FLEET_TOKEN : options.token,
+  });
 }
 
 export interface Node {
@@ -69,7 +77,10 @@ export async function spawnFakeSandboxd(args: string[]): Promise<SandboxdProcess
     orphanCleanupDir: dir,
   });
   const address = await Promise.race([
-    eventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'fake-sandboxd to serve' }),
+    eventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], {
+      timeoutMs: 15_000,
+      what: 'fake-sandboxd to serve',
+    }),
     child.exited.then(() => {
       throw new Error(`fake-sandboxd exited before serving:\n${child.log()}`);
     }),
@@ -105,7 +116,10 @@ export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): P
     orphanCleanupDir: dir,
   });
   const url = await Promise.race([
-    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], { timeoutMs: 15_000, what: 'the agent to serve' }),
+    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], {
+      timeoutMs: 15_000,
+      what: 'the agent to serve',
+    }),
     child.exited.then(({ code }) => {
       throw new Error(`the agent exited with ${code} before serving:\n${child.log()}`);
     }),

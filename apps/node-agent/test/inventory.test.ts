@@ -1,10 +1,22 @@
 // The NodeInventory publisher against a real kube-apiserver (etcd included),
 // with a real fake-sandboxd behind the agent.
 import { randomBytes } from 'node:crypto';
-import { KubeNodeType, NodeInventoryType, type KubeObject, type NodeInventory, type NodeInventoryStatus } from '@warmpool/api';
+import {
+  KubeNodeType,
+  NodeInventoryType,
+  type KubeObject,
+  type NodeInventory,
+  type NodeInventoryStatus,
+} from '@warmpool/api';
 import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
-import { KubeInventoryWriter, RESET_APPLIED_GENERATION, type InventoryIdentity, type InventoryWriter, type NodeAgentOptions } from '@warmpool/node-agent';
+import {
+  KubeInventoryWriter,
+  RESET_APPLIED_GENERATION,
+  type InventoryIdentity,
+  type InventoryWriter,
+  type NodeAgentOptions,
+} from '@warmpool/node-agent';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSandboxd } from '@warmpool/fake-sandboxd';
 import { call, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
@@ -62,7 +74,12 @@ function nodeName(): string {
 }
 
 /** An agent publishing `name`'s inventory; unless told not to, waits until it has read back its generation. */
-async function agentFor(name: string, options: Partial<NodeAgentOptions> = {}, writer?: InventoryWriter, waitForRecovery = true): Promise<Node> {
+async function agentFor(
+  name: string,
+  options: Partial<NodeAgentOptions> = {},
+  writer?: InventoryWriter,
+  waitForRecovery = true,
+): Promise<Node> {
   const n = await startNode({
     nodeName: name,
     inventory: writer ?? new KubeInventoryWriter(cluster.kubeConfig, { timeoutMs: 2_000 }),
@@ -74,7 +91,8 @@ async function agentFor(name: string, options: Partial<NodeAgentOptions> = {}, w
     ...options,
   });
   open.push(n);
-  if (waitForRecovery) await eventually(() => n.agent.generations.recovered, { timeoutMs: 10_000, what: 'the generation read back' });
+  if (waitForRecovery)
+    await eventually(() => n.agent.generations.recovered, { timeoutMs: 10_000, what: 'the generation read back' });
   return n;
 }
 
@@ -91,18 +109,33 @@ async function statusOf(name: string): Promise<NodeInventoryStatus | undefined> 
 }
 
 describe('NodeInventory publisher', () => {
-  it('publishes the node\'s inventory at start: spec, pools, claimed, capacity and generation', async () => {
+  it("publishes the node's inventory at start: spec, pools, claimed, capacity and generation", async () => {
     const name = nodeName();
     const n = await agentFor(name, { capacity: 48 });
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 3, pools: [{ template: 'img', warm: 2 }] } });
-    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 10_000, what: 'ready' });
-    const inventory = await eventually(async () => {
-      const found = await inventoryOf(name);
-      return found?.status?.appliedGeneration === 3 ? found : undefined;
-    }, { timeoutMs: 10_000, what: 'the inventory' });
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, {
+      timeoutMs: 10_000,
+      what: 'ready',
+    });
+    const inventory = await eventually(
+      async () => {
+        const found = await inventoryOf(name);
+        return found?.status?.appliedGeneration === 3 ? found : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the inventory' },
+    );
     expect(inventory.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
     expect(inventory.status).toMatchObject({
-      pools: [{ template: 'img', net: 'none', size: 'small', target: 2, warm: expect.any(Number), refilling: expect.any(Number) }],
+      pools: [
+        {
+          template: 'img',
+          net: 'none',
+          size: 'small',
+          target: 2,
+          warm: expect.any(Number),
+          refilling: expect.any(Number),
+        },
+      ],
       claimed: 0,
       capacity: 48,
       draining: false,
@@ -110,17 +143,32 @@ describe('NodeInventory publisher', () => {
       appliedGeneration: 3,
     });
     expect(Math.abs(Date.parse(inventory.status?.publishedAt ?? '') - Date.now())).toBeLessThan(30_000);
-    const managers = (inventory.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.map((f) => f.manager);
+    const managers = (inventory.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.map(
+      (f) => f.manager,
+    );
     expect(managers).toContain('warmpool-node-agent');
   });
 
   it('puts its spec back on its next publish when someone else re-pointed it, and counts it', async () => {
     const name = nodeName();
     const n = await agentFor(name, { publishIntervalMs: 500 });
-    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', { timeoutMs: 10_000, what: 'the inventory' });
-    await cluster.kubectl(['patch', 'nodeinventory', name, '--type=merge', '-p', JSON.stringify({ spec: { address: '127.0.9.9:7443' } })]);
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', {
+      timeoutMs: 10_000,
+      what: 'the inventory',
+    });
+    await cluster.kubectl([
+      'patch',
+      'nodeinventory',
+      name,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { address: '127.0.9.9:7443' } }),
+    ]);
     expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '127.0.9.9:7443' });
-    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', { timeoutMs: 10_000, what: 'the spec restored' });
+    await eventually(async () => (await inventoryOf(name))?.spec?.address === '10.0.0.7:7071', {
+      timeoutMs: 10_000,
+      what: 'the spec restored',
+    });
     expect((await inventoryOf(name))?.spec).toEqual({ nodeName: name, address: '10.0.0.7:7071' });
     expect(await n.agent.metrics.render()).toMatch(/^warmpool_agent_inventory_spec_restored_total [1-9]/m);
   });
@@ -131,7 +179,9 @@ describe('NodeInventory publisher', () => {
     const node = await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
     await agentFor(name);
     const inventory = await eventually(() => inventoryOf(name), { timeoutMs: 10_000, what: 'the inventory' });
-    expect(inventory.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata?.uid }]);
+    expect(inventory.metadata.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Node', name, uid: node.metadata?.uid },
+    ]);
   });
 
   it('has no owner while its Node does not exist, and gains one when the Node appears', async () => {
@@ -139,8 +189,15 @@ describe('NodeInventory publisher', () => {
     const n = await agentFor(name, { publishIntervalMs: 300 });
     const orphan = await eventually(() => inventoryOf(name), { timeoutMs: 10_000, what: 'the inventory' });
     expect(orphan.metadata.ownerReferences).toBeUndefined();
-    const node = await new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType).create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
-    await eventually(async () => (await inventoryOf(name))?.metadata.ownerReferences?.[0]?.uid === node.metadata?.uid, { timeoutMs: 10_000, what: 'the owner reference' });
+    const node = await new ResourceClient<KubeObject>(cluster.kubeConfig, KubeNodeType).create({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name },
+    });
+    await eventually(async () => (await inventoryOf(name))?.metadata.ownerReferences?.[0]?.uid === node.metadata?.uid, {
+      timeoutMs: 10_000,
+      what: 'the owner reference',
+    });
     expect(n.agent.notReadyReasons()).toEqual([]);
   });
 
@@ -149,8 +206,14 @@ describe('NodeInventory publisher', () => {
     const writer = new CountingWriter(new KubeInventoryWriter(cluster.kubeConfig));
     const n = await agentFor(name, { minPublishGapMs: 1_000 }, writer);
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 50 }] } });
-    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 50, { timeoutMs: 15_000, what: 'a full warm pool' });
-    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, { timeoutMs: 10_000, what: 'the warm pool published' });
+    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 50, {
+      timeoutMs: 15_000,
+      what: 'a full warm pool',
+    });
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, {
+      timeoutMs: 10_000,
+      what: 'the warm pool published',
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     const before = writer.statusWrites;
 
@@ -161,12 +224,23 @@ describe('NodeInventory publisher', () => {
     // Warm never reached 0 (refill keeps up) and nothing else significant happened: no write at all.
     expect(writer.statusWrites - before).toBe(0);
 
-    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 50 }, { template: 'other', warm: 1 }] } });
+    await call(n.url, 'PUT', '/v1/pools', {
+      body: {
+        generation: 2,
+        pools: [
+          { template: 'img', warm: 50 },
+          { template: 'other', warm: 1 },
+        ],
+      },
+    });
     await call(n.url, 'POST', '/v1/drain');
-    await eventually(async () => {
-      const status = await statusOf(name);
-      return status?.draining === true && status.pools?.length === 2 && status.appliedGeneration === 2;
-    }, { timeoutMs: 10_000, what: 'the new pool set and drain published' });
+    await eventually(
+      async () => {
+        const status = await statusOf(name);
+        return status?.draining === true && status.pools?.length === 2 && status.appliedGeneration === 2;
+      },
+      { timeoutMs: 10_000, what: 'the new pool set and drain published' },
+    );
     // Two significant changes within the gap: at most one write for each gap, not one per change or per claim.
     expect(writer.statusWrites - before).toBeLessThanOrEqual(3);
   });
@@ -174,15 +248,23 @@ describe('NodeInventory publisher', () => {
   it('reads the applied generation back after a restart, so a stale push is refused even by a fresh agent', async () => {
     const name = nodeName();
     const first = await agentFor(name);
-    expect((await call(first.url, 'PUT', '/v1/pools', { body: { generation: 7, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === 7, { timeoutMs: 10_000, what: 'generation 7 published' });
+    expect(
+      (await call(first.url, 'PUT', '/v1/pools', { body: { generation: 7, pools: [{ template: 'img', warm: 1 }] } }))
+        .status,
+    ).toBe(200);
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 7, {
+      timeoutMs: 10_000,
+      what: 'generation 7 published',
+    });
     await first.close();
     open.splice(open.indexOf(first), 1);
 
     const second = await agentFor(name);
     await eventually(() => second.agent.generations.recovered, { timeoutMs: 10_000, what: 'recovery' });
     expect(second.agent.generations.applied).toBe(7);
-    const stale = await call<{ error: string; appliedGeneration: number }>(second.url, 'PUT', '/v1/pools', { body: { generation: 6, pools: [] } });
+    const stale = await call<{ error: string; appliedGeneration: number }>(second.url, 'PUT', '/v1/pools', {
+      body: { generation: 6, pools: [] },
+    });
     expect(stale).toMatchObject({ status: 409, body: { appliedGeneration: 7 } });
     expect((await call(second.url, 'PUT', '/v1/pools', { body: { generation: 8, pools: [] } })).status).toBe(200);
   });
@@ -192,14 +274,23 @@ describe('NodeInventory publisher', () => {
     const forged = Number.MAX_SAFE_INTEGER;
     const first = await agentFor(name);
     expect((await call(first.url, 'PUT', '/v1/pools', { body: { generation: forged, pools: [] } })).status).toBe(200);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === forged, { timeoutMs: 10_000, what: 'the forged number published' });
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === forged, {
+      timeoutMs: 10_000,
+      what: 'the forged number published',
+    });
     await first.close();
     open.splice(open.indexOf(first), 1);
 
     // An annotation naming another number changes nothing.
     const annotate = async (value: string): Promise<void> => {
       const current = await inventories.get({ name });
-      await inventories.replace({ ...current, metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [RESET_APPLIED_GENERATION]: value } } });
+      await inventories.replace({
+        ...current,
+        metadata: {
+          ...current.metadata,
+          annotations: { ...current.metadata.annotations, [RESET_APPLIED_GENERATION]: value },
+        },
+      });
     };
     await annotate('12');
     const second = await agentFor(name);
@@ -210,9 +301,15 @@ describe('NodeInventory publisher', () => {
     await annotate(String(forged));
     const third = await agentFor(name);
     expect(third.agent.generations.applied).toBe(0);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === 0, { timeoutMs: 10_000, what: '0 published over the forged number' });
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 0, {
+      timeoutMs: 10_000,
+      what: '0 published over the forged number',
+    });
     expect((await call(third.url, 'PUT', '/v1/pools', { body: { generation: 5, pools: [] } })).status).toBe(200);
-    await eventually(async () => (await statusOf(name))?.appliedGeneration === 5, { timeoutMs: 10_000, what: 'the next push published' });
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === 5, {
+      timeoutMs: 10_000,
+      what: 'the next push published',
+    });
     await third.close();
     open.splice(open.indexOf(third), 1);
 
@@ -224,7 +321,9 @@ describe('NodeInventory publisher', () => {
   it('refuses a generation beyond the largest a control plane issues (400), changing nothing', async () => {
     const name = nodeName();
     const n = await agentFor(name);
-    const beyond = await call<{ error: string }>(n.url, 'PUT', '/v1/pools', { body: { generation: Number.MAX_SAFE_INTEGER + 1, pools: [] } });
+    const beyond = await call<{ error: string }>(n.url, 'PUT', '/v1/pools', {
+      body: { generation: Number.MAX_SAFE_INTEGER + 1, pools: [] },
+    });
     expect(beyond.status).toBe(400);
     expect(n.agent.generations.applied).toBeUndefined();
   });
@@ -233,22 +332,37 @@ describe('NodeInventory publisher', () => {
     const name = nodeName();
     const n = await agentFor(name);
     await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 3 }] } });
-    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, { timeoutMs: 10_000, what: 'the warm pool published' });
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, {
+      timeoutMs: 10_000,
+      what: 'the warm pool published',
+    });
 
     await cluster.stopApiserver();
     for (let i = 0; i < 5; i++) {
       expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
     }
-    expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 4 }] } })).status).toBe(200);
-    await eventually(async () => /warmpool_agent_inventory_publish_failures_total [1-9]/.test((await call<string>(n.url, 'GET', '/metrics', { token: null })).body), { timeoutMs: 10_000, what: 'a failed publish' });
+    expect(
+      (await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 4 }] } }))
+        .status,
+    ).toBe(200);
+    await eventually(
+      async () =>
+        /warmpool_agent_inventory_publish_failures_total [1-9]/.test(
+          (await call<string>(n.url, 'GET', '/metrics', { token: null })).body,
+        ),
+      { timeoutMs: 10_000, what: 'a failed publish' },
+    );
     expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
     expect((await call(n.url, 'GET', '/readyz', { token: null })).status).toBe(200);
 
     await cluster.startApiserver();
-    const status = await eventually(async () => {
-      const found = await statusOf(name);
-      return found?.appliedGeneration === 2 ? found : undefined;
-    }, { timeoutMs: 20_000, what: 'the change published after the outage' });
+    const status = await eventually(
+      async () => {
+        const found = await statusOf(name);
+        return found?.appliedGeneration === 2 ? found : undefined;
+      },
+      { timeoutMs: 20_000, what: 'the change published after the outage' },
+    );
     expect(status.pools?.[0]?.target).toBe(4);
     expect(status.claimed).toBe(6);
   });
@@ -257,7 +371,9 @@ describe('NodeInventory publisher', () => {
     const name = nodeName();
     await cluster.stopApiserver();
     const n = await agentFor(name, {}, undefined, false);
-    const refused = await call<{ error: string }>(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } });
+    const refused = await call<{ error: string }>(n.url, 'PUT', '/v1/pools', {
+      body: { generation: 1, pools: [{ template: 'img', warm: 1 }] },
+    });
     expect(refused.status).toBe(503);
     expect(refused.body.error).toMatch(/last applied generation is not known yet/);
     expect((await call(n.url, 'GET', '/v1/info')).status).toBe(200);
@@ -266,8 +382,14 @@ describe('NodeInventory publisher', () => {
     expect(ready.body.reasons.join()).toMatch(/NodeInventory not published yet/);
 
     await cluster.startApiserver();
-    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 20_000, what: 'ready after the outage' });
-    expect((await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
+    await eventually(async () => (await call(n.url, 'GET', '/readyz', { token: null })).status === 200, {
+      timeoutMs: 20_000,
+      what: 'ready after the outage',
+    });
+    expect(
+      (await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } }))
+        .status,
+    ).toBe(200);
     expect(await inventoryOf(name)).toBeDefined();
   });
 
@@ -276,23 +398,46 @@ describe('NodeInventory publisher', () => {
     await agentFor(name, { publishIntervalMs: 300 });
     await eventually(() => inventoryOf(name), { timeoutMs: 10_000, what: 'the inventory' });
     await inventories.delete({ name });
-    await eventually(async () => (await inventoryOf(name))?.status?.publishedAt !== undefined, { timeoutMs: 10_000, what: 'the inventory back' });
+    await eventually(async () => (await inventoryOf(name))?.status?.publishedAt !== undefined, {
+      timeoutMs: 10_000,
+      what: 'the inventory back',
+    });
   });
 
   it('runs as a process with --kubeconfig, and on SIGTERM exits 0 leaving its inventory in place', async () => {
     const name = nodeName();
     const sandboxd = await startFakeSandboxd({ apiToken: FLEET_TOKEN, coldBootMs: 20 });
     const proc = await spawnAgent(
-      ['--sandboxd-url', sandboxd.url, '--kubeconfig', cluster.kubeconfigPath, '--node-name', name, '--min-publish-gap', '200ms', '--capacity', '32'],
+      [
+        '--sandboxd-url',
+        sandboxd.url,
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--node-name',
+        name,
+        '--min-publish-gap',
+        '200ms',
+        '--capacity',
+        '32',
+      ],
       { WARMPOOL_API_TOKEN: FLEET_TOKEN, POD_IP: '10.9.8.7' },
     );
     try {
-      await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 15_000, what: 'ready' });
-      expect((await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 11, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
-      const inventory = await eventually(async () => {
-        const found = await inventoryOf(name);
-        return found?.status?.appliedGeneration === 11 ? found : undefined;
-      }, { timeoutMs: 10_000, what: 'generation 11 published' });
+      await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, {
+        timeoutMs: 15_000,
+        what: 'ready',
+      });
+      expect(
+        (await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 11, pools: [{ template: 'img', warm: 1 }] } }))
+          .status,
+      ).toBe(200);
+      const inventory = await eventually(
+        async () => {
+          const found = await inventoryOf(name);
+          return found?.status?.appliedGeneration === 11 ? found : undefined;
+        },
+        { timeoutMs: 10_000, what: 'generation 11 published' },
+      );
       expect(inventory.spec).toEqual({ nodeName: name, address: `10.9.8.7:${new URL(proc.url).port}` });
       expect(inventory.status?.capacity).toBe(32);
       proc.child.kill('SIGTERM');

@@ -45,23 +45,47 @@ function refusesConnections(url: string): Promise<boolean> {
 describe('node agent process', () => {
   it('prints every flag with --help and exits 0', async () => {
     const { stdout } = await run(process.execPath, [AGENT_MAIN, '--help']);
-    for (const flag of ['--listen', '--sandboxd-url', '--token-file', '--node-name', '--advertise-address', '--kubeconfig', '--publish-interval', '--min-publish-gap', '--sandboxd-timeout', '--max-claims-in-flight', '--drain-delay', '--shutdown-timeout', '--log-level']) {
+    for (const flag of [
+      '--listen',
+      '--sandboxd-url',
+      '--token-file',
+      '--node-name',
+      '--advertise-address',
+      '--kubeconfig',
+      '--publish-interval',
+      '--min-publish-gap',
+      '--sandboxd-timeout',
+      '--max-claims-in-flight',
+      '--drain-delay',
+      '--shutdown-timeout',
+      '--log-level',
+    ]) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toContain('WARMPOOL_API_TOKEN');
   });
 
   it('exits 2 with the reason on a bad flag', async () => {
-    const failed = await run(process.execPath, [AGENT_MAIN, '--no-inventory', '--sandboxd-url', 'ftp://x']).catch((err: { code: number; stderr: string }) => err);
+    const failed = await run(process.execPath, [AGENT_MAIN, '--no-inventory', '--sandboxd-url', 'ftp://x']).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
     expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/only http:\/\/ and unix: are supported/) });
-    const unreadable = await run(process.execPath, [AGENT_MAIN, '--no-inventory', '--token-file', '/nonexistent/token']).catch((err: { code: number; stderr: string }) => err);
+    const unreadable = await run(process.execPath, [
+      AGENT_MAIN,
+      '--no-inventory',
+      '--token-file',
+      '/nonexistent/token',
+    ]).catch((err: { code: number; stderr: string }) => err);
     expect(unreadable).toMatchObject({ code: 2, stderr: expect.stringMatching(/--token-file: cannot read/) });
   });
 
   it('takes the fleet token from WARMPOOL_API_TOKEN and presents it to sandboxd', async () => {
     const node = await sandboxd();
     const proc = await agent(['--no-inventory', '--sandboxd-url', node.url], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
-    expect((await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } })).status).toBe(200);
+    expect(
+      (await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 1 }] } }))
+        .status,
+    ).toBe(200);
     expect((await call(proc.url, 'GET', '/v1/info', { token: 'wrong' })).status).toBe(401);
   });
 
@@ -71,7 +95,9 @@ describe('node agent process', () => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, `${FLEET_TOKEN}\n`);
     const node = await sandboxd();
-    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--token-file', tokenFile], { WARMPOOL_API_TOKEN: 'ignored-when-a-file-is-given' });
+    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--token-file', tokenFile], {
+      WARMPOOL_API_TOKEN: 'ignored-when-a-file-is-given',
+    });
     expect((await call(proc.url, 'GET', '/v1/info')).status).toBe(200);
     expect((await call(proc.url, 'GET', '/v1/info', { token: 'ignored-when-a-file-is-given' })).status).toBe(401);
   });
@@ -85,20 +111,31 @@ describe('node agent process', () => {
 
   it('on SIGTERM turns unready at once, keeps serving claims through --drain-delay, then stops accepting and exits 0', async () => {
     const node = await sandboxd();
-    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '4s'], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
+    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '4s'], {
+      WARMPOOL_API_TOKEN: FLEET_TOKEN,
+    });
     await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 5 }] } });
-    await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, { timeoutMs: 5_000, what: 'ready' });
+    await eventually(async () => (await call(proc.url, 'GET', '/readyz', { token: null })).status === 200, {
+      timeoutMs: 5_000,
+      what: 'ready',
+    });
 
     const signalled = performance.now();
     proc.child.kill('SIGTERM');
-    const unready = await eventually(async () => {
-      const answer = await call<{ reason: string; reasons: string[] }>(proc.url, 'GET', '/readyz', { token: null });
-      return answer.status === 503 ? answer : undefined;
-    }, { timeoutMs: 3_000, what: '/readyz to turn 503' });
+    const unready = await eventually(
+      async () => {
+        const answer = await call<{ reason: string; reasons: string[] }>(proc.url, 'GET', '/readyz', { token: null });
+        return answer.status === 503 ? answer : undefined;
+      },
+      { timeoutMs: 3_000, what: '/readyz to turn 503' },
+    );
     expect(unready.body).toMatchObject({ reason: 'NotReady', reasons: ['shutting down'] });
     // Still serving (were the listener closed, these would be refused): claims, and the control plane's probe.
     for (let i = 0; i < 3; i++) {
-      expect((await call(proc.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: `ns/draining-${i}` } })).status).toBe(200);
+      expect(
+        (await call(proc.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: `ns/draining-${i}` } }))
+          .status,
+      ).toBe(200);
     }
     expect((await call(proc.url, 'GET', '/v1/info')).status).toBe(200);
 
@@ -111,11 +148,15 @@ describe('node agent process', () => {
 
   it('on SIGTERM (no drain delay) stops accepting, finishes the claims in flight, exits 0 and leaves the sandboxes running', async () => {
     const node = await sandboxd({ coldBootMs: 1_500 });
-    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '0s'], { WARMPOOL_API_TOKEN: FLEET_TOKEN });
+    const proc = await agent(['--no-inventory', '--sandboxd-url', node.url, '--drain-delay', '0s'], {
+      WARMPOOL_API_TOKEN: FLEET_TOKEN,
+    });
     await call(proc.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 0 }] } });
 
     // No warm sandbox: each claim boots cold and is in flight for 1.5 s.
-    const claims = Array.from({ length: 5 }, (_, i) => call<ClaimResponse>(proc.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: `ns/claim-${i}` } }));
+    const claims = Array.from({ length: 5 }, (_, i) =>
+      call<ClaimResponse>(proc.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: `ns/claim-${i}` } }),
+    );
     await new Promise((resolve) => setTimeout(resolve, 400));
     const signalled = performance.now();
     proc.child.kill('SIGTERM');

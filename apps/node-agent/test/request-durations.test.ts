@@ -18,11 +18,22 @@ const OBSERVATIONS: Array<[route: string, method: string, status: number, second
   ['not_found', 'PATCH', 404, 0],
 ];
 
-function both(): { ours: RequestDurations; theirs: Histogram<'route' | 'method' | 'status'>; oursText: () => Promise<string>; theirsText: () => Promise<string> } {
+function both(): {
+  ours: RequestDurations;
+  theirs: Histogram<'route' | 'method' | 'status'>;
+  oursText: () => Promise<string>;
+  theirsText: () => Promise<string>;
+} {
   const ourRegistry = new Registry();
   const theirRegistry = new Registry();
   const ours = new RequestDurations({ name: NAME, help: HELP, buckets: BUCKETS, registry: ourRegistry });
-  const theirs = new Histogram({ name: NAME, help: HELP, labelNames: ['route', 'method', 'status'], buckets: BUCKETS, registers: [theirRegistry] });
+  const theirs = new Histogram({
+    name: NAME,
+    help: HELP,
+    labelNames: ['route', 'method', 'status'],
+    buckets: BUCKETS,
+    registers: [theirRegistry],
+  });
   return { ours, theirs, oursText: () => ourRegistry.metrics(), theirsText: () => theirRegistry.metrics() };
 }
 

@@ -43,7 +43,8 @@ describe('SandboxdClient root token during a rotation', () => {
     return made;
   }
 
-  const claim = (c: SandboxdClient): Promise<SandboxdAnswer> => new Promise((resolve, reject) => c.claimInto('{"template":"img"}', { answer: resolve, failed: reject }));
+  const claim = (c: SandboxdClient): Promise<SandboxdAnswer> =>
+    new Promise((resolve, reject) => c.claimInto('{"template":"img"}', { answer: resolve, failed: reject }));
 
   it('sends the call again with the replaced token when sandboxd has not read the new one, and sticks to it', async () => {
     accepts = new Set(['old']);
@@ -77,7 +78,7 @@ describe('SandboxdClient root token during a rotation', () => {
     expect(presented).toEqual(['GET /v1/sandboxes new', 'GET /v1/sandboxes old']);
   });
 
-  it('passes sandboxd\'s 401 through when neither token is taken, or when there is no grace', async () => {
+  it("passes sandboxd's 401 through when neither token is taken, or when there is no grace", async () => {
     accepts = new Set(['something-else']);
     const rotating = client('old', 60_000);
     rotating.setRootToken('new');
@@ -91,7 +92,7 @@ describe('SandboxdClient root token during a rotation', () => {
     expect(presented).toEqual(['GET /v1/info new']);
   });
 
-  it('never retries a call made with a sandbox\'s own token', async () => {
+  it("never retries a call made with a sandbox's own token", async () => {
     accepts = new Set(['old']);
     const c = client('old', 60_000);
     c.setRootToken('new');

@@ -4,13 +4,24 @@ import { describe, expect, it } from 'vitest';
 
 function info(pools: Array<[string, number, number]>, extra: Partial<NodeInfo> = {}): NodeInfo {
   return {
-    pools: pools.map(([template, target, warm]) => ({ key: { template, net: 'none', size: 'small' }, target, warm, refilling: 0 })),
+    pools: pools.map(([template, target, warm]) => ({
+      key: { template, net: 'none', size: 'small' },
+      target,
+      warm,
+      refilling: 0,
+    })),
     claimed: 0,
     ...extra,
   };
 }
 
-const base = snapshotOf(info([['a', 3, 3], ['b', 2, 1]]), 4);
+const base = snapshotOf(
+  info([
+    ['a', 3, 3],
+    ['b', 2, 1],
+  ]),
+  4,
+);
 
 describe('inventory significance', () => {
   it('publishes the first snapshot', () => {
@@ -18,35 +29,112 @@ describe('inventory significance', () => {
   });
 
   it('ignores what claims move all the time: warm above 0, refilling and claimed', () => {
-    const busy = snapshotOf({ ...info([['a', 3, 1], ['b', 2, 2]]), claimed: 40 }, 4);
+    const busy = snapshotOf(
+      {
+        ...info([
+          ['a', 3, 1],
+          ['b', 2, 2],
+        ]),
+        claimed: 40,
+      },
+      4,
+    );
     busy.pools[0]!.refilling = 2;
     expect(significantChange(base, busy)).toBeUndefined();
   });
 
   it('publishes when a pool runs out of warm sandboxes, and when it has some again', () => {
-    const empty = snapshotOf(info([['a', 3, 0], ['b', 2, 1]]), 4);
+    const empty = snapshotOf(
+      info([
+        ['a', 3, 0],
+        ['b', 2, 1],
+      ]),
+      4,
+    );
     expect(significantChange(base, empty)).toBe('a|none|small ran out of warm sandboxes');
     expect(significantChange(empty, base)).toBe('a|none|small has warm sandboxes again');
   });
 
   it('publishes a target change, a pool appearing or retiring, and a new generation', () => {
-    expect(significantChange(base, snapshotOf(info([['a', 4, 3], ['b', 2, 1]]), 4))).toBe('target of a|none|small changed');
+    expect(
+      significantChange(
+        base,
+        snapshotOf(
+          info([
+            ['a', 4, 3],
+            ['b', 2, 1],
+          ]),
+          4,
+        ),
+      ),
+    ).toBe('target of a|none|small changed');
     expect(significantChange(base, snapshotOf(info([['a', 3, 3]]), 4))).toBe('pool set changed');
-    expect(significantChange(base, snapshotOf(info([['a', 3, 3], ['c', 2, 1]]), 4))).toBe('pool set changed');
-    expect(significantChange(base, snapshotOf(info([['a', 3, 3], ['b', 2, 1]]), 5))).toBe('generation 5 applied');
+    expect(
+      significantChange(
+        base,
+        snapshotOf(
+          info([
+            ['a', 3, 3],
+            ['c', 2, 1],
+          ]),
+          4,
+        ),
+      ),
+    ).toBe('pool set changed');
+    expect(
+      significantChange(
+        base,
+        snapshotOf(
+          info([
+            ['a', 3, 3],
+            ['b', 2, 1],
+          ]),
+          5,
+        ),
+      ),
+    ).toBe('generation 5 applied');
   });
 
   it('publishes draining and at-capacity flipping either way', () => {
-    const draining = snapshotOf(info([['a', 3, 3], ['b', 2, 1]], { draining: true }), 4);
+    const draining = snapshotOf(
+      info(
+        [
+          ['a', 3, 3],
+          ['b', 2, 1],
+        ],
+        { draining: true },
+      ),
+      4,
+    );
     expect(significantChange(base, draining)).toBe('draining started');
     expect(significantChange(draining, base)).toBe('draining lifted');
-    const full = snapshotOf(info([['a', 3, 3], ['b', 2, 1]], { at_capacity: true }), 4);
+    const full = snapshotOf(
+      info(
+        [
+          ['a', 3, 3],
+          ['b', 2, 1],
+        ],
+        { at_capacity: true },
+      ),
+      4,
+    );
     expect(significantChange(base, full)).toBe('node at capacity');
     expect(significantChange(full, base)).toBe('node no longer at capacity');
   });
 
   it('does not depend on the order sandboxd lists pools in', () => {
-    expect(significantChange(base, snapshotOf(info([['b', 2, 1], ['a', 3, 3]]), 4))).toBeUndefined();
+    expect(
+      significantChange(
+        base,
+        snapshotOf(
+          info([
+            ['b', 2, 1],
+            ['a', 3, 3],
+          ]),
+          4,
+        ),
+      ),
+    ).toBeUndefined();
   });
 });
 
@@ -73,8 +161,15 @@ describe('inventory status', () => {
     expect(status).not.toHaveProperty('appliedGeneration');
   });
 
-  it('carries each pool\'s claimed count when the agent counted them, and leaves it out when it could not', () => {
-    const counted = snapshotOf(info([['a', 3, 3], ['b', 2, 1]]), 4, new Map([['a|none|small', 5]]));
+  it("carries each pool's claimed count when the agent counted them, and leaves it out when it could not", () => {
+    const counted = snapshotOf(
+      info([
+        ['a', 3, 3],
+        ['b', 2, 1],
+      ]),
+      4,
+      new Map([['a|none|small', 5]]),
+    );
     expect(counted.pools.map((p) => p.claimed)).toEqual([5, 0]);
     expect(base.pools.every((p) => !('claimed' in p))).toBe(true);
     expect(significantChange(base, counted)).toBeUndefined();

@@ -25,14 +25,20 @@ interface SandboxdProcess {
 }
 
 async function spawnSandboxd(args: string[]): Promise<SandboxdProcess> {
-  const child = spawn(process.execPath, [SANDBOXD_MAIN, '--listen', '127.0.0.1:0', ...args], { env: { PATH: process.env['PATH'] }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SANDBOXD_MAIN, '--listen', '127.0.0.1:0', ...args], {
+    env: { PATH: process.env['PATH'] },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const address = await eventually(() => {
-    if (child.exitCode !== null) throw new Error(`fake-sandboxd exited with ${child.exitCode}:\n${output}`);
-    return /"msg":"serving","address":"([^"]+)"/.exec(output)?.[1];
-  }, { timeoutMs: 15_000, what: 'fake-sandboxd to serve' });
+  const address = await eventually(
+    () => {
+      if (child.exitCode !== null) throw new Error(`fake-sandboxd exited with ${child.exitCode}:\n${output}`);
+      return /"msg":"serving","address":"([^"]+)"/.exec(output)?.[1];
+    },
+    { timeoutMs: 15_000, what: 'fake-sandboxd to serve' },
+  );
   return { child, url: `http://${address}`, output: () => output };
 }
 
@@ -47,7 +53,11 @@ function reloads(output: string): number {
 }
 
 /** Claims (each released again) with up to `concurrency` in flight, until stopped; every answer is kept. */
-function claimLoop(agentUrl: string, token: () => string, concurrency: number): { stop(): Promise<Map<number, number>>; done(): number } {
+function claimLoop(
+  agentUrl: string,
+  token: () => string,
+  concurrency: number,
+): { stop(): Promise<Map<number, number>>; done(): number } {
   const statuses = new Map<number, number>();
   let running = true;
   let done = 0;
@@ -56,9 +66,13 @@ function claimLoop(agentUrl: string, token: () => string, concurrency: number): 
   };
   const worker = async (): Promise<void> => {
     while (running) {
-      const claimed = await call<ClaimResponse>(agentUrl, 'POST', '/v1/claim', { token: token(), body: { template: 'img', ttl_seconds: 60 } });
+      const claimed = await call<ClaimResponse>(agentUrl, 'POST', '/v1/claim', {
+        token: token(),
+        body: { template: 'img', ttl_seconds: 60 },
+      });
       count(claimed.status);
-      if (claimed.status === 200) count((await call(agentUrl, 'POST', `/v1/sandboxes/${claimed.body.id}/release`, { token: token() })).status);
+      if (claimed.status === 200)
+        count((await call(agentUrl, 'POST', `/v1/sandboxes/${claimed.body.id}/release`, { token: token() })).status);
       done++;
     }
   };
@@ -85,9 +99,35 @@ describe('fleet token rotation under load', () => {
     dir = mkdtempSync(join(tmpdir(), 'warmpool-rotation-'));
     replaceFile(agentFile(), TOKENS[0]);
     replaceFile(sandboxdFile(), TOKENS[0]);
-    sandboxd = await spawnSandboxd(['--api-token-file', sandboxdFile(), '--token-grace', '5m', '--cold-boot-ms', '1ms', '--refill-rate', '10000', '--room', '1000', '--max-claims', '1000']);
-    agent = await spawnAgent(['--no-inventory', '--sandboxd-url', sandboxd.url, '--token-file', agentFile(), '--token-grace', '5m', '--poll-interval', '200ms']);
-    const pools = await call(agent.url, 'PUT', '/v1/pools', { token: clientToken, body: { generation: 1, pools: [{ template: 'img', warm: 20 }] } });
+    sandboxd = await spawnSandboxd([
+      '--api-token-file',
+      sandboxdFile(),
+      '--token-grace',
+      '5m',
+      '--cold-boot-ms',
+      '1ms',
+      '--refill-rate',
+      '10000',
+      '--room',
+      '1000',
+      '--max-claims',
+      '1000',
+    ]);
+    agent = await spawnAgent([
+      '--no-inventory',
+      '--sandboxd-url',
+      sandboxd.url,
+      '--token-file',
+      agentFile(),
+      '--token-grace',
+      '5m',
+      '--poll-interval',
+      '200ms',
+    ]);
+    const pools = await call(agent.url, 'PUT', '/v1/pools', {
+      token: clientToken,
+      body: { generation: 1, pools: [{ template: 'img', warm: 20 }] },
+    });
     expect(pools.status).toBe(200);
   }, 60_000);
 
@@ -102,17 +142,28 @@ describe('fleet token rotation under load', () => {
     try {
       await eventually(() => load.done() > 20, { timeoutMs: 20_000, what: 'claims to flow' });
       replaceFile(sandboxdFile(), TOKENS[1]);
-      await eventually(() => reloads(sandboxd.output()) === 1, { timeoutMs: 30_000, what: 'fake-sandboxd to read the new token' });
+      await eventually(() => reloads(sandboxd.output()) === 1, {
+        timeoutMs: 30_000,
+        what: 'fake-sandboxd to read the new token',
+      });
       const before = load.done();
-      await eventually(() => load.done() > before + 20, { timeoutMs: 20_000, what: 'claims while only sandboxd has the new token' });
+      await eventually(() => load.done() > before + 20, {
+        timeoutMs: 20_000,
+        what: 'claims while only sandboxd has the new token',
+      });
       replaceFile(agentFile(), TOKENS[1]);
-      await eventually(() => reloads(agent.output()) === 1, { timeoutMs: 30_000, what: 'the agent to read the new token' });
+      await eventually(() => reloads(agent.output()) === 1, {
+        timeoutMs: 30_000,
+        what: 'the agent to read the new token',
+      });
       clientToken = TOKENS[1];
       const after = load.done();
       await eventually(() => load.done() > after + 20, { timeoutMs: 20_000, what: 'claims with the new token' });
     } finally {
       const statuses = await load.stop();
-      expect(Object.fromEntries(statuses)).toEqual(Object.fromEntries([...statuses].filter(([status]) => status >= 200 && status < 300)));
+      expect(Object.fromEntries(statuses)).toEqual(
+        Object.fromEntries([...statuses].filter(([status]) => status >= 200 && status < 300)),
+      );
       expect(statuses.get(200)).toBeGreaterThan(60);
     }
   }, 120_000);
@@ -125,16 +176,24 @@ describe('fleet token rotation under load', () => {
       // A little later, so that the two processes see their files at different moments.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       replaceFile(sandboxdFile(), TOKENS[2]);
-      await eventually(() => reloads(agent.output()) === 2, { timeoutMs: 30_000, what: 'the agent to read the new token' });
+      await eventually(() => reloads(agent.output()) === 2, {
+        timeoutMs: 30_000,
+        what: 'the agent to read the new token',
+      });
       clientToken = TOKENS[2];
       let before = load.done();
       await eventually(() => load.done() > before + 20, { timeoutMs: 20_000, what: 'claims with the new token' });
-      await eventually(() => reloads(sandboxd.output()) === 2, { timeoutMs: 30_000, what: 'fake-sandboxd to read the new token' });
+      await eventually(() => reloads(sandboxd.output()) === 2, {
+        timeoutMs: 30_000,
+        what: 'fake-sandboxd to read the new token',
+      });
       before = load.done();
       await eventually(() => load.done() > before + 20, { timeoutMs: 20_000, what: 'claims once both have it' });
     } finally {
       const statuses = await load.stop();
-      expect(Object.fromEntries(statuses)).toEqual(Object.fromEntries([...statuses].filter(([status]) => status >= 200 && status < 300)));
+      expect(Object.fromEntries(statuses)).toEqual(
+        Object.fromEntries([...statuses].filter(([status]) => status >= 200 && status < 300)),
+      );
     }
     // The agent's own calls kept working too: it never went unready.
     expect((await call(agent.url, 'GET', '/readyz', { token: null })).status).toBe(200);

@@ -38,7 +38,11 @@ export type { PoolTarget };
  * control plane reads its addresses, the only ones it pushes to.
  */
 export const KubeNodeType: ResourceType = {
-  group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false,
+  group: '',
+  version: 'v1',
+  plural: 'nodes',
+  kind: 'Node',
+  namespaced: false,
 };
 
 /** The slice of a core/v1 Node warmpool reads. */
@@ -48,7 +52,11 @@ export interface KubeNode extends KubeObject {
 
 /** The core Pod kind: the control plane reads the node agents' own pods (their IPs and nodes). */
 export const KubePodType: ResourceType = {
-  group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true,
+  group: '',
+  version: 'v1',
+  plural: 'pods',
+  kind: 'Pod',
+  namespaced: true,
 };
 
 /** The slice of a core/v1 Pod warmpool reads. */

@@ -97,6 +97,11 @@ export type BatchReply = z.output<typeof batchReplySchema>;
  */
 export const claimEventSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('claimed'), record: claimRecordSchema.omit({ token: true }) }),
-  z.object({ op: z.literal('released'), namespace: z.string().min(1), claimRef: z.string().min(1), id: z.string().min(1) }),
+  z.object({
+    op: z.literal('released'),
+    namespace: z.string().min(1),
+    claimRef: z.string().min(1),
+    id: z.string().min(1),
+  }),
 ]);
 export type ClaimEvent = z.output<typeof claimEventSchema>;

@@ -9,7 +9,14 @@ export const DEFAULT_CLAIM_TTL_SECONDS = 300;
 export const MAX_CLAIM_TTL_SECONDS = 86_400;
 
 /** A DNS label: it can also name the sandbox in Kubernetes. */
-export const claimRefSchema = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS label: at most 63 characters of [a-z0-9-], starting and ending with a letter or digit');
+export const claimRefSchema = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+    'must be a DNS label: at most 63 characters of [a-z0-9-], starting and ending with a letter or digit',
+  );
 
 const ttlSecondsSchema = z.number().int().min(1).max(MAX_CLAIM_TTL_SECONDS);
 
@@ -22,17 +29,21 @@ const nameSchema = z.string().min(1).max(253);
  * claim to one member pool of this cluster: only a peer cluster forwarding a
  * claim sends it, with the federation token.
  */
-export const createClaimRequestSchema = z.strictObject({
-  warmPool: nameSchema.optional(),
-  env: nameSchema.optional(),
-  scalingGroup: z.string().max(253).optional(),
-  target: z.string().min(1).max(512).optional(),
-  ttlSeconds: ttlSecondsSchema.optional(),
-  claimRef: claimRefSchema.optional(),
-}).superRefine((body, ctx) => {
-  if ((body.warmPool === undefined) === (body.env === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of warmPool and env' });
-  if (body.env === undefined && (body.scalingGroup !== undefined || body.target !== undefined)) ctx.addIssue({ code: 'custom', message: 'scalingGroup and target go only with env' });
-});
+export const createClaimRequestSchema = z
+  .strictObject({
+    warmPool: nameSchema.optional(),
+    env: nameSchema.optional(),
+    scalingGroup: z.string().max(253).optional(),
+    target: z.string().min(1).max(512).optional(),
+    ttlSeconds: ttlSecondsSchema.optional(),
+    claimRef: claimRefSchema.optional(),
+  })
+  .superRefine((body, ctx) => {
+    if ((body.warmPool === undefined) === (body.env === undefined))
+      ctx.addIssue({ code: 'custom', message: 'give exactly one of warmPool and env' });
+    if (body.env === undefined && (body.scalingGroup !== undefined || body.target !== undefined))
+      ctx.addIssue({ code: 'custom', message: 'scalingGroup and target go only with env' });
+  });
 export type CreateClaimRequest = z.output<typeof createClaimRequestSchema>;
 
 /**

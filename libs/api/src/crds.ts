@@ -20,22 +20,46 @@ export const SIZE_ANNOTATION = 'warmpool.dev/size';
 export const POOL_LABEL = 'warmpool.dev/pool';
 
 export const SandboxTemplateType: ResourceType = {
-  group: EXTENSIONS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxtemplates', kind: 'SandboxTemplate', namespaced: true,
+  group: EXTENSIONS_GROUP,
+  version: UPSTREAM_VERSION,
+  plural: 'sandboxtemplates',
+  kind: 'SandboxTemplate',
+  namespaced: true,
 };
 export const SandboxWarmPoolType: ResourceType = {
-  group: EXTENSIONS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxwarmpools', kind: 'SandboxWarmPool', namespaced: true,
+  group: EXTENSIONS_GROUP,
+  version: UPSTREAM_VERSION,
+  plural: 'sandboxwarmpools',
+  kind: 'SandboxWarmPool',
+  namespaced: true,
 };
 export const SandboxClaimType: ResourceType = {
-  group: EXTENSIONS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxclaims', kind: 'SandboxClaim', namespaced: true,
+  group: EXTENSIONS_GROUP,
+  version: UPSTREAM_VERSION,
+  plural: 'sandboxclaims',
+  kind: 'SandboxClaim',
+  namespaced: true,
 };
 export const SandboxType: ResourceType = {
-  group: AGENTS_GROUP, version: UPSTREAM_VERSION, plural: 'sandboxes', kind: 'Sandbox', namespaced: true,
+  group: AGENTS_GROUP,
+  version: UPSTREAM_VERSION,
+  plural: 'sandboxes',
+  kind: 'Sandbox',
+  namespaced: true,
 };
 export const NodeInventoryType: ResourceType = {
-  group: WARMPOOL_GROUP, version: WARMPOOL_VERSION, plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false,
+  group: WARMPOOL_GROUP,
+  version: WARMPOOL_VERSION,
+  plural: 'nodeinventories',
+  kind: 'NodeInventory',
+  namespaced: false,
 };
 export const SandboxEnvType: ResourceType = {
-  group: WARMPOOL_GROUP, version: WARMPOOL_VERSION, plural: 'sandboxenvs', kind: 'SandboxEnv', namespaced: true,
+  group: WARMPOOL_GROUP,
+  version: WARMPOOL_VERSION,
+  plural: 'sandboxenvs',
+  kind: 'SandboxEnv',
+  namespaced: true,
 };
 
 export interface Container {
@@ -264,7 +288,11 @@ export interface SandboxEnv extends KubeObject {
 // ---- CustomResourceDefinition (apiextensions.k8s.io/v1): the slice warmpool reads ----
 
 export const CustomResourceDefinitionType: ResourceType = {
-  group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false,
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  kind: 'CustomResourceDefinition',
+  namespaced: false,
 };
 
 /** The SandboxWarmPool CRD's name: ours or upstream's, whichever the cluster runs. */
@@ -279,6 +307,11 @@ export interface JsonSchemaProps {
 export interface CustomResourceDefinition extends KubeObject {
   spec?: {
     group?: string;
-    versions?: Array<{ name: string; served?: boolean; storage?: boolean; schema?: { openAPIV3Schema?: JsonSchemaProps } }>;
+    versions?: Array<{
+      name: string;
+      served?: boolean;
+      storage?: boolean;
+      schema?: { openAPIV3Schema?: JsonSchemaProps };
+    }>;
   };
 }

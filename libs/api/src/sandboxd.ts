@@ -25,7 +25,11 @@ export const PRINTABLE_KEY_PART = /^[^\s\p{Z}\p{Cc}\p{Cf}\p{Co}\p{Cs}]+$/u;
 export const KEY_PART_MAX_LENGTH = 253;
 
 /** A pool key component: non-empty, at most 253 characters, printable. */
-const keyPart = z.string().min(1).max(KEY_PART_MAX_LENGTH).regex(PRINTABLE_KEY_PART, 'must be printable: no whitespace, control or format characters, or lone surrogates');
+const keyPart = z
+  .string()
+  .min(1)
+  .max(KEY_PART_MAX_LENGTH)
+  .regex(PRINTABLE_KEY_PART, 'must be printable: no whitespace, control or format characters, or lone surrogates');
 
 export const poolKeySchema = z.object({
   template: keyPart,
@@ -40,16 +44,18 @@ export function poolKeyId(key: PoolKey): string {
   return `${key.template}|${key.net}|${key.size}`;
 }
 
-export const poolTargetSchema = z.object({
-  template: keyPart,
-  net: keyPart.default(DEFAULT_NET),
-  size: keyPart.default(DEFAULT_SIZE),
-  warm: z.number().int().min(0, 'warm must not be negative'),
-  warm_max: z.number().int().min(0).optional(),
-}).refine((p) => p.warm_max === undefined || p.warm_max >= p.warm, {
-  message: 'warm_max must not be below warm',
-  path: ['warm_max'],
-});
+export const poolTargetSchema = z
+  .object({
+    template: keyPart,
+    net: keyPart.default(DEFAULT_NET),
+    size: keyPart.default(DEFAULT_SIZE),
+    warm: z.number().int().min(0, 'warm must not be negative'),
+    warm_max: z.number().int().min(0).optional(),
+  })
+  .refine((p) => p.warm_max === undefined || p.warm_max >= p.warm, {
+    message: 'warm_max must not be below warm',
+    path: ['warm_max'],
+  });
 export type PoolTarget = z.output<typeof poolTargetSchema>;
 
 function noDuplicateKeys(pools: readonly PoolTarget[], ctx: z.RefinementCtx): void {
@@ -138,7 +144,10 @@ export const INVALID_BODY_MESSAGE = 'invalid request body';
  * Clamp a requested lease to sandboxd's rules: 0/absent = the node's default
  * (300 s unless the node is configured otherwise), capped at 24 h.
  */
-export function effectiveTtlSeconds(requested: number | undefined, defaultSeconds: number = DEFAULT_TTL_SECONDS): number {
+export function effectiveTtlSeconds(
+  requested: number | undefined,
+  defaultSeconds: number = DEFAULT_TTL_SECONDS,
+): number {
   const seconds = requested === undefined || requested <= 0 ? defaultSeconds : requested;
   return Math.min(seconds, MAX_TTL_SECONDS);
 }

@@ -6,10 +6,10 @@ import { claimRequestSchema, poolKeySchema, PRINTABLE_KEY_PART, setPoolsRequestS
 
 /** One of every kind of character a key part must not hold. */
 const NOT_PRINTABLE = {
-  'NUL': '\0',
+  NUL: '\0',
   'C0 control (BEL)': '\x07',
   'C0 control (ESC)': '\x1b',
-  'DEL': '\x7f',
+  DEL: '\x7f',
   'C1 control (U+0080)': '\x80',
   'C1 control (NEL)': '\x85',
   'C1 control (CSI)': '\x9b',
@@ -23,9 +23,9 @@ const NOT_PRINTABLE = {
   'byte order mark': '\ufeff',
   'soft hyphen': '\u00ad',
   'private use': '\ue000',
-  'space': ' ',
-  'tab': '\t',
-  'newline': '\n',
+  space: ' ',
+  tab: '\t',
+  newline: '\n',
 } as const;
 
 const REAL_IMAGES = [
@@ -39,13 +39,16 @@ const REAL_IMAGES = [
 
 /** A key part with `bad` somewhere inside printable text. */
 const withBad = (bad: string): fc.Arbitrary<string> =>
-  fc.tuple(fc.stringMatching(/^[a-z0-9./:@-]{0,20}$/), fc.stringMatching(/^[a-z0-9./:@-]{0,20}$/)).map(([before, after]) => `${before}${bad}${after}`);
+  fc
+    .tuple(fc.stringMatching(/^[a-z0-9./:@-]{0,20}$/), fc.stringMatching(/^[a-z0-9./:@-]{0,20}$/))
+    .map(([before, after]) => `${before}${bad}${after}`);
 
 const everyKeyEntry = {
-  'a SetPools target': (part: string) => setPoolsRequestSchema.safeParse({ pools: [{ template: part, warm: 1 }] }).success,
+  'a SetPools target': (part: string) =>
+    setPoolsRequestSchema.safeParse({ pools: [{ template: part, warm: 1 }] }).success,
   'a claim': (part: string) => claimRequestSchema.safeParse({ template: part }).success,
-  'a claim\'s net': (part: string) => claimRequestSchema.safeParse({ template: 'python:3.13', net: part }).success,
-  'a pool key\'s size': (part: string) => poolKeySchema.safeParse({ template: 'python:3.13', size: part }).success,
+  "a claim's net": (part: string) => claimRequestSchema.safeParse({ template: 'python:3.13', net: part }).success,
+  "a pool key's size": (part: string) => poolKeySchema.safeParse({ template: 'python:3.13', size: part }).success,
 };
 
 describe('pool key components', () => {
@@ -65,17 +68,23 @@ describe('pool key components', () => {
     const category = /[\p{Cc}\p{Cf}\p{Co}\p{Z}\s]/u;
     const unit = fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code));
     const ascii = fc.string({ unit: 'grapheme-ascii', maxLength: 8 });
-    fc.assert(fc.property(ascii, unit, ascii, (before, char, after) => {
-      const code = char.charCodeAt(0);
-      const surrogate = code >= 0xd800 && code <= 0xdfff;
-      if (!surrogate && !category.test(char)) return true;
-      // Printable ASCII on both sides, so a surrogate here is always a lone one.
-      return !PRINTABLE_KEY_PART.test(`a${before}${char}${after}z`);
-    }), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(ascii, unit, ascii, (before, char, after) => {
+        const code = char.charCodeAt(0);
+        const surrogate = code >= 0xd800 && code <= 0xdfff;
+        if (!surrogate && !category.test(char)) return true;
+        // Printable ASCII on both sides, so a surrogate here is always a lone one.
+        return !PRINTABLE_KEY_PART.test(`a${before}${char}${after}z`);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it('two distinct lone surrogates can no longer become two pools that print alike', () => {
-    const pools = [{ template: 'img\ud800', warm: 1 }, { template: 'img\ud801', warm: 1 }];
+    const pools = [
+      { template: 'img\ud800', warm: 1 },
+      { template: 'img\ud801', warm: 1 },
+    ];
     expect(setPoolsRequestSchema.safeParse({ pools }).success).toBe(false);
   });
 

@@ -69,7 +69,12 @@ class Observations {
     expect([...this.receipts.keys()].sort((a, b) => a - b)).toEqual([...batchOf.keys()].sort((a, b) => a - b));
     for (const [item, receipt] of this.receipts) {
       const batch = batchOf.get(item);
-      expect(receipt).toEqual({ batchId: batch?.id, size: batch?.items.length, windowMs: batch?.windowMs, closedBy: batch?.closedBy });
+      expect(receipt).toEqual({
+        batchId: batch?.id,
+        size: batch?.items.length,
+        windowMs: batch?.windowMs,
+        closedBy: batch?.closedBy,
+      });
     }
     const served = this.waits.filter((outcome): outcome is number => typeof outcome === 'number');
     expect(served).toEqual([...served].sort((a, b) => a - b));
@@ -174,8 +179,10 @@ describe('Batcher under random interleavings (fake timers)', () => {
 
   it('hands every item over exactly once, in order, releasing exactly the gate of the batch that holds it', async () => {
     await fc.assert(
-      fc.asyncProperty(smallOptions, fc.array(operation, { minLength: 5, maxLength: 120, size: 'max' }), (options, operations) =>
-        runScenario(options, operations),
+      fc.asyncProperty(
+        smallOptions,
+        fc.array(operation, { minLength: 5, maxLength: 120, size: 'max' }),
+        (options, operations) => runScenario(options, operations),
       ),
       { numRuns: 300 },
     );
@@ -192,8 +199,10 @@ describe('Batcher under random interleavings (fake timers)', () => {
       fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 12_000 }) }),
     );
     await fc.assert(
-      fc.asyncProperty(realistic, fc.array(slowTime, { minLength: 5, maxLength: 80, size: 'max' }), (options, operations) =>
-        runScenario(options, operations),
+      fc.asyncProperty(
+        realistic,
+        fc.array(slowTime, { minLength: 5, maxLength: 80, size: 'max' }),
+        (options, operations) => runScenario(options, operations),
       ),
       { numRuns: 100 },
     );

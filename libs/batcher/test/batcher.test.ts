@@ -7,8 +7,16 @@ async function settle(): Promise<void> {
 }
 
 /** Observes a promise without awaiting it, so a test can ask "has it settled yet?". */
-function track<V>(promise: Promise<V>): { readonly value: V | undefined; readonly error: unknown; readonly settled: boolean } {
-  const state: { value: V | undefined; error: unknown; settled: boolean } = { value: undefined, error: undefined, settled: false };
+function track<V>(promise: Promise<V>): {
+  readonly value: V | undefined;
+  readonly error: unknown;
+  readonly settled: boolean;
+} {
+  const state: { value: V | undefined; error: unknown; settled: boolean } = {
+    value: undefined,
+    error: undefined,
+    settled: false,
+  };
   promise.then(
     (value) => Object.assign(state, { value, settled: true }),
     (error: unknown) => Object.assign(state, { error, settled: true }),

@@ -13,7 +13,10 @@ describe('Batcher options', () => {
   });
 
   it('fills the options not given from the defaults', () => {
-    expect(resolveBatcherOptions({ maxItems: 10, idleMs: undefined })).toEqual({ ...DEFAULT_BATCH_OPTIONS, maxItems: 10 });
+    expect(resolveBatcherOptions({ maxItems: 10, idleMs: undefined })).toEqual({
+      ...DEFAULT_BATCH_OPTIONS,
+      maxItems: 10,
+    });
   });
 
   it('refuses durations that are negative or not finite, and a cap below one item', () => {

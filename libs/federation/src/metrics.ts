@@ -26,9 +26,18 @@ export class FederationGauges {
     this.#promRegistry = promRegistry;
     const gauge = (name: string, help: string): Gauge<Label> =>
       new Gauge({ name, help, labelNames: LABELS, registers: [promRegistry] });
-    this.#idle = gauge(FEDERATION_METRIC_NAMES.idle, 'Idle sandboxes advertised per cluster, Env and scaling group, as seen in this federation registry.');
-    this.#running = gauge(FEDERATION_METRIC_NAMES.running, 'Running sandboxes advertised per cluster, Env and scaling group, as seen in this federation registry.');
-    this.#desired = gauge(FEDERATION_METRIC_NAMES.desired, 'Desired replicas advertised per cluster, Env and scaling group, as seen in this federation registry.');
+    this.#idle = gauge(
+      FEDERATION_METRIC_NAMES.idle,
+      'Idle sandboxes advertised per cluster, Env and scaling group, as seen in this federation registry.',
+    );
+    this.#running = gauge(
+      FEDERATION_METRIC_NAMES.running,
+      'Running sandboxes advertised per cluster, Env and scaling group, as seen in this federation registry.',
+    );
+    this.#desired = gauge(
+      FEDERATION_METRIC_NAMES.desired,
+      'Desired replicas advertised per cluster, Env and scaling group, as seen in this federation registry.',
+    );
   }
 
   /**
@@ -40,7 +49,12 @@ export class FederationGauges {
   publish(snapshot: Iterable<Capacity>): void {
     const totals = new Map<string, { labels: Record<Label, string>; idle: number; running: number; desired: number }>();
     for (const record of snapshot) {
-      const labels = { cluster: record.clusterId, namespace: record.namespace, env: record.envName, group: record.scalingGroup };
+      const labels = {
+        cluster: record.clusterId,
+        namespace: record.namespace,
+        env: record.envName,
+        group: record.scalingGroup,
+      };
       const key = JSON.stringify([labels.cluster, labels.namespace, labels.env, labels.group]);
       const total = totals.get(key) ?? { labels, idle: 0, running: 0, desired: 0 };
       total.idle += record.idle;

@@ -26,7 +26,10 @@ export function compareForeignCandidates(a: Candidate, b: Candidate): number {
 }
 
 /** (clusterId, memberPool) ascending by code unit. */
-export function compareIdentity(a: Pick<Capacity, 'clusterId' | 'memberPool'>, b: Pick<Capacity, 'clusterId' | 'memberPool'>): number {
+export function compareIdentity(
+  a: Pick<Capacity, 'clusterId' | 'memberPool'>,
+  b: Pick<Capacity, 'clusterId' | 'memberPool'>,
+): number {
   if (a.clusterId !== b.clusterId) return a.clusterId < b.clusterId ? -1 : 1;
   if (a.memberPool !== b.memberPool) return a.memberPool < b.memberPool ? -1 : 1;
   return 0;

@@ -14,15 +14,36 @@ const edges = [
 ];
 
 const schedulableForeign = member({ clusterId: 'east', idle: 1 });
-const growingLocal = member({ clusterId: LOCAL, memberPool: 'local-pool', idle: 4, autoscalingEnabled: true, capacity: -1 });
+const growingLocal = member({
+  clusterId: LOCAL,
+  memberPool: 'local-pool',
+  idle: 4,
+  autoscalingEnabled: true,
+  capacity: -1,
+});
 
 /** What each query answers when the two records above are live, and when they are not. */
 const queries = [
   { name: 'snapshot', read: (r: CapacityRegistry) => r.snapshot().length, whenLive: 2, whenExpired: 0 },
-  { name: 'foreignMembers', read: (r: CapacityRegistry) => r.foreignMembers('ns', 'env').length, whenLive: 1, whenExpired: 0 },
+  {
+    name: 'foreignMembers',
+    read: (r: CapacityRegistry) => r.foreignMembers('ns', 'env').length,
+    whenLive: 1,
+    whenExpired: 0,
+  },
   { name: 'localIdle', read: (r: CapacityRegistry) => r.localIdle('ns', 'env', ''), whenLive: 4, whenExpired: 0 },
-  { name: 'localCanGrow', read: (r: CapacityRegistry) => r.localCanGrow('ns', 'env', ''), whenLive: true, whenExpired: false },
-  { name: 'bestForeignMember', read: (r: CapacityRegistry) => r.bestForeignMember('ns', 'env', '')?.clusterId, whenLive: 'east', whenExpired: undefined },
+  {
+    name: 'localCanGrow',
+    read: (r: CapacityRegistry) => r.localCanGrow('ns', 'env', ''),
+    whenLive: true,
+    whenExpired: false,
+  },
+  {
+    name: 'bestForeignMember',
+    read: (r: CapacityRegistry) => r.bestForeignMember('ns', 'env', '')?.clusterId,
+    whenLive: 'east',
+    whenExpired: undefined,
+  },
 ];
 
 describe.each(queries)('$name at the TTL edges', ({ read, whenLive, whenExpired }) => {
@@ -60,7 +81,10 @@ describe('CapacityRegistry ageing', () => {
 
   it('drops a sample that is already expired on arrival, without counting it', () => {
     const { registry } = registryWithClock();
-    registry.upsert([{ ...member(), ageMs: TTL_MS }, { ...member({ memberPool: 'b' }), ageMs: Number.POSITIVE_INFINITY }]);
+    registry.upsert([
+      { ...member(), ageMs: TTL_MS },
+      { ...member({ memberPool: 'b' }), ageMs: Number.POSITIVE_INFINITY },
+    ]);
     expect(registry.size).toBe(0);
   });
 
@@ -115,7 +139,11 @@ describe('CapacityRegistry pruning', () => {
 
   it('drops the expired records of the Env a query reads, leaving other Envs to prune()', () => {
     const { registry, clock } = registryWithClock();
-    registry.upsert([member({ envName: 'env', memberPool: 'a' }), member({ envName: 'env', memberPool: 'b' }), member({ envName: 'other' })]);
+    registry.upsert([
+      member({ envName: 'env', memberPool: 'a' }),
+      member({ envName: 'env', memberPool: 'b' }),
+      member({ envName: 'other' }),
+    ]);
     clock.advance(TTL_MS);
     expect(registry.bestForeignMember('ns', 'env')).toBeUndefined();
     expect(registry.size).toBe(1);

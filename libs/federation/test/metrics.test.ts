@@ -39,7 +39,9 @@ describe('publishMetrics', () => {
     const { registry } = registryWithClock();
     registry.upsert([member({ idle: 1 })]);
     publishMetrics(registry, gauges);
-    expect(await prom.metrics()).toContain('agentbox_federation_env_idle{cluster="east",namespace="ns",env="env",group="gpu"} 1');
+    expect(await prom.metrics()).toContain(
+      'agentbox_federation_env_idle{cluster="east",namespace="ns",env="env",group="gpu"} 1',
+    );
   });
 
   it('exports idle, running and desired of every live record, local and foreign', async () => {
@@ -76,7 +78,10 @@ describe('publishMetrics', () => {
     clock.advance(TTL_MS / 2);
     registry.upsert([member({ clusterId: 'west', idle: 2 })]);
     publishMetrics(registry, gauges);
-    expect(Object.keys((await exported(prom))[FEDERATION_METRIC_NAMES.idle] ?? {})).toEqual(['east/ns/env/gpu', 'west/ns/env/gpu']);
+    expect(Object.keys((await exported(prom))[FEDERATION_METRIC_NAMES.idle] ?? {})).toEqual([
+      'east/ns/env/gpu',
+      'west/ns/env/gpu',
+    ]);
 
     clock.advance(TTL_MS / 2);
     publishMetrics(registry, gauges);

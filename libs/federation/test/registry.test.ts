@@ -46,7 +46,15 @@ describe('CapacityRegistry.upsert and snapshot', () => {
 
   it('reports each record with every field and its age at the time of the read', () => {
     const { registry, clock } = registryWithClock();
-    const sample = member({ idle: 3, running: 4, pending: 5, desired: 6, autoscalingEnabled: true, capacity: 7, saturatedForMs: 8 });
+    const sample = member({
+      idle: 3,
+      running: 4,
+      pending: 5,
+      desired: 6,
+      autoscalingEnabled: true,
+      capacity: 7,
+      saturatedForMs: 8,
+    });
     registry.upsert([{ ...sample, ageMs: 250 }]);
     clock.advance(100);
     expect(registry.snapshot()).toEqual([{ ...sample, ageMs: 350 }]);
@@ -60,7 +68,12 @@ describe('CapacityRegistry.upsert and snapshot', () => {
   ])('keeps two records apart when only the $part differs', ({ other }) => {
     const { registry } = registryWithClock();
     registry.upsert([member({ idle: 1 }), member({ ...other, idle: 2 })]);
-    expect(registry.snapshot().map((r) => r.idle).sort()).toEqual([1, 2]);
+    expect(
+      registry
+        .snapshot()
+        .map((r) => r.idle)
+        .sort(),
+    ).toEqual([1, 2]);
     expect(registry.size).toBe(2);
   });
 
@@ -86,7 +99,7 @@ describe('CapacityRegistry.upsert and snapshot', () => {
     expect(registry.snapshot()[0]?.idle).toBe(6);
   });
 
-  it('does not retain the caller\'s objects', () => {
+  it("does not retain the caller's objects", () => {
     const { registry } = registryWithClock();
     const sample: CapacityObservation & { extra?: string } = { ...member({ idle: 1 }), extra: 'dropped' };
     registry.upsert([sample]);
@@ -110,7 +123,9 @@ describe('CapacityRegistry.upsert and snapshot', () => {
   it('rejects a batch holding a NaN age and leaves the registry untouched', () => {
     const { registry } = registryWithClock();
     registry.upsert([member({ idle: 1 })]);
-    expect(() => registry.upsert([member({ idle: 2 }), { ...member({ memberPool: 'b' }), ageMs: Number.NaN }])).toThrow(RangeError);
+    expect(() => registry.upsert([member({ idle: 2 }), { ...member({ memberPool: 'b' }), ageMs: Number.NaN }])).toThrow(
+      RangeError,
+    );
     expect(registry.snapshot().map((r) => r.idle)).toEqual([1]);
   });
 
@@ -126,7 +141,7 @@ describe('CapacityRegistry.upsert and snapshot', () => {
 });
 
 describe('CapacityRegistry.foreignMembers', () => {
-  it('lists the Env\'s records of other clusters only, sorted by cluster then pool, schedulable or not', () => {
+  it("lists the Env's records of other clusters only, sorted by cluster then pool, schedulable or not", () => {
     const { registry } = registryWithClock();
     registry.upsert([
       member({ clusterId: 'west', memberPool: 'a' }),
@@ -136,7 +151,11 @@ describe('CapacityRegistry.foreignMembers', () => {
       member({ clusterId: 'east', memberPool: 'c', envName: 'other-env' }),
       member({ clusterId: 'east', memberPool: 'd', namespace: 'other-ns' }),
     ]);
-    expect(registry.foreignMembers('ns', 'env').map(identity)).toEqual(['east/ns/env/a', 'east/ns/env/b', 'west/ns/env/a']);
+    expect(registry.foreignMembers('ns', 'env').map(identity)).toEqual([
+      'east/ns/env/a',
+      'east/ns/env/b',
+      'west/ns/env/a',
+    ]);
   });
 
   it('converts to SandboxEnv.status.clusters entries with a whole-millisecond age', () => {
@@ -145,7 +164,18 @@ describe('CapacityRegistry.foreignMembers', () => {
     registry.upsert([sample]);
     clock.advance(1_234.6);
     expect(registry.foreignMembers('ns', 'env').map(toForeignClusterMember)).toEqual([
-      { clusterId: 'east', memberPool: 'pool-a', scalingGroup: 'gpu', idle: 1, running: 2, pending: 3, desired: 4, autoscalingEnabled: true, capacity: 5, ageMs: 1_235 },
+      {
+        clusterId: 'east',
+        memberPool: 'pool-a',
+        scalingGroup: 'gpu',
+        idle: 1,
+        running: 2,
+        pending: 3,
+        desired: 4,
+        autoscalingEnabled: true,
+        capacity: 5,
+        ageMs: 1_235,
+      },
     ]);
   });
 });
@@ -180,14 +210,54 @@ describe('CapacityRegistry.localIdle', () => {
 
 describe('CapacityRegistry.localCanGrow', () => {
   it.each([
-    { why: 'a local member of the group autoscales with room', records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: 2 })], group: 'gpu', expected: true },
-    { why: 'a local member autoscales without bound', records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: -1 })], group: 'gpu', expected: true },
-    { why: 'the only local member is at its ceiling', records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: 0 })], group: 'gpu', expected: false },
-    { why: 'the only local member does not autoscale', records: [member({ clusterId: LOCAL, capacity: 5, idle: 3 })], group: 'gpu', expected: false },
-    { why: 'only a foreign member can grow', records: [member({ clusterId: 'east', autoscalingEnabled: true, capacity: -1 })], group: 'gpu', expected: false },
-    { why: 'the growing local member is in another group', records: [member({ clusterId: LOCAL, scalingGroup: 'cpu', autoscalingEnabled: true, capacity: 1 })], group: 'gpu', expected: false },
-    { why: 'the empty group matches the member in any group', records: [member({ clusterId: LOCAL, scalingGroup: 'cpu', autoscalingEnabled: true, capacity: 1 })], group: '', expected: true },
-    { why: 'the growing local member belongs to another Env', records: [member({ clusterId: LOCAL, envName: 'other', autoscalingEnabled: true, capacity: 1 })], group: '', expected: false },
+    {
+      why: 'a local member of the group autoscales with room',
+      records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: 2 })],
+      group: 'gpu',
+      expected: true,
+    },
+    {
+      why: 'a local member autoscales without bound',
+      records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: -1 })],
+      group: 'gpu',
+      expected: true,
+    },
+    {
+      why: 'the only local member is at its ceiling',
+      records: [member({ clusterId: LOCAL, autoscalingEnabled: true, capacity: 0 })],
+      group: 'gpu',
+      expected: false,
+    },
+    {
+      why: 'the only local member does not autoscale',
+      records: [member({ clusterId: LOCAL, capacity: 5, idle: 3 })],
+      group: 'gpu',
+      expected: false,
+    },
+    {
+      why: 'only a foreign member can grow',
+      records: [member({ clusterId: 'east', autoscalingEnabled: true, capacity: -1 })],
+      group: 'gpu',
+      expected: false,
+    },
+    {
+      why: 'the growing local member is in another group',
+      records: [member({ clusterId: LOCAL, scalingGroup: 'cpu', autoscalingEnabled: true, capacity: 1 })],
+      group: 'gpu',
+      expected: false,
+    },
+    {
+      why: 'the empty group matches the member in any group',
+      records: [member({ clusterId: LOCAL, scalingGroup: 'cpu', autoscalingEnabled: true, capacity: 1 })],
+      group: '',
+      expected: true,
+    },
+    {
+      why: 'the growing local member belongs to another Env',
+      records: [member({ clusterId: LOCAL, envName: 'other', autoscalingEnabled: true, capacity: 1 })],
+      group: '',
+      expected: false,
+    },
     {
       why: 'one of several local members can grow',
       records: [

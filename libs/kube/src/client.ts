@@ -90,7 +90,9 @@ export interface Scale {
 }
 
 /** An object for server-side apply: only the fields this manager owns, plus identity. */
-export type ApplyConfiguration<T extends KubeObject> = Omit<Partial<T>, 'metadata'> & { metadata: ObjectMeta & { name: string } };
+export type ApplyConfiguration<T extends KubeObject> = Omit<Partial<T>, 'metadata'> & {
+  metadata: ObjectMeta & { name: string };
+};
 
 /** The status type of T, if it has one. */
 export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
@@ -115,12 +117,19 @@ export class ResourceClient<T extends KubeObject> implements ListerWatcher<T> {
   }
 
   async get(ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
-    const obj = await this.#transport.request<T>({ method: 'GET', path: this.#objectPath(ref), signal: options.signal });
+    const obj = await this.#transport.request<T>({
+      method: 'GET',
+      path: this.#objectPath(ref),
+      signal: options.signal,
+    });
     return this.#typed(obj);
   }
 
   async list(options: ListOptions = {}): Promise<ObjectList<T>> {
-    const answer = await this.#transport.request<{ metadata?: { resourceVersion?: string; continue?: string }; items?: T[] }>({
+    const answer = await this.#transport.request<{
+      metadata?: { resourceVersion?: string; continue?: string };
+      items?: T[];
+    }>({
       method: 'GET',
       path: this.#collectionPath(options.namespace),
       query: {
@@ -222,16 +231,34 @@ export class ResourceClient<T extends KubeObject> implements ListerWatcher<T> {
 
   /** Server-side apply: the server merges `obj` in as `fieldManager`'s intent. Creates the object if missing. */
   async apply(obj: ApplyConfiguration<T>, options: ApplyOptions): Promise<T> {
-    return this.#patch(this.#refOf(obj), '', this.#typed(structuredClone(obj)), APPLY_PATCH, applyQuery(options), options.signal);
+    return this.#patch(
+      this.#refOf(obj),
+      '',
+      this.#typed(structuredClone(obj)),
+      APPLY_PATCH,
+      applyQuery(options),
+      options.signal,
+    );
   }
 
   /** Server-side apply to /status: only `status` (plus identity) of `obj` is taken. */
   async applyStatus(obj: ApplyConfiguration<T>, options: ApplyOptions): Promise<T> {
-    return this.#patch(this.#refOf(obj), '/status', this.#typed(structuredClone(obj)), APPLY_PATCH, applyQuery(options), options.signal);
+    return this.#patch(
+      this.#refOf(obj),
+      '/status',
+      this.#typed(structuredClone(obj)),
+      APPLY_PATCH,
+      applyQuery(options),
+      options.signal,
+    );
   }
 
   async getScale(ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<Scale> {
-    return this.#transport.request<Scale>({ method: 'GET', path: this.#objectPath(ref) + '/scale', signal: options.signal });
+    return this.#transport.request<Scale>({
+      method: 'GET',
+      path: this.#objectPath(ref) + '/scale',
+      signal: options.signal,
+    });
   }
 
   /** Sets spec.replicas through /scale, the way HPA and `kubectl scale` do. */
@@ -311,5 +338,9 @@ function writeQuery(options: WriteOptions): Record<string, QueryValue> {
 }
 
 function applyQuery(options: ApplyOptions): Record<string, QueryValue> {
-  return { fieldManager: options.fieldManager, force: options.force ?? true, dryRun: options.dryRun ? 'All' : undefined };
+  return {
+    fieldManager: options.fieldManager,
+    force: options.force ?? true,
+    dryRun: options.dryRun ? 'All' : undefined,
+  };
 }

@@ -184,27 +184,43 @@ export class Informer<T extends KubeObject> {
       } catch (err) {
         if (signal.aborted) break;
         if (isResourceExpired(err)) {
-          this.#logger.info('watch resourceVersion expired; relisting', { kind: this.type.kind, resourceVersion: this.#resourceVersion });
+          this.#logger.info('watch resourceVersion expired; relisting', {
+            kind: this.type.kind,
+            resourceVersion: this.#resourceVersion,
+          });
           this.#resourceVersion = undefined;
           if (expiredInARow++ > 0) await sleep(backoff.next(), signal);
           continue;
         }
         const delay = backoff.next();
-        this.#logger.warn('list/watch failed; retrying', { kind: this.type.kind, retryInMs: Math.round(delay), ...errorFields(err) });
+        this.#logger.warn('list/watch failed; retrying', {
+          kind: this.type.kind,
+          retryInMs: Math.round(delay),
+          ...errorFields(err),
+        });
         await sleep(delay, signal);
       }
     }
   }
 
   /** Every page of a list, transformed as it arrives; an expired continue token throws 410 like an expired watch. */
-  async #listAll(selectors: { namespace: string | undefined; labelSelector: string | undefined; fieldSelector: string | undefined }, signal: AbortSignal): Promise<{ items: T[]; resourceVersion: string }> {
+  async #listAll(
+    selectors: { namespace: string | undefined; labelSelector: string | undefined; fieldSelector: string | undefined },
+    signal: AbortSignal,
+  ): Promise<{ items: T[]; resourceVersion: string }> {
     const items: T[] = [];
     const limit = this.#options.pageSize;
     let continueToken: string | undefined;
     for (;;) {
-      const page = await this.#source.list({ ...selectors, signal, ...(limit !== undefined ? { limit } : {}), ...(continueToken !== undefined ? { continue: continueToken } : {}) });
+      const page = await this.#source.list({
+        ...selectors,
+        signal,
+        ...(limit !== undefined ? { limit } : {}),
+        ...(continueToken !== undefined ? { continue: continueToken } : {}),
+      });
       for (const item of page.items) items.push(this.#transform(item));
-      if (page.continue === undefined || page.continue === '' || signal.aborted) return { items, resourceVersion: page.resourceVersion };
+      if (page.continue === undefined || page.continue === '' || signal.aborted)
+        return { items, resourceVersion: page.resourceVersion };
       continueToken = page.continue;
     }
   }
@@ -247,7 +263,8 @@ export class Informer<T extends KubeObject> {
       seen.add(keyOf(obj));
       const old = this.#store.upsert(obj);
       if (!old) this.#emit('onAdd', (h) => h.onAdd?.(obj, initial));
-      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.#emit('onUpdate', (h) => h.onUpdate?.(old, obj));
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion)
+        this.#emit('onUpdate', (h) => h.onUpdate?.(old, obj));
     }
     for (const key of this.#store.keys()) {
       if (seen.has(key)) continue;
@@ -281,6 +298,10 @@ export class Informer<T extends KubeObject> {
 }
 
 /** An informer over the apiserver for `type`; call `start()` after adding handlers. */
-export function createInformer<T extends KubeObject>(kubeConfig: KubeConfig, type: ResourceType, options: InformerOptions = {}): Informer<T> {
+export function createInformer<T extends KubeObject>(
+  kubeConfig: KubeConfig,
+  type: ResourceType,
+  options: InformerOptions = {},
+): Informer<T> {
   return new Informer<T>(new ResourceClient<T>(kubeConfig, type), options);
 }

@@ -118,7 +118,8 @@ export class LeaderElector {
     this.#renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
     this.#retryPeriodMs = options.retryPeriodMs ?? 2_000;
     if (!options.identity) throw new Error('leader election: identity is required');
-    if (this.#leaseDurationMs <= this.#renewDeadlineMs) throw new Error('leader election: leaseDurationMs must be greater than renewDeadlineMs');
+    if (this.#leaseDurationMs <= this.#renewDeadlineMs)
+      throw new Error('leader election: leaseDurationMs must be greater than renewDeadlineMs');
     if (this.#renewDeadlineMs <= JITTER_FACTOR * this.#retryPeriodMs) {
       throw new Error(`leader election: renewDeadlineMs must be greater than ${JITTER_FACTOR} * retryPeriodMs`);
     }
@@ -131,7 +132,10 @@ export class LeaderElector {
   start(): this {
     if (!this.#run && !this.#stop.signal.aborted) {
       this.#run = this.#loop().catch((err: unknown) => {
-        this.#logger.error('leader election stopped by an unexpected error', { ...this.#describe(), ...errorFields(err) });
+        this.#logger.error('leader election stopped by an unexpected error', {
+          ...this.#describe(),
+          ...errorFields(err),
+        });
         if (this.#leading) this.#stopLeading();
       });
     }
@@ -148,7 +152,12 @@ export class LeaderElector {
    * renewal: what a leader checks right before acting on its leadership.
    */
   holding(): boolean {
-    return this.#leading !== undefined && !this.#leading.signal.aborted && this.isLeader() && performance.now() < this.#renewedAt + this.#renewDeadlineMs;
+    return (
+      this.#leading !== undefined &&
+      !this.#leading.signal.aborted &&
+      this.isLeader() &&
+      performance.now() < this.#renewedAt + this.#renewDeadlineMs
+    );
   }
 
   /**
@@ -162,7 +171,10 @@ export class LeaderElector {
     }
     let current: Lease;
     try {
-      current = await this.#leases.get({ namespace: this.#options.namespace, name: this.#options.name }, { signal: this.#signalFor(signal) });
+      current = await this.#leases.get(
+        { namespace: this.#options.namespace, name: this.#options.name },
+        { signal: this.#signalFor(signal) },
+      );
     } catch (err) {
       // Unknown: the renew loop decides by the deadline.
       this.#logger.warn('cannot re-read the lease to confirm leadership', { ...this.#describe(), ...errorFields(err) });
@@ -186,19 +198,26 @@ export class LeaderElector {
   async updateHeld(mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
     const ref = { namespace: this.#options.namespace, name: this.#options.name };
     for (let attempt = 1; ; attempt++) {
-      if (!this.holding()) throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
+      if (!this.holding())
+        throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
       const current = await this.#leases.get(ref, { signal: this.#signalFor(signal) });
       this.#noteRead(current);
       if (current.spec?.holderIdentity !== this.#options.identity) {
         const holder = current.spec?.holderIdentity ?? '';
         this.#depose(`the lease is held by ${JSON.stringify(holder)}`);
-        throw new NotLeaderError(`the lease ${ref.namespace}/${ref.name} is held by ${JSON.stringify(holder)}, not ${this.#options.identity}`);
+        throw new NotLeaderError(
+          `the lease ${ref.namespace}/${ref.name} is held by ${JSON.stringify(holder)}, not ${this.#options.identity}`,
+        );
       }
       // Checked again after the read: a pause during it must not let a lapsed leader write.
-      if (!this.holding()) throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
+      if (!this.holding())
+        throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
       const next = mutate(current);
       try {
-        const written = await this.#leases.replace({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } }, { signal: this.#signalFor(signal) });
+        const written = await this.#leases.replace(
+          { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } },
+          { signal: this.#signalFor(signal) },
+        );
         this.#setObserved(written);
         return written;
       } catch (err) {
@@ -261,7 +280,11 @@ export class LeaderElector {
         const remaining = this.#renewedAt + this.#renewDeadlineMs - performance.now();
         if (remaining <= 0) break;
         outcome = await this.#tryAcquireOrRenew(AbortSignal.any([either, AbortSignal.timeout(Math.ceil(remaining))]));
-        if (outcome === 'failed') await sleep(Math.min(this.#retryPeriodMs, this.#renewedAt + this.#renewDeadlineMs - performance.now()), either);
+        if (outcome === 'failed')
+          await sleep(
+            Math.min(this.#retryPeriodMs, this.#renewedAt + this.#renewDeadlineMs - performance.now()),
+            either,
+          );
       }
       this.#reportTransition();
       if (either.aborted) return;
@@ -285,7 +308,10 @@ export class LeaderElector {
     // Fast path: the leader writes over the version it last saw without reading first.
     if (this.isLeader() && this.#leaseValid(now) && this.#observed) {
       try {
-        const renewed = await this.#leases.replace(withSpec(this.#observed, { renewTime: stamp, leaseDurationSeconds: durationSeconds }), { signal });
+        const renewed = await this.#leases.replace(
+          withSpec(this.#observed, { renewTime: stamp, leaseDurationSeconds: durationSeconds }),
+          { signal },
+        );
         this.#setObserved(renewed);
         this.#renewedAt = now;
         return 'held';
@@ -356,7 +382,10 @@ export class LeaderElector {
       const stamp = microTime(new Date());
       try {
         // The second attempt starts from a fresh read: an updateHeld() write may have moved the resourceVersion.
-        const base = attempt === 1 ? this.#observed : await this.#leases.get({ namespace: this.#options.namespace, name: this.#options.name }, { signal });
+        const base =
+          attempt === 1
+            ? this.#observed
+            : await this.#leases.get({ namespace: this.#options.namespace, name: this.#options.name }, { signal });
         if (base.spec?.holderIdentity !== this.#options.identity) return;
         const released = await this.#leases.replace(
           withSpec(base, { holderIdentity: '', leaseDurationSeconds: 1, renewTime: stamp, acquireTime: stamp }),
@@ -415,7 +444,9 @@ export class LeaderElector {
     this.#callback('onStartedLeading', () => {
       const result = this.#options.onStartedLeading(leading.signal);
       if (result instanceof Promise) {
-        result.catch((err: unknown) => this.#logger.error('onStartedLeading failed', { ...this.#describe(), ...errorFields(err) }));
+        result.catch((err: unknown) =>
+          this.#logger.error('onStartedLeading failed', { ...this.#describe(), ...errorFields(err) }),
+        );
       }
     });
     return leading.signal;

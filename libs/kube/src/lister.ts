@@ -21,7 +21,9 @@ export class Lister<T extends KubeObject> {
   get(name: string): T | undefined;
   get(namespace: string, name: string): T | undefined;
   get(first: string, second?: string): T | undefined {
-    return second === undefined ? this.#store.get(objectKey(undefined, first)) : this.#store.get(objectKey(first, second));
+    return second === undefined
+      ? this.#store.get(objectKey(undefined, first))
+      : this.#store.get(objectKey(first, second));
   }
 
   get size(): number {

@@ -101,7 +101,10 @@ export class KubeTransport {
     const { url, options } = await this.#prepare(req);
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     // applyToHTTPSOptions only ever writes a plain header object.
-    const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders | undefined), Accept: 'application/json' };
+    const headers: http.OutgoingHttpHeaders = {
+      ...(options.headers as http.OutgoingHttpHeaders | undefined),
+      Accept: 'application/json',
+    };
     if (body !== undefined) {
       headers['Content-Type'] = req.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(body);
@@ -111,7 +114,9 @@ export class KubeTransport {
       const request = lib.request(url, { ...options, method: req.method, headers, signal: req.signal }, resolve);
       request.on('error', reject);
       if (req.idleTimeoutMs !== undefined) {
-        request.setTimeout(req.idleTimeoutMs, () => request.destroy(new Error(`no data from the apiserver for ${req.idleTimeoutMs} ms`)));
+        request.setTimeout(req.idleTimeoutMs, () =>
+          request.destroy(new Error(`no data from the apiserver for ${req.idleTimeoutMs} ms`)),
+        );
       }
       request.end(body);
     });
@@ -132,7 +137,9 @@ export class KubeTransport {
   }
 
   #agentFor(url: URL, tls: https.RequestOptions): http.Agent {
-    const material = [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername].map(String).join('\0');
+    const material = [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername]
+      .map(String)
+      .join('\0');
     if (this.#agent && material === this.#agentMaterial) return this.#agent;
     this.#agent?.destroy();
     this.#agentMaterial = material;
@@ -164,7 +171,8 @@ async function readText(response: IncomingMessage): Promise<string> {
 function errorFromBody(statusCode: number, text: string): KubeApiError {
   try {
     const parsed = JSON.parse(text) as KubeStatus;
-    if (parsed && typeof parsed === 'object' && parsed.kind === 'Status') return KubeApiError.fromStatus(parsed, statusCode);
+    if (parsed && typeof parsed === 'object' && parsed.kind === 'Status')
+      return KubeApiError.fromStatus(parsed, statusCode);
   } catch {
     // Not JSON (a proxy's error page, say): keep the text as the message.
   }

@@ -3,7 +3,16 @@ import type { TestCluster } from '@warmpool/harness';
 import { NodeInventoryType, SandboxTemplateType, SandboxWarmPoolType } from '@warmpool/api';
 import type { NodeInventory, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeApiError, ResourceClient, isAlreadyExists, isConflict, isInvalid, isNotFound, isResourceExpired, retryOnConflict } from '../src/index.js';
+import {
+  KubeApiError,
+  ResourceClient,
+  isAlreadyExists,
+  isConflict,
+  isInvalid,
+  isNotFound,
+  isResourceExpired,
+  retryOnConflict,
+} from '../src/index.js';
 import { ConfigMapType, configMap } from './fixtures.js';
 import type { ConfigMap } from './fixtures.js';
 
@@ -24,7 +33,12 @@ describe('ResourceClient against a real apiserver', () => {
 
   it('creates, gets, lists, replaces and deletes an object', async () => {
     const created = await configMaps.create(configMap(namespace, 'crud', { a: '1' }));
-    expect(created).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace, name: 'crud' }, data: { a: '1' } });
+    expect(created).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { namespace, name: 'crud' },
+      data: { a: '1' },
+    });
     expect(created.metadata.resourceVersion).toBeTruthy();
 
     const got = await configMaps.get({ namespace, name: 'crud' });
@@ -198,7 +212,9 @@ describe('ResourceClient against a real apiserver', () => {
         spec: { nodeName: 'node-a', address: '10.0.0.1:7443' },
       });
       const got = await inventories.get({ name: 'node-a' });
-      const managers = (got.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.map((f) => f.manager);
+      const managers = (got.metadata as { managedFields?: Array<{ manager: string }> }).managedFields?.map(
+        (f) => f.manager,
+      );
       expect(managers).toContain('node-agent');
     });
 
@@ -218,7 +234,9 @@ describe('ResourceClient against a real apiserver', () => {
 
     it('refuses a second manager taking a field without force, and allows it with force', async () => {
       const contested = { metadata: { name: 'node-a' }, spec: { nodeName: 'node-a', address: '10.9.9.9:1' } };
-      const refused = await inventories.apply(contested, { fieldManager: 'intruder', force: false }).catch((e: unknown) => e);
+      const refused = await inventories
+        .apply(contested, { fieldManager: 'intruder', force: false })
+        .catch((e: unknown) => e);
       expect(refused).toMatchObject({ statusCode: 409, reason: 'Conflict' });
       const forced = await inventories.apply(contested, { fieldManager: 'intruder', force: true });
       expect(forced.spec.address).toBe('10.9.9.9:1');
@@ -256,10 +274,16 @@ describe('ResourceClient against a real apiserver', () => {
       const templates = new ResourceClient<SandboxTemplate>(cluster.kubeConfig, SandboxTemplateType);
       const pools = new ResourceClient<SandboxWarmPool>(cluster.kubeConfig, SandboxWarmPoolType);
       await templates.apply(
-        { metadata: { namespace, name: 'tpl' }, spec: { podTemplate: { spec: { containers: [{ name: 'c', image: 'img:1' }] } } } },
+        {
+          metadata: { namespace, name: 'tpl' },
+          spec: { podTemplate: { spec: { containers: [{ name: 'c', image: 'img:1' }] } } },
+        },
         { fieldManager: 'test' },
       );
-      await pools.apply({ metadata: { namespace, name: 'pool' }, spec: { replicas: 2, sandboxTemplateRef: { name: 'tpl' } } }, { fieldManager: 'test' });
+      await pools.apply(
+        { metadata: { namespace, name: 'pool' }, spec: { replicas: 2, sandboxTemplateRef: { name: 'tpl' } } },
+        { fieldManager: 'test' },
+      );
       const scale = await pools.getScale({ namespace, name: 'pool' });
       expect(scale).toMatchObject({ kind: 'Scale', spec: { replicas: 2 } });
       const scaled = await pools.patchScale({ namespace, name: 'pool' }, 5);

@@ -2,8 +2,20 @@
 // core group) and Namespaces (cluster-scoped, core group).
 import type { KubeObject, ObjectMeta, ResourceType } from '@warmpool/api';
 
-export const ConfigMapType: ResourceType = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
-export const NamespaceType: ResourceType = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
+export const ConfigMapType: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'configmaps',
+  kind: 'ConfigMap',
+  namespaced: true,
+};
+export const NamespaceType: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'namespaces',
+  kind: 'Namespace',
+  namespaced: false,
+};
 
 export interface ConfigMap extends KubeObject {
   metadata: ObjectMeta;

@@ -74,7 +74,9 @@ describe('Informer against a real apiserver', () => {
     expect(informer.lister.get(mine, 'm1')).toBeDefined();
     expect(informer.lister.get(other, 'o1')).toBeUndefined();
     expect(informer.lister.list(other)).toEqual([]);
-    expect(informer.lister.list(mine).map((cm) => objectKey(cm.metadata.namespace, cm.metadata.name!))).toContain(`${mine}/m1`);
+    expect(informer.lister.list(mine).map((cm) => objectKey(cm.metadata.namespace, cm.metadata.name!))).toContain(
+      `${mine}/m1`,
+    );
   });
 
   it('gets cluster-scoped objects by name alone', async () => {
@@ -91,7 +93,11 @@ describe('Informer against a real apiserver', () => {
     const namespace = await cluster.createNamespace('slim');
     await configMaps.create(configMap(namespace, 'listed', { keep: 'a', drop: 'x'.repeat(1000) }));
     const slim = (obj: ConfigMap): ConfigMap => ({ metadata: obj.metadata, data: { keep: obj.data?.['keep'] ?? '' } });
-    const informer = createInformer<ConfigMap>(cluster.kubeConfig, ConfigMapType, { namespace, backoff, transform: (obj) => slim(obj as ConfigMap) });
+    const informer = createInformer<ConfigMap>(cluster.kubeConfig, ConfigMapType, {
+      namespace,
+      backoff,
+      transform: (obj) => slim(obj as ConfigMap),
+    });
     opened.push(informer);
     const log = new EventLog();
     const updated: ConfigMap[] = [];
@@ -119,7 +125,12 @@ describe('Informer against a real apiserver', () => {
     const informer = new Informer<ConfigMap>(source, { namespace, backoff, pageSize: 2 });
     opened.push(informer);
     await informer.start().waitForSync();
-    expect(informer.lister.list().map((c) => c.metadata.name).sort()).toEqual(['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4']);
+    expect(
+      informer.lister
+        .list()
+        .map((c) => c.metadata.name)
+        .sort(),
+    ).toEqual(['cm-0', 'cm-1', 'cm-2', 'cm-3', 'cm-4']);
     expect(pages).toEqual([2, 2, 2]);
   });
 
@@ -144,7 +155,10 @@ describe('Informer against a real apiserver', () => {
     const log = new EventLog();
     informer.addEventHandler(log.handlers);
     await informer.start().waitForSync();
-    await vi.waitFor(() => expect(log.events.filter((e) => e === 'resync steady').length).toBeGreaterThanOrEqual(2), soon);
+    await vi.waitFor(
+      () => expect(log.events.filter((e) => e === 'resync steady').length).toBeGreaterThanOrEqual(2),
+      soon,
+    );
   });
 
   it('keeps handlers running when one of them throws', async () => {

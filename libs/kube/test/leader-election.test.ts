@@ -57,7 +57,13 @@ describe('LeaderElector on a real Lease', () => {
   function pair(): { name: string; a: Candidate; b: Candidate } {
     const name = `lease-${++leaseSeq}`;
     const make = (identity: string): Candidate => {
-      const candidate = new Candidate({ kubeConfig: loadKubeConfig(cluster.kubeconfigPath), namespace, name, identity, ...timing });
+      const candidate = new Candidate({
+        kubeConfig: loadKubeConfig(cluster.kubeconfigPath),
+        namespace,
+        name,
+        identity,
+        ...timing,
+      });
       candidates.push(candidate);
       return candidate;
     };
@@ -164,10 +170,13 @@ describe('LeaderElector on a real Lease', () => {
     }
     // Campaigns again and leads. (On a loaded machine a first re-acquire slower than renewDeadline is rightly
     // given up at once, so it may take more than one term to settle.)
-    await vi.waitFor(() => {
-      expect(a.started).toBeGreaterThanOrEqual(2);
-      expect(a.leading).toBe(true);
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      () => {
+        expect(a.started).toBeGreaterThanOrEqual(2);
+        expect(a.leading).toBe(true);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
   });
 
   it('is no longer leading the moment it resumes from a pause longer than renewDeadline, and steps down', async () => {
@@ -179,7 +188,9 @@ describe('LeaderElector on a real Lease', () => {
 
     // A pause (SIGSTOP, a GC stall): the event loop does nothing for longer than the renew deadline.
     const end = performance.now() + timing.renewDeadlineMs + 200;
-    while (performance.now() < end) { /* paused */ }
+    while (performance.now() < end) {
+      /* paused */
+    }
 
     // Nobody took the lease, yet a renewal that starts now may not extend a deadline that has passed.
     expect(a.elector.holding()).toBe(false);
@@ -205,7 +216,15 @@ describe('LeaderElector on a real Lease', () => {
   it('steps down at the first renewal that sees another valid holder, not after the renew deadline', async () => {
     // A long renew deadline, so that stepping down well before it is not a matter of timing.
     const name = `lease-${++leaseSeq}`;
-    const a = new Candidate({ kubeConfig: cluster.kubeConfig, namespace, name, identity: 'a', leaseDurationMs: 40_000, renewDeadlineMs: 30_000, retryPeriodMs: 300 });
+    const a = new Candidate({
+      kubeConfig: cluster.kubeConfig,
+      namespace,
+      name,
+      identity: 'a',
+      leaseDurationMs: 40_000,
+      renewDeadlineMs: 30_000,
+      retryPeriodMs: 300,
+    });
     candidates.push(a);
     a.elector.start();
     await vi.waitFor(() => expect(a.leading).toBe(true), { timeout: 10_000, interval: 20 });
@@ -221,7 +240,10 @@ describe('LeaderElector on a real Lease', () => {
     a.elector.start();
     await vi.waitFor(() => expect(a.leading).toBe(true), { timeout: 10_000, interval: 20 });
     b.elector.start();
-    const written = await a.elector.updateHeld((l) => ({ ...l, metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, mark: '1' } } }));
+    const written = await a.elector.updateHeld((l) => ({
+      ...l,
+      metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, mark: '1' } },
+    }));
     expect(written.metadata.annotations?.['mark']).toBe('1');
     // Renewals keep the annotation: they write over what they read.
     await new Promise((resolve) => setTimeout(resolve, timing.retryPeriodMs * 3));
@@ -229,15 +251,22 @@ describe('LeaderElector on a real Lease', () => {
     await expect(b.elector.updateHeld((l) => l)).rejects.toThrow(NotLeaderError);
 
     // The holder's close() still releases the lease although updateHeld() moved its resourceVersion.
-    await a.elector.updateHeld((l) => ({ ...l, metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, mark: '2' } } }));
+    await a.elector.updateHeld((l) => ({
+      ...l,
+      metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, mark: '2' } },
+    }));
     await a.elector.close();
     expect((await leaderOf(name)).spec?.holderIdentity).not.toBe('a');
   });
 
   it('rejects timings that cannot be safe', () => {
     const base = { kubeConfig: cluster.kubeConfig, namespace, name: 'x', identity: 'x', onStartedLeading: () => {} };
-    expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000 })).toThrow(/leaseDurationMs/);
-    expect(() => new LeaderElector({ ...base, leaseDurationMs: 3000, renewDeadlineMs: 1000, retryPeriodMs: 900 })).toThrow(/retryPeriodMs/);
+    expect(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000 })).toThrow(
+      /leaseDurationMs/,
+    );
+    expect(
+      () => new LeaderElector({ ...base, leaseDurationMs: 3000, renewDeadlineMs: 1000, retryPeriodMs: 900 }),
+    ).toThrow(/retryPeriodMs/);
     expect(() => new LeaderElector({ ...base, identity: '' })).toThrow(/identity/);
   });
 });

@@ -1,6 +1,15 @@
 // The pure parts, without an apiserver.
 import { describe, expect, it } from 'vitest';
-import { Backoff, KubeApiError, Lister, ObjectStore, isConflict, keyOf, objectKey, retryOnConflict } from '../src/index.js';
+import {
+  Backoff,
+  KubeApiError,
+  Lister,
+  ObjectStore,
+  isConflict,
+  keyOf,
+  objectKey,
+  retryOnConflict,
+} from '../src/index.js';
 import type { ConfigMap } from './fixtures.js';
 import { configMap } from './fixtures.js';
 
@@ -20,7 +29,12 @@ describe('Lister over an ObjectStore', () => {
     store.upsert(configMap('b', 'x'));
     const lister = new Lister(store);
     expect(lister.list()).toHaveLength(3);
-    expect(lister.list('a').map((cm) => cm.metadata.name).sort()).toEqual(['x', 'y']);
+    expect(
+      lister
+        .list('a')
+        .map((cm) => cm.metadata.name)
+        .sort(),
+    ).toEqual(['x', 'y']);
     expect(lister.list('c')).toEqual([]);
     expect(lister.get('b', 'x')).toBeDefined();
     expect(lister.get('b', 'y')).toBeUndefined();

@@ -18,7 +18,12 @@ export interface OffIdeal {
  * Compares the previous targets with the ideal: per ideal entry, how many
  * units were already there (sticky); and the units held off the ideal.
  */
-export function recallPrevious(previous: Targets | undefined, pools: Pools, nodes: Nodes, ideal: Ideal): { sticky: Float64Array; off: OffIdeal } {
+export function recallPrevious(
+  previous: Targets | undefined,
+  pools: Pools,
+  nodes: Nodes,
+  ideal: Ideal,
+): { sticky: Float64Array; off: OffIdeal } {
   const sticky = new Float64Array(ideal.count.length);
   const off: OffIdeal = { pool: [], node: [], count: [] };
   if (previous === undefined) return { sticky, off };
@@ -185,7 +190,15 @@ export function readmit(nodes: Nodes, ideal: Ideal, admission: Admission): boole
  * more than it asked for: it lets go of off-ideal units, where it holds the
  * most and likes the node least first. Returns what each pool still lacks.
  */
-export function dropSurplus(pools: Pools, nodes: Nodes, ideal: Ideal, off: OffIdeal, offByPool: Map<number, number[]>, granted: Float64Array, offGranted: Float64Array): Float64Array {
+export function dropSurplus(
+  pools: Pools,
+  nodes: Nodes,
+  ideal: Ideal,
+  off: OffIdeal,
+  offByPool: Map<number, number[]>,
+  granted: Float64Array,
+  offGranted: Float64Array,
+): Float64Array {
   const lacking = new Float64Array(pools.ids.length);
   for (let p = 0; p < pools.ids.length; p++) {
     let admitted = 0;
@@ -215,4 +228,3 @@ export function dropSurplus(pools: Pools, nodes: Nodes, ideal: Ideal, off: OffId
   }
   return lacking;
 }
-

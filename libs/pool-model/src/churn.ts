@@ -52,7 +52,12 @@ export function targetsMoved(before: Targets, after: Targets): number {
  * that shrank on a node that stayed is not counted, so there the bound is loose.
  */
 export function minimumTargetsMoved(before: Targets, after: Targets): number {
-  interface Totals { before: number; after: number; lost: number; gained: number }
+  interface Totals {
+    before: number;
+    after: number;
+    lost: number;
+    gained: number;
+  }
   const table = new Map<string, Totals>();
   const totals = (pool: string): Totals => {
     let t = table.get(pool);

@@ -7,7 +7,14 @@ import type { Nodes, Pools } from './prepare.js';
 const HEAP_LIMIT = 128;
 
 /** Writes the k nodes of highest affinity to the pool into out[0..k). */
-function topNodes(poolHash: number, salt: Uint32Array, k: number, heap: Float64Array, keys: Float64Array, out: Int32Array): void {
+function topNodes(
+  poolHash: number,
+  salt: Uint32Array,
+  k: number,
+  heap: Float64Array,
+  keys: Float64Array,
+  out: Int32Array,
+): void {
   const n = salt.length;
   if (k <= HEAP_LIMIT) {
     // A bounded min-heap of rank keys: most nodes lose to the root with one comparison.
@@ -104,4 +111,3 @@ export function findEntry(ideal: Ideal, p: number, n: number): number {
   }
   return -1;
 }
-

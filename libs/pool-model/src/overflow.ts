@@ -14,7 +14,16 @@ export interface Overflow {
 }
 
 /** Deals what admission turned away over the room left: max-min fair between pools, even within one. */
-export function placeOverflow(pools: Pools, nodes: Nodes, ideal: Ideal, off: OffIdeal, offByPool: Map<number, number[]>, granted: Float64Array, offGranted: Float64Array, lacking: Float64Array): Overflow {
+export function placeOverflow(
+  pools: Pools,
+  nodes: Nodes,
+  ideal: Ideal,
+  off: OffIdeal,
+  offByPool: Map<number, number[]>,
+  granted: Float64Array,
+  offGranted: Float64Array,
+  lacking: Float64Array,
+): Overflow {
   const n = nodes.names.length;
   const overflow: Overflow = { pool: [], node: [], count: [], unplaced: new Float64Array(pools.ids.length) };
   const needy: number[] = [];
@@ -50,7 +59,9 @@ export function placeOverflow(pools: Pools, nodes: Nodes, ideal: Ideal, off: Off
     for (let j = 0; j < n; j++) if ((free[j] as number) > 0) candidates.push(j);
     const base = Float64Array.from(candidates, (j) => held[j] as number);
     const cap = Float64Array.from(candidates, (j) => free[j] as number);
-    const key = Float64Array.from(candidates, (j) => rankKey(affinity(pools.hash[p] as number, nodes.salt[j] as number), j));
+    const key = Float64Array.from(candidates, (j) =>
+      rankKey(affinity(pools.hash[p] as number, nodes.salt[j] as number), j),
+    );
     const added = waterFill(base, cap, key, grant);
     for (let c = 0; c < candidates.length; c++) {
       const units = added[c] as number;
@@ -65,4 +76,3 @@ export function placeOverflow(pools: Pools, nodes: Nodes, ideal: Ideal, off: Off
   }
   return overflow;
 }
-

@@ -71,12 +71,18 @@ export function poolKeyOf(template: SandboxTemplate): PoolKey {
   const name = templateName(template);
   const containers = template.spec?.podTemplate?.spec?.containers;
   if (!Array.isArray(containers) || containers.length === 0) {
-    throw new TemplateKeyError(name, 'spec.podTemplate.spec.containers is empty: the first container\'s image names the pool');
+    throw new TemplateKeyError(
+      name,
+      "spec.podTemplate.spec.containers is empty: the first container's image names the pool",
+    );
   }
   const image = containers[0]?.image;
   if (typeof image !== 'string' || image.trim() === '') {
     const container = containers[0]?.name ?? '0';
-    throw new TemplateKeyError(name, `container "${container}" (spec.podTemplate.spec.containers[0]) has no image: the first container's image names the pool`);
+    throw new TemplateKeyError(
+      name,
+      `container "${container}" (spec.podTemplate.spec.containers[0]) has no image: the first container's image names the pool`,
+    );
   }
   const candidate = {
     template: image,
@@ -85,7 +91,11 @@ export function poolKeyOf(template: SandboxTemplate): PoolKey {
   };
   const parsed = poolKeySchema.safeParse(candidate);
   if (!parsed.success) {
-    const where: Record<string, string> = { template: 'image', net: `annotation ${NET_ANNOTATION}`, size: `annotation ${SIZE_ANNOTATION}` };
+    const where: Record<string, string> = {
+      template: 'image',
+      net: `annotation ${NET_ANNOTATION}`,
+      size: `annotation ${SIZE_ANNOTATION}`,
+    };
     const problems = parsed.error.issues.map((issue) => {
       const field = String(issue.path[0] ?? '');
       const value = (candidate as Record<string, string>)[field];

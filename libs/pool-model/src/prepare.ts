@@ -25,13 +25,15 @@ export function prepareNodes(nodes: readonly SpreadNode[]): Nodes {
   const seen = new Set<string>();
   const eligible: SpreadNode[] = [];
   for (const node of nodes) {
-    if (typeof node.name !== 'string' || node.name === '') throw new TypeError('spread: every node needs a non-empty name');
+    if (typeof node.name !== 'string' || node.name === '')
+      throw new TypeError('spread: every node needs a non-empty name');
     if (seen.has(node.name)) throw new RangeError(`spread: node "${node.name}" is listed twice`);
     seen.add(node.name);
     if (Number.isNaN(node.room)) throw new RangeError(`spread: node "${node.name}" has room NaN`);
     if (node.eligible !== false) eligible.push(node);
   }
-  if (eligible.length > MAX_INDEX + 1) throw new RangeError(`spread: at most ${MAX_INDEX + 1} nodes, got ${eligible.length}`);
+  if (eligible.length > MAX_INDEX + 1)
+    throw new RangeError(`spread: at most ${MAX_INDEX + 1} nodes, got ${eligible.length}`);
   eligible.sort((a, b) => byName(a.name, b.name));
   const n = eligible.length;
   const names = new Array<string>(n);
@@ -61,7 +63,9 @@ export function preparePools(pools: readonly PoolDemand[]): Pools {
     if (typeof pool.id !== 'string' || pool.id === '') throw new TypeError('spread: every pool needs a non-empty id');
     if (index.has(pool.id)) throw new RangeError(`spread: pool "${pool.id}" is listed twice`);
     if (!Number.isSafeInteger(pool.replicas) || pool.replicas < 0) {
-      throw new RangeError(`spread: pool "${pool.id}" wants ${String(pool.replicas)} replicas; replicas must be a non-negative integer`);
+      throw new RangeError(
+        `spread: pool "${pool.id}" wants ${String(pool.replicas)} replicas; replicas must be a non-negative integer`,
+      );
     }
     ids[i] = pool.id;
     replicas[i] = pool.replicas;
@@ -70,4 +74,3 @@ export function preparePools(pools: readonly PoolDemand[]): Pools {
   }
   return { ids, replicas, hash, index };
 }
-

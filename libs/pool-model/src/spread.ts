@@ -74,7 +74,8 @@ export function spread(pools: readonly PoolDemand[], nodes: readonly SpreadNode[
       const units = offGranted[o] as number;
       if (units > 0) add(off.node[o] as number, id, units);
     }
-    for (; next < overflow.pool.length && overflow.pool[next] === p; next++) add(overflow.node[next] as number, id, overflow.count[next] as number);
+    for (; next < overflow.pool.length && overflow.pool[next] === p; next++)
+      add(overflow.node[next] as number, id, overflow.count[next] as number);
     const missing = overflow.unplaced[p] as number;
     placed.set(id, (poolSet.replicas[p] as number) - missing);
     if (missing > 0) unplaced.set(id, missing);

@@ -57,14 +57,37 @@ export const DEGRADED = 'Degraded';
  * The Degraded condition of a pool, from the spread's unplaced count. Without
  * lastTransitionTime: the caller keeps it across updates whose status did not change.
  */
-export function degradedCondition(input: { desired: number; unplaced: number; eligibleNodes?: number; observedGeneration?: number }): Condition {
+export function degradedCondition(input: {
+  desired: number;
+  unplaced: number;
+  eligibleNodes?: number;
+  observedGeneration?: number;
+}): Condition {
   const { desired, unplaced, eligibleNodes, observedGeneration } = input;
   const generation = observedGeneration === undefined ? {} : { observedGeneration };
   if (unplaced <= 0) {
-    return { type: DEGRADED, status: 'False', reason: 'AllPlaced', message: `all ${desired} replicas are placed on nodes`, ...generation };
+    return {
+      type: DEGRADED,
+      status: 'False',
+      reason: 'AllPlaced',
+      message: `all ${desired} replicas are placed on nodes`,
+      ...generation,
+    };
   }
   if (eligibleNodes === 0) {
-    return { type: DEGRADED, status: 'True', reason: 'NoEligibleNodes', message: `${unplaced} of ${desired} replicas are not placed: no node is eligible (all draining, stale or absent)`, ...generation };
+    return {
+      type: DEGRADED,
+      status: 'True',
+      reason: 'NoEligibleNodes',
+      message: `${unplaced} of ${desired} replicas are not placed: no node is eligible (all draining, stale or absent)`,
+      ...generation,
+    };
   }
-  return { type: DEGRADED, status: 'True', reason: 'InsufficientRoom', message: `${unplaced} of ${desired} replicas are not placed: every eligible node is out of room`, ...generation };
+  return {
+    type: DEGRADED,
+    status: 'True',
+    reason: 'InsufficientRoom',
+    message: `${unplaced} of ${desired} replicas are not placed: every eligible node is out of room`,
+    ...generation,
+  };
 }

@@ -19,13 +19,13 @@ describe('targetsMoved', () => {
     expect(targetsMoved(targets({ a: { p: 2 }, b: {} }), targets({ a: { p: 1 }, b: { p: 1 } }))).toBe(1);
   });
 
-  it('counts a departed node\'s units once they land elsewhere', () => {
+  it("counts a departed node's units once they land elsewhere", () => {
     const before = targets({ a: { p: 2, q: 1 }, b: { p: 1 }, c: {} });
     const after = targets({ b: { p: 2 }, c: { p: 1, q: 1 } });
     expect(targetsMoved(before, after)).toBe(3);
   });
 
-  it('counts pools separately: one pool\'s loss is not another\'s gain', () => {
+  it("counts pools separately: one pool's loss is not another's gain", () => {
     expect(targetsMoved(targets({ a: { p: 1 } }), targets({ a: { q: 1 } }))).toBe(2);
   });
 });
@@ -36,7 +36,7 @@ describe('minimumTargetsMoved', () => {
     expect(minimumTargetsMoved(targets({ a: { p: 2 } }), targets({ a: { p: 1 } }))).toBe(1);
   });
 
-  it('is the departed node\'s units when a node leaves', () => {
+  it("is the departed node's units when a node leaves", () => {
     const before = targets({ a: { p: 2, q: 1 }, b: { p: 1 } });
     expect(minimumTargetsMoved(before, targets({ b: { p: 3, q: 1 } }))).toBe(3);
   });

@@ -2,39 +2,52 @@ import type { SandboxTemplate } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
 import { isDriven, poolKeyOf, TemplateKeyError } from '../src/index.js';
 
-function template(options: {
-  annotations?: Record<string, string>;
-  podAnnotations?: Record<string, string>;
-  containers?: Array<{ name: string; image?: string }>;
-} = {}): SandboxTemplate {
+function template(
+  options: {
+    annotations?: Record<string, string>;
+    podAnnotations?: Record<string, string>;
+    containers?: Array<{ name: string; image?: string }>;
+  } = {},
+): SandboxTemplate {
   return {
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'SandboxTemplate',
-    metadata: { name: 'python', namespace: 'team-a', ...(options.annotations ? { annotations: options.annotations } : {}) },
+    metadata: {
+      name: 'python',
+      namespace: 'team-a',
+      ...(options.annotations ? { annotations: options.annotations } : {}),
+    },
     spec: {
       podTemplate: {
         ...(options.podAnnotations ? { metadata: { annotations: options.podAnnotations } } : {}),
-        spec: { containers: options.containers ?? [{ name: 'main', image: 'python:3.13' }, { name: 'sidecar', image: 'envoy:1' }] },
+        spec: {
+          containers: options.containers ?? [
+            { name: 'main', image: 'python:3.13' },
+            { name: 'sidecar', image: 'envoy:1' },
+          ],
+        },
       },
     },
   };
 }
 
 describe('poolKeyOf', () => {
-  it('names the pool by the first container\'s image with net none and size small by default', () => {
+  it("names the pool by the first container's image with net none and size small by default", () => {
     expect(poolKeyOf(template())).toEqual({ template: 'python:3.13', net: 'none', size: 'small' });
   });
 
-  it('reads net and size from the template\'s own annotations', () => {
+  it("reads net and size from the template's own annotations", () => {
     const key = poolKeyOf(template({ annotations: { 'warmpool.dev/net': 'egress', 'warmpool.dev/size': 'large' } }));
     expect(key).toEqual({ template: 'python:3.13', net: 'egress', size: 'large' });
   });
 
-  it('falls back to the pod template\'s annotations, the template\'s own winning', () => {
-    const key = poolKeyOf(template({
-      annotations: { 'warmpool.dev/size': 'medium' },
-      podAnnotations: { 'warmpool.dev/net': 'egress', 'warmpool.dev/size': 'large' },
-    }));
+  it("falls back to the pod template's annotations, the template's own winning", () => {
+    const key = poolKeyOf(
+      template({
+        annotations: { 'warmpool.dev/size': 'medium' },
+        podAnnotations: { 'warmpool.dev/net': 'egress', 'warmpool.dev/size': 'large' },
+      }),
+    );
     expect(key).toEqual({ template: 'python:3.13', net: 'egress', size: 'medium' });
   });
 
@@ -44,7 +57,9 @@ describe('poolKeyOf', () => {
 
   it('says which template has no containers', () => {
     expect(() => poolKeyOf(template({ containers: [] }))).toThrow(TemplateKeyError);
-    expect(() => poolKeyOf(template({ containers: [] }))).toThrow(/SandboxTemplate team-a\/python: .*containers is empty/);
+    expect(() => poolKeyOf(template({ containers: [] }))).toThrow(
+      /SandboxTemplate team-a\/python: .*containers is empty/,
+    );
   });
 
   it('says which container has no image', () => {
@@ -66,8 +81,9 @@ describe('poolKeyOf', () => {
   });
 
   it('rejects an annotation that cannot be a key part, naming the annotation', () => {
-    expect(() => poolKeyOf(template({ annotations: { 'warmpool.dev/size': 'very large' } })))
-      .toThrow(/annotation warmpool\.dev\/size "very large": must be printable/);
+    expect(() => poolKeyOf(template({ annotations: { 'warmpool.dev/size': 'very large' } }))).toThrow(
+      /annotation warmpool\.dev\/size "very large": must be printable/,
+    );
   });
 
   it.each([
@@ -83,11 +99,14 @@ describe('poolKeyOf', () => {
     expect(read).toThrow(TemplateKeyError);
     expect(read).toThrow(/SandboxTemplate team-a\/python: image ".*": must be printable/);
     // The reason lands in a status condition and the logs: it must not carry the character itself.
-    expect(() => read()).toThrow(expect.objectContaining({ message: expect.not.stringMatching(/[\0\x7f\x9b\u2028\u202e\u{f0000}]|\p{Cs}/u) }));
+    expect(() => read()).toThrow(
+      expect.objectContaining({ message: expect.not.stringMatching(/[\0\x7f\x9b\u2028\u202e\u{f0000}]|\p{Cs}/u) }),
+    );
   });
 
   it('drives a template whose image is pinned by digest', () => {
-    const image = 'ghcr.io/acme/agent-runtime:v1.2.3@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210';
+    const image =
+      'ghcr.io/acme/agent-runtime:v1.2.3@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210';
     expect(poolKeyOf(template({ containers: [{ name: 'main', image }] })).template).toBe(image);
   });
 
@@ -108,7 +127,14 @@ describe('isDriven', () => {
     expect(isDriven(template({ podAnnotations: { 'warmpool.dev/driver': 'sandboxd' } }))).toBe(true);
   });
 
-  it('lets the template\'s own annotation override the pod template\'s', () => {
-    expect(isDriven(template({ annotations: { 'warmpool.dev/driver': 'none' }, podAnnotations: { 'warmpool.dev/driver': 'sandboxd' } }))).toBe(false);
+  it("lets the template's own annotation override the pod template's", () => {
+    expect(
+      isDriven(
+        template({
+          annotations: { 'warmpool.dev/driver': 'none' },
+          podAnnotations: { 'warmpool.dev/driver': 'sandboxd' },
+        }),
+      ),
+    ).toBe(false);
   });
 });

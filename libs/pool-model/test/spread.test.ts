@@ -23,8 +23,15 @@ describe('spread', () => {
 
     it('lists every eligible node, keeps only non-zero targets, and leaves ineligible nodes out', () => {
       const { targets, placed } = spread(
-        [{ id: 'python', replicas: 1 }, { id: 'idle', replicas: 0 }],
-        [{ name: 'a', room: 5 }, { name: 'b', room: 5 }, { name: 'drained', room: 5, eligible: false }],
+        [
+          { id: 'python', replicas: 1 },
+          { id: 'idle', replicas: 0 },
+        ],
+        [
+          { name: 'a', room: 5 },
+          { name: 'b', room: 5 },
+          { name: 'drained', room: 5, eligible: false },
+        ],
       );
       expect([...targets.keys()]).toEqual(['a', 'b']);
       expect(poolTotal(targets, 'python')).toBe(1);
@@ -35,7 +42,11 @@ describe('spread', () => {
     it('ranks nodes the same way whether a pool picks a few or hundreds of them', () => {
       const fleet = nodes(400);
       const holders = (replicas: number): Set<string> =>
-        new Set([...spread([{ id: 'python', replicas }], fleet).targets].filter(([, held]) => held.has('python')).map(([node]) => node));
+        new Set(
+          [...spread([{ id: 'python', replicas }], fleet).targets]
+            .filter(([, held]) => held.has('python'))
+            .map(([node]) => node),
+        );
       const few = holders(100);
       const many = holders(300);
       expect(few.size).toBe(100);
@@ -44,10 +55,17 @@ describe('spread', () => {
       expect(holders(500).size).toBe(400);
     });
 
-    it('lists nodes in name order and each node\'s pools in id order', () => {
+    it("lists nodes in name order and each node's pools in id order", () => {
       const { targets } = spread(
-        [{ id: 'b', replicas: 6 }, { id: 'a', replicas: 6 }, { id: 'c', replicas: 6 }],
-        [{ name: 'n2', room: 10 }, { name: 'n1', room: 10 }],
+        [
+          { id: 'b', replicas: 6 },
+          { id: 'a', replicas: 6 },
+          { id: 'c', replicas: 6 },
+        ],
+        [
+          { name: 'n2', room: 10 },
+          { name: 'n1', room: 10 },
+        ],
       );
       expect([...targets.keys()]).toEqual(['n1', 'n2']);
       for (const held of targets.values()) expect([...held.keys()]).toEqual(['a', 'b', 'c']);
@@ -56,13 +74,25 @@ describe('spread', () => {
 
   describe('room', () => {
     it('never gives a node more than its room and overflows to nodes with room', () => {
-      const { targets, unplaced } = spread([{ id: 'python', replicas: 6 }], [{ name: 'small', room: 1 }, { name: 'big', room: 10 }]);
+      const { targets, unplaced } = spread(
+        [{ id: 'python', replicas: 6 }],
+        [
+          { name: 'small', room: 1 },
+          { name: 'big', room: 10 },
+        ],
+      );
       expect(plain(targets)).toEqual({ big: { python: 5 }, small: { python: 1 } });
       expect(unplaced.size).toBe(0);
     });
 
     it('reports the replicas that find no room anywhere', () => {
-      const { targets, placed, unplaced } = spread([{ id: 'python', replicas: 8 }], [{ name: 'a', room: 2 }, { name: 'b', room: 3 }]);
+      const { targets, placed, unplaced } = spread(
+        [{ id: 'python', replicas: 8 }],
+        [
+          { name: 'a', room: 2 },
+          { name: 'b', room: 3 },
+        ],
+      );
       expect(nodeLoad(targets, 'a')).toBe(2);
       expect(nodeLoad(targets, 'b')).toBe(3);
       expect(placed.get('python')).toBe(5);
@@ -71,8 +101,14 @@ describe('spread', () => {
 
     it('shares scarce room fairly: a small pool is not crowded out by a big one', () => {
       const { placed, unplaced } = spread(
-        [{ id: 'big', replicas: 10 }, { id: 'small', replicas: 2 }],
-        [{ name: 'a', room: 2 }, { name: 'b', room: 2 }],
+        [
+          { id: 'big', replicas: 10 },
+          { id: 'small', replicas: 2 },
+        ],
+        [
+          { name: 'a', room: 2 },
+          { name: 'b', room: 2 },
+        ],
       );
       expect(placed.get('small')).toBe(2);
       expect(placed.get('big')).toBe(2);
@@ -81,7 +117,13 @@ describe('spread', () => {
     });
 
     it('treats negative room as none and unknown (infinite) room as unbounded', () => {
-      const { targets } = spread([{ id: 'python', replicas: 50 }], [{ name: 'over-claimed', room: -3 }, { name: 'unknown', room: Infinity }]);
+      const { targets } = spread(
+        [{ id: 'python', replicas: 50 }],
+        [
+          { name: 'over-claimed', room: -3 },
+          { name: 'unknown', room: Infinity },
+        ],
+      );
       expect(plain(targets)).toEqual({ 'over-claimed': {}, unknown: { python: 50 } });
     });
 
@@ -95,11 +137,23 @@ describe('spread', () => {
 
   describe('previous targets', () => {
     it('keeps a placement that still fits, even where the fresh spread would differ', () => {
-      const pools = [{ id: 'p', replicas: 1 }, { id: 'q', replicas: 1 }];
-      const twoSlots = [{ name: 'a', room: 1 }, { name: 'b', room: 1 }];
-      for (const previous of [{ a: 'p', b: 'q' }, { a: 'q', b: 'p' }]) {
+      const pools = [
+        { id: 'p', replicas: 1 },
+        { id: 'q', replicas: 1 },
+      ];
+      const twoSlots = [
+        { name: 'a', room: 1 },
+        { name: 'b', room: 1 },
+      ];
+      for (const previous of [
+        { a: 'p', b: 'q' },
+        { a: 'q', b: 'p' },
+      ]) {
         const held = new Map(Object.entries(previous).map(([node, pool]) => [node, new Map([[pool, 1]])]));
-        expect(plain(spread(pools, twoSlots, held).targets)).toEqual({ a: { [previous.a]: 1 }, b: { [previous.b]: 1 } });
+        expect(plain(spread(pools, twoSlots, held).targets)).toEqual({
+          a: { [previous.a]: 1 },
+          b: { [previous.b]: 1 },
+        });
       }
     });
 
@@ -110,15 +164,27 @@ describe('spread', () => {
     });
 
     it('ignores previous targets of unknown nodes and pools', () => {
-      const previous = new Map([['gone', new Map([['python', 3]])], ['node-0', new Map([['deleted', 2]])]]);
-      expect(plain(spread([{ id: 'python', replicas: 3 }], nodes(3), previous).targets))
-        .toEqual(plain(spread([{ id: 'python', replicas: 3 }], nodes(3)).targets));
+      const previous = new Map([
+        ['gone', new Map([['python', 3]])],
+        ['node-0', new Map([['deleted', 2]])],
+      ]);
+      expect(plain(spread([{ id: 'python', replicas: 3 }], nodes(3), previous).targets)).toEqual(
+        plain(spread([{ id: 'python', replicas: 3 }], nodes(3)).targets),
+      );
     });
   });
 
   describe('bad input', () => {
     it('rejects a pool listed twice', () => {
-      expect(() => spread([{ id: 'p', replicas: 1 }, { id: 'p', replicas: 2 }], nodes(1))).toThrow(/pool "p" is listed twice/);
+      expect(() =>
+        spread(
+          [
+            { id: 'p', replicas: 1 },
+            { id: 'p', replicas: 2 },
+          ],
+          nodes(1),
+        ),
+      ).toThrow(/pool "p" is listed twice/);
     });
 
     it('rejects replicas that are negative or not integers', () => {
@@ -127,7 +193,15 @@ describe('spread', () => {
     });
 
     it('rejects a node listed twice, an unnamed node, and NaN room', () => {
-      expect(() => spread([], [{ name: 'a', room: 1 }, { name: 'a', room: 2, eligible: false }])).toThrow(/node "a" is listed twice/);
+      expect(() =>
+        spread(
+          [],
+          [
+            { name: 'a', room: 1 },
+            { name: 'a', room: 2, eligible: false },
+          ],
+        ),
+      ).toThrow(/node "a" is listed twice/);
       expect(() => spread([], [{ name: '', room: 1 }])).toThrow(/non-empty name/);
       expect(() => spread([], [{ name: 'a', room: Number.NaN }])).toThrow(/room NaN/);
     });

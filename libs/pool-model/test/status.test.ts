@@ -2,16 +2,25 @@ import type { InventoryPool, SandboxWarmPool } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
 import { degradedCondition, nodeRoom, observePools, replicasOf } from '../src/index.js';
 
-const pool = (template: string, target: number, warm: number, refilling = 0): InventoryPool =>
-  ({ template, net: 'none', size: 'small', target, warm, refilling });
+const pool = (template: string, target: number, warm: number, refilling = 0): InventoryPool => ({
+  template,
+  net: 'none',
+  size: 'small',
+  target,
+  warm,
+  refilling,
+});
 
 describe('observePools', () => {
-  it('sums targets as replicas and caps each node\'s warm at its target for readyReplicas', () => {
-    const observed = observePools([
-      { pools: [pool('python:3.13', 2, 5)] },
-      { pools: [pool('python:3.13', 3, 1, 2)] },
-    ]);
-    expect(observed.get('python:3.13|none|small')).toEqual({ replicas: 5, readyReplicas: 3, warm: 6, refilling: 2, nodes: 2 });
+  it("sums targets as replicas and caps each node's warm at its target for readyReplicas", () => {
+    const observed = observePools([{ pools: [pool('python:3.13', 2, 5)] }, { pools: [pool('python:3.13', 3, 1, 2)] }]);
+    expect(observed.get('python:3.13|none|small')).toEqual({
+      replicas: 5,
+      readyReplicas: 3,
+      warm: 6,
+      refilling: 2,
+      nodes: 2,
+    });
   });
 
   it('keys pools by poolKeyId, so net and size tell pools apart', () => {
@@ -32,17 +41,28 @@ describe('observePools', () => {
 
 describe('degradedCondition', () => {
   it('is False when every replica is placed', () => {
-    expect(degradedCondition({ desired: 5, unplaced: 0, observedGeneration: 3 }))
-      .toEqual({ type: 'Degraded', status: 'False', reason: 'AllPlaced', message: 'all 5 replicas are placed on nodes', observedGeneration: 3 });
+    expect(degradedCondition({ desired: 5, unplaced: 0, observedGeneration: 3 })).toEqual({
+      type: 'Degraded',
+      status: 'False',
+      reason: 'AllPlaced',
+      message: 'all 5 replicas are placed on nodes',
+      observedGeneration: 3,
+    });
   });
 
   it('is True with InsufficientRoom when nodes are full', () => {
-    expect(degradedCondition({ desired: 10, unplaced: 3, eligibleNodes: 4 }))
-      .toMatchObject({ status: 'True', reason: 'InsufficientRoom', message: '3 of 10 replicas are not placed: every eligible node is out of room' });
+    expect(degradedCondition({ desired: 10, unplaced: 3, eligibleNodes: 4 })).toMatchObject({
+      status: 'True',
+      reason: 'InsufficientRoom',
+      message: '3 of 10 replicas are not placed: every eligible node is out of room',
+    });
   });
 
   it('is True with NoEligibleNodes when there is no node to place on', () => {
-    expect(degradedCondition({ desired: 2, unplaced: 2, eligibleNodes: 0 })).toMatchObject({ status: 'True', reason: 'NoEligibleNodes' });
+    expect(degradedCondition({ desired: 2, unplaced: 2, eligibleNodes: 0 })).toMatchObject({
+      status: 'True',
+      reason: 'NoEligibleNodes',
+    });
   });
 });
 
@@ -58,9 +78,12 @@ describe('nodeRoom', () => {
 });
 
 describe('replicasOf', () => {
-  const pool = (replicas: number | undefined): SandboxWarmPool => ({ metadata: { name: 'p' }, spec: { ...(replicas === undefined ? {} : { replicas }), sandboxTemplateRef: { name: 't' } } });
+  const pool = (replicas: number | undefined): SandboxWarmPool => ({
+    metadata: { name: 'p' },
+    spec: { ...(replicas === undefined ? {} : { replicas }), sandboxTemplateRef: { name: 't' } },
+  });
 
-  it('reads spec.replicas, defaulted to 1 as upstream\'s CRD does', () => {
+  it("reads spec.replicas, defaulted to 1 as upstream's CRD does", () => {
     expect([replicasOf(pool(7)), replicasOf(pool(0)), replicasOf(pool(undefined))]).toEqual([7, 0, 1]);
   });
 

@@ -34,10 +34,18 @@ export function totalUnits(targets: Targets): number {
   return total;
 }
 
-const name = fc.string({ minLength: 1, maxLength: 10, unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-.') });
+const name = fc.string({
+  minLength: 1,
+  maxLength: 10,
+  unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789-.'),
+});
 
 export const poolsArb = (maxReplicas = 40): fc.Arbitrary<PoolDemand[]> =>
-  fc.uniqueArray(fc.record({ id: name, replicas: fc.integer({ min: 0, max: maxReplicas }) }), { selector: (p) => p.id, minLength: 1, maxLength: 12 });
+  fc.uniqueArray(fc.record({ id: name, replicas: fc.integer({ min: 0, max: maxReplicas }) }), {
+    selector: (p) => p.id,
+    minLength: 1,
+    maxLength: 12,
+  });
 
 /** Nodes with ample room: the spread is never short of it. */
 export const roomyNodesArb = (minLength = 1): fc.Arbitrary<SpreadNode[]> =>

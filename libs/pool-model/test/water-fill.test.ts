@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { waterFill } from '../src/index.js';
 
-const fill = (base: number[], cap: number[], key: number[], amount: number): number[] =>
-  [...waterFill(Float64Array.from(base), Float64Array.from(cap), Float64Array.from(key), amount)];
+const fill = (base: number[], cap: number[], key: number[], amount: number): number[] => [
+  ...waterFill(Float64Array.from(base), Float64Array.from(cap), Float64Array.from(key), amount),
+];
 
 describe('waterFill', () => {
   it('raises the lowest levels first', () => {
@@ -13,7 +14,7 @@ describe('waterFill', () => {
     expect(fill([0, 0, 0], [5, 5, 5], [1, 3, 2], 4)).toEqual([1, 2, 1]);
   });
 
-  it('never exceeds an item\'s cap and pours at most the total cap', () => {
+  it("never exceeds an item's cap and pours at most the total cap", () => {
     expect(fill([0, 0], [1, 2], [1, 2], 10)).toEqual([1, 2]);
     expect(fill([0, 0, 0], [1, Infinity, 0], [1, 2, 3], 5)).toEqual([1, 4, 0]);
   });
@@ -24,7 +25,14 @@ describe('waterFill', () => {
   });
 
   it('works with negative levels, which is how the spread drains the fullest items first', () => {
-    expect(fill([-5, -2, -4], [3, 3, 3], [0, 0, 0].map((_, i) => -i), 3)).toEqual([2, 0, 1]);
+    expect(
+      fill(
+        [-5, -2, -4],
+        [3, 3, 3],
+        [0, 0, 0].map((_, i) => -i),
+        3,
+      ),
+    ).toEqual([2, 0, 1]);
   });
 
   it('does not depend on the order of the items', () => {

@@ -60,7 +60,8 @@ function convert(key: string, spec: FlagSpec, raw: string | boolean): ValueOf<Fl
       throw new ConfigError(`${where}: "${raw}" is not a boolean`);
     case 'number': {
       const n = Number(raw);
-      if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(n)) throw new ConfigError(`${where}: "${String(raw)}" is not a number`);
+      if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(n))
+        throw new ConfigError(`${where}: "${String(raw)}" is not a number`);
       return n;
     }
     case 'duration':
@@ -87,7 +88,10 @@ export function parseConfig<S extends FlagsSpec>(
   argv: readonly string[] = process.argv.slice(2),
   env: NodeJS.ProcessEnv = process.env,
 ): ParsedConfig<S> {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } };
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+    help: { type: 'boolean', short: 'h' },
+    version: { type: 'boolean' },
+  };
   const booleans = new Set<string>();
   for (const [key, s] of Object.entries(spec)) {
     for (const name of [flagName(key), ...(s.aliases ?? [])]) {
@@ -105,7 +109,9 @@ export function parseConfig<S extends FlagsSpec>(
   });
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args, options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
+    ({ values } = parseArgs({ args, options, strict: true, allowPositionals: false }) as {
+      values: Record<string, string | boolean | undefined>;
+    });
   } catch (err) {
     throw new ConfigError(`${messageOf(err)} (see --help)`);
   }
@@ -113,7 +119,9 @@ export function parseConfig<S extends FlagsSpec>(
   const config: Record<string, unknown> = {};
   for (const [key, s] of Object.entries(spec)) {
     const fromFlag = [flagName(key), ...(s.aliases ?? [])].map((name) => values[name]).find((v) => v !== undefined);
-    const fromEnv = envNames(s).map((name) => env[name]).find((v) => v !== undefined && v !== '');
+    const fromEnv = envNames(s)
+      .map((name) => env[name])
+      .find((v) => v !== undefined && v !== '');
     const raw = fromFlag ?? fromEnv;
     config[key] = raw === undefined ? s.default : convert(key, s, raw);
   }
@@ -123,12 +131,25 @@ export function parseConfig<S extends FlagsSpec>(
 export function helpText(program: string, summary: string, spec: FlagsSpec): string {
   const rows = Object.entries(spec).map(([key, s]) => {
     const flag = `--${flagName(key)}${s.kind === 'boolean' ? '' : ` <${s.kind}>`}`;
-    const def = s.default === undefined ? '' : ` (default ${s.kind === 'duration' ? formatDuration(s.default as number) : JSON.stringify(s.default)})`;
+    const def =
+      s.default === undefined
+        ? ''
+        : ` (default ${s.kind === 'duration' ? formatDuration(s.default as number) : JSON.stringify(s.default)})`;
     const env = s.env ? ` [env ${envNames(s).join(', ')}]` : '';
     const aliases = s.aliases?.length ? ` (was ${s.aliases.map((a) => `--${a}`).join(', ')})` : '';
     return { flag, text: `${s.description}${def}${env}${aliases}` };
   });
   const width = Math.max(...rows.map((r) => r.flag.length), 6) + 2;
   const lines = rows.map((r) => `  ${r.flag.padEnd(width)}${r.text}`);
-  return [`Usage: ${program} [flags]`, '', summary, '', 'Flags:', ...lines, `  ${'-h, --help'.padEnd(width)}show this help`, `  ${'--version'.padEnd(width)}print the version and exit`, ''].join('\n');
+  return [
+    `Usage: ${program} [flags]`,
+    '',
+    summary,
+    '',
+    'Flags:',
+    ...lines,
+    `  ${'-h, --help'.padEnd(width)}show this help`,
+    `  ${'--version'.padEnd(width)}print the version and exit`,
+    '',
+  ].join('\n');
 }

@@ -4,7 +4,13 @@
 import { lstatSync, unlinkSync } from 'node:fs';
 import { connect, type AddressInfo } from 'node:net';
 import { createServer as createHttpsServer } from 'node:https';
-import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type Server } from 'node:http';
+import {
+  ServerResponse,
+  type IncomingMessage,
+  type OutgoingHttpHeader,
+  type OutgoingHttpHeaders,
+  type Server,
+} from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HostPort } from './address.js';
@@ -70,12 +76,20 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: Serve
     override writeHead(statusCode: number, statusMessage?: string | HeadFields, headers?: HeadFields): this {
       if (closing || bodyLeftUnread(this.req)) this.shouldKeepAlive = false;
       // Node takes the headers in either place, as the overloads say.
-      return typeof statusMessage === 'string' ? super.writeHead(statusCode, statusMessage, headers) : super.writeHead(statusCode, statusMessage);
+      return typeof statusMessage === 'string'
+        ? super.writeHead(statusCode, statusMessage, headers)
+        : super.writeHead(statusCode, statusMessage);
     }
   }
-  const server = (tls === undefined
-    ? createAdaptorServer({ fetch: app.fetch, serverOptions: { ServerResponse: DrainingResponse } })
-    : createAdaptorServer({ fetch: app.fetch, createServer: createHttpsServer, serverOptions: { ServerResponse: DrainingResponse, cert: tls.cert, key: tls.key } })) as Server;
+  const server = (
+    tls === undefined
+      ? createAdaptorServer({ fetch: app.fetch, serverOptions: { ServerResponse: DrainingResponse } })
+      : createAdaptorServer({
+          fetch: app.fetch,
+          createServer: createHttpsServer,
+          serverOptions: { ServerResponse: DrainingResponse, cert: tls.cert, key: tls.key },
+        })
+  ) as Server;
   server.keepAliveTimeout = keepAliveTimeoutMs ?? 65_000;
   return {
     server,

@@ -32,7 +32,11 @@ function declaresTooMuch(incoming: IncomingMessage, maxBytes: number): boolean {
 }
 
 /** Calls `done` once: the whole body (empty when there is none), TOO_LARGE, or UNREADABLE when the client went away. */
-export function readIncomingBody(incoming: IncomingMessage, maxBytes: number, done: (body: IncomingBody) => void): void {
+export function readIncomingBody(
+  incoming: IncomingMessage,
+  maxBytes: number,
+  done: (body: IncomingBody) => void,
+): void {
   if (declaresTooMuch(incoming, maxBytes)) {
     done(TOO_LARGE);
     return;

@@ -53,7 +53,10 @@ export class Shutdown {
     const deadline = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());
     for (const { name, closeable } of [...this.closers].reverse()) {
       try {
-        const outcome = await Promise.race([Promise.resolve(closeable.close()).then(() => 'closed' as const), deadline]);
+        const outcome = await Promise.race([
+          Promise.resolve(closeable.close()).then(() => 'closed' as const),
+          deadline,
+        ]);
         if (outcome === 'timeout') {
           logger.warn('shutdown deadline passed; not waiting for the rest', { closing: name, timeoutMs });
           return;

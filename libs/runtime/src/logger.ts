@@ -42,7 +42,9 @@ export function createLogger(component: string, options: LoggerOptions = {}): Lo
     const emit = (level: LogLevel, msg: string, fields?: LogFields): void => {
       if (LEVEL_RANK[level] < min) return;
       const record: LogFields = { ts: new Date().toISOString(), level, component, msg, ...base };
-      if (fields) for (const [k, v] of Object.entries(fields)) record[k] = k === 'err' || v instanceof Error ? serializeError(v) : v;
+      if (fields)
+        for (const [k, v] of Object.entries(fields))
+          record[k] = k === 'err' || v instanceof Error ? serializeError(v) : v;
       write(JSON.stringify(record));
     };
     return {

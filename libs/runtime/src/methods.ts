@@ -6,7 +6,10 @@ import type { RouterRoute } from 'hono/types';
 
 /** `:param` segments match any one segment, as Hono's router does for these plain patterns. */
 function patternOf(path: string): RegExp {
-  const source = path.split('/').map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
+  const source = path
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
   return new RegExp(`^${source}$`);
 }
 
@@ -21,6 +24,9 @@ export function methodNotAllowed(routes: readonly RouterRoute[]): (path: string)
     if (method === 'GET') methods.add('HEAD');
     byPath.set(path, methods);
   }
-  const table = [...byPath].map(([path, methods]) => ({ pattern: patternOf(path), allow: [...methods].sort().join(', ') }));
+  const table = [...byPath].map(([path, methods]) => ({
+    pattern: patternOf(path),
+    allow: [...methods].sort().join(', '),
+  }));
   return (path) => table.find((entry) => entry.pattern.test(path))?.allow;
 }

@@ -15,7 +15,10 @@ export const MAKE_NODE_BIN = '~/.cache/warmpool/node-24/bin';
 export const WRONG_NODE_EXIT_CODE = 2;
 
 function parts(version: string): [number, number, number] {
-  const [major = 0, minor = 0, patch = 0] = version.replace(/^v/, '').split('.').map((part) => Number.parseInt(part, 10) || 0);
+  const [major = 0, minor = 0, patch = 0] = version
+    .replace(/^v/, '')
+    .split('.')
+    .map((part) => Number.parseInt(part, 10) || 0);
   return [major, minor, patch];
 }
 
@@ -32,9 +35,11 @@ export function nodeVersionSatisfies(version: string, minimum: string = MINIMUM_
 /** The message for a Node.js that is too old; undefined when `version` will do. */
 export function wrongNodeMessage(program: string, version: string = process.version): string | undefined {
   if (nodeVersionSatisfies(version)) return undefined;
-  return `${program}: needs Node.js >= ${MINIMUM_NODE_VERSION}, but this is Node.js ${version} (${process.execPath}).\n`
-    + `  \`make node\` (which every make target runs) installs Node.js 24 into ${MAKE_NODE_BIN}:\n`
-    + `  run ${MAKE_NODE_BIN}/node ..., or put ${MAKE_NODE_BIN} first on PATH.\n`;
+  return (
+    `${program}: needs Node.js >= ${MINIMUM_NODE_VERSION}, but this is Node.js ${version} (${process.execPath}).\n` +
+    `  \`make node\` (which every make target runs) installs Node.js 24 into ${MAKE_NODE_BIN}:\n` +
+    `  run ${MAKE_NODE_BIN}/node ..., or put ${MAKE_NODE_BIN} first on PATH.\n`
+  );
 }
 
 /** Ends the process with exit code 2 and the message above unless this Node.js will do. */

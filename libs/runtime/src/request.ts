@@ -85,7 +85,11 @@ async function readCapped(c: Context, maxBytes: number): Promise<string | typeof
 }
 
 /** Read, parse and validate a JSON body. */
-export async function readJsonBody<T>(c: Context, schema: BodySchema<T>, options: JsonBodyOptions): Promise<BodyResult<T>> {
+export async function readJsonBody<T>(
+  c: Context,
+  schema: BodySchema<T>,
+  options: JsonBodyOptions,
+): Promise<BodyResult<T>> {
   const unreadable = { ok: false, error: options.invalidMessage, problem: 'unreadable' } as const;
   let json: unknown;
   try {
@@ -97,5 +101,7 @@ export async function readJsonBody<T>(c: Context, schema: BodySchema<T>, options
     return unreadable;
   }
   const parsed = schema.safeParse(json);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssue(parsed.error, options.invalidMessage), problem: 'invalid' };
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, error: describeIssue(parsed.error, options.invalidMessage), problem: 'invalid' };
 }

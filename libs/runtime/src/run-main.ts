@@ -12,7 +12,10 @@ export interface RunMainOptions {
 /** Runs `main`; on a ConfigError writes `<name>: <reason>` to stderr and exits 2, on any other failure logs "failed to start" and exits 1. */
 export function runMain(name: string, main: () => Promise<void>, options: RunMainOptions = {}): void {
   main().catch((err: unknown) => {
-    if (err instanceof ConfigError || (err instanceof Error && options.usageErrors?.some((type) => err instanceof type) === true)) {
+    if (
+      err instanceof ConfigError ||
+      (err instanceof Error && options.usageErrors?.some((type) => err instanceof type) === true)
+    ) {
       process.stderr.write(`${name}: ${err.message}\n`);
       process.exit(2);
     }

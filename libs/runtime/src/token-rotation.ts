@@ -21,7 +21,6 @@ export interface TokenRotationOptions<T> {
 /** The default grace: kubelet can take a minute or two to refresh a Secret volume in every pod, and each process re-reads its file every few seconds. */
 export const DEFAULT_TOKEN_GRACE_MS = 5 * 60_000;
 
-
 interface Held<T> {
   token: string;
   value: T;
@@ -58,7 +57,12 @@ export class TokenRotation<T> {
       this.#previousUntil = this.#now() + this.#graceMs;
     }
     // The token coming back during its own grace (a rotation rolled back) is the same token, not a new one.
-    this.#current = next === undefined ? undefined : next === this.#previous?.token ? this.#previous : { token: next, value: this.#derive(next) };
+    this.#current =
+      next === undefined
+        ? undefined
+        : next === this.#previous?.token
+          ? this.#previous
+          : { token: next, value: this.#derive(next) };
     if (this.#current !== undefined && this.#current === this.#previous) this.#previous = undefined;
     this.#preferPrevious = false;
     return true;
@@ -100,7 +104,7 @@ export class TokenRotation<T> {
    */
   get preferred(): T | undefined {
     const previous = this.previous;
-    return this.#preferPrevious && previous !== undefined ? previous : this.current ?? previous;
+    return this.#preferPrevious && previous !== undefined ? previous : (this.current ?? previous);
   }
 
   /** After `used` was refused: the other token to try, if there is one. */

@@ -27,12 +27,16 @@ async function serve(closeTimeoutMs = 20_000): Promise<{ server: HttpServer; ref
     refused.push(c.env.incoming);
     return c.json({ error: body.error, problem: body.problem }, 400);
   });
-  app.post('/direct', (c) => new Promise<Response>((resolve) => {
-    readIncomingJson(c.env.incoming, MAX, (json) => {
-      if (json === TOO_LARGE) refused.push(c.env.incoming);
-      resolve(json === TOO_LARGE ? c.json({ problem: 'too_large' }, 400) : c.json({ ok: true }));
-    });
-  }));
+  app.post(
+    '/direct',
+    (c) =>
+      new Promise<Response>((resolve) => {
+        readIncomingJson(c.env.incoming, MAX, (json) => {
+          if (json === TOO_LARGE) refused.push(c.env.incoming);
+          resolve(json === TOO_LARGE ? c.json({ problem: 'too_large' }, 400) : c.json({ ok: true }));
+        });
+      }),
+  );
   const server = await serveApp(app, { host: '127.0.0.1', port: 0, closeTimeoutMs });
   open.push(() => server.close());
   return { server, refused };
@@ -55,48 +59,55 @@ function raw(server: HttpServer, head: string): RawExchange {
   return { socket, closed };
 }
 
-const headOf = (path: string, framing: string): string => `POST ${path} HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`;
+const headOf = (path: string, framing: string): string =>
+  `POST ${path} HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`;
 
 describe('a body over the cap', () => {
-  it.each(['/json', '/direct'])('%s: a chunked body is read no further than the cap, answered 400, and its connection closed', async (path) => {
-    const { server, refused } = await serve();
-    const { socket, closed } = raw(server, headOf(path, 'transfer-encoding: chunked'));
-    // 10 MiB on offer, as fast as the connection takes it, until the server closes it.
-    const chunk = Buffer.alloc(64 * 1024, 'x');
-    const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    let offered = 0;
-    const pump = (): void => {
-      while (offered < 160 && !socket.destroyed) {
-        offered += 1;
-        if (!socket.write(frame)) {
-          socket.once('drain', pump);
-          return;
+  it.each(['/json', '/direct'])(
+    '%s: a chunked body is read no further than the cap, answered 400, and its connection closed',
+    async (path) => {
+      const { server, refused } = await serve();
+      const { socket, closed } = raw(server, headOf(path, 'transfer-encoding: chunked'));
+      // 10 MiB on offer, as fast as the connection takes it, until the server closes it.
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+      let offered = 0;
+      const pump = (): void => {
+        while (offered < 160 && !socket.destroyed) {
+          offered += 1;
+          if (!socket.write(frame)) {
+            socket.once('drain', pump);
+            return;
+          }
         }
-      }
-    };
-    pump();
-    const answer = await closed;
-    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-    expect(answer.toLowerCase()).toContain('connection: close');
-    expect(answer).toContain('too_large');
-    // What Node read off the socket: the cap and what was in flight, not 16 times the cap.
-    const bytesRead = refused[0]?.socket?.bytesRead ?? Number.NaN;
-    expect(bytesRead).toBeGreaterThan(MAX);
-    expect(bytesRead).toBeLessThan(2 * MAX);
-  });
+      };
+      pump();
+      const answer = await closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer.toLowerCase()).toContain('connection: close');
+      expect(answer).toContain('too_large');
+      // What Node read off the socket: the cap and what was in flight, not 16 times the cap.
+      const bytesRead = refused[0]?.socket?.bytesRead ?? Number.NaN;
+      expect(bytesRead).toBeGreaterThan(MAX);
+      expect(bytesRead).toBeLessThan(2 * MAX);
+    },
+  );
 
-  it.each(['/json', '/direct'])('%s: a declared length over the cap is refused unread, and a client stalled mid-body does not hold close()', async (path) => {
-    const { server } = await serve(20_000);
-    const { socket, closed } = raw(server, headOf(path, `content-length: ${2 * MAX}`));
-    socket.write(Buffer.alloc(64 * 1024, 'x'));
-    // The client sends nothing more: the server answers and closes the connection all the same.
-    const answer = await closed;
-    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-    expect(answer.toLowerCase()).toContain('connection: close');
-    const started = performance.now();
-    await server.close();
-    expect(performance.now() - started).toBeLessThan(5_000);
-  });
+  it.each(['/json', '/direct'])(
+    '%s: a declared length over the cap is refused unread, and a client stalled mid-body does not hold close()',
+    async (path) => {
+      const { server } = await serve(20_000);
+      const { socket, closed } = raw(server, headOf(path, `content-length: ${2 * MAX}`));
+      socket.write(Buffer.alloc(64 * 1024, 'x'));
+      // The client sends nothing more: the server answers and closes the connection all the same.
+      const answer = await closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer.toLowerCase()).toContain('connection: close');
+      const started = performance.now();
+      await server.close();
+      expect(performance.now() - started).toBeLessThan(5_000);
+    },
+  );
 
   it('keeps the connection of a small declared body the app did not read', async () => {
     const app = new Hono();
@@ -104,21 +115,33 @@ describe('a body over the cap', () => {
     const server = await serveApp(app, { host: '127.0.0.1', port: 0 });
     open.push(() => server.close());
     // The answer comes before the body is sent: still unread, but small.
-    const { socket } = raw(server, 'POST /ignores-body HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n');
-    const answer = await new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    const { socket } = raw(
+      server,
+      'POST /ignores-body HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n',
+    );
+    const answer = await new Promise<string>((resolve) =>
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString())),
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 204 /);
     expect(answer.toLowerCase()).toContain('connection: keep-alive');
     socket.write('{}');
     socket.write('POST /ignores-body HTTP/1.1\r\nhost: test\r\ncontent-length: 0\r\n\r\n');
-    const second = await new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    const second = await new Promise<string>((resolve) =>
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString())),
+    );
     expect(second).toMatch(/^HTTP\/1\.1 204 /);
   });
 
   it('keeps the connection of a body read in full alive', async () => {
     const { server } = await serve();
     const body = '{"a":1}';
-    const { socket } = raw(server, `POST /json HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
-    const answer = await new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    const { socket } = raw(
+      server,
+      `POST /json HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    );
+    const answer = await new Promise<string>((resolve) =>
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString())),
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(answer.toLowerCase()).toContain('connection: keep-alive');
   });

@@ -12,7 +12,13 @@ const spec = {
 describe('parseConfig', () => {
   it('uses defaults when neither flag nor env is given', () => {
     const { config, help } = parseConfig(spec, [], {});
-    expect(config).toEqual({ listen: '127.0.0.1:8080', apiToken: undefined, maxClaims: 100, interval: 5_000, verbose: false });
+    expect(config).toEqual({
+      listen: '127.0.0.1:8080',
+      apiToken: undefined,
+      maxClaims: 100,
+      interval: 5_000,
+      verbose: false,
+    });
     expect(help).toBe(false);
   });
 
@@ -44,8 +50,12 @@ describe('parseConfig', () => {
   });
 
   it('reads WARMPOOL_-prefixed variables first, the unprefixed name and older aliases after', () => {
-    const aliased = { token: { kind: 'string', description: 'token', env: 'API_TOKEN', envAliases: ['OLD_TOKEN'] } } satisfies FlagsSpec;
-    expect(parseConfig(aliased, [], { WARMPOOL_API_TOKEN: 'a', API_TOKEN: 'b', OLD_TOKEN: 'c' }).config.token).toBe('a');
+    const aliased = {
+      token: { kind: 'string', description: 'token', env: 'API_TOKEN', envAliases: ['OLD_TOKEN'] },
+    } satisfies FlagsSpec;
+    expect(parseConfig(aliased, [], { WARMPOOL_API_TOKEN: 'a', API_TOKEN: 'b', OLD_TOKEN: 'c' }).config.token).toBe(
+      'a',
+    );
     expect(parseConfig(aliased, [], { API_TOKEN: 'b', OLD_TOKEN: 'c' }).config.token).toBe('b');
     expect(parseConfig(aliased, [], { OLD_TOKEN: 'c' }).config.token).toBe('c');
     expect(helpText('demo', 'A demo.', aliased)).toContain('[env WARMPOOL_API_TOKEN, API_TOKEN, OLD_TOKEN]');
@@ -53,7 +63,12 @@ describe('parseConfig', () => {
 
   it('accepts an old flag name as an alias, and a boolean written --flag=false', () => {
     const renamed = {
-      leaderElectLeaseDuration: { kind: 'duration', description: 'lease', default: 15_000, aliases: ['lease-duration'] },
+      leaderElectLeaseDuration: {
+        kind: 'duration',
+        description: 'lease',
+        default: 15_000,
+        aliases: ['lease-duration'],
+      },
       leaderElect: { kind: 'boolean', description: 'elect', default: true },
     } satisfies FlagsSpec;
     expect(parseConfig(renamed, ['--lease-duration', '20s']).config.leaderElectLeaseDuration).toBe(20_000);

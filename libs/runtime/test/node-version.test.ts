@@ -35,8 +35,13 @@ describe('wrongNodeMessage', () => {
 
 describe('engines', () => {
   it('every package.json in the workspace asks for the Node.js the check enforces', () => {
-    const root = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { workspaces: string[]; engines?: { node?: string } };
-    const manifests = ['.', ...root.workspaces].map((dir) => join(REPO_ROOT, dir, 'package.json')).filter((file) => existsSync(file));
+    const root = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      workspaces: string[];
+      engines?: { node?: string };
+    };
+    const manifests = ['.', ...root.workspaces]
+      .map((dir) => join(REPO_ROOT, dir, 'package.json'))
+      .filter((file) => existsSync(file));
     expect(manifests.length).toBeGreaterThan(10);
     const minimum = MINIMUM_NODE_VERSION.replace(/\.0$/, '');
     for (const file of manifests) {

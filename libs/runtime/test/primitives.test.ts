@@ -40,13 +40,25 @@ describe('createLogger', () => {
     log.warn('sandboxd slow', { ms: 12, err: new Error('boom') });
     expect(lines).toHaveLength(1);
     const record = JSON.parse(lines[0] as string) as Record<string, unknown>;
-    expect(record).toMatchObject({ level: 'warn', component: 'agent', msg: 'sandboxd slow', node: 'n1', ms: 12, err: { message: 'boom', name: 'Error' } });
+    expect(record).toMatchObject({
+      level: 'warn',
+      component: 'agent',
+      msg: 'sandboxd slow',
+      node: 'n1',
+      ms: 12,
+      err: { message: 'boom', name: 'Error' },
+    });
     expect(typeof record['ts']).toBe('string');
   });
 });
 
 describe('messageOf', () => {
-  it('gives an Error\'s message, and the string form of anything else thrown', () => {
-    expect([messageOf(new TypeError('bad')), messageOf('plain'), messageOf(42), messageOf(undefined)]).toEqual(['bad', 'plain', '42', 'undefined']);
+  it("gives an Error's message, and the string form of anything else thrown", () => {
+    expect([messageOf(new TypeError('bad')), messageOf('plain'), messageOf(42), messageOf(undefined)]).toEqual([
+      'bad',
+      'plain',
+      '42',
+      'undefined',
+    ]);
   });
 });

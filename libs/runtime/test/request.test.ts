@@ -15,7 +15,11 @@ function appWith(emptyAs?: unknown): Hono {
   return app;
 }
 
-async function post(app: Hono, body: string | ReadableStream<Uint8Array>, headers: Record<string, string> = {}): Promise<{ status: number; json: unknown }> {
+async function post(
+  app: Hono,
+  body: string | ReadableStream<Uint8Array>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: unknown }> {
   const res = await app.request('/', { method: 'POST', body, headers, duplex: 'half' } as RequestInit);
   return { status: res.status, json: await res.json() };
 }
@@ -41,7 +45,10 @@ describe('readJsonBody', () => {
 
   it('refuses a body whose declared length is over the cap without reading it', async () => {
     const big = JSON.stringify({ warm: 1, pad: 'x'.repeat(100) });
-    expect(await post(appWith(), big, { 'content-length': String(big.length) })).toEqual({ status: 400, json: { error: 'invalid request body' } });
+    expect(await post(appWith(), big, { 'content-length': String(big.length) })).toEqual({
+      status: 400,
+      json: { error: 'invalid request body' },
+    });
   });
 
   it('refuses a chunked body once it grows over the cap', async () => {
@@ -50,7 +57,10 @@ describe('readJsonBody', () => {
   });
 
   it('names the first schema issue with its path', async () => {
-    expect(await post(appWith(), '{"warm":-1}')).toEqual({ status: 400, json: { error: 'warm: warm must not be negative' } });
+    expect(await post(appWith(), '{"warm":-1}')).toEqual({
+      status: 400,
+      json: { error: 'warm: warm must not be negative' },
+    });
   });
 
   it('reads an empty body as emptyAs where every field may be absent', async () => {

@@ -69,10 +69,21 @@ describe('watchTokenFile', () => {
 
 describe('normalizeToken and bearerToken', () => {
   it('drops surrounding whitespace and counts empty or blank as none', () => {
-    expect([normalizeToken(' abc\n'), normalizeToken(''), normalizeToken(' \n'), normalizeToken(undefined)]).toEqual(['abc', undefined, undefined, undefined]);
+    expect([normalizeToken(' abc\n'), normalizeToken(''), normalizeToken(' \n'), normalizeToken(undefined)]).toEqual([
+      'abc',
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('reads the token of a Bearer header, any case, and nothing else', () => {
-    expect([bearerToken('Bearer abc'), bearerToken('bearer\tabc '), bearerToken('Basic abc'), bearerToken('Bearer a b'), bearerToken(undefined)]).toEqual(['abc', 'abc', undefined, undefined, undefined]);
+    expect([
+      bearerToken('Bearer abc'),
+      bearerToken('bearer\tabc '),
+      bearerToken('Basic abc'),
+      bearerToken('Bearer a b'),
+      bearerToken(undefined),
+    ]).toEqual(['abc', 'abc', undefined, undefined, undefined]);
   });
 });

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { TokenRotation } from '../src/index.js';
 
-function rotation(token: string | undefined, graceMs = 1_000): { tokens: TokenRotation<string>; clock: { now: number } } {
+function rotation(
+  token: string | undefined,
+  graceMs = 1_000,
+): { tokens: TokenRotation<string>; clock: { now: number } } {
   const clock = { now: 0 };
   const tokens = new TokenRotation(token, { graceMs, derive: (value) => `derived:${value}`, now: () => clock.now });
   return { tokens, clock };

@@ -1,6 +1,13 @@
 // Talking to a node agent the way a client of warmpool does: at the address
 // its NodeInventory advertises, with the fleet token.
-import { claimResponseSchema, nodeInfoSchema, sandboxRowSchema, type ClaimResponse, type NodeInfo, type SandboxRow } from '@warmpool/api';
+import {
+  claimResponseSchema,
+  nodeInfoSchema,
+  sandboxRowSchema,
+  type ClaimResponse,
+  type NodeInfo,
+  type SandboxRow,
+} from '@warmpool/api';
 import { httpCall } from '@warmpool/harness';
 
 export interface AgentAnswer<T> {
@@ -9,11 +16,25 @@ export interface AgentAnswer<T> {
 }
 
 /** One call to the agent at `address`, bounded in time. */
-function call(address: string, method: string, path: string, token: string, body?: unknown): Promise<{ status: number; text: string }> {
-  return httpCall(`http://${address}`, method, path, { token, ...(body === undefined ? {} : { body }), timeoutMs: 10_000 });
+function call(
+  address: string,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
+  return httpCall(`http://${address}`, method, path, {
+    token,
+    ...(body === undefined ? {} : { body }),
+    timeoutMs: 10_000,
+  });
 }
 
-export async function claim(address: string, token: string, request: { template: string; ttl_seconds?: number; claim_ref?: string }): Promise<AgentAnswer<ClaimResponse>> {
+export async function claim(
+  address: string,
+  token: string,
+  request: { template: string; ttl_seconds?: number; claim_ref?: string },
+): Promise<AgentAnswer<ClaimResponse>> {
   const res = await call(address, 'POST', '/v1/claim', token, request);
   return { status: res.status, body: res.status === 200 ? claimResponseSchema.parse(JSON.parse(res.text)) : undefined };
 }

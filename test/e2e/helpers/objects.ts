@@ -1,12 +1,6 @@
 // Reading the objects the spec checks, through kubectl so it works the same
 // on any cluster. Shapes come from @warmpool/api.
-import {
-  DEFAULT_NET,
-  DEFAULT_SIZE,
-  type InventoryPool,
-  type NodeInventory,
-  type SandboxWarmPool,
-} from '@warmpool/api';
+import { DEFAULT_NET, DEFAULT_SIZE, type InventoryPool, type NodeInventory, type SandboxWarmPool } from '@warmpool/api';
 import { listManifest, template, warmPool } from '@warmpool/harness';
 import { kubectlOk, type E2eTarget } from './target.js';
 
@@ -19,7 +13,13 @@ async function getJson<T>(target: E2eTarget, args: string[]): Promise<T> {
 }
 
 export function getPool(target: E2eTarget, name: string): Promise<SandboxWarmPool> {
-  return getJson<SandboxWarmPool>(target, ['get', 'sandboxwarmpools.extensions.agents.x-k8s.io', name, '-n', target.namespace]);
+  return getJson<SandboxWarmPool>(target, [
+    'get',
+    'sandboxwarmpools.extensions.agents.x-k8s.io',
+    name,
+    '-n',
+    target.namespace,
+  ]);
 }
 
 export async function listInventories(target: E2eTarget): Promise<NodeInventory[]> {
@@ -27,7 +27,9 @@ export async function listInventories(target: E2eTarget): Promise<NodeInventory[
 }
 
 export async function listNodeNames(target: E2eTarget): Promise<string[]> {
-  return (await getJson<List<{ metadata: { name: string } }>>(target, ['get', 'nodes'])).items.map((n) => n.metadata.name);
+  return (await getJson<List<{ metadata: { name: string } }>>(target, ['get', 'nodes'])).items.map(
+    (n) => n.metadata.name,
+  );
 }
 
 export async function countSandboxObjects(target: E2eTarget): Promise<number> {
@@ -36,7 +38,9 @@ export async function countSandboxObjects(target: E2eTarget): Promise<number> {
 
 /** The inventory's row for a template with the default net and size, if the node has that pool. */
 export function poolRow(inventory: NodeInventory, template: string): InventoryPool | undefined {
-  return inventory.status?.pools?.find((p) => p.template === template && p.net === DEFAULT_NET && p.size === DEFAULT_SIZE);
+  return inventory.status?.pools?.find(
+    (p) => p.template === template && p.net === DEFAULT_NET && p.size === DEFAULT_SIZE,
+  );
 }
 
 /** Σ of the targets every NodeInventory reports for the template. */

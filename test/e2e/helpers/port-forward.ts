@@ -14,13 +14,36 @@ export interface PortForward {
 }
 
 /** Starts `kubectl port-forward` to `pod:remotePort` on a free local port; resolves once kubectl says it is forwarding. */
-export function portForward(kubeconfig: string, namespace: string, pod: string, remotePort: number): Promise<PortForward> {
-  const child: ChildProcess = spawn(findBinary('kubectl'), [`--kubeconfig=${kubeconfig}`, 'port-forward', '-n', namespace, '--address=127.0.0.1', `pod/${pod}`, `:${remotePort}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function portForward(
+  kubeconfig: string,
+  namespace: string,
+  pod: string,
+  remotePort: number,
+): Promise<PortForward> {
+  const child: ChildProcess = spawn(
+    findBinary('kubectl'),
+    [
+      `--kubeconfig=${kubeconfig}`,
+      'port-forward',
+      '-n',
+      namespace,
+      '--address=127.0.0.1',
+      `pod/${pod}`,
+      `:${remotePort}`,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   return new Promise((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => fail(new Error(`kubectl port-forward to ${namespace}/${pod}:${remotePort} did not start within 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(
+      () =>
+        fail(
+          new Error(`kubectl port-forward to ${namespace}/${pod}:${remotePort} did not start within 30 s:\n${output}`),
+        ),
+      30_000,
+    );
     const fail = (err: Error) => {
       clearTimeout(timer);
       child.kill('SIGKILL');

@@ -31,7 +31,8 @@ export interface E2eTarget {
 /** Runs kubectl and fails with its output unless it exits 0. */
 export async function kubectlOk(target: E2eTarget, args: string[], options?: KubectlOptions): Promise<string> {
   const result = await target.kubectl(args, options);
-  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${result.code}:\n${result.stderr}${result.stdout}`);
+  if (result.code !== 0)
+    throw new Error(`kubectl ${args.join(' ')} exited ${result.code}:\n${result.stderr}${result.stdout}`);
   return result.stdout;
 }
 
@@ -50,9 +51,12 @@ async function clusterToken(kubectl: E2eTarget['kubectl']): Promise<string> {
   const where = namespace ? ['-n', namespace] : ['-A'];
   const found = await kubectl(['get', 'secrets', ...where, '-l', 'app.kubernetes.io/name=warmpool', '-o', 'json']);
   if (found.code !== 0) throw new Error(`cannot list secrets for the fleet token:\n${found.stderr}`);
-  const secrets = (JSON.parse(found.stdout) as { items: Array<{ metadata: { name: string }; data?: Record<string, string> }> }).items;
+  const secrets = (
+    JSON.parse(found.stdout) as { items: Array<{ metadata: { name: string }; data?: Record<string, string> }> }
+  ).items;
   const secret = secrets.find((s) => s.metadata.name.endsWith('fleet-token') && s.data?.['token']);
-  if (!secret?.data?.['token']) throw new Error('no fleet-token Secret found: set WARMPOOL_E2E_TOKEN or WARMPOOL_E2E_NAMESPACE');
+  if (!secret?.data?.['token'])
+    throw new Error('no fleet-token Secret found: set WARMPOOL_E2E_TOKEN or WARMPOOL_E2E_NAMESPACE');
   return Buffer.from(secret.data['token'], 'base64').toString('utf8').trim();
 }
 
@@ -60,7 +64,17 @@ async function clusterToken(kubectl: E2eTarget['kubectl']): Promise<string> {
 async function agentPodOn(kubectl: E2eTarget['kubectl'], node: string): Promise<{ namespace: string; name: string }> {
   const namespace = process.env['WARMPOOL_E2E_NAMESPACE'];
   const where = namespace ? ['-n', namespace] : ['-A'];
-  const found = await kubectl(['get', 'pods', ...where, '-l', 'app.kubernetes.io/name=warmpool,app.kubernetes.io/component=node-agent', '--field-selector', `spec.nodeName=${node},status.phase=Running`, '-o', 'json']);
+  const found = await kubectl([
+    'get',
+    'pods',
+    ...where,
+    '-l',
+    'app.kubernetes.io/name=warmpool,app.kubernetes.io/component=node-agent',
+    '--field-selector',
+    `spec.nodeName=${node},status.phase=Running`,
+    '-o',
+    'json',
+  ]);
   if (found.code !== 0) throw new Error(`cannot list the node agent pods:\n${found.stderr}`);
   const pods = (JSON.parse(found.stdout) as { items: Array<{ metadata: { name: string; namespace: string } }> }).items;
   const pod = pods[0];
@@ -76,7 +90,8 @@ function portOf(address: string): number {
 
 async function openCluster(kubeconfig: string): Promise<E2eTarget> {
   const cacheDir = mkdtempSync(join(tmpdir(), 'warmpool-e2e-kubectl-'));
-  const kubectl = (args: string[], options?: KubectlOptions): Promise<KubectlResult> => runKubectl(kubeconfig, cacheDir, args, options);
+  const kubectl = (args: string[], options?: KubectlOptions): Promise<KubectlResult> =>
+    runKubectl(kubeconfig, cacheDir, args, options);
   const token = await clusterToken(kubectl);
   const namespace = await createNamespace(kubectl);
   const forwards = new Map<string, Promise<PortForward>>();
@@ -89,14 +104,20 @@ async function openCluster(kubeconfig: string): Promise<E2eTarget> {
       const node = inventory.spec.nodeName;
       let forward = forwards.get(node);
       if (!forward) {
-        forward = agentPodOn(kubectl, node).then((pod) => portForward(kubeconfig, pod.namespace, pod.name, portOf(inventory.spec.address)));
+        forward = agentPodOn(kubectl, node).then((pod) =>
+          portForward(kubeconfig, pod.namespace, pod.name, portOf(inventory.spec.address)),
+        );
         forwards.set(node, forward);
         forward.catch(() => forwards.delete(node));
       }
       return (await forward).address;
     },
     async close() {
-      for (const forward of forwards.values()) await forward.then((f) => f.close(), () => undefined);
+      for (const forward of forwards.values())
+        await forward.then(
+          (f) => f.close(),
+          () => undefined,
+        );
       await kubectl(['delete', 'namespace', namespace, '--wait=false']);
       rmSync(cacheDir, { recursive: true, force: true });
     },
@@ -112,12 +133,20 @@ async function openLocalStack(): Promise<E2eTarget> {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-e2e-stack-'));
   let stack: LocalStack;
   try {
-    stack = await startStack({ dir, loopbackPrefix: '127.0.2', controlPlanePort: 0, claimsPort: 0, interval: '1s', sample: false });
+    stack = await startStack({
+      dir,
+      loopbackPrefix: '127.0.2',
+      controlPlanePort: 0,
+      claimsPort: 0,
+      interval: '1s',
+      sample: false,
+    });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
-  const kubectl = (args: string[], options?: KubectlOptions): Promise<KubectlResult> => stack.cluster.kubectl(args, options);
+  const kubectl = (args: string[], options?: KubectlOptions): Promise<KubectlResult> =>
+    stack.cluster.kubectl(args, options);
   const namespace = await createNamespace(kubectl);
   return {
     describe: 'local stack',

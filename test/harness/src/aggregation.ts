@@ -30,30 +30,55 @@ export async function registerAggregatedApi(cluster: TestCluster, options: Aggre
     if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
     return result.stdout;
   };
-  if (options.replacesCrd !== undefined) await run(['delete', 'crd', options.replacesCrd, '--ignore-not-found', '--wait=true']);
+  if (options.replacesCrd !== undefined)
+    await run(['delete', 'crd', options.replacesCrd, '--ignore-not-found', '--wait=true']);
   const namespace = options.serviceNamespace ?? 'kube-system';
   const name = options.serviceName ?? `${options.version}-${options.group.replaceAll('.', '-')}`.slice(0, 63);
   const apiServiceName = `${options.version}.${options.group}`;
   const service = {
-    apiVersion: 'v1', kind: 'Service',
+    apiVersion: 'v1',
+    kind: 'Service',
     metadata: { name, namespace },
-    spec: { type: 'ExternalName', externalName: '127.0.0.1', ports: [{ name: 'https', port: options.port, protocol: 'TCP' }] },
+    spec: {
+      type: 'ExternalName',
+      externalName: '127.0.0.1',
+      ports: [{ name: 'https', port: options.port, protocol: 'TCP' }],
+    },
   };
   const apiService = {
-    apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService',
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
     metadata: { name: apiServiceName },
     spec: {
-      group: options.group, version: options.version, groupPriorityMinimum: 1000, versionPriority: 15,
+      group: options.group,
+      version: options.version,
+      groupPriorityMinimum: 1000,
+      versionPriority: 15,
       service: { namespace, name, port: options.port },
-      ...(options.caPem !== undefined ? { caBundle: Buffer.from(options.caPem).toString('base64') } : { insecureSkipTLSVerify: true }),
+      ...(options.caPem !== undefined
+        ? { caBundle: Buffer.from(options.caPem).toString('base64') }
+        : { insecureSkipTLSVerify: true }),
     },
   };
   await run(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service, apiService] }));
   let last = '';
-  await eventually(async () => {
-    const result = await cluster.kubectl(['get', 'apiservice', apiServiceName, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")]}']);
-    last = result.stdout;
-    return result.stdout.includes('"status":"True"');
-  }, { timeoutMs: options.availableTimeoutMs ?? 60_000, intervalMs: 500, what: () => `APIService ${apiServiceName} to be Available (last: ${last})` });
+  await eventually(
+    async () => {
+      const result = await cluster.kubectl([
+        'get',
+        'apiservice',
+        apiServiceName,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Available")]}',
+      ]);
+      last = result.stdout;
+      return result.stdout.includes('"status":"True"');
+    },
+    {
+      timeoutMs: options.availableTimeoutMs ?? 60_000,
+      intervalMs: 500,
+      what: () => `APIService ${apiServiceName} to be Available (last: ${last})`,
+    },
+  );
   rmSync(join(cluster.dataDir, 'kubectl-cache'), { recursive: true, force: true });
 }

@@ -36,8 +36,13 @@ export function ensureKubeBinaries(): void {
   } catch {
     // missing: build below
   }
-  process.stderr.write(`warmpool: building kube-apiserver, etcd, kubectl and helm into ${binDir()} (once per machine)...\n`);
-  execFileSync(BUILD_SCRIPT, [], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WARMPOOL_CACHE: join(binDir(), '..') } });
+  process.stderr.write(
+    `warmpool: building kube-apiserver, etcd, kubectl and helm into ${binDir()} (once per machine)...\n`,
+  );
+  execFileSync(BUILD_SCRIPT, [], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, WARMPOOL_CACHE: join(binDir(), '..') },
+  });
 }
 
 /** The binary's path; builds the missing ones first unless WARMPOOL_NO_BUILD=1. */
@@ -46,7 +51,9 @@ export function findBinary(name: KubeBinary): string {
   if (isExecutable(path)) return path;
   if (process.env.WARMPOOL_NO_BUILD !== '1') ensureKubeBinaries();
   if (isExecutable(path)) return path;
-  throw new Error(`${name} not found at ${path}: run \`make kube-binaries\` (builds kube-apiserver, etcd, kubectl and helm into ${binDir()})`);
+  throw new Error(
+    `${name} not found at ${path}: run \`make kube-binaries\` (builds kube-apiserver, etcd, kubectl and helm into ${binDir()})`,
+  );
 }
 
 /** A program from PATH, or undefined. */

@@ -110,7 +110,15 @@ export class ManagedChild {
     try {
       this.#child = spawn(
         '/bin/sh',
-        ['-c', WATCHDOG_SCRIPT, 'watchdog', String(process.pid), options.orphanCleanupDir ?? '', options.command, ...options.args],
+        [
+          '-c',
+          WATCHDOG_SCRIPT,
+          'watchdog',
+          String(process.pid),
+          options.orphanCleanupDir ?? '',
+          options.command,
+          ...options.args,
+        ],
         { detached: true, stdio: ['ignore', log, log], env: options.env ?? process.env },
       );
     } finally {
@@ -207,7 +215,13 @@ const scripts = new Set<NodeScript>();
 /** A JS file (an app's dist/main.js) run by this very Node behind the watchdog; stopScripts() ends every one still running. */
 export class NodeScript extends ManagedChild {
   constructor(options: NodeScriptOptions) {
-    super({ name: options.name, command: process.execPath, args: [options.script, ...options.args], logFile: options.logFile, env: { ...process.env, ...options.env } });
+    super({
+      name: options.name,
+      command: process.execPath,
+      args: [options.script, ...options.args],
+      logFile: options.logFile,
+      env: { ...process.env, ...options.env },
+    });
     scripts.add(this);
     void this.exited.then(() => scripts.delete(this));
   }

@@ -71,7 +71,10 @@ export interface TestCluster {
 }
 
 function dnsLabel(text: string, max: number): string {
-  const cleaned = text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
+  const cleaned = text
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   return (cleaned || 'x').slice(0, max).replace(/-+$/, '');
 }
 
@@ -93,7 +96,12 @@ class LocalCluster implements TestCluster {
   #stopped = false;
 
   constructor(fields: {
-    name: string; dataDir: string; pki: ClusterPki; apiserverOptions: ApiserverOptions; etcd: ManagedChild; crdsDir: string;
+    name: string;
+    dataDir: string;
+    pki: ClusterPki;
+    apiserverOptions: ApiserverOptions;
+    etcd: ManagedChild;
+    crdsDir: string;
   }) {
     this.name = fields.name;
     this.dataDir = fields.dataDir;
@@ -104,13 +112,16 @@ class LocalCluster implements TestCluster {
     this.server = `https://127.0.0.1:${fields.apiserverOptions.port}`;
     this.etcdUrl = fields.apiserverOptions.etcdUrl;
     this.adminTls = { ca: fields.pki.ca.certPem, cert: fields.pki.admin.certPem, key: fields.pki.admin.keyPem };
-    this.kubeconfigPath = writeKubeconfig(join(this.dataDir, 'kubeconfig'), kubeconfigYaml({
-      name: this.name,
-      server: this.server,
-      caPem: this.pki.ca.certPem,
-      userName: 'admin',
-      user: { clientCertPem: this.pki.admin.certPem, clientKeyPem: this.pki.admin.keyPem },
-    }));
+    this.kubeconfigPath = writeKubeconfig(
+      join(this.dataDir, 'kubeconfig'),
+      kubeconfigYaml({
+        name: this.name,
+        server: this.server,
+        caPem: this.pki.ca.certPem,
+        userName: 'admin',
+        user: { clientCertPem: this.pki.admin.certPem, clientKeyPem: this.pki.admin.keyPem },
+      }),
+    );
     this.kubeConfig = new KubeConfig();
     this.kubeConfig.loadFromFile(this.kubeconfigPath);
   }
@@ -134,8 +145,15 @@ class LocalCluster implements TestCluster {
 
   async installCrds(): Promise<void> {
     const started = performance.now();
-    const apply = await this.kubectl(['apply', '--server-side', '--field-manager=warmpool-harness', '-f', this.#crdsDir]);
-    if (apply.code !== 0) throw new Error(`installing CRDs from ${this.#crdsDir} failed:\n${apply.stderr}${apply.stdout}`);
+    const apply = await this.kubectl([
+      'apply',
+      '--server-side',
+      '--field-manager=warmpool-harness',
+      '-f',
+      this.#crdsDir,
+    ]);
+    if (apply.code !== 0)
+      throw new Error(`installing CRDs from ${this.#crdsDir} failed:\n${apply.stderr}${apply.stdout}`);
     const wait = await this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', this.#crdsDir]);
     if (wait.code !== 0) throw new Error(`CRDs did not become Established:\n${wait.stderr}${wait.stdout}`);
     // kubectl cached discovery before the new kinds existed; start it afresh.
@@ -145,7 +163,15 @@ class LocalCluster implements TestCluster {
 
   kubeConfigForToken(token: string): KubeConfig {
     const config = new KubeConfig();
-    config.loadFromString(kubeconfigYaml({ name: this.name, server: this.server, caPem: this.pki.ca.certPem, userName: 'token-user', user: { token } }));
+    config.loadFromString(
+      kubeconfigYaml({
+        name: this.name,
+        server: this.server,
+        caPem: this.pki.ca.certPem,
+        userName: 'token-user',
+        user: { token },
+      }),
+    );
     return config;
   }
 
@@ -201,9 +227,15 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<T
     const [clientPort = 0, peerPort = 0, apiserverPort = 0] = await freePorts(3);
 
     const etcdStarted = performance.now();
-    etcd = (await startEtcd({
-      dataDir: join(dataDir, 'etcd'), clientPort, peerPort, logFile: join(dataDir, 'etcd.log'), orphanCleanupDir: dataDir,
-    })).child;
+    etcd = (
+      await startEtcd({
+        dataDir: join(dataDir, 'etcd'),
+        clientPort,
+        peerPort,
+        logFile: join(dataDir, 'etcd.log'),
+        orphanCleanupDir: dataDir,
+      })
+    ).child;
     const etcdMs = Math.round(performance.now() - etcdStarted);
 
     const apiserverOptions: ApiserverOptions = {
@@ -214,7 +246,14 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<T
       orphanCleanupDir: dataDir,
       ...(options.readyTimeoutMs === undefined ? {} : { readyTimeoutMs: options.readyTimeoutMs }),
     };
-    cluster = new LocalCluster({ name, dataDir, pki, apiserverOptions, etcd, crdsDir: options.crdsDir ?? DEFAULT_CRDS_DIR });
+    cluster = new LocalCluster({
+      name,
+      dataDir,
+      pki,
+      apiserverOptions,
+      etcd,
+      crdsDir: options.crdsDir ?? DEFAULT_CRDS_DIR,
+    });
     await cluster.startApiserver();
     cluster.timings.etcdMs = etcdMs;
     cluster.startupMs = Math.round(performance.now() - started);

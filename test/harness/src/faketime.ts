@@ -38,16 +38,27 @@ export function ensureFaketime(): FaketimeLookup {
   let path = findOnPath('faketime');
   if (path === undefined && process.getuid?.() === 0 && findOnPath('apt-get') !== undefined) {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    let install = spawnSync('apt-get', ['install', '-y', '-qq', 'faketime'], { env, encoding: 'utf8', timeout: 300_000 });
+    let install = spawnSync('apt-get', ['install', '-y', '-qq', 'faketime'], {
+      env,
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
     if (install.status !== 0) {
       spawnSync('apt-get', ['update', '-qq'], { env, timeout: 300_000 });
       install = spawnSync('apt-get', ['install', '-y', '-qq', 'faketime'], { env, encoding: 'utf8', timeout: 300_000 });
     }
     path = findOnPath('faketime');
-    if (path === undefined) return (cached = { missing: `faketime is not installed and \`apt-get install faketime\` failed: ${(install.stderr ?? '').trim().split('\n').pop() ?? ''}` });
+    if (path === undefined)
+      return (cached = {
+        missing: `faketime is not installed and \`apt-get install faketime\` failed: ${(install.stderr ?? '').trim().split('\n').pop() ?? ''}`,
+      });
   }
-  if (path === undefined) return (cached = { missing: 'faketime is not installed (Debian package faketime) and this process cannot install it' });
+  if (path === undefined)
+    return (cached = {
+      missing: 'faketime is not installed (Debian package faketime) and this process cannot install it',
+    });
   const lib = preloadLibrary();
-  if (lib === undefined) return (cached = { missing: 'faketime is installed but libfaketimeMT.so.1 was not found under /usr/lib' });
+  if (lib === undefined)
+    return (cached = { missing: 'faketime is installed but libfaketimeMT.so.1 was not found under /usr/lib' });
   return (cached = { path, env: (offset) => ({ LD_PRELOAD: lib, FAKETIME: offset, FAKETIME_NO_CACHE: '1' }) });
 }

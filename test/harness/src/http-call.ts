@@ -25,7 +25,12 @@ export interface HttpCallOptions {
 }
 
 /** `method base+path`; whatever the status, the answer is read and returned. */
-export async function httpCall<T = unknown>(base: string, method: string, path: string, options: HttpCallOptions = {}): Promise<HttpAnswer<T>> {
+export async function httpCall<T = unknown>(
+  base: string,
+  method: string,
+  path: string,
+  options: HttpCallOptions = {},
+): Promise<HttpAnswer<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined && options.token !== null) headers['authorization'] = `Bearer ${options.token}`;
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));

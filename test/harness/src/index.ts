@@ -11,16 +11,49 @@ export type { KubeBinary } from './binaries.js';
 export { createClusterPki, issueCertificate, generateKeyPair } from './pki.js';
 export type { ClusterPki, IssuedCertificate, KeyPair, CertificateRequest } from './pki.js';
 export { addressInUse, canListen, freePort, freePorts, quietPort } from './ports.js';
-export { isAlive, leaveSignalsToCaller, ManagedChild, NodeScript, processGroupMembers, stopScripts } from './children.js';
+export {
+  isAlive,
+  leaveSignalsToCaller,
+  ManagedChild,
+  NodeScript,
+  processGroupMembers,
+  stopScripts,
+} from './children.js';
 export type { ChildExit, ChildOptions, NodeScriptOptions } from './children.js';
 export type { TlsClientAuth } from './http.js';
 export { startStack, APP_ENTRYPOINTS, DEFAULT_STACK_DIR, REPO_ROOT } from './stack.js';
-export type { LocalStack, StackDescription, StackNode, StackSample, StackSampleOptions, StartStackOptions, UnexpectedExit } from './stack.js';
+export type {
+  LocalStack,
+  StackDescription,
+  StackNode,
+  StackSample,
+  StackSampleOptions,
+  StartStackOptions,
+  UnexpectedExit,
+} from './stack.js';
 export { allPoolsReady, progressLine, readNode, readPools, readProgress } from './stack-status.js';
 export type { NodeProgress, PoolProgress, ProgressSource, StackProgress } from './stack-status.js';
-export { infoOf, inventoryObject, kubeNodeObject, listManifest, poolObject, sandboxEnv, template, templateObject, warmPool } from './objects.js';
+export {
+  infoOf,
+  inventoryObject,
+  kubeNodeObject,
+  listManifest,
+  poolObject,
+  sandboxEnv,
+  template,
+  templateObject,
+  warmPool,
+} from './objects.js';
 export type { InventoryOptions, Named, TemplateOptions } from './objects.js';
-export { nodeObject, sampleManifest, samplePool, sampleTemplate, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS } from './stack-manifests.js';
+export {
+  nodeObject,
+  sampleManifest,
+  samplePool,
+  sampleTemplate,
+  SAMPLE_IMAGE,
+  SAMPLE_NAME,
+  SAMPLE_REPLICAS,
+} from './stack-manifests.js';
 export { preferredOrFreePort } from './stack-ports.js';
 export { eventually, sleep } from './wait.js';
 export type { EventuallyOptions } from './wait.js';

@@ -6,10 +6,17 @@ export type KubeconfigUser = { clientCertPem: string; clientKeyPem: string } | {
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
 /** A single-context kubeconfig with everything embedded, so the file alone is enough. */
-export function kubeconfigYaml(options: { name: string; server: string; caPem: string; userName: string; user: KubeconfigUser }): string {
-  const user = 'token' in options.user
-    ? `    token: ${options.user.token}`
-    : `    client-certificate-data: ${b64(options.user.clientCertPem)}\n    client-key-data: ${b64(options.user.clientKeyPem)}`;
+export function kubeconfigYaml(options: {
+  name: string;
+  server: string;
+  caPem: string;
+  userName: string;
+  user: KubeconfigUser;
+}): string {
+  const user =
+    'token' in options.user
+      ? `    token: ${options.user.token}`
+      : `    client-certificate-data: ${b64(options.user.clientCertPem)}\n    client-key-data: ${b64(options.user.clientKeyPem)}`;
   return [
     'apiVersion: v1',
     'kind: Config',

@@ -15,7 +15,12 @@ export interface KubectlResult {
   code: number;
 }
 
-export function runKubectl(kubeconfigPath: string, cacheDir: string, args: string[], options: KubectlOptions = {}): Promise<KubectlResult> {
+export function runKubectl(
+  kubeconfigPath: string,
+  cacheDir: string,
+  args: string[],
+  options: KubectlOptions = {},
+): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(findBinary('kubectl'), [`--kubeconfig=${kubeconfigPath}`, `--cache-dir=${cacheDir}`, ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -28,7 +33,11 @@ export function runKubectl(kubeconfigPath: string, cacheDir: string, args: strin
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
     child.on('error', reject);
     child.on('close', (code) => {
-      resolve({ stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), code: code ?? -1 });
+      resolve({
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+        code: code ?? -1,
+      });
     });
     child.stdin.on('error', () => undefined); // kubectl may exit before reading stdin
     child.stdin.end(options.input ?? '');

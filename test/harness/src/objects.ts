@@ -27,18 +27,35 @@ export interface TemplateOptions {
 }
 
 /** A SandboxTemplate as a user writes it; no image ('' or undefined) gives a container without one. */
-export function template(namespace: string, name: string, image: string | undefined, options: TemplateOptions = {}): Named<SandboxTemplate> {
-  const annotations = { ...(options.optIn === false ? {} : { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD }), ...options.annotations };
+export function template(
+  namespace: string,
+  name: string,
+  image: string | undefined,
+  options: TemplateOptions = {},
+): Named<SandboxTemplate> {
+  const annotations = {
+    ...(options.optIn === false ? {} : { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD }),
+    ...options.annotations,
+  };
   return {
     apiVersion: apiVersionOf(SandboxTemplateType),
     kind: SandboxTemplateType.kind,
     metadata: { namespace, name, annotations },
-    spec: { podTemplate: { spec: { containers: [image === undefined || image === '' ? { name: 'sandbox' } : { name: 'sandbox', image }] } } },
+    spec: {
+      podTemplate: {
+        spec: { containers: [image === undefined || image === '' ? { name: 'sandbox' } : { name: 'sandbox', image }] },
+      },
+    },
   };
 }
 
 /** A SandboxWarmPool as a user writes it; replicas undefined leaves the field out. */
-export function warmPool(namespace: string, name: string, templateName: string, replicas: number | undefined): Named<SandboxWarmPool> {
+export function warmPool(
+  namespace: string,
+  name: string,
+  templateName: string,
+  replicas: number | undefined,
+): Named<SandboxWarmPool> {
   return {
     apiVersion: apiVersionOf(SandboxWarmPoolType),
     kind: SandboxWarmPoolType.kind,
@@ -48,12 +65,20 @@ export function warmPool(namespace: string, name: string, templateName: string, 
 }
 
 /** A SandboxEnv of `members` (pool → scaling group), with optional autoscaling per group. */
-export function sandboxEnv(namespace: string, name: string, members: Record<string, string>, autoscaling: SandboxEnvAutoscaling[] = []): Named<SandboxEnv> {
+export function sandboxEnv(
+  namespace: string,
+  name: string,
+  members: Record<string, string>,
+  autoscaling: SandboxEnvAutoscaling[] = [],
+): Named<SandboxEnv> {
   return {
     apiVersion: apiVersionOf(SandboxEnvType),
     kind: SandboxEnvType.kind,
     metadata: { namespace, name },
-    spec: { members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })), ...(autoscaling.length > 0 ? { autoscaling } : {}) },
+    spec: {
+      members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })),
+      ...(autoscaling.length > 0 ? { autoscaling } : {}),
+    },
   };
 }
 
@@ -65,15 +90,29 @@ export function listManifest(...items: object[]): string {
 let uid = 0;
 
 /** A template as an informer holds it (uid, resourceVersion, generation set), for in-process specs. */
-export function templateObject(namespace: string, name: string, image: string | undefined, options: TemplateOptions = {}): SandboxTemplate {
+export function templateObject(
+  namespace: string,
+  name: string,
+  image: string | undefined,
+  options: TemplateOptions = {},
+): SandboxTemplate {
   const object = template(namespace, name, image, options);
   return { ...object, metadata: { ...object.metadata, uid: `tpl-${++uid}`, resourceVersion: '1', generation: 1 } };
 }
 
 /** A warm pool as an informer holds it, for in-process specs. */
-export function poolObject(namespace: string, name: string, templateName: string, replicas: number | undefined, extra: Partial<SandboxWarmPool['metadata']> = {}): SandboxWarmPool {
+export function poolObject(
+  namespace: string,
+  name: string,
+  templateName: string,
+  replicas: number | undefined,
+  extra: Partial<SandboxWarmPool['metadata']> = {},
+): SandboxWarmPool {
   const object = warmPool(namespace, name, templateName, replicas);
-  return { ...object, metadata: { ...object.metadata, uid: `pool-${namespace}-${name}`, resourceVersion: '1', generation: 1, ...extra } };
+  return {
+    ...object,
+    metadata: { ...object.metadata, uid: `pool-${namespace}-${name}`, resourceVersion: '1', generation: 1, ...extra },
+  };
 }
 
 export interface InventoryOptions {
@@ -104,7 +143,10 @@ export function inventoryObject(name: string, options: InventoryOptions = {}): N
 
 /** A Node vouching for `addresses` (default: the host of inventoryObject's default address), for in-process specs. */
 export function kubeNodeObject(name: string, addresses: string[] = [`${name}.test`]): KubeNode {
-  return { metadata: { name, resourceVersion: '1' }, status: { addresses: addresses.map((address) => ({ type: 'InternalIP', address })) } };
+  return {
+    metadata: { name, resourceVersion: '1' },
+    status: { addresses: addresses.map((address) => ({ type: 'InternalIP', address })) },
+  };
 }
 
 /** What sandboxd's /v1/info answers, from `template|net|size` → target (and warm). */

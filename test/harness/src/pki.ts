@@ -18,7 +18,13 @@ export interface ClusterPki {
 }
 
 export const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
-export const SERVING_DNS_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+export const SERVING_DNS_NAMES = [
+  'localhost',
+  'kubernetes',
+  'kubernetes.default',
+  'kubernetes.default.svc',
+  'kubernetes.default.svc.cluster.local',
+];
 export const SERVING_IPS = ['127.0.0.1', '::1'];
 
 export function createClusterPki(): ClusterPki {
@@ -27,12 +33,24 @@ export function createClusterPki(): ClusterPki {
   return {
     ca,
     serving: issueCertificate({
-      subject: { commonName: 'kube-apiserver' }, issuer: ca, usages: ['server'], dnsNames: SERVING_DNS_NAMES, ipAddresses: SERVING_IPS,
+      subject: { commonName: 'kube-apiserver' },
+      issuer: ca,
+      usages: ['server'],
+      dnsNames: SERVING_DNS_NAMES,
+      ipAddresses: SERVING_IPS,
     }),
-    admin: issueCertificate({ subject: { commonName: 'admin', organizations: ['system:masters'] }, issuer: ca, usages: ['client'] }),
+    admin: issueCertificate({
+      subject: { commonName: 'admin', organizations: ['system:masters'] },
+      issuer: ca,
+      usages: ['client'],
+    }),
     serviceAccount: generateKeyPair(),
     frontProxyCa,
-    frontProxyClient: issueCertificate({ subject: { commonName: FRONT_PROXY_CLIENT_NAME }, issuer: frontProxyCa, usages: ['client'] }),
+    frontProxyClient: issueCertificate({
+      subject: { commonName: FRONT_PROXY_CLIENT_NAME },
+      issuer: frontProxyCa,
+      usages: ['client'],
+    }),
   };
 }
 

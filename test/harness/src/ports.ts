@@ -48,11 +48,15 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 /** `count` distinct free ports (held open together so none repeats). */
 export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen({ host, port: 0, exclusive: true }, () => resolve(server));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const server = createServer();
+          server.once('error', reject);
+          server.listen({ host, port: 0, exclusive: true }, () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((s) => {
     const address = s.address();

@@ -47,7 +47,8 @@ export function ping(host: string, port: number, timeoutMs = 1000): Promise<bool
 
 export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
   const command = findOnPath('redis-server');
-  if (command === undefined) throw new Error('redis-server not found on PATH: run `make redis` (installs the Debian redis-server package)');
+  if (command === undefined)
+    throw new Error('redis-server not found on PATH: run `make redis` (installs the Debian redis-server package)');
   const host = '127.0.0.1';
   const port = options.port ?? (await freePort(host));
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-redis-'));
@@ -55,7 +56,22 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
   const child = new ManagedChild({
     name: 'redis-server',
     command,
-    args: ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'],
+    args: [
+      '--port',
+      String(port),
+      '--bind',
+      host,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'warning',
+    ],
     logFile: join(dir, 'redis.log'),
     orphanCleanupDir: dir,
   });

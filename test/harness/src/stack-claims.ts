@@ -17,7 +17,13 @@ export function demoAccessManifest(namespace: string): string {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: { name: DEMO_ACCOUNT, namespace },
-      rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'update', 'delete'] }],
+      rules: [
+        {
+          apiGroups: ['extensions.agents.x-k8s.io'],
+          resources: ['sandboxclaims'],
+          verbs: ['create', 'get', 'list', 'watch', 'update', 'delete'],
+        },
+      ],
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -34,7 +40,7 @@ export function demoAccessManifest(namespace: string): string {
 export function sandboxClaimExample(namespace: string, pool: string): string {
   return [
     '# A SandboxClaim warmpool serves from a warm pool: Ready=True within milliseconds,',
-    '# the sandbox id in the annotation warmpool.dev/sandbox-id, the owner address\'s IP in',
+    "# the sandbox id in the annotation warmpool.dev/sandbox-id, the owner address's IP in",
     '# status.sandbox.podIPs, and id/token/ownerAddr/deadline/node in the Secret named after it.',
     '#   kubectl apply -f <this file>',
     `#   kubectl get sandboxclaim ${EXAMPLE_CLAIM_NAME} -n ${namespace}`,
@@ -63,7 +69,12 @@ export interface DemoClaims {
 }
 
 /** Applies the demo ServiceAccount and its Role, and writes the SandboxClaim example into `dir`. */
-export async function setUpDemoClaims(cluster: TestCluster, dir: string, namespace: string, pool: string): Promise<DemoClaims> {
+export async function setUpDemoClaims(
+  cluster: TestCluster,
+  dir: string,
+  namespace: string,
+  pool: string,
+): Promise<DemoClaims> {
   const accessPath = join(dir, 'demo-access.json');
   writeFileSync(accessPath, demoAccessManifest(namespace));
   const applied = await cluster.kubectl(['apply', '--server-side', '--field-manager=warmpool-local', '-f', accessPath]);

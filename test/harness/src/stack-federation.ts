@@ -8,7 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startRedis } from './redis.js';
-import { DEFAULT_STACK_DIR, startStack, type LocalStack, type StartStackOptions, type UnexpectedExit } from './stack.js';
+import {
+  DEFAULT_STACK_DIR,
+  startStack,
+  type LocalStack,
+  type StartStackOptions,
+  type UnexpectedExit,
+} from './stack.js';
 
 export interface FederatedStacks {
   readonly stacks: readonly LocalStack[];
@@ -20,12 +26,16 @@ export interface FederatedStacks {
 }
 
 /** Per-cluster settings derived from the index (from 1): loopback 127.0.<i>, ports shifted by 10 × (i − 1). */
-export async function startFederatedStacks(clusters: number, options: Omit<StartStackOptions, 'federation' | 'redis' | 'redisDb' | 'dir' | 'loopbackPrefix'> & { dir?: string }): Promise<FederatedStacks> {
-  if (!Number.isInteger(clusters) || clusters < 2 || clusters > 9) throw new Error(`clusters must be 2..9, got ${clusters}`);
+export async function startFederatedStacks(
+  clusters: number,
+  options: Omit<StartStackOptions, 'federation' | 'redis' | 'redisDb' | 'dir' | 'loopbackPrefix'> & { dir?: string },
+): Promise<FederatedStacks> {
+  if (!Number.isInteger(clusters) || clusters < 2 || clusters > 9)
+    throw new Error(`clusters must be 2..9, got ${clusters}`);
   const log = options.log ?? ((): void => undefined);
   const dir = resolve(options.dir ?? DEFAULT_STACK_DIR);
   mkdirSync(dir, { recursive: true });
-  log('starting redis-server (the federation hub, and every cluster\'s claims)');
+  log("starting redis-server (the federation hub, and every cluster's claims)");
   const redis = await startRedis();
   const federationTokenFile = join(dir, 'federation-token');
   writeFileSync(federationTokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
@@ -39,19 +49,21 @@ export async function startFederatedStacks(clusters: number, options: Omit<Start
     for (let i = 1; i <= clusters; i++) {
       const shift = 10 * (i - 1);
       const clusterLog = (line: string): void => log(`[cluster-${i}] ${line}`);
-      stacks.push(await startStack({
-        ...options,
-        dir: i === 1 ? dir : join(dir, `cluster-${i}`),
-        clusterName: `warmpool-cluster-${i}`,
-        loopbackPrefix: `127.0.${i}`,
-        controlPlanePort: (options.controlPlanePort ?? 8080) + shift,
-        claimsPort: (options.claimsPort ?? 8081) + shift,
-        redis,
-        redisDb: i,
-        federation: { clusterId: `cluster-${i}`, hubUrl: redis.url, tokenFile: federationTokenFile },
-        sampleEnv: true,
-        log: clusterLog,
-      }));
+      stacks.push(
+        await startStack({
+          ...options,
+          dir: i === 1 ? dir : join(dir, `cluster-${i}`),
+          clusterName: `warmpool-cluster-${i}`,
+          loopbackPrefix: `127.0.${i}`,
+          controlPlanePort: (options.controlPlanePort ?? 8080) + shift,
+          claimsPort: (options.claimsPort ?? 8081) + shift,
+          redis,
+          redisDb: i,
+          federation: { clusterId: `cluster-${i}`, hubUrl: redis.url, tokenFile: federationTokenFile },
+          sampleEnv: true,
+          log: clusterLog,
+        }),
+      );
     }
   } catch (error) {
     await stop();

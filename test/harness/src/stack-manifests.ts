@@ -34,7 +34,11 @@ export function sampleEnv(options: SampleOptions): Named<SandboxEnv> {
 
 /** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit; with `env`, its SandboxEnv too. */
 export function sampleManifest(options: SampleOptions, extra: { env?: boolean } = {}): string {
-  return listManifest(sampleTemplate(options), samplePool(options), ...(extra.env === true ? [sampleEnv(options)] : []));
+  return listManifest(
+    sampleTemplate(options),
+    samplePool(options),
+    ...(extra.env === true ? [sampleEnv(options)] : []),
+  );
 }
 
 /**
@@ -48,8 +52,16 @@ export function nodeObject(name: string, address: string): V1Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'warmpool.dev/simulated': 'true', 'warmpool.dev/loopback': address } },
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/hostname': name, 'warmpool.dev/simulated': 'true', 'warmpool.dev/loopback': address },
+    },
     spec: {},
-    status: { addresses: [{ type: 'InternalIP', address }, { type: 'Hostname', address: name }] },
+    status: {
+      addresses: [
+        { type: 'InternalIP', address },
+        { type: 'Hostname', address: name },
+      ],
+    },
   };
 }

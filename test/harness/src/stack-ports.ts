@@ -3,7 +3,10 @@
 import { canListen, freePort } from './ports.js';
 
 /** `preferred` when it is free on `host` (0 means "any"), else a free port the OS picks. */
-export async function preferredOrFreePort(host: string, preferred: number): Promise<{ port: number; preferred: boolean }> {
-  if (preferred > 0 && await canListen(host, preferred)) return { port: preferred, preferred: true };
+export async function preferredOrFreePort(
+  host: string,
+  preferred: number,
+): Promise<{ port: number; preferred: boolean }> {
+  if (preferred > 0 && (await canListen(host, preferred))) return { port: preferred, preferred: true };
   return { port: await freePort(host), preferred: preferred === 0 };
 }

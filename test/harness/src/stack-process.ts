@@ -58,22 +58,23 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
     args: argv,
     strict: true,
     options: {
-      'dir': { type: 'string' },
-      'clusters': { type: 'string' },
-      'nodes': { type: 'string' },
+      dir: { type: 'string' },
+      clusters: { type: 'string' },
+      nodes: { type: 'string' },
       'loopback-prefix': { type: 'string' },
-      'replicas': { type: 'string' },
-      'interval': { type: 'string' },
+      replicas: { type: 'string' },
+      interval: { type: 'string' },
       'control-plane-port': { type: 'string' },
       'claims-port': { type: 'string' },
       'exit-when-ready': { type: 'boolean' },
       'ready-timeout': { type: 'string' },
-      'help': { type: 'boolean' },
+      help: { type: 'boolean' },
     },
   });
   if (values.help) return 'help';
   const prefix = values['loopback-prefix'];
-  if (prefix !== undefined && !/^127\.\d{1,3}\.\d{1,3}$/.test(prefix)) throw new Error(`--loopback-prefix must look like 127.0.1 (got "${prefix}")`);
+  if (prefix !== undefined && !/^127\.\d{1,3}\.\d{1,3}$/.test(prefix))
+    throw new Error(`--loopback-prefix must look like 127.0.1 (got "${prefix}")`);
   return {
     dir: values.dir,
     clusters: integer('clusters', values.clusters, 1) ?? 1,
@@ -107,29 +108,44 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  control plane  ${d.controlPlaneUrl ?? 'not started'}  (/metrics, /readyz)`,
     `  claim API      ${d.claimsUrl ?? 'not started'}  (POST /v1/namespaces/{ns}/claims)`,
     `  Sandbox API    ${d.sandboxApiUrl ?? 'not started'}  (kubectl get sandboxes -A, through the aggregation layer)`,
-    ...d.nodes.map((n, i) => `  ${i === 0 ? 'nodes        ' : '             '}  ${n.name}  agent ${n.agentAddress}  sandboxd ${n.sandboxdUrl.replace('http://', '')}`),
+    ...d.nodes.map(
+      (n, i) =>
+        `  ${i === 0 ? 'nodes        ' : '             '}  ${n.name}  agent ${n.agentAddress}  sandboxd ${n.sandboxdUrl.replace('http://', '')}`,
+    ),
     `  logs           ${shown(d.logsDir)}/<name>.log  (etcd and kube-apiserver: ${d.clusterDataDir})`,
-    ...(d.sample ? [`  sample         ${shown(d.sample.manifestPath)}: SandboxWarmPool ${d.sample.namespace}/${d.sample.name}, ${d.sample.replicas} × ${d.sample.image}`] : []),
+    ...(d.sample
+      ? [
+          `  sample         ${shown(d.sample.manifestPath)}: SandboxWarmPool ${d.sample.namespace}/${d.sample.name}, ${d.sample.replicas} × ${d.sample.image}`,
+        ]
+      : []),
     '',
     'In another shell, from this directory:',
-    '  export PATH=$HOME/.cache/warmpool/bin:$PATH     # kubectl v1.37 (the machine\'s own kubectl is older)',
+    "  export PATH=$HOME/.cache/warmpool/bin:$PATH     # kubectl v1.37 (the machine's own kubectl is older)",
     `  export KUBECONFIG=${kubeconfig}`,
     '  kubectl get swp,nodeinventories',
     ...(d.sample ? [`  kubectl scale swp ${d.sample.name} --replicas=60`] : []),
-    ...(d.claims ? [
-      `  kubectl apply -f ${shown(d.claims.examplePath)}    # a SandboxClaim: Ready, its Secret holds the token`,
-      '  kubectl get sandboxclaims',
-    ] : []),
-    ...(d.claims && d.sample && d.claimsUrl ? [
-      `  # claim over HTTP as the ServiceAccount ${d.claims.account}: POST ${d.claimsUrl}/v1/namespaces/${d.namespace}/claims (in ${shown(join(d.dir, 'claims-url'))})`,
-      `  curl -X POST -H "Authorization: Bearer $(kubectl create token ${d.claims.account})" -H 'content-type: application/json' -d '{"warmPool":"${d.sample.name}","ttlSeconds":60}' $(cat ${shown(join(d.dir, 'claims-url'))})`,
-    ] : []),
+    ...(d.claims
+      ? [
+          `  kubectl apply -f ${shown(d.claims.examplePath)}    # a SandboxClaim: Ready, its Secret holds the token`,
+          '  kubectl get sandboxclaims',
+        ]
+      : []),
+    ...(d.claims && d.sample && d.claimsUrl
+      ? [
+          `  # claim over HTTP as the ServiceAccount ${d.claims.account}: POST ${d.claimsUrl}/v1/namespaces/${d.namespace}/claims (in ${shown(join(d.dir, 'claims-url'))})`,
+          `  curl -X POST -H "Authorization: Bearer $(kubectl create token ${d.claims.account})" -H 'content-type: application/json' -d '{"warmPool":"${d.sample.name}","ttlSeconds":60}' $(cat ${shown(join(d.dir, 'claims-url'))})`,
+        ]
+      : []),
   ];
   if (first) {
     lines.push(`  curl -H "Authorization: Bearer ${token}" ${first.agentUrl}/v1/info`);
     if (d.sample) {
-      lines.push(`  curl -X POST -H "Authorization: Bearer ${token}" -d '{"template":"${d.sample.image}","ttl_seconds":60}' ${first.agentUrl}/v1/claim`);
-      lines.push(`  # release: curl -X POST -H "Authorization: Bearer <token from the claim>" ${first.agentUrl}/v1/sandboxes/<id>/release`);
+      lines.push(
+        `  curl -X POST -H "Authorization: Bearer ${token}" -d '{"template":"${d.sample.image}","ttl_seconds":60}' ${first.agentUrl}/v1/claim`,
+      );
+      lines.push(
+        `  # release: curl -X POST -H "Authorization: Bearer <token from the claim>" ${first.agentUrl}/v1/sandboxes/<id>/release`,
+      );
     }
   }
   lines.push('', 'Ctrl-C stops everything.', '');
@@ -148,14 +164,32 @@ async function federationInstructions(stacks: readonly LocalStack[]): Promise<st
   for (const stack of stacks) {
     for (const args of [
       ['create', 'serviceaccount', 'claimer', '-n', sample.namespace],
-      ['create', 'role', 'claimer', '-n', sample.namespace, '--verb=create,get,update,delete', '--resource=sandboxclaims.extensions.agents.x-k8s.io'],
-      ['create', 'rolebinding', 'claimer', '-n', sample.namespace, '--role=claimer', `--serviceaccount=${sample.namespace}:claimer`],
+      [
+        'create',
+        'role',
+        'claimer',
+        '-n',
+        sample.namespace,
+        '--verb=create,get,update,delete',
+        '--resource=sandboxclaims.extensions.agents.x-k8s.io',
+      ],
+      [
+        'create',
+        'rolebinding',
+        'claimer',
+        '-n',
+        sample.namespace,
+        '--role=claimer',
+        `--serviceaccount=${sample.namespace}:claimer`,
+      ],
     ]) {
       const result = await stack.cluster.kubectl(args);
-      if (result.code !== 0 && !result.stderr.includes('AlreadyExists')) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
+      if (result.code !== 0 && !result.stderr.includes('AlreadyExists'))
+        throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
     }
   }
-  const kubeconfig = (d: StackDescription): string => (shown(d.kubeconfig) === d.kubeconfig ? d.kubeconfig : `$PWD/${shown(d.kubeconfig)}`);
+  const kubeconfig = (d: StackDescription): string =>
+    shown(d.kubeconfig) === d.kubeconfig ? d.kubeconfig : `$PWD/${shown(d.kubeconfig)}`;
   return [
     `federated: ${stacks.length} clusters (${stacks.map((s) => s.description.clusterId).join(', ')}) share capacity through the hub ${stacks[0]?.redis.url ?? ''} (database 0)`,
     '',
@@ -169,10 +203,19 @@ async function federationInstructions(stacks: readonly LocalStack[]): Promise<st
   ].join('\n');
 }
 
-type Outcome = { kind: 'signal'; signal: NodeJS.Signals } | { kind: 'ready' } | { kind: 'timeout' } | { kind: 'crash'; message: string };
+type Outcome =
+  | { kind: 'signal'; signal: NodeJS.Signals }
+  | { kind: 'ready' }
+  | { kind: 'timeout' }
+  | { kind: 'crash'; message: string };
 
 /** Prints progress once a second while something is filling, then only on change. */
-async function watch(stack: LocalStack, options: MainOptions, stopped: () => boolean, label = ''): Promise<Outcome | undefined> {
+async function watch(
+  stack: LocalStack,
+  options: MainOptions,
+  stopped: () => boolean,
+  label = '',
+): Promise<Outcome | undefined> {
   const d = stack.description;
   const source = { kubeConfig: stack.kubeConfig, token: stack.token, nodes: d.nodes };
   const started = performance.now();
@@ -240,15 +283,22 @@ async function main(): Promise<number> {
     ...(options.interval !== undefined ? { interval: options.interval } : {}),
     ...(options.controlPlanePort !== undefined ? { controlPlanePort: options.controlPlanePort } : {}),
     ...(options.claimsPort !== undefined ? { claimsPort: options.claimsPort } : {}),
-    sample: options.replicas === 0 ? false as const : { ...(options.replicas !== undefined ? { replicas: options.replicas } : {}) },
+    sample:
+      options.replicas === 0
+        ? (false as const)
+        : { ...(options.replicas !== undefined ? { replicas: options.replicas } : {}) },
     log: (line: string) => console.log(`==> ${line}`),
   };
   let stacks: LocalStack[];
   let unexpectedExit: Promise<UnexpectedExit>;
   let stopAll: () => Promise<void>;
   if (options.clusters > 1) {
-    if (options.loopbackPrefix !== undefined) throw new Error('--loopback-prefix goes with one cluster only (cluster i uses 127.0.<i>)');
-    const federated = await startFederatedStacks(options.clusters, { ...common, ...(options.dir !== undefined ? { dir: options.dir } : {}) });
+    if (options.loopbackPrefix !== undefined)
+      throw new Error('--loopback-prefix goes with one cluster only (cluster i uses 127.0.<i>)');
+    const federated = await startFederatedStacks(options.clusters, {
+      ...common,
+      ...(options.dir !== undefined ? { dir: options.dir } : {}),
+    });
     stacks = [...federated.stacks];
     unexpectedExit = federated.unexpectedExit;
     stopAll = () => federated.stop();
@@ -273,22 +323,36 @@ async function main(): Promise<number> {
       kind: 'crash',
       message: `${exit.name} exited unexpectedly (code ${exit.code}, signal ${exit.signal}); its last lines:\n${exit.logTail}`,
     })),
-    Promise.all(stacks.map((stack, i) => watch(stack, options, () => stopped, stacks.length > 1 ? `[cluster-${i + 1}] ` : ''))).then((outcomes) => outcomes.find((o) => o?.kind === 'timeout') ?? outcomes[0]),
+    Promise.all(
+      stacks.map((stack, i) => watch(stack, options, () => stopped, stacks.length > 1 ? `[cluster-${i + 1}] ` : '')),
+    ).then((outcomes) => outcomes.find((o) => o?.kind === 'timeout') ?? outcomes[0]),
   ]);
   stopped = true;
   switch (outcome?.kind) {
-    case 'signal': console.log(`\n${outcome.signal}: stopping the stack`); break;
-    case 'ready': console.log('every pool is ready: stopping the stack (--exit-when-ready)'); break;
-    case 'timeout': console.log(`not every pool was ready after ${options.readyTimeoutMs / 1000} s: stopping the stack`); break;
-    case 'crash': console.log(outcome.message); break;
-    default: break;
+    case 'signal':
+      console.log(`\n${outcome.signal}: stopping the stack`);
+      break;
+    case 'ready':
+      console.log('every pool is ready: stopping the stack (--exit-when-ready)');
+      break;
+    case 'timeout':
+      console.log(`not every pool was ready after ${options.readyTimeoutMs / 1000} s: stopping the stack`);
+      break;
+    case 'crash':
+      console.log(outcome.message);
+      break;
+    default:
+      break;
   }
   await stopAll();
   console.log('stopped');
   return outcome?.kind === 'timeout' || outcome?.kind === 'crash' ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  console.error(`stack-main: ${(error as Error).stack ?? String(error)}`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`stack-main: ${(error as Error).stack ?? String(error)}`);
+    process.exit(1);
+  },
+);

@@ -32,20 +32,27 @@ export interface ProgressSource {
 
 export async function readPools(kubeConfig: KubeConfig): Promise<PoolProgress[]> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const list = await api.listCustomObjectForAllNamespaces({
-    group: SandboxWarmPoolType.group, version: SandboxWarmPoolType.version, resourcePlural: SandboxWarmPoolType.plural,
-  }) as { items: SandboxWarmPool[] };
-  return list.items.map((pool) => ({
-    namespace: pool.metadata.namespace ?? '',
-    name: pool.metadata.name ?? '',
-    ready: pool.status?.readyReplicas ?? 0,
-    desired: replicasOf(pool),
-  })).sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+  const list = (await api.listCustomObjectForAllNamespaces({
+    group: SandboxWarmPoolType.group,
+    version: SandboxWarmPoolType.version,
+    resourcePlural: SandboxWarmPoolType.plural,
+  })) as { items: SandboxWarmPool[] };
+  return list.items
+    .map((pool) => ({
+      namespace: pool.metadata.namespace ?? '',
+      name: pool.metadata.name ?? '',
+      ready: pool.status?.readyReplicas ?? 0,
+      desired: replicasOf(pool),
+    }))
+    .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
 }
 
 export async function readNode(node: { name: string; agentUrl: string }, token: string): Promise<NodeProgress> {
   try {
-    const res = await fetch(`${node.agentUrl}/v1/info`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(2000) });
+    const res = await fetch(`${node.agentUrl}/v1/info`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(2000),
+    });
     if (!res.ok) return { name: node.name, warm: undefined, claimed: undefined };
     const info = nodeInfoSchema.parse(await res.json());
     return { name: node.name, warm: info.pools.reduce((sum, pool) => sum + pool.warm, 0), claimed: info.claimed };
@@ -69,9 +76,10 @@ export function allPoolsReady(progress: StackProgress): boolean {
 
 /** `  3.0s  swp default/python 20/30  │  warm: node-1 10 · node-2 10 · node-3 0` */
 export function progressLine(progress: StackProgress, elapsedMs: number): string {
-  const pools = progress.pools.length === 0
-    ? 'no SandboxWarmPool'
-    : progress.pools.map((p) => `swp ${p.namespace}/${p.name} ${p.ready}/${p.desired}`).join(', ');
+  const pools =
+    progress.pools.length === 0
+      ? 'no SandboxWarmPool'
+      : progress.pools.map((p) => `swp ${p.namespace}/${p.name} ${p.ready}/${p.desired}`).join(', ');
   const nodes = progress.nodes.map((n) => `${n.name} ${n.warm ?? '?'}`).join(' · ');
   return `${(elapsedMs / 1000).toFixed(1).padStart(6)}s  ${pools}  │  warm: ${nodes}`;
 }

@@ -169,22 +169,37 @@ export const DEFAULT_STACK_DIR = join(REPO_ROOT, '.local');
 
 async function waitForHttp(child: ManagedChild, url: string, timeoutMs = 30_000): Promise<void> {
   let last = 'no answer yet';
-  await eventually(async () => {
-    const res = await get(url).catch((error: Error) => ({ status: 0, body: error.message }));
-    last = `${res.status} ${res.body.slice(0, 500)}`;
-    return res.status === 200;
-  }, {
-    timeoutMs,
-    intervalMs: 100,
-    what: () => `${child.name} at ${url} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
-    abort: () => (child.running ? undefined : `${child.name} exited (${JSON.stringify(child.exitStatus)})`),
-  });
+  await eventually(
+    async () => {
+      const res = await get(url).catch((error: Error) => ({ status: 0, body: error.message }));
+      last = `${res.status} ${res.body.slice(0, 500)}`;
+      return res.status === 200;
+    },
+    {
+      timeoutMs,
+      intervalMs: 100,
+      what: () => `${child.name} at ${url} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
+      abort: () => (child.running ? undefined : `${child.name} exited (${JSON.stringify(child.exitStatus)})`),
+    },
+  );
 }
 
-function startApp(logsDir: string, name: string, entrypoint: string, args: string[], env: NodeJS.ProcessEnv = {}): ManagedChild {
+function startApp(
+  logsDir: string,
+  name: string,
+  entrypoint: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): ManagedChild {
   const logFile = join(logsDir, `${name}.log`);
   writeFileSync(logFile, '');
-  return new ManagedChild({ name, command: process.execPath, args: [entrypoint, ...args], logFile, env: { ...process.env, ...env } });
+  return new ManagedChild({
+    name,
+    command: process.execPath,
+    args: [entrypoint, ...args],
+    logFile,
+    env: { ...process.env, ...env },
+  });
 }
 
 export async function startStack(options: StartStackOptions = {}): Promise<LocalStack> {
@@ -206,12 +221,13 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     });
     return child;
   };
-  const stop = (): Promise<void> => (stopping ??= (async () => {
-    for (const part of [...started].reverse()) {
-      log(`stopping ${part.name}`);
-      await part.stop();
-    }
-  })());
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const part of [...started].reverse()) {
+        log(`stopping ${part.name}`);
+        await part.stop();
+      }
+    })());
 
   try {
     log('starting etcd and kube-apiserver (with the CRDs)');
@@ -229,14 +245,16 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       started.push({ name: 'redis-server', stop: () => own.stop() });
       redis = own;
     }
-    const claimsRedisUrl = options.redisDb === undefined || options.redisDb === 0 ? redis.url : `${redis.url}/${options.redisDb}`;
+    const claimsRedisUrl =
+      options.redisDb === undefined || options.redisDb === 0 ? redis.url : `${redis.url}/${options.redisDb}`;
 
     const token = randomBytes(24).toString('hex');
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
 
     const count = options.nodes ?? DEFAULTS.nodes;
-    if (!Number.isInteger(count) || count < 1 || count > 254) throw new Error(`nodes must be 1..254 (one loopback address each), got ${count}`);
+    if (!Number.isInteger(count) || count < 1 || count > 254)
+      throw new Error(`nodes must be 1..254 (one loopback address each), got ${count}`);
     const prefix = options.loopbackPrefix ?? DEFAULTS.loopbackPrefix;
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const nodes: StackNode[] = [];
@@ -255,24 +273,32 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       await core.createNode({ body: nodeObject(name, host) });
 
       log(`starting ${name}: fake-sandboxd on ${host}:${sandboxdPort}, node-agent on ${agentAddress}`);
-      const sandboxd = track(startApp(logsDir, `fake-sandboxd-${i}`, APP_ENTRYPOINTS.fakeSandboxd,
-        // The same token file as every other process (never the token itself in `ps`): rotating it rotates the stack.
-        [`--listen=${host}:${sandboxdPort}`, `--api-token-file=${tokenFile}`, ...(options.sandboxdArgs ?? [])]));
+      const sandboxd = track(
+        startApp(
+          logsDir,
+          `fake-sandboxd-${i}`,
+          APP_ENTRYPOINTS.fakeSandboxd,
+          // The same token file as every other process (never the token itself in `ps`): rotating it rotates the stack.
+          [`--listen=${host}:${sandboxdPort}`, `--api-token-file=${tokenFile}`, ...(options.sandboxdArgs ?? [])],
+        ),
+      );
       pids[sandboxd.name] = sandboxd.pid;
       await waitForHttp(sandboxd, `${sandboxdUrl}/healthz`);
 
-      const agent = track(startApp(logsDir, `node-agent-${i}`, APP_ENTRYPOINTS.nodeAgent, [
-        `--listen=${agentAddress}`,
-        `--sandboxd-url=${sandboxdUrl}`,
-        `--token-file=${tokenFile}`,
-        `--node-name=${name}`,
-        `--advertise-address=${agentAddress}`,
-        `--kubeconfig=${kubeconfig}`,
-        '--publish-interval=30s',
-        `--min-publish-gap=${options.minPublishGap ?? DEFAULTS.minPublishGap}`,
-        // Nothing here routes by the agents' readiness, so stopping the stack need not wait out a drain delay.
-        '--drain-delay=0s',
-      ]));
+      const agent = track(
+        startApp(logsDir, `node-agent-${i}`, APP_ENTRYPOINTS.nodeAgent, [
+          `--listen=${agentAddress}`,
+          `--sandboxd-url=${sandboxdUrl}`,
+          `--token-file=${tokenFile}`,
+          `--node-name=${name}`,
+          `--advertise-address=${agentAddress}`,
+          `--kubeconfig=${kubeconfig}`,
+          '--publish-interval=30s',
+          `--min-publish-gap=${options.minPublishGap ?? DEFAULTS.minPublishGap}`,
+          // Nothing here routes by the agents' readiness, so stopping the stack need not wait out a drain delay.
+          '--drain-delay=0s',
+        ]),
+      );
       pids[agent.name] = agent.pid;
       const node = { name, host, agentAddress, agentUrl: `http://${agentAddress}`, sandboxdUrl };
       nodes.push(node);
@@ -293,24 +319,30 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
       const sandboxApiPort = await freePort();
       sandboxApiUrl = `https://127.0.0.1:${sandboxApiPort}`;
-      log(`starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`);
-      const controlPlane = track(startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
-        `--kubeconfig=${kubeconfig}`,
-        `--token-file=${tokenFile}`,
-        `--listen=127.0.0.1:${cpPort.port}`,
-        `--interval=${options.interval ?? DEFAULTS.interval}`,
-        `--namespace=${namespace}`,
-        `--identity=local-${process.pid}`,
-        `--redis-url=${claimsRedisUrl}`,
-        `--claims-listen=127.0.0.1:${claimsPort.port}`,
-        ...(options.federation !== undefined ? [
-          `--cluster-id=${options.federation.clusterId}`,
-          `--federation-redis-url=${options.federation.hubUrl}`,
-          `--federation-token-file=${options.federation.tokenFile}`,
-          `--claims-advertise-url=${claimsUrl}`,
-        ] : []),
-        `--aggregated-listen=127.0.0.1:${sandboxApiPort}`,
-      ]));
+      log(
+        `starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`,
+      );
+      const controlPlane = track(
+        startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
+          `--kubeconfig=${kubeconfig}`,
+          `--token-file=${tokenFile}`,
+          `--listen=127.0.0.1:${cpPort.port}`,
+          `--interval=${options.interval ?? DEFAULTS.interval}`,
+          `--namespace=${namespace}`,
+          `--identity=local-${process.pid}`,
+          `--redis-url=${claimsRedisUrl}`,
+          `--claims-listen=127.0.0.1:${claimsPort.port}`,
+          ...(options.federation !== undefined
+            ? [
+                `--cluster-id=${options.federation.clusterId}`,
+                `--federation-redis-url=${options.federation.hubUrl}`,
+                `--federation-token-file=${options.federation.tokenFile}`,
+                `--claims-advertise-url=${claimsUrl}`,
+              ]
+            : []),
+          `--aggregated-listen=127.0.0.1:${sandboxApiPort}`,
+        ]),
+      );
       pids[controlPlane.name] = controlPlane.pid;
       await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
       // /readyz can answer before the claim API's listener is bound (it starts after the caches and Redis).
@@ -319,16 +351,35 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
       // `kubectl get sandboxes` through the aggregation layer, instead of the Sandbox CRD.
       log(`registering the Sandbox API (APIService v1beta1.agents.x-k8s.io) at ${sandboxApiUrl}`);
-      await registerAggregatedApi(cluster, { group: 'agents.x-k8s.io', version: 'v1beta1', port: sandboxApiPort, replacesCrd: 'sandboxes.agents.x-k8s.io', serviceName: 'warmpool-sandbox-api' });
+      await registerAggregatedApi(cluster, {
+        group: 'agents.x-k8s.io',
+        version: 'v1beta1',
+        port: sandboxApiPort,
+        replacesCrd: 'sandboxes.agents.x-k8s.io',
+        serviceName: 'warmpool-sandbox-api',
+      });
     }
 
     let sample: StackSample | undefined;
     if (options.sample !== false) {
-      const wanted = { namespace, name: options.sample?.name ?? SAMPLE_NAME, image: options.sample?.image ?? SAMPLE_IMAGE, replicas: options.sample?.replicas ?? SAMPLE_REPLICAS };
+      const wanted = {
+        namespace,
+        name: options.sample?.name ?? SAMPLE_NAME,
+        image: options.sample?.image ?? SAMPLE_IMAGE,
+        replicas: options.sample?.replicas ?? SAMPLE_REPLICAS,
+      };
       const manifestPath = join(dir, 'sample.json');
       writeFileSync(manifestPath, sampleManifest(wanted, { env: options.sampleEnv === true }));
-      log(`applying the sample SandboxTemplate and SandboxWarmPool ${namespace}/${wanted.name} (${wanted.replicas} replicas of ${wanted.image})`);
-      const applied = await cluster.kubectl(['apply', '--server-side', '--field-manager=warmpool-local', '-f', manifestPath]);
+      log(
+        `applying the sample SandboxTemplate and SandboxWarmPool ${namespace}/${wanted.name} (${wanted.replicas} replicas of ${wanted.image})`,
+      );
+      const applied = await cluster.kubectl([
+        'apply',
+        '--server-side',
+        '--field-manager=warmpool-local',
+        '-f',
+        manifestPath,
+      ]);
       if (applied.code !== 0) throw new Error(`applying ${manifestPath} failed:\n${applied.stderr}${applied.stdout}`);
       sample = { ...wanted, manifestPath };
     }
@@ -340,8 +391,22 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     }
 
     const description: StackDescription = {
-      dir, kubeconfig, tokenFile, server: cluster.server, controlPlaneUrl, claimsUrl, sandboxApiUrl, clusterId: options.federation?.clusterId, redisUrl: claimsRedisUrl, namespace, nodes, sample, claims, logsDir,
-      clusterDataDir: cluster.dataDir, pids,
+      dir,
+      kubeconfig,
+      tokenFile,
+      server: cluster.server,
+      controlPlaneUrl,
+      claimsUrl,
+      sandboxApiUrl,
+      clusterId: options.federation?.clusterId,
+      redisUrl: claimsRedisUrl,
+      namespace,
+      nodes,
+      sample,
+      claims,
+      logsDir,
+      clusterDataDir: cluster.dataDir,
+      pids,
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);
     return { description, unexpectedExit, cluster, redis, kubeConfig: cluster.kubeConfig, token, stop, close: stop };

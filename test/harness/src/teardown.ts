@@ -6,7 +6,10 @@ import { rmSync } from 'node:fs';
 
 export type TeardownStep = (() => unknown) | undefined;
 
-export async function tearDown(logs: { dir: string | undefined; what: string }, ...steps: TeardownStep[]): Promise<void> {
+export async function tearDown(
+  logs: { dir: string | undefined; what: string },
+  ...steps: TeardownStep[]
+): Promise<void> {
   const errors: unknown[] = [];
   for (const step of steps) {
     try {

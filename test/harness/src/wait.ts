@@ -41,7 +41,12 @@ export async function eventually<T extends NonNullable<unknown> | null>(
     const aborted = options.abort?.();
     if (aborted !== undefined) throw new Error(`${aborted}\n${what()}`);
     if (Date.now() >= deadline) {
-      const detail = lastError !== undefined ? `: ${messageOf(lastError)}` : lastValue !== undefined ? ` (last: ${JSON.stringify(lastValue)})` : '';
+      const detail =
+        lastError !== undefined
+          ? `: ${messageOf(lastError)}`
+          : lastValue !== undefined
+            ? ` (last: ${JSON.stringify(lastValue)})`
+            : '';
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what()}${detail}`, { cause: lastError });
     }
     await sleep(options.intervalMs ?? 50);

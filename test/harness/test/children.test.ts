@@ -21,8 +21,12 @@ describe('the child watchdog', () => {
         { detached: true, stdio: 'ignore' });
       process.stdout.write(String(child.pid) + '\\n');
       setInterval(() => {}, 1000);`;
-    const parent = spawn(process.execPath, ['-e', parentScript, WATCHDOG_SCRIPT, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const childPid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+    const parent = spawn(process.execPath, ['-e', parentScript, WATCHDOG_SCRIPT, dir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const childPid = await new Promise<number>((resolve) =>
+      parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
+    );
     expect(isAlive(childPid)).toBe(true);
 
     parent.kill('SIGKILL');
@@ -32,7 +36,10 @@ describe('the child watchdog', () => {
   });
 
   it('exits by itself once the child exits normally', async () => {
-    const child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'watchdog', String(process.pid), '', 'sleep', '0.2'], { detached: true, stdio: 'ignore' });
+    const child = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'watchdog', String(process.pid), '', 'sleep', '0.2'], {
+      detached: true,
+      stdio: 'ignore',
+    });
     const pgid = child.pid ?? 0;
     await new Promise((resolve) => child.once('exit', resolve));
     expect(await eventually(() => processGroupMembers(pgid).length === 0, { timeoutMs: 5000 })).toBe(true);

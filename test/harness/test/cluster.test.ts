@@ -6,13 +6,16 @@ import { isAlive, processGroupMembers, startCluster, type TestCluster } from '..
 
 /** Live processes whose command line contains `text` (Linux /proc). */
 function processesMentioning(text: string): number[] {
-  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
-    } catch {
-      return false;
-    }
-  }).map(Number);
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 function statusCodeOf(error: unknown): number | undefined {
@@ -24,7 +27,9 @@ describe('startCluster', () => {
 
   beforeAll(async () => {
     cluster = await startCluster({ name: 'harness-cluster', crds: false });
-    console.log(`cluster startup: ${cluster.startupMs} ms (etcd ${cluster.timings.etcdMs} ms, apiserver ${cluster.timings.apiserverMs} ms)`);
+    console.log(
+      `cluster startup: ${cluster.startupMs} ms (etcd ${cluster.timings.etcdMs} ms, apiserver ${cluster.timings.apiserverMs} ms)`,
+    );
   });
   afterAll(() => cluster?.stop());
 
@@ -54,7 +59,12 @@ describe('startCluster', () => {
   it('passes kubectl its stdin', async () => {
     const ns = await cluster.createNamespace('stdin');
     const created = await cluster.kubectl(['create', '-n', ns, '-f', '-'], {
-      input: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'from-stdin' }, data: { a: 'b' } }),
+      input: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'from-stdin' },
+        data: { a: 'b' },
+      }),
     });
     expect(created).toMatchObject({ code: 0, stdout: 'configmap/from-stdin created\n' });
   });
@@ -79,24 +89,48 @@ describe('startCluster', () => {
 
     it('issues a token for a service account through the TokenRequest API', async () => {
       expect(token.split('.')).toHaveLength(3);
-      const review = await cluster.kubeConfigForToken(token).makeApiClient(AuthenticationV1Api)
+      const review = await cluster
+        .kubeConfigForToken(token)
+        .makeApiClient(AuthenticationV1Api)
         .createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
       expect(review.status?.userInfo?.username).toBe(`system:serviceaccount:${ns}:robot`);
     });
 
     it('denies that service account by default', async () => {
-      const canI = await cluster.kubectl(['auth', 'can-i', 'list', 'configmaps', '-n', ns, `--as=system:serviceaccount:${ns}:robot`]);
+      const canI = await cluster.kubectl([
+        'auth',
+        'can-i',
+        'list',
+        'configmaps',
+        '-n',
+        ns,
+        `--as=system:serviceaccount:${ns}:robot`,
+      ]);
       expect(canI.stdout.trim()).toBe('no');
       const core = cluster.kubeConfigForToken(token).makeApiClient(CoreV1Api);
-      const error = await core.listNamespacedConfigMap({ namespace: ns }).then(() => undefined, (e: unknown) => e);
+      const error = await core.listNamespacedConfigMap({ namespace: ns }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(statusCodeOf(error)).toBe(403);
     });
 
     it('allows it once a Role grants it', async () => {
       await cluster.kubectl(['create', 'configmap', 'visible', '-n', ns, '--from-literal=a=b']);
       await cluster.kubectl(['create', 'role', 'read-configmaps', '-n', ns, '--verb=list', '--resource=configmaps']);
-      await cluster.kubectl(['create', 'rolebinding', 'robot-reads', '-n', ns, '--role=read-configmaps', `--serviceaccount=${ns}:robot`]);
-      const list = await cluster.kubeConfigForToken(token).makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: ns });
+      await cluster.kubectl([
+        'create',
+        'rolebinding',
+        'robot-reads',
+        '-n',
+        ns,
+        '--role=read-configmaps',
+        `--serviceaccount=${ns}:robot`,
+      ]);
+      const list = await cluster
+        .kubeConfigForToken(token)
+        .makeApiClient(CoreV1Api)
+        .listNamespacedConfigMap({ namespace: ns });
       expect(list.items.map((cm) => cm.metadata?.name)).toContain('visible');
     });
   });
@@ -105,7 +139,10 @@ describe('startCluster', () => {
     it('keeps etcd, the port and the data', async () => {
       const ns = await cluster.createNamespace('restart');
       const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-      await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'survivor' }, data: { k: 'v' } } });
+      await core.createNamespacedConfigMap({
+        namespace: ns,
+        body: { metadata: { name: 'survivor' }, data: { k: 'v' } },
+      });
       const before = cluster.pids();
 
       await cluster.stopApiserver();
@@ -147,7 +184,10 @@ describe('startCluster', () => {
 
 describe('startCluster when the apiserver does not become ready', () => {
   it('fails with the tail of the apiserver log and leaves nothing running', async () => {
-    const error = await startCluster({ name: 'too-slow', crds: false, readyTimeoutMs: 1 }).then(() => undefined, (e: unknown) => e as Error);
+    const error = await startCluster({ name: 'too-slow', crds: false, readyTimeoutMs: 1 }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(error).toBeInstanceOf(Error);
     expect(error?.message).toMatch(/kube-apiserver .*readyz not ready/);
     expect(error?.message).toContain('last log lines');

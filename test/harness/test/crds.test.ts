@@ -2,7 +2,13 @@
 // @warmpool/api survives a round trip (nothing pruned), and invalid objects are
 // refused by the server with its own message.
 import type {
-  NodeInventory, NodeInventoryStatus, Sandbox, SandboxClaim, SandboxEnv, SandboxTemplate, SandboxWarmPool,
+  NodeInventory,
+  NodeInventoryStatus,
+  Sandbox,
+  SandboxClaim,
+  SandboxEnv,
+  SandboxTemplate,
+  SandboxWarmPool,
 } from '@warmpool/api';
 import { MAX_INVENTORY_ENTRIES } from '@warmpool/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,9 +40,20 @@ async function mustCreate(object: Named, namespace: string | undefined = ns): Pr
   expect(result.code).toBe(0);
 }
 
-async function setStatus(resource: string, name: string, status: object, namespace: string | undefined = ns): Promise<{ code: number; stderr: string }> {
+async function setStatus(
+  resource: string,
+  name: string,
+  status: object,
+  namespace: string | undefined = ns,
+): Promise<{ code: number; stderr: string }> {
   return cluster.kubectl([
-    'patch', resource, name, ...(namespace ? ['-n', namespace] : []), '--subresource=status', '--type=merge', `-p=${JSON.stringify({ status })}`,
+    'patch',
+    resource,
+    name,
+    ...(namespace ? ['-n', namespace] : []),
+    '--subresource=status',
+    '--type=merge',
+    `-p=${JSON.stringify({ status })}`,
   ]);
 }
 
@@ -46,7 +63,14 @@ async function read<T>(resource: string, name: string, namespace: string | undef
   return JSON.parse(result.stdout) as T;
 }
 
-const condition = { type: 'Ready', status: 'True', reason: 'Warm', message: 'all warm', lastTransitionTime: '2026-01-02T03:04:05Z', observedGeneration: 1 } as const;
+const condition = {
+  type: 'Ready',
+  status: 'True',
+  reason: 'Warm',
+  message: 'all warm',
+  lastTransitionTime: '2026-01-02T03:04:05Z',
+  observedGeneration: 1,
+} as const;
 
 function warmPool(name: string, spec: Partial<SandboxWarmPool['spec']> = {}): SandboxWarmPool {
   return {
@@ -58,18 +82,32 @@ function warmPool(name: string, spec: Partial<SandboxWarmPool['spec']> = {}): Sa
 }
 
 function inventory(name: string): NodeInventory {
-  return { apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name }, spec: { nodeName: name, address: '10.0.0.7:9090' } };
+  return {
+    apiVersion: 'warmpool.dev/v1alpha1',
+    kind: 'NodeInventory',
+    metadata: { name },
+    spec: { nodeName: name, address: '10.0.0.7:9090' },
+  };
 }
 
 function entries(count: number): NonNullable<NodeInventoryStatus['entries']> {
   return Array.from({ length: count }, (_, i) => ({
-    id: `sb-${i}`, template: 'python:3.13', net: 'none', size: 'small', deadline: '2026-01-02T03:04:05Z',
+    id: `sb-${i}`,
+    template: 'python:3.13',
+    net: 'none',
+    size: 'small',
+    deadline: '2026-01-02T03:04:05Z',
   }));
 }
 
 describe('the CRDs', () => {
   it('are all Established and served', async () => {
-    const result = await cluster.kubectl(['get', 'crd', '-o', 'jsonpath={range .items[*]}{.metadata.name}{"\\n"}{end}']);
+    const result = await cluster.kubectl([
+      'get',
+      'crd',
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name}{"\\n"}{end}',
+    ]);
     expect(result.stdout.trim().split('\n').sort()).toEqual([
       'nodeinventories.warmpool.dev',
       'sandboxclaims.extensions.agents.x-k8s.io',
@@ -79,9 +117,15 @@ describe('the CRDs', () => {
       'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
     const resources = await cluster.kubectl(['api-resources', '-o', 'wide', '--api-group=extensions.agents.x-k8s.io']);
-    expect(resources.stdout).toMatch(/sandboxwarmpools\s+swp\s+extensions\.agents\.x-k8s\.io\/v1beta1\s+true\s+SandboxWarmPool/);
-    expect(resources.stdout).toMatch(/sandboxclaims\s+sandboxclaim\s+extensions\.agents\.x-k8s\.io\/v1beta1\s+true\s+SandboxClaim/);
-    expect(resources.stdout).toMatch(/sandboxtemplates\s+sandboxtemplate\s+extensions\.agents\.x-k8s\.io\/v1beta1\s+true\s+SandboxTemplate/);
+    expect(resources.stdout).toMatch(
+      /sandboxwarmpools\s+swp\s+extensions\.agents\.x-k8s\.io\/v1beta1\s+true\s+SandboxWarmPool/,
+    );
+    expect(resources.stdout).toMatch(
+      /sandboxclaims\s+sandboxclaim\s+extensions\.agents\.x-k8s\.io\/v1beta1\s+true\s+SandboxClaim/,
+    );
+    expect(resources.stdout).toMatch(
+      /sandboxtemplates\s+sandboxtemplate\s+extensions\.agents\.x-k8s\.io\/v1beta1\s+true\s+SandboxTemplate/,
+    );
   });
 
   it('install again without error (server-side apply is idempotent)', async () => {
@@ -94,12 +138,22 @@ describe('SandboxTemplate', () => {
     const template: SandboxTemplate = {
       apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
       kind: 'SandboxTemplate',
-      metadata: { name: 'python', annotations: { 'warmpool.dev/driver': 'sandboxd', 'warmpool.dev/net': 'none', 'warmpool.dev/size': 'small' } },
+      metadata: {
+        name: 'python',
+        annotations: { 'warmpool.dev/driver': 'sandboxd', 'warmpool.dev/net': 'none', 'warmpool.dev/size': 'small' },
+      },
       spec: {
         podTemplate: {
           metadata: { labels: { app: 'py' }, annotations: { note: 'x' } },
           spec: {
-            containers: [{ name: 'main', image: 'python:3.13', resources: { limits: { cpu: '1' } }, ports: [{ containerPort: 8888 }] }],
+            containers: [
+              {
+                name: 'main',
+                image: 'python:3.13',
+                resources: { limits: { cpu: '1' } },
+                ports: [{ containerPort: 8888 }],
+              },
+            ],
             runtimeClassName: 'gvisor',
             someFutureField: { kept: true },
           },
@@ -116,13 +170,27 @@ describe('SandboxTemplate', () => {
   });
 
   it('fills upstream defaults', async () => {
-    await mustCreate({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'bare' }, spec: { podTemplate: { spec: { containers: [{ name: 'c' }] } } } } as SandboxTemplate);
+    await mustCreate({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxTemplate',
+      metadata: { name: 'bare' },
+      spec: { podTemplate: { spec: { containers: [{ name: 'c' }] } } },
+    } as SandboxTemplate);
     const stored = await read<SandboxTemplate>('sandboxtemplate', 'bare');
-    expect(stored.spec).toMatchObject({ networkPolicyManagement: 'Managed', envVarsInjectionPolicy: 'Disallowed', volumeClaimTemplatesPolicy: 'Disallowed' });
+    expect(stored.spec).toMatchObject({
+      networkPolicyManagement: 'Managed',
+      envVarsInjectionPolicy: 'Disallowed',
+      volumeClaimTemplatesPolicy: 'Disallowed',
+    });
   });
 
   it('refuses a pod template without containers', async () => {
-    const result = await create({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'empty' }, spec: { podTemplate: { spec: {} } } } as Named);
+    const result = await create({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxTemplate',
+      metadata: { name: 'empty' },
+      spec: { podTemplate: { spec: {} } },
+    } as Named);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('spec.podTemplate.spec.containers: Required value');
   });
@@ -132,7 +200,13 @@ describe('SandboxWarmPool', () => {
   it('keeps every field of the type, warmpool conditions included', async () => {
     const pool = warmPool('full', { replicas: 4, updateStrategy: { type: 'Recreate' } });
     await mustCreate(pool);
-    const status: SandboxWarmPool['status'] = { replicas: 4, readyReplicas: 3, selector: 'warmpool.dev/pool=full', observedGeneration: 1, conditions: [condition] };
+    const status: SandboxWarmPool['status'] = {
+      replicas: 4,
+      readyReplicas: 3,
+      selector: 'warmpool.dev/pool=full',
+      observedGeneration: 1,
+      conditions: [condition],
+    };
     expect((await setStatus('swp', 'full', status ?? {})).stderr).toBe('');
     const stored = await read<SandboxWarmPool>('swp', 'full');
     expect(stored.spec).toEqual(pool.spec);
@@ -147,11 +221,18 @@ describe('SandboxWarmPool', () => {
   it('refuses negative replicas', async () => {
     const result = await create(warmPool('negative', { replicas: -1 }));
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0');
+    expect(result.stderr).toContain(
+      'spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0',
+    );
   });
 
   it('refuses a pool without sandboxTemplateRef', async () => {
-    const result = await create({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'no-ref' }, spec: { replicas: 1 } } as Named);
+    const result = await create({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxWarmPool',
+      metadata: { name: 'no-ref' },
+      spec: { replicas: 1 },
+    } as Named);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('spec.sandboxTemplateRef: Required value');
   });
@@ -162,9 +243,14 @@ describe('SandboxWarmPool', () => {
   });
 
   it('refuses an unknown update strategy', async () => {
-    const result = await create({ ...warmPool('bad-strategy'), spec: { sandboxTemplateRef: { name: 'python' }, updateStrategy: { type: 'Sometimes' } } } as Named);
+    const result = await create({
+      ...warmPool('bad-strategy'),
+      spec: { sandboxTemplateRef: { name: 'python' }, updateStrategy: { type: 'Sometimes' } },
+    } as Named);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('spec.updateStrategy.type: Unsupported value: "Sometimes": supported values: "Recreate", "OnReplenish"');
+    expect(result.stderr).toContain(
+      'spec.updateStrategy.type: Unsupported value: "Sometimes": supported values: "Recreate", "OnReplenish"',
+    );
   });
 
   it('scales through the scale subresource with kubectl scale', async () => {
@@ -174,20 +260,45 @@ describe('SandboxWarmPool', () => {
     expect(scaled).toMatchObject({ code: 0, stdout: 'sandboxwarmpool.extensions.agents.x-k8s.io/scaled scaled\n' });
     expect((await read<SandboxWarmPool>('swp', 'scaled')).spec.replicas).toBe(7);
 
-    const scale = await cluster.kubectl(['get', '--raw', `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxwarmpools/scaled/scale`]);
+    const scale = await cluster.kubectl([
+      'get',
+      '--raw',
+      `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxwarmpools/scaled/scale`,
+    ]);
     expect(JSON.parse(scale.stdout)).toMatchObject({
-      kind: 'Scale', spec: { replicas: 7 }, status: { replicas: 1, selector: 'warmpool.dev/pool=scaled' },
+      kind: 'Scale',
+      spec: { replicas: 7 },
+      status: { replicas: 1, selector: 'warmpool.dev/pool=scaled' },
     });
   });
 
   it('shows READY, DESIRED, REASON and AGE in kubectl get, and the template, Degraded and message with -o wide', async () => {
     await mustCreate(warmPool('columns', { replicas: 5 }));
-    await setStatus('swp', 'columns', { replicas: 5, readyReplicas: 2, conditions: [{ type: 'Ready', status: 'False', reason: 'Filling', message: 'filling', lastTransitionTime: '2030-01-01T00:00:00Z' }] });
+    await setStatus('swp', 'columns', {
+      replicas: 5,
+      readyReplicas: 2,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'Filling',
+          message: 'filling',
+          lastTransitionTime: '2030-01-01T00:00:00Z',
+        },
+      ],
+    });
     const result = await cluster.kubectl(['get', 'swp', 'columns', '-n', ns]);
-    const [header, row] = result.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
+    const [header, row] = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/));
     expect(header).toEqual(['NAME', 'READY', 'DESIRED', 'REASON', 'AGE']);
     expect(row?.slice(0, 4)).toEqual(['columns', '2', '5', 'Filling']);
-    const wide = (await cluster.kubectl(['get', 'swp', 'columns', '-n', ns, '-o', 'wide'])).stdout.trim().split('\n')[0]?.trim().split(/\s+/);
+    const wide = (await cluster.kubectl(['get', 'swp', 'columns', '-n', ns, '-o', 'wide'])).stdout
+      .trim()
+      .split('\n')[0]
+      ?.trim()
+      .split(/\s+/);
     expect(wide).toEqual(['NAME', 'READY', 'DESIRED', 'REASON', 'AGE', 'TEMPLATE', 'DEGRADED', 'MESSAGE']);
   });
 
@@ -210,7 +321,12 @@ describe('SandboxClaim', () => {
         lifecycle: { shutdownTime: '2026-01-02T03:04:05Z', ttlSecondsAfterFinished: 60, shutdownPolicy: 'Delete' },
         additionalPodMetadata: { labels: { team: 'a' }, annotations: { why: 'test' } },
         env: [{ name: 'MODE', value: 'fast' }],
-        volumeClaimTemplates: [{ metadata: { name: 'scratch' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } }],
+        volumeClaimTemplates: [
+          {
+            metadata: { name: 'scratch' },
+            spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+          },
+        ],
       },
     };
     await mustCreate(claim);
@@ -222,34 +338,57 @@ describe('SandboxClaim', () => {
   });
 
   it('requires every condition field and env values, exactly as upstream does', async () => {
-    await mustCreate({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'strict' }, spec: { warmPoolRef: { name: 'p' } } } as SandboxClaim);
+    await mustCreate({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxClaim',
+      metadata: { name: 'strict' },
+      spec: { warmPoolRef: { name: 'p' } },
+    } as SandboxClaim);
     const result = await setStatus('sandboxclaim', 'strict', { conditions: [{ type: 'Ready', status: 'True' }] });
     expect(result.stderr).toContain('status.conditions[0].message: Required value');
     expect(result.stderr).toContain('status.conditions[0].lastTransitionTime: Required value');
     const noValue = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'no-value' }, spec: { warmPoolRef: { name: 'p' }, env: [{ name: 'A' }] },
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxClaim',
+      metadata: { name: 'no-value' },
+      spec: { warmPoolRef: { name: 'p' }, env: [{ name: 'A' }] },
     } as Named);
     expect(noValue.stderr).toContain('spec.env[0].value: Required value');
   });
 
   it('refuses a claim without warmPoolRef', async () => {
-    const result = await create({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'no-pool' }, spec: {} } as Named);
+    const result = await create({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxClaim',
+      metadata: { name: 'no-pool' },
+      spec: {},
+    } as Named);
     expect(result.stderr).toContain('spec.warmPoolRef: Required value');
   });
 
   it('refuses an unknown shutdown policy', async () => {
     const result = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'bad-policy' },
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxClaim',
+      metadata: { name: 'bad-policy' },
       spec: { warmPoolRef: { name: 'p' }, lifecycle: { shutdownPolicy: 'Never' } },
     } as Named);
     expect(result.stderr).toContain('spec.lifecycle.shutdownPolicy: Unsupported value: "Never"');
   });
 
   it('shows READY, SANDBOX, REASON and AGE in kubectl get', async () => {
-    await mustCreate({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'columns' }, spec: { warmPoolRef: { name: 'p' } } } as SandboxClaim);
+    await mustCreate({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxClaim',
+      metadata: { name: 'columns' },
+      spec: { warmPoolRef: { name: 'p' } },
+    } as SandboxClaim);
     await setStatus('sandboxclaim', 'columns', { conditions: [condition], sandbox: { name: 'sb-9' } });
     const result = await cluster.kubectl(['get', 'sandboxclaim', 'columns', '-n', ns]);
-    const [header, row] = result.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
+    const [header, row] = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/));
     expect(header).toEqual(['NAME', 'READY', 'SANDBOX', 'REASON', 'AGE']);
     expect(row?.slice(0, 4)).toEqual(['columns', 'True', 'sb-9', 'Warm']);
   });
@@ -295,20 +434,35 @@ describe('NodeInventory', () => {
 
   it(`accepts ${MAX_INVENTORY_ENTRIES} entries and refuses one more`, async () => {
     await mustCreate(inventory('node-cap'), undefined);
-    expect((await setStatus('nodeinventory', 'node-cap', { entries: entries(MAX_INVENTORY_ENTRIES) }, undefined)).code).toBe(0);
-    const result = await setStatus('nodeinventory', 'node-cap', { entries: entries(MAX_INVENTORY_ENTRIES + 1) }, undefined);
+    expect(
+      (await setStatus('nodeinventory', 'node-cap', { entries: entries(MAX_INVENTORY_ENTRIES) }, undefined)).code,
+    ).toBe(0);
+    const result = await setStatus(
+      'nodeinventory',
+      'node-cap',
+      { entries: entries(MAX_INVENTORY_ENTRIES + 1) },
+      undefined,
+    );
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain(`status.entries: Too many: ${MAX_INVENTORY_ENTRIES + 1}: must have at most ${MAX_INVENTORY_ENTRIES} items`);
+    expect(result.stderr).toContain(
+      `status.entries: Too many: ${MAX_INVENTORY_ENTRIES + 1}: must have at most ${MAX_INVENTORY_ENTRIES} items`,
+    );
   });
 
   it('refuses an address without a port', async () => {
-    const result = await create({ ...inventory('node-bad'), spec: { nodeName: 'node-bad', address: '10.0.0.7' } } as Named, undefined);
+    const result = await create(
+      { ...inventory('node-bad'), spec: { nodeName: 'node-bad', address: '10.0.0.7' } } as Named,
+      undefined,
+    );
     expect(result.stderr).toContain('spec.address');
   });
 
   it('shows its address, claimed, draining and published time in kubectl get', async () => {
     const result = await cluster.kubectl(['get', 'nodeinventory', 'node-full']);
-    const [header, row] = result.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
+    const [header, row] = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/));
     expect(header).toEqual(['NAME', 'ADDRESS', 'CLAIMED', 'CAPACITY', 'DRAINING', 'PUBLISHED', 'AGE']);
     expect(row?.slice(0, 5)).toEqual(['node-full', '10.0.0.7:9090', '3', '40', 'false']);
   });
@@ -321,7 +475,10 @@ describe('SandboxEnv', () => {
       kind: 'SandboxEnv',
       metadata: { name: 'full' },
       spec: {
-        members: [{ pool: 'py-small', scalingGroup: 'py' }, { pool: 'py-large', scalingGroup: 'py' }],
+        members: [
+          { pool: 'py-small', scalingGroup: 'py' },
+          { pool: 'py-large', scalingGroup: 'py' },
+        ],
         autoscaling: [{ scalingGroup: 'py', enabled: true, minReplicas: 1, maxReplicas: 50, targetIdle: 5 }],
       },
     };
@@ -330,11 +487,31 @@ describe('SandboxEnv', () => {
       observedGeneration: 1,
       scalingGroups: [
         { name: '', idle: 3, running: 4, pending: 1, desired: 8, autoscalingEnabled: true, capacity: -1 },
-        { name: 'py', idle: 3, running: 4, pending: 1, desired: 8, autoscalingEnabled: true, capacity: 0, saturatedFor: '90s' },
+        {
+          name: 'py',
+          idle: 3,
+          running: 4,
+          pending: 1,
+          desired: 8,
+          autoscalingEnabled: true,
+          capacity: 0,
+          saturatedFor: '90s',
+        },
       ],
-      clusters: [{
-        clusterId: 'eu-1', memberPool: 'py-small', scalingGroup: 'py', idle: 2, running: 1, pending: 0, desired: 3, autoscalingEnabled: false, capacity: 7, ageMs: 1500,
-      }],
+      clusters: [
+        {
+          clusterId: 'eu-1',
+          memberPool: 'py-small',
+          scalingGroup: 'py',
+          idle: 2,
+          running: 1,
+          pending: 0,
+          desired: 3,
+          autoscalingEnabled: false,
+          capacity: 7,
+          ageMs: 1500,
+        },
+      ],
     };
     expect((await setStatus('sandboxenv', 'full', status ?? {})).stderr).toBe('');
     const stored = await read<SandboxEnv>('sandboxenv', 'full');
@@ -344,16 +521,28 @@ describe('SandboxEnv', () => {
 
   it('refuses minReplicas above maxReplicas', async () => {
     const result = await create({
-      apiVersion: 'warmpool.dev/v1alpha1', kind: 'SandboxEnv', metadata: { name: 'inverted' },
-      spec: { members: [{ pool: 'p', scalingGroup: 'g' }], autoscaling: [{ scalingGroup: 'g', enabled: true, minReplicas: 9, maxReplicas: 2 }] },
+      apiVersion: 'warmpool.dev/v1alpha1',
+      kind: 'SandboxEnv',
+      metadata: { name: 'inverted' },
+      spec: {
+        members: [{ pool: 'p', scalingGroup: 'g' }],
+        autoscaling: [{ scalingGroup: 'g', enabled: true, minReplicas: 9, maxReplicas: 2 }],
+      },
     } as Named);
     expect(result.stderr).toContain('minReplicas must not exceed maxReplicas');
   });
 
   it('refuses a pool listed twice', async () => {
     const result = await create({
-      apiVersion: 'warmpool.dev/v1alpha1', kind: 'SandboxEnv', metadata: { name: 'twice' },
-      spec: { members: [{ pool: 'p', scalingGroup: 'a' }, { pool: 'p', scalingGroup: 'b' }] },
+      apiVersion: 'warmpool.dev/v1alpha1',
+      kind: 'SandboxEnv',
+      metadata: { name: 'twice' },
+      spec: {
+        members: [
+          { pool: 'p', scalingGroup: 'a' },
+          { pool: 'p', scalingGroup: 'b' },
+        ],
+      },
     } as Named);
     expect(result.stderr).toContain('spec.members[1]: Duplicate value');
   });

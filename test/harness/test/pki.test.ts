@@ -55,7 +55,9 @@ describe('createClusterPki', () => {
   });
 
   it('writes validity dates after 2049 as GeneralizedTime', () => {
-    const longLived = new X509Certificate(issueCertificate({ subject: { commonName: 'x' }, validForDays: 365 * 40 }).certPem);
+    const longLived = new X509Certificate(
+      issueCertificate({ subject: { commonName: 'x' }, validForDays: 365 * 40 }).certPem,
+    );
     expect(new Date(longLived.validTo).getUTCFullYear()).toBeGreaterThan(2049);
   });
 });

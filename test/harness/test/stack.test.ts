@@ -24,13 +24,29 @@ const runs: Run[] = [];
 /** Each run gets its own loopback block and directory, so it can run next to `make up` and the e2e spec. */
 function runStack(args: string[]): Run {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-stack-test-'));
-  const child = spawn(process.execPath, [STACK_MAIN, `--dir=${dir}`, '--loopback-prefix=127.0.3', '--control-plane-port=0', '--claims-port=0', '--interval=1s', ...args], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      STACK_MAIN,
+      `--dir=${dir}`,
+      '--loopback-prefix=127.0.3',
+      '--control-plane-port=0',
+      '--claims-port=0',
+      '--interval=1s',
+      ...args,
+    ],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const run = { child, dir, output: () => output, exited };
   runs.push(run);
@@ -40,16 +56,26 @@ function runStack(args: string[]): Run {
 async function waitForOutput(run: Run, text: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!run.output().includes(text)) {
-    if (Date.now() > deadline || run.child.exitCode !== null) throw new Error(`no "${text}" in the output:\n${run.output()}`);
+    if (Date.now() > deadline || run.child.exitCode !== null)
+      throw new Error(`no "${text}" in the output:\n${run.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
 function expectNothingLeft(run: Run): StackDescription {
   const description = JSON.parse(readFileSync(join(run.dir, 'stack.json'), 'utf8')) as StackDescription;
-  expect(Object.keys(description.pids)).toEqual(expect.arrayContaining([
-    'etcd', 'kube-apiserver', 'redis', 'control-plane', 'fake-sandboxd-1', 'node-agent-1', 'fake-sandboxd-3', 'node-agent-3',
-  ]));
+  expect(Object.keys(description.pids)).toEqual(
+    expect.arrayContaining([
+      'etcd',
+      'kube-apiserver',
+      'redis',
+      'control-plane',
+      'fake-sandboxd-1',
+      'node-agent-1',
+      'fake-sandboxd-3',
+      'node-agent-3',
+    ]),
+  );
   for (const [name, pid] of Object.entries(description.pids)) {
     expect(isAlive(pid), `${name} (pid ${pid}) is gone`).toBe(false);
     expect(processGroupMembers(pid), `nothing is left in ${name}'s process group`).toEqual([]);
@@ -69,55 +95,84 @@ afterEach(async () => {
 });
 
 describe('the local stack (make up)', () => {
-  it('lets the warmpool-demo ServiceAccount claim over HTTP with the printed curl line, and serves the SandboxClaim example', { timeout: 180_000 }, async () => {
-    const run = runStack(['--replicas=3']);
-    await waitForOutput(run, 'Ctrl-C stops everything', 120_000);
-    const kubectl = async (args: string[]): Promise<string> => (await exec(findBinary('kubectl'), args, { env: { ...process.env, KUBECONFIG: join(run.dir, 'kubeconfig') } })).stdout;
+  it(
+    'lets the warmpool-demo ServiceAccount claim over HTTP with the printed curl line, and serves the SandboxClaim example',
+    { timeout: 180_000 },
+    async () => {
+      const run = runStack(['--replicas=3']);
+      await waitForOutput(run, 'Ctrl-C stops everything', 120_000);
+      const kubectl = async (args: string[]): Promise<string> =>
+        (await exec(findBinary('kubectl'), args, { env: { ...process.env, KUBECONFIG: join(run.dir, 'kubeconfig') } }))
+          .stdout;
 
-    const claimsUrl = readFileSync(join(run.dir, 'claims-url'), 'utf8').trim();
-    expect(claimsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/namespaces\/default\/claims$/);
-    expect(run.output()).toContain(claimsUrl);
-    expect(run.output()).toContain('curl -X POST -H "Authorization: Bearer $(kubectl create token warmpool-demo)"');
-    expect((await kubectl(['auth', 'can-i', 'create', 'sandboxclaims.extensions.agents.x-k8s.io', '--as=system:serviceaccount:default:warmpool-demo', '-n', 'default'])).trim()).toBe('yes');
+      const claimsUrl = readFileSync(join(run.dir, 'claims-url'), 'utf8').trim();
+      expect(claimsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/namespaces\/default\/claims$/);
+      expect(run.output()).toContain(claimsUrl);
+      expect(run.output()).toContain('curl -X POST -H "Authorization: Bearer $(kubectl create token warmpool-demo)"');
+      expect(
+        (
+          await kubectl([
+            'auth',
+            'can-i',
+            'create',
+            'sandboxclaims.extensions.agents.x-k8s.io',
+            '--as=system:serviceaccount:default:warmpool-demo',
+            '-n',
+            'default',
+          ])
+        ).trim(),
+      ).toBe('yes');
 
-    const token = (await kubectl(['create', 'token', 'warmpool-demo'])).trim();
-    const res = await fetch(claimsUrl, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ warmPool: 'python', ttlSeconds: 60 }) });
-    const claim = (await res.json()) as { id?: string };
-    expect(res.status, JSON.stringify(claim)).toBe(200);
-    expect(claim.id).toMatch(/^sb_/);
+      const token = (await kubectl(['create', 'token', 'warmpool-demo'])).trim();
+      const res = await fetch(claimsUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ warmPool: 'python', ttlSeconds: 60 }),
+      });
+      const claim = (await res.json()) as { id?: string };
+      expect(res.status, JSON.stringify(claim)).toBe(200);
+      expect(claim.id).toMatch(/^sb_/);
 
-    await kubectl(['apply', '-f', join(run.dir, 'sandboxclaim.yaml')]);
-    await kubectl(['wait', '--for=condition=Ready', 'sandboxclaim/demo', '-n', 'default', '--timeout=60s']);
-    expect(await kubectl(['get', 'secret', 'demo', '-n', 'default', '-o', 'jsonpath={.data.id}'])).not.toBe('');
+      await kubectl(['apply', '-f', join(run.dir, 'sandboxclaim.yaml')]);
+      await kubectl(['wait', '--for=condition=Ready', 'sandboxclaim/demo', '-n', 'default', '--timeout=60s']);
+      expect(await kubectl(['get', 'secret', 'demo', '-n', 'default', '-o', 'jsonpath={.data.id}'])).not.toBe('');
 
-    run.child.kill('SIGINT');
-    expect(await run.exited, run.output()).toBe(0);
-    expectNothingLeft(run);
-  });
+      run.child.kill('SIGINT');
+      expect(await run.exited, run.output()).toBe(0);
+      expectNothingLeft(run);
+    },
+  );
 
-  it('fills the sample pool to READY = DESIRED and, with --exit-when-ready, stops everything and exits 0', { timeout: 180_000 }, async () => {
-    const run = runStack(['--exit-when-ready', '--replicas=9', '--ready-timeout=120']);
-    expect(await run.exited, run.output()).toBe(0);
+  it(
+    'fills the sample pool to READY = DESIRED and, with --exit-when-ready, stops everything and exits 0',
+    { timeout: 180_000 },
+    async () => {
+      const run = runStack(['--exit-when-ready', '--replicas=9', '--ready-timeout=120']);
+      expect(await run.exited, run.output()).toBe(0);
 
-    const output = run.output();
-    expect(output).toContain('kubectl get swp,nodeinventories');
-    expect(output).toContain('export PATH=$HOME/.cache/warmpool/bin:$PATH');
-    expect(output).toMatch(/curl -H "Authorization: Bearer \$\(cat .*token\)" http:\/\/127\.0\.3\.1:\d+\/v1\/info/);
-    expect(output).toMatch(/swp default\/python \d+\/9/);
-    expect(output).toContain('swp default/python 9/9');
-    expect(output).toContain('every pool is READY = DESIRED');
-    expect(output).toMatch(/claim API +http:\/\/127\.0\.0\.1:\d+/);
-    expect(output).toMatch(/Sandbox API +https:\/\/127\.0\.0\.1:\d+/);
-    expect(output).toContain('stopped');
+      const output = run.output();
+      expect(output).toContain('kubectl get swp,nodeinventories');
+      expect(output).toContain('export PATH=$HOME/.cache/warmpool/bin:$PATH');
+      expect(output).toMatch(/curl -H "Authorization: Bearer \$\(cat .*token\)" http:\/\/127\.0\.3\.1:\d+\/v1\/info/);
+      expect(output).toMatch(/swp default\/python \d+\/9/);
+      expect(output).toContain('swp default/python 9/9');
+      expect(output).toContain('every pool is READY = DESIRED');
+      expect(output).toMatch(/claim API +http:\/\/127\.0\.0\.1:\d+/);
+      expect(output).toMatch(/Sandbox API +https:\/\/127\.0\.0\.1:\d+/);
+      expect(output).toContain('stopped');
 
-    const description = expectNothingLeft(run);
-    expect(description.nodes.map((n) => n.name)).toEqual(['warmpool-node-1', 'warmpool-node-2', 'warmpool-node-3']);
-    expect(description.nodes.map((n) => n.host)).toEqual(['127.0.3.1', '127.0.3.2', '127.0.3.3']);
-    for (const name of ['control-plane', 'node-agent-1', 'fake-sandboxd-2']) {
-      expect(readFileSync(join(run.dir, 'logs', `${name}.log`), 'utf8'), `${name} logged to logs/${name}.log`).not.toBe('');
-    }
-    expect(readFileSync(join(run.dir, 'kubeconfig'), 'utf8')).toContain(description.server);
-  });
+      const description = expectNothingLeft(run);
+      expect(description.nodes.map((n) => n.name)).toEqual(['warmpool-node-1', 'warmpool-node-2', 'warmpool-node-3']);
+      expect(description.nodes.map((n) => n.host)).toEqual(['127.0.3.1', '127.0.3.2', '127.0.3.3']);
+      for (const name of ['control-plane', 'node-agent-1', 'fake-sandboxd-2']) {
+        expect(
+          readFileSync(join(run.dir, 'logs', `${name}.log`), 'utf8'),
+          `${name} logged to logs/${name}.log`,
+        ).not.toBe('');
+      }
+      expect(readFileSync(join(run.dir, 'kubeconfig'), 'utf8')).toContain(description.server);
+    },
+  );
 
   it('stops everything in reverse order on Ctrl-C (SIGINT) and exits 0', { timeout: 180_000 }, async () => {
     const run = runStack(['--replicas=3']);
@@ -126,9 +181,19 @@ describe('the local stack (make up)', () => {
     expect(await run.exited, run.output()).toBe(0);
 
     const output = run.output();
-    const stops = ['control-plane', 'node-agent-3', 'fake-sandboxd-3', 'node-agent-1', 'fake-sandboxd-1', 'redis-server', 'kube-apiserver and etcd']
-      .map((name) => output.indexOf(`stopping ${name}`));
-    expect(stops.every((at) => at >= 0), output).toBe(true);
+    const stops = [
+      'control-plane',
+      'node-agent-3',
+      'fake-sandboxd-3',
+      'node-agent-1',
+      'fake-sandboxd-1',
+      'redis-server',
+      'kube-apiserver and etcd',
+    ].map((name) => output.indexOf(`stopping ${name}`));
+    expect(
+      stops.every((at) => at >= 0),
+      output,
+    ).toBe(true);
     expect([...stops].sort((a, b) => a - b)).toEqual(stops);
     expectNothingLeft(run);
   });

@@ -32,13 +32,22 @@ function findOldNode(): string | undefined {
 
 const oldNode = findOldNode();
 
-describe.skipIf(oldNode === undefined)(`entry points on a Node.js older than ${MINIMUM_NODE_VERSION} (${oldNode ?? `none found on this machine: set WARMPOOL_OLD_NODE to run this`})`, () => {
-  it.each(Object.entries(ENTRY_POINTS))('%s says which Node.js it needs and where make puts it, and exits 2', (program, entry) => {
-    const run = spawnSync(oldNode as string, [join(REPO_ROOT, entry), '--help'], { encoding: 'utf8', timeout: 20_000 });
-    expect(run.status).toBe(2);
-    expect(run.stderr).toContain(`${program}: needs Node.js >= ${MINIMUM_NODE_VERSION}`);
-    expect(run.stderr).toContain('.cache/warmpool/node-24/bin');
-    expect(run.stderr).not.toMatch(/\n\s+at /);
-    expect(run.stdout).toBe('');
-  });
-});
+describe.skipIf(oldNode === undefined)(
+  `entry points on a Node.js older than ${MINIMUM_NODE_VERSION} (${oldNode ?? `none found on this machine: set WARMPOOL_OLD_NODE to run this`})`,
+  () => {
+    it.each(Object.entries(ENTRY_POINTS))(
+      '%s says which Node.js it needs and where make puts it, and exits 2',
+      (program, entry) => {
+        const run = spawnSync(oldNode as string, [join(REPO_ROOT, entry), '--help'], {
+          encoding: 'utf8',
+          timeout: 20_000,
+        });
+        expect(run.status).toBe(2);
+        expect(run.stderr).toContain(`${program}: needs Node.js >= ${MINIMUM_NODE_VERSION}`);
+        expect(run.stderr).toContain('.cache/warmpool/node-24/bin');
+        expect(run.stderr).not.toMatch(/\n\s+at /);
+        expect(run.stdout).toBe('');
+      },
+    );
+  },
+);

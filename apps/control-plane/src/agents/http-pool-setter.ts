@@ -14,7 +14,15 @@ import { Backoff, sleep } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import { Client, type Dispatcher } from 'undici';
 import type { TokenSource } from '../token.js';
-import { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from './pool-setter.js';
+import {
+  AgentCallError,
+  NoTokenError,
+  NotLeadingError,
+  StaleGenerationError,
+  type AgentNode,
+  type CallOptions,
+  type PoolSetter,
+} from './pool-setter.js';
 
 export interface HttpPoolSetterOptions {
   token: TokenSource;
@@ -52,7 +60,12 @@ export class HttpPoolSetter implements PoolSetter {
     this.#retryMaxMs = options.retryMaxMs ?? 2_000;
   }
 
-  async setPools(node: AgentNode, generation: number, pools: readonly PoolTarget[], options: CallOptions = {}): Promise<NodeInfo> {
+  async setPools(
+    node: AgentNode,
+    generation: number,
+    pools: readonly PoolTarget[],
+    options: CallOptions = {},
+  ): Promise<NodeInfo> {
     const body = JSON.stringify({ generation, pools });
     const backoff = new Backoff({ initialMs: this.#retryInitialMs, maxMs: this.#retryMaxMs, factor: 2, jitter: 0.5 });
     for (let attempt = 1; ; attempt++) {
@@ -100,11 +113,23 @@ export class HttpPoolSetter implements PoolSetter {
       });
     }
     const parsed = nodeInfoSchema.safeParse(answer.json);
-    if (!parsed.success) throw new AgentCallError(node.name, `answered a body that is not node info: ${parsed.error.issues[0]?.message ?? 'invalid'}`, { status: answer.status, retriable: false });
+    if (!parsed.success)
+      throw new AgentCallError(
+        node.name,
+        `answered a body that is not node info: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+        { status: answer.status, retriable: false },
+      );
     return parsed.data;
   }
 
-  async #call(node: AgentNode, purpose: Purpose, method: Dispatcher.HttpMethod, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Answer> {
+  async #call(
+    node: AgentNode,
+    purpose: Purpose,
+    method: Dispatcher.HttpMethod,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer> {
     const rotation = this.#token.rotation;
     const token = rotation !== undefined ? rotation.preferred : this.#token();
     if (token === undefined) throw new NoTokenError('no fleet token: refusing to call node agents unauthenticated');
@@ -124,7 +149,15 @@ export class HttpPoolSetter implements PoolSetter {
     return second;
   }
 
-  async #send(node: AgentNode, purpose: Purpose, method: Dispatcher.HttpMethod, path: string, body: string | undefined, token: string, signal: AbortSignal | undefined): Promise<Answer> {
+  async #send(
+    node: AgentNode,
+    purpose: Purpose,
+    method: Dispatcher.HttpMethod,
+    path: string,
+    body: string | undefined,
+    token: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer> {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(this.#timeoutMs);
@@ -147,7 +180,11 @@ export class HttpPoolSetter implements PoolSetter {
     } catch (err) {
       if (err instanceof AgentCallError) throw err;
       const timedOut = timeout.aborted && signal?.aborted !== true;
-      const message = timedOut ? `no answer within ${this.#timeoutMs} ms` : signal?.aborted === true ? 'call aborted' : `unreachable at ${node.address}: ${messageOf(err)}`;
+      const message = timedOut
+        ? `no answer within ${this.#timeoutMs} ms`
+        : signal?.aborted === true
+          ? 'call aborted'
+          : `unreachable at ${node.address}: ${messageOf(err)}`;
       throw new AgentCallError(node.name, message, { retriable: signal?.aborted !== true, cause: err });
     }
   }

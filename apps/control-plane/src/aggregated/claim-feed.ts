@@ -33,7 +33,11 @@ export class ClaimFeed {
 
   constructor(options: ClaimFeedOptions) {
     this.#options = options;
-    this.#redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, retryStrategy: (times) => Math.min(200 * times, 2_000) });
+    this.#redis = new Redis(options.redisUrl, {
+      maxRetriesPerRequest: null,
+      lazyConnect: true,
+      retryStrategy: (times) => Math.min(200 * times, 2_000),
+    });
     this.#redis.on('error', (err: Error) => options.logger.debug('claim feed connection error', { err: err.message }));
   }
 
@@ -64,20 +68,37 @@ export class ClaimFeed {
         if (this.#redis.status === 'wait') await this.#redis.connect();
         if (!this.#replayed) {
           for (;;) {
-            const page = (await this.#redis.xrange(key, this.#cursor === '0-0' ? '-' : `(${this.#cursor}`, '+', 'COUNT', PAGE)) as Array<[string, string[]]>;
+            const page = (await this.#redis.xrange(
+              key,
+              this.#cursor === '0-0' ? '-' : `(${this.#cursor}`,
+              '+',
+              'COUNT',
+              PAGE,
+            )) as Array<[string, string[]]>;
             this.#apply(page);
             if (page.length < PAGE) break;
           }
           this.#replayed = true;
           logger.info('claim events replayed', { cursor: this.#cursor });
         }
-        const answer = (await this.#redis.xread('COUNT', PAGE, 'BLOCK', this.#options.blockMs ?? 5_000, 'STREAMS', key, this.#cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+        const answer = (await this.#redis.xread(
+          'COUNT',
+          PAGE,
+          'BLOCK',
+          this.#options.blockMs ?? 5_000,
+          'STREAMS',
+          key,
+          this.#cursor,
+        )) as Array<[string, Array<[string, string[]]>]> | null;
         for (const [, entries] of answer ?? []) this.#apply(entries);
         if (this.#failing !== undefined) logger.info('claim feed recovered');
         this.#failing = undefined;
       } catch (err) {
         if (this.#closed) return;
-        if (this.#failing === undefined) logger.warn('claim feed cannot read the claim events; retrying (claims show when their nodes publish)', { err });
+        if (this.#failing === undefined)
+          logger.warn('claim feed cannot read the claim events; retrying (claims show when their nodes publish)', {
+            err,
+          });
         this.#failing = messageOf(err);
         await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
       }
@@ -95,16 +116,19 @@ export class ClaimFeed {
       }
       if (event.op === 'claimed') {
         const { record } = event;
-        this.#options.view.applyClaimed({
-          namespace: record.namespace,
-          name: record.claimRef,
-          id: record.id,
-          node: record.node,
-          deadline: record.deadline,
-          ownerAddr: record.ownerAddr,
-          tier: record.tier,
-          ...(record.warmPool !== '' ? { pool: record.warmPool } : {}),
-        }, atMs);
+        this.#options.view.applyClaimed(
+          {
+            namespace: record.namespace,
+            name: record.claimRef,
+            id: record.id,
+            node: record.node,
+            deadline: record.deadline,
+            ownerAddr: record.ownerAddr,
+            tier: record.tier,
+            ...(record.warmPool !== '' ? { pool: record.warmPool } : {}),
+          },
+          atMs,
+        );
       } else {
         this.#options.view.applyReleased(event.namespace, event.claimRef, event.id, atMs);
       }

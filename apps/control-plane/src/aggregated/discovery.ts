@@ -11,22 +11,34 @@ export const RESOURCE_VERBS = ['create', 'delete', 'get', 'list', 'watch'] as co
 
 const versionEntry = { groupVersion: GROUP_VERSION, version: UPSTREAM_VERSION };
 
-export const API_GROUP = { kind: 'APIGroup', apiVersion: 'v1', name: AGENTS_GROUP, versions: [versionEntry], preferredVersion: versionEntry };
+export const API_GROUP = {
+  kind: 'APIGroup',
+  apiVersion: 'v1',
+  name: AGENTS_GROUP,
+  versions: [versionEntry],
+  preferredVersion: versionEntry,
+};
 
-export const API_GROUP_LIST = { kind: 'APIGroupList', apiVersion: 'v1', groups: [{ name: AGENTS_GROUP, versions: [versionEntry], preferredVersion: versionEntry }] };
+export const API_GROUP_LIST = {
+  kind: 'APIGroupList',
+  apiVersion: 'v1',
+  groups: [{ name: AGENTS_GROUP, versions: [versionEntry], preferredVersion: versionEntry }],
+};
 
 export const API_RESOURCE_LIST = {
   kind: 'APIResourceList',
   apiVersion: 'v1',
   groupVersion: GROUP_VERSION,
-  resources: [{
-    name: SandboxType.plural,
-    singularName: 'sandbox',
-    namespaced: true,
-    kind: SandboxType.kind,
-    verbs: [...RESOURCE_VERBS],
-    categories: ['warmpool'],
-  }],
+  resources: [
+    {
+      name: SandboxType.plural,
+      singularName: 'sandbox',
+      namespaced: true,
+      kind: SandboxType.kind,
+      verbs: [...RESOURCE_VERBS],
+      categories: ['warmpool'],
+    },
+  ],
 };
 
 const GVK = [{ group: AGENTS_GROUP, version: UPSTREAM_VERSION, kind: SandboxType.kind }];
@@ -42,7 +54,8 @@ function schemas(ref: (name: string) => string): Record<string, unknown> {
   const str = { type: 'string' };
   return {
     [SANDBOX_DEF]: {
-      description: 'A claimed sandbox, served by warmpool from what the nodes report (never stored in etcd). Its name is its claim\'s.',
+      description:
+        "A claimed sandbox, served by warmpool from what the nodes report (never stored in etcd). Its name is its claim's.",
       type: 'object',
       properties: {
         apiVersion: str,
@@ -51,25 +64,39 @@ function schemas(ref: (name: string) => string): Record<string, unknown> {
         spec: {
           type: 'object',
           properties: {
-            warmPoolRef: { type: 'object', required: ['name'], properties: { name: { ...str, description: 'The SandboxWarmPool to claim from.' } } },
-            ttlSeconds: { type: 'integer', format: 'int32', description: 'The lease asked for at create, 1 to 86400 (default 300).' },
+            warmPoolRef: {
+              type: 'object',
+              required: ['name'],
+              properties: { name: { ...str, description: 'The SandboxWarmPool to claim from.' } },
+            },
+            ttlSeconds: {
+              type: 'integer',
+              format: 'int32',
+              description: 'The lease asked for at create, 1 to 86400 (default 300).',
+            },
           },
         },
         status: {
           type: 'object',
           properties: {
             nodeName: { ...str, description: 'The node holding the sandbox.' },
-            podIPs: { type: 'array', items: str, description: 'The host of the sandbox\'s owner address.' },
+            podIPs: { type: 'array', items: str, description: "The host of the sandbox's owner address." },
             ownerAddr: { ...str, description: 'host:port to reach the sandbox.' },
             deadline: { ...str, format: 'date-time', description: 'When the node reaps it unless renewed.' },
             tier: { ...str, description: 'warm or cold.' },
-            sandboxID: { ...str, description: 'sandboxd\'s id.' },
+            sandboxID: { ...str, description: "sandboxd's id." },
             conditions: {
               type: 'array',
               items: {
                 type: 'object',
                 required: ['type', 'status'],
-                properties: { type: str, status: str, reason: str, message: str, lastTransitionTime: { ...str, format: 'date-time' } },
+                properties: {
+                  type: str,
+                  status: str,
+                  reason: str,
+                  message: str,
+                  lastTransitionTime: { ...str, format: 'date-time' },
+                },
               },
             },
           },
@@ -80,7 +107,12 @@ function schemas(ref: (name: string) => string): Record<string, unknown> {
     [LIST_DEF]: {
       type: 'object',
       required: ['items'],
-      properties: { apiVersion: str, kind: str, metadata: { $ref: ref(LIST_META) }, items: { type: 'array', items: { $ref: ref(SANDBOX_DEF) } } },
+      properties: {
+        apiVersion: str,
+        kind: str,
+        metadata: { $ref: ref(LIST_META) },
+        items: { type: 'array', items: { $ref: ref(SANDBOX_DEF) } },
+      },
       'x-kubernetes-group-version-kind': LIST_GVK,
     },
   };
@@ -94,12 +126,28 @@ function metaSchemas(): Record<string, unknown> {
     [OBJECT_META]: {
       type: 'object',
       properties: {
-        name: str, generateName: str, namespace: str, uid: str, resourceVersion: str,
-        creationTimestamp: { ...str, format: 'date-time' }, labels: map, annotations: map,
+        name: str,
+        generateName: str,
+        namespace: str,
+        uid: str,
+        resourceVersion: str,
+        creationTimestamp: { ...str, format: 'date-time' },
+        labels: map,
+        annotations: map,
       },
     },
     [LIST_META]: { type: 'object', properties: { resourceVersion: str, continue: str } },
-    [STATUS]: { type: 'object', properties: { kind: str, apiVersion: str, status: str, message: str, reason: str, code: { type: 'integer', format: 'int32' } } },
+    [STATUS]: {
+      type: 'object',
+      properties: {
+        kind: str,
+        apiVersion: str,
+        status: str,
+        message: str,
+        reason: str,
+        code: { type: 'integer', format: 'int32' },
+      },
+    },
   };
 }
 
@@ -109,11 +157,28 @@ const ALL = `/apis/${GROUP_VERSION}/${SandboxType.plural}`;
 
 type Ref = (name: string) => string;
 
-function paths(ref: Ref, body: (schema: unknown) => Record<string, unknown>, response: (schema: unknown) => unknown, param: (name: string, where: 'path' | 'query', type: string) => unknown): Record<string, unknown> {
+function paths(
+  ref: Ref,
+  body: (schema: unknown) => Record<string, unknown>,
+  response: (schema: unknown) => unknown,
+  param: (name: string, where: 'path' | 'query', type: string) => unknown,
+): Record<string, unknown> {
   const ns = param('namespace', 'path', 'string');
   const name = param('name', 'path', 'string');
-  const listParams = ['labelSelector', 'fieldSelector', 'resourceVersion', 'timeoutSeconds', 'watch', 'allowWatchBookmarks']
-    .map((p) => param(p, 'query', p === 'timeoutSeconds' ? 'integer' : p === 'watch' || p === 'allowWatchBookmarks' ? 'boolean' : 'string'));
+  const listParams = [
+    'labelSelector',
+    'fieldSelector',
+    'resourceVersion',
+    'timeoutSeconds',
+    'watch',
+    'allowWatchBookmarks',
+  ].map((p) =>
+    param(
+      p,
+      'query',
+      p === 'timeoutSeconds' ? 'integer' : p === 'watch' || p === 'allowWatchBookmarks' ? 'boolean' : 'string',
+    ),
+  );
   const action = (verb: string, kind = 'Sandbox'): Record<string, unknown> => ({
     'x-kubernetes-action': verb,
     'x-kubernetes-group-version-kind': { group: AGENTS_GROUP, version: UPSTREAM_VERSION, kind },
@@ -123,14 +188,30 @@ function paths(ref: Ref, body: (schema: unknown) => Record<string, unknown>, res
   const list = { $ref: ref(LIST_DEF) };
   const status = { $ref: ref(STATUS) };
   return {
-    [ALL]: { get: { operationId: 'listAgentsXK8sIoV1beta1SandboxForAllNamespaces', parameters: listParams, responses: { 200: response(list) }, ...action('list') } },
+    [ALL]: {
+      get: {
+        operationId: 'listAgentsXK8sIoV1beta1SandboxForAllNamespaces',
+        parameters: listParams,
+        responses: { 200: response(list) },
+        ...action('list'),
+      },
+    },
     [COLLECTION]: {
       parameters: [ns],
-      get: { operationId: 'listAgentsXK8sIoV1beta1NamespacedSandbox', parameters: listParams, responses: { 200: response(list) }, ...action('list') },
+      get: {
+        operationId: 'listAgentsXK8sIoV1beta1NamespacedSandbox',
+        parameters: listParams,
+        responses: { 200: response(list) },
+        ...action('list'),
+      },
       post: {
         operationId: 'createAgentsXK8sIoV1beta1NamespacedSandbox',
         // kubectl sends fieldValidation (server-side validation) only to paths that declare it.
-        parameters: [param('dryRun', 'query', 'string'), param('fieldManager', 'query', 'string'), param('fieldValidation', 'query', 'string')],
+        parameters: [
+          param('dryRun', 'query', 'string'),
+          param('fieldManager', 'query', 'string'),
+          param('fieldValidation', 'query', 'string'),
+        ],
         ...body(sandbox),
         responses: { 201: response(sandbox) },
         ...action('post'),
@@ -138,8 +219,16 @@ function paths(ref: Ref, body: (schema: unknown) => Record<string, unknown>, res
     },
     [ITEM]: {
       parameters: [ns, name],
-      get: { operationId: 'readAgentsXK8sIoV1beta1NamespacedSandbox', responses: { 200: response(sandbox) }, ...action('get') },
-      delete: { operationId: 'deleteAgentsXK8sIoV1beta1NamespacedSandbox', responses: { 200: response(status) }, ...action('delete') },
+      get: {
+        operationId: 'readAgentsXK8sIoV1beta1NamespacedSandbox',
+        responses: { 200: response(sandbox) },
+        ...action('get'),
+      },
+      delete: {
+        operationId: 'deleteAgentsXK8sIoV1beta1NamespacedSandbox',
+        responses: { 200: response(status) },
+        ...action('delete'),
+      },
     },
   };
 }
@@ -157,7 +246,13 @@ export const OPENAPI_V2 = (() => {
       ref,
       (schema) => ({ parameters: [{ name: 'body', in: 'body', required: true, schema }] }),
       (schema) => ({ description: 'OK', schema }),
-      (name, where, type) => ({ name, in: where, type, ...(where === 'path' ? { required: true } : {}), uniqueItems: true }),
+      (name, where, type) => ({
+        name,
+        in: where,
+        type,
+        ...(where === 'path' ? { required: true } : {}),
+        uniqueItems: true,
+      }),
     ),
     // Self-contained: where the meta.k8s.io shapes differ from the apiserver's, the aggregator's merge renames ours.
     definitions: { ...schemas(ref), ...metaSchemas() },
@@ -173,7 +268,12 @@ export const OPENAPI_V3_GROUP_VERSION = (() => {
       ref,
       (schema) => ({ requestBody: { required: true, content: { 'application/json': { schema } } } }),
       (schema) => ({ description: 'OK', content: { 'application/json': { schema } } }),
-      (name, where, type) => ({ name, in: where, schema: { type, uniqueItems: true }, ...(where === 'path' ? { required: true } : {}) }),
+      (name, where, type) => ({
+        name,
+        in: where,
+        schema: { type, uniqueItems: true },
+        ...(where === 'path' ? { required: true } : {}),
+      }),
     ),
     components: { schemas: { ...schemas(ref), ...metaSchemas() } },
   };

@@ -14,7 +14,10 @@ import type { Logger } from '@warmpool/runtime';
 import { z } from 'zod';
 import type { UserInfo } from '../http/claims/access-review.js';
 
-export const AUTHENTICATION_CONFIGMAP = { namespace: 'kube-system', name: 'extension-apiserver-authentication' } as const;
+export const AUTHENTICATION_CONFIGMAP = {
+  namespace: 'kube-system',
+  name: 'extension-apiserver-authentication',
+} as const;
 
 export interface RequestHeaderConfig {
   /** PEM bundle of the requestheader client CA. */
@@ -53,7 +56,9 @@ const configMapSchema = z.object({
 export function requestHeaderConfigOf(configMap: unknown): RequestHeaderConfig {
   const parsed = configMapSchema.safeParse(configMap);
   if (!parsed.success) {
-    throw new Error(`${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_CONFIGMAP.name} has no usable requestheader settings (is the apiserver's aggregation layer configured?): ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_CONFIGMAP.name} has no usable requestheader settings (is the apiserver's aggregation layer configured?): ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   const data = parsed.data.data;
   return {
@@ -72,17 +77,29 @@ export type Authentication = { ok: true; user: UserInfo } | { ok: false; status:
 export function authenticateProxied(req: IncomingMessage, config: RequestHeaderConfig): Authentication {
   const socket = req.socket as TLSSocket;
   if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) {
-    return { ok: false, status: 401, message: 'only the apiserver\'s front proxy may call this server (no client certificate signed by the requestheader client CA)' };
+    return {
+      ok: false,
+      status: 401,
+      message:
+        "only the apiserver's front proxy may call this server (no client certificate signed by the requestheader client CA)",
+    };
   }
   const commonName = socket.getPeerCertificate().subject?.CN;
   const cn = Array.isArray(commonName) ? commonName[0] : commonName;
   if (config.allowedNames.length > 0 && (cn === undefined || !config.allowedNames.includes(cn))) {
-    return { ok: false, status: 401, message: `client certificate CN ${JSON.stringify(cn ?? '')} is not among the requestheader allowed names` };
+    return {
+      ok: false,
+      status: 401,
+      message: `client certificate CN ${JSON.stringify(cn ?? '')} is not among the requestheader allowed names`,
+    };
   }
   const username = firstHeader(req, config.usernameHeaders);
-  if (username === undefined) return { ok: false, status: 401, message: 'anonymous requests are refused (the front proxy named no user)' };
+  if (username === undefined)
+    return { ok: false, status: 401, message: 'anonymous requests are refused (the front proxy named no user)' };
   const uid = firstHeader(req, config.uidHeaders);
-  const groups = config.groupHeaders.flatMap((header) => req.headersDistinct[header.toLowerCase()] ?? []).filter((g) => g !== '');
+  const groups = config.groupHeaders
+    .flatMap((header) => req.headersDistinct[header.toLowerCase()] ?? [])
+    .filter((g) => g !== '');
   const extra: Record<string, string[]> = {};
   const prefixes = config.extraHeaderPrefixes.map((p) => p.toLowerCase());
   for (const [header, values] of Object.entries(req.headersDistinct)) {
@@ -160,21 +177,34 @@ export class RequestHeaderSource {
   async #refresh(): Promise<void> {
     const { transport, logger } = this.#options;
     try {
-      const configMap = await transport.request<unknown>({ method: 'GET', path: `/api/v1/namespaces/${AUTHENTICATION_CONFIGMAP.namespace}/configmaps/${AUTHENTICATION_CONFIGMAP.name}` });
+      const configMap = await transport.request<unknown>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${AUTHENTICATION_CONFIGMAP.namespace}/configmaps/${AUTHENTICATION_CONFIGMAP.name}`,
+      });
       const next = requestHeaderConfigOf(configMap);
       if (JSON.stringify(next) !== JSON.stringify(this.#current)) {
         this.#current = next;
-        logger.info('front proxy settings loaded', { allowedNames: next.allowedNames, usernameHeaders: next.usernameHeaders, groupHeaders: next.groupHeaders });
+        logger.info('front proxy settings loaded', {
+          allowedNames: next.allowedNames,
+          usernameHeaders: next.usernameHeaders,
+          groupHeaders: next.groupHeaders,
+        });
         this.#options.onChange(next);
       }
       this.#error = undefined;
     } catch (err) {
       const message = messageOf(err);
-      if (message !== this.#error) logger.error('cannot read the front proxy settings; the Sandbox API refuses every request until it can', { err: message });
+      if (message !== this.#error)
+        logger.error('cannot read the front proxy settings; the Sandbox API refuses every request until it can', {
+          err: message,
+        });
       this.#error = message;
     }
     if (this.#closed) return;
-    this.#timer = setTimeout(() => void this.#refresh(), this.#current === undefined ? 5_000 : (this.#options.refreshMs ?? 60_000));
+    this.#timer = setTimeout(
+      () => void this.#refresh(),
+      this.#current === undefined ? 5_000 : (this.#options.refreshMs ?? 60_000),
+    );
     this.#timer.unref();
   }
 }

@@ -33,34 +33,53 @@ export function enrichFromIndex(options: IndexEnricherOptions): () => void {
     while (!closed && running < concurrency && queue.length > 0) {
       const facts = queue.shift() as SandboxFacts;
       running++;
-      void lookup(facts.namespace, facts.name).then((grant) => {
-        if (closed || grant === undefined || grant.id !== facts.id) return;
-        const claimedAt = facts.claimedAt !== undefined ? Date.parse(facts.claimedAt) : Number.NaN;
-        view.applyClaimed({
-          namespace: facts.namespace, name: facts.name, id: grant.id, node: grant.node, deadline: grant.deadline,
-          ownerAddr: grant.ownerAddr, tier: grant.tier, ...(grant.warmPool !== '' ? { pool: grant.warmPool } : {}),
-        }, Number.isFinite(claimedAt) ? claimedAt : 0);
-      }, (err: unknown) => {
-        // Redis not connected yet (a replica's view fills from the inventories before its Redis connects) or
-        // away: asked again a little later, while the sandbox is still listed; a change in between asks at once.
-        const id = `${sandboxKey(facts.namespace, facts.name)}/${facts.id}`;
-        asked.delete(id);
-        logger.debug('could not look a sandbox up in the claim index; retrying', { namespace: facts.namespace, name: facts.name, err });
-        const timer = setTimeout(() => {
-          retries.delete(timer);
-          if (closed || asked.has(id)) return;
-          const current = view.get(facts.namespace, facts.name);
-          if (current === undefined || current.facts.id !== facts.id || current.facts.ownerAddr !== undefined) return;
-          asked.add(id);
-          queue.push(current.facts);
+      void lookup(facts.namespace, facts.name)
+        .then(
+          (grant) => {
+            if (closed || grant === undefined || grant.id !== facts.id) return;
+            const claimedAt = facts.claimedAt !== undefined ? Date.parse(facts.claimedAt) : Number.NaN;
+            view.applyClaimed(
+              {
+                namespace: facts.namespace,
+                name: facts.name,
+                id: grant.id,
+                node: grant.node,
+                deadline: grant.deadline,
+                ownerAddr: grant.ownerAddr,
+                tier: grant.tier,
+                ...(grant.warmPool !== '' ? { pool: grant.warmPool } : {}),
+              },
+              Number.isFinite(claimedAt) ? claimedAt : 0,
+            );
+          },
+          (err: unknown) => {
+            // Redis not connected yet (a replica's view fills from the inventories before its Redis connects) or
+            // away: asked again a little later, while the sandbox is still listed; a change in between asks at once.
+            const id = `${sandboxKey(facts.namespace, facts.name)}/${facts.id}`;
+            asked.delete(id);
+            logger.debug('could not look a sandbox up in the claim index; retrying', {
+              namespace: facts.namespace,
+              name: facts.name,
+              err,
+            });
+            const timer = setTimeout(() => {
+              retries.delete(timer);
+              if (closed || asked.has(id)) return;
+              const current = view.get(facts.namespace, facts.name);
+              if (current === undefined || current.facts.id !== facts.id || current.facts.ownerAddr !== undefined)
+                return;
+              asked.add(id);
+              queue.push(current.facts);
+              pump();
+            }, retryMs);
+            timer.unref();
+            retries.add(timer);
+          },
+        )
+        .finally(() => {
+          running--;
           pump();
-        }, retryMs);
-        timer.unref();
-        retries.add(timer);
-      }).finally(() => {
-        running--;
-        pump();
-      });
+        });
     }
   };
 

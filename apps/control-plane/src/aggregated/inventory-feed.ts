@@ -42,15 +42,27 @@ export function followInventories(options: InventoryFeedOptions): () => void {
         if (node !== undefined) view.applyNode(node, undefined);
       },
     }),
-    options.pools.addEventHandler({ onAdd: () => pools.invalidate(), onUpdate: () => pools.invalidate(), onDelete: () => pools.invalidate() }),
-    options.templates.addEventHandler({ onAdd: () => pools.invalidate(), onUpdate: () => pools.invalidate(), onDelete: () => pools.invalidate() }),
+    options.pools.addEventHandler({
+      onAdd: () => pools.invalidate(),
+      onUpdate: () => pools.invalidate(),
+      onDelete: () => pools.invalidate(),
+    }),
+    options.templates.addEventHandler({
+      onAdd: () => pools.invalidate(),
+      onUpdate: () => pools.invalidate(),
+      onDelete: () => pools.invalidate(),
+    }),
   ];
   return () => {
     for (const stop of stops) stop();
   };
 }
 
-export function reportOf(node: string, inventory: NodeInventory, pools: { poolOf(namespace: string, key: PoolKey): string | undefined }): NodeReport {
+export function reportOf(
+  node: string,
+  inventory: NodeInventory,
+  pools: { poolOf(namespace: string, key: PoolKey): string | undefined },
+): NodeReport {
   const status = inventory.status ?? {};
   const publishedAtMs = status.publishedAt === undefined ? undefined : Date.parse(status.publishedAt);
   const entries: SandboxFacts[] = [];
@@ -66,7 +78,11 @@ export function reportOf(node: string, inventory: NodeInventory, pools: { poolOf
   };
 }
 
-function factsOf(node: string, entry: InventoryEntry, pools: { poolOf(namespace: string, key: PoolKey): string | undefined }): SandboxFacts | undefined {
+function factsOf(
+  node: string,
+  entry: InventoryEntry,
+  pools: { poolOf(namespace: string, key: PoolKey): string | undefined },
+): SandboxFacts | undefined {
   const slash = entry.claimRef?.indexOf('/') ?? -1;
   if (entry.claimRef === undefined || slash <= 0 || slash === entry.claimRef.length - 1) return undefined;
   const namespace = entry.claimRef.slice(0, slash);
@@ -108,7 +124,10 @@ class PoolResolver {
   #build(): Map<string, string> {
     const byKey = new Map<string, string>();
     // Pools sharing a key: the first by name answers (their sandboxes cannot be told apart on the node).
-    const pools = this.#pools.lister.list().slice().sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+    const pools = this.#pools.lister
+      .list()
+      .slice()
+      .sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
     for (const pool of pools) {
       const namespace = pool.metadata?.namespace;
       const name = pool.metadata?.name;

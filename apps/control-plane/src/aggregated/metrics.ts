@@ -10,7 +10,12 @@ export class SandboxApiMetrics {
 
   constructor(registry: Registry, served: () => number) {
     const registers = [registry];
-    this.#requests = new Counter({ name: `${PREFIX}sandbox_api_requests_total`, help: 'Sandbox API requests by verb and HTTP code (watches counted when they end)', labelNames: ['verb', 'code'], registers });
+    this.#requests = new Counter({
+      name: `${PREFIX}sandbox_api_requests_total`,
+      help: 'Sandbox API requests by verb and HTTP code (watches counted when they end)',
+      labelNames: ['verb', 'code'],
+      registers,
+    });
     this.#duration = new Histogram({
       name: `${PREFIX}sandbox_api_request_duration_seconds`,
       help: 'Sandbox API request duration (authorization included), watches excluded',
@@ -19,7 +24,14 @@ export class SandboxApiMetrics {
       registers,
     });
     this.#watches = new Gauge({ name: `${PREFIX}sandbox_api_watches`, help: 'Open Sandbox watches', registers });
-    new Gauge({ name: `${PREFIX}sandboxes_served`, help: 'Sandboxes in this replica\'s view', registers, collect() { this.set(served()); } });
+    new Gauge({
+      name: `${PREFIX}sandboxes_served`,
+      help: "Sandboxes in this replica's view",
+      registers,
+      collect() {
+        this.set(served());
+      },
+    });
   }
 
   request(verb: string, code: number, seconds: number): void {

@@ -36,7 +36,14 @@ export class SandboxReader {
     }
     if (grant === undefined) return undefined;
     const facts: SandboxFacts = {
-      namespace, name, id: grant.id, node: grant.node, deadline: grant.deadline, pool: grant.warmPool, tier: grant.tier, ownerAddr: grant.ownerAddr,
+      namespace,
+      name,
+      id: grant.id,
+      node: grant.node,
+      deadline: grant.deadline,
+      pool: grant.warmPool,
+      tier: grant.tier,
+      ownerAddr: grant.ownerAddr,
     };
     if (askNode !== undefined) {
       let rows: SandboxRow[] | undefined;

@@ -4,12 +4,34 @@ import { AGENTS_GROUP, SandboxType, type KubeStatus, type KubeTable } from '@war
 import { TABLE_COLUMNS, tableCells, type ServedSandbox } from './sandbox-object.js';
 
 export type StatusReason =
-  | 'BadRequest' | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'AlreadyExists' | 'Invalid' | 'Expired' | 'MethodNotAllowed'
-  | 'NotAcceptable' | 'TooManyRequests' | 'ServiceUnavailable' | 'Timeout' | 'InternalError';
+  | 'BadRequest'
+  | 'Unauthorized'
+  | 'Forbidden'
+  | 'NotFound'
+  | 'AlreadyExists'
+  | 'Invalid'
+  | 'Expired'
+  | 'MethodNotAllowed'
+  | 'NotAcceptable'
+  | 'TooManyRequests'
+  | 'ServiceUnavailable'
+  | 'Timeout'
+  | 'InternalError';
 
 export const STATUS_CODES: Record<StatusReason, number> = {
-  BadRequest: 400, Unauthorized: 401, Forbidden: 403, NotFound: 404, MethodNotAllowed: 405, NotAcceptable: 406,
-  AlreadyExists: 409, Expired: 410, Invalid: 422, TooManyRequests: 429, InternalError: 500, ServiceUnavailable: 503, Timeout: 504,
+  BadRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  MethodNotAllowed: 405,
+  NotAcceptable: 406,
+  AlreadyExists: 409,
+  Expired: 410,
+  Invalid: 422,
+  TooManyRequests: 429,
+  InternalError: 500,
+  ServiceUnavailable: 503,
+  Timeout: 504,
 };
 
 export class ApiError extends Error {
@@ -42,11 +64,16 @@ export function statusOf(error: ApiError): KubeStatus {
 }
 
 export function notFound(name: string): ApiError {
-  return new ApiError('NotFound', `sandboxes.${AGENTS_GROUP} "${name}" not found`, { name, group: AGENTS_GROUP, kind: SandboxType.plural });
+  return new ApiError('NotFound', `sandboxes.${AGENTS_GROUP} "${name}" not found`, {
+    name,
+    group: AGENTS_GROUP,
+    kind: SandboxType.plural,
+  });
 }
 
 /** How the client wants objects: as themselves, as Table rows, or as metadata only. */
-export type Representation = { as: 'object' } | { as: 'table'; include: 'None' | 'Metadata' | 'Object' } | { as: 'metadata' };
+export type Representation =
+  { as: 'object' } | { as: 'table'; include: 'None' | 'Metadata' | 'Object' } | { as: 'metadata' };
 
 /**
  * Reads the Accept header the way the apiserver negotiates: the first media
@@ -58,10 +85,12 @@ export function representationOf(accept: string | undefined, includeObject: stri
   for (const part of accept.split(',')) {
     const [type = '', ...params] = part.split(';').map((p) => p.trim());
     if (type !== 'application/json' && type !== '*/*' && type !== 'application/*') continue;
-    const fields = new Map(params.map((p) => {
-      const eq = p.indexOf('=');
-      return [p.slice(0, eq).trim(), p.slice(eq + 1).trim()] as const;
-    }));
+    const fields = new Map(
+      params.map((p) => {
+        const eq = p.indexOf('=');
+        return [p.slice(0, eq).trim(), p.slice(eq + 1).trim()] as const;
+      }),
+    );
     const as = fields.get('as');
     if (as === undefined) return { as: 'object' };
     if (fields.get('g') !== 'meta.k8s.io' || !['v1', 'v1beta1'].includes(fields.get('v') ?? '')) continue;
@@ -71,10 +100,19 @@ export function representationOf(accept: string | undefined, includeObject: stri
     }
     if (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') return { as: 'metadata' };
   }
-  throw new ApiError('NotAcceptable', `only application/json is served (as a Sandbox, a Table or PartialObjectMetadata); asked for ${accept}`);
+  throw new ApiError(
+    'NotAcceptable',
+    `only application/json is served (as a Sandbox, a Table or PartialObjectMetadata); asked for ${accept}`,
+  );
 }
 
-export function tableOf(items: readonly ServedSandbox[], resourceVersion: string, include: 'None' | 'Metadata' | 'Object', now: number, headers = true): KubeTable {
+export function tableOf(
+  items: readonly ServedSandbox[],
+  resourceVersion: string,
+  include: 'None' | 'Metadata' | 'Object',
+  now: number,
+  headers = true,
+): KubeTable {
   return {
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',

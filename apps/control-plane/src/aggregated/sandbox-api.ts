@@ -1,7 +1,13 @@
 // The Sandbox API composed: the view (fed by the NodeInventory informer and
 // the claim index's event stream), the reader for get, the front proxy's
 // settings, SubjectAccessReviews, and the TLS server. Every replica serves it.
-import { AGENTS_GROUP, SandboxType, type NodeInventory, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
+import {
+  AGENTS_GROUP,
+  SandboxType,
+  type NodeInventory,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
 import type { Informer, KubeTransport } from '@warmpool/kube';
 import type { HostPort, Logger } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
@@ -57,14 +63,30 @@ export interface SandboxApi {
 export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
   const { logger } = options;
   const view = new SandboxView();
-  const stopInventories = followInventories({ view, inventories: options.inventories, pools: options.pools, templates: options.templates });
-  const feed = options.claims === undefined ? undefined : new ClaimFeed({ redisUrl: options.claims.redisUrl, key: options.claims.eventsKey, view, logger: logger.child({ component: 'claim-feed' }) });
+  const stopInventories = followInventories({
+    view,
+    inventories: options.inventories,
+    pools: options.pools,
+    templates: options.templates,
+  });
+  const feed =
+    options.claims === undefined
+      ? undefined
+      : new ClaimFeed({
+          redisUrl: options.claims.redisUrl,
+          key: options.claims.eventsKey,
+          view,
+          logger: logger.child({ component: 'claim-feed' }),
+        });
   const agents = new AgentClaims({ token: options.token, timeoutMs: options.nodeTimeoutMs ?? 1_000, connections: 2 });
-  const addressOf = (node: string): string | undefined => options.inventories.lister.get(node)?.spec?.address || undefined;
+  const addressOf = (node: string): string | undefined =>
+    options.inventories.lister.get(node)?.spec?.address || undefined;
   const pipeline = options.claims?.pipeline;
   const reader = new SandboxReader({
     view,
-    ...(pipeline !== undefined ? { lookup: (namespace: string, name: string) => pipeline.lookup(namespace, name) } : {}),
+    ...(pipeline !== undefined
+      ? { lookup: (namespace: string, name: string) => pipeline.lookup(namespace, name) }
+      : {}),
     askNode: async (node, claimRef) => {
       const address = addressOf(node);
       if (address === undefined) throw new Error(`node ${node} has no NodeInventory`);
@@ -73,21 +95,35 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
       return agents.findByClaimRef(address, claimRef);
     },
   });
-  const stopEnriching = pipeline === undefined ? undefined : enrichFromIndex({ view, lookup: (namespace, name) => pipeline.lookup(namespace, name), logger: logger.child({ component: 'index-enricher' }) });
-  const cert = servingCert({ ...(options.tls !== undefined ? { certFile: options.tls.certFile, keyFile: options.tls.keyFile } : {}), ...(options.selfSignedNames !== undefined ? { extraNames: options.selfSignedNames } : {}) });
+  const stopEnriching =
+    pipeline === undefined
+      ? undefined
+      : enrichFromIndex({
+          view,
+          lookup: (namespace, name) => pipeline.lookup(namespace, name),
+          logger: logger.child({ component: 'index-enricher' }),
+        });
+  const cert = servingCert({
+    ...(options.tls !== undefined ? { certFile: options.tls.certFile, keyFile: options.tls.keyFile } : {}),
+    ...(options.selfSignedNames !== undefined ? { extraNames: options.selfSignedNames } : {}),
+  });
   const requestHeaders = new RequestHeaderSource({
     transport: options.transport,
     logger: logger.child({ component: 'front-proxy' }),
     // Called only once started, when the server exists.
     onChange: () => server.refreshTls(),
   });
-  const reviewer = new KubeAccessReviewer({ transport: options.transport, resource: { group: AGENTS_GROUP, resource: SandboxType.plural } });
+  const reviewer = new KubeAccessReviewer({
+    transport: options.transport,
+    resource: { group: AGENTS_GROUP, resource: SandboxType.plural },
+  });
   const notReadyReasons = (): string[] => {
     const reasons: string[] = [];
     for (const informer of [options.inventories, options.pools, options.templates] as const) {
       if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
     }
-    if (feed !== undefined && !feed.replayed) reasons.push(`claim events not read yet${feed.failing !== undefined ? `: ${feed.failing}` : ''}`);
+    if (feed !== undefined && !feed.replayed)
+      reasons.push(`claim events not read yet${feed.failing !== undefined ? `: ${feed.failing}` : ''}`);
     return reasons;
   };
   const server = new SandboxApiServer({
@@ -97,7 +133,9 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
     reader,
     notReadyReasons,
     requestHeaders: () => requestHeaders.current,
-    authorizer: options.authorizer ?? { authorize: (user, namespace, verb, name) => reviewer.authorize(user, namespace, verb, name) },
+    authorizer: options.authorizer ?? {
+      authorize: (user, namespace, verb, name) => reviewer.authorize(user, namespace, verb, name),
+    },
     ...(pipeline !== undefined ? { claims: pipeline } : {}),
     metrics: new SandboxApiMetrics(options.registry, () => view.size),
     logger: logger.child({ component: 'server' }),
@@ -117,7 +155,11 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
       sweeper = setInterval(() => view.sweep(), 1_000);
       sweeper.unref();
       await server.start();
-      logger.info('Sandbox API serving', { url: server.url, selfSignedCertificate: cert.selfSigned, frontProxyReady: requestHeaders.current !== undefined });
+      logger.info('Sandbox API serving', {
+        url: server.url,
+        selfSignedCertificate: cert.selfSigned,
+        frontProxyReady: requestHeaders.current !== undefined,
+      });
     },
     async close() {
       clearInterval(sweeper);

@@ -45,7 +45,15 @@ function uidOf(facts: SandboxFacts): string {
 
 export function sandboxObject(facts: SandboxFacts, resourceVersion: string): Sandbox {
   const status: NonNullable<Sandbox['status']> = {
-    conditions: [{ type: 'Ready', status: 'True', reason: 'Claimed', message: `claimed on node ${facts.node}`, ...(facts.claimedAt !== undefined ? { lastTransitionTime: facts.claimedAt } : {}) }],
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'Claimed',
+        message: `claimed on node ${facts.node}`,
+        ...(facts.claimedAt !== undefined ? { lastTransitionTime: facts.claimedAt } : {}),
+      },
+    ],
     nodeName: facts.node,
     podIPs: facts.ownerAddr !== undefined ? [hostOf(facts.ownerAddr)] : [],
     deadline: facts.deadline,
@@ -72,20 +80,47 @@ export function sandboxObject(facts: SandboxFacts, resourceVersion: string): San
 
 /** Same facts as far as a client can see (the resourceVersion aside). */
 export function sameFacts(a: SandboxFacts, b: SandboxFacts): boolean {
-  return a.id === b.id && a.node === b.node && a.deadline === b.deadline && a.pool === b.pool && a.tier === b.tier
-    && a.ownerAddr === b.ownerAddr && a.claimedAt === b.claimedAt && a.key?.template === b.key?.template
-    && a.key?.net === b.key?.net && a.key?.size === b.key?.size;
+  return (
+    a.id === b.id &&
+    a.node === b.node &&
+    a.deadline === b.deadline &&
+    a.pool === b.pool &&
+    a.tier === b.tier &&
+    a.ownerAddr === b.ownerAddr &&
+    a.claimedAt === b.claimedAt &&
+    a.key?.template === b.key?.template &&
+    a.key?.net === b.key?.net &&
+    a.key?.size === b.key?.size
+  );
 }
 
 export const TABLE_COLUMNS: TableColumn[] = [
-  { name: 'Name', type: 'string', format: 'name', description: 'The claim\'s name (claimRef or SandboxClaim name)', priority: 0 },
+  {
+    name: 'Name',
+    type: 'string',
+    format: 'name',
+    description: "The claim's name (claimRef or SandboxClaim name)",
+    priority: 0,
+  },
   { name: 'Node', type: 'string', format: '', description: 'The node holding the sandbox', priority: 0 },
   { name: 'Pool', type: 'string', format: '', description: 'The SandboxWarmPool it was claimed from', priority: 0 },
-  { name: 'Tier', type: 'string', format: '', description: 'warm (handed over from the pool) or cold (booted for the claim)', priority: 0 },
-  { name: 'Deadline', type: 'string', format: 'date-time', description: 'When the node reaps it unless renewed', priority: 0 },
+  {
+    name: 'Tier',
+    type: 'string',
+    format: '',
+    description: 'warm (handed over from the pool) or cold (booted for the claim)',
+    priority: 0,
+  },
+  {
+    name: 'Deadline',
+    type: 'string',
+    format: 'date-time',
+    description: 'When the node reaps it unless renewed',
+    priority: 0,
+  },
   { name: 'Age', type: 'string', format: '', description: 'Since it was claimed', priority: 0 },
   { name: 'Owner', type: 'string', format: '', description: 'host:port of the sandbox', priority: 1 },
-  { name: 'Sandbox ID', type: 'string', format: '', description: 'sandboxd\'s id', priority: 1 },
+  { name: 'Sandbox ID', type: 'string', format: '', description: "sandboxd's id", priority: 1 },
   { name: 'Key', type: 'string', format: '', description: 'The pool key: template/net/size', priority: 1 },
 ];
 

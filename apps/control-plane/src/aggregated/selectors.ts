@@ -39,7 +39,10 @@ export function fieldMatcher(selector: string | undefined): Matcher {
     if (match === null) throw new SelectorError(`invalid field selector: ${JSON.stringify(part)}`);
     const [, field = '', op, value = ''] = match;
     const read = FIELD_LABELS[field];
-    if (read === undefined) throw new SelectorError(`field label not supported: ${field} (supported: ${Object.keys(FIELD_LABELS).join(', ')})`);
+    if (read === undefined)
+      throw new SelectorError(
+        `field label not supported: ${field} (supported: ${Object.keys(FIELD_LABELS).join(', ')})`,
+      );
     return op === '!=' ? (s) => read(s) !== value : (s) => read(s) === value;
   });
   return (sandbox) => tests.every((test) => test(sandbox));
@@ -64,7 +67,8 @@ function splitTopLevel(text: string): string[] {
 }
 
 function checkKey(key: string, whole: string): string {
-  if (!LABEL_KEY.test(key)) throw new SelectorError(`invalid label selector: ${JSON.stringify(whole)} (bad key ${JSON.stringify(key)})`);
+  if (!LABEL_KEY.test(key))
+    throw new SelectorError(`invalid label selector: ${JSON.stringify(whole)} (bad key ${JSON.stringify(key)})`);
   return key;
 }
 
@@ -72,8 +76,15 @@ function parseLabelRequirement(part: string): (labels: Record<string, string>) =
   let match = /^([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part);
   if (match !== null) {
     const key = checkKey(match[1] ?? '', part);
-    const values = new Set((match[3] ?? '').split(',').map((v) => v.trim()).filter((v) => v !== ''));
-    return match[2] === 'in' ? (l) => l[key] !== undefined && values.has(l[key]) : (l) => l[key] === undefined || !values.has(l[key]);
+    const values = new Set(
+      (match[3] ?? '')
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v !== ''),
+    );
+    return match[2] === 'in'
+      ? (l) => l[key] !== undefined && values.has(l[key])
+      : (l) => l[key] === undefined || !values.has(l[key]);
   }
   match = /^([^\s!=()]+)\s*(==|!=|=)\s*([^\s!=()]*)$/.exec(part);
   if (match !== null) {

@@ -9,19 +9,42 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  AGENTS_GROUP, createSandboxBodySchema, DEFAULT_CLAIM_TTL_SECONDS, SandboxType, UPSTREAM_VERSION, type KubeStatus, type SandboxObjectList, type WatchEventType,
+  AGENTS_GROUP,
+  createSandboxBodySchema,
+  DEFAULT_CLAIM_TTL_SECONDS,
+  SandboxType,
+  UPSTREAM_VERSION,
+  type KubeStatus,
+  type SandboxObjectList,
+  type WatchEventType,
 } from '@warmpool/api';
 import { messageOf, readIncomingJson, UNREADABLE, type HostPort, type Logger } from '@warmpool/runtime';
 import { randomBytes } from 'node:crypto';
 import { ReviewUnavailable, type UserInfo } from '../http/claims/access-review.js';
 import { ClaimFailure, type ClaimService } from '../provisioning/claim-service.js';
 import {
-  API_GROUP, API_GROUP_LIST, API_RESOURCE_LIST, OPENAPI_V2, OPENAPI_V2_ETAG, OPENAPI_V3_GROUP_VERSION, OPENAPI_V3_HASH, OPENAPI_V3_INDEX, OPENAPI_V3_PATH,
+  API_GROUP,
+  API_GROUP_LIST,
+  API_RESOURCE_LIST,
+  OPENAPI_V2,
+  OPENAPI_V2_ETAG,
+  OPENAPI_V3_GROUP_VERSION,
+  OPENAPI_V3_HASH,
+  OPENAPI_V3_INDEX,
+  OPENAPI_V3_PATH,
 } from './discovery.js';
 import { authenticateProxied, type RequestHeaderConfig } from './front-proxy.js';
 import type { SandboxApiMetrics } from './metrics.js';
 import type { SandboxReader } from './reader.js';
-import { ApiError, notFound, partialOf, representationOf, statusOf, tableOf, type Representation } from './responses.js';
+import {
+  ApiError,
+  notFound,
+  partialOf,
+  representationOf,
+  statusOf,
+  tableOf,
+  type Representation,
+} from './responses.js';
 import { ServedSandbox } from './sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './selectors.js';
 import type { SandboxChange, SandboxView } from './view.js';
@@ -129,7 +152,11 @@ export class SandboxApiServer {
 
   #tlsOptions(): { cert: string; key: string; ca?: string } {
     this.#caPem = this.#options.requestHeaders()?.clientCa;
-    return { cert: this.#options.cert.cert, key: this.#options.cert.key, ...(this.#caPem !== undefined ? { ca: this.#caPem } : {}) };
+    return {
+      cert: this.#options.cert.cert,
+      key: this.#options.cert.key,
+      ...(this.#caPem !== undefined ? { ca: this.#caPem } : {}),
+    };
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -141,7 +168,14 @@ export class SandboxApiServer {
       return this.#sendText(res, reasons.length === 0 ? 200 : 503, reasons.length === 0 ? 'ok' : reasons.join('\n'));
     }
     const config = this.#options.requestHeaders();
-    if (config === undefined) return this.#sendError(res, new ApiError('ServiceUnavailable', 'the front proxy settings (kube-system/extension-apiserver-authentication) have not been read yet'));
+    if (config === undefined)
+      return this.#sendError(
+        res,
+        new ApiError(
+          'ServiceUnavailable',
+          'the front proxy settings (kube-system/extension-apiserver-authentication) have not been read yet',
+        ),
+      );
     const authentication = authenticateProxied(req, config);
     if (!authentication.ok) return this.#sendError(res, new ApiError('Unauthorized', authentication.message));
     const user = authentication.user;
@@ -154,12 +188,18 @@ export class SandboxApiServer {
       '/openapi/v3': OPENAPI_V3_INDEX,
     };
     const document = documents[path];
-    if (document !== undefined) return method === 'GET' ? this.#sendJson(res, 200, document) : this.#sendError(res, methodNotAllowed(method));
+    if (document !== undefined)
+      return method === 'GET' ? this.#sendJson(res, 200, document) : this.#sendError(res, methodNotAllowed(method));
     if (path === '/openapi/v2') return this.#sendCached(req, res, OPENAPI_V2, OPENAPI_V2_ETAG);
-    if (path === `/openapi/v3/${OPENAPI_V3_PATH}`) return this.#sendCached(req, res, OPENAPI_V3_GROUP_VERSION, `"${OPENAPI_V3_HASH}"`);
+    if (path === `/openapi/v3/${OPENAPI_V3_PATH}`)
+      return this.#sendCached(req, res, OPENAPI_V3_GROUP_VERSION, `"${OPENAPI_V3_HASH}"`);
 
     const resource = parseResourcePath(path);
-    if (resource === undefined) return this.#sendError(res, new ApiError('NotFound', `the server could not find the requested resource (${method} ${path})`));
+    if (resource === undefined)
+      return this.#sendError(
+        res,
+        new ApiError('NotFound', `the server could not find the requested resource (${method} ${path})`),
+      );
     try {
       await this.#serveResource(req, res, url, method, resource, user);
     } catch (err) {
@@ -168,7 +208,14 @@ export class SandboxApiServer {
     }
   }
 
-  async #serveResource(req: IncomingMessage, res: ServerResponse, url: URL, method: string, resource: ResourceRequest, user: UserInfo): Promise<void> {
+  async #serveResource(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    method: string,
+    resource: ResourceRequest,
+    user: UserInfo,
+  ): Promise<void> {
     const { namespace, name } = resource;
     const query = url.searchParams;
     const watch = query.get('watch') === 'true' || query.get('watch') === '1';
@@ -177,29 +224,45 @@ export class SandboxApiServer {
     else if (method === 'POST' && name === undefined && namespace !== undefined) verb = 'create';
     else if (method === 'DELETE' && name !== undefined) verb = 'delete';
     else throw methodNotAllowed(method);
-    if (namespace !== undefined && !DNS_LABEL.test(namespace)) throw new ApiError('BadRequest', `invalid namespace ${JSON.stringify(namespace)}`);
+    if (namespace !== undefined && !DNS_LABEL.test(namespace))
+      throw new ApiError('BadRequest', `invalid namespace ${JSON.stringify(namespace)}`);
     const started = performance.now();
     if (!(await this.#options.authorizer.authorize(user, namespace ?? '', verb, name))) {
       const where = namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
       const what = name === undefined ? `sandboxes.${AGENTS_GROUP}` : `sandboxes.${AGENTS_GROUP} "${name}"`;
-      throw new ApiError('Forbidden', `${what} is forbidden: User "${user.username}" cannot ${verb} resource "${PLURAL}" in API group "${AGENTS_GROUP}" ${where}`, {
-        ...(name !== undefined ? { name } : {}), group: AGENTS_GROUP, kind: PLURAL,
-      });
+      throw new ApiError(
+        'Forbidden',
+        `${what} is forbidden: User "${user.username}" cannot ${verb} resource "${PLURAL}" in API group "${AGENTS_GROUP}" ${where}`,
+        {
+          ...(name !== undefined ? { name } : {}),
+          group: AGENTS_GROUP,
+          kind: PLURAL,
+        },
+      );
     }
     const representation = representationOf(req.headers.accept, query.get('includeObject') ?? undefined);
     if (verb === 'create' || verb === 'delete') {
-      if (query.get('dryRun') !== null) throw new ApiError('BadRequest', 'dryRun is not supported: a Sandbox is a claim, made or released for real');
+      if (query.get('dryRun') !== null)
+        throw new ApiError('BadRequest', 'dryRun is not supported: a Sandbox is a claim, made or released for real');
     } else {
       const reasons = this.#options.notReadyReasons();
-      if (reasons.length > 0) throw new ApiError('ServiceUnavailable', `the Sandbox view is not ready: ${reasons.join('; ')}`, { retryAfterSeconds: 1 });
+      if (reasons.length > 0)
+        throw new ApiError('ServiceUnavailable', `the Sandbox view is not ready: ${reasons.join('; ')}`, {
+          retryAfterSeconds: 1,
+        });
     }
     try {
       switch (verb) {
-        case 'get': return await this.#get(res, namespace ?? '', name ?? '', representation);
-        case 'list': return this.#list(res, namespace, query, representation);
-        case 'watch': return this.#watch(req, res, namespace, query, representation);
-        case 'create': return await this.#create(req, res, namespace ?? '', representation);
-        case 'delete': return await this.#delete(res, namespace ?? '', name ?? '');
+        case 'get':
+          return await this.#get(res, namespace ?? '', name ?? '', representation);
+        case 'list':
+          return this.#list(res, namespace, query, representation);
+        case 'watch':
+          return this.#watch(req, res, namespace, query, representation);
+        case 'create':
+          return await this.#create(req, res, namespace ?? '', representation);
+        case 'delete':
+          return await this.#delete(res, namespace ?? '', name ?? '');
       }
     } finally {
       if (verb !== 'watch') this.#options.metrics?.request(verb, res.statusCode, (performance.now() - started) / 1000);
@@ -212,34 +275,66 @@ export class SandboxApiServer {
     this.#sendJson(res, 200, this.#represent([served], representation, served.resourceVersion, false));
   }
 
-  #list(res: ServerResponse, namespace: string | undefined, query: URLSearchParams, representation: Representation): void {
+  #list(
+    res: ServerResponse,
+    namespace: string | undefined,
+    query: URLSearchParams,
+    representation: Representation,
+  ): void {
     const match = matcherOf(query);
     const items: ServedSandbox[] = [];
     for (const served of this.#options.view.items(namespace)) if (match(served)) items.push(served);
-    items.sort((a, b) => (a.facts.namespace === b.facts.namespace ? compare(a.facts.name, b.facts.name) : compare(a.facts.namespace, b.facts.namespace)));
+    items.sort((a, b) =>
+      a.facts.namespace === b.facts.namespace
+        ? compare(a.facts.name, b.facts.name)
+        : compare(a.facts.namespace, b.facts.namespace),
+    );
     this.#sendJson(res, 200, this.#represent(items, representation, this.#options.view.resourceVersion, true));
   }
 
-  #represent(items: readonly ServedSandbox[], representation: Representation, resourceVersion: string, list: boolean): unknown {
+  #represent(
+    items: readonly ServedSandbox[],
+    representation: Representation,
+    resourceVersion: string,
+    list: boolean,
+  ): unknown {
     switch (representation.as) {
-      case 'table': return tableOf(items, resourceVersion, representation.include, this.#now());
+      case 'table':
+        return tableOf(items, resourceVersion, representation.include, this.#now());
       case 'metadata':
         return list
-          ? { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion }, items: items.map(partialOf) }
+          ? {
+              kind: 'PartialObjectMetadataList',
+              apiVersion: 'meta.k8s.io/v1',
+              metadata: { resourceVersion },
+              items: items.map(partialOf),
+            }
           : partialOf(items[0] as ServedSandbox);
       case 'object':
         return list
-          ? ({ apiVersion: `${AGENTS_GROUP}/${UPSTREAM_VERSION}`, kind: 'SandboxList', metadata: { resourceVersion }, items: items.map((s) => s.object) } satisfies SandboxObjectList)
+          ? ({
+              apiVersion: `${AGENTS_GROUP}/${UPSTREAM_VERSION}`,
+              kind: 'SandboxList',
+              metadata: { resourceVersion },
+              items: items.map((s) => s.object),
+            } satisfies SandboxObjectList)
           : (items[0] as ServedSandbox).object;
     }
   }
 
-  #watch(req: IncomingMessage, res: ServerResponse, namespace: string | undefined, query: URLSearchParams, representation: Representation): void {
+  #watch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    namespace: string | undefined,
+    query: URLSearchParams,
+    representation: Representation,
+  ): void {
     const match = matcherOf(query);
     const { view } = this.#options;
     const rvText = query.get('resourceVersion') ?? '';
     const sendInitial = query.get('sendInitialEvents') === 'true' || rvText === '' || rvText === '0';
-    const inScope = (served: ServedSandbox): boolean => (namespace === undefined || served.facts.namespace === namespace) && match(served);
+    const inScope = (served: ServedSandbox): boolean =>
+      (namespace === undefined || served.facts.namespace === namespace) && match(served);
 
     // Everything up to now is read before the subscription, synchronously: no change can fall between.
     let replay: SandboxChange[] = [];
@@ -251,14 +346,23 @@ export class SandboxApiServer {
       const changes = Number.isSafeInteger(since) ? view.changesSince(since) : 'gone';
       if (changes === 'gone') {
         res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
-        const gone: KubeStatus = statusOf(new ApiError('Expired', `too old resource version: ${rvText} (this replica's history starts later, or it was another replica's); list again`));
+        const gone: KubeStatus = statusOf(
+          new ApiError(
+            'Expired',
+            `too old resource version: ${rvText} (this replica's history starts later, or it was another replica's); list again`,
+          ),
+        );
         res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
         return;
       }
       replay = changes;
     }
 
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache', 'transfer-encoding': 'chunked' });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'cache-control': 'no-cache',
+      'transfer-encoding': 'chunked',
+    });
     let headersSent = false;
     const encode = (type: WatchEventType, served: ServedSandbox, rv: number | string): string => {
       let object: unknown;
@@ -276,14 +380,21 @@ export class SandboxApiServer {
         if (now && before) return encode('MODIFIED', change.sandbox, change.resourceVersion);
         if (now) return encode('ADDED', change.sandbox, change.resourceVersion);
         if (before && change.previous !== undefined) {
-          return encode('DELETED', new ServedSandbox(change.previous.facts, String(change.resourceVersion)), change.resourceVersion);
+          return encode(
+            'DELETED',
+            new ServedSandbox(change.previous.facts, String(change.resourceVersion)),
+            change.resourceVersion,
+          );
         }
         return undefined;
       }
       return now ? encode(change.type, change.sandbox, change.resourceVersion) : undefined;
     };
     const bookmark = (initialEventsEnd: boolean): string => {
-      const metadata = { resourceVersion: view.resourceVersion, ...(initialEventsEnd ? { annotations: { 'k8s.io/initial-events-end': 'true' } } : {}) };
+      const metadata = {
+        resourceVersion: view.resourceVersion,
+        ...(initialEventsEnd ? { annotations: { 'k8s.io/initial-events-end': 'true' } } : {}),
+      };
       return `${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion: `${AGENTS_GROUP}/${UPSTREAM_VERSION}`, kind: SandboxType.kind, metadata } })}\n`;
     };
 
@@ -302,9 +413,13 @@ export class SandboxApiServer {
       if (res.writableLength > MAX_WATCH_BACKLOG_BYTES) end();
     });
     const timeoutSeconds = Number(query.get('timeoutSeconds') ?? '');
-    const timeoutMs = Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds * 1000 : (this.#options.defaultWatchTimeoutMs ?? 30 * 60_000);
+    const timeoutMs =
+      Number.isFinite(timeoutSeconds) && timeoutSeconds > 0
+        ? timeoutSeconds * 1000
+        : (this.#options.defaultWatchTimeoutMs ?? 30 * 60_000);
     const timers = [setTimeout(() => end(), timeoutMs)];
-    if (bookmarks) timers.push(setInterval(() => res.write(bookmark(false)), this.#options.bookmarkIntervalMs ?? 15_000));
+    if (bookmarks)
+      timers.push(setInterval(() => res.write(bookmark(false)), this.#options.bookmarkIntervalMs ?? 15_000));
     this.#options.metrics?.watchStarted();
     const end = (): void => {
       if (!this.#watches.delete(end)) return;
@@ -318,37 +433,80 @@ export class SandboxApiServer {
     res.on('close', end);
   }
 
-  async #create(req: IncomingMessage, res: ServerResponse, namespace: string, representation: Representation): Promise<void> {
+  async #create(
+    req: IncomingMessage,
+    res: ServerResponse,
+    namespace: string,
+    representation: Representation,
+  ): Promise<void> {
     const claims = this.#options.claims;
-    if (claims === undefined) throw new ApiError('MethodNotAllowed', 'create needs provisioning (--redis-url): this control plane cannot claim');
+    if (claims === undefined)
+      throw new ApiError(
+        'MethodNotAllowed',
+        'create needs provisioning (--redis-url): this control plane cannot claim',
+      );
     const json = await new Promise<unknown>((resolve) => readIncomingJson(req, MAX_BODY_BYTES, resolve));
     if (json === UNREADABLE) throw new ApiError('BadRequest', 'the body is not a JSON Sandbox (at most 64 KiB)');
     const parsed = createSandboxBodySchema.safeParse(json);
     if (!parsed.success) {
-      const causes = parsed.error.issues.map((issue) => ({ reason: 'FieldValueInvalid', message: issue.message, field: issue.path.join('.') }));
-      throw new ApiError('Invalid', `Sandbox is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join('; ')}`, { group: AGENTS_GROUP, kind: SandboxType.kind, causes });
+      const causes = parsed.error.issues.map((issue) => ({
+        reason: 'FieldValueInvalid',
+        message: issue.message,
+        field: issue.path.join('.'),
+      }));
+      throw new ApiError('Invalid', `Sandbox is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join('; ')}`, {
+        group: AGENTS_GROUP,
+        kind: SandboxType.kind,
+        causes,
+      });
     }
     const body = parsed.data;
     if (body.metadata.namespace !== undefined && body.metadata.namespace !== namespace) {
-      throw new ApiError('BadRequest', `the namespace of the object (${body.metadata.namespace}) does not match the namespace of the request (${namespace})`);
+      throw new ApiError(
+        'BadRequest',
+        `the namespace of the object (${body.metadata.namespace}) does not match the namespace of the request (${namespace})`,
+      );
     }
-    const name = body.metadata.name ?? (body.metadata.generateName !== undefined ? `${body.metadata.generateName}${randomBytes(3).toString('hex').slice(0, 5)}` : undefined);
-    if (name === undefined) throw new ApiError('Invalid', 'Sandbox is invalid: metadata.name: Required value: name or generateName is required', { group: AGENTS_GROUP, kind: SandboxType.kind });
+    const name =
+      body.metadata.name ??
+      (body.metadata.generateName !== undefined
+        ? `${body.metadata.generateName}${randomBytes(3).toString('hex').slice(0, 5)}`
+        : undefined);
+    if (name === undefined)
+      throw new ApiError(
+        'Invalid',
+        'Sandbox is invalid: metadata.name: Required value: name or generateName is required',
+        { group: AGENTS_GROUP, kind: SandboxType.kind },
+      );
     // A claimRef answers its live sandbox again (idempotency); a Sandbox create must not: it already exists.
     if ((await claims.lookup(namespace, name)) !== undefined) {
-      throw new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, { name, group: AGENTS_GROUP, kind: PLURAL });
+      throw new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, {
+        name,
+        group: AGENTS_GROUP,
+        kind: PLURAL,
+      });
     }
-    const grant = await claims.claim({
-      namespace,
-      warmPool: body.spec.warmPoolRef.name,
-      claimRef: name,
-      ttlSeconds: body.spec.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-      path: 'http',
-      // A name made from generateName cannot be come back for: released if the client gives up before the answer.
-      ...(body.metadata.name === undefined ? { claimRefGenerated: true } : {}),
-    }, { signal: abortOnClose(res) });
+    const grant = await claims.claim(
+      {
+        namespace,
+        warmPool: body.spec.warmPoolRef.name,
+        claimRef: name,
+        ttlSeconds: body.spec.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
+        path: 'http',
+        // A name made from generateName cannot be come back for: released if the client gives up before the answer.
+        ...(body.metadata.name === undefined ? { claimRefGenerated: true } : {}),
+      },
+      { signal: abortOnClose(res) },
+    );
     const facts = {
-      namespace, name, id: grant.id, node: grant.node, deadline: grant.deadline, pool: grant.warmPool, tier: grant.tier, ownerAddr: grant.ownerAddr,
+      namespace,
+      name,
+      id: grant.id,
+      node: grant.node,
+      deadline: grant.deadline,
+      pool: grant.warmPool,
+      tier: grant.tier,
+      ownerAddr: grant.ownerAddr,
       claimedAt: new Date(this.#now()).toISOString(),
     };
     const full = new ServedSandbox(facts, this.#options.view.resourceVersion);
@@ -357,9 +515,20 @@ export class SandboxApiServer {
 
   async #delete(res: ServerResponse, namespace: string, name: string): Promise<void> {
     const claims = this.#options.claims;
-    if (claims === undefined) throw new ApiError('MethodNotAllowed', 'delete needs provisioning (--redis-url): this control plane cannot release');
+    if (claims === undefined)
+      throw new ApiError(
+        'MethodNotAllowed',
+        'delete needs provisioning (--redis-url): this control plane cannot release',
+      );
     if (!(await claims.release(namespace, name))) throw notFound(name);
-    const done: KubeStatus = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, group: AGENTS_GROUP, kind: PLURAL }, code: 200 };
+    const done: KubeStatus = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      details: { name, group: AGENTS_GROUP, kind: PLURAL },
+      code: 200,
+    };
     this.#sendJson(res, 200, done);
   }
 
@@ -393,7 +562,10 @@ export class SandboxApiServer {
 
 function parseResourcePath(path: string): ResourceRequest | undefined {
   if (!path.startsWith(`${GROUP_VERSION_PATH}/`)) return undefined;
-  const parts = path.slice(GROUP_VERSION_PATH.length + 1).split('/').map(decodeURIComponent);
+  const parts = path
+    .slice(GROUP_VERSION_PATH.length + 1)
+    .split('/')
+    .map(decodeURIComponent);
   if (parts.length === 1 && parts[0] === PLURAL) return { namespace: undefined, name: undefined };
   if (parts[0] !== 'namespaces' || parts[2] !== PLURAL) return undefined;
   if (parts.length === 3) return { namespace: parts[1], name: undefined };
@@ -420,27 +592,44 @@ function matcherOf(query: URLSearchParams): (served: ServedSandbox) => boolean {
 }
 
 function methodNotAllowed(method: string): ApiError {
-  return new ApiError('MethodNotAllowed', `the server does not allow this method on the requested resource (${method}); sandboxes support get, list, watch, create, delete`);
+  return new ApiError(
+    'MethodNotAllowed',
+    `the server does not allow this method on the requested resource (${method}); sandboxes support get, list, watch, create, delete`,
+  );
 }
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ClaimFailure) {
-    const retry = err.retryAfterSeconds !== undefined ? { retryAfterSeconds: Math.max(1, Math.ceil(err.retryAfterSeconds)) } : {};
+    const retry =
+      err.retryAfterSeconds !== undefined ? { retryAfterSeconds: Math.max(1, Math.ceil(err.retryAfterSeconds)) } : {};
     switch (err.reason) {
       case 'PoolNotFound':
       case 'NotDriven':
-        return new ApiError('Invalid', `Sandbox is invalid: spec.warmPoolRef.name: ${err.message}`, { group: AGENTS_GROUP, kind: SandboxType.kind, causes: [{ reason: err.reason, message: err.message, field: 'spec.warmPoolRef.name' }] });
-      case 'BadRequest': return new ApiError('BadRequest', err.message);
+        return new ApiError('Invalid', `Sandbox is invalid: spec.warmPoolRef.name: ${err.message}`, {
+          group: AGENTS_GROUP,
+          kind: SandboxType.kind,
+          causes: [{ reason: err.reason, message: err.message, field: 'spec.warmPoolRef.name' }],
+        });
+      case 'BadRequest':
+        return new ApiError('BadRequest', err.message);
       case 'ClaimNotFound':
-      case 'Expired': return new ApiError('NotFound', err.message);
-      case 'NoCapacity': return new ApiError('TooManyRequests', `no capacity: ${err.message}`, { retryAfterSeconds: retry.retryAfterSeconds ?? 1 });
-      case 'Timeout': return new ApiError('Timeout', err.message, retry);
-      case 'NodeRefused': return new ApiError('InternalError', err.message);
-      default: return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: retry.retryAfterSeconds ?? 1 });
+      case 'Expired':
+        return new ApiError('NotFound', err.message);
+      case 'NoCapacity':
+        return new ApiError('TooManyRequests', `no capacity: ${err.message}`, {
+          retryAfterSeconds: retry.retryAfterSeconds ?? 1,
+        });
+      case 'Timeout':
+        return new ApiError('Timeout', err.message, retry);
+      case 'NodeRefused':
+        return new ApiError('InternalError', err.message);
+      default:
+        return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: retry.retryAfterSeconds ?? 1 });
     }
   }
-  if (err instanceof ReviewUnavailable) return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: 1 });
+  if (err instanceof ReviewUnavailable)
+    return new ApiError('ServiceUnavailable', err.message, { retryAfterSeconds: 1 });
   return new ApiError('InternalError', messageOf(err));
 }
 

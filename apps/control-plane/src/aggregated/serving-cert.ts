@@ -14,9 +14,17 @@ export interface ServingCert {
   selfSigned: boolean;
 }
 
-export function servingCert(options: { certFile?: string; keyFile?: string; extraNames?: readonly string[] }): ServingCert {
+export function servingCert(options: {
+  certFile?: string;
+  keyFile?: string;
+  extraNames?: readonly string[];
+}): ServingCert {
   if (options.certFile !== undefined && options.keyFile !== undefined) {
-    return { cert: readFileSync(options.certFile, 'utf8'), key: readFileSync(options.keyFile, 'utf8'), selfSigned: false };
+    return {
+      cert: readFileSync(options.certFile, 'utf8'),
+      key: readFileSync(options.keyFile, 'utf8'),
+      selfSigned: false,
+    };
   }
   const issued = issueCertificate({
     subject: { commonName: 'warmpool-sandbox-api' },

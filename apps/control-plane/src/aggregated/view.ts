@@ -108,7 +108,8 @@ export class SandboxView {
 
   /** Every served sandbox (of one namespace when given). */
   *items(namespace?: string): IterableIterator<ServedSandbox> {
-    for (const served of this.#served.values()) if (namespace === undefined || served.facts.namespace === namespace) yield served;
+    for (const served of this.#served.values())
+      if (namespace === undefined || served.facts.namespace === namespace) yield served;
   }
 
   /** A node published (or its inventory went: undefined). */
@@ -135,8 +136,12 @@ export class SandboxView {
     const key = sandboxKey(facts.namespace, facts.name);
     const known = this.#feed.get(key);
     // A renewal keeps the claim's time.
-    const claimedAt = known !== undefined && known.facts.id === facts.id ? known.facts.claimedAt : new Date(atMs).toISOString();
-    this.#feed.set(key, { facts: { ...facts, ...(claimedAt !== undefined ? { claimedAt } : {}) }, atMs: known !== undefined && known.facts.id === facts.id ? known.atMs : atMs });
+    const claimedAt =
+      known !== undefined && known.facts.id === facts.id ? known.facts.claimedAt : new Date(atMs).toISOString();
+    this.#feed.set(key, {
+      facts: { ...facts, ...(claimedAt !== undefined ? { claimedAt } : {}) },
+      atMs: known !== undefined && known.facts.id === facts.id ? known.atMs : atMs,
+    });
     const tombstone = this.#released.get(key);
     if (tombstone !== undefined && tombstone.id !== facts.id) this.#released.delete(key);
     this.#recompute(key);
@@ -154,7 +159,8 @@ export class SandboxView {
   sweep(): void {
     const now = this.#now();
     for (const [key, record] of this.#feed) if (Date.parse(record.facts.deadline) <= now) this.#feed.delete(key);
-    for (const [key, tombstone] of this.#released) if (tombstone.atMs < now - this.#releaseMemoryMs) this.#released.delete(key);
+    for (const [key, tombstone] of this.#released)
+      if (tombstone.atMs < now - this.#releaseMemoryMs) this.#released.delete(key);
     const due: string[] = [];
     for (const [key, served] of this.#served) if (Date.parse(served.facts.deadline) <= now) due.push(key);
     for (const key of due) this.#recompute(key);
@@ -193,9 +199,11 @@ export class SandboxView {
     const rv = this.#next();
     const served = new ServedSandbox(facts, String(rv));
     this.#served.set(key, served);
-    this.#emit(current === undefined
-      ? { type: 'ADDED', resourceVersion: rv, sandbox: served }
-      : { type: 'MODIFIED', resourceVersion: rv, sandbox: served, previous: current });
+    this.#emit(
+      current === undefined
+        ? { type: 'ADDED', resourceVersion: rv, sandbox: served }
+        : { type: 'MODIFIED', resourceVersion: rv, sandbox: served, previous: current },
+    );
   }
 
   #standing(key: string): SandboxFacts | undefined {
@@ -209,7 +217,8 @@ export class SandboxView {
     if (entry === undefined || node === undefined || Date.parse(entry.deadline) <= now) return undefined;
     const tombstone = this.#released.get(key);
     const publishedAtMs = this.#nodes.get(node)?.publishedAtMs ?? 0;
-    if (tombstone !== undefined && tombstone.id === entry.id && tombstone.atMs > publishedAtMs - this.#skewMarginMs) return undefined;
+    if (tombstone !== undefined && tombstone.id === entry.id && tombstone.atMs > publishedAtMs - this.#skewMarginMs)
+      return undefined;
     return record !== undefined && record.facts.id === entry.id ? merged(record.facts, entry) : entry;
   }
 
@@ -228,14 +237,16 @@ export class SandboxView {
   #emit(change: SandboxChange): void {
     this.#history.push(change);
     // Trimmed in chunks, so a busy view does not shift the array on every change.
-    if (this.#history.length > this.#historySize * 1.25) this.#history.splice(0, this.#history.length - this.#historySize);
+    if (this.#history.length > this.#historySize * 1.25)
+      this.#history.splice(0, this.#history.length - this.#historySize);
     for (const listener of this.#listeners) listener(change);
   }
 }
 
 /** A claim event's facts with what the node adds (its claim time, a later deadline). */
 function merged(fromIndex: SandboxFacts, fromNode: SandboxFacts): SandboxFacts {
-  const deadline = Date.parse(fromNode.deadline) > Date.parse(fromIndex.deadline) ? fromNode.deadline : fromIndex.deadline;
+  const deadline =
+    Date.parse(fromNode.deadline) > Date.parse(fromIndex.deadline) ? fromNode.deadline : fromIndex.deadline;
   const claimedAt = fromNode.claimedAt ?? fromIndex.claimedAt;
   return {
     ...fromIndex,

@@ -66,14 +66,19 @@ export class Federation {
     this.#logger = options.logger;
     this.registry = new CapacityRegistry({ localClusterId: this.clusterId, ttlMs: this.ttlMs });
     this.#gauges = new FederationGauges(options.promRegistry);
-    this.metrics = new FederationMetrics(options.promRegistry, () => this.registry.snapshot().filter((r) => r.clusterId !== this.clusterId).length);
+    this.metrics = new FederationMetrics(
+      options.promRegistry,
+      () => this.registry.snapshot().filter((r) => r.clusterId !== this.clusterId).length,
+    );
     const hub = options.hub;
     if (hub === undefined) return;
     this.keys = new FederationKeys(hub.prefix ?? FEDERATION_DEFAULTS.prefix);
     this.#redis = hubConnection(hub.redisUrl);
     this.#subscriber = hubConnection(hub.redisUrl, { subscriber: true });
     for (const connection of [this.#redis, this.#subscriber]) {
-      connection.on('error', (err: Error) => options.logger.debug('federation hub connection error', { err: err.message }));
+      connection.on('error', (err: Error) =>
+        options.logger.debug('federation hub connection error', { err: err.message }),
+      );
     }
     this.reporter = new FederationReporter({
       redis: this.#redis,
@@ -82,7 +87,10 @@ export class Federation {
       intervalMs: this.intervalMs,
       ttlMs: this.ttlMs,
       records: () => this.#local,
-      claimsUrl: typeof hub.claimsAdvertiseUrl === 'function' ? hub.claimsAdvertiseUrl : () => hub.claimsAdvertiseUrl as string | undefined,
+      claimsUrl:
+        typeof hub.claimsAdvertiseUrl === 'function'
+          ? hub.claimsAdvertiseUrl
+          : () => hub.claimsAdvertiseUrl as string | undefined,
       logger: options.logger,
       metrics: this.metrics,
     });
@@ -133,7 +141,12 @@ export class Federation {
     if (!this.enabled) return;
     await Promise.all([this.#redis, this.#subscriber].map((c) => c?.connect().catch(() => undefined)));
     await this.watcher?.start();
-    this.#logger.info('federation on', { clusterId: this.clusterId, prefix: this.keys?.prefix, intervalMs: this.intervalMs, ttlMs: this.ttlMs });
+    this.#logger.info('federation on', {
+      clusterId: this.clusterId,
+      prefix: this.keys?.prefix,
+      intervalMs: this.intervalMs,
+      ttlMs: this.ttlMs,
+    });
   }
 
   /** Leader-only: report this cluster's capacity. */

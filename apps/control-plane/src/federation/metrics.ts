@@ -20,15 +20,44 @@ export class FederationMetrics {
   constructor(registry: Registry, foreignRecords: () => number) {
     this.#registry = registry;
     const registers = [registry];
-    this.#reports = new Counter({ name: `${PREFIX}federation_reports_total`, help: 'Reports of this cluster\'s capacity to the hub, by outcome (ok / error)', labelNames: ['outcome'], registers });
-    this.#reads = new Counter({ name: `${PREFIX}federation_reads_total`, help: 'Reads of the hub, by kind (hint / full) and outcome (ok / error)', labelNames: ['kind', 'outcome'], registers });
-    this.#invalid = new Counter({ name: `${PREFIX}federation_invalid_entries_total`, help: 'Hub entries skipped because they failed the federation record schema', registers });
+    this.#reports = new Counter({
+      name: `${PREFIX}federation_reports_total`,
+      help: "Reports of this cluster's capacity to the hub, by outcome (ok / error)",
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#reads = new Counter({
+      name: `${PREFIX}federation_reads_total`,
+      help: 'Reads of the hub, by kind (hint / full) and outcome (ok / error)',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
+    this.#invalid = new Counter({
+      name: `${PREFIX}federation_invalid_entries_total`,
+      help: 'Hub entries skipped because they failed the federation record schema',
+      registers,
+    });
     // Read at scrape time; removed by name in close().
-    new Gauge({ name: `${PREFIX}federation_foreign_records`, help: 'Live records of other clusters in this replica\'s registry', registers, collect() {
-      this.set(foreignRecords());
-    } });
-    this.#envClaims = new Counter({ name: `${PREFIX}env_claims_total`, help: 'Claims for a SandboxEnv, by where they were served (local / spilled) or why not (no_capacity / failed)', labelNames: ['outcome'], registers });
-    this.#forwards = new Counter({ name: `${PREFIX}federation_forwards_total`, help: 'Claims forwarded to another cluster\'s member, by outcome (served / refused / unreachable)', labelNames: ['outcome'], registers });
+    new Gauge({
+      name: `${PREFIX}federation_foreign_records`,
+      help: "Live records of other clusters in this replica's registry",
+      registers,
+      collect() {
+        this.set(foreignRecords());
+      },
+    });
+    this.#envClaims = new Counter({
+      name: `${PREFIX}env_claims_total`,
+      help: 'Claims for a SandboxEnv, by where they were served (local / spilled) or why not (no_capacity / failed)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#forwards = new Counter({
+      name: `${PREFIX}federation_forwards_total`,
+      help: "Claims forwarded to another cluster's member, by outcome (served / refused / unreachable)",
+      labelNames: ['outcome'],
+      registers,
+    });
   }
 
   report(ok: boolean): void {
@@ -53,7 +82,14 @@ export class FederationMetrics {
 
   /** Unregisters every metric, so the same names can be registered again. */
   close(): void {
-    for (const name of ['federation_reports_total', 'federation_reads_total', 'federation_invalid_entries_total', 'federation_foreign_records', 'env_claims_total', 'federation_forwards_total']) {
+    for (const name of [
+      'federation_reports_total',
+      'federation_reads_total',
+      'federation_invalid_entries_total',
+      'federation_foreign_records',
+      'env_claims_total',
+      'federation_forwards_total',
+    ]) {
       this.#registry.removeSingleMetric(`${PREFIX}${name}`);
     }
   }

@@ -11,7 +11,9 @@ export function hubConnection(url: string, options: { subscriber?: boolean } = {
   return new Redis(url, {
     lazyConnect: true,
     retryStrategy: reconnectDelay,
-    ...(options.subscriber === true ? { maxRetriesPerRequest: null } : { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
+    ...(options.subscriber === true
+      ? { maxRetriesPerRequest: null }
+      : { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
   });
 }
 

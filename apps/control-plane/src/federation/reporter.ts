@@ -86,17 +86,24 @@ export class FederationReporter {
   #tick(): void {
     if (this.#inFlight !== undefined) return; // a slow hub: one report at a time
     const { logger, clusterId } = this.#options;
-    this.#inFlight = this.report().then(
-      () => {
-        this.#options.metrics?.report(true);
-        this.#health.succeeded(() => logger.info('federation hub reachable again: reporting', { clusterId }));
-      },
-      (err: unknown) => {
-        this.#options.metrics?.report(false);
-        this.#health.failed(() => logger.warn('federation hub not reachable: not reporting (retrying every interval; local claims are unaffected)', { clusterId, err: messageOf(err) }));
-      },
-    ).finally(() => {
-      this.#inFlight = undefined;
-    });
+    this.#inFlight = this.report()
+      .then(
+        () => {
+          this.#options.metrics?.report(true);
+          this.#health.succeeded(() => logger.info('federation hub reachable again: reporting', { clusterId }));
+        },
+        (err: unknown) => {
+          this.#options.metrics?.report(false);
+          this.#health.failed(() =>
+            logger.warn(
+              'federation hub not reachable: not reporting (retrying every interval; local claims are unaffected)',
+              { clusterId, err: messageOf(err) },
+            ),
+          );
+        },
+      )
+      .finally(() => {
+        this.#inFlight = undefined;
+      });
   }
 }

@@ -13,13 +13,31 @@
 // - A spilled claim is recorded in this cluster's claim index with the
 //   serving cluster, so get, renew and release work through this cluster's
 //   API (renew and release are forwarded to the serving cluster).
-import { CLAIMREF_GENERATED_HEADER, claimBodySchema, claimErrorBodySchema, type ClaimBody, type FederationRecord, type SandboxEnv } from '@warmpool/api';
-import { compareForeignCandidates, formatPinnedTarget, parsePinnedTarget, schedulable, type CapacityRegistry } from '@warmpool/federation';
+import {
+  CLAIMREF_GENERATED_HEADER,
+  claimBodySchema,
+  claimErrorBodySchema,
+  type ClaimBody,
+  type FederationRecord,
+  type SandboxEnv,
+} from '@warmpool/api';
+import {
+  compareForeignCandidates,
+  formatPinnedTarget,
+  parsePinnedTarget,
+  schedulable,
+  type CapacityRegistry,
+} from '@warmpool/federation';
 import type { Lister } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { ClaimIndex } from '../provisioning/claim-index.js';
-import { ClaimFailure, type ClaimCallOptions, type ClaimGrant, type ClaimService } from '../provisioning/claim-service.js';
+import {
+  ClaimFailure,
+  type ClaimCallOptions,
+  type ClaimGrant,
+  type ClaimService,
+} from '../provisioning/claim-service.js';
 import type { TokenSource } from '../token.js';
 import type { FederationMetrics } from './metrics.js';
 
@@ -92,11 +110,15 @@ export class EnvClaimRouter {
     this.#env(order.namespace, order.env);
     // The same claimRef again answers the claim it already has, wherever it is served.
     const known = await this.#lookup(order.namespace, order.claimRef);
-    if (known !== undefined) return { grant: known, cluster: known.cluster ?? this.clusterId, memberPool: known.warmPool };
+    if (known !== undefined)
+      return { grant: known, cluster: known.cluster ?? this.clusterId, memberPool: known.warmPool };
 
     const group = order.scalingGroup;
     let localFailure: ClaimFailure | undefined;
-    if (registry.localIdle(order.namespace, order.env, group) > 0 || registry.localCanGrow(order.namespace, order.env, group)) {
+    if (
+      registry.localIdle(order.namespace, order.env, group) > 0 ||
+      registry.localCanGrow(order.namespace, order.env, group)
+    ) {
       const member = this.#localMember(order.namespace, order.env, group);
       if (member !== undefined) {
         try {
@@ -109,7 +131,14 @@ export class EnvClaimRouter {
     }
     const spilled = await this.#spill(order, options);
     if (spilled !== undefined) return spilled;
-    throw localFailure ?? new ClaimFailure('NoCapacity', `no member of SandboxEnv ${order.namespace}/${order.env}${group === '' ? '' : ` (group ${group})`} has an idle sandbox or room to grow, here or in another cluster`, { retryAfterSeconds: 1 });
+    throw (
+      localFailure ??
+      new ClaimFailure(
+        'NoCapacity',
+        `no member of SandboxEnv ${order.namespace}/${order.env}${group === '' ? '' : ` (group ${group})`} has an idle sandbox or room to grow, here or in another cluster`,
+        { retryAfterSeconds: 1 },
+      )
+    );
   }
 
   /**
@@ -119,26 +148,51 @@ export class EnvClaimRouter {
    */
   async claimPinned(order: EnvClaimOrder, target: string, options: ClaimCallOptions = {}): Promise<EnvGrant> {
     const pinned = parsePinnedTarget(target);
-    if (pinned === undefined) throw new ClaimFailure('BadRequest', `target ${JSON.stringify(target)} is not <cluster>::<pool>`);
-    if (pinned.clusterId !== this.clusterId) throw new ClaimFailure('BadRequest', `target names cluster ${pinned.clusterId}, this is ${this.clusterId}`);
+    if (pinned === undefined)
+      throw new ClaimFailure('BadRequest', `target ${JSON.stringify(target)} is not <cluster>::<pool>`);
+    if (pinned.clusterId !== this.clusterId)
+      throw new ClaimFailure('BadRequest', `target names cluster ${pinned.clusterId}, this is ${this.clusterId}`);
     const env = this.#env(order.namespace, order.env);
     const member = env.spec?.members?.find((m) => m.pool === pinned.memberPool);
-    if (member === undefined) throw new ClaimFailure('PoolNotFound', `${pinned.memberPool} is not a member pool of SandboxEnv ${order.namespace}/${order.env}`);
-    const record = this.#o.localRecords().find((r) => r.namespace === order.namespace && r.envName === order.env && r.memberPool === pinned.memberPool);
+    if (member === undefined)
+      throw new ClaimFailure(
+        'PoolNotFound',
+        `${pinned.memberPool} is not a member pool of SandboxEnv ${order.namespace}/${order.env}`,
+      );
+    const record = this.#o
+      .localRecords()
+      .find((r) => r.namespace === order.namespace && r.envName === order.env && r.memberPool === pinned.memberPool);
     if (record === undefined || !schedulable(record)) {
-      throw new ClaimFailure('NoCapacity', `member pool ${order.namespace}/${pinned.memberPool} has no idle sandbox and cannot grow`, { retryAfterSeconds: 1 });
+      throw new ClaimFailure(
+        'NoCapacity',
+        `member pool ${order.namespace}/${pinned.memberPool} has no idle sandbox and cannot grow`,
+        { retryAfterSeconds: 1 },
+      );
     }
-    return { grant: await this.#claimLocal(order, pinned.memberPool, options), cluster: this.clusterId, memberPool: pinned.memberPool };
+    return {
+      grant: await this.#claimLocal(order, pinned.memberPool, options),
+      cluster: this.clusterId,
+      memberPool: pinned.memberPool,
+    };
   }
 
   /** Renews a claim, on the cluster that serves it. */
   async renew(namespace: string, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }> {
     const grant = await this.#lookup(namespace, idOrClaimRef);
-    if (grant?.cluster === undefined || grant.cluster === this.clusterId) return this.#o.claims.renew(namespace, idOrClaimRef, ttlSeconds);
-    const answer = await this.#forward(grant.cluster, 'POST', `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}/renew`, { ttlSeconds });
+    if (grant?.cluster === undefined || grant.cluster === this.clusterId)
+      return this.#o.claims.renew(namespace, idOrClaimRef, ttlSeconds);
+    const answer = await this.#forward(
+      grant.cluster,
+      'POST',
+      `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}/renew`,
+      { ttlSeconds },
+    );
     if (answer.status === 404) {
       await this.#o.index.drop(grant).catch(() => undefined);
-      throw new ClaimFailure('ClaimNotFound', `claim ${namespace}/${idOrClaimRef} is gone from cluster ${grant.cluster}`);
+      throw new ClaimFailure(
+        'ClaimNotFound',
+        `claim ${namespace}/${idOrClaimRef} is gone from cluster ${grant.cluster}`,
+      );
     }
     if (answer.status !== 200) throw failureOf(answer, `cluster ${grant.cluster} did not renew`);
     const deadline = String((answer.body as { deadline?: unknown }).deadline ?? '');
@@ -149,16 +203,23 @@ export class EnvClaimRouter {
   /** Releases a claim, on the cluster that serves it; false when there was none. */
   async release(namespace: string, idOrClaimRef: string): Promise<boolean> {
     const grant = await this.#lookup(namespace, idOrClaimRef);
-    if (grant?.cluster === undefined || grant.cluster === this.clusterId) return this.#o.claims.release(namespace, idOrClaimRef);
-    const answer = await this.#forward(grant.cluster, 'DELETE', `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}`);
-    if (answer.status !== 204 && answer.status !== 404) throw failureOf(answer, `cluster ${grant.cluster} did not release`);
+    if (grant?.cluster === undefined || grant.cluster === this.clusterId)
+      return this.#o.claims.release(namespace, idOrClaimRef);
+    const answer = await this.#forward(
+      grant.cluster,
+      'DELETE',
+      `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}`,
+    );
+    if (answer.status !== 204 && answer.status !== 404)
+      throw failureOf(answer, `cluster ${grant.cluster} did not release`);
     await this.#o.index.drop(grant);
     return true;
   }
 
   #env(namespace: string, name: string): SandboxEnv {
     const env = this.#o.envs.get(namespace, name);
-    if (env === undefined || env.metadata?.deletionTimestamp !== undefined) throw new ClaimFailure('EnvNotFound', `SandboxEnv ${namespace}/${name} not found`);
+    if (env === undefined || env.metadata?.deletionTimestamp !== undefined)
+      throw new ClaimFailure('EnvNotFound', `SandboxEnv ${namespace}/${name} not found`);
     return env;
   }
 
@@ -170,28 +231,38 @@ export class EnvClaimRouter {
   #localMember(namespace: string, env: string, group: string): string | undefined {
     let best: LocalRecord | undefined;
     for (const r of this.#o.localRecords()) {
-      if (r.namespace !== namespace || r.envName !== env || (group !== '' && r.scalingGroup !== group) || !schedulable(r)) continue;
+      if (
+        r.namespace !== namespace ||
+        r.envName !== env ||
+        (group !== '' && r.scalingGroup !== group) ||
+        !schedulable(r)
+      )
+        continue;
       if (best === undefined || r.idle > best.idle) best = r;
     }
     return best?.memberPool;
   }
 
   #claimLocal(order: EnvClaimOrder, memberPool: string, options: ClaimCallOptions): Promise<ClaimGrant> {
-    return this.#o.claims.claim({
-      namespace: order.namespace,
-      warmPool: memberPool,
-      claimRef: order.claimRef,
-      ttlSeconds: order.ttlSeconds,
-      path: 'http',
-      claimRefGenerated: order.claimRefGenerated,
-    }, options);
+    return this.#o.claims.claim(
+      {
+        namespace: order.namespace,
+        warmPool: memberPool,
+        claimRef: order.claimRef,
+        ttlSeconds: order.ttlSeconds,
+        path: 'http',
+        claimRefGenerated: order.claimRefGenerated,
+      },
+      options,
+    );
   }
 
   async #spill(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant | undefined> {
     const { registry, logger } = this.#o;
     if (this.#o.claimsUrlOf === undefined || this.#o.federationToken?.() === undefined) return undefined;
     const group = order.scalingGroup;
-    const candidates = registry.foreignMembers(order.namespace, order.env)
+    const candidates = registry
+      .foreignMembers(order.namespace, order.env)
       .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m))
       .sort(compareForeignCandidates)
       .slice(0, this.#o.maxForeignAttempts ?? 3);
@@ -200,13 +271,20 @@ export class EnvClaimRouter {
       const target = formatPinnedTarget(candidate);
       let answer: Answer;
       try {
-        answer = await this.#forward(candidate.clusterId, 'POST', `/v1/namespaces/${order.namespace}/claims`, {
-          env: order.env,
-          ...(group !== '' ? { scalingGroup: group } : {}),
-          target,
-          ttlSeconds: order.ttlSeconds,
-          claimRef: order.claimRef,
-        }, options.signal, order.claimRefGenerated);
+        answer = await this.#forward(
+          candidate.clusterId,
+          'POST',
+          `/v1/namespaces/${order.namespace}/claims`,
+          {
+            env: order.env,
+            ...(group !== '' ? { scalingGroup: group } : {}),
+            target,
+            ttlSeconds: order.ttlSeconds,
+            claimRef: order.claimRef,
+          },
+          options.signal,
+          order.claimRefGenerated,
+        );
       } catch (err) {
         this.#o.metrics?.forward('unreachable');
         logger.info('a foreign member could not be asked: trying the next', { target, err: messageOf(err) });
@@ -214,7 +292,11 @@ export class EnvClaimRouter {
       }
       if (answer.status !== 200) {
         this.#o.metrics?.forward('refused');
-        logger.info('a foreign member did not serve the claim: trying the next', { target, status: answer.status, body: answer.body });
+        logger.info('a foreign member did not serve the claim: trying the next', {
+          target,
+          status: answer.status,
+          body: answer.body,
+        });
         continue;
       }
       const body = claimBodySchema.safeParse(answer.body);
@@ -228,18 +310,39 @@ export class EnvClaimRouter {
       try {
         await this.#o.index.record([grant]);
       } catch (err) {
-        logger.warn('served by another cluster but not recorded here: release and renew must go to that cluster', { target, id: grant.id, err });
+        logger.warn('served by another cluster but not recorded here: release and renew must go to that cluster', {
+          target,
+          id: grant.id,
+          err,
+        });
       }
       return { grant, cluster: candidate.clusterId, memberPool: candidate.memberPool };
     }
     return undefined;
   }
 
-  async #forward(clusterId: string, method: string, path: string, body?: unknown, signal?: AbortSignal, generatedRef = false): Promise<Answer> {
+  async #forward(
+    clusterId: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    generatedRef = false,
+  ): Promise<Answer> {
     const token = this.#o.federationToken?.();
-    if (token === undefined) throw new ClaimFailure('Unavailable', 'no federation token (--federation-token-file): cannot reach other clusters', { retryAfterSeconds: 1 });
+    if (token === undefined)
+      throw new ClaimFailure(
+        'Unavailable',
+        'no federation token (--federation-token-file): cannot reach other clusters',
+        { retryAfterSeconds: 1 },
+      );
     const base = await this.#o.claimsUrlOf?.(clusterId);
-    if (base === undefined) throw new ClaimFailure('Unavailable', `cluster ${clusterId} advertises no claim API (or the federation hub is not reachable)`, { retryAfterSeconds: 1 });
+    if (base === undefined)
+      throw new ClaimFailure(
+        'Unavailable',
+        `cluster ${clusterId} advertises no claim API (or the federation hub is not reachable)`,
+        { retryAfterSeconds: 1 },
+      );
     const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
     const res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
       method,
@@ -285,6 +388,7 @@ function grantOf(body: ClaimBody, cluster: string): ClaimGrant & { token: string
 
 function failureOf(answer: Answer, what: string): ClaimFailure {
   const error = claimErrorBodySchema.safeParse(answer.body);
-  if (error.success) return new ClaimFailure(error.data.reason, `${what}: ${error.data.error}`, { retryAfterSeconds: 1 });
+  if (error.success)
+    return new ClaimFailure(error.data.reason, `${what}: ${error.data.error}`, { retryAfterSeconds: 1 });
   return new ClaimFailure('Unavailable', `${what}: HTTP ${answer.status}`, { retryAfterSeconds: 1 });
 }

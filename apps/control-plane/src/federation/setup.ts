@@ -25,18 +25,28 @@ export interface FederationSetup {
   readonly multiCluster: boolean;
 }
 
-export function createFederation(settings: FederationSettings, deps: {
-  promRegistry: PromRegistry;
-  logger: Logger;
-  /** The claim API's bound URL, once it listens. */
-  claimsUrl: () => string | undefined;
-}): FederationSetup {
+export function createFederation(
+  settings: FederationSettings,
+  deps: {
+    promRegistry: PromRegistry;
+    logger: Logger;
+    /** The claim API's bound URL, once it listens. */
+    claimsUrl: () => string | undefined;
+  },
+): FederationSetup {
   const multiCluster = settings.clusterId !== undefined && settings.hub !== undefined;
   const federation = new Federation({
     clusterId: settings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
     ...(settings.intervalMs !== undefined ? { intervalMs: settings.intervalMs } : {}),
     ...(settings.ttlMs !== undefined ? { ttlMs: settings.ttlMs } : {}),
-    ...(multiCluster && settings.hub !== undefined ? { hub: { ...settings.hub, claimsAdvertiseUrl: () => advertisedClaimsUrl(settings.hub?.claimsAdvertiseUrl, deps.claimsUrl()) } } : {}),
+    ...(multiCluster && settings.hub !== undefined
+      ? {
+          hub: {
+            ...settings.hub,
+            claimsAdvertiseUrl: () => advertisedClaimsUrl(settings.hub?.claimsAdvertiseUrl, deps.claimsUrl()),
+          },
+        }
+      : {}),
     promRegistry: deps.promRegistry,
     logger: deps.logger,
   });
@@ -48,7 +58,10 @@ export function createFederation(settings: FederationSettings, deps: {
  * API's own URL when it listens on one address (a wildcard one is not an
  * address a peer can use).
  */
-function advertisedClaimsUrl(given: string | (() => string | undefined) | undefined, bound: string | undefined): string | undefined {
+function advertisedClaimsUrl(
+  given: string | (() => string | undefined) | undefined,
+  bound: string | undefined,
+): string | undefined {
   const url = typeof given === 'function' ? given() : given;
   if (url !== undefined) return url;
   if (bound === undefined) return undefined;

@@ -140,7 +140,11 @@ export class FederationWatcher {
     } catch (err) {
       this.#options.metrics?.read('full', false);
       this.#options.registry.prune();
-      this.#health.failed(() => logger.warn('federation hub not reachable: the foreign view ages out until it is back', { err: messageOf(err) }));
+      this.#health.failed(() =>
+        logger.warn('federation hub not reachable: the foreign view ages out until it is back', {
+          err: messageOf(err),
+        }),
+      );
       this.#options.onUpdate?.();
     }
   }
@@ -154,11 +158,14 @@ export class FederationWatcher {
     }
     if (!hint.success) return;
     const cluster = hint.data.clusterId;
-    this.readCluster(cluster).then(() => {
-      this.#options.metrics?.read('hint', true);
-      this.#hintedAt.set(cluster, performance.now());
-      this.#options.onUpdate?.();
-    }, () => this.#options.metrics?.read('hint', false));
+    this.readCluster(cluster).then(
+      () => {
+        this.#options.metrics?.read('hint', true);
+        this.#hintedAt.set(cluster, performance.now());
+        this.#options.onUpdate?.();
+      },
+      () => this.#options.metrics?.read('hint', false),
+    );
   }
 }
 

@@ -79,7 +79,9 @@ export class GenerationSource {
    */
   get highestIssued(): number | undefined {
     if (this.#epoch === undefined) return undefined;
-    return this.#last !== undefined && epochOf(this.#last) === this.#epoch ? this.#last : generationOf(this.#epoch, 0) - 1;
+    return this.#last !== undefined && epochOf(this.#last) === this.#epoch
+      ? this.#last
+      : generationOf(this.#epoch, 0) - 1;
   }
 
   /** Whether next() can hand out a generation now; if not, advance() first. */
@@ -135,7 +137,8 @@ export class GenerationSource {
     // Above this term's own epoch too: a record lost mid-term (the Lease deleted, then re-created by
     // its holder without the annotation) must not hand out generations below those already issued.
     const minimum = Math.max(1, this.#epoch === undefined ? 0 : this.#epoch + 1);
-    if (minimum > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
+    if (minimum > MAX_EPOCH)
+      throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
     const session = this.#session;
     const epoch = await this.#store.advance(minimum, signal, this.#floor > 0 ? this.#floor : undefined);
     if (session !== this.#session) throw new Error('leadership ended while taking a generation epoch');
@@ -155,7 +158,9 @@ export class GenerationSource {
  * a recorded one.
  */
 export function majorityApplied(applied: ReadonlyArray<number | undefined>): number | undefined {
-  const known = applied.filter((g): g is number => g !== undefined && Number.isSafeInteger(g) && g >= 0).sort((a, b) => b - a);
+  const known = applied
+    .filter((g): g is number => g !== undefined && Number.isSafeInteger(g) && g >= 0)
+    .sort((a, b) => b - a);
   // With n nodes, the (⌊n/2⌋+1)-th highest is reached or passed by a strict majority of them.
   return known[Math.floor(applied.length / 2)];
 }
@@ -167,8 +172,9 @@ export class MemoryEpochStore implements EpochStore {
 
   /** Epoch 0 is no record. */
   advance(minimum: number, _signal?: AbortSignal, unrecordedFloor?: number): Promise<number> {
-    const epoch = Math.max(this.epoch + 1, minimum, this.epoch === 0 ? unrecordedFloor ?? 0 : 0);
-    if (epoch > MAX_EPOCH) return Promise.reject(new GenerationExhaustedError(`no epoch left above ${this.epoch} (at most ${MAX_EPOCH})`));
+    const epoch = Math.max(this.epoch + 1, minimum, this.epoch === 0 ? (unrecordedFloor ?? 0) : 0);
+    if (epoch > MAX_EPOCH)
+      return Promise.reject(new GenerationExhaustedError(`no epoch left above ${this.epoch} (at most ${MAX_EPOCH})`));
     this.epoch = epoch;
     this.writes++;
     return Promise.resolve(this.epoch);

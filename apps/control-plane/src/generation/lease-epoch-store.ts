@@ -17,7 +17,15 @@
 // `<lease-name>-generation`; it is read (never written) so that an upgrade
 // keeps generations growing.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { isAlreadyExists, isConflict, isNotFound, LeaseType, ResourceClient, retryOnConflict, type Lease } from '@warmpool/kube';
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  LeaseType,
+  ResourceClient,
+  retryOnConflict,
+  type Lease,
+} from '@warmpool/kube';
 import { GenerationExhaustedError, MAX_EPOCH, type EpochStore } from './generation.js';
 
 export const EPOCH_ANNOTATION = 'warmpool.dev/generation-epoch';
@@ -59,11 +67,18 @@ export class LeaseEpochStore implements EpochStore {
       const stored = Math.max(recorded ?? 0, legacy);
       // The nodes' floor only where the Lease holds no epoch (deleted and re-created, or before the first):
       // a recorded one bounds every generation issued, so a forged number cannot move it.
-      const epoch = Math.max(stored + 1, minimum, recorded === undefined ? unrecordedFloor ?? 0 : 0);
+      const epoch = Math.max(stored + 1, minimum, recorded === undefined ? (unrecordedFloor ?? 0) : 0);
       // Thrown out of updateHeld() before anything is written.
-      if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`no epoch left above the stored ${stored} (at most ${MAX_EPOCH})`);
+      if (epoch > MAX_EPOCH)
+        throw new GenerationExhaustedError(`no epoch left above the stored ${stored} (at most ${MAX_EPOCH})`);
       result = epoch;
-      return { ...lease, metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: String(epoch) } } };
+      return {
+        ...lease,
+        metadata: {
+          ...lease.metadata,
+          annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: String(epoch) },
+        },
+      };
     }, signal);
     if (result === undefined) throw new Error('the election Lease was not written');
     return result;
@@ -75,7 +90,13 @@ export class LeaseEpochStore implements EpochStore {
     if (this.#legacy !== undefined) return this.#legacy;
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     try {
-      this.#legacy = epochIn(await this.#leases.get({ namespace: this.#options.namespace, name }, { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) })) ?? 0;
+      this.#legacy =
+        epochIn(
+          await this.#leases.get(
+            { namespace: this.#options.namespace, name },
+            { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) },
+          ),
+        ) ?? 0;
     } catch (err) {
       if (!isNotFound(err)) throw err;
       this.#legacy = 0;
@@ -99,16 +120,25 @@ export class UnelectedLease implements HeldLease {
   }
 
   updateHeld(mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
-    return retryOnConflict(async () => {
-      let current: Lease | undefined;
-      try {
-        current = await this.#leases.get(this.#ref, signal ? { signal } : {});
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      if (current === undefined) return this.#leases.create(mutate({ metadata: { ...this.#ref }, spec: {} }), signal ? { signal } : {});
-      return this.#leases.replace(mutate(current), signal ? { signal } : {});
-    }, { steps: 8, factor: 2, retriable: (err) => isConflict(err) || isAlreadyExists(err), ...(signal ? { signal } : {}) });
+    return retryOnConflict(
+      async () => {
+        let current: Lease | undefined;
+        try {
+          current = await this.#leases.get(this.#ref, signal ? { signal } : {});
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        if (current === undefined)
+          return this.#leases.create(mutate({ metadata: { ...this.#ref }, spec: {} }), signal ? { signal } : {});
+        return this.#leases.replace(mutate(current), signal ? { signal } : {});
+      },
+      {
+        steps: 8,
+        factor: 2,
+        retriable: (err) => isConflict(err) || isAlreadyExists(err),
+        ...(signal ? { signal } : {}),
+      },
+    );
   }
 }
 
@@ -118,6 +148,9 @@ export function epochIn(lease: Lease): number | undefined {
   if (raw === undefined) return undefined;
   const epoch = Number(raw);
   // A hand-edited record that is not a number must not silently restart at 0 below what nodes applied.
-  if (raw.trim() === '' || !Number.isSafeInteger(epoch) || epoch < 0) throw new Error(`Lease ${lease.metadata.namespace}/${lease.metadata.name}: annotation ${EPOCH_ANNOTATION}=${JSON.stringify(raw)} is not a non-negative integer`);
+  if (raw.trim() === '' || !Number.isSafeInteger(epoch) || epoch < 0)
+    throw new Error(
+      `Lease ${lease.metadata.namespace}/${lease.metadata.name}: annotation ${EPOCH_ANNOTATION}=${JSON.stringify(raw)} is not a non-negative integer`,
+    );
   return epoch;
 }

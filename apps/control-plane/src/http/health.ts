@@ -50,15 +50,19 @@ export function replicaHealth(options: ReplicaHealthOptions): ReplicaHealth {
   return {
     notReadyReasons: () => {
       const reasons: string[] = [];
-      if (token() === undefined) reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
-      for (const informer of informers) if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
+      if (token() === undefined)
+        reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
+      for (const informer of informers)
+        if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
       reasons.push(...driver.notReadyReasons());
       return reasons;
     },
     notLiveReasons: () => {
       const stalled = driver.stalledMs(clock.now());
       if (stalled === undefined || stalled <= stallTimeoutMs) return [];
-      return [`leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`];
+      return [
+        `leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`,
+      ];
     },
   };
 }
@@ -80,7 +84,9 @@ export function createHealthApp(options: HealthAppOptions): Hono {
   if (claimsNotReady !== undefined) {
     app.get('/readyz/claims', (c) => {
       const reasons = claimsNotReady();
-      return reasons.length === 0 ? c.json({ ready: true }) : c.json({ ready: false, error: 'claims not ready', reason: 'NotReady', reasons }, 503);
+      return reasons.length === 0
+        ? c.json({ ready: true })
+        : c.json({ ready: false, error: 'claims not ready', reason: 'NotReady', reasons }, 503);
     });
   }
   const metrics = options.metrics;

@@ -65,7 +65,10 @@ export class Campaign {
   /** Campaigns now if the token is there, and follows the token from then on. */
   start(): void {
     if (this.#o.token() !== undefined) this.#campaign();
-    else this.#o.logger.error('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready');
+    else
+      this.#o.logger.error(
+        'no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready',
+      );
     this.#tokenWatch = setInterval(() => this.#followToken(), 1_000);
     this.#tokenWatch.unref();
   }

@@ -60,7 +60,13 @@ export class AgentClaims {
   }
 
   async claim(address: string, key: PoolKey, ttlSeconds: number, claimRef: string): Promise<ClaimAnswer> {
-    const body = JSON.stringify({ template: key.template, net: key.net, size: key.size, ttl_seconds: ttlSeconds, claim_ref: claimRef });
+    const body = JSON.stringify({
+      template: key.template,
+      net: key.net,
+      size: key.size,
+      ttl_seconds: ttlSeconds,
+      claim_ref: claimRef,
+    });
     let answer: { status: number; text: string };
     try {
       answer = await this.#call(address, 'POST', '/v1/claim', body);
@@ -71,7 +77,10 @@ export class AgentClaims {
       const parsed = claimResponseSchema.safeParse(safeJson(answer.text));
       if (parsed.success) return { ok: true, claim: parsed.data };
       // Served, but we cannot read what: ask the node by claim_ref, as after a timeout.
-      return { ok: false, refusal: { kind: 'unreachable', message: `unreadable claim answer: ${answer.text.slice(0, 200)}` } };
+      return {
+        ok: false,
+        refusal: { kind: 'unreachable', message: `unreadable claim answer: ${answer.text.slice(0, 200)}` },
+      };
     }
     const message = errorOf(answer.text) ?? `HTTP ${answer.status}`;
     return { ok: false, refusal: { kind: answer.status === 429 ? 'full' : 'refused', status: answer.status, message } };
@@ -80,14 +89,16 @@ export class AgentClaims {
   /** The live claims recorded under exactly this claim_ref (never tokens). */
   async findByClaimRef(address: string, claimRef: string): Promise<SandboxRow[]> {
     const answer = await this.#call(address, 'GET', `/v1/sandboxes?claim_ref=${encodeURIComponent(claimRef)}`);
-    if (answer.status !== 200) throw new AgentCallFailed(`GET /v1/sandboxes?claim_ref on ${address}: HTTP ${answer.status}`, answer.status);
+    if (answer.status !== 200)
+      throw new AgentCallFailed(`GET /v1/sandboxes?claim_ref on ${address}: HTTP ${answer.status}`, answer.status);
     return sandboxListSchema.parse(JSON.parse(answer.text)).sandboxes;
   }
 
   /** Every live claim on the node (never tokens). */
   async list(address: string): Promise<SandboxRow[]> {
     const answer = await this.#call(address, 'GET', '/v1/sandboxes');
-    if (answer.status !== 200) throw new AgentCallFailed(`GET /v1/sandboxes on ${address}: HTTP ${answer.status}`, answer.status);
+    if (answer.status !== 200)
+      throw new AgentCallFailed(`GET /v1/sandboxes on ${address}: HTTP ${answer.status}`, answer.status);
     return sandboxListSchema.parse(JSON.parse(answer.text)).sandboxes;
   }
 
@@ -95,15 +106,25 @@ export class AgentClaims {
   async get(address: string, id: string): Promise<SandboxRow | undefined> {
     const answer = await this.#call(address, 'GET', `/v1/sandboxes/${encodeURIComponent(id)}`);
     if (answer.status === 404) return undefined;
-    if (answer.status !== 200) throw new AgentCallFailed(`GET /v1/sandboxes/${id} on ${address}: HTTP ${answer.status}`, answer.status);
+    if (answer.status !== 200)
+      throw new AgentCallFailed(`GET /v1/sandboxes/${id} on ${address}: HTTP ${answer.status}`, answer.status);
     return sandboxRowSchema.parse(JSON.parse(answer.text));
   }
 
   /** Renews with the root token; undefined when the node does not know the sandbox (any more). */
   async renew(address: string, id: string, ttlSeconds: number): Promise<{ deadline: string } | undefined> {
-    const answer = await this.#call(address, 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/renew`, JSON.stringify({ ttl_seconds: ttlSeconds }));
+    const answer = await this.#call(
+      address,
+      'POST',
+      `/v1/sandboxes/${encodeURIComponent(id)}/renew`,
+      JSON.stringify({ ttl_seconds: ttlSeconds }),
+    );
     if (answer.status === 404) return undefined;
-    if (answer.status !== 200) throw new AgentCallFailed(`renew ${id} on ${address}: HTTP ${answer.status}: ${errorOf(answer.text) ?? ''}`, answer.status);
+    if (answer.status !== 200)
+      throw new AgentCallFailed(
+        `renew ${id} on ${address}: HTTP ${answer.status}: ${errorOf(answer.text) ?? ''}`,
+        answer.status,
+      );
     return renewResponseSchema.parse(JSON.parse(answer.text));
   }
 
@@ -112,7 +133,10 @@ export class AgentClaims {
     const answer = await this.#call(address, 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/release`);
     if (answer.status === 204 || answer.status === 200) return true;
     if (answer.status === 404) return false;
-    throw new AgentCallFailed(`release ${id} on ${address}: HTTP ${answer.status}: ${errorOf(answer.text) ?? ''}`, answer.status);
+    throw new AgentCallFailed(
+      `release ${id} on ${address}: HTTP ${answer.status}: ${errorOf(answer.text) ?? ''}`,
+      answer.status,
+    );
   }
 
   async close(): Promise<void> {
@@ -122,10 +146,16 @@ export class AgentClaims {
     await Promise.allSettled(pools.map((pool) => pool.close()));
   }
 
-  async #call(address: string, method: 'GET' | 'POST', path: string, body?: string): Promise<{ status: number; text: string }> {
+  async #call(
+    address: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string,
+  ): Promise<{ status: number; text: string }> {
     if (this.#closed) throw new AgentCallFailed('closed');
     const token = this.#token();
-    if (token === undefined) throw new AgentCallFailed('no fleet token configured: not calling node agents (fail-closed)');
+    if (token === undefined)
+      throw new AgentCallFailed('no fleet token configured: not calling node agents (fail-closed)');
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const response = await this.#pool(address).request({
@@ -160,7 +190,7 @@ function safeJson(text: string): unknown {
 
 function errorOf(text: string): string | undefined {
   const body = safeJson(text);
-  if (typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string') return (body as { error: string }).error;
+  if (typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string')
+    return (body as { error: string }).error;
   return undefined;
 }
-

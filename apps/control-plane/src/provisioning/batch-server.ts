@@ -16,7 +16,15 @@
 //   claim_ref before any other node is tried; if it still cannot be asked, the
 //   claim fails Timeout and keeps its reservation, so a retry asks that node
 //   first.
-import type { BatchClaim, BatchJob, BatchProgress, ClaimFailureReason, ClaimOutcome, ClaimRecord, TriedNode } from '@warmpool/api';
+import type {
+  BatchClaim,
+  BatchJob,
+  BatchProgress,
+  ClaimFailureReason,
+  ClaimOutcome,
+  ClaimRecord,
+  TriedNode,
+} from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import type { AgentClaims, Refusal } from './agent-claims.js';
 import type { ClaimIndex, Reservation } from './claim-index.js';
@@ -100,7 +108,14 @@ export class BatchServer {
     for (const claim of claims) {
       if (unique.has(claim.claimRef)) continue;
       unique.set(claim.claimRef, {
-        claim, nodeRef: `${namespace}/${claim.claimRef}`, tried: [], asked: 0, outcome: undefined, emit, lastRefusal: undefined, keepReservation: false,
+        claim,
+        nodeRef: `${namespace}/${claim.claimRef}`,
+        tried: [],
+        asked: 0,
+        outcome: undefined,
+        emit,
+        lastRefusal: undefined,
+        keepReservation: false,
       });
     }
     const works = [...unique.values()];
@@ -114,7 +129,12 @@ export class BatchServer {
       if (recorded.length > 0) return { tried: [...recorded], ask: undefined };
       const choice = round.choose();
       if (choice === undefined) return { tried: [], ask: undefined };
-      const ask: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+      const ask: TriedNode = {
+        node: choice.node.name,
+        address: choice.node.address,
+        tier: choice.tier,
+        at: Date.now(),
+      };
       return { tried: [ask], ask };
     });
     const progress: BatchProgress = { tried: { ...(job.progress?.tried ?? {}) } };
@@ -123,7 +143,13 @@ export class BatchServer {
       if (tried.length > 0) progress.tried[work.claim.claimRef] = tried;
     });
     const [states] = await Promise.all([
-      this.#o.index.reserve(namespace, works.map((w) => w.claim.claimRef), job.id, ttlMs, plans.map((p) => p.tried)),
+      this.#o.index.reserve(
+        namespace,
+        works.map((w) => w.claim.claimRef),
+        job.id,
+        ttlMs,
+        plans.map((p) => p.tried),
+      ),
       job.updateProgress(progress),
     ]);
     const checks: Array<Promise<void>> = [];
@@ -150,9 +176,11 @@ export class BatchServer {
           if (work.tried.length > 0) checks.push(this.#askTried(job.data, work, work.tried));
           return;
         case 'busy':
-          checks.push(this.#waitForOther(job, work, state.reservation, ttlMs).then(async (takenOver) => {
-            if (takenOver && work.tried.length > 0) await this.#askTried(job.data, work, work.tried);
-          }));
+          checks.push(
+            this.#waitForOther(job, work, state.reservation, ttlMs).then(async (takenOver) => {
+              if (takenOver && work.tried.length > 0) await this.#askTried(job.data, work, work.tried);
+            }),
+          );
           return;
       }
     });
@@ -169,7 +197,11 @@ export class BatchServer {
     }
 
     const failed = works.filter((w) => w.outcome?.ok === false);
-    await this.#o.index.dropReservations(namespace, failed.filter((w) => !w.keepReservation).map((w) => w.claim.claimRef), job.id);
+    await this.#o.index.dropReservations(
+      namespace,
+      failed.filter((w) => !w.keepReservation).map((w) => w.claim.claimRef),
+      job.id,
+    );
     for (const work of failed) work.emit(work.outcome as ClaimOutcome);
     return claims.map((claim) => (unique.get(claim.claimRef) as Work).outcome as ClaimOutcome);
   }
@@ -183,13 +215,21 @@ export class BatchServer {
         this.#failFromRefusal(work);
         continue;
       }
-      const tried: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+      const tried: TriedNode = {
+        node: choice.node.name,
+        address: choice.node.address,
+        tier: choice.tier,
+        at: Date.now(),
+      };
       work.tried.push(tried);
       work.asked++;
       asks.push({ work, tried });
     }
     if (asks.length === 0) return;
-    await this.#writeAhead(job, asks.map((a) => a.work));
+    await this.#writeAhead(
+      job,
+      asks.map((a) => a.work),
+    );
     await Promise.all(asks.map(({ work, tried }) => this.#claimOn(job.data, work, tried, round)));
   }
 
@@ -227,19 +267,36 @@ export class BatchServer {
           [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
         }
         for (const row of extra) {
-          this.#o.logger.error('a node holds one claim_ref twice: releasing the extra sandbox', { node: tried.node, claimRef: work.nodeRef, id: row.id });
+          this.#o.logger.error('a node holds one claim_ref twice: releasing the extra sandbox', {
+            node: tried.node,
+            claimRef: work.nodeRef,
+            id: row.id,
+          });
           await this.#o.agents.release(tried.address, row.id);
         }
         if (first === undefined) continue;
         const full = await this.#o.agents.get(tried.address, first.id);
         if (full?.token === undefined) continue;
         this.#o.metrics.adopted();
-        const answer = { id: full.id, token: full.token, deadline: full.deadline, owner_addr: this.#ownerAddrs.get(tried.node) ?? '' };
+        const answer = {
+          id: full.id,
+          token: full.token,
+          deadline: full.deadline,
+          owner_addr: this.#ownerAddrs.get(tried.node) ?? '',
+        };
         served = grantOf(data, work.claim, tried, answer);
       } catch (err) {
-        this.#o.logger.warn('cannot ask a node whether it holds a claim: failing it Timeout, its reservation kept', { node: tried.node, claimRef: work.nodeRef, err });
+        this.#o.logger.warn('cannot ask a node whether it holds a claim: failing it Timeout, its reservation kept', {
+          node: tried.node,
+          claimRef: work.nodeRef,
+          err,
+        });
         work.keepReservation = true;
-        this.#fail(work, 'Timeout', `node ${tried.node} did not answer and may hold the claim; retry with the same claimRef`);
+        this.#fail(
+          work,
+          'Timeout',
+          `node ${tried.node} did not answer and may hold the claim; retry with the same claimRef`,
+        );
         return;
       }
       if (served !== undefined) {
@@ -264,7 +321,10 @@ export class BatchServer {
       }
       if (this.#now() - checkedAt >= ALIVE_CHECK_MS) {
         checkedAt = this.#now();
-        if (!(await this.#o.jobAlive(current.job)) && (await this.#o.index.takeOver(namespace, ref, current, job.id, ttlMs))) {
+        if (
+          !(await this.#o.jobAlive(current.job)) &&
+          (await this.#o.index.takeOver(namespace, ref, current, job.id, ttlMs))
+        ) {
           work.tried = [...current.tried];
           return true;
         }
@@ -294,7 +354,12 @@ export class BatchServer {
     const progress: BatchProgress = { tried: { ...(job.progress?.tried ?? {}) } };
     for (const work of works) progress.tried[work.claim.claimRef] = work.tried;
     await Promise.all([
-      this.#o.index.noteTried(job.data.namespace, works.map((w) => ({ claimRef: w.claim.claimRef, tried: w.tried })), job.id, reservationTtlMs(works)),
+      this.#o.index.noteTried(
+        job.data.namespace,
+        works.map((w) => ({ claimRef: w.claim.claimRef, tried: w.tried })),
+        job.id,
+        reservationTtlMs(works),
+      ),
       job.updateProgress(progress),
     ]);
   }
@@ -318,15 +383,23 @@ export class BatchServer {
 
   #failFromRefusal(work: Work): void {
     const refusal = work.lastRefusal;
-    if (refusal === undefined) this.#fail(work, 'NoCapacity', 'no node has a warm sandbox of the pool or room to boot one', 1);
+    if (refusal === undefined)
+      this.#fail(work, 'NoCapacity', 'no node has a warm sandbox of the pool or room to boot one', 1);
     else if (refusal.kind === 'full') this.#fail(work, 'NoCapacity', `every node asked is full: ${refusal.message}`, 1);
-    else if (refusal.kind === 'refused') this.#fail(work, 'NodeRefused', `the node refused the claim: HTTP ${refusal.status}: ${refusal.message}`);
+    else if (refusal.kind === 'refused')
+      this.#fail(work, 'NodeRefused', `the node refused the claim: HTTP ${refusal.status}: ${refusal.message}`);
     else this.#fail(work, 'Timeout', `no node answered in time: ${refusal.message}`);
   }
 
   #fail(work: Work, reason: ClaimFailureReason, message: string, retryAfterSeconds?: number): void {
     if (work.outcome !== undefined) return;
-    work.outcome = { ok: false, claimRef: work.claim.claimRef, reason, message, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
+    work.outcome = {
+      ok: false,
+      claimRef: work.claim.claimRef,
+      reason,
+      message,
+      ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
+    };
   }
 }
 
@@ -342,7 +415,12 @@ function union(a: readonly TriedNode[], b: readonly TriedNode[]): TriedNode[] {
   return out;
 }
 
-function grantOf(data: BatchJob, claim: BatchClaim, tried: TriedNode, answer: { id: string; token: string; deadline: string; owner_addr: string }): ClaimRecord {
+function grantOf(
+  data: BatchJob,
+  claim: BatchClaim,
+  tried: TriedNode,
+  answer: { id: string; token: string; deadline: string; owner_addr: string },
+): ClaimRecord {
   return {
     id: answer.id,
     token: answer.token,

@@ -22,7 +22,6 @@ export const DEFAULT_INDEX_PREFIX = 'warmpool:claims:';
 /** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
 export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
 
-
 const reservationSchema = z.object({ job: z.string(), tried: z.array(triedNodeSchema) });
 export type Reservation = z.output<typeof reservationSchema>;
 
@@ -133,10 +132,22 @@ export class ClaimIndex {
    * is about to be sent to (`tried[i]`, written ahead), in one round trip;
    * answers what was there for the others, which stay as they were.
    */
-  async reserve(namespace: string, claimRefs: readonly string[], job: string, ttlMs: number, tried: ReadonlyArray<readonly TriedNode[]> = []): Promise<ReserveResult[]> {
+  async reserve(
+    namespace: string,
+    claimRefs: readonly string[],
+    job: string,
+    ttlMs: number,
+    tried: ReadonlyArray<readonly TriedNode[]> = [],
+  ): Promise<ReserveResult[]> {
     const keys = claimRefs.map((ref) => this.refKey(namespace, ref));
     const nodes = claimRefs.map((_, i) => JSON.stringify(tried[i] ?? []));
-    const found = await this.#redis.warmpoolClaimReserve(keys.length, ...keys, job, String(Math.max(1, Math.ceil(ttlMs))), ...nodes);
+    const found = await this.#redis.warmpoolClaimReserve(
+      keys.length,
+      ...keys,
+      job,
+      String(Math.max(1, Math.ceil(ttlMs))),
+      ...nodes,
+    );
     return found.map((value): ReserveResult => {
       if (value === '') return { state: 'new' };
       const parsed = parseValue(value);
@@ -155,42 +166,78 @@ export class ClaimIndex {
   /** Takes another job's reservation over (that job is gone), keeping the nodes it tried. */
   async takeOver(namespace: string, claimRef: string, from: Reservation, job: string, ttlMs: number): Promise<boolean> {
     const next: Reservation = { job, tried: from.tried };
-    const done = await this.#redis.warmpoolClaimUpdateIfReserved(1, this.refKey(namespace, claimRef), from.job, JSON.stringify(next), String(Math.max(1, Math.ceil(ttlMs))));
+    const done = await this.#redis.warmpoolClaimUpdateIfReserved(
+      1,
+      this.refKey(namespace, claimRef),
+      from.job,
+      JSON.stringify(next),
+      String(Math.max(1, Math.ceil(ttlMs))),
+    );
     return done === 1;
   }
 
   /** Records, before asking them, the nodes `job` asks. */
-  async noteTried(namespace: string, entries: ReadonlyArray<{ claimRef: string; tried: readonly TriedNode[] }>, job: string, ttlMs: number): Promise<void> {
+  async noteTried(
+    namespace: string,
+    entries: ReadonlyArray<{ claimRef: string; tried: readonly TriedNode[] }>,
+    job: string,
+    ttlMs: number,
+  ): Promise<void> {
     const ttl = String(Math.max(1, Math.ceil(ttlMs)));
-    await Promise.all(entries.map(({ claimRef, tried }) => this.#redis.warmpoolClaimUpdateIfReserved(1, this.refKey(namespace, claimRef), job, JSON.stringify({ job, tried }), ttl)));
+    await Promise.all(
+      entries.map(({ claimRef, tried }) =>
+        this.#redis.warmpoolClaimUpdateIfReserved(
+          1,
+          this.refKey(namespace, claimRef),
+          job,
+          JSON.stringify({ job, tried }),
+          ttl,
+        ),
+      ),
+    );
   }
 
   /** Records served claims (replacing their reservations); the keys expire at each sandbox's deadline. */
   async record(records: readonly ClaimRecord[]): Promise<void> {
-    await Promise.all(records.flatMap((record) => {
-      const expiresAt = this.#expiresAt(record.deadline);
-      const { token: _token, ...shown } = record;
-      return [
-        this.#redis.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt),
-        this.#redis.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt),
-        // After the record on the same connection: whoever reads the event finds the record.
-        this.#appendEvent({ op: 'claimed', record: shown }),
-      ];
-    }));
+    await Promise.all(
+      records.flatMap((record) => {
+        const expiresAt = this.#expiresAt(record.deadline);
+        const { token: _token, ...shown } = record;
+        return [
+          this.#redis.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt),
+          this.#redis.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt),
+          // After the record on the same connection: whoever reads the event finds the record.
+          this.#appendEvent({ op: 'claimed', record: shown }),
+        ];
+      }),
+    );
   }
 
   #appendEvent(event: ClaimEvent): Promise<unknown> {
-    return this.#redis.xadd(this.eventsKey, 'MINID', '~', String(Math.max(0, this.#now() - this.#eventsWindowMs)), '*', 'e', JSON.stringify(event));
+    return this.#redis.xadd(
+      this.eventsKey,
+      'MINID',
+      '~',
+      String(Math.max(0, this.#now() - this.#eventsWindowMs)),
+      '*',
+      'e',
+      JSON.stringify(event),
+    );
   }
 
   /** Drops reservations of `job` for claims that failed (nothing is claimed for them anywhere). */
   async dropReservations(namespace: string, claimRefs: readonly string[], job: string): Promise<void> {
-    await Promise.all(claimRefs.map((ref) => this.#redis.warmpoolClaimDropIfReserved(1, this.refKey(namespace, ref), job)));
+    await Promise.all(
+      claimRefs.map((ref) => this.#redis.warmpoolClaimDropIfReserved(1, this.refKey(namespace, ref), job)),
+    );
   }
 
   /** The served claim by sandbox id or by claimRef. */
   async lookup(namespace: string, idOrClaimRef: string): Promise<ClaimRecord | undefined> {
-    const [byRef, refOfId] = await this.#redis.mget(this.refKey(namespace, idOrClaimRef), this.idKey(namespace, idOrClaimRef));
+    const [byRef, refOfId] = await this.#redis.mget(
+      this.refKey(namespace, idOrClaimRef),
+      this.idKey(namespace, idOrClaimRef),
+    );
     const direct = byRef === null || byRef === undefined ? undefined : parseValue(byRef);
     if (direct !== undefined && 'id' in direct) return direct;
     if (refOfId === null || refOfId === undefined) return undefined;
@@ -207,7 +254,12 @@ export class ClaimIndex {
   /** Forgets a released (or vanished) claim. */
   async drop(record: ClaimRecord): Promise<void> {
     await Promise.all([
-      this.#redis.warmpoolClaimDropRecord(2, this.refKey(record.namespace, record.claimRef), this.idKey(record.namespace, record.id), record.id),
+      this.#redis.warmpoolClaimDropRecord(
+        2,
+        this.refKey(record.namespace, record.claimRef),
+        this.idKey(record.namespace, record.id),
+        record.id,
+      ),
       this.#appendEvent({ op: 'released', namespace: record.namespace, claimRef: record.claimRef, id: record.id }),
     ]);
   }
@@ -231,4 +283,3 @@ function parseValue(value: string): ClaimRecord | Reservation | undefined {
   const reservation = reservationSchema.safeParse(json);
   return reservation.success ? reservation.data : undefined;
 }
-

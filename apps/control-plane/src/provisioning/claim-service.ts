@@ -66,7 +66,11 @@ export class ClaimFailure extends Error {
   /** For NoCapacity / Unavailable: when trying again makes sense. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(reason: ClaimFailureReason, message: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+  constructor(
+    reason: ClaimFailureReason,
+    message: string,
+    options: { retryAfterSeconds?: number; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.reason = reason;
     this.retryAfterSeconds = options.retryAfterSeconds;

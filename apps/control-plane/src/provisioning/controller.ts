@@ -37,7 +37,13 @@ export class ProvisionerController {
       existing.key = key;
       return existing;
     }
-    const provisioner = new Provisioner({ namespace, name, key, dispatch: this.#o.dispatch, ...(this.#o.batcher !== undefined ? { batcher: this.#o.batcher } : {}) });
+    const provisioner = new Provisioner({
+      namespace,
+      name,
+      key,
+      dispatch: this.#o.dispatch,
+      ...(this.#o.batcher !== undefined ? { batcher: this.#o.batcher } : {}),
+    });
     this.#provisioners.set(id, provisioner);
     this.#o.logger.info('provisioner started', { pool: id, key });
     return provisioner;
@@ -57,7 +63,9 @@ export class ProvisionerController {
 
   /** Every Provisioner, by namespace then name. */
   list(): Provisioner[] {
-    return [...this.#provisioners.values()].sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name));
+    return [...this.#provisioners.values()].sort(
+      (a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name),
+    );
   }
 
   get(namespace: string, name: string): Provisioner | undefined {
@@ -78,26 +86,39 @@ export class ProvisionerController {
       this.apply(namespace, name, key);
     }
     for (const provisioner of this.list()) {
-      if (!wanted.has(`${provisioner.namespace}/${provisioner.name}`)) this.delete(provisioner.namespace, provisioner.name);
+      if (!wanted.has(`${provisioner.namespace}/${provisioner.name}`))
+        this.delete(provisioner.namespace, provisioner.name);
     }
   }
 
   /** Why a claim of this pool has no Provisioner: PoolNotFound or NotDriven. */
   refusal(namespace: string, name: string): ClaimFailure {
     const pool = this.#o.pools.get(namespace, name);
-    if (pool === undefined || pool.metadata?.deletionTimestamp !== undefined) return new ClaimFailure('PoolNotFound', `SandboxWarmPool ${namespace}/${name} not found`);
+    if (pool === undefined || pool.metadata?.deletionTimestamp !== undefined)
+      return new ClaimFailure('PoolNotFound', `SandboxWarmPool ${namespace}/${name} not found`);
     const templateName = pool.spec?.sandboxTemplateRef?.name ?? '';
     const template = this.#o.templates.get(namespace, templateName);
-    if (template === undefined) return new ClaimFailure('NotDriven', `SandboxWarmPool ${namespace}/${name}: its SandboxTemplate ${templateName} does not exist`);
-    if (!isDriven(template)) return new ClaimFailure('NotDriven', `SandboxWarmPool ${namespace}/${name} is not driven by warmpool: its SandboxTemplate ${templateName} is not annotated warmpool.dev/driver: sandboxd`);
+    if (template === undefined)
+      return new ClaimFailure(
+        'NotDriven',
+        `SandboxWarmPool ${namespace}/${name}: its SandboxTemplate ${templateName} does not exist`,
+      );
+    if (!isDriven(template))
+      return new ClaimFailure(
+        'NotDriven',
+        `SandboxWarmPool ${namespace}/${name} is not driven by warmpool: its SandboxTemplate ${templateName} is not annotated warmpool.dev/driver: sandboxd`,
+      );
     try {
       poolKeyOf(template);
     } catch (err) {
-      if (err instanceof TemplateKeyError) return new ClaimFailure('NotDriven', `SandboxWarmPool ${namespace}/${name} cannot be driven: ${err.message}`);
+      if (err instanceof TemplateKeyError)
+        return new ClaimFailure('NotDriven', `SandboxWarmPool ${namespace}/${name} cannot be driven: ${err.message}`);
       throw err;
     }
     // Driven, but the caches only just showed it: the next sync creates its Provisioner.
-    return new ClaimFailure('Unavailable', `SandboxWarmPool ${namespace}/${name} is being set up; retry shortly`, { retryAfterSeconds: 1 });
+    return new ClaimFailure('Unavailable', `SandboxWarmPool ${namespace}/${name} is being set up; retry shortly`, {
+      retryAfterSeconds: 1,
+    });
   }
 
   /** Stops every Provisioner and waits until every enqueued claim has its answer. */

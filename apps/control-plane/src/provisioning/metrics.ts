@@ -30,13 +30,45 @@ export class ProvisioningMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
-    this.#claims = new Counter({ name: `${PREFIX}claims_total`, help: 'Claims answered, by path, result (served / failed) and failure reason ("" when served)', labelNames: ['path', 'result', 'reason'], registers });
-    this.#batchSize = new Histogram({ name: `${PREFIX}claim_batch_size`, help: 'Claims per batch (one BullMQ job each)', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2000], registers });
-    this.#batchWindow = new Histogram({ name: `${PREFIX}claim_batch_window_seconds`, help: 'How long each batch window stayed open', buckets: [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1], registers });
-    this.#nodeClaims = new Counter({ name: `${PREFIX}node_claims_total`, help: 'POST /v1/claim calls to node agents by the batch workers, by outcome', labelNames: ['outcome'], registers });
-    this.#adopted = new Counter({ name: `${PREFIX}claims_adopted_total`, help: 'Claims a retried or stalled job found already served on a node it had asked (answered, not claimed twice)', registers });
-    this.#released = new Counter({ name: `${PREFIX}claims_released_unanswered_total`, help: 'Sandboxes released because their caller gave up before the answer and cannot come back for them', registers });
-    this.#stalled = new Counter({ name: `${PREFIX}claim_jobs_stalled_total`, help: 'Batch jobs this replica\'s worker found stalled (their worker died or froze) and took over', registers });
+    this.#claims = new Counter({
+      name: `${PREFIX}claims_total`,
+      help: 'Claims answered, by path, result (served / failed) and failure reason ("" when served)',
+      labelNames: ['path', 'result', 'reason'],
+      registers,
+    });
+    this.#batchSize = new Histogram({
+      name: `${PREFIX}claim_batch_size`,
+      help: 'Claims per batch (one BullMQ job each)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2000],
+      registers,
+    });
+    this.#batchWindow = new Histogram({
+      name: `${PREFIX}claim_batch_window_seconds`,
+      help: 'How long each batch window stayed open',
+      buckets: [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
+      registers,
+    });
+    this.#nodeClaims = new Counter({
+      name: `${PREFIX}node_claims_total`,
+      help: 'POST /v1/claim calls to node agents by the batch workers, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#adopted = new Counter({
+      name: `${PREFIX}claims_adopted_total`,
+      help: 'Claims a retried or stalled job found already served on a node it had asked (answered, not claimed twice)',
+      registers,
+    });
+    this.#released = new Counter({
+      name: `${PREFIX}claims_released_unanswered_total`,
+      help: 'Sandboxes released because their caller gave up before the answer and cannot come back for them',
+      registers,
+    });
+    this.#stalled = new Counter({
+      name: `${PREFIX}claim_jobs_stalled_total`,
+      help: "Batch jobs this replica's worker found stalled (their worker died or froze) and took over",
+      registers,
+    });
     this.#jobs = new Gauge({
       name: `${PREFIX}claim_jobs`,
       help: 'Batch jobs in the shared queue, by state (waiting / active), as this replica read them at scrape time',

@@ -49,14 +49,34 @@ export function nodeSnapshotSource(options: NodeSnapshotSourceOptions): () => No
           nodes.push(snapshot(name, view.address, `agent@${o.at}`, o.pools, o.claimed, status.capacity, o.draining));
           continue;
         }
-        nodes.push(snapshot(name, view.address, `inventory@${status.publishedAt ?? ''}`, status.pools ?? [], status.claimed ?? 0, status.capacity, status.draining === true));
+        nodes.push(
+          snapshot(
+            name,
+            view.address,
+            `inventory@${status.publishedAt ?? ''}`,
+            status.pools ?? [],
+            status.claimed ?? 0,
+            status.capacity,
+            status.draining === true,
+          ),
+        );
         continue;
       }
       const address = inventory.spec?.address ?? '';
       if (address === '' || !Number.isFinite(published) || now - published > options.staleAfterMs) continue;
       check ??= options.addresses();
       if (check(name, address) !== undefined) continue;
-      nodes.push(snapshot(name, address, `inventory@${status.publishedAt ?? ''}`, status.pools ?? [], status.claimed ?? 0, status.capacity, status.draining === true));
+      nodes.push(
+        snapshot(
+          name,
+          address,
+          `inventory@${status.publishedAt ?? ''}`,
+          status.pools ?? [],
+          status.claimed ?? 0,
+          status.capacity,
+          status.draining === true,
+        ),
+      );
     }
     return nodes.filter((node) => node.address !== '');
   };

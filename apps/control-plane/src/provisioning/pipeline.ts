@@ -31,7 +31,13 @@ import type { TokenSource } from '../token.js';
 import { AgentClaims } from './agent-claims.js';
 import { BatchServer } from './batch-server.js';
 import { ClaimIndex } from './claim-index.js';
-import { ClaimFailure, type ClaimCallOptions, type ClaimGrant, type ClaimOrder, type ClaimService } from './claim-service.js';
+import {
+  ClaimFailure,
+  type ClaimCallOptions,
+  type ClaimGrant,
+  type ClaimOrder,
+  type ClaimService,
+} from './claim-service.js';
 import { ProvisionerController } from './controller.js';
 import { PROVISIONING_DEFAULTS, type ProvisioningSettings } from './options.js';
 import { ProvisioningMetrics } from './metrics.js';
@@ -106,24 +112,44 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   // Commands fail at once while Redis is away (claims answer 503), rather than queueing behind a reconnect.
   // Auto-pipelining: the index commands a batch issues in one tick go out in one write.
-  const redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: reconnectDelay, lazyConnect: true, enableAutoPipelining: true });
-  const listener = new Redis(options.redisUrl, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay, lazyConnect: true });
-  for (const [name, connection] of [['commands', redis], ['replies', listener]] as const) {
-    connection.on('error', (err: Error) => logger.debug('redis connection error', { connection: name, err: err.message }));
+  const redis = new Redis(options.redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: reconnectDelay,
+    lazyConnect: true,
+    enableAutoPipelining: true,
+  });
+  const listener = new Redis(options.redisUrl, {
+    maxRetriesPerRequest: null,
+    retryStrategy: reconnectDelay,
+    lazyConnect: true,
+  });
+  for (const [name, connection] of [
+    ['commands', redis],
+    ['replies', listener],
+  ] as const) {
+    connection.on('error', (err: Error) =>
+      logger.debug('redis connection error', { connection: name, err: err.message }),
+    );
   }
   const bullConnection = { url: options.redisUrl, maxRetriesPerRequest: null, retryStrategy: reconnectDelay };
-  const queue = new Queue<BatchJob>(QUEUE_NAME, { connection: { ...bullConnection, enableOfflineQueue: false }, prefix });
+  const queue = new Queue<BatchJob>(QUEUE_NAME, {
+    connection: { ...bullConnection, enableOfflineQueue: false },
+    prefix,
+  });
   queue.on('error', (err: Error) => logger.debug('claim queue connection error', { err: err.message }));
 
   const index = new ClaimIndex(redis, { prefix: keyPrefix });
   const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs });
-  const placement = new Placement(nodeSnapshotSource({
-    inventories: options.inventories.lister,
-    driverViews: options.driverViews,
-    addresses: options.addresses,
-    staleAfterMs: options.staleAfterMs,
-    clock: options.clock,
-  }));
+  const placement = new Placement(
+    nodeSnapshotSource({
+      inventories: options.inventories.lister,
+      driverViews: options.driverViews,
+      addresses: options.addresses,
+      staleAfterMs: options.staleAfterMs,
+      clock: options.clock,
+    }),
+  );
   const jobCounts = async (): Promise<{ waiting: number; active: number }> => {
     const counts = await queue.getJobCounts('waiting', 'active');
     return { waiting: counts.waiting ?? 0, active: counts.active ?? 0 };
@@ -156,16 +182,32 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     await index.drop(grant);
   };
 
-  const addressOf = (node: string): string | undefined => options.inventories.lister.get(node)?.spec?.address || undefined;
+  const addressOf = (node: string): string | undefined =>
+    options.inventories.lister.get(node)?.spec?.address || undefined;
 
   const releaseUnanswered = (grant: ClaimGrant, why: string): void => {
     metrics.releasedUnanswered();
-    release(grant).catch((err: unknown) => logger.warn('could not release a sandbox nobody will claim; the node reaps it at its deadline', { why, id: grant.id, node: grant.node, deadline: grant.deadline, err }));
+    release(grant).catch((err: unknown) =>
+      logger.warn('could not release a sandbox nobody will claim; the node reaps it at its deadline', {
+        why,
+        id: grant.id,
+        node: grant.node,
+        deadline: grant.deadline,
+        err,
+      }),
+    );
   };
 
   const answer = (item: PendingClaim, outcome: ClaimOutcome): void => {
     if (outcome.ok) item.resolve(outcome.grant);
-    else item.reject(new ClaimFailure(outcome.reason, outcome.message, outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}));
+    else
+      item.reject(
+        new ClaimFailure(
+          outcome.reason,
+          outcome.message,
+          outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {},
+        ),
+      );
   };
 
   const onReply = (reply: BatchReply): void => {
@@ -189,7 +231,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     for (const outcome of reply.outcomes) {
       const item = late.items[outcome.index];
       if (item === undefined || late.answered[outcome.index] === true) continue;
-      if (outcome.ok && item.order.claimRefGenerated === true) releaseUnanswered(outcome.grant, 'answered after the caller timed out');
+      if (outcome.ok && item.order.claimRefGenerated === true)
+        releaseUnanswered(outcome.grant, 'answered after the caller timed out');
     }
   };
   const replies = new ReplyChannel({ replica, redis, listener, prefix: keyPrefix, onReply, logger });
@@ -204,7 +247,12 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       warmPool: provisioner.name,
       key: provisioner.key,
       deadline: Date.now() + settings.claimTimeoutMs,
-      claims: items.map(({ order }) => ({ claimRef: order.claimRef, ttlSeconds: order.ttlSeconds, path: order.path, generated: order.claimRefGenerated === true })),
+      claims: items.map(({ order }) => ({
+        claimRef: order.claimRef,
+        ttlSeconds: order.ttlSeconds,
+        path: order.path,
+        generated: order.claimRefGenerated === true,
+      })),
     };
     const answered = items.map(() => false);
     const timer = setTimeout(() => {
@@ -212,17 +260,30 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       abandoned.set(jobId, { items, answered: [...answered] });
       setTimeout(() => abandoned.delete(jobId), settings.claimTimeoutMs * 3).unref();
       items.forEach((item, i) => {
-        if (answered[i] !== true) item.reject(new ClaimFailure('Timeout', `no answer within ${settings.claimTimeoutMs} ms`));
+        if (answered[i] !== true)
+          item.reject(new ClaimFailure('Timeout', `no answer within ${settings.claimTimeoutMs} ms`));
       });
     }, settings.claimTimeoutMs);
     waiting.set(jobId, { items, answered, unanswered: items.length, timer });
     try {
-      await queue.add('batch', data, { jobId, removeOnComplete: true, removeOnFail: { age: 3_600, count: 1_000 }, attempts: 2, backoff: { type: 'fixed', delay: 50 } });
+      await queue.add('batch', data, {
+        jobId,
+        removeOnComplete: true,
+        removeOnFail: { age: 3_600, count: 1_000 },
+        attempts: 2,
+        backoff: { type: 'fixed', delay: 50 },
+      });
     } catch (err) {
       if (!waiting.delete(jobId)) return;
       clearTimeout(timer);
       logger.warn('could not queue a claim batch', { jobId, claims: items.length, err });
-      for (const item of items) item.reject(new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, { retryAfterSeconds: 1, cause: err }));
+      for (const item of items)
+        item.reject(
+          new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, {
+            retryAfterSeconds: 1,
+            cause: err,
+          }),
+        );
     }
   };
 
@@ -244,18 +305,22 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     const progress = batchProgressSchema.safeParse(job.progress);
     const answers = new ReplyBatcher(id, data, (reply) => replies.send(data.replyTo, reply));
     try {
-      await server.serve({
-        id,
-        data,
-        progress: progress.success ? progress.data : undefined,
-        updateProgress: (p) => job.updateProgress(p),
-      }, (outcome) => answers.add(outcome));
+      await server.serve(
+        {
+          id,
+          data,
+          progress: progress.success ? progress.data : undefined,
+          updateProgress: (p) => job.updateProgress(p),
+        },
+        (outcome) => answers.add(outcome),
+      );
     } catch (err) {
       // Another attempt asks the nodes already tried first; the last one answers Unavailable.
       if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw err;
       logger.error('a claim batch failed', { jobId: id, err });
       const message = `the claim batch failed: ${messageOf(err)}`;
-      for (const c of data.claims) answers.add({ ok: false, claimRef: c.claimRef, reason: 'Unavailable', message, retryAfterSeconds: 1 });
+      for (const c of data.claims)
+        answers.add({ ok: false, claimRef: c.claimRef, reason: 'Unavailable', message, retryAfterSeconds: 1 });
     }
     await answers.flushed();
   };
@@ -272,11 +337,22 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const start = async (): Promise<void> => {
     // Checked on the first connection (now, or whenever Redis first answers).
     redis.once('ready', () => {
-      checkEvictionPolicy(redis).then((problem) => {
-        if (problem !== undefined) logger.error(`Redis eviction policy: ${problem}. BullMQ loses jobs when Redis evicts keys; set maxmemory-policy noeviction`, { redis: redactUrl(options.redisUrl) });
-      }, (err: unknown) => logger.warn('could not read Redis\'s maxmemory-policy (it must be noeviction)', { err }));
+      checkEvictionPolicy(redis).then(
+        (problem) => {
+          if (problem !== undefined)
+            logger.error(
+              `Redis eviction policy: ${problem}. BullMQ loses jobs when Redis evicts keys; set maxmemory-policy noeviction`,
+              { redis: redactUrl(options.redisUrl) },
+            );
+        },
+        (err: unknown) => logger.warn("could not read Redis's maxmemory-policy (it must be noeviction)", { err }),
+      );
     });
-    await redis.connect().catch((err: unknown) => logger.error('Redis (--redis-url) is not reachable: claims answer 503 until it is', { err }));
+    await redis
+      .connect()
+      .catch((err: unknown) =>
+        logger.error('Redis (--redis-url) is not reachable: claims answer 503 until it is', { err }),
+      );
     void listener.connect().catch(() => undefined);
     replies.start();
     // A worker places claims from the inventory cache: it takes jobs only once that cache is filled.
@@ -299,9 +375,14 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     worker.on('error', (err: Error) => logger.debug('claim worker connection error', { err: err.message }));
     worker.on('stalled', (jobId) => {
       metrics.stalledJob();
-      logger.warn('a claim batch job stalled (its worker died or froze): serving it here, asking the nodes it tried first', { jobId });
+      logger.warn(
+        'a claim batch job stalled (its worker died or froze): serving it here, asking the nodes it tried first',
+        { jobId },
+      );
     });
-    worker.on('failed', (job, err) => logger.warn('claim batch job failed', { jobId: job?.id, attempts: job?.attemptsMade, err: err.message }));
+    worker.on('failed', (job, err) =>
+      logger.warn('claim batch job failed', { jobId: job?.id, attempts: job?.attemptsMade, err: err.message }),
+    );
   };
 
   const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ClaimGrant> => {
@@ -311,7 +392,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       metrics.served(order.path, grant.tier, (performance.now() - started) / 1000);
       return grant;
     } catch (err) {
-      const failure = err instanceof ClaimFailure ? err : new ClaimFailure('Unavailable', messageOf(err), { cause: err });
+      const failure =
+        err instanceof ClaimFailure ? err : new ClaimFailure('Unavailable', messageOf(err), { cause: err });
       metrics.failed(order.path, failure.reason);
       throw failure;
     }
@@ -319,13 +401,20 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   const claimOnce = (order: ClaimOrder, signal: AbortSignal | undefined): Promise<ClaimGrant> => {
     const reasons = notReadyReasons();
-    if (reasons.length > 0) return Promise.reject(new ClaimFailure('Unavailable', `not ready to claim: ${reasons.join('; ')}`, { retryAfterSeconds: 1 }));
+    if (reasons.length > 0)
+      return Promise.reject(
+        new ClaimFailure('Unavailable', `not ready to claim: ${reasons.join('; ')}`, { retryAfterSeconds: 1 }),
+      );
     const provisioner = controller.get(order.namespace, order.warmPool);
-    if (provisioner === undefined || !provisioner.accepting) return Promise.reject(controller.refusal(order.namespace, order.warmPool));
+    if (provisioner === undefined || !provisioner.accepting)
+      return Promise.reject(controller.refusal(order.namespace, order.warmPool));
     const answer = provisioner.add(order);
     if (signal === undefined) return answer;
     if (signal.aborted) {
-      void answer.then((grant) => order.claimRefGenerated === true && releaseUnanswered(grant, 'the caller gave up'), () => undefined);
+      void answer.then(
+        (grant) => order.claimRefGenerated === true && releaseUnanswered(grant, 'the caller gave up'),
+        () => undefined,
+      );
       return Promise.reject(new ClaimFailure('Timeout', 'the caller gave up'));
     }
     return new Promise<ClaimGrant>((resolve, reject) => {
@@ -335,14 +424,17 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
         reject(new ClaimFailure('Timeout', 'the caller gave up'));
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      answer.then((grant) => {
-        signal.removeEventListener('abort', onAbort);
-        if (!gaveUp) resolve(grant);
-        else if (order.claimRefGenerated === true) releaseUnanswered(grant, 'the caller gave up');
-      }, (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      });
+      answer.then(
+        (grant) => {
+          signal.removeEventListener('abort', onAbort);
+          if (!gaveUp) resolve(grant);
+          else if (order.claimRefGenerated === true) releaseUnanswered(grant, 'the caller gave up');
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      );
     });
   };
 
@@ -350,7 +442,10 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     try {
       return await index.lookup(namespace, idOrClaimRef);
     } catch (err) {
-      throw new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, { retryAfterSeconds: 1, cause: err });
+      throw new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, {
+        retryAfterSeconds: 1,
+        cause: err,
+      });
     }
   };
 
@@ -358,7 +453,12 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     const grant = await lookup(namespace, idOrClaimRef);
     if (grant === undefined) throw new ClaimFailure('ClaimNotFound', `claim ${namespace}/${idOrClaimRef} not found`);
     const address = addressOf(grant.node);
-    if (address === undefined) throw new ClaimFailure('Unavailable', `node ${grant.node} of claim ${namespace}/${idOrClaimRef} has no NodeInventory`, { retryAfterSeconds: 1 });
+    if (address === undefined)
+      throw new ClaimFailure(
+        'Unavailable',
+        `node ${grant.node} of claim ${namespace}/${idOrClaimRef} has no NodeInventory`,
+        { retryAfterSeconds: 1 },
+      );
     let renewed: { deadline: string } | undefined;
     try {
       renewed = await agents.renew(address, grant.id, ttlSeconds);
@@ -369,7 +469,9 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       await index.drop(grant).catch(() => undefined);
       throw new ClaimFailure('ClaimNotFound', `claim ${namespace}/${idOrClaimRef} is gone from node ${grant.node}`);
     }
-    await index.renewed(grant, renewed.deadline).catch((err: unknown) => logger.warn('renewed on the node but not in the index', { id: grant.id, err }));
+    await index
+      .renewed(grant, renewed.deadline)
+      .catch((err: unknown) => logger.warn('renewed on the node but not in the index', { id: grant.id, err }));
     return renewed;
   };
 
@@ -391,23 +493,31 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const listNodeClaims = async (): Promise<{ claims: NodeClaim[]; unreachable: string[] }> => {
     const claims: NodeClaim[] = [];
     const unreachable: string[] = [];
-    await Promise.all(options.inventories.lister.list().map(async (inventory) => {
-      const node = inventory.metadata?.name ?? '';
-      const address = inventory.spec?.address ?? '';
-      if (node === '' || address === '') return;
-      try {
-        for (const row of await agents.list(address)) claims.push({ node, id: row.id, claimRef: row.claim_ref, deadline: row.deadline });
-      } catch (err) {
-        logger.debug('could not list the claims of a node', { node, err });
-        unreachable.push(node);
-      }
-    }));
+    await Promise.all(
+      options.inventories.lister.list().map(async (inventory) => {
+        const node = inventory.metadata?.name ?? '';
+        const address = inventory.spec?.address ?? '';
+        if (node === '' || address === '') return;
+        try {
+          for (const row of await agents.list(address))
+            claims.push({ node, id: row.id, claimRef: row.claim_ref, deadline: row.deadline });
+        } catch (err) {
+          logger.debug('could not list the claims of a node', { node, err });
+          unreachable.push(node);
+        }
+      }),
+    );
     return { claims, unreachable };
   };
 
-  const releaseOnNode = async (node: string, id: string, claim?: { namespace: string; claimRef: string }): Promise<boolean> => {
+  const releaseOnNode = async (
+    node: string,
+    id: string,
+    claim?: { namespace: string; claimRef: string },
+  ): Promise<boolean> => {
     const address = addressOf(node);
-    if (address === undefined) throw new ClaimFailure('Unavailable', `node ${node} has no NodeInventory`, { retryAfterSeconds: 1 });
+    if (address === undefined)
+      throw new ClaimFailure('Unavailable', `node ${node} has no NodeInventory`, { retryAfterSeconds: 1 });
     const released = await agents.release(address, id);
     if (claim !== undefined) {
       const record = await index.lookup(claim.namespace, id);
@@ -493,9 +603,11 @@ class ReplyBatcher {
     const outcomes = this.#pending;
     this.#pending = [];
     // Caught here (a send may fail before flushed() is awaited) and rethrown by flushed().
-    this.#sending.push(this.#send({ jobId: this.#jobId, outcomes }).catch((err: unknown) => {
-      this.#failure ??= err;
-    }));
+    this.#sending.push(
+      this.#send({ jobId: this.#jobId, outcomes }).catch((err: unknown) => {
+        this.#failure ??= err;
+      }),
+    );
   }
 }
 

@@ -53,7 +53,8 @@ export class Placement {
     for (const node of nodes) {
       live.add(node.name);
       const taken = this.#taken.get(node.name);
-      if (taken === undefined || taken.stamp !== node.stamp) this.#taken.set(node.name, { stamp: node.stamp, warm: new Map(), claims: 0 });
+      if (taken === undefined || taken.stamp !== node.stamp)
+        this.#taken.set(node.name, { stamp: node.stamp, warm: new Map(), claims: 0 });
     }
     for (const name of this.#taken.keys()) if (!live.has(name)) this.#taken.delete(name);
     return new PlacementRound(nodes, poolKeyId(key), this.#taken, this.#random);

@@ -72,7 +72,10 @@ export class Provisioner {
    * Rejects ClaimFailure('PoolNotFound') once stop() was called.
    */
   add(order: ClaimOrder): Promise<ClaimGrant> {
-    if (this.#batcher.closed) return Promise.reject(new ClaimFailure('PoolNotFound', `SandboxWarmPool ${this.namespace}/${this.name} is going away`));
+    if (this.#batcher.closed)
+      return Promise.reject(
+        new ClaimFailure('PoolNotFound', `SandboxWarmPool ${this.namespace}/${this.name} is going away`),
+      );
     return new Promise<ClaimGrant>((resolve, reject) => {
       this.#batcher.add({ order, addedAt: performance.now(), resolve, reject });
     });

@@ -6,7 +6,11 @@ import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import type { ProvisionerController } from './controller.js';
 
-export function watchProvisioners(controller: ProvisionerController, pools: Informer<SandboxWarmPool>, templates: Informer<SandboxTemplate>): void {
+export function watchProvisioners(
+  controller: ProvisionerController,
+  pools: Informer<SandboxWarmPool>,
+  templates: Informer<SandboxTemplate>,
+): void {
   let queued = false;
   const sync = (): void => {
     if (queued) return;
@@ -19,7 +23,11 @@ export function watchProvisioners(controller: ProvisionerController, pools: Info
   pools.addEventHandler({
     onAdd: sync,
     onUpdate: (old, next) => {
-      if (old.spec?.sandboxTemplateRef?.name !== next.spec?.sandboxTemplateRef?.name || old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp) sync();
+      if (
+        old.spec?.sandboxTemplateRef?.name !== next.spec?.sandboxTemplateRef?.name ||
+        old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp
+      )
+        sync();
     },
     onDelete: sync,
   });

@@ -16,7 +16,12 @@ export const FAST = {
 
 let instances = 0;
 
-export async function startControlPlane(cluster: TestCluster, dir: string, namespace: string, overrides: Partial<ControlPlaneOptions> & { token: ControlPlaneOptions['token'] }): Promise<ControlPlane> {
+export async function startControlPlane(
+  cluster: TestCluster,
+  dir: string,
+  namespace: string,
+  overrides: Partial<ControlPlaneOptions> & { token: ControlPlaneOptions['token'] },
+): Promise<ControlPlane> {
   const n = ++instances;
   const logFile = join(dir, `control-plane-${n}.log`);
   const controlPlane = createControlPlane({

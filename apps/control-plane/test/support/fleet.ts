@@ -16,7 +16,10 @@ export const CONTROL_PLANE_MAIN = join(APPS, 'control-plane/dist/main.js');
 
 export function requireBuilt(): void {
   for (const file of [NODE_AGENT_MAIN, FAKE_SANDBOXD_MAIN, CONTROL_PLANE_MAIN]) {
-    if (!existsSync(file)) throw new Error(`${file} is missing: run \`npx tsc -b apps/node-agent apps/fake-sandboxd apps/control-plane\` first`);
+    if (!existsSync(file))
+      throw new Error(
+        `${file} is missing: run \`npx tsc -b apps/node-agent apps/fake-sandboxd apps/control-plane\` first`,
+      );
   }
 }
 
@@ -60,17 +63,32 @@ export class FleetNode {
       const sandboxd = new NodeScript({
         name: `${this.name}-sandboxd`,
         script: FAKE_SANDBOXD_MAIN,
-        args: ['--listen', `127.0.0.1:${this.sandboxdPort}`, '--api-token', this.#options.token, '--cold-boot-ms', '20', '--refill-rate', '1000', '--log-level', 'warn', ...(this.#options.sandboxdArgs ?? [])],
+        args: [
+          '--listen',
+          `127.0.0.1:${this.sandboxdPort}`,
+          '--api-token',
+          this.#options.token,
+          '--cold-boot-ms',
+          '20',
+          '--refill-rate',
+          '1000',
+          '--log-level',
+          'warn',
+          ...(this.#options.sandboxdArgs ?? []),
+        ],
         logFile: join(this.#options.dir, `${this.name}-sandboxd-${++this.#runs}.log`),
       });
       this.sandboxd = sandboxd;
       try {
-        await eventually(async () => {
-          if (!sandboxd.running) throw new Error(`fake-sandboxd of ${this.name} exited:\n${sandboxd.log()}`);
-          const res = await fetch(`${this.sandboxdUrl}/healthz`);
-          await res.body?.cancel();
-          return res.ok;
-        }, { timeoutMs: 20_000, what: `fake-sandboxd of ${this.name}` });
+        await eventually(
+          async () => {
+            if (!sandboxd.running) throw new Error(`fake-sandboxd of ${this.name} exited:\n${sandboxd.log()}`);
+            const res = await fetch(`${this.sandboxdUrl}/healthz`);
+            await res.body?.cancel();
+            return res.ok;
+          },
+          { timeoutMs: 20_000, what: `fake-sandboxd of ${this.name}` },
+        );
         return;
       } catch (err) {
         if (attempt >= 5 || !addressInUse(sandboxd.log())) throw err;
@@ -95,12 +113,15 @@ export class FleetNode {
       this.agent = agent;
       this.#agents.push(agent);
       try {
-        await eventually(async () => {
-          if (!agent.running) throw new Error(`agent of ${this.name} exited:\n${agent.log()}`);
-          const res = await fetch(`${this.agentUrl}/readyz`);
-          await res.body?.cancel();
-          return res.status === 200;
-        }, { timeoutMs: 30_000, what: `the agent of ${this.name} to be ready` });
+        await eventually(
+          async () => {
+            if (!agent.running) throw new Error(`agent of ${this.name} exited:\n${agent.log()}`);
+            const res = await fetch(`${this.agentUrl}/readyz`);
+            await res.body?.cancel();
+            return res.status === 200;
+          },
+          { timeoutMs: 30_000, what: `the agent of ${this.name} to be ready` },
+        );
         return;
       } catch (err) {
         if (attempt >= 5 || !addressInUse(agent.log())) throw err;
@@ -112,20 +133,35 @@ export class FleetNode {
   #spawnAgent(): NodeScript {
     const o = this.#options;
     const args = [
-      '--listen', `127.0.0.1:${this.agentPort}`,
-      '--sandboxd-url', this.sandboxdUrl,
-      '--token-file', o.tokenFile,
-      '--node-name', this.name,
-      '--kubeconfig', o.kubeconfigPath,
-      '--publish-interval', o.publishInterval ?? '1s',
-      '--min-publish-gap', '100ms',
-      '--poll-interval', '200ms',
+      '--listen',
+      `127.0.0.1:${this.agentPort}`,
+      '--sandboxd-url',
+      this.sandboxdUrl,
+      '--token-file',
+      o.tokenFile,
+      '--node-name',
+      this.name,
+      '--kubeconfig',
+      o.kubeconfigPath,
+      '--publish-interval',
+      o.publishInterval ?? '1s',
+      '--min-publish-gap',
+      '100ms',
+      '--poll-interval',
+      '200ms',
       // Tests stop agents to see them go: no drain delay before the listener closes.
-      '--drain-delay', '0s',
-      '--log-level', o.agentLogLevel ?? 'warn',
+      '--drain-delay',
+      '0s',
+      '--log-level',
+      o.agentLogLevel ?? 'warn',
       ...(o.capacity !== undefined ? ['--capacity', String(o.capacity)] : []),
     ];
-    return new NodeScript({ name: `${this.name}-agent`, script: NODE_AGENT_MAIN, args, logFile: join(o.dir, `${this.name}-agent-${++this.#runs}.log`) });
+    return new NodeScript({
+      name: `${this.name}-agent`,
+      script: NODE_AGENT_MAIN,
+      args,
+      logFile: join(o.dir, `${this.name}-agent-${++this.#runs}.log`),
+    });
   }
 
   async stopAgent(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -137,7 +173,8 @@ export class FleetNode {
     const applied: Array<{ node: string; generation: number; at: number }> = [];
     for (const proc of this.#agents) {
       for (const line of proc.logLines()) {
-        if (line['msg'] === 'pools set' && typeof line['generation'] === 'number') applied.push({ node: this.name, generation: line['generation'], at: Date.parse(String(line['ts'])) });
+        if (line['msg'] === 'pools set' && typeof line['generation'] === 'number')
+          applied.push({ node: this.name, generation: line['generation'], at: Date.parse(String(line['ts'])) });
       }
     }
     return applied;
@@ -145,7 +182,9 @@ export class FleetNode {
 
   /** What the node's sandboxd says, straight from it (not through the agent). */
   async info(): Promise<NodeInfo> {
-    const res = await fetch(`${this.sandboxdUrl}/v1/info`, { headers: { authorization: `Bearer ${this.#options.token}` } });
+    const res = await fetch(`${this.sandboxdUrl}/v1/info`, {
+      headers: { authorization: `Bearer ${this.#options.token}` },
+    });
     if (!res.ok) throw new Error(`sandboxd of ${this.name} answered ${res.status}`);
     return (await res.json()) as NodeInfo;
   }
@@ -202,7 +241,8 @@ export class Fleet {
 export async function startFleet(options: FleetOptions): Promise<Fleet> {
   requireBuilt();
   const nodes: FleetNode[] = [];
-  for (let i = 0; i < options.count; i++) nodes.push(new FleetNode(options, `node-${i}`, await quietPort(), await quietPort()));
+  for (let i = 0; i < options.count; i++)
+    nodes.push(new FleetNode(options, `node-${i}`, await quietPort(), await quietPort()));
   const fleet = new Fleet(nodes);
   try {
     const kubeConfig = new KubeConfig();

@@ -1,46 +1,187 @@
 // The control plane's internals, for its specs: one entry so that src/index.ts
 // stays the small public surface (the composition root and its config).
-export { createControlPlane, defaultIdentity, COMPONENT, DEFAULT_LEASE_NAME, type ControlPlane, type ControlPlaneOptions } from '../../src/control-plane.js';
-export { FLAGS, SUMMARY, TOKEN_ENV, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from '../../src/config.js';
-export { ControlPlaneMetrics, NODE_STATES, POOL_STATES, type NodeStateLabel, type PoolState } from '../../src/metrics.js';
+export {
+  createControlPlane,
+  defaultIdentity,
+  COMPONENT,
+  DEFAULT_LEASE_NAME,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from '../../src/control-plane.js';
+export {
+  FLAGS,
+  SUMMARY,
+  TOKEN_ENV,
+  validateConfig,
+  type ControlPlaneConfig,
+  type ValidatedConfig,
+} from '../../src/config.js';
+export {
+  ControlPlaneMetrics,
+  NODE_STATES,
+  POOL_STATES,
+  type NodeStateLabel,
+  type PoolState,
+} from '../../src/metrics.js';
 export { kubeTime } from '../../src/clock.js';
 export { rotatingToken, staticToken, type TokenSource } from '../../src/token.js';
 export { HttpPoolSetter, type HttpPoolSetterOptions } from '../../src/agents/http-pool-setter.js';
-export { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError, type AgentNode, type CallOptions, type PoolSetter } from '../../src/agents/pool-setter.js';
 export {
-  COUNTER_BITS, EPOCH_SPAN, MAX_EPOCH, epochOf, generationOf, GenerationExhaustedError, GenerationSource, majorityApplied, MemoryEpochStore, type EpochStore,
+  AgentCallError,
+  NoTokenError,
+  NotLeadingError,
+  StaleGenerationError,
+  type AgentNode,
+  type CallOptions,
+  type PoolSetter,
+} from '../../src/agents/pool-setter.js';
+export {
+  COUNTER_BITS,
+  EPOCH_SPAN,
+  MAX_EPOCH,
+  epochOf,
+  generationOf,
+  GenerationExhaustedError,
+  GenerationSource,
+  majorityApplied,
+  MemoryEpochStore,
+  type EpochStore,
 } from '../../src/generation/generation.js';
-export { EPOCH_ANNOTATION, epochIn, LeaseEpochStore, UnelectedLease, type HeldLease, type LeaseEpochStoreOptions } from '../../src/generation/lease-epoch-store.js';
-export { WarmPoolReconciler, type Leadership, type WarmPoolReconcilerOptions } from '../../src/controllers/warmpool/reconciler.js';
+export {
+  EPOCH_ANNOTATION,
+  epochIn,
+  LeaseEpochStore,
+  UnelectedLease,
+  type HeldLease,
+  type LeaseEpochStoreOptions,
+} from '../../src/generation/lease-epoch-store.js';
+export {
+  WarmPoolReconciler,
+  type Leadership,
+  type WarmPoolReconcilerOptions,
+} from '../../src/controllers/warmpool/reconciler.js';
 export { CoalescingTrigger, type CoalescingTriggerOptions } from '../../src/controllers/warmpool/trigger.js';
 export { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from '../../src/controllers/warmpool/options.js';
-export { planPools, demandsOf, type PoolPlan, type KeyDemand, type TemplateLookup } from '../../src/controllers/warmpool/plan.js';
+export {
+  planPools,
+  demandsOf,
+  type PoolPlan,
+  type KeyDemand,
+  type TemplateLookup,
+} from '../../src/controllers/warmpool/plan.js';
 export { desiredSetOf, reportedSig, type DesiredSet } from '../../src/controllers/warmpool/desired.js';
-export { NodeTracker, observationOf, type NodeView, type Exclusion, type Observation, type NodeTrackerOptions } from '../../src/controllers/warmpool/nodes.js';
-export { addressCheckOf, slimNode, type AddressCheck, type NodeAddressSources } from '../../src/controllers/warmpool/node-addresses.js';
+export {
+  NodeTracker,
+  observationOf,
+  type NodeView,
+  type Exclusion,
+  type Observation,
+  type NodeTrackerOptions,
+} from '../../src/controllers/warmpool/nodes.js';
+export {
+  addressCheckOf,
+  slimNode,
+  type AddressCheck,
+  type NodeAddressSources,
+} from '../../src/controllers/warmpool/node-addresses.js';
 export { fitStatus, statusFieldsOf, type StatusFields } from '../../src/controllers/warmpool/status-schema.js';
-export { READY, REASONS, selectorOf, statusesOf, statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan, type StatusInputs, type PoolEvent } from '../../src/controllers/warmpool/status.js';
-export { FIELD_MANAGER, KubePoolStatusWriter, type PoolStatusWriter } from '../../src/controllers/warmpool/status-writer.js';
-export { discardEvents, KubeEventRecorder, type EventRecorder, type EventType, type KubeEventRecorderOptions } from '../../src/controllers/warmpool/events.js';
+export {
+  READY,
+  REASONS,
+  selectorOf,
+  statusesOf,
+  statusSig,
+  transitionEvents,
+  withTransitionTimes,
+  type PoolStatusPlan,
+  type StatusInputs,
+  type PoolEvent,
+} from '../../src/controllers/warmpool/status.js';
+export {
+  FIELD_MANAGER,
+  KubePoolStatusWriter,
+  type PoolStatusWriter,
+} from '../../src/controllers/warmpool/status-writer.js';
+export {
+  discardEvents,
+  KubeEventRecorder,
+  type EventRecorder,
+  type EventType,
+  type KubeEventRecorderOptions,
+} from '../../src/controllers/warmpool/events.js';
 export { createHealthApp, type HealthAppOptions } from '../../src/http/health.js';
 export { SandboxClaims, type SandboxClaimsOptions } from '../../src/controllers/sandboxclaims/sandboxclaims.js';
-export { SandboxClaimController, SANDBOX_CLAIM_DEFAULTS, type SandboxClaimSettings, type SandboxClaimControllerOptions } from '../../src/controllers/sandboxclaims/controller.js';
-export { ClaimJanitor, JANITOR_DEFAULTS, parseClaimRef, type ClaimJanitorSettings, type ClaimJanitorOptions, type SweepResult } from '../../src/controllers/sandboxclaims/janitor.js';
-export { addressedToWarmpool, hasFinalizer, ownershipOf, type ClaimCaches, type ClaimOwnership } from '../../src/controllers/sandboxclaims/ownership.js';
-export { CLAIMED, claimedStatus, failedStatus, ipOf, isReadyClaimed, isRetryable, readyOf, statusDiffers, type ClaimStatusPatch, type ReadyReason } from '../../src/controllers/sandboxclaims/status.js';
+export {
+  SandboxClaimController,
+  SANDBOX_CLAIM_DEFAULTS,
+  type SandboxClaimSettings,
+  type SandboxClaimControllerOptions,
+} from '../../src/controllers/sandboxclaims/controller.js';
+export {
+  ClaimJanitor,
+  JANITOR_DEFAULTS,
+  parseClaimRef,
+  type ClaimJanitorSettings,
+  type ClaimJanitorOptions,
+  type SweepResult,
+} from '../../src/controllers/sandboxclaims/janitor.js';
+export {
+  addressedToWarmpool,
+  hasFinalizer,
+  ownershipOf,
+  type ClaimCaches,
+  type ClaimOwnership,
+} from '../../src/controllers/sandboxclaims/ownership.js';
+export {
+  CLAIMED,
+  claimedStatus,
+  failedStatus,
+  ipOf,
+  isReadyClaimed,
+  isRetryable,
+  readyOf,
+  statusDiffers,
+  type ClaimStatusPatch,
+  type ReadyReason,
+} from '../../src/controllers/sandboxclaims/status.js';
 export { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from '../../src/controllers/sandboxclaims/lifetime.js';
-export { CLAIM_LABEL, isClaimSecret, SANDBOX_SECRET_TYPE, sandboxSecret, secretMatches, type KubeSecret } from '../../src/controllers/sandboxclaims/secret.js';
+export {
+  CLAIM_LABEL,
+  isClaimSecret,
+  SANDBOX_SECRET_TYPE,
+  sandboxSecret,
+  secretMatches,
+  type KubeSecret,
+} from '../../src/controllers/sandboxclaims/secret.js';
 export { KeyedQueue, type KeyedQueueOptions, type WorkOutcome } from '../../src/controllers/sandboxclaims/queue.js';
 export { HttpNodeClaims, type AgentAddress, type NodeClaims } from '../../src/controllers/sandboxclaims/node-claims.js';
 export { SandboxClaimMetrics } from '../../src/controllers/sandboxclaims/metrics.js';
-export { Federation, FEDERATION_DEFAULTS, type FederationOptions, type HubSettings } from '../../src/federation/federation.js';
+export {
+  Federation,
+  FEDERATION_DEFAULTS,
+  type FederationOptions,
+  type HubSettings,
+} from '../../src/federation/federation.js';
 export { FederationKeys, DEFAULT_FEDERATION_PREFIX } from '../../src/federation/keys.js';
 export { FederationReporter, type ReporterOptions } from '../../src/federation/reporter.js';
 export { FederationWatcher, type WatcherOptions } from '../../src/federation/watcher.js';
 export { EnvClaimRouter, type EnvClaimOrder, type EnvGrant } from '../../src/federation/router.js';
-export { SandboxEnvReconciler, type SandboxEnvReconcilerOptions } from '../../src/controllers/sandboxenvs/reconciler.js';
-export { EnvAutoscaler, AUTOSCALER_DEFAULTS, nextTotal, distribute } from '../../src/controllers/sandboxenvs/autoscaler.js';
-export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from '../../src/aggregated/view.js';
+export {
+  SandboxEnvReconciler,
+  type SandboxEnvReconcilerOptions,
+} from '../../src/controllers/sandboxenvs/reconciler.js';
+export {
+  EnvAutoscaler,
+  AUTOSCALER_DEFAULTS,
+  nextTotal,
+  distribute,
+} from '../../src/controllers/sandboxenvs/autoscaler.js';
+export {
+  SandboxView,
+  type SandboxChange,
+  type NodeReport,
+  type SandboxViewOptions,
+} from '../../src/aggregated/view.js';
 export { SandboxReader, type SandboxReaderOptions } from '../../src/aggregated/reader.js';
 export { sandboxObject, ServedSandbox, type SandboxFacts } from '../../src/aggregated/sandbox-object.js';
 export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from '../../src/aggregated/sandbox-api.js';

@@ -13,7 +13,13 @@ export async function apply(cluster: TestCluster, ...objects: object[]): Promise
   await kubectl(cluster, ['apply', '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n---\n'));
 }
 
-export async function patch(cluster: TestCluster, kind: string, namespace: string, name: string, body: Record<string, unknown>): Promise<void> {
+export async function patch(
+  cluster: TestCluster,
+  kind: string,
+  namespace: string,
+  name: string,
+  body: Record<string, unknown>,
+): Promise<void> {
   await kubectl(cluster, ['patch', kind, name, '-n', namespace, '--type=merge', '-p', JSON.stringify(body)]);
 }
 
@@ -21,7 +27,10 @@ export async function getPool(cluster: TestCluster, namespace: string, name: str
   return new ResourceClient<SandboxWarmPool>(cluster.kubeConfig, SandboxWarmPoolType).get({ namespace, name });
 }
 
-export function condition(pool: SandboxWarmPool, type: string): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined {
+export function condition(
+  pool: SandboxWarmPool,
+  type: string,
+): { status: string; reason?: string; message?: string; observedGeneration?: number } | undefined {
   return pool.status?.conditions?.find((c) => c.type === type);
 }
 

@@ -18,8 +18,11 @@ export interface ServingPki {
 export function servingPki(): ServingPki {
   const ca = issueCertificate({ subject: { commonName: 'sandbox-api-test-ca' }, isCa: true });
   const serving = issueCertificate({
-    subject: { commonName: API_SERVICE_NAME }, issuer: ca, usages: ['server'],
-    dnsNames: [`${API_SERVICE_NAME}.${API_SERVICE_NAMESPACE}.svc`, 'localhost'], ipAddresses: ['127.0.0.1'],
+    subject: { commonName: API_SERVICE_NAME },
+    issuer: ca,
+    usages: ['server'],
+    dnsNames: [`${API_SERVICE_NAME}.${API_SERVICE_NAMESPACE}.svc`, 'localhost'],
+    ipAddresses: ['127.0.0.1'],
   });
   return { ca, serving };
 }
@@ -27,8 +30,13 @@ export function servingPki(): ServingPki {
 /** Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox CRD (the harness's aggregation helper). */
 export async function registerSandboxApi(cluster: TestCluster, port: number, caPem: string | undefined): Promise<void> {
   await registerAggregatedApi(cluster, {
-    group: 'agents.x-k8s.io', version: 'v1beta1', port, ...(caPem !== undefined ? { caPem } : {}),
-    serviceNamespace: API_SERVICE_NAMESPACE, serviceName: API_SERVICE_NAME, replacesCrd: 'sandboxes.agents.x-k8s.io',
+    group: 'agents.x-k8s.io',
+    version: 'v1beta1',
+    port,
+    ...(caPem !== undefined ? { caPem } : {}),
+    serviceNamespace: API_SERVICE_NAMESPACE,
+    serviceName: API_SERVICE_NAME,
+    replacesCrd: 'sandboxes.agents.x-k8s.io',
   });
 }
 
@@ -38,26 +46,39 @@ export interface DirectAnswer {
 }
 
 /** A request straight to the control plane's Sandbox API, as `client` (a certificate and key) with these headers. */
-export function callDirect(port: number, caPem: string, path: string, options: { client?: IssuedCertificate; headers?: Record<string, string>; method?: string } = {}): Promise<DirectAnswer> {
+export function callDirect(
+  port: number,
+  caPem: string,
+  path: string,
+  options: { client?: IssuedCertificate; headers?: Record<string, string>; method?: string } = {},
+): Promise<DirectAnswer> {
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1', port, path, method: options.method ?? 'GET', ca: caPem, servername: 'localhost',
-      ...(options.client !== undefined ? { cert: options.client.certPem, key: options.client.keyPem } : {}),
-      headers: options.headers ?? {},
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // not JSON
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: options.method ?? 'GET',
+        ca: caPem,
+        servername: 'localhost',
+        ...(options.client !== undefined ? { cert: options.client.certPem, key: options.client.keyPem } : {}),
+        headers: options.headers ?? {},
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });

@@ -8,7 +8,9 @@ import type { CustomResourceDefinition, JsonSchemaProps } from '@warmpool/api';
 import type { TestCluster } from '@warmpool/harness';
 import { kubectl } from './objects.js';
 
-export const CHART_POOL_CRD = fileURLToPath(new URL('../../../../charts/warmpool/files/crds/extensions.agents.x-k8s.io_sandboxwarmpools.yaml', import.meta.url));
+export const CHART_POOL_CRD = fileURLToPath(
+  new URL('../../../../charts/warmpool/files/crds/extensions.agents.x-k8s.io_sandboxwarmpools.yaml', import.meta.url),
+);
 
 export const UPSTREAM_POOL_STATUS_SCHEMA: JsonSchemaProps = {
   type: 'object',
@@ -22,7 +24,9 @@ export const UPSTREAM_POOL_STATUS_SCHEMA: JsonSchemaProps = {
 
 /** The chart's CRD as JSON (kubectl reads the YAML: no YAML parser of our own). */
 export async function chartPoolCrd(cluster: TestCluster): Promise<CustomResourceDefinition> {
-  return JSON.parse(await kubectl(cluster, ['create', '--dry-run=client', '-o', 'json', '-f', CHART_POOL_CRD])) as CustomResourceDefinition;
+  return JSON.parse(
+    await kubectl(cluster, ['create', '--dry-run=client', '-o', 'json', '-f', CHART_POOL_CRD]),
+  ) as CustomResourceDefinition;
 }
 
 export async function upstreamPoolCrd(cluster: TestCluster): Promise<CustomResourceDefinition> {

@@ -103,7 +103,11 @@ export class FakeSandboxd {
     this.options = resolveOptions(options);
     this.advertise = this.options.advertise;
     // Reaping frees room: refill once per batch of expiries rather than once per claim.
-    this.deadlines = new DeadlineTimer<Claim>(this.options.clock, (claim) => this.reap(claim), () => this.pump());
+    this.deadlines = new DeadlineTimer<Claim>(
+      this.options.clock,
+      (claim) => this.reap(claim),
+      () => this.pump(),
+    );
     this.bucket = new TokenBucket(this.options.refillRate, this.options.refillBurst, this.options.clock.now());
   }
 
@@ -187,7 +191,10 @@ export class FakeSandboxd {
 
     const key: PoolKey = entry?.key ?? { template: request.template, net: request.net, size: request.size };
     if (this.used() >= this.options.room) {
-      throw new SandboxdRefusal('no-room', `no warm sandbox of ${poolKeyId(key)} and no room to boot one (room ${this.options.room})`);
+      throw new SandboxdRefusal(
+        'no-room',
+        `no warm sandbox of ${poolKeyId(key)} and no room to boot one (room ${this.options.room})`,
+      );
     }
     this.coldBooting++;
     this.pump(entry);
@@ -289,12 +296,25 @@ export class FakeSandboxd {
   }
 
   private answer(claim: Claim): ClaimResponse {
-    return { id: claim.id, token: claim.token, deadline: new Date(claim.deadline).toISOString(), owner_addr: this.advertise };
+    return {
+      id: claim.id,
+      token: claim.token,
+      deadline: new Date(claim.deadline).toISOString(),
+      owner_addr: this.advertise,
+    };
   }
 
   private grant(key: PoolKey, ttlSeconds: number, claimRef: string | undefined): Claim {
     const now = this.options.clock.now();
-    const claim: Claim = { id: newSandboxId(), token: newSandboxToken(), key, claimedAt: now, claimRef, deadline: now + ttlSeconds * 1000, heapIndex: -1 };
+    const claim: Claim = {
+      id: newSandboxId(),
+      token: newSandboxToken(),
+      key,
+      claimedAt: now,
+      claimRef,
+      deadline: now + ttlSeconds * 1000,
+      heapIndex: -1,
+    };
     this.claims.set(claim.id, claim);
     if (claimRef !== undefined) {
       let set = this.claimsByRef.get(claimRef);
@@ -364,7 +384,7 @@ export class FakeSandboxd {
     const batch: BootBatch = { timer: undefined, boots: [] };
     while (budget > 0 && needy.length > 0) {
       const share = Math.max(1, Math.floor(budget / needy.length));
-      for (let i = 0; i < needy.length && budget > 0; ) {
+      for (let i = 0; i < needy.length && budget > 0;) {
         const entry = needy[i] as PoolEntry;
         const count = Math.min(share, budget, this.deficit(entry));
         entry.refilling += count;
@@ -383,13 +403,21 @@ export class FakeSandboxd {
     }
     // Paced out while keys are still short: come back when the next token is due.
     // (Concurrency frees up when a batch lands; room when a claim goes.)
-    if (needy.length > 0 && this.pumpTimer === undefined && this.refillingTotal < this.options.refillConcurrency && this.used() < this.options.room) {
+    if (
+      needy.length > 0 &&
+      this.pumpTimer === undefined &&
+      this.refillingTotal < this.options.refillConcurrency &&
+      this.used() < this.options.room
+    ) {
       const wait = this.bucket.msUntilNext(now);
       if (Number.isFinite(wait)) {
-        this.pumpTimer = this.options.clock.setTimeout(() => {
-          this.pumpTimer = undefined;
-          this.pump();
-        }, Math.max(1, wait));
+        this.pumpTimer = this.options.clock.setTimeout(
+          () => {
+            this.pumpTimer = undefined;
+            this.pump();
+          },
+          Math.max(1, wait),
+        );
       }
     }
   }

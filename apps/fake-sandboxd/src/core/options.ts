@@ -61,13 +61,26 @@ export function resolveOptions(options: FakeSandboxdOptions): ResolvedOptions {
     clock: merged.clock ?? systemClock,
     random: merged.random ?? Math.random,
   };
-  const nonNegative: Array<keyof ResolvedOptions> = ['maxClaims', 'room', 'refillRate', 'refillConcurrency', 'warmClaimLatencyMs', 'coldBootMs', 'bootMs'];
+  const nonNegative: Array<keyof ResolvedOptions> = [
+    'maxClaims',
+    'room',
+    'refillRate',
+    'refillConcurrency',
+    'warmClaimLatencyMs',
+    'coldBootMs',
+    'bootMs',
+  ];
   for (const name of nonNegative) {
     const value = resolved[name] as number;
     check(name, value, value >= 0, 'a non-negative number');
   }
   check('refillBurst', resolved.refillBurst, resolved.refillBurst >= 1, 'at least 1');
-  check('defaultTtlSeconds', resolved.defaultTtlSeconds, resolved.defaultTtlSeconds > 0 && resolved.defaultTtlSeconds <= MAX_TTL_SECONDS, `in (0, ${MAX_TTL_SECONDS}]`);
+  check(
+    'defaultTtlSeconds',
+    resolved.defaultTtlSeconds,
+    resolved.defaultTtlSeconds > 0 && resolved.defaultTtlSeconds <= MAX_TTL_SECONDS,
+    `in (0, ${MAX_TTL_SECONDS}]`,
+  );
   for (const name of ['bootFailureRate', 'claimFailureRate'] as const) {
     check(name, resolved[name], resolved[name] >= 0 && resolved[name] <= 1, 'a probability in [0, 1]');
   }

@@ -27,12 +27,12 @@ export interface SandboxdAppOptions {
 }
 
 const STATUS_OF: Record<RefusalReason, ContentfulStatusCode> = {
-  'draining': 429,
+  draining: 429,
   'max-claims': 429,
   'no-room': 429,
   'provisioning-failed': 500,
   'not-found': 404,
-  'closed': 503,
+  closed: 503,
 };
 
 const NOT_FOUND = 'sandbox not found';

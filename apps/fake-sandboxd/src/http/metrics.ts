@@ -11,7 +11,11 @@ export class NodeMetrics {
 
   constructor(core: FakeSandboxd) {
     const registers = [this.registry];
-    const perPool = (name: string, help: string, pick: (p: ReturnType<FakeSandboxd['info']>['pools'][number]) => number): void => {
+    const perPool = (
+      name: string,
+      help: string,
+      pick: (p: ReturnType<FakeSandboxd['info']>['pools'][number]) => number,
+    ): void => {
       new Gauge({
         name,
         help,
@@ -28,14 +32,28 @@ export class NodeMetrics {
     perPool('sandboxd_pool_refilling', 'Sandboxes of the pool being booted now.', (p) => p.refilling);
 
     const nodeGauge = (name: string, help: string, read: () => number): void => {
-      new Gauge({ name, help, registers, collect() { this.set(read()); } });
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
     };
     nodeGauge('sandboxd_claimed', 'Live claimed sandboxes.', () => core.claimedCount);
     nodeGauge('sandboxd_draining', '1 while the node is draining.', () => (core.isDraining ? 1 : 0));
-    nodeGauge('sandboxd_at_capacity', '1 while refill is parked because the node is full.', () => (core.info().at_capacity ? 1 : 0));
+    nodeGauge('sandboxd_at_capacity', '1 while refill is parked because the node is full.', () =>
+      core.info().at_capacity ? 1 : 0,
+    );
 
     const { stats } = core;
-    const total = (name: string, help: string, labelName: string | undefined, read: () => Record<string, number>): void => {
+    const total = (
+      name: string,
+      help: string,
+      labelName: string | undefined,
+      read: () => Record<string, number>,
+    ): void => {
       new Counter({
         name,
         help,
@@ -50,12 +68,25 @@ export class NodeMetrics {
         },
       });
     };
-    total('sandboxd_claims_total', 'Claims granted, by tier.', 'tier', () => ({ warm: stats.claimsWarm, cold: stats.claimsCold }));
-    total('sandboxd_claim_failures_total', 'Claims that failed with 500 (injected).', undefined, () => ({ all: stats.claimFailures }));
+    total('sandboxd_claims_total', 'Claims granted, by tier.', 'tier', () => ({
+      warm: stats.claimsWarm,
+      cold: stats.claimsCold,
+    }));
+    total('sandboxd_claim_failures_total', 'Claims that failed with 500 (injected).', undefined, () => ({
+      all: stats.claimFailures,
+    }));
     total('sandboxd_releases_total', 'Claims released by a caller.', undefined, () => ({ all: stats.releases }));
     total('sandboxd_reaps_total', 'Claims reaped at their deadline.', undefined, () => ({ all: stats.reaps }));
-    total('sandboxd_boots_total', 'Refill boots finished, by result.', 'result', () => ({ ok: stats.bootsSucceeded, failed: stats.bootsFailed }));
-    total('sandboxd_warm_destroyed_total', 'Warm sandboxes destroyed unclaimed (drain, retired key, lowered target).', undefined, () => ({ all: stats.warmDestroyed }));
+    total('sandboxd_boots_total', 'Refill boots finished, by result.', 'result', () => ({
+      ok: stats.bootsSucceeded,
+      failed: stats.bootsFailed,
+    }));
+    total(
+      'sandboxd_warm_destroyed_total',
+      'Warm sandboxes destroyed unclaimed (drain, retired key, lowered target).',
+      undefined,
+      () => ({ all: stats.warmDestroyed }),
+    );
   }
 
   render(): Promise<string> {

@@ -10,7 +10,14 @@ import {
   renewRequestSchema,
   type StaleGenerationBody,
 } from '@warmpool/api';
-import { methodNotAllowed, readJsonBody, requestHeader, type BodyProblem, type BodyResult, type Logger } from '@warmpool/runtime';
+import {
+  methodNotAllowed,
+  readJsonBody,
+  requestHeader,
+  type BodyProblem,
+  type BodyResult,
+  type Logger,
+} from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
 import { routePath } from 'hono/route';
 import type { GenerationGuard } from '../generation.js';
@@ -23,7 +30,15 @@ import { claimBodySchema } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { openApiDocument } from './openapi.js';
-import { errorReply, errorResponse, jsonResponse, passThrough, toResponse, unavailableReply, type Reply } from './responses.js';
+import {
+  errorReply,
+  errorResponse,
+  jsonResponse,
+  passThrough,
+  toResponse,
+  unavailableReply,
+  type Reply,
+} from './responses.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
 
@@ -48,7 +63,11 @@ type RouteHandler = (c: Context, caller: Admitted) => Promise<Response> | Respon
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const claimRefSchema = claimRequestSchema.shape.claim_ref.unwrap();
 
-const BODY_REASONS = { too_large: 'BodyTooLarge', unreadable: 'InvalidBody', invalid: 'BadRequest' } as const satisfies Record<BodyProblem, string>;
+const BODY_REASONS = {
+  too_large: 'BodyTooLarge',
+  unreadable: 'InvalidBody',
+  invalid: 'BadRequest',
+} as const satisfies Record<BodyProblem, string>;
 
 /** The 400 for a refused body (sandboxd's status and wording; the reason tells the three apart). */
 function bodyRefused(body: Extract<BodyResult<unknown>, { ok: false }>): Response {
@@ -77,7 +96,10 @@ export function createApiApp(deps: ApiDependencies): Hono {
       const failed = (err: unknown): Response => done(toResponse(failure(err, c.req.method, c.req.path)));
       let answer: Promise<Response> | Response;
       try {
-        const caller = gatekeeper.admit(access ?? accessOf(c.req.method, routePath(c)), requestHeader(c, 'authorization'));
+        const caller = gatekeeper.admit(
+          access ?? accessOf(c.req.method, routePath(c)),
+          requestHeader(c, 'authorization'),
+        );
         answer = caller.as === 'refused' ? toResponse(caller.reply) : handler(c, caller);
       } catch (err) {
         return failed(err);
@@ -107,55 +129,79 @@ export function createApiApp(deps: ApiDependencies): Hono {
     return SANDBOX_ID.test(id) ? id : errorResponse(400, 'BadRequest', 'invalid sandbox id');
   };
 
-  app.get('/healthz', route('healthz', () => new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } })));
+  app.get(
+    '/healthz',
+    route('healthz', () => new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } })),
+  );
 
-  app.get('/readyz', route('readyz', () => {
-    const reasons = deps.notReadyReasons();
-    if (reasons.length === 0) return new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } });
-    return errorResponse(503, 'NotReady', 'not ready', { reasons });
-  }));
+  app.get(
+    '/readyz',
+    route('readyz', () => {
+      const reasons = deps.notReadyReasons();
+      if (reasons.length === 0) return new Response('ok', { status: 200, headers: { 'content-type': 'text/plain' } });
+      return errorResponse(503, 'NotReady', 'not ready', { reasons });
+    }),
+  );
 
-  app.get('/metrics', route('metrics', async () => {
-    return new Response(await metrics.render(), { status: 200, headers: { 'content-type': metrics.contentType } });
-  }));
+  app.get(
+    '/metrics',
+    route('metrics', async () => {
+      return new Response(await metrics.render(), { status: 200, headers: { 'content-type': metrics.contentType } });
+    }),
+  );
 
-  app.get('/openapi.json', route('openapi', () => jsonResponse(200, openApiDocument())));
+  app.get(
+    '/openapi.json',
+    route('openapi', () => jsonResponse(200, openApiDocument())),
+  );
 
-  app.put('/v1/pools', route('set_pools', async (c) => {
-    const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
-    if (!body.ok) return bodyRefused(body);
-    const { generation, pools } = body.value;
-    const json = JSON.stringify({ pools });
-    const outcome = await generations.apply(
-      generation,
-      () => sandboxd.setPools(json),
-      (answer) => answer.status >= 200 && answer.status < 300,
-      (err) => isSandboxdUnavailable(err) && err.sent,
-    );
-    switch (outcome.outcome) {
-      case 'not-recovered':
-        return errorResponse(503, 'GenerationNotRecovered', 'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly', undefined, { 'retry-after': '1' });
-      case 'stale': {
-        metrics.stalePush();
-        logger.warn('stale SetPools refused', { generation, appliedGeneration: outcome.appliedGeneration });
-        const stale: StaleGenerationBody = {
-          error: `generation ${generation} is older than the applied generation ${outcome.appliedGeneration}`,
-          reason: 'StaleGeneration',
-          appliedGeneration: outcome.appliedGeneration,
-        };
-        return jsonResponse(409, stale);
+  app.put(
+    '/v1/pools',
+    route('set_pools', async (c) => {
+      const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
+      if (!body.ok) return bodyRefused(body);
+      const { generation, pools } = body.value;
+      const json = JSON.stringify({ pools });
+      const outcome = await generations.apply(
+        generation,
+        () => sandboxd.setPools(json),
+        (answer) => answer.status >= 200 && answer.status < 300,
+        (err) => isSandboxdUnavailable(err) && err.sent,
+      );
+      switch (outcome.outcome) {
+        case 'not-recovered':
+          return errorResponse(
+            503,
+            'GenerationNotRecovered',
+            'the last applied generation is not known yet (the agent reads it back from its NodeInventory after a restart); retry shortly',
+            undefined,
+            { 'retry-after': '1' },
+          );
+        case 'stale': {
+          metrics.stalePush();
+          logger.warn('stale SetPools refused', { generation, appliedGeneration: outcome.appliedGeneration });
+          const stale: StaleGenerationBody = {
+            error: `generation ${generation} is older than the applied generation ${outcome.appliedGeneration}`,
+            reason: 'StaleGeneration',
+            appliedGeneration: outcome.appliedGeneration,
+          };
+          return jsonResponse(409, stale);
+        }
+        case 'applied':
+          logger.info('pools set', { generation, pools: pools.length });
+          return passInfo(outcome.result);
+        case 'rejected':
+          return passThrough(outcome.result);
       }
-      case 'applied':
-        logger.info('pools set', { generation, pools: pools.length });
-        return passInfo(outcome.result);
-      case 'rejected':
-        return passThrough(outcome.result);
-    }
-  }));
+    }),
+  );
 
-  app.get('/v1/info', route('info', async () => {
-    return passInfo(await sandboxd.info());
-  }));
+  app.get(
+    '/v1/info',
+    route('info', async () => {
+      return passInfo(await sandboxd.info());
+    }),
+  );
 
   // A refusal may mean draining or full: worth a fresh look at the node, not worth waiting for.
   const answeredClaim = (answer: SandboxdAnswer): void => {
@@ -164,91 +210,138 @@ export function createApiApp(deps: ApiDependencies): Hono {
   const recordClaim = metrics.requestRecorder('claim');
   const claimAccess = accessOf('POST', '/v1/claim');
   // The direct path calls sandboxd as root: it cannot pass a sandbox's own token on.
-  if (claimAccess === 'sandbox-or-root') throw new Error('POST /v1/claim must be declared root or open: its direct path calls sandboxd as root');
+  if (claimAccess === 'sandbox-or-root')
+    throw new Error('POST /v1/claim must be declared root or open: its direct path calls sandboxd as root');
   const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
   metrics.readClaimsInFlight(() => inFlight.count);
-  app.post('/v1/claim', claimRoute({
-    admit: (authorization) => {
-      const caller = gatekeeper.admit(claimAccess, authorization);
-      return caller.as === 'refused' ? caller.reply : undefined;
-    },
-    sandboxd,
-    inFlight,
-    refusedAtLimit,
-    answered: answeredClaim,
-    observe: (status, started) => recordClaim('POST', status, started),
-    failure: (err) => failure(err, 'POST', '/v1/claim'),
-  }, route('claim', async (c) => {
-    const body = await readJsonBody(c, claimBodySchema, BODY);
-    if (!body.ok) return bodyRefused(body);
-    if (!inFlight.tryAcquire()) {
-      refusedAtLimit();
-      return toResponse(inFlight.refusal());
-    }
-    let answer: SandboxdAnswer;
-    try {
-      answer = await sandboxd.claim(JSON.stringify(body.value));
-    } finally {
-      inFlight.release();
-    }
-    answeredClaim(answer);
-    return passThrough(answer);
-  })));
+  app.post(
+    '/v1/claim',
+    claimRoute(
+      {
+        admit: (authorization) => {
+          const caller = gatekeeper.admit(claimAccess, authorization);
+          return caller.as === 'refused' ? caller.reply : undefined;
+        },
+        sandboxd,
+        inFlight,
+        refusedAtLimit,
+        answered: answeredClaim,
+        observe: (status, started) => recordClaim('POST', status, started),
+        failure: (err) => failure(err, 'POST', '/v1/claim'),
+      },
+      route('claim', async (c) => {
+        const body = await readJsonBody(c, claimBodySchema, BODY);
+        if (!body.ok) return bodyRefused(body);
+        if (!inFlight.tryAcquire()) {
+          refusedAtLimit();
+          return toResponse(inFlight.refusal());
+        }
+        let answer: SandboxdAnswer;
+        try {
+          answer = await sandboxd.claim(JSON.stringify(body.value));
+        } finally {
+          inFlight.release();
+        }
+        answeredClaim(answer);
+        return passThrough(answer);
+      }),
+    ),
+  );
 
-  app.post('/v1/sandboxes/:id/release', route('release', async (c, caller) => {
-    const id = sandboxId(c);
-    if (id instanceof Response) return id;
-    return passThrough(await sandboxd.release(id, caller.as === 'bearer' ? caller.authorization : undefined));
-  }));
+  app.post(
+    '/v1/sandboxes/:id/release',
+    route('release', async (c, caller) => {
+      const id = sandboxId(c);
+      if (id instanceof Response) return id;
+      return passThrough(await sandboxd.release(id, caller.as === 'bearer' ? caller.authorization : undefined));
+    }),
+  );
 
-  app.post('/v1/sandboxes/:id/renew', route('renew', async (c, caller) => {
-    const id = sandboxId(c);
-    if (id instanceof Response) return id;
-    const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
-    if (!body.ok) return bodyRefused(body);
-    return passThrough(await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'bearer' ? caller.authorization : undefined));
-  }));
+  app.post(
+    '/v1/sandboxes/:id/renew',
+    route('renew', async (c, caller) => {
+      const id = sandboxId(c);
+      if (id instanceof Response) return id;
+      const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
+      if (!body.ok) return bodyRefused(body);
+      return passThrough(
+        await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'bearer' ? caller.authorization : undefined),
+      );
+    }),
+  );
 
-  app.get('/v1/sandboxes', route('list_sandboxes', async (c) => {
-    const raw = c.req.query('claim_ref');
-    let claimRef: string | undefined;
-    if (raw !== undefined) {
-      const parsed = claimRefSchema.safeParse(raw);
-      if (!parsed.success) return errorResponse(400, 'BadRequest', `claim_ref: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-      claimRef = parsed.data;
-    }
-    const answer = await sandboxd.listSandboxes(claimRef);
-    const headers = { 'content-type': answer.contentType ?? 'application/json' };
-    return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, { status: answer.status, headers });
-  }));
+  app.get(
+    '/v1/sandboxes',
+    route('list_sandboxes', async (c) => {
+      const raw = c.req.query('claim_ref');
+      let claimRef: string | undefined;
+      if (raw !== undefined) {
+        const parsed = claimRefSchema.safeParse(raw);
+        if (!parsed.success)
+          return errorResponse(400, 'BadRequest', `claim_ref: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+        claimRef = parsed.data;
+      }
+      const answer = await sandboxd.listSandboxes(claimRef);
+      const headers = { 'content-type': answer.contentType ?? 'application/json' };
+      return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, {
+        status: answer.status,
+        headers,
+      });
+    }),
+  );
 
-  app.get('/v1/sandboxes/:id', route('get_sandbox', async (c) => {
-    const id = sandboxId(c);
-    if (id instanceof Response) return id;
-    return passThrough(await sandboxd.getSandbox(id));
-  }));
+  app.get(
+    '/v1/sandboxes/:id',
+    route('get_sandbox', async (c) => {
+      const id = sandboxId(c);
+      if (id instanceof Response) return id;
+      return passThrough(await sandboxd.getSandbox(id));
+    }),
+  );
 
-  app.post('/v1/drain', route('drain', async () => {
-    logger.info('draining the node');
-    return passInfo(await sandboxd.drain());
-  }));
+  app.post(
+    '/v1/drain',
+    route('drain', async () => {
+      logger.info('draining the node');
+      return passInfo(await sandboxd.drain());
+    }),
+  );
 
-  app.delete('/v1/drain', route('undrain', async () => {
-    logger.info('lifting the drain');
-    return passInfo(await sandboxd.undrain());
-  }));
+  app.delete(
+    '/v1/drain',
+    route('undrain', async () => {
+      logger.info('lifting the drain');
+      return passInfo(await sandboxd.undrain());
+    }),
+  );
 
   // Every path above answers any other method 405 with Allow; only paths it does not serve are 404.
   const allowed = methodNotAllowed(app.routes);
-  app.notFound(route('not_found', (c) => {
-    const allow = allowed(c.req.path);
-    if (allow !== undefined) return errorResponse(405, 'MethodNotAllowed', `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`, undefined, { allow });
-    return errorResponse(404, 'NotFound', 'not found');
-  }, 'open'));
+  app.notFound(
+    route(
+      'not_found',
+      (c) => {
+        const allow = allowed(c.req.path);
+        if (allow !== undefined)
+          return errorResponse(
+            405,
+            'MethodNotAllowed',
+            `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`,
+            undefined,
+            { allow },
+          );
+        return errorResponse(404, 'NotFound', 'not found');
+      },
+      'open',
+    ),
+  );
   app.onError((err, c) => toResponse(failure(err, c.req.method, c.req.path)));
   // Deny by default, at build time too: a route registered without a declared access is a bug.
-  const undeclared = app.routes.filter((r) => accessOf(r.method, r.path) === undefined).map((r) => `${r.method} ${r.path}`);
-  if (undeclared.length > 0) throw new Error(`routes without a declared access in ROUTE_ACCESS: ${undeclared.join(', ')}`);
+  const undeclared = app.routes
+    .filter((r) => accessOf(r.method, r.path) === undefined)
+    .map((r) => `${r.method} ${r.path}`);
+  if (undeclared.length > 0)
+    throw new Error(`routes without a declared access in ROUTE_ACCESS: ${undeclared.join(', ')}`);
   if (app.routes.length !== ROUTE_ACCESS.size) throw new Error('ROUTE_ACCESS declares a route the API does not serve');
   return app;
 }

@@ -15,7 +15,8 @@ import { bearerToken } from '@warmpool/runtime';
 import type { FleetToken } from '../token.js';
 import { errorReply, type Reply } from './responses.js';
 
-export const NO_TOKEN_MESSAGE = 'node agent has no API token configured (set --token-file or WARMPOOL_API_TOKEN); refusing every call';
+export const NO_TOKEN_MESSAGE =
+  'node agent has no API token configured (set --token-file or WARMPOOL_API_TOKEN); refusing every call';
 
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
 
@@ -92,7 +93,17 @@ export class Gatekeeper {
   sandboxCaller(authorization: string | undefined): SandboxCaller | { as: 'refused'; reply: Reply } {
     if (!this.#token.configured) return { as: 'refused', reply: errorReply(503, 'NoToken', NO_TOKEN_MESSAGE) };
     const presented = bearerToken(authorization);
-    if (presented === undefined) return { as: 'refused', reply: errorReply(401, 'Unauthenticated', 'missing bearer token (the fleet token or the sandbox\'s own)', undefined, CHALLENGE) };
+    if (presented === undefined)
+      return {
+        as: 'refused',
+        reply: errorReply(
+          401,
+          'Unauthenticated',
+          "missing bearer token (the fleet token or the sandbox's own)",
+          undefined,
+          CHALLENGE,
+        ),
+      };
     if (this.#token.matches(presented)) return { as: 'root' };
     return { as: 'bearer', authorization: `Bearer ${presented}` };
   }

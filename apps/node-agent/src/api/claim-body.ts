@@ -6,7 +6,14 @@
 // string lengths in code points, this check in UTF-16 units, so a string of
 // astral characters near a limit is zod's to judge). test/claim-body.test.ts
 // checks that what it accepts, zod accepts with the same value.
-import { claimRequestSchema, DEFAULT_NET, DEFAULT_SIZE, KEY_PART_MAX_LENGTH, PRINTABLE_KEY_PART, type ClaimRequest } from '@warmpool/api';
+import {
+  claimRequestSchema,
+  DEFAULT_NET,
+  DEFAULT_SIZE,
+  KEY_PART_MAX_LENGTH,
+  PRINTABLE_KEY_PART,
+  type ClaimRequest,
+} from '@warmpool/api';
 import type { z } from 'zod';
 
 // The schema's rules, restated: keyPart is a printable string of 1..253 chars. A string
@@ -14,7 +21,12 @@ import type { z } from 'zod';
 const CLAIM_REF_MAX = 512;
 
 function isKeyPart(value: unknown): value is string {
-  return typeof value === 'string' && value.length >= 1 && value.length <= KEY_PART_MAX_LENGTH && PRINTABLE_KEY_PART.test(value);
+  return (
+    typeof value === 'string' &&
+    value.length >= 1 &&
+    value.length <= KEY_PART_MAX_LENGTH &&
+    PRINTABLE_KEY_PART.test(value)
+  );
 }
 
 /** The parsed claim when `json` is a valid claim body, else undefined (it may still be valid: ask zod). */

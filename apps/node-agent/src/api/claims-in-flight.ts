@@ -9,7 +9,8 @@ export class ClaimsInFlight {
   #count = 0;
 
   constructor(limit: number) {
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`the limit of claims in flight must be a positive integer (got ${limit})`);
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw new RangeError(`the limit of claims in flight must be a positive integer (got ${limit})`);
     this.limit = limit;
   }
 

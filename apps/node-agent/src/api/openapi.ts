@@ -13,10 +13,20 @@ import {
   sandboxListSchema,
   sandboxRowSchema,
 } from '@warmpool/api';
-import { openApiBuilders, openApiDocument as buildDocument, packageVersion, type OpenApiComponent, type OpenApiJson as Json } from '@warmpool/runtime';
+import {
+  openApiBuilders,
+  openApiDocument as buildDocument,
+  packageVersion,
+  type OpenApiComponent,
+  type OpenApiJson as Json,
+} from '@warmpool/runtime';
 import { z } from 'zod';
 
-const staleGenerationSchema = z.object({ error: z.string(), reason: z.literal('StaleGeneration'), appliedGeneration: z.number().int() });
+const staleGenerationSchema = z.object({
+  error: z.string(),
+  reason: z.literal('StaleGeneration'),
+  appliedGeneration: z.number().int(),
+});
 
 /** Named component schemas: the request and answer shapes of the API. */
 const COMPONENTS = {
@@ -46,46 +56,109 @@ const ID = { name: 'id', in: 'path', required: true, schema: { type: 'string' } 
 
 const PATHS: Json = {
   '/healthz': { get: op('healthz', 'Liveness', { '200': text('ok') }, { security: [] }) },
-  '/readyz': { get: op('readyz', 'Readiness: sandboxd answers and a fleet token is configured', { '200': text('ok'), '503': json('Error', 'not ready, with reasons') }, { security: [] }) },
-  '/metrics': { get: op('metrics', 'Prometheus metrics', { '200': text('text exposition format') }, { security: [] }) },
-  '/openapi.json': { get: op('openapi', 'This document', { '200': { description: 'OpenAPI 3.1', content: { 'application/json': {} } } }, { security: [] }) },
-  '/v1/pools': {
-    put: op('setPools', 'Set the node\'s warm pool targets (the control plane, with a generation that only grows)', {
-      '200': json('NodeInfo', 'applied; the node\'s pools now'),
-      '400': json('Error', 'invalid body'),
-      '409': json('StaleGeneration', 'older than the applied generation: nothing changed'),
-      ...COMMON_ERRORS,
-    }, { security: ROOT, requestBody: body('SetPoolsRequest') }),
+  '/readyz': {
+    get: op(
+      'readyz',
+      'Readiness: sandboxd answers and a fleet token is configured',
+      { '200': text('ok'), '503': json('Error', 'not ready, with reasons') },
+      { security: [] },
+    ),
   },
-  '/v1/info': { get: op('info', 'The node\'s pools, claims and flags', { '200': json('NodeInfo', 'the node'), ...COMMON_ERRORS }, { security: ROOT }) },
+  '/metrics': { get: op('metrics', 'Prometheus metrics', { '200': text('text exposition format') }, { security: [] }) },
+  '/openapi.json': {
+    get: op(
+      'openapi',
+      'This document',
+      { '200': { description: 'OpenAPI 3.1', content: { 'application/json': {} } } },
+      { security: [] },
+    ),
+  },
+  '/v1/pools': {
+    put: op(
+      'setPools',
+      "Set the node's warm pool targets (the control plane, with a generation that only grows)",
+      {
+        '200': json('NodeInfo', "applied; the node's pools now"),
+        '400': json('Error', 'invalid body'),
+        '409': json('StaleGeneration', 'older than the applied generation: nothing changed'),
+        ...COMMON_ERRORS,
+      },
+      { security: ROOT, requestBody: body('SetPoolsRequest') },
+    ),
+  },
+  '/v1/info': {
+    get: op(
+      'info',
+      "The node's pools, claims and flags",
+      { '200': json('NodeInfo', 'the node'), ...COMMON_ERRORS },
+      { security: ROOT },
+    ),
+  },
   '/v1/claim': {
-    post: op('claim', 'Claim a warm sandbox of a template', {
-      '200': json('ClaimResponse', 'claimed: the sandbox and its own token'),
-      '400': json('Error', 'invalid body'),
-      '429': json('Error', 'the node is full or draining, or too many claims are in flight'),
-      ...COMMON_ERRORS,
-    }, { security: ROOT, requestBody: body('ClaimRequest') }),
+    post: op(
+      'claim',
+      'Claim a warm sandbox of a template',
+      {
+        '200': json('ClaimResponse', 'claimed: the sandbox and its own token'),
+        '400': json('Error', 'invalid body'),
+        '429': json('Error', 'the node is full or draining, or too many claims are in flight'),
+        ...COMMON_ERRORS,
+      },
+      { security: ROOT, requestBody: body('ClaimRequest') },
+    ),
   },
   '/v1/sandboxes': {
-    get: op('listSandboxes', 'The node\'s sandboxes', { '200': json('SandboxList', 'the sandboxes'), '400': json('Error', 'invalid claim_ref'), ...COMMON_ERRORS }, {
-      security: ROOT,
-      parameters: [{ name: 'claim_ref', in: 'query', required: false, schema: { type: 'string' } }],
-    }),
+    get: op(
+      'listSandboxes',
+      "The node's sandboxes",
+      { '200': json('SandboxList', 'the sandboxes'), '400': json('Error', 'invalid claim_ref'), ...COMMON_ERRORS },
+      {
+        security: ROOT,
+        parameters: [{ name: 'claim_ref', in: 'query', required: false, schema: { type: 'string' } }],
+      },
+    ),
   },
   '/v1/sandboxes/{id}': {
-    get: op('getSandbox', 'One sandbox', { '200': json('SandboxRow', 'the sandbox'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, { security: ROOT, parameters: [ID] }),
+    get: op(
+      'getSandbox',
+      'One sandbox',
+      { '200': json('SandboxRow', 'the sandbox'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS },
+      { security: ROOT, parameters: [ID] },
+    ),
   },
   '/v1/sandboxes/{id}/release': {
-    post: op('release', 'Give a claimed sandbox back', { '204': { description: 'released' }, '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, { security: SANDBOX, parameters: [ID] }),
+    post: op(
+      'release',
+      'Give a claimed sandbox back',
+      { '204': { description: 'released' }, '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS },
+      { security: SANDBOX, parameters: [ID] },
+    ),
   },
   '/v1/sandboxes/{id}/renew': {
-    post: op('renew', 'Extend a claim\'s deadline', { '200': json('RenewResponse', 'the new deadline'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS }, {
-      security: SANDBOX, parameters: [ID], requestBody: body('RenewRequest', false),
-    }),
+    post: op(
+      'renew',
+      "Extend a claim's deadline",
+      { '200': json('RenewResponse', 'the new deadline'), '404': json('Error', 'no such sandbox'), ...COMMON_ERRORS },
+      {
+        security: SANDBOX,
+        parameters: [ID],
+        requestBody: body('RenewRequest', false),
+      },
+    ),
   },
   '/v1/drain': {
-    post: op('drain', 'Stop refilling and refuse new claims', { '200': json('NodeInfo', 'draining'), ...COMMON_ERRORS }, { security: ROOT }),
-    delete: op('undrain', 'Lift the drain', { '200': json('NodeInfo', 'no longer draining'), ...COMMON_ERRORS }, { security: ROOT }),
+    post: op(
+      'drain',
+      'Stop refilling and refuse new claims',
+      { '200': json('NodeInfo', 'draining'), ...COMMON_ERRORS },
+      { security: ROOT },
+    ),
+    delete: op(
+      'undrain',
+      'Lift the drain',
+      { '200': json('NodeInfo', 'no longer draining'), ...COMMON_ERRORS },
+      { security: ROOT },
+    ),
   },
 };
 
@@ -97,13 +170,22 @@ let built: Json | undefined;
 export function openApiDocument(version: string = AGENT_VERSION): Json {
   if (built !== undefined && version === AGENT_VERSION) return built;
   const document = buildDocument({
-    info: { title: 'warmpool node agent', version, description: 'The per-node agent in front of sandboxd: the fleet token, a body limit, validation, and SetPools generations.' },
+    info: {
+      title: 'warmpool node agent',
+      version,
+      description:
+        'The per-node agent in front of sandboxd: the fleet token, a body limit, validation, and SetPools generations.',
+    },
     security: ROOT,
     paths: PATHS,
     components: COMPONENTS,
     securitySchemes: {
       fleetToken: { type: 'http', scheme: 'bearer', description: 'The fleet token (root)' },
-      sandboxToken: { type: 'http', scheme: 'bearer', description: 'A claimed sandbox\'s own token (release, renew of that sandbox)' },
+      sandboxToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description: "A claimed sandbox's own token (release, renew of that sandbox)",
+      },
     },
   });
   if (version === AGENT_VERSION) built = document;

@@ -21,7 +21,13 @@ export function jsonReply(status: number, body: unknown, headers?: Record<string
 }
 
 /** `{"error": message, "reason": reason}`: sandboxd's error shape, plus the agent's machine-readable reason. */
-export function errorReply(status: number, reason: AgentErrorReason, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Reply {
+export function errorReply(
+  status: number,
+  reason: AgentErrorReason,
+  message: string,
+  extra?: Record<string, unknown>,
+  headers?: Record<string, string>,
+): Reply {
   const body: AgentErrorBody = { error: message, reason, ...extra };
   return jsonReply(status, body, headers);
 }
@@ -43,13 +49,22 @@ export function passThroughReply(answer: SandboxdAnswer): Reply {
 export function unavailableReply(err: SandboxdUnavailableError): Reply {
   switch (err.kind) {
     case 'unreachable':
-      return errorReply(503, 'SandboxdUnreachable', `${err.message}; the call was not sent, retry`, undefined, { 'retry-after': '1' });
+      return errorReply(503, 'SandboxdUnreachable', `${err.message}; the call was not sent, retry`, undefined, {
+        'retry-after': '1',
+      });
     case 'busy':
       return errorReply(503, 'SandboxdBusy', `${err.message}, retry`, undefined, { 'retry-after': '1' });
     case 'timeout':
     case 'connection_lost': {
-      const lookUp = err.operation === 'claim' ? '; a claim sent with a claim_ref can be looked up with GET /v1/sandboxes?claim_ref= before claiming again' : '';
-      return errorReply(err.kind === 'timeout' ? 504 : 502, 'OutcomeUnknown', `${err.message}; the call may have taken effect on the node (outcome unknown)${lookUp}`);
+      const lookUp =
+        err.operation === 'claim'
+          ? '; a claim sent with a claim_ref can be looked up with GET /v1/sandboxes?claim_ref= before claiming again'
+          : '';
+      return errorReply(
+        err.kind === 'timeout' ? 504 : 502,
+        'OutcomeUnknown',
+        `${err.message}; the call may have taken effect on the node (outcome unknown)${lookUp}`,
+      );
     }
   }
 }
@@ -75,7 +90,13 @@ export function jsonResponse(status: number, body: unknown, headers?: Record<str
   return toResponse(jsonReply(status, body, headers));
 }
 
-export function errorResponse(status: number, reason: AgentErrorReason, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>): Response {
+export function errorResponse(
+  status: number,
+  reason: AgentErrorReason,
+  message: string,
+  extra?: Record<string, unknown>,
+  headers?: Record<string, string>,
+): Response {
   return toResponse(errorReply(status, reason, message, extra, headers));
 }
 

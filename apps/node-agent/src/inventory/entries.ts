@@ -5,7 +5,13 @@
 // plane learns the newest from the claim index's events) and
 // entriesTruncated says that some are missing.
 import { text } from 'node:stream/consumers';
-import { MAX_INVENTORY_ENTRIES, poolKeyId, sandboxListSchema, type InventoryEntry, type SandboxRow } from '@warmpool/api';
+import {
+  MAX_INVENTORY_ENTRIES,
+  poolKeyId,
+  sandboxListSchema,
+  type InventoryEntry,
+  type SandboxRow,
+} from '@warmpool/api';
 import type { SandboxdClient } from '../sandboxd/client.js';
 
 export interface PublishedEntries {
@@ -14,7 +20,9 @@ export interface PublishedEntries {
 }
 
 export function entriesOf(rows: readonly SandboxRow[], cap = MAX_INVENTORY_ENTRIES): PublishedEntries {
-  const sorted = rows.slice().sort((a, b) => (a.claimed_at < b.claimed_at ? -1 : a.claimed_at > b.claimed_at ? 1 : a.id < b.id ? -1 : 1));
+  const sorted = rows
+    .slice()
+    .sort((a, b) => (a.claimed_at < b.claimed_at ? -1 : a.claimed_at > b.claimed_at ? 1 : a.id < b.id ? -1 : 1));
   const kept = sorted.slice(0, cap).map((row): InventoryEntry => ({
     id: row.id,
     template: row.key.template,

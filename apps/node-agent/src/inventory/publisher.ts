@@ -102,7 +102,8 @@ export class InventoryPublisher {
     if (reason === undefined) return;
     this.#options.logger.debug('significant change', { reason });
     // The first publish is what readiness waits for: no gap before it.
-    const gapLeft = this.#published === undefined ? 0 : this.#lastAttemptAt + this.#options.minPublishGapMs - performance.now();
+    const gapLeft =
+      this.#published === undefined ? 0 : this.#lastAttemptAt + this.#options.minPublishGapMs - performance.now();
     this.#schedule(Math.max(0, gapLeft), false);
   }
 
@@ -146,12 +147,18 @@ export class InventoryPublisher {
         const previous = await writer.readStatus(nodeName);
         const applied = previous?.status.appliedGeneration;
         if (applied !== undefined && previous?.annotations[RESET_APPLIED_GENERATION] === String(applied)) {
-          logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', { droppedGeneration: applied, annotation: RESET_APPLIED_GENERATION });
+          logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', {
+            droppedGeneration: applied,
+            annotation: RESET_APPLIED_GENERATION,
+          });
           generations.recover(0);
         } else {
           generations.recover(applied);
         }
-        logger.info('applied generation recovered from NodeInventory', { appliedGeneration: generations.applied ?? null, inventoryExisted: previous !== undefined });
+        logger.info('applied generation recovered from NodeInventory', {
+          appliedGeneration: generations.applied ?? null,
+          inventoryExisted: previous !== undefined,
+        });
       }
       const info = this.#options.currentInfo();
       if (info === undefined) {
@@ -172,7 +179,10 @@ export class InventoryPublisher {
     try {
       return await this.#options.readClaims?.();
     } catch (err) {
-      this.#options.logger.warn('cannot read the node\'s claims; this write leaves out the per-pool claimed counts and the entries', { err });
+      this.#options.logger.warn(
+        "cannot read the node's claims; this write leaves out the per-pool claimed counts and the entries",
+        { err },
+      );
       return undefined;
     }
   }
@@ -200,7 +210,9 @@ export class InventoryPublisher {
     const expected = this.#spec();
     if (written.spec?.nodeName !== expected.nodeName || written.spec.address !== expected.address) {
       this.#options.logger.warn('NodeInventory spec was changed by someone else: restoring it', {
-        node: nodeName, found: written.spec ?? null, restored: expected,
+        node: nodeName,
+        found: written.spec ?? null,
+        restored: expected,
       });
       this.#options.metrics.inventorySpecRestored();
       await this.#applyObject();

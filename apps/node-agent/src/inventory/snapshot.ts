@@ -2,7 +2,13 @@
 // change is worth a write. Claims move `warm` and `claimed` all the time;
 // writing each of them would put per-claim load on the apiserver, which the
 // design forbids. Only changes a scheduler acts on are significant.
-import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventoryStatus } from '@warmpool/api';
+import {
+  inventoryPoolsOf,
+  poolKeyId,
+  type InventoryPool,
+  type NodeInfo,
+  type NodeInventoryStatus,
+} from '@warmpool/api';
 import type { PublishedEntries } from './entries.js';
 
 export interface InventorySnapshot {
@@ -22,11 +28,23 @@ function poolId(pool: InventoryPool): string {
  * `claimedByKey` (pool key id → claimed sandboxes), when given, adds each
  * pool's claimed count: what SandboxEnv status shows as running.
  */
-export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined, claimedByKey?: ReadonlyMap<string, number>): InventorySnapshot {
+export function snapshotOf(
+  info: NodeInfo,
+  appliedGeneration: number | undefined,
+  claimedByKey?: ReadonlyMap<string, number>,
+): InventorySnapshot {
   const pools = inventoryPoolsOf(info)
-    .map((pool): InventoryPool => (claimedByKey === undefined ? pool : { ...pool, claimed: claimedByKey.get(poolKeyId(pool)) ?? 0 }))
+    .map((pool): InventoryPool =>
+      claimedByKey === undefined ? pool : { ...pool, claimed: claimedByKey.get(poolKeyId(pool)) ?? 0 },
+    )
     .sort((a, b) => (poolId(a) < poolId(b) ? -1 : poolId(a) > poolId(b) ? 1 : 0));
-  return { pools, claimed: info.claimed, draining: info.draining === true, atCapacity: info.at_capacity === true, appliedGeneration };
+  return {
+    pools,
+    claimed: info.claimed,
+    draining: info.draining === true,
+    atCapacity: info.at_capacity === true,
+    appliedGeneration,
+  };
 }
 
 /**
@@ -35,10 +53,14 @@ export function snapshotOf(info: NodeInfo, appliedGeneration: number | undefined
  * appeared, retired or changed target; a pool's warm reached or left 0;
  * draining or at-capacity flipped; a new generation was applied.
  */
-export function significantChange(published: InventorySnapshot | undefined, next: InventorySnapshot): string | undefined {
+export function significantChange(
+  published: InventorySnapshot | undefined,
+  next: InventorySnapshot,
+): string | undefined {
   if (published === undefined) return 'first publish';
   if (published.draining !== next.draining) return next.draining ? 'draining started' : 'draining lifted';
-  if (published.atCapacity !== next.atCapacity) return next.atCapacity ? 'node at capacity' : 'node no longer at capacity';
+  if (published.atCapacity !== next.atCapacity)
+    return next.atCapacity ? 'node at capacity' : 'node no longer at capacity';
   if (published.appliedGeneration !== next.appliedGeneration) return `generation ${next.appliedGeneration} applied`;
   const before = new Map(published.pools.map((p) => [poolId(p), p]));
   if (before.size !== next.pools.length) return 'pool set changed';
@@ -46,13 +68,19 @@ export function significantChange(published: InventorySnapshot | undefined, next
     const old = before.get(poolId(pool));
     if (old === undefined) return 'pool set changed';
     if (old.target !== pool.target) return `target of ${poolId(pool)} changed`;
-    if ((old.warm === 0) !== (pool.warm === 0)) return pool.warm === 0 ? `${poolId(pool)} ran out of warm sandboxes` : `${poolId(pool)} has warm sandboxes again`;
+    if ((old.warm === 0) !== (pool.warm === 0))
+      return pool.warm === 0 ? `${poolId(pool)} ran out of warm sandboxes` : `${poolId(pool)} has warm sandboxes again`;
   }
   return undefined;
 }
 
 /** The status written to the NodeInventory. Fields are always present, so server-side apply never leaves a stale one behind. */
-export function statusOf(snapshot: InventorySnapshot, publishedAt: Date, capacity: number | undefined, entries?: PublishedEntries): NodeInventoryStatus {
+export function statusOf(
+  snapshot: InventorySnapshot,
+  publishedAt: Date,
+  capacity: number | undefined,
+  entries?: PublishedEntries,
+): NodeInventoryStatus {
   const status: NodeInventoryStatus = {
     pools: snapshot.pools,
     claimed: snapshot.claimed,

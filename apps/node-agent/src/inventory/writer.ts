@@ -81,7 +81,9 @@ export class KubeInventoryWriter implements InventoryWriter {
     try {
       const node = await this.#nodes.get({ name }, { signal: this.#signal() });
       const uid = node.metadata?.uid;
-      return uid === undefined ? undefined : { apiVersion: apiVersionOf(KubeNodeType), kind: KubeNodeType.kind, name, uid };
+      return uid === undefined
+        ? undefined
+        : { apiVersion: apiVersionOf(KubeNodeType), kind: KubeNodeType.kind, name, uid };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -100,7 +102,10 @@ export class KubeInventoryWriter implements InventoryWriter {
 
   async applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'> {
     try {
-      const written = await this.#inventories.applyStatus({ metadata: { name }, status }, { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() });
+      const written = await this.#inventories.applyStatus(
+        { metadata: { name }, status },
+        { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() },
+      );
       return { spec: written.spec };
     } catch (err) {
       if (isNotFound(err)) return 'missing';

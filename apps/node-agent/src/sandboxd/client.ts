@@ -82,7 +82,8 @@ export function parseSandboxdUrl(url: string): SandboxdTarget {
   } catch {
     throw new Error(`invalid sandboxd URL "${url}" (want http://host:port or unix:/path)`);
   }
-  if (parsed.protocol !== 'http:') throw new Error(`invalid sandboxd URL "${url}": only http:// and unix: are supported`);
+  if (parsed.protocol !== 'http:')
+    throw new Error(`invalid sandboxd URL "${url}": only http:// and unix: are supported`);
   return { origin: parsed.origin };
 }
 
@@ -109,21 +110,25 @@ export class SandboxdClient {
   constructor(options: SandboxdClientOptions) {
     const target = parseSandboxdUrl(options.url);
     this.#timeoutMs = options.timeoutMs;
-    const pool = (connections: number): Pool => new Pool(target.origin, {
-      connections,
-      pipelining: 1,
-      connect: { timeout: Math.min(options.timeoutMs, 5_000) },
-      // The buffered calls' own deadline comes first; these bound the streamed list.
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      keepAliveTimeout: 30_000,
-      ...(target.socketPath ? { socketPath: target.socketPath } : {}),
-    });
+    const pool = (connections: number): Pool =>
+      new Pool(target.origin, {
+        connections,
+        pipelining: 1,
+        connect: { timeout: Math.min(options.timeoutMs, 5_000) },
+        // The buffered calls' own deadline comes first; these bound the streamed list.
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        keepAliveTimeout: 30_000,
+        ...(target.socketPath ? { socketPath: target.socketPath } : {}),
+      });
     this.#pool = pool(options.connections ?? 128);
     this.#control = pool(options.controlConnections ?? 4);
     this.#root = new TokenRotation(options.rootToken, {
       graceMs: options.rootTokenGraceMs ?? 0,
-      derive: (token) => ({ plain: { authorization: `Bearer ${token}` }, json: { authorization: `Bearer ${token}`, 'content-type': JSON_TYPE } }),
+      derive: (token) => ({
+        plain: { authorization: `Bearer ${token}` },
+        json: { authorization: `Bearer ${token}`, 'content-type': JSON_TYPE },
+      }),
     });
   }
 
@@ -144,7 +149,9 @@ export class SandboxdClient {
   /** The root token `headers` were built from, if they are root headers. */
   #rootOf(headers: Headers): RootHeaders | undefined {
     const preferred = this.#root.preferred;
-    return preferred !== undefined && (headers === preferred.plain || headers === preferred.json) ? preferred : undefined;
+    return preferred !== undefined && (headers === preferred.plain || headers === preferred.json)
+      ? preferred
+      : undefined;
   }
 
   info(): Promise<SandboxdAnswer> {
@@ -168,7 +175,14 @@ export class SandboxdClient {
   /** `authorization` is the caller's own header for a sandbox-token call; root when omitted. */
   release(id: string, authorization?: string): Promise<SandboxdAnswer> {
     const headers = authorization === undefined ? this.#rootHeaders : { authorization };
-    return this.#call(this.#pool, 'release', 'POST', `/v1/sandboxes/${encodeURIComponent(id)}/release`, undefined, headers);
+    return this.#call(
+      this.#pool,
+      'release',
+      'POST',
+      `/v1/sandboxes/${encodeURIComponent(id)}/release`,
+      undefined,
+      headers,
+    );
   }
 
   renew(id: string, json: string, authorization?: string): Promise<SandboxdAnswer> {
@@ -177,7 +191,14 @@ export class SandboxdClient {
   }
 
   getSandbox(id: string): Promise<SandboxdAnswer> {
-    return this.#call(this.#pool, 'get_sandbox', 'GET', `/v1/sandboxes/${encodeURIComponent(id)}`, undefined, this.#rootHeaders);
+    return this.#call(
+      this.#pool,
+      'get_sandbox',
+      'GET',
+      `/v1/sandboxes/${encodeURIComponent(id)}`,
+      undefined,
+      this.#rootHeaders,
+    );
   }
 
   /** The body streams: a node holding thousands of claims answers a large list. */
@@ -200,7 +221,14 @@ export class SandboxdClient {
     await Promise.all([this.#pool.close(), this.#control.close()]);
   }
 
-  #call(pool: Pool, operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<SandboxdAnswer> {
+  #call(
+    pool: Pool,
+    operation: string,
+    method: Dispatcher.HttpMethod,
+    path: string,
+    body: string | undefined,
+    headers: Headers,
+  ): Promise<SandboxdAnswer> {
     return new Promise((resolve, reject) => {
       this.#dispatch(pool, operation, method, path, body, headers, { answer: resolve, failed: reject });
     });
@@ -211,12 +239,21 @@ export class SandboxdClient {
    * dispatch handler that gathers the few chunks of a small JSON answer costs
    * the claim path less than a stream per call.
    */
-  #dispatch(pool: Pool, operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers, receiver: SandboxdReceiver): void {
+  #dispatch(
+    pool: Pool,
+    operation: string,
+    method: Dispatcher.HttpMethod,
+    path: string,
+    body: string | undefined,
+    headers: Headers,
+    receiver: SandboxdReceiver,
+  ): void {
     const root = this.#rootOf(headers);
     // Only while a replaced token is in grace is there anything to fall back to (and a receiver to wrap).
-    const through = root !== undefined && this.#root.previous !== undefined
-      ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver)
-      : receiver;
+    const through =
+      root !== undefined && this.#root.previous !== undefined
+        ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver)
+        : receiver;
     pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, this.#timeoutMs, through));
   }
 
@@ -226,7 +263,16 @@ export class SandboxdClient {
    * so even a claim is safe to repeat), and whichever token sandboxd took is
    * the one presented from then on. The second attempt has a deadline of its own.
    */
-  #fallingBack(pool: Pool, operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, used: RootHeaders, json: boolean, receiver: SandboxdReceiver): SandboxdReceiver {
+  #fallingBack(
+    pool: Pool,
+    operation: string,
+    method: Dispatcher.HttpMethod,
+    path: string,
+    body: string | undefined,
+    used: RootHeaders,
+    json: boolean,
+    receiver: SandboxdReceiver,
+  ): SandboxdReceiver {
     const tookIt = (token: RootHeaders, answer: SandboxdAnswer): void => {
       if (answer.status !== 401) this.#root.worked(token);
     };
@@ -238,20 +284,29 @@ export class SandboxdClient {
           receiver.answer(answer);
           return;
         }
-        pool.dispatch({ method, path, headers: json ? other.json : other.plain, body }, new CollectingHandler(operation, this.#timeoutMs, {
-          answer: (second) => {
-            tookIt(other, second);
-            receiver.answer(second);
-          },
-          failed: (err) => receiver.failed(err),
-        }));
+        pool.dispatch(
+          { method, path, headers: json ? other.json : other.plain, body },
+          new CollectingHandler(operation, this.#timeoutMs, {
+            answer: (second) => {
+              tookIt(other, second);
+              receiver.answer(second);
+            },
+            failed: (err) => receiver.failed(err),
+          }),
+        );
       },
       failed: (err) => receiver.failed(err),
     };
   }
 
   /** A streamed answer: the deadline covers the wait for a connection and for the headers; the pool's bodyTimeout, each chunk after. */
-  async #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: string | undefined, headers: Headers): Promise<Dispatcher.ResponseData> {
+  async #send(
+    operation: string,
+    method: Dispatcher.HttpMethod,
+    path: string,
+    body: string | undefined,
+    headers: Headers,
+  ): Promise<Dispatcher.ResponseData> {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new DeadlineError('deadline passed')), this.#timeoutMs);
     try {
@@ -264,7 +319,13 @@ export class SandboxdClient {
       }
       // As #fallingBack, for a streamed answer (within the same deadline).
       await answer.body.dump();
-      const second = await this.#pool.request({ method, path, headers: headers === root?.json ? other.json : other.plain, body, signal: deadline.signal });
+      const second = await this.#pool.request({
+        method,
+        path,
+        headers: headers === root?.json ? other.json : other.plain,
+        body,
+        signal: deadline.signal,
+      });
       if (second.statusCode !== 401) this.#root.worked(other);
       return second;
     } catch (err) {
@@ -281,7 +342,16 @@ function contentTypeOf(headers: Dispatcher.ResponseData['headers']): string | un
   return Array.isArray(value) ? value[0] : value;
 }
 
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'EACCES',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 function isConnectFailure(err: unknown): boolean {
   if (err instanceof errors.ConnectTimeoutError) return true;
@@ -324,7 +394,11 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     this.#controller = controller;
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Dispatcher.ResponseData['headers']): void {
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Dispatcher.ResponseData['headers'],
+  ): void {
     this.#status = statusCode;
     this.#contentType = contentTypeOf(headers);
     const retryAfter = headers['retry-after'];
@@ -349,7 +423,9 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settle();
     const sent = this.#controller !== undefined;
-    this.#receiver.failed(err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#timeoutMs, sent));
+    this.#receiver.failed(
+      err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#timeoutMs, sent),
+    );
   }
 
   #expire(): void {

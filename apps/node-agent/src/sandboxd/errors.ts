@@ -49,14 +49,32 @@ export class DeadlineError extends Error {
  * Classifies what undici reported, by whether the request had been written:
  * `sent` is true once undici started the request on a connection.
  */
-export function toUnavailable(operation: string, err: unknown, timeoutMs: number, sent: boolean): SandboxdUnavailableError {
-  const timedOut = err instanceof DeadlineError || err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
+export function toUnavailable(
+  operation: string,
+  err: unknown,
+  timeoutMs: number,
+  sent: boolean,
+): SandboxdUnavailableError {
+  const timedOut =
+    err instanceof DeadlineError || err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
   if (!sent) {
-    if (timedOut) return new SandboxdUnavailableError(operation, 'busy', `sandboxd busy: no connection to it came free within ${timeoutMs} ms; the call was not sent`, err);
+    if (timedOut)
+      return new SandboxdUnavailableError(
+        operation,
+        'busy',
+        `sandboxd busy: no connection to it came free within ${timeoutMs} ms; the call was not sent`,
+        err,
+      );
     return new SandboxdUnavailableError(operation, 'unreachable', `sandboxd unreachable (${detailOf(err)})`, err);
   }
-  if (timedOut) return new SandboxdUnavailableError(operation, 'timeout', `sandboxd did not answer within ${timeoutMs} ms`, err);
-  return new SandboxdUnavailableError(operation, 'connection_lost', `sandboxd closed the connection before answering (${detailOf(err)})`, err);
+  if (timedOut)
+    return new SandboxdUnavailableError(operation, 'timeout', `sandboxd did not answer within ${timeoutMs} ms`, err);
+  return new SandboxdUnavailableError(
+    operation,
+    'connection_lost',
+    `sandboxd closed the connection before answering (${detailOf(err)})`,
+    err,
+  );
 }
 
 function detailOf(err: unknown): string {

@@ -3,11 +3,30 @@
 // microseconds and every Go TLS stack accepts them. Used by the test harness
 // (a throw-away cluster's PKI) and by servers that make their own self-signed
 // serving certificate when none is given.
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  type KeyObject,
+} from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
 import {
-  bitString, boolean, explicit, implicit, namedBits, objectId, octetString, sequence, set, smallInteger, time,
-  unsignedInteger, utf8String,
+  bitString,
+  boolean,
+  explicit,
+  implicit,
+  namedBits,
+  objectId,
+  octetString,
+  sequence,
+  set,
+  smallInteger,
+  time,
+  unsignedInteger,
+  utf8String,
 } from './der.js';
 
 export interface KeyPair {
@@ -83,11 +102,15 @@ function ipBytes(ip: string): Buffer {
 }
 
 function extension(oid: string, critical: boolean, value: Buffer): Buffer {
-  return critical ? sequence(objectId(oid), boolean(true), octetString(value)) : sequence(objectId(oid), octetString(value));
+  return critical
+    ? sequence(objectId(oid), boolean(true), octetString(value))
+    : sequence(objectId(oid), octetString(value));
 }
 
 function keyId(publicKey: KeyObject): Buffer {
-  return createHash('sha1').update(publicKey.export({ type: 'spki', format: 'der' })).digest();
+  return createHash('sha1')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest();
 }
 
 function pem(label: string, der: Buffer): string {
@@ -138,16 +161,24 @@ export function issueCertificate(request: CertificateRequest): IssuedCertificate
     extension(
       OID.keyUsage,
       true,
-      namedBits(request.isCa
-        ? [KEY_USAGE.digitalSignature, KEY_USAGE.keyCertSign, KEY_USAGE.cRLSign]
-        : [KEY_USAGE.digitalSignature, KEY_USAGE.keyEncipherment]),
+      namedBits(
+        request.isCa
+          ? [KEY_USAGE.digitalSignature, KEY_USAGE.keyCertSign, KEY_USAGE.cRLSign]
+          : [KEY_USAGE.digitalSignature, KEY_USAGE.keyEncipherment],
+      ),
     ),
     extension(OID.subjectKeyId, false, octetString(keyId(publicKey))),
     extension(OID.authorityKeyId, false, sequence(implicit(0, authorityKeyId))),
   ];
   const usages = request.usages ?? [];
   if (usages.length > 0) {
-    extensions.push(extension(OID.extKeyUsage, false, sequence(...usages.map((u) => objectId(u === 'server' ? OID.serverAuth : OID.clientAuth)))));
+    extensions.push(
+      extension(
+        OID.extKeyUsage,
+        false,
+        sequence(...usages.map((u) => objectId(u === 'server' ? OID.serverAuth : OID.clientAuth))),
+      ),
+    );
   }
   const altNames = [
     ...(request.dnsNames ?? []).map((dns) => implicit(2, Buffer.from(dns, 'ascii'))),
@@ -170,4 +201,3 @@ export function issueCertificate(request: CertificateRequest): IssuedCertificate
   const cert = sequence(tbs, signatureAlgorithm, bitString(signature));
   return { certPem: pem('CERTIFICATE', cert), keyPem: keys.privateKeyPem };
 }
-

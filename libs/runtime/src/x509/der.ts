@@ -60,7 +60,7 @@ export function bitString(content: Buffer, unusedBits = 0): Buffer {
 export function namedBits(bits: number[]): Buffer {
   const highest = Math.max(...bits);
   const bytes = Buffer.alloc(Math.floor(highest / 8) + 1);
-  for (const bit of bits) bytes[Math.floor(bit / 8)] = (bytes[Math.floor(bit / 8)] ?? 0) | (0x80 >> bit % 8);
+  for (const bit of bits) bytes[Math.floor(bit / 8)] = (bytes[Math.floor(bit / 8)] ?? 0) | (0x80 >> (bit % 8));
   return bitString(bytes, 7 - (highest % 8));
 }
 
@@ -68,5 +68,7 @@ export function namedBits(bits: number[]): Buffer {
 export function time(date: Date): Buffer {
   const iso = date.toISOString(); // 2026-01-02T03:04:05.678Z
   const digits = iso.slice(0, 19).replace(/[-:T]/g, ''); // 20260102030405
-  return date.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`)) : tlv(0x18, Buffer.from(`${digits}Z`));
+  return date.getUTCFullYear() < 2050
+    ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`))
+    : tlv(0x18, Buffer.from(`${digits}Z`));
 }

@@ -17,11 +17,7 @@
 // - One key is never worked on twice at once (KeyedQueue), so a deletion is
 //   handled after the claim in flight for it has settled.
 // - The token is written only into the claim's own Secret.
-import {
-  SANDBOX_ID_ANNOTATION,
-  type ClaimFailureReason,
-  type SandboxClaim,
-} from '@warmpool/api';
+import { SANDBOX_ID_ANNOTATION, type ClaimFailureReason, type SandboxClaim } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
@@ -107,7 +103,8 @@ export class SandboxClaimController {
           options.metrics.queueSize(this.#queue.size);
         }
       },
-      onError: (key, err) => options.logger.warn('SandboxClaim reconcile failed; retrying with backoff', { claim: key, err }),
+      onError: (key, err) =>
+        options.logger.warn('SandboxClaim reconcile failed; retrying with backoff', { claim: key, err }),
     });
   }
 
@@ -133,7 +130,8 @@ export class SandboxClaimController {
     const { namespace, name } = claim.metadata;
     if (namespace === undefined || name === undefined) return;
     const key = `${namespace}/${name}`;
-    if (!this.#seen.has(key) && claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === undefined) this.#seen.set(key, performance.now());
+    if (!this.#seen.has(key) && claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === undefined)
+      this.#seen.set(key, performance.now());
     this.#queue.add(key);
   }
 
@@ -157,7 +155,12 @@ export class SandboxClaimController {
       return { kind: 'done' };
     }
     const refused = this.#refused.get(key);
-    if (refused !== undefined && refused.uid === claim.metadata.uid && refused.generation === claim.metadata.generation && claim.metadata.deletionTimestamp === undefined) {
+    if (
+      refused !== undefined &&
+      refused.uid === claim.metadata.uid &&
+      refused.generation === claim.metadata.generation &&
+      claim.metadata.deletionTimestamp === undefined
+    ) {
       return { kind: 'done' };
     }
     if (claim.metadata.deletionTimestamp !== undefined) return this.#finalize(key, claim);
@@ -173,29 +176,51 @@ export class SandboxClaimController {
     // Terminal: an expired claim stays so; a refused one until its spec changes.
     const ready = readyOf(claim);
     if (ready?.reason === 'Expired') return { kind: 'done' };
-    if (ready?.reason === 'BadRequest' && !served && ready.observedGeneration === claim.metadata.generation) return { kind: 'done' };
-    if (isExpired(shutdown, now)) return this.#expire(key, claim, 'spec.lifecycle.shutdownTime has passed: the node reaped the sandbox');
+    if (ready?.reason === 'BadRequest' && !served && ready.observedGeneration === claim.metadata.generation)
+      return { kind: 'done' };
+    if (isExpired(shutdown, now))
+      return this.#expire(key, claim, 'spec.lifecycle.shutdownTime has passed: the node reaped the sandbox');
     if (served) return this.#maintain(key, claim, shutdown, now);
     if (ownership.kind === 'unservable') {
-      if (await this.#fail(claim, ownership.reason, ownership.message, now)) this.#options.metrics.failed(ownership.reason);
+      if (await this.#fail(claim, ownership.reason, ownership.message, now))
+        this.#options.metrics.failed(ownership.reason);
       return { kind: 'after', ms: this.settings.unservableRecheckMs };
     }
     return this.#serve(key, claim, ownership.pool, shutdown, now);
   }
 
-  async #serve(key: string, claim: SandboxClaim, warmPool: string, shutdown: number | undefined, now: number): Promise<WorkOutcome> {
+  async #serve(
+    key: string,
+    claim: SandboxClaim,
+    warmPool: string,
+    shutdown: number | undefined,
+    now: number,
+  ): Promise<WorkOutcome> {
     const { metrics, writer } = this.#options;
     const namespace = claim.metadata.namespace ?? '';
     const name = claim.metadata.name ?? '';
     let grant: ClaimGrant;
     try {
-      grant = await this.#options.claims.claim({ namespace, warmPool, claimRef: name, ttlSeconds: ttlSecondsFor(shutdown, now, this.settings.leaseSeconds), path: 'crd' });
+      grant = await this.#options.claims.claim({
+        namespace,
+        warmPool,
+        claimRef: name,
+        ttlSeconds: ttlSecondsFor(shutdown, now, this.settings.leaseSeconds),
+        path: 'crd',
+      });
     } catch (err) {
       if (!(err instanceof ClaimFailure)) throw err;
       metrics.failed(err.reason);
       await this.#fail(claim, err.reason, err.message, this.#options.clock.now());
-      if (isRetryable(err.reason)) return { kind: 'retry', ...(err.retryAfterSeconds !== undefined ? { minMs: Math.min(err.retryAfterSeconds * 1000, this.settings.retryMaxMs) } : {}) };
-      if (err.reason === 'PoolNotFound' || err.reason === 'NotDriven') return { kind: 'after', ms: this.settings.unservableRecheckMs };
+      if (isRetryable(err.reason))
+        return {
+          kind: 'retry',
+          ...(err.retryAfterSeconds !== undefined
+            ? { minMs: Math.min(err.retryAfterSeconds * 1000, this.settings.retryMaxMs) }
+            : {}),
+        };
+      if (err.reason === 'PoolNotFound' || err.reason === 'NotDriven')
+        return { kind: 'after', ms: this.settings.unservableRecheckMs };
       return { kind: 'done' };
     }
 
@@ -203,16 +228,28 @@ export class SandboxClaimController {
     // under this claim's name is theirs, never handed to (or released for) this SandboxClaim.
     if (grant.path === 'http') {
       this.#refuse(key, claim);
-      await this.#fail(claim, 'BadRequest', `claimRef ${namespace}/${name} is held by an HTTP claim (sandbox ${grant.id}); rename the SandboxClaim or release that claim`, this.#options.clock.now());
+      await this.#fail(
+        claim,
+        'BadRequest',
+        `claimRef ${namespace}/${name} is held by an HTTP claim (sandbox ${grant.id}); rename the SandboxClaim or release that claim`,
+        this.#options.clock.now(),
+      );
       return { kind: 'done' };
     }
     // The claim may have been deleted (or replaced by a namesake) while its batch ran.
     const current = this.#options.cache.get(namespace, name);
-    if (current === undefined || current.metadata.uid !== claim.metadata.uid || (current.metadata.deletionTimestamp !== undefined && !hasFinalizer(current))) {
+    if (
+      current === undefined ||
+      current.metadata.uid !== claim.metadata.uid ||
+      (current.metadata.deletionTimestamp !== undefined && !hasFinalizer(current))
+    ) {
       await this.#release(key, claim, 'vanished');
       return { kind: 'done' };
     }
-    const [marking, secret] = await Promise.allSettled([writer.markServed(claim, grant.id), writer.ensureSecret(claim, grant)]);
+    const [marking, secret] = await Promise.allSettled([
+      writer.markServed(claim, grant.id),
+      writer.ensureSecret(claim, grant),
+    ]);
     if (secret.status === 'rejected' && secret.reason instanceof SecretTakenError) {
       // Not ours to overwrite: hand the sandbox back, unmark the claim and say why (until its spec changes).
       // The status first: the unmarking's watch event must find the claim already refused.
@@ -236,7 +273,12 @@ export class SandboxClaimController {
     metrics.claimed(seen === undefined ? undefined : (performance.now() - seen) / 1000);
     const deadline = Date.parse(grant.deadline);
     this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
-    this.#options.logger.debug('SandboxClaim served', { claim: key, sandbox: grant.id, node: grant.node, tier: grant.tier });
+    this.#options.logger.debug('SandboxClaim served', {
+      claim: key,
+      sandbox: grant.id,
+      node: grant.node,
+      tier: grant.tier,
+    });
     return this.#next(deadline, shutdown, written);
   }
 
@@ -251,7 +293,8 @@ export class SandboxClaimController {
       // After a restart or a leader change, or with the status write lost: ask the shared index.
       const grant = await claims.lookup(namespace, name);
       // An HTTP claim under this name is never this claim's sandbox (see #serve).
-      if (grant === undefined || grant.path === 'http') return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
+      if (grant === undefined || grant.path === 'http')
+        return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
       if (!isReadyClaimed(claim)) {
         await writer.ensureSecret(claim, grant);
         await writer.writeStatus(claim, claimedStatus(claim, grant, now));
@@ -263,7 +306,11 @@ export class SandboxClaimController {
     if (renewal !== undefined && renewal <= now) {
       let granted: string;
       try {
-        ({ deadline: granted } = await claims.renew(namespace, name, ttlSecondsFor(shutdown, now, this.settings.leaseSeconds)));
+        ({ deadline: granted } = await claims.renew(
+          namespace,
+          name,
+          ttlSecondsFor(shutdown, now, this.settings.leaseSeconds),
+        ));
       } catch (err) {
         if (err instanceof ClaimFailure && err.reason === 'ClaimNotFound') {
           this.#options.metrics.renewed('gone');

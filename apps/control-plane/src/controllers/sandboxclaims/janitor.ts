@@ -36,7 +36,12 @@ export interface ClaimJanitorSettings {
   timeoutMs: number;
 }
 
-export const JANITOR_DEFAULTS: ClaimJanitorSettings = { intervalMs: 60_000, graceMs: 60_000, concurrency: 16, timeoutMs: 5_000 };
+export const JANITOR_DEFAULTS: ClaimJanitorSettings = {
+  intervalMs: 60_000,
+  graceMs: 60_000,
+  concurrency: 16,
+  timeoutMs: 5_000,
+};
 
 export interface ClaimJanitorOptions extends Partial<ClaimJanitorSettings> {
   claims: ClaimService;
@@ -79,7 +84,10 @@ export class ClaimJanitor {
   start(): void {
     if (this.#timer !== undefined) return;
     this.#stop = new AbortController();
-    this.#timer = setInterval(() => void this.sweep().catch((err: unknown) => this.#options.logger.warn('claim janitor sweep failed', { err })), this.settings.intervalMs);
+    this.#timer = setInterval(
+      () => void this.sweep().catch((err: unknown) => this.#options.logger.warn('claim janitor sweep failed', { err })),
+      this.settings.intervalMs,
+    );
     this.#timer.unref();
   }
 
@@ -143,7 +151,12 @@ export class ClaimJanitor {
     return released;
   }
 
-  async #releaseOrphan(agent: AgentAddress, row: SandboxRow, ref: { namespace: string; name: string }, signal: AbortSignal): Promise<boolean> {
+  async #releaseOrphan(
+    agent: AgentAddress,
+    row: SandboxRow,
+    ref: { namespace: string; name: string },
+    signal: AbortSignal,
+  ): Promise<boolean> {
     const { claims, cache, nodeClaims, metrics, logger } = this.#options;
     let grant;
     try {
@@ -155,9 +168,14 @@ export class ClaimJanitor {
     if (grant !== undefined && grant.path !== 'crd') return false;
     if (cache.get(ref.namespace, ref.name) !== undefined) return false;
     if (grant !== undefined && grant.id === row.id) await claims.release(ref.namespace, ref.name);
-    else await nodeClaims.release(agent, row.id, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
+    else
+      await nodeClaims.release(agent, row.id, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
     metrics.janitorReleased();
-    logger.info('claim janitor released a sandbox whose SandboxClaim no longer exists', { node: agent.node, sandbox: row.id, claimRef: row.claim_ref });
+    logger.info('claim janitor released a sandbox whose SandboxClaim no longer exists', {
+      node: agent.node,
+      sandbox: row.id,
+      claimRef: row.claim_ref,
+    });
     return true;
   }
 }

@@ -34,7 +34,12 @@ export function ttlSecondsFor(shutdown: number | undefined, now: number, leaseSe
  * epoch; at or before `now` means at once), or undefined when it never needs
  * renewing because the deadline already is the shutdownTime.
  */
-export function renewalAt(deadline: number, shutdown: number | undefined, now: number, leaseSeconds: number): number | undefined {
+export function renewalAt(
+  deadline: number,
+  shutdown: number | undefined,
+  now: number,
+  leaseSeconds: number,
+): number | undefined {
   if (shutdown === undefined) return deadline - (leaseSeconds * 1000) / 2;
   if (Math.abs(deadline - shutdown) <= SAME_DEADLINE_MS) return undefined;
   // The shutdownTime moved, or lies beyond the node's cap.

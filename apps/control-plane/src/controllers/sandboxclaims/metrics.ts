@@ -39,11 +39,34 @@ export class SandboxClaimMetrics {
       labelNames: ['kind'],
       registers,
     });
-    this.#releases = new Counter({ name: `${PREFIX}sandboxclaim_releases_total`, help: 'Sandboxes released for SandboxClaims, by cause (deleted: the claim was deleted; vanished: it went while its batch ran; expired)', labelNames: ['cause'], registers });
-    this.#renewals = new Counter({ name: `${PREFIX}sandboxclaim_renewals_total`, help: 'Lease renewals of SandboxClaims\' sandboxes, by outcome', labelNames: ['outcome'], registers });
-    this.#janitor = new Counter({ name: `${PREFIX}claim_janitor_releases_total`, help: 'Node claims of the SandboxClaim path whose claim no longer exists, released by the janitor', registers });
-    this.#janitorSweeps = new Counter({ name: `${PREFIX}claim_janitor_sweeps_total`, help: 'Janitor sweeps, by outcome (ok; partial: some nodes did not answer; skipped: caches not synced)', labelNames: ['outcome'], registers });
-    this.#queue = new Gauge({ name: `${PREFIX}sandboxclaim_queue_keys`, help: 'SandboxClaims waiting, delayed or being worked on by this replica', registers });
+    this.#releases = new Counter({
+      name: `${PREFIX}sandboxclaim_releases_total`,
+      help: 'Sandboxes released for SandboxClaims, by cause (deleted: the claim was deleted; vanished: it went while its batch ran; expired)',
+      labelNames: ['cause'],
+      registers,
+    });
+    this.#renewals = new Counter({
+      name: `${PREFIX}sandboxclaim_renewals_total`,
+      help: "Lease renewals of SandboxClaims' sandboxes, by outcome",
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#janitor = new Counter({
+      name: `${PREFIX}claim_janitor_releases_total`,
+      help: 'Node claims of the SandboxClaim path whose claim no longer exists, released by the janitor',
+      registers,
+    });
+    this.#janitorSweeps = new Counter({
+      name: `${PREFIX}claim_janitor_sweeps_total`,
+      help: 'Janitor sweeps, by outcome (ok; partial: some nodes did not answer; skipped: caches not synced)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#queue = new Gauge({
+      name: `${PREFIX}sandboxclaim_queue_keys`,
+      help: 'SandboxClaims waiting, delayed or being worked on by this replica',
+      registers,
+    });
   }
 
   claimed(readySeconds: number | undefined): void {

@@ -36,9 +36,14 @@ export class HttpNodeClaims implements NodeClaims {
   }
 
   async release(agent: AgentAddress, id: string, signal: AbortSignal): Promise<void> {
-    const res = await fetch(`http://${agent.address}/v1/sandboxes/${encodeURIComponent(id)}/release`, { method: 'POST', headers: this.#headers(), signal });
+    const res = await fetch(`http://${agent.address}/v1/sandboxes/${encodeURIComponent(id)}/release`, {
+      method: 'POST',
+      headers: this.#headers(),
+      signal,
+    });
     await res.body?.cancel();
-    if (!res.ok && res.status !== 404) throw new AgentCallFailed(`release of ${id} on ${agent.node} answered ${res.status}`);
+    if (!res.ok && res.status !== 404)
+      throw new AgentCallFailed(`release of ${id} on ${agent.node} answered ${res.status}`);
   }
 
   #headers(): Record<string, string> {

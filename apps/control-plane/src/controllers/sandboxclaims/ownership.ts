@@ -43,7 +43,11 @@ export function hasFinalizer(claim: SandboxClaim): boolean {
 /** Whether the claim is addressed to warmpool whatever its pool says (see the file comment). */
 export function addressedToWarmpool(claim: SandboxClaim): boolean {
   const annotations = claim.metadata.annotations ?? {};
-  return hasFinalizer(claim) || annotations[SANDBOX_ID_ANNOTATION] !== undefined || annotations[DRIVER_ANNOTATION] === DRIVER_SANDBOXD;
+  return (
+    hasFinalizer(claim) ||
+    annotations[SANDBOX_ID_ANNOTATION] !== undefined ||
+    annotations[DRIVER_ANNOTATION] === DRIVER_SANDBOXD
+  );
 }
 
 export function ownershipOf(claim: SandboxClaim, caches: ClaimCaches): ClaimOwnership {
@@ -55,10 +59,23 @@ export function ownershipOf(claim: SandboxClaim, caches: ClaimCaches): ClaimOwne
   if (pool !== undefined && template !== undefined && isDriven(template)) return { kind: 'ours', pool: poolName };
   if (!addressedToWarmpool(claim)) return { kind: 'not-ours' };
   if (pool === undefined) {
-    return { kind: 'unservable', reason: 'PoolNotFound', message: poolName === '' ? 'spec.warmPoolRef.name is empty' : `SandboxWarmPool ${namespace}/${poolName} does not exist` };
+    return {
+      kind: 'unservable',
+      reason: 'PoolNotFound',
+      message:
+        poolName === '' ? 'spec.warmPoolRef.name is empty' : `SandboxWarmPool ${namespace}/${poolName} does not exist`,
+    };
   }
   if (template === undefined) {
-    return { kind: 'unservable', reason: 'NotDriven', message: `SandboxTemplate ${namespace}/${templateName ?? ''} of SandboxWarmPool ${poolName} does not exist, so warmpool does not drive the pool` };
+    return {
+      kind: 'unservable',
+      reason: 'NotDriven',
+      message: `SandboxTemplate ${namespace}/${templateName ?? ''} of SandboxWarmPool ${poolName} does not exist, so warmpool does not drive the pool`,
+    };
   }
-  return { kind: 'unservable', reason: 'NotDriven', message: `SandboxWarmPool ${namespace}/${poolName} is not driven by warmpool: its SandboxTemplate ${templateName ?? ''} lacks the annotation ${DRIVER_ANNOTATION}: ${DRIVER_SANDBOXD}` };
+  return {
+    kind: 'unservable',
+    reason: 'NotDriven',
+    message: `SandboxWarmPool ${namespace}/${poolName} is not driven by warmpool: its SandboxTemplate ${templateName ?? ''} lacks the annotation ${DRIVER_ANNOTATION}: ${DRIVER_SANDBOXD}`,
+  };
 }

@@ -124,7 +124,12 @@ export class KeyedQueue {
       if (outcome.kind === 'retry') {
         let backoff = this.#backoffs.get(key);
         if (backoff === undefined) {
-          backoff = new Backoff({ initialMs: this.#options.retryInitialMs ?? 250, maxMs: this.#options.retryMaxMs ?? 10_000, factor: 2, jitter: 0.2 });
+          backoff = new Backoff({
+            initialMs: this.#options.retryInitialMs ?? 250,
+            maxMs: this.#options.retryMaxMs ?? 10_000,
+            factor: 2,
+            jitter: 0.2,
+          });
           this.#backoffs.set(key, backoff);
         }
         this.#again.delete(key);

@@ -12,7 +12,13 @@
 // once; a claim it had in flight is answered idempotently to the next leader
 // (same claimRef, same sandbox).
 import type { KubeConfig } from '@kubernetes/client-node';
-import { SandboxClaimType, type NodeInventory, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
+import {
+  SandboxClaimType,
+  type NodeInventory,
+  type SandboxClaim,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
@@ -98,7 +104,11 @@ export class SandboxClaims {
   /** On becoming leader: starts once the SandboxClaim, pool and template caches have synced, unless the term ended first. */
   async lead(signal: AbortSignal): Promise<void> {
     try {
-      await Promise.all([this.informer, this.#pools, this.#templates, this.#inventories].map((informer) => informer.waitForSync(signal)));
+      await Promise.all(
+        [this.informer, this.#pools, this.#templates, this.#inventories].map((informer) =>
+          informer.waitForSync(signal),
+        ),
+      );
     } catch {
       return; // the term ended before the caches filled
     }

@@ -2,10 +2,24 @@
 // claim, controlled by it (so it is garbage-collected with it), keys `id`,
 // `token`, `ownerAddr`, `deadline`, `node`. The token lives nowhere else in
 // the API: not in the claim's status, not in an annotation.
-import { apiVersionOf, SandboxClaimType, type KubeObject, type ObjectMeta, type ResourceType, type SandboxClaim, type SandboxSecretKey } from '@warmpool/api';
+import {
+  apiVersionOf,
+  SandboxClaimType,
+  type KubeObject,
+  type ObjectMeta,
+  type ResourceType,
+  type SandboxClaim,
+  type SandboxSecretKey,
+} from '@warmpool/api';
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 
-export const SecretType: ResourceType = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
+export const SecretType: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'secrets',
+  kind: 'Secret',
+  namespaced: true,
+};
 /** The Secret's `type`, so tools can find sandbox Secrets. */
 export const SANDBOX_SECRET_TYPE = 'warmpool.dev/sandbox';
 /** Label on the Secret naming its claim. */
@@ -18,10 +32,19 @@ export interface KubeSecret extends KubeObject {
   data?: Record<string, string>;
 }
 
-export function secretData(grant: Pick<ClaimGrant, 'id' | 'token' | 'ownerAddr' | 'deadline' | 'node'>): Record<SandboxSecretKey, string> {
-  const plain: Record<SandboxSecretKey, string> = { id: grant.id, token: grant.token, ownerAddr: grant.ownerAddr, deadline: grant.deadline, node: grant.node };
+export function secretData(
+  grant: Pick<ClaimGrant, 'id' | 'token' | 'ownerAddr' | 'deadline' | 'node'>,
+): Record<SandboxSecretKey, string> {
+  const plain: Record<SandboxSecretKey, string> = {
+    id: grant.id,
+    token: grant.token,
+    ownerAddr: grant.ownerAddr,
+    deadline: grant.deadline,
+    node: grant.node,
+  };
   const data = {} as Record<SandboxSecretKey, string>;
-  for (const [key, value] of Object.entries(plain) as Array<[SandboxSecretKey, string]>) data[key] = Buffer.from(value, 'utf8').toString('base64');
+  for (const [key, value] of Object.entries(plain) as Array<[SandboxSecretKey, string]>)
+    data[key] = Buffer.from(value, 'utf8').toString('base64');
   return data;
 }
 
@@ -34,14 +57,16 @@ export function sandboxSecret(claim: SandboxClaim, grant: ClaimGrant): KubeSecre
       name,
       namespace: claim.metadata.namespace ?? '',
       labels: { [CLAIM_LABEL]: name },
-      ownerReferences: [{
-        apiVersion: apiVersionOf(SandboxClaimType),
-        kind: SandboxClaimType.kind,
-        name,
-        uid: claim.metadata.uid ?? '',
-        controller: true,
-        blockOwnerDeletion: true,
-      }],
+      ownerReferences: [
+        {
+          apiVersion: apiVersionOf(SandboxClaimType),
+          kind: SandboxClaimType.kind,
+          name,
+          uid: claim.metadata.uid ?? '',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     type: SANDBOX_SECRET_TYPE,
     data: secretData(grant),
@@ -50,13 +75,18 @@ export function sandboxSecret(claim: SandboxClaim, grant: ClaimGrant): KubeSecre
 
 /** Whether the existing Secret is this claim's (controlled by it, or by an earlier claim of the same name) rather than the user's own. */
 export function isClaimSecret(secret: KubeSecret): boolean {
-  return secret.type === SANDBOX_SECRET_TYPE
-    && (secret.metadata.ownerReferences ?? []).some((ref) => ref.controller === true && ref.kind === SandboxClaimType.kind && ref.name === secret.metadata.name);
+  return (
+    secret.type === SANDBOX_SECRET_TYPE &&
+    (secret.metadata.ownerReferences ?? []).some(
+      (ref) => ref.controller === true && ref.kind === SandboxClaimType.kind && ref.name === secret.metadata.name,
+    )
+  );
 }
 
 /** Whether the Secret already says what `wanted` says (no write needed). */
 export function secretMatches(secret: KubeSecret, wanted: KubeSecret): boolean {
-  const owner = (s: KubeSecret): string | undefined => s.metadata.ownerReferences?.find((ref) => ref.controller === true)?.uid;
+  const owner = (s: KubeSecret): string | undefined =>
+    s.metadata.ownerReferences?.find((ref) => ref.controller === true)?.uid;
   return owner(secret) === owner(wanted) && JSON.stringify(sorted(secret.data)) === JSON.stringify(sorted(wanted.data));
 }
 

@@ -17,7 +17,12 @@ export interface ClaimStatusPatch {
 }
 
 /** Failures that may clear up by themselves: the claim is tried again with backoff. */
-const RETRYABLE: ReadonlySet<ClaimFailureReason> = new Set<ClaimFailureReason>(['NoCapacity', 'NodeRefused', 'Unavailable', 'Timeout']);
+const RETRYABLE: ReadonlySet<ClaimFailureReason> = new Set<ClaimFailureReason>([
+  'NoCapacity',
+  'NodeRefused',
+  'Unavailable',
+  'Timeout',
+]);
 
 export function isRetryable(reason: ClaimFailureReason): boolean {
   return RETRYABLE.has(reason);
@@ -37,7 +42,13 @@ export function readyOf(claim: SandboxClaim): Condition | undefined {
   return claim.status?.conditions?.find((c) => c.type === READY);
 }
 
-function withReady(claim: SandboxClaim, status: 'True' | 'False', reason: ReadyReason, message: string, now: number): Condition[] {
+function withReady(
+  claim: SandboxClaim,
+  status: 'True' | 'False',
+  reason: ReadyReason,
+  message: string,
+  now: number,
+): Condition[] {
   const previous = readyOf(claim);
   const ready: Condition = {
     type: READY,
@@ -45,7 +56,10 @@ function withReady(claim: SandboxClaim, status: 'True' | 'False', reason: ReadyR
     reason,
     message: message.slice(0, 32_768),
     // Kept while the status stays, as Kubernetes conditions do.
-    lastTransitionTime: previous?.status === status && previous.lastTransitionTime !== undefined ? previous.lastTransitionTime : kubeTime(now),
+    lastTransitionTime:
+      previous?.status === status && previous.lastTransitionTime !== undefined
+        ? previous.lastTransitionTime
+        : kubeTime(now),
     ...(claim.metadata.generation !== undefined ? { observedGeneration: claim.metadata.generation } : {}),
   };
   const others = (claim.status?.conditions ?? []).filter((c) => c.type !== READY);
@@ -61,7 +75,13 @@ export function claimedStatus(claim: SandboxClaim, grant: ClaimGrant, now: numbe
 }
 
 /** Ready=False; a served claim keeps status.sandbox unless the sandbox is gone (`keepSandbox` false). */
-export function failedStatus(claim: SandboxClaim, reason: ClaimFailureReason, message: string, now: number, keepSandbox = false): ClaimStatusPatch {
+export function failedStatus(
+  claim: SandboxClaim,
+  reason: ClaimFailureReason,
+  message: string,
+  now: number,
+  keepSandbox = false,
+): ClaimStatusPatch {
   const sandbox = claim.status?.sandbox;
   return {
     conditions: withReady(claim, 'False', reason, message, now),
@@ -73,11 +93,13 @@ export function failedStatus(claim: SandboxClaim, reason: ClaimFailureReason, me
 export function statusDiffers(claim: SandboxClaim, next: ClaimStatusPatch): boolean {
   const current = readyOf(claim);
   const ready = next.conditions.find((c) => c.type === READY);
-  if (current?.status !== ready?.status || current?.reason !== ready?.reason || current?.message !== ready?.message) return true;
+  if (current?.status !== ready?.status || current?.reason !== ready?.reason || current?.message !== ready?.message)
+    return true;
   if (current?.observedGeneration !== ready?.observedGeneration) return true;
   const have = claim.status?.sandbox;
   const want = next.sandbox;
-  if (want === null) return have !== undefined && have !== null && (have.name !== undefined || (have.podIPs?.length ?? 0) > 0);
+  if (want === null)
+    return have !== undefined && have !== null && (have.name !== undefined || (have.podIPs?.length ?? 0) > 0);
   return have?.name !== want.name || JSON.stringify(have.podIPs ?? []) !== JSON.stringify(want.podIPs);
 }
 

@@ -9,11 +9,13 @@ function claimChangeMatters(old: SandboxClaim, next: SandboxClaim): boolean {
   if (old === next) return true; // a resync: look again
   const a = old.metadata;
   const b = next.metadata;
-  return a.generation !== b.generation
-    || a.uid !== b.uid
-    || a.deletionTimestamp !== b.deletionTimestamp
-    || JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? [])
-    || JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {});
+  return (
+    a.generation !== b.generation ||
+    a.uid !== b.uid ||
+    a.deletionTimestamp !== b.deletionTimestamp ||
+    JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? []) ||
+    JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {})
+  );
 }
 
 export function watchSandboxClaims(
@@ -43,13 +45,22 @@ export function watchSandboxClaims(
   const templateChanged = (template: SandboxTemplate): void => {
     const { namespace, name } = template.metadata;
     if (namespace === undefined || name === undefined || !controller.running) return;
-    const affected = new Set(pools.lister.list(namespace).filter((p) => p.spec?.sandboxTemplateRef?.name === name).map((p) => p.metadata.name ?? ''));
+    const affected = new Set(
+      pools.lister
+        .list(namespace)
+        .filter((p) => p.spec?.sandboxTemplateRef?.name === name)
+        .map((p) => p.metadata.name ?? ''),
+    );
     if (affected.size > 0) controller.enqueuePoolClaims(namespace, affected);
   };
   templates.addEventHandler({
     onAdd: templateChanged,
     onUpdate: (old, next) => {
-      if (old !== next && JSON.stringify(old.metadata.annotations ?? {}) !== JSON.stringify(next.metadata.annotations ?? {})) templateChanged(next);
+      if (
+        old !== next &&
+        JSON.stringify(old.metadata.annotations ?? {}) !== JSON.stringify(next.metadata.annotations ?? {})
+      )
+        templateChanged(next);
     },
     onDelete: templateChanged,
   });

@@ -50,18 +50,30 @@ export class ClaimWriter {
   async markServed(claim: SandboxClaim, sandboxId: string): Promise<'marked' | 'gone'> {
     try {
       return await retryOnConflict(async (attempt) => {
-        const current = attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
-        if (current.metadata.uid !== claim.metadata.uid || current.metadata.deletionTimestamp !== undefined) return 'gone';
+        const current =
+          attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+        if (current.metadata.uid !== claim.metadata.uid || current.metadata.deletionTimestamp !== undefined)
+          return 'gone';
         const finalizers = current.metadata.finalizers ?? [];
-        if (finalizers.includes(SANDBOX_CLAIM_FINALIZER) && current.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === sandboxId) return 'marked';
+        if (
+          finalizers.includes(SANDBOX_CLAIM_FINALIZER) &&
+          current.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === sandboxId
+        )
+          return 'marked';
         this.#metrics.write('metadata');
-        await this.#claims.patch(refOf(claim), {
-          metadata: {
-            resourceVersion: current.metadata.resourceVersion,
-            finalizers: finalizers.includes(SANDBOX_CLAIM_FINALIZER) ? finalizers : [...finalizers, SANDBOX_CLAIM_FINALIZER],
-            annotations: { [SANDBOX_ID_ANNOTATION]: sandboxId },
+        await this.#claims.patch(
+          refOf(claim),
+          {
+            metadata: {
+              resourceVersion: current.metadata.resourceVersion,
+              finalizers: finalizers.includes(SANDBOX_CLAIM_FINALIZER)
+                ? finalizers
+                : [...finalizers, SANDBOX_CLAIM_FINALIZER],
+              annotations: { [SANDBOX_ID_ANNOTATION]: sandboxId },
+            },
           },
-        }, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+          { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
+        );
         return 'marked';
       });
     } catch (err) {
@@ -77,13 +89,17 @@ export class ClaimWriter {
         const current = await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
         if (current.metadata.uid !== claim.metadata.uid) return;
         this.#metrics.write('metadata');
-        await this.#claims.patch(refOf(claim), {
-          metadata: {
-            resourceVersion: current.metadata.resourceVersion,
-            finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== SANDBOX_CLAIM_FINALIZER),
-            annotations: { [SANDBOX_ID_ANNOTATION]: null },
+        await this.#claims.patch(
+          refOf(claim),
+          {
+            metadata: {
+              resourceVersion: current.metadata.resourceVersion,
+              finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== SANDBOX_CLAIM_FINALIZER),
+              annotations: { [SANDBOX_ID_ANNOTATION]: null },
+            },
           },
-        }, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+          { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
+        );
       });
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -94,14 +110,22 @@ export class ClaimWriter {
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
     try {
       await retryOnConflict(async (attempt) => {
-        const current = attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+        const current =
+          attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
         if (current.metadata.uid !== claim.metadata.uid) return;
         const finalizers = current.metadata.finalizers ?? [];
         if (!finalizers.includes(SANDBOX_CLAIM_FINALIZER)) return;
         this.#metrics.write('metadata');
-        await this.#claims.patch(refOf(claim), {
-          metadata: { resourceVersion: current.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== SANDBOX_CLAIM_FINALIZER) },
-        }, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+        await this.#claims.patch(
+          refOf(claim),
+          {
+            metadata: {
+              resourceVersion: current.metadata.resourceVersion,
+              finalizers: finalizers.filter((f) => f !== SANDBOX_CLAIM_FINALIZER),
+            },
+          },
+          { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
+        );
       });
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -112,7 +136,10 @@ export class ClaimWriter {
     this.#metrics.write('status');
     try {
       // `sandbox: null` removes it (JSON merge patch).
-      await this.#claims.patchStatus(refOf(claim), status as unknown as Partial<NonNullable<SandboxClaim['status']>>, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      await this.#claims.patchStatus(refOf(claim), status as unknown as Partial<NonNullable<SandboxClaim['status']>>, {
+        fieldManager: FIELD_MANAGER,
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -130,10 +157,16 @@ export class ClaimWriter {
     }
     await retryOnConflict(async () => {
       const existing = await this.#secrets.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
-      if (!isClaimSecret(existing)) throw new SecretTakenError(`Secret ${refOf(claim).namespace}/${refOf(claim).name} exists and is not a sandbox Secret of a SandboxClaim: warmpool does not overwrite it`);
+      if (!isClaimSecret(existing))
+        throw new SecretTakenError(
+          `Secret ${refOf(claim).namespace}/${refOf(claim).name} exists and is not a sandbox Secret of a SandboxClaim: warmpool does not overwrite it`,
+        );
       if (secretMatches(existing, wanted)) return;
       this.#metrics.write('secret');
-      await this.#secrets.replace({ ...wanted, metadata: { ...wanted.metadata, resourceVersion: existing.metadata.resourceVersion } }, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      await this.#secrets.replace(
+        { ...wanted, metadata: { ...wanted.metadata, resourceVersion: existing.metadata.resourceVersion } },
+        { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
+      );
     });
   }
 
@@ -147,7 +180,10 @@ export class ClaimWriter {
         const data = secretData({ ...grant, token, deadline });
         if (JSON.stringify(existing.data) === JSON.stringify(data)) return;
         this.#metrics.write('secret');
-        await this.#secrets.replace({ ...existing, data }, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
+        await this.#secrets.replace(
+          { ...existing, data },
+          { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
+        );
       });
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -165,7 +201,10 @@ export class ClaimWriter {
       const owner = existing.metadata.ownerReferences?.find((ref) => ref.controller === true);
       if (owner?.uid !== claim.metadata.uid) return;
       this.#metrics.write('delete');
-      await this.#secrets.delete(refOf(claim), { preconditions: { uid: existing.metadata.uid ?? '' }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      await this.#secrets.delete(refOf(claim), {
+        preconditions: { uid: existing.metadata.uid ?? '' },
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err;
     }

@@ -50,7 +50,18 @@ export interface GroupScaleInput {
 
 /** The group's next total replicas. Pure. */
 export function nextTotal(input: GroupScaleInput): number {
-  const { total, idle, pending, unapplied, claimedSinceLast, minReplicas, maxReplicas, targetIdle, mayScaleDown, mayScaleUp } = input;
+  const {
+    total,
+    idle,
+    pending,
+    unapplied,
+    claimedSinceLast,
+    minReplicas,
+    maxReplicas,
+    targetIdle,
+    mayScaleDown,
+    mayScaleUp,
+  } = input;
   const clamp = (n: number): number => Math.max(minReplicas, Math.min(maxReplicas, n));
   if (total < minReplicas || total > maxReplicas) return clamp(total);
   const coming = idle + pending + unapplied;
@@ -58,12 +69,16 @@ export function nextTotal(input: GroupScaleInput): number {
   const wanted = targetIdle + Math.max(0, claimedSinceLast);
   if (coming < wanted) return mayScaleUp || claimedSinceLast > 0 ? clamp(total + (wanted - coming)) : total;
   const band = Math.max(1, Math.ceil(targetIdle / 2));
-  if (mayScaleDown && pending === 0 && unapplied === 0 && idle > targetIdle + band) return clamp(total - (idle - targetIdle));
+  if (mayScaleDown && pending === 0 && unapplied === 0 && idle > targetIdle + band)
+    return clamp(total - (idle - targetIdle));
   return total;
 }
 
 /** Replicas per member after moving the total to `next`: up to the member with the fewest, down from the one with the most. */
-export function distribute(members: ReadonlyArray<{ pool: string; replicas: number }>, next: number): Map<string, number> {
+export function distribute(
+  members: ReadonlyArray<{ pool: string; replicas: number }>,
+  next: number,
+): Map<string, number> {
   const out = new Map(members.map((m) => [m.pool, m.replicas]));
   let total = members.reduce((n, m) => n + m.replicas, 0);
   const pick = (most: boolean): string | undefined => {
@@ -122,7 +137,12 @@ export class EnvAutoscaler {
   }
 
   /** One pass over every Env (after a SandboxEnv run on the leader). */
-  async run(envs: ReadonlyArray<{ env: SandboxEnv; capacity: EnvCapacity }>, counts: ReadonlyMap<string, PoolCounts>, pools: (namespace: string, name: string) => SandboxWarmPool | undefined, signal: AbortSignal): Promise<void> {
+  async run(
+    envs: ReadonlyArray<{ env: SandboxEnv; capacity: EnvCapacity }>,
+    counts: ReadonlyMap<string, PoolCounts>,
+    pools: (namespace: string, name: string) => SandboxWarmPool | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
     const now = this.#options.clock.now();
     const seen = new Set<string>();
     const writes: Array<Promise<void>> = [];
@@ -142,8 +162,14 @@ export class EnvAutoscaler {
             return pool === undefined ? [] : [{ pool: m.pool, object: pool }];
           });
         if (memberPools.length === 0) continue;
-        const members = memberPools.map((m) => ({ pool: m.pool, replicas: counts.get(refOf(namespace, m.pool))?.desired ?? 0 }));
-        const unapplied = memberPools.reduce((n, m) => n + Math.max(0, (m.object.spec?.replicas ?? 1) - (m.object.status?.replicas ?? 0)), 0);
+        const members = memberPools.map((m) => ({
+          pool: m.pool,
+          replicas: counts.get(refOf(namespace, m.pool))?.desired ?? 0,
+        }));
+        const unapplied = memberPools.reduce(
+          (n, m) => n + Math.max(0, (m.object.spec?.replicas ?? 1) - (m.object.status?.replicas ?? 0)),
+          0,
+        );
         const memory = this.#memory.get(key) ?? { running: group.running, lastScaleUpAt: Number.NEGATIVE_INFINITY };
         const delay = this.#options.scaleDownDelayMs ?? AUTOSCALER_DEFAULTS.scaleDownDelayMs;
         const next = nextTotal({
@@ -156,18 +182,39 @@ export class EnvAutoscaler {
           maxReplicas: autoscaling.maxReplicas ?? Number.POSITIVE_INFINITY,
           targetIdle: autoscaling.targetIdle ?? AUTOSCALER_DEFAULTS.targetIdle,
           mayScaleDown: now - memory.lastScaleUpAt >= delay,
-          mayScaleUp: now - memory.lastScaleUpAt >= (this.#options.scaleUpCooldownMs ?? AUTOSCALER_DEFAULTS.scaleUpCooldownMs),
+          mayScaleUp:
+            now - memory.lastScaleUpAt >= (this.#options.scaleUpCooldownMs ?? AUTOSCALER_DEFAULTS.scaleUpCooldownMs),
         });
-        this.#memory.set(key, { running: group.running, lastScaleUpAt: next > group.desired ? now : memory.lastScaleUpAt });
+        this.#memory.set(key, {
+          running: group.running,
+          lastScaleUpAt: next > group.desired ? now : memory.lastScaleUpAt,
+        });
         if (next === group.desired) continue;
-        this.#options.logger.info('scaling an Env group', { env: `${namespace}/${name}`, group: group.name, from: group.desired, to: next, idle: group.idle, pending: group.pending });
+        this.#options.logger.info('scaling an Env group', {
+          env: `${namespace}/${name}`,
+          group: group.name,
+          from: group.desired,
+          to: next,
+          idle: group.idle,
+          pending: group.pending,
+        });
         for (const [pool, replicas] of distribute(members, next)) {
           if (replicas === members.find((m) => m.pool === pool)?.replicas) continue;
-          writes.push(this.#options.target.scale(namespace, pool, replicas, signal).then(() => {
-            this.#scales++;
-          }, (err: unknown) => {
-            if (!signal.aborted) this.#options.logger.warn('could not scale a member pool', { pool: `${namespace}/${pool}`, replicas, err });
-          }));
+          writes.push(
+            this.#options.target.scale(namespace, pool, replicas, signal).then(
+              () => {
+                this.#scales++;
+              },
+              (err: unknown) => {
+                if (!signal.aborted)
+                  this.#options.logger.warn('could not scale a member pool', {
+                    pool: `${namespace}/${pool}`,
+                    replicas,
+                    err,
+                  });
+              },
+            ),
+          );
         }
       }
     }
@@ -185,6 +232,8 @@ export class KubeScaleTarget implements ScaleTarget {
   }
 
   async scale(namespace: string, pool: string, replicas: number, signal: AbortSignal): Promise<void> {
-    await this.#pools.patchScale({ namespace, name: pool }, replicas, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
+    await this.#pools.patchScale({ namespace, name: pool }, replicas, {
+      signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]),
+    });
   }
 }

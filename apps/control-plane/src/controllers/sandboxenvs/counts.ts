@@ -32,7 +32,11 @@ export interface PoolCounts {
  * Pool key id → counts over the inventories published within `staleAfterMs`
  * of `now` (a node that stopped publishing, or is draining, serves nothing).
  */
-export function observeKeys(inventories: Iterable<NodeInventory>, now: number, staleAfterMs: number): Map<string, KeyCounts> {
+export function observeKeys(
+  inventories: Iterable<NodeInventory>,
+  now: number,
+  staleAfterMs: number,
+): Map<string, KeyCounts> {
   const keys = new Map<string, KeyCounts>();
   for (const inventory of inventories) {
     const status = inventory.status;

@@ -7,7 +7,15 @@
 // and every interval; a run costs O(Envs + pools + inventory pool rows), never
 // anything per sandbox. Every replica runs it (each keeps its own view of the
 // local capacity for the claim router); only the leader writes.
-import type { FederationRecord, ForeignClusterMember, NodeInventory, SandboxEnv, SandboxEnvStatus, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import type {
+  FederationRecord,
+  ForeignClusterMember,
+  NodeInventory,
+  SandboxEnv,
+  SandboxEnvStatus,
+  SandboxTemplate,
+  SandboxWarmPool,
+} from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { CoalescingTrigger } from '../warmpool/trigger.js';
@@ -26,7 +34,11 @@ export interface SandboxEnvReconcilerOptions {
   /** Every run's local records, for the federation registry and reporter. */
   onCapacity?: (records: ReadonlyArray<Omit<FederationRecord, 'clusterId'>>) => void;
   /** Called after each run with every Env's capacity, while leading (the autoscaler). */
-  onLeaderRun?: (envs: ReadonlyArray<{ env: SandboxEnv; capacity: EnvCapacity }>, counts: ReadonlyMap<string, PoolCounts>, signal: AbortSignal) => Promise<void>;
+  onLeaderRun?: (
+    envs: ReadonlyArray<{ env: SandboxEnv; capacity: EnvCapacity }>,
+    counts: ReadonlyMap<string, PoolCounts>,
+    signal: AbortSignal,
+  ) => Promise<void>;
   clock: Clock;
   /** An inventory not republished for this long counts for nothing. */
   staleAfterMs: number;
@@ -139,7 +151,8 @@ export class SandboxEnvReconciler {
       await this.#options.writer.write(env, status, signal);
       this.#writes++;
     } catch (err) {
-      if (!signal.aborted) this.#options.logger.warn('could not write SandboxEnv status', { env: `${namespace}/${name}`, err });
+      if (!signal.aborted)
+        this.#options.logger.warn('could not write SandboxEnv status', { env: `${namespace}/${name}`, err });
     }
   }
 }
@@ -149,9 +162,28 @@ export function statusSig(status: SandboxEnvStatus | undefined): string {
   if (status === undefined) return '';
   const groups = [...(status.scalingGroups ?? [])]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((g) => [g.name, g.idle, g.running, g.pending, g.desired, g.autoscalingEnabled, g.capacity, g.saturatedFor ?? '']);
+    .map((g) => [
+      g.name,
+      g.idle,
+      g.running,
+      g.pending,
+      g.desired,
+      g.autoscalingEnabled,
+      g.capacity,
+      g.saturatedFor ?? '',
+    ]);
   const clusters = [...(status.clusters ?? [])]
-    .map((c) => [c.clusterId, c.memberPool, c.scalingGroup, c.idle, c.running, c.pending, c.desired, c.autoscalingEnabled, c.capacity])
+    .map((c) => [
+      c.clusterId,
+      c.memberPool,
+      c.scalingGroup,
+      c.idle,
+      c.running,
+      c.pending,
+      c.desired,
+      c.autoscalingEnabled,
+      c.capacity,
+    ])
     .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
   return JSON.stringify([groups, clusters, status.observedGeneration ?? null]);
 }

@@ -3,7 +3,13 @@
 // router and the federation records), its status writes and the autoscaler
 // (the leader only, SandboxEnvReconciler.startLeading), and the watch wiring.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { SandboxEnvType, type NodeInventory, type SandboxEnv, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
+import {
+  SandboxEnvType,
+  type NodeInventory,
+  type SandboxEnv,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Federation } from '../../federation/federation.js';
@@ -53,9 +59,12 @@ export function createSandboxEnvs(options: SandboxEnvsOptions): SandboxEnvs {
     templates: options.templates.lister,
     inventories: options.inventories.lister,
     writer: options.writer ?? new KubeEnvStatusWriter(options.kubeConfig),
-    ...(options.multiCluster ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) } : {}),
+    ...(options.multiCluster
+      ? { foreignMembers: (ns: string, env: string) => federation.foreignMembers(ns, env) }
+      : {}),
     onCapacity: (records) => federation.setLocal(records),
-    onLeaderRun: (runs, counts, signal) => autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
+    onLeaderRun: (runs, counts, signal) =>
+      autoscaler.run(runs, counts, (ns, name) => pools.lister.get(ns, name), signal),
     clock,
     staleAfterMs: options.staleAfterMs,
     intervalMs: options.intervalMs,

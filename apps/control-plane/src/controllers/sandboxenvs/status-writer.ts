@@ -25,7 +25,9 @@ export class KubeEnvStatusWriter implements EnvStatusWriter {
     if (name === undefined || namespace === undefined) return undefined;
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     try {
-      return await this.#envs.patchStatus({ namespace, name }, status, { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) });
+      return await this.#envs.patchStatus({ namespace, name }, status, {
+        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+      });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

@@ -28,7 +28,11 @@ export function autoscalingOf(env: SandboxEnv, group: string): SandboxEnvAutosca
   return env.spec?.autoscaling?.find((a) => a.scalingGroup === group && a.enabled);
 }
 
-export function envCapacity(env: SandboxEnv, counts: ReadonlyMap<string, PoolCounts>, saturation: SaturationClock): EnvCapacity {
+export function envCapacity(
+  env: SandboxEnv,
+  counts: ReadonlyMap<string, PoolCounts>,
+  saturation: SaturationClock,
+): EnvCapacity {
   const namespace = env.metadata?.namespace ?? '';
   const envName = env.metadata?.name ?? '';
   const members = new Map<string, Array<{ pool: string; counts: PoolCounts | undefined }>>();
@@ -41,18 +45,34 @@ export function envCapacity(env: SandboxEnv, counts: ReadonlyMap<string, PoolCou
   const records: EnvCapacity['records'] = [];
   for (const name of [...members.keys()].sort()) {
     const list = members.get(name) ?? [];
-    const row = sumOf(name, list.map((m) => m.counts));
+    const row = sumOf(
+      name,
+      list.map((m) => m.counts),
+    );
     const autoscaling = autoscalingOf(env, name);
     row.autoscalingEnabled = autoscaling !== undefined;
-    row.capacity = autoscaling === undefined ? 0 : autoscaling.maxReplicas === undefined ? -1 : Math.max(0, autoscaling.maxReplicas - row.desired);
-    row.saturatedForMs = saturation(`${namespace}/${envName}/${name}`, row.autoscalingEnabled && row.capacity === 0 && row.idle === 0);
+    row.capacity =
+      autoscaling === undefined
+        ? 0
+        : autoscaling.maxReplicas === undefined
+          ? -1
+          : Math.max(0, autoscaling.maxReplicas - row.desired);
+    row.saturatedForMs = saturation(
+      `${namespace}/${envName}/${name}`,
+      row.autoscalingEnabled && row.capacity === 0 && row.idle === 0,
+    );
     groups.push(row);
     for (const member of list) {
       if (member.counts === undefined) continue; // no such pool: nothing to claim from it
       records.push({
-        namespace, envName, memberPool: member.pool, scalingGroup: name,
+        namespace,
+        envName,
+        memberPool: member.pool,
+        scalingGroup: name,
         ...member.counts,
-        autoscalingEnabled: row.autoscalingEnabled, capacity: row.capacity, saturatedForMs: row.saturatedForMs,
+        autoscalingEnabled: row.autoscalingEnabled,
+        capacity: row.capacity,
+        saturatedForMs: row.saturatedForMs,
       });
     }
   }
@@ -61,12 +81,27 @@ export function envCapacity(env: SandboxEnv, counts: ReadonlyMap<string, PoolCou
   const growing = groups.filter((g) => g.autoscalingEnabled);
   whole.capacity = growing.some((g) => g.capacity === -1) ? -1 : growing.reduce((n, g) => n + g.capacity, 0);
   // The Env is saturated only while every group is; for as long as the most recent of them.
-  whole.saturatedForMs = groups.length > 0 && groups.every((g) => g.saturatedForMs > 0) ? Math.min(...groups.map((g) => g.saturatedForMs)) : 0;
+  whole.saturatedForMs =
+    groups.length > 0 && groups.every((g) => g.saturatedForMs > 0)
+      ? Math.min(...groups.map((g) => g.saturatedForMs))
+      : 0;
   return { groups: [whole, ...groups], records };
 }
 
-function sumOf(name: string, rows: ReadonlyArray<Pick<PoolCounts, 'idle' | 'running' | 'pending' | 'desired'> | undefined>): GroupRow {
-  const row: GroupRow = { name, idle: 0, running: 0, pending: 0, desired: 0, autoscalingEnabled: false, capacity: 0, saturatedForMs: 0 };
+function sumOf(
+  name: string,
+  rows: ReadonlyArray<Pick<PoolCounts, 'idle' | 'running' | 'pending' | 'desired'> | undefined>,
+): GroupRow {
+  const row: GroupRow = {
+    name,
+    idle: 0,
+    running: 0,
+    pending: 0,
+    desired: 0,
+    autoscalingEnabled: false,
+    capacity: 0,
+    saturatedForMs: 0,
+  };
   for (const r of rows) {
     if (r === undefined) continue;
     row.idle += r.idle;
@@ -83,7 +118,9 @@ function sumOf(name: string, rows: ReadonlyArray<Pick<PoolCounts, 'idle' | 'runn
  * reconcile just because the clock moved.
  */
 export function statusRows(groups: readonly GroupRow[]): ScalingGroupStatus[] {
-  return groups.map(({ saturatedForMs, ...row }) => (saturatedForMs > 0 ? { ...row, saturatedFor: coarseDuration(saturatedForMs) } : row));
+  return groups.map(({ saturatedForMs, ...row }) =>
+    saturatedForMs > 0 ? { ...row, saturatedFor: coarseDuration(saturatedForMs) } : row,
+  );
 }
 
 export function coarseDuration(ms: number): string {

@@ -14,7 +14,10 @@ export interface DesiredSet {
 }
 
 /** `held` is keyed by pool key id (the spread's targets for one node). */
-export function desiredSetOf(held: ReadonlyMap<string, number> | undefined, demands: ReadonlyMap<string, KeyDemand>): DesiredSet {
+export function desiredSetOf(
+  held: ReadonlyMap<string, number> | undefined,
+  demands: ReadonlyMap<string, KeyDemand>,
+): DesiredSet {
   const ids: string[] = [];
   for (const [keyId, warm] of held ?? []) if (warm > 0 && demands.has(keyId)) ids.push(keyId);
   ids.sort();

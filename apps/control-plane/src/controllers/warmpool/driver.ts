@@ -71,21 +71,33 @@ export function createWarmPoolDriver(options: WarmPoolDriverOptions): WarmPoolDr
   const templates = createInformer<SandboxTemplate>(kubeConfig, SandboxTemplateType, { logger: kubeLogger });
   const inventories = createInformer<NodeInventory>(kubeConfig, NodeInventoryType, { logger: kubeLogger });
   // Nodes and pods are big and there is one per node: listed in pages, cached cut down to what the check reads.
-  const nodes = createInformer<KubeNode>(kubeConfig, KubeNodeType, { logger: kubeLogger, transform: slimNode, pageSize: 500 });
+  const nodes = createInformer<KubeNode>(kubeConfig, KubeNodeType, {
+    logger: kubeLogger,
+    transform: slimNode,
+    pageSize: 500,
+  });
   const agentPods = options.agentPodSelector
-    ? createInformer<KubePod>(kubeConfig, KubePodType, { logger: kubeLogger, namespace: options.namespace, labelSelector: options.agentPodSelector, transform: slimPod, pageSize: 500 })
+    ? createInformer<KubePod>(kubeConfig, KubePodType, {
+        logger: kubeLogger,
+        namespace: options.namespace,
+        labelSelector: options.agentPodSelector,
+        transform: slimPod,
+        pageSize: 500,
+      })
     : undefined;
   // The one CRD whose schema decides which status fields can be written (ours or upstream's).
   const poolCrd = createInformer<CustomResourceDefinition>(kubeConfig, CustomResourceDefinitionType, {
-    logger: kubeLogger, fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
+    logger: kubeLogger,
+    fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
   });
   let poolStatusFields: StatusFields = 'any';
 
   // Where an agent may be called with the fleet token: at an address its own Node vouches for (issue 8 §3).
-  const addresses = (): AddressCheck => addressCheckOf({
-    node: (name) => nodes.lister.get(name),
-    ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
-  });
+  const addresses = (): AddressCheck =>
+    addressCheckOf({
+      node: (name) => nodes.lister.get(name),
+      ...(agentPods ? { agentPods: () => agentPods.lister.list() } : {}),
+    });
   const reconciler = new WarmPoolReconciler({
     pools: pools.lister,
     templates: templates.lister,
@@ -109,11 +121,15 @@ export function createWarmPoolDriver(options: WarmPoolDriverOptions): WarmPoolDr
     if (describeFields(fields) === describeFields(poolStatusFields)) return;
     poolStatusFields = fields;
     const conditions = fields === 'any' || fields.has('conditions');
-    logger[conditions ? 'info' : 'warn'](conditions
-      ? 'SandboxWarmPool status schema read: writing every status field'
-      : 'the installed SandboxWarmPool CRD declares no status.conditions (upstream\'s schema): writing only the fields it declares', {
-      crd: SANDBOX_WARM_POOL_CRD, fields: describeFields(fields),
-    });
+    logger[conditions ? 'info' : 'warn'](
+      conditions
+        ? 'SandboxWarmPool status schema read: writing every status field'
+        : "the installed SandboxWarmPool CRD declares no status.conditions (upstream's schema): writing only the fields it declares",
+      {
+        crd: SANDBOX_WARM_POOL_CRD,
+        fields: describeFields(fields),
+      },
+    );
     reconciler.poke('status schema changed');
   });
   const driverOnly = [nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;

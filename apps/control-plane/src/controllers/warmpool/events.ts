@@ -20,7 +20,14 @@ const EventType: ResourceType = { group: '', version: 'v1', plural: 'events', ki
 
 interface CoreEvent extends KubeObject {
   metadata: ObjectMeta;
-  involvedObject: { apiVersion: string; kind: string; name: string; namespace?: string; uid?: string; resourceVersion?: string };
+  involvedObject: {
+    apiVersion: string;
+    kind: string;
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+  };
   reason: string;
   message: string;
   type: EventType;
@@ -84,7 +91,8 @@ export class KubeEventRecorder implements EventRecorder {
       lastTimestamp: now,
       count: 1,
     };
-    const write = this.#events.create(event, { signal: AbortSignal.timeout(10_000) })
+    const write = this.#events
+      .create(event, { signal: AbortSignal.timeout(10_000) })
       .then(() => this.#options.onRecorded?.(reason))
       .catch((err: unknown) => logger.debug('event not recorded', { reason, object: name, err }))
       .finally(() => this.#inFlight.delete(write));

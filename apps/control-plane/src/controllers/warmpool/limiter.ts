@@ -22,7 +22,11 @@ export class Limiter {
 }
 
 /** Runs `task` for every item, at most `limit` at a time; settles when all have. Errors are the task's to handle. */
-export async function forEachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+export async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
   const limiter = new Limiter(limit);
   await Promise.all(items.map((item) => limiter.run(() => task(item))));
 }

@@ -47,7 +47,9 @@ function indexPodIps(pods: readonly KubePod[]): Map<string, Set<string>> {
     if (node === undefined || node === '' || pod.metadata?.deletionTimestamp !== undefined) continue;
     const phase = pod.status?.phase;
     if (phase === 'Succeeded' || phase === 'Failed') continue;
-    const ips = [pod.status?.podIP, ...(pod.status?.podIPs ?? []).map((p) => p.ip)].filter((ip): ip is string => typeof ip === 'string' && ip !== '');
+    const ips = [pod.status?.podIP, ...(pod.status?.podIPs ?? []).map((p) => p.ip)].filter(
+      (ip): ip is string => typeof ip === 'string' && ip !== '',
+    );
     if (ips.length === 0) continue;
     let set = byNode.get(node);
     if (set === undefined) byNode.set(node, (set = new Set()));
@@ -65,7 +67,12 @@ export function slimNode(obj: KubeObject): KubeNode {
   const node = obj as KubeNode;
   const { name, uid, resourceVersion, deletionTimestamp } = node.metadata ?? {};
   return {
-    metadata: { ...(name !== undefined ? { name } : {}), ...(uid !== undefined ? { uid } : {}), ...(resourceVersion !== undefined ? { resourceVersion } : {}), ...(deletionTimestamp !== undefined ? { deletionTimestamp } : {}) },
+    metadata: {
+      ...(name !== undefined ? { name } : {}),
+      ...(uid !== undefined ? { uid } : {}),
+      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      ...(deletionTimestamp !== undefined ? { deletionTimestamp } : {}),
+    },
     status: { addresses: (node.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })) },
   };
 }
@@ -77,8 +84,11 @@ export function slimPod(obj: KubeObject): KubePod {
   const status = pod.status ?? {};
   return {
     metadata: {
-      ...(name !== undefined ? { name } : {}), ...(namespace !== undefined ? { namespace } : {}), ...(uid !== undefined ? { uid } : {}),
-      ...(resourceVersion !== undefined ? { resourceVersion } : {}), ...(deletionTimestamp !== undefined ? { deletionTimestamp } : {}),
+      ...(name !== undefined ? { name } : {}),
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(uid !== undefined ? { uid } : {}),
+      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      ...(deletionTimestamp !== undefined ? { deletionTimestamp } : {}),
     },
     spec: { ...(pod.spec?.nodeName !== undefined ? { nodeName: pod.spec.nodeName } : {}) },
     status: {
@@ -96,9 +106,11 @@ export function nodeAddressesChanged(old: KubeNode, next: KubeNode): boolean {
 
 /** Whether a pod update can change a check: its node, IPs, phase or deletion. */
 export function podPlacementChanged(old: KubePod, next: KubePod): boolean {
-  return old.spec?.nodeName !== next.spec?.nodeName
-    || old.status?.podIP !== next.status?.podIP
-    || JSON.stringify(old.status?.podIPs ?? []) !== JSON.stringify(next.status?.podIPs ?? [])
-    || old.status?.phase !== next.status?.phase
-    || old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp;
+  return (
+    old.spec?.nodeName !== next.spec?.nodeName ||
+    old.status?.podIP !== next.status?.podIP ||
+    JSON.stringify(old.status?.podIPs ?? []) !== JSON.stringify(next.status?.podIPs ?? []) ||
+    old.status?.phase !== next.status?.phase ||
+    old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp
+  );
 }

@@ -13,7 +13,8 @@ import type { NodeStateLabel } from '../../metrics.js';
 import { reportedSig } from './desired.js';
 import type { AddressCheck } from './node-addresses.js';
 
-export type Exclusion = 'stale' | 'failing' | 'draining' | 'no-address' | 'unverified-address' | 'impossible-generation';
+export type Exclusion =
+  'stale' | 'failing' | 'draining' | 'no-address' | 'unverified-address' | 'impossible-generation';
 
 export interface Observation {
   pools: readonly InventoryPool[];
@@ -112,7 +113,8 @@ export class NodeTracker {
       seen.add(name);
       this.#observeInventory(name, inventory, now);
       const record = this.#records.get(name);
-      if (record !== undefined) record.addressProblem = record.addressValid ? checkAddress(name, record.address) : undefined;
+      if (record !== undefined)
+        record.addressProblem = record.addressValid ? checkAddress(name, record.address) : undefined;
     }
     const removed: Array<{ name: string; address: string }> = [];
     for (const [name, record] of this.#records) {
@@ -173,7 +175,9 @@ export class NodeTracker {
   /** Every node, sorted by name. */
   views(): NodeView[] {
     const now = this.#options.clock.now();
-    return [...this.#records.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((r) => this.#view(r, now));
+    return [...this.#records.values()]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((r) => this.#view(r, now));
   }
 
   #view(record: NodeRecord, now: number): NodeView {
@@ -216,9 +220,19 @@ export class NodeTracker {
     const address = inventory.spec?.address ?? '';
     if (record === undefined) {
       record = {
-        name, address: '', addressValid: false, addressProblem: undefined, capacity: undefined, publishedAt: undefined,
-        freshUntil: Number.NEGATIVE_INFINITY, failures: 0, lastError: undefined, inventory: undefined, agent: undefined,
-        inventoryApplied: undefined, refusedWith: undefined,
+        name,
+        address: '',
+        addressValid: false,
+        addressProblem: undefined,
+        capacity: undefined,
+        publishedAt: undefined,
+        freshUntil: Number.NEGATIVE_INFINITY,
+        failures: 0,
+        lastError: undefined,
+        inventory: undefined,
+        agent: undefined,
+        inventoryApplied: undefined,
+        refusedWith: undefined,
       };
       this.#records.set(name, record);
     }
@@ -249,7 +263,9 @@ export class NodeTracker {
     if (firstLook) {
       // The only time the agent's clock is compared with ours: on first sight we cannot know how old it is otherwise.
       const age = now - Date.parse(publishedAt);
-      record.freshUntil = Number.isFinite(age) ? now - Math.max(0, age) + this.#options.staleAfterMs : Number.NEGATIVE_INFINITY;
+      record.freshUntil = Number.isFinite(age)
+        ? now - Math.max(0, age) + this.#options.staleAfterMs
+        : Number.NEGATIVE_INFINITY;
     } else {
       record.freshUntil = now + this.#options.staleAfterMs;
     }

@@ -17,9 +17,7 @@ export interface Acknowledged {
   reported: string;
 }
 
-export type PushOutcome =
-  | { kind: 'applied'; info: NodeInfo }
-  | { kind: 'failed'; error: unknown };
+export type PushOutcome = { kind: 'applied'; info: NodeInfo } | { kind: 'failed'; error: unknown };
 
 interface Job {
   node: AgentNode;
@@ -135,7 +133,10 @@ export class Pushers {
             lane.inflight = latest;
           }
           if (signal.aborted) throw signal.reason;
-          return setter.setPools(latest.node, latest.generation, latest.desired.pools, { signal, ...(mayPush ? { proceed: mayPush } : {}) });
+          return setter.setPools(latest.node, latest.generation, latest.desired.pools, {
+            signal,
+            ...(mayPush ? { proceed: mayPush } : {}),
+          });
         });
         outcome = { kind: 'applied', info };
       } catch (error) {
@@ -149,9 +150,13 @@ export class Pushers {
       }
       if (signal.aborted) return;
       if (outcome.kind === 'applied') {
-        lane.acked = { sig: sent.desired.sig, generation: sent.generation, at: now(), reported: observationOf(outcome.info, 0).reported };
-      }
-      else lane.acked = undefined;
+        lane.acked = {
+          sig: sent.desired.sig,
+          generation: sent.generation,
+          at: now(),
+          reported: observationOf(outcome.info, 0).reported,
+        };
+      } else lane.acked = undefined;
       onSettled(sent, outcome, (performance.now() - started) / 1000);
     }
   }

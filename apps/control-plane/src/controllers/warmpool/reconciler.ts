@@ -225,9 +225,13 @@ export class WarmPoolReconciler {
     };
     this.#term = term;
     this.#lastRunEnded = this.#clock.now();
-    signal.addEventListener('abort', () => {
-      if (this.#term === term) this.stopDriving();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        if (this.#term === term) this.stopDriving();
+      },
+      { once: true },
+    );
 
     const inventories = this.#o.inventories.list();
     this.#tracker.sync(inventories, this.#o.addresses());
@@ -235,7 +239,10 @@ export class WarmPoolReconciler {
     const floor = majorityApplied(inventories.map((inventory) => inventory.status?.appliedGeneration));
     this.#advance(term, floor);
     term.sampler.start();
-    this.#o.logger.info('driving the warm pools', { nodes: this.#tracker.size, majorityAppliedGeneration: floor ?? null });
+    this.#o.logger.info('driving the warm pools', {
+      nodes: this.#tracker.size,
+      majorityAppliedGeneration: floor ?? null,
+    });
     this.poke('leading');
   }
 
@@ -325,7 +332,9 @@ export class WarmPoolReconciler {
     if (this.#o.token() === undefined) {
       // Fail-closed: without the fleet token nothing is pushed, probed or written.
       if (!this.#noTokenReported) {
-        this.#o.logger.error('no fleet token: pushing nothing to any node (fail-closed); set --token-file or WARMPOOL_API_TOKEN');
+        this.#o.logger.error(
+          'no fleet token: pushing nothing to any node (fail-closed); set --token-file or WARMPOOL_API_TOKEN',
+        );
         this.#noTokenReported = true;
       }
       this.#o.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -433,12 +442,19 @@ export class WarmPoolReconciler {
       const issued = this.#o.generations.highestIssued;
       if (issued !== undefined && err.appliedGeneration <= issued) {
         // Our own later push reached the node first; its answer covers this one.
-        logger.debug('node had already applied a later push of ours', { node, generation: job.generation, appliedGeneration: err.appliedGeneration });
+        logger.debug('node had already applied a later push of ours', {
+          node,
+          generation: job.generation,
+          appliedGeneration: err.appliedGeneration,
+        });
         return;
       }
       this.#tracker.recordRefusal(node, err.appliedGeneration);
       logger.warn('node refused our generation with one we never issued: re-checking leadership', {
-        node, generation: job.generation, appliedGeneration: err.appliedGeneration, highestIssued: issued ?? null,
+        node,
+        generation: job.generation,
+        appliedGeneration: err.appliedGeneration,
+        highestIssued: issued ?? null,
       });
       this.#confirm(term);
       return;
@@ -446,7 +462,13 @@ export class WarmPoolReconciler {
     metrics.setPools(node, 'error', seconds);
     const crossed = this.#tracker.recordFailure(node, err);
     const view = this.#tracker.view(node);
-    logger.warn('SetPools failed', { node, address: job.node.address, generation: job.generation, failures: view?.failures, err });
+    logger.warn('SetPools failed', {
+      node,
+      address: job.node.address,
+      generation: job.generation,
+      failures: view?.failures,
+      err,
+    });
     if (crossed) this.poke('node-failing');
   }
 
@@ -470,12 +492,14 @@ export class WarmPoolReconciler {
     term.confirming = (async () => {
       const leading = await this.#leadership.confirm(term.signal);
       if (!leading && !term.signal.aborted) this.#o.logger.warn('another replica leads: stopping');
-    })().catch((err: unknown) => {
-      if (!term.signal.aborted) this.#o.logger.warn('cannot re-check leadership', { err });
-    }).finally(() => {
-      term.confirming = undefined;
-      if (this.#term === term) this.poke('stale-generation');
-    });
+    })()
+      .catch((err: unknown) => {
+        if (!term.signal.aborted) this.#o.logger.warn('cannot re-check leadership', { err });
+      })
+      .finally(() => {
+        term.confirming = undefined;
+        if (this.#term === term) this.poke('stale-generation');
+      });
   }
 
   /**
@@ -502,7 +526,10 @@ export class WarmPoolReconciler {
           const delay = exhausted ? exhaustedBackoff.next() : backoff.next();
           if (exhausted) {
             term.exhausted = err.message;
-            this.#o.logger.error('no generation left: nothing can be pushed, reporting not ready; see the README (generations)', { err, retryInMs: Math.round(delay) });
+            this.#o.logger.error(
+              'no generation left: nothing can be pushed, reporting not ready; see the README (generations)',
+              { err, retryInMs: Math.round(delay) },
+            );
           } else {
             this.#o.logger.warn('cannot take a generation epoch; retrying', { err, retryInMs: Math.round(delay) });
           }
@@ -526,7 +553,13 @@ export class WarmPoolReconciler {
       const fields = { node: view.name, address: view.address };
       if (view.exclusion === undefined) {
         this.#o.logger.info(known ? 'node back in placement' : 'node in placement', fields);
-        if (known) this.#nodeEvent(view.name, 'Normal', 'NodeInPlacement', `node ${view.name} is healthy again and takes its share of the warm pools`);
+        if (known)
+          this.#nodeEvent(
+            view.name,
+            'Normal',
+            'NodeInPlacement',
+            `node ${view.name} is healthy again and takes its share of the warm pools`,
+          );
         continue;
       }
       const why = this.#exclusionMessage(view);
@@ -535,11 +568,24 @@ export class WarmPoolReconciler {
         // A push still queued for it (to an address vouched for when queued, no longer) is not sent.
         term.pushers.forget(view.name);
         // Also for a node never placed: an inventory pointing elsewhere is worth a look (a forged one, or a misconfigured agent).
-        this.#nodeEvent(view.name, 'Warning', 'AddressNotOfNode', `${why}; warmpool does not call this agent until its address is one of its node's`);
-      } else if (((known && before === undefined) || view.exclusion === 'impossible-generation') && this.#leadership.holding()) {
+        this.#nodeEvent(
+          view.name,
+          'Warning',
+          'AddressNotOfNode',
+          `${why}; warmpool does not call this agent until its address is one of its node's`,
+        );
+      } else if (
+        ((known && before === undefined) || view.exclusion === 'impossible-generation') &&
+        this.#leadership.holding()
+      ) {
         // A forged generation gets its Event even at a term's first look: it needs a human. A leader past its
         // renew deadline may be seeing its successor's generations, so it accuses no node.
-        this.#nodeEvent(view.name, 'Warning', 'NodeLeftPlacement', `${why}; its share of the warm pools moves to other nodes`);
+        this.#nodeEvent(
+          view.name,
+          'Warning',
+          'NodeLeftPlacement',
+          `${why}; its share of the warm pools moves to other nodes`,
+        );
       }
     }
     this.#o.metrics.nodes(counts);
@@ -593,7 +639,13 @@ export class WarmPoolReconciler {
    * them behind the run's back (status-queue.ts); only the latest batch is
    * kept, compared with what is current when the lane gets to it.
    */
-  #handOverStatuses(term: Term, plans: readonly PoolPlan[], views: readonly NodeView[], result: Spread, now: number): void {
+  #handOverStatuses(
+    term: Term,
+    plans: readonly PoolPlan[],
+    views: readonly NodeView[],
+    result: Spread,
+    now: number,
+  ): void {
     const { metrics } = this.#o;
     const counting = views.filter((v) => v.eligible && v.observation !== undefined);
     const observed = observePools(counting.map((v) => v.observation));
@@ -608,18 +660,22 @@ export class WarmPoolReconciler {
     const poolCounts: Record<PoolState, number> = { driven: 0, template_missing: 0, invalid_template: 0 };
     let degraded = 0;
     for (const { plan, unplaced } of statuses.values()) {
-      poolCounts[plan.kind === 'driven' ? 'driven' : plan.kind === 'template-missing' ? 'template_missing' : 'invalid_template']++;
+      poolCounts[
+        plan.kind === 'driven' ? 'driven' : plan.kind === 'template-missing' ? 'template_missing' : 'invalid_template'
+      ]++;
       if (plan.kind === 'driven' && unplaced > 0) degraded++;
     }
     let unplacedTotal = 0;
     for (const count of result.unplaced.values()) unplacedTotal += count;
     metrics.pools(poolCounts);
     metrics.placement(unplacedTotal, degraded);
-    metrics.poolReplicas([...statuses.values()].map(({ plan, status }) => ({
-      ref: plan.ref,
-      ready: status.readyReplicas ?? 0,
-      desired: plan.kind === 'driven' ? plan.replicas : 0,
-    })));
+    metrics.poolReplicas(
+      [...statuses.values()].map(({ plan, status }) => ({
+        ref: plan.ref,
+        ready: status.readyReplicas ?? 0,
+        desired: plan.kind === 'driven' ? plan.replicas : 0,
+      })),
+    );
 
     term.status.submit({ statuses: [...statuses.values()], now });
   }
@@ -635,4 +691,3 @@ function heldTargets(views: readonly NodeView[]): Targets {
   }
   return targets;
 }
-

@@ -58,7 +58,15 @@ export class ProbeSampler {
     }
     // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
     // Nor is an address its node does not vouch for ever called, not even to probe.
-    const probed = tracker.views().filter((v) => v.exclusion !== 'stale' && v.exclusion !== 'no-address' && v.exclusion !== 'unverified-address' && !this.#o.pushing(v.name));
+    const probed = tracker
+      .views()
+      .filter(
+        (v) =>
+          v.exclusion !== 'stale' &&
+          v.exclusion !== 'no-address' &&
+          v.exclusion !== 'unverified-address' &&
+          !this.#o.pushing(v.name),
+      );
     this.#sampling = forEachLimited(probed, this.#o.concurrency, async (view) => {
       try {
         const info = await setter.info({ name: view.name, address: view.address }, { signal });

@@ -61,7 +61,12 @@ export class PoolStatusQueue {
     const { metrics, logger, writer, events } = this.#o;
     const live = new Set<string>();
     const writes: Array<{
-      pool: SandboxWarmPool; uid: string; rv: string | undefined; previous: SandboxWarmPoolStatus | undefined; next: SandboxWarmPoolStatus; stored: SandboxWarmPoolStatus;
+      pool: SandboxWarmPool;
+      uid: string;
+      rv: string | undefined;
+      previous: SandboxWarmPoolStatus | undefined;
+      next: SandboxWarmPoolStatus;
+      stored: SandboxWarmPoolStatus;
     }> = [];
     for (const { plan, status } of batch.statuses) {
       const pool = plan.pool;
@@ -92,7 +97,12 @@ export class PoolStatusQueue {
           this.#written.delete(write.uid);
           return;
         }
-        this.#written.set(write.uid, { status: write.stored, full: write.next, beforeRv: write.rv, afterRv: written.metadata?.resourceVersion });
+        this.#written.set(write.uid, {
+          status: write.stored,
+          full: write.next,
+          beforeRv: write.rv,
+          afterRv: written.metadata?.resourceVersion,
+        });
         metrics.statusWrite('written');
         for (const event of transitionEvents(write.previous, write.next)) {
           events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
@@ -102,7 +112,10 @@ export class PoolStatusQueue {
         if (signal.aborted) return;
         metrics.statusWrite('error');
         // The next run computes the same difference and tries again.
-        logger.warn('cannot write pool status', { pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`, err });
+        logger.warn('cannot write pool status', {
+          pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`,
+          err,
+        });
       }
     });
   }
@@ -142,13 +155,17 @@ export class StatusLane {
 }
 
 /** `current` cut down to the fields (and condition types) `next` has: what we own is all we compare. */
-function projectLike(current: SandboxWarmPoolStatus | undefined, next: SandboxWarmPoolStatus): SandboxWarmPoolStatus | undefined {
+function projectLike(
+  current: SandboxWarmPoolStatus | undefined,
+  next: SandboxWarmPoolStatus,
+): SandboxWarmPoolStatus | undefined {
   if (current === undefined) return undefined;
   const out: SandboxWarmPoolStatus = {};
   if ('replicas' in next && current.replicas !== undefined) out.replicas = current.replicas;
   if ('readyReplicas' in next && current.readyReplicas !== undefined) out.readyReplicas = current.readyReplicas;
   if ('selector' in next && current.selector !== undefined) out.selector = current.selector;
-  if ('observedGeneration' in next && current.observedGeneration !== undefined) out.observedGeneration = current.observedGeneration;
+  if ('observedGeneration' in next && current.observedGeneration !== undefined)
+    out.observedGeneration = current.observedGeneration;
   if (next.conditions !== undefined) {
     const types = new Set(next.conditions.map((c) => c.type));
     out.conditions = (current.conditions ?? []).filter((c) => types.has(c.type));

@@ -11,7 +11,10 @@ import { SandboxWarmPoolType, type CustomResourceDefinition, type SandboxWarmPoo
 /** The status fields the schema declares, or 'any' when it keeps unknown fields (or cannot be read: the write then says why). */
 export type StatusFields = ReadonlySet<string> | 'any';
 
-export function statusFieldsOf(crd: CustomResourceDefinition | undefined, version: string = SandboxWarmPoolType.version): StatusFields {
+export function statusFieldsOf(
+  crd: CustomResourceDefinition | undefined,
+  version: string = SandboxWarmPoolType.version,
+): StatusFields {
   const served = crd?.spec?.versions?.find((v) => v.name === version);
   const root = served?.schema?.openAPIV3Schema;
   if (root === undefined || root['x-kubernetes-preserve-unknown-fields'] === true) return 'any';

@@ -11,7 +11,11 @@ export const FIELD_MANAGER = 'warmpool-control-plane';
 
 export interface PoolStatusWriter {
   /** Writes `status` (all of it that fit() keeps: fields left out are given up); undefined when the pool no longer exists. */
-  write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus, signal?: AbortSignal): Promise<SandboxWarmPool | undefined>;
+  write(
+    pool: SandboxWarmPool,
+    status: SandboxWarmPoolStatus,
+    signal?: AbortSignal,
+  ): Promise<SandboxWarmPool | undefined>;
   /** What of `status` the pools' schema can hold now (default: all of it). */
   fit?(status: SandboxWarmPoolStatus): SandboxWarmPoolStatus;
 }
@@ -32,21 +36,35 @@ export class KubePoolStatusWriter implements PoolStatusWriter {
     return fitStatus(status, this.#fields());
   }
 
-  async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus, signal?: AbortSignal): Promise<SandboxWarmPool | undefined> {
+  async write(
+    pool: SandboxWarmPool,
+    status: SandboxWarmPoolStatus,
+    signal?: AbortSignal,
+  ): Promise<SandboxWarmPool | undefined> {
     const name = pool.metadata?.name;
     const namespace = pool.metadata?.namespace;
     if (name === undefined || namespace === undefined) return undefined;
     const fitted = this.fit(status);
     try {
       // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition race).
-      return await retryOnConflict(() => {
-        const timeout = AbortSignal.timeout(this.#timeoutMs);
-        return this.#pools.applyStatus(
-          // The uid pins the write to this incarnation: a pool deleted and re-created under the same name is not ours to write blindly.
-          { metadata: { name, namespace, ...(pool.metadata?.uid ? { uid: pool.metadata.uid } : {}) }, status: fitted },
-          { fieldManager: FIELD_MANAGER, force: true, signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) },
-        );
-      }, { steps: 3, ...(signal ? { signal } : {}) });
+      return await retryOnConflict(
+        () => {
+          const timeout = AbortSignal.timeout(this.#timeoutMs);
+          return this.#pools.applyStatus(
+            // The uid pins the write to this incarnation: a pool deleted and re-created under the same name is not ours to write blindly.
+            {
+              metadata: { name, namespace, ...(pool.metadata?.uid ? { uid: pool.metadata.uid } : {}) },
+              status: fitted,
+            },
+            {
+              fieldManager: FIELD_MANAGER,
+              force: true,
+              signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+            },
+          );
+        },
+        { steps: 3, ...(signal ? { signal } : {}) },
+      );
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

@@ -75,18 +75,42 @@ export function statusesOf(inputs: StatusInputs): Map<string, PoolStatusPlan> {
   return out;
 }
 
-function drivenStatus(plan: PoolPlan & { kind: 'driven' }, replicas: number, ready: number, unplaced: number, eligibleNodes: number): PoolStatusPlan {
+function drivenStatus(
+  plan: PoolPlan & { kind: 'driven' },
+  replicas: number,
+  ready: number,
+  unplaced: number,
+  eligibleNodes: number,
+): PoolStatusPlan {
   const generation = plan.pool.metadata?.generation;
   const observedGeneration = generation === undefined ? {} : { observedGeneration: generation };
   const desired = plan.replicas;
   let readyCondition: Condition;
   if (desired === 0) {
-    readyCondition = { type: READY, status: 'True', reason: REASONS.scaledToZero, message: 'the pool is scaled to 0 replicas', ...observedGeneration };
+    readyCondition = {
+      type: READY,
+      status: 'True',
+      reason: REASONS.scaledToZero,
+      message: 'the pool is scaled to 0 replicas',
+      ...observedGeneration,
+    };
   } else if (ready >= desired) {
-    readyCondition = { type: READY, status: 'True', reason: REASONS.allWarm, message: `${ready} of ${desired} replicas are warm`, ...observedGeneration };
+    readyCondition = {
+      type: READY,
+      status: 'True',
+      reason: REASONS.allWarm,
+      message: `${ready} of ${desired} replicas are warm`,
+      ...observedGeneration,
+    };
   } else {
     const placement = unplaced > 0 ? `; ${unplaced} cannot be placed` : '';
-    readyCondition = { type: READY, status: 'False', reason: REASONS.filling, message: `${ready} of ${desired} replicas are warm${placement}`, ...observedGeneration };
+    readyCondition = {
+      type: READY,
+      status: 'False',
+      reason: REASONS.filling,
+      message: `${ready} of ${desired} replicas are warm${placement}`,
+      ...observedGeneration,
+    };
   }
   const degraded = degradedCondition({ desired, unplaced, eligibleNodes, ...observedGeneration });
   const status: SandboxWarmPoolStatus = {
@@ -102,17 +126,25 @@ function drivenStatus(plan: PoolPlan & { kind: 'driven' }, replicas: number, rea
 function problemStatus(plan: PoolPlan & { kind: 'template-missing' | 'invalid-template' }): PoolStatusPlan {
   const generation = plan.pool.metadata?.generation;
   const observedGeneration = generation === undefined ? {} : { observedGeneration: generation };
-  const [reason, message] = plan.kind === 'template-missing'
-    ? [REASONS.templateNotFound, `SandboxTemplate ${plan.template} not found: nothing is kept warm for this pool`]
-    : [REASONS.invalidTemplate, `${plan.message}: nothing is kept warm for this pool`];
+  const [reason, message] =
+    plan.kind === 'template-missing'
+      ? [REASONS.templateNotFound, `SandboxTemplate ${plan.template} not found: nothing is kept warm for this pool`]
+      : [REASONS.invalidTemplate, `${plan.message}: nothing is kept warm for this pool`];
   const conditions: Condition[] = [
     { type: READY, status: 'False', reason, message, ...observedGeneration },
     { type: DEGRADED, status: 'True', reason, message, ...observedGeneration },
   ];
   // A missing template may be upstream's pool as much as ours: claim nothing but the conditions.
-  const status: SandboxWarmPoolStatus = plan.kind === 'template-missing'
-    ? { conditions }
-    : { replicas: 0, readyReplicas: 0, selector: selectorOf(plan.pool.metadata?.name ?? ''), ...observedGeneration, conditions };
+  const status: SandboxWarmPoolStatus =
+    plan.kind === 'template-missing'
+      ? { conditions }
+      : {
+          replicas: 0,
+          readyReplicas: 0,
+          selector: selectorOf(plan.pool.metadata?.name ?? ''),
+          ...observedGeneration,
+          conditions,
+        };
   return { plan, status, unplaced: plan.kind === 'invalid-template' ? replicasOf(plan.pool) : 0 };
 }
 
@@ -120,12 +152,19 @@ function problemStatus(plan: PoolPlan & { kind: 'template-missing' | 'invalid-te
  * Sets each condition's lastTransitionTime: kept from `previous` when the
  * condition's status did not change, else `now`.
  */
-export function withTransitionTimes(status: SandboxWarmPoolStatus, previous: SandboxWarmPoolStatus | undefined, now: number): SandboxWarmPoolStatus {
+export function withTransitionTimes(
+  status: SandboxWarmPoolStatus,
+  previous: SandboxWarmPoolStatus | undefined,
+  now: number,
+): SandboxWarmPoolStatus {
   if (status.conditions === undefined) return status;
   const before = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
   const conditions = status.conditions.map((c) => {
     const old = before.get(c.type);
-    const lastTransitionTime = old !== undefined && old.status === c.status && old.lastTransitionTime !== undefined ? old.lastTransitionTime : kubeTime(now);
+    const lastTransitionTime =
+      old !== undefined && old.status === c.status && old.lastTransitionTime !== undefined
+        ? old.lastTransitionTime
+        : kubeTime(now);
     return { ...c, lastTransitionTime };
   });
   return { ...status, conditions };
@@ -136,8 +175,21 @@ export function statusSig(status: SandboxWarmPoolStatus | undefined): string {
   if (status === undefined) return '';
   const conditions = [...(status.conditions ?? [])]
     .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0))
-    .map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '', c.observedGeneration ?? null, c.lastTransitionTime ?? '']);
-  return JSON.stringify([status.replicas ?? null, status.readyReplicas ?? null, status.selector ?? null, status.observedGeneration ?? null, conditions]);
+    .map((c) => [
+      c.type,
+      c.status,
+      c.reason ?? '',
+      c.message ?? '',
+      c.observedGeneration ?? null,
+      c.lastTransitionTime ?? '',
+    ]);
+  return JSON.stringify([
+    status.replicas ?? null,
+    status.readyReplicas ?? null,
+    status.selector ?? null,
+    status.observedGeneration ?? null,
+    conditions,
+  ]);
 }
 
 export interface PoolEvent {
@@ -147,16 +199,23 @@ export interface PoolEvent {
 }
 
 /** The Events a change from `previous` to `next` deserves: Ready turning true, Degraded turning (or changing) true, and back. */
-export function transitionEvents(previous: SandboxWarmPoolStatus | undefined, next: SandboxWarmPoolStatus): PoolEvent[] {
+export function transitionEvents(
+  previous: SandboxWarmPoolStatus | undefined,
+  next: SandboxWarmPoolStatus,
+): PoolEvent[] {
   const events: PoolEvent[] = [];
   const before = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
   for (const condition of next.conditions ?? []) {
     const old = before.get(condition.type);
     const message = condition.message ?? '';
     if (condition.type === READY) {
-      if (condition.status === 'True' && old?.status !== 'True') events.push({ type: 'Normal', reason: 'PoolReady', message });
+      if (condition.status === 'True' && old?.status !== 'True')
+        events.push({ type: 'Normal', reason: 'PoolReady', message });
     } else if (condition.type === DEGRADED) {
-      if (condition.status === 'True' && (old?.status !== 'True' || old.reason !== condition.reason || old.message !== condition.message)) {
+      if (
+        condition.status === 'True' &&
+        (old?.status !== 'True' || old.reason !== condition.reason || old.message !== condition.message)
+      ) {
         events.push({ type: 'Warning', reason: condition.reason ?? DEGRADED, message });
       } else if (condition.status === 'False' && old?.status === 'True') {
         events.push({ type: 'Normal', reason: 'AllPlaced', message });

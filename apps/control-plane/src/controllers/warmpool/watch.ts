@@ -3,7 +3,14 @@
 // pod changes move the addresses agents are called at, and the installed
 // SandboxWarmPool CRD's status schema. Every replica keeps the caches; the
 // reconciler ignores pokes while it does not drive.
-import type { CustomResourceDefinition, KubeNode, KubePod, NodeInventory, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import type {
+  CustomResourceDefinition,
+  KubeNode,
+  KubePod,
+  NodeInventory,
+  SandboxTemplate,
+  SandboxWarmPool,
+} from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { reportedSig } from './desired.js';
 import { nodeAddressesChanged, podPlacementChanged } from './node-addresses.js';
@@ -24,7 +31,11 @@ export function watchForChanges(
     onAdd: () => reconciler.poke('pool added'),
     onUpdate: (old, next) => {
       if (old === next) return;
-      if (old.metadata?.generation !== next.metadata?.generation || old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp) reconciler.poke('pool changed');
+      if (
+        old.metadata?.generation !== next.metadata?.generation ||
+        old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp
+      )
+        reconciler.poke('pool changed');
     },
     onDelete: () => reconciler.poke('pool deleted'),
   });
@@ -33,7 +44,10 @@ export function watchForChanges(
     onUpdate: (old, next) => {
       if (old === next) return;
       // The opt-in and net/size live in annotations, which do not bump the generation.
-      if (old.metadata?.generation !== next.metadata?.generation || JSON.stringify(old.metadata?.annotations ?? {}) !== JSON.stringify(next.metadata?.annotations ?? {})) {
+      if (
+        old.metadata?.generation !== next.metadata?.generation ||
+        JSON.stringify(old.metadata?.annotations ?? {}) !== JSON.stringify(next.metadata?.annotations ?? {})
+      ) {
         reconciler.poke('template changed');
       }
     },
@@ -44,7 +58,11 @@ export function watchForChanges(
     onUpdate: (old, next) => {
       if (old === next) return;
       const name = next.metadata?.name ?? '';
-      if (!reconciler.inPlacement(name) || reconciler.unissued(next.status?.appliedGeneration) || inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))) {
+      if (
+        !reconciler.inPlacement(name) ||
+        reconciler.unissued(next.status?.appliedGeneration) ||
+        inventoryChangeMatters(old, next, () => reconciler.readsInventoryOf(name))
+      ) {
         reconciler.poke('node changed');
       }
     },
@@ -53,7 +71,10 @@ export function watchForChanges(
 }
 
 /** The SandboxWarmPool CRD as it is now (undefined once deleted), at start and on every change. */
-export function followStatusSchema(crds: Informer<CustomResourceDefinition>, onSchema: (crd: CustomResourceDefinition | undefined) => void): void {
+export function followStatusSchema(
+  crds: Informer<CustomResourceDefinition>,
+  onSchema: (crd: CustomResourceDefinition | undefined) => void,
+): void {
   crds.addEventHandler({
     onAdd: (crd) => onSchema(crd),
     onUpdate: (old, next) => {
@@ -64,7 +85,11 @@ export function followStatusSchema(crds: Informer<CustomResourceDefinition>, onS
 }
 
 /** A Node's addresses, or an agent pod's IP or node, decide which agent addresses are called. */
-export function watchAddressVouchers(reconciler: WarmPoolReconciler, nodes: Informer<KubeNode>, agentPods: Informer<KubePod> | undefined): void {
+export function watchAddressVouchers(
+  reconciler: WarmPoolReconciler,
+  nodes: Informer<KubeNode>,
+  agentPods: Informer<KubePod> | undefined,
+): void {
   nodes.addEventHandler({
     onAdd: () => reconciler.poke('node object added'),
     onUpdate: (old, next) => {

@@ -68,11 +68,14 @@ export class KubeAccessReviewer implements AccessReviewer {
   authenticate(token: string): Promise<UserInfo | undefined> {
     const key = `t:${createHash('sha256').update(token).digest('base64url')}`;
     return this.#cached(this.#users, key, async () => {
-      const review = await this.#post<{ status?: { authenticated?: boolean; user?: UserInfo } }>('/apis/authentication.k8s.io/v1/tokenreviews', {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenReview',
-        spec: { token },
-      });
+      const review = await this.#post<{ status?: { authenticated?: boolean; user?: UserInfo } }>(
+        '/apis/authentication.k8s.io/v1/tokenreviews',
+        {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenReview',
+          spec: { token },
+        },
+      );
       const user = review.status?.user;
       return review.status?.authenticated === true && user?.username !== undefined ? user : undefined;
     });
@@ -82,17 +85,26 @@ export class KubeAccessReviewer implements AccessReviewer {
   authorize(user: UserInfo, namespace: string, verb: ClaimVerb | 'list' | 'watch', name?: string): Promise<boolean> {
     const key = `a:${JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], user.extra ?? {}, namespace, verb, name ?? ''])}`;
     return this.#cached(this.#decisions, key, async () => {
-      const review = await this.#post<{ status?: { allowed?: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-        apiVersion: 'authorization.k8s.io/v1',
-        kind: 'SubjectAccessReview',
-        spec: {
-          user: user.username,
-          ...(user.uid !== undefined ? { uid: user.uid } : {}),
-          ...(user.groups !== undefined ? { groups: user.groups } : {}),
-          ...(user.extra !== undefined ? { extra: user.extra } : {}),
-          resourceAttributes: { ...(namespace !== '' ? { namespace } : {}), verb, group: this.#resource.group, resource: this.#resource.resource, ...(name !== undefined ? { name } : {}) },
+      const review = await this.#post<{ status?: { allowed?: boolean } }>(
+        '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: user.username,
+            ...(user.uid !== undefined ? { uid: user.uid } : {}),
+            ...(user.groups !== undefined ? { groups: user.groups } : {}),
+            ...(user.extra !== undefined ? { extra: user.extra } : {}),
+            resourceAttributes: {
+              ...(namespace !== '' ? { namespace } : {}),
+              verb,
+              group: this.#resource.group,
+              resource: this.#resource.resource,
+              ...(name !== undefined ? { name } : {}),
+            },
+          },
         },
-      });
+      );
       return review.status?.allowed === true;
     });
   }
@@ -111,15 +123,17 @@ export class KubeAccessReviewer implements AccessReviewer {
     if (hit !== undefined && hit.until > now) return hit.value;
     const pending = this.#inFlight.get(key) as Promise<T> | undefined;
     if (pending !== undefined) return pending;
-    const asking = ask().then((value) => {
-      cache.delete(key);
-      cache.set(key, { value, until: this.#now() + this.#ttlMs });
-      if (cache.size > this.#maxEntries) {
-        const oldest = cache.keys().next();
-        if (oldest.done !== true) cache.delete(oldest.value);
-      }
-      return value;
-    }).finally(() => this.#inFlight.delete(key));
+    const asking = ask()
+      .then((value) => {
+        cache.delete(key);
+        cache.set(key, { value, until: this.#now() + this.#ttlMs });
+        if (cache.size > this.#maxEntries) {
+          const oldest = cache.keys().next();
+          if (oldest.done !== true) cache.delete(oldest.value);
+        }
+        return value;
+      })
+      .finally(() => this.#inFlight.delete(key));
     this.#inFlight.set(key, asking);
     return asking;
   }

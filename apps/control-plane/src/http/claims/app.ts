@@ -80,7 +80,8 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
 
   app.use('*', async (c, next) => {
     const token = bearer(requestHeader(c, 'authorization'));
-    if (token === undefined) return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
+    if (token === undefined)
+      return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
     const federationToken = options.federationToken?.();
     const peer = federationToken !== undefined && sameToken(token, federationToken);
     c.set('peer', peer);
@@ -95,31 +96,56 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     await next();
   });
 
-  const allow = (verb: ClaimVerb): MiddlewareHandler<Env> => async (c, next) => {
-    const namespace = namespaceSchema.safeParse(c.req.param('namespace'));
-    if (!namespace.success) return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
-    const user = c.get('user');
-    if (!c.get('peer') && !(await reviewer.authorize(user, namespace.data, verb))) {
-      return fail(c, 'Forbidden', `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace.data}`);
-    }
-    c.set('namespace', namespace.data);
-    await next();
-  };
+  const allow =
+    (verb: ClaimVerb): MiddlewareHandler<Env> =>
+    async (c, next) => {
+      const namespace = namespaceSchema.safeParse(c.req.param('namespace'));
+      if (!namespace.success) return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
+      const user = c.get('user');
+      if (!c.get('peer') && !(await reviewer.authorize(user, namespace.data, verb))) {
+        return fail(
+          c,
+          'Forbidden',
+          `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace.data}`,
+        );
+      }
+      c.set('namespace', namespace.data);
+      await next();
+    };
 
   type Method = 'get' | 'post' | 'delete';
-  const route = (method: Method, path: string, verb: ClaimVerb, handler: (c: Context<Env>) => Promise<Response>): void => {
+  const route = (
+    method: Method,
+    path: string,
+    verb: ClaimVerb,
+    handler: (c: Context<Env>) => Promise<Response>,
+  ): void => {
     app.on(method.toUpperCase(), path, allow(verb), handler);
   };
 
   route('post', '/v1/namespaces/:namespace/claims', 'create', async (c) => {
-    const body = await readJsonBody(c, createClaimRequestSchema, { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY });
+    const body = await readJsonBody(c, createClaimRequestSchema, {
+      maxBytes: MAX_BODY_BYTES,
+      invalidMessage: INVALID_BODY,
+    });
     if (!body.ok) return fail(c, 'BadRequest', body.error);
     const { warmPool, env, scalingGroup, target, ttlSeconds, claimRef } = body.value;
     if (c.get('peer') !== (target !== undefined)) {
-      return fail(c, 'Forbidden', c.get('peer') ? 'a peer cluster may only create claims pinned to a member pool (target)' : 'target is only for peer clusters presenting the federation token');
+      return fail(
+        c,
+        'Forbidden',
+        c.get('peer')
+          ? 'a peer cluster may only create claims pinned to a member pool (target)'
+          : 'target is only for peer clusters presenting the federation token',
+      );
     }
     if (env !== undefined) {
-      if (options.envs === undefined) return fail(c, 'BadRequest', 'claims for a SandboxEnv need the claim pipeline with SandboxEnvs (not configured here)');
+      if (options.envs === undefined)
+        return fail(
+          c,
+          'BadRequest',
+          'claims for a SandboxEnv need the claim pipeline with SandboxEnvs (not configured here)',
+        );
       const order = {
         namespace: c.get('namespace'),
         env,
@@ -127,25 +153,38 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         claimRef: claimRef ?? generateClaimRef(),
         ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
         // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up is released here too.
-        claimRefGenerated: claimRef === undefined || (c.get('peer') && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
+        claimRefGenerated:
+          claimRef === undefined || (c.get('peer') && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
       };
-      const served: EnvGrant = target !== undefined
-        ? await options.envs.claimPinned(order, target, { signal: c.req.raw.signal })
-        : await options.envs.claim(order, { signal: c.req.raw.signal });
-      return c.json<ClaimBody>({ ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool }, 200);
+      const served: EnvGrant =
+        target !== undefined
+          ? await options.envs.claimPinned(order, target, { signal: c.req.raw.signal })
+          : await options.envs.claim(order, { signal: c.req.raw.signal });
+      return c.json<ClaimBody>(
+        { ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool },
+        200,
+      );
     }
     if (warmPool === undefined) return fail(c, 'BadRequest', 'give exactly one of warmPool and env');
-    const grant = await claims.claim({
-      namespace: c.get('namespace'),
-      warmPool,
-      claimRef: claimRef ?? generateClaimRef(),
-      ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-      path: 'http',
-      claimRefGenerated: claimRef === undefined,
-    }, { signal: c.req.raw.signal });
+    const grant = await claims.claim(
+      {
+        namespace: c.get('namespace'),
+        warmPool,
+        claimRef: claimRef ?? generateClaimRef(),
+        ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
+        path: 'http',
+        claimRefGenerated: claimRef === undefined,
+      },
+      { signal: c.req.raw.signal },
+    );
     // Both front doors name claims `<namespace>/<claimRef>`: a SandboxClaim's sandbox is never handed out here
     // (its token is only in the claim's Secret, which `create` on sandboxclaims does not let one read).
-    if (grant.path === 'crd') return fail(c, 'BadRequest', `claimRef ${grant.claimRef} is held by a SandboxClaim in namespace ${grant.namespace}; choose another claimRef`);
+    if (grant.path === 'crd')
+      return fail(
+        c,
+        'BadRequest',
+        `claimRef ${grant.claimRef} is held by a SandboxClaim in namespace ${grant.namespace}; choose another claimRef`,
+      );
     return c.json<ClaimBody>(bodyOf(grant, true), 200);
   });
 
@@ -153,24 +192,35 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     const id = claimId(c);
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
     const grant = await claims.lookup(c.get('namespace'), id);
-    if (grant === undefined) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
+    if (grant === undefined)
+      return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
     return c.json<ClaimBody>(bodyOf(grant, false), 200);
   });
 
   route('post', '/v1/namespaces/:namespace/claims/:id/renew', 'update', async (c) => {
     const id = claimId(c);
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
-    const body = await readJsonBody(c, renewClaimRequestSchema, { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY, emptyAs: {} });
+    const body = await readJsonBody(c, renewClaimRequestSchema, {
+      maxBytes: MAX_BODY_BYTES,
+      invalidMessage: INVALID_BODY,
+      emptyAs: {},
+    });
     if (!body.ok) return fail(c, 'BadRequest', body.error);
     const ttlSeconds = body.value.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS;
-    const renewed = options.envs !== undefined ? await options.envs.renew(c.get('namespace'), id, ttlSeconds) : await claims.renew(c.get('namespace'), id, ttlSeconds);
+    const renewed =
+      options.envs !== undefined
+        ? await options.envs.renew(c.get('namespace'), id, ttlSeconds)
+        : await claims.renew(c.get('namespace'), id, ttlSeconds);
     return c.json({ deadline: renewed.deadline }, 200);
   });
 
   route('delete', '/v1/namespaces/:namespace/claims/:id', 'delete', async (c) => {
     const id = claimId(c);
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
-    const released = options.envs !== undefined ? await options.envs.release(c.get('namespace'), id) : await claims.release(c.get('namespace'), id);
+    const released =
+      options.envs !== undefined
+        ? await options.envs.release(c.get('namespace'), id)
+        : await claims.release(c.get('namespace'), id);
     if (!released) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
     return c.body(null, 204);
   });
@@ -179,8 +229,16 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
   const allowed = methodNotAllowed(app.routes);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
-    if (allow !== undefined) return c.json<ClaimErrorBody>({ error: `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`, reason: 'MethodNotAllowed' }, 405, { allow });
-    return c.json<ClaimErrorBody>({ error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'BadRequest' }, 404);
+    if (allow !== undefined)
+      return c.json<ClaimErrorBody>(
+        { error: `${c.req.method} is not allowed on ${c.req.path} (allowed: ${allow})`, reason: 'MethodNotAllowed' },
+        405,
+        { allow },
+      );
+    return c.json<ClaimErrorBody>(
+      { error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'BadRequest' },
+      404,
+    );
   });
   app.onError((err, c) => {
     if (err instanceof ClaimFailure) return fail(c, err.reason, err.message, err.retryAfterSeconds);
@@ -195,7 +253,8 @@ function fail(c: Context, reason: ClaimFailureReason, error: string, retryAfterS
   const status = STATUS_OF[reason];
   const retryAfter = retryAfterSeconds ?? (reason === 'NoCapacity' ? 1 : undefined);
   const headers: Record<string, string> = {};
-  if (retryAfter !== undefined && (status === 429 || status === 503)) headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
+  if (retryAfter !== undefined && (status === 429 || status === 503))
+    headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   return c.json<ClaimErrorBody>({ error, reason }, status, headers);
 }
