@@ -159,8 +159,10 @@ describe('one deadline per sandboxd call', () => {
         expect(a.body.reason).toBe('OutcomeUnknown');
         expect(a.headers.get('retry-after')).toBeNull();
       }
-      // At least the last 20 cannot have had a connection before their deadline (those the first 20 held went to the next 20).
-      expect(queued.length).toBeGreaterThanOrEqual(1);
+      // How many were still queued when their deadline fired depends on event order: every call's deadline is
+      // the same length, and a held connection frees at its own call's deadline, in the same millisecond as the
+      // queued calls' deadlines (on a loaded machine most of the 40 answer 503, on a quiet one possibly none).
+      // What must hold either way: a 503 was never sent, a 504 was, and nothing else is answered.
       for (const a of queued) {
         expect(a.body.reason).toBe('SandboxdBusy');
         expect(a.headers.get('retry-after')).toBe('1');
