@@ -24,6 +24,7 @@ import { Pools } from './lib/pools.ts';
 import { parseSamples } from './lib/prom-text.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
+import { claimantToken } from './lib/claimant.js';
 
 const NODES = 3;
 const LEVELS = (process.env['LEVELS'] ?? '1,32,256').split(',').map(Number);
@@ -169,26 +170,7 @@ function writesDelta(
 
 try {
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
-  await kubectl(['create', 'serviceaccount', 'bench', '-n', 'default']);
-  await kubectl([
-    'create',
-    'role',
-    'bench-claims',
-    '-n',
-    'default',
-    '--verb=create,get,update,delete',
-    '--resource=sandboxclaims.extensions.agents.x-k8s.io',
-  ]);
-  await kubectl([
-    'create',
-    'rolebinding',
-    'bench-claims',
-    '-n',
-    'default',
-    '--role=bench-claims',
-    '--serviceaccount=default:bench',
-  ]);
-  const userToken = (await kubectl(['create', 'token', 'bench', '-n', 'default', '--duration=1h'])).trim();
+  const userToken = await claimantToken(kubectl);
 
   // Wait for the pools to fill and the claim API to answer.
   const inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);

@@ -28,6 +28,7 @@ import { startControlPlaneProcess, type ControlPlaneProcess } from './lib/contro
 import { Pools } from './lib/pools.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet, type ThreadedFleet } from './lib/threaded-fleet.ts';
+import { claimantToken } from './lib/claimant.js';
 
 const GOAL_P99_MS = 50;
 const SAMPLES = Number(process.env['SAMPLES'] ?? 200);
@@ -326,26 +327,7 @@ try {
     if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
     return result.stdout;
   };
-  await kubectl(['create', 'serviceaccount', 'bench', '-n', 'default']);
-  await kubectl([
-    'create',
-    'role',
-    'bench-claims',
-    '-n',
-    'default',
-    '--verb=create,get,update,delete',
-    '--resource=sandboxclaims.extensions.agents.x-k8s.io',
-  ]);
-  await kubectl([
-    'create',
-    'rolebinding',
-    'bench-claims',
-    '-n',
-    'default',
-    '--role=bench-claims',
-    '--serviceaccount=default:bench',
-  ]);
-  const user = (await kubectl(['create', 'token', 'bench', '-n', 'default', '--duration=1h'])).trim();
+  const user = await claimantToken(kubectl);
   const client = new Pool(claimsA, { connections: 8 });
   const claim = async (envName: string): Promise<{ status: number; cluster?: string; ms: number }> => {
     const t0 = performance.now();

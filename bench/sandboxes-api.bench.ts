@@ -29,6 +29,7 @@ import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
+import { claimantToken } from './lib/claimant.js';
 
 const NODES = 6;
 const ANCHOR_SANDBOXES = 3_000;
@@ -268,26 +269,7 @@ try {
     replacesCrd: 'sandboxes.agents.x-k8s.io',
   });
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
-  await kubectl(['create', 'serviceaccount', 'bench', '-n', 'default']);
-  await kubectl([
-    'create',
-    'role',
-    'bench-claims',
-    '-n',
-    'default',
-    '--verb=create,get,update,delete',
-    '--resource=sandboxclaims.extensions.agents.x-k8s.io',
-  ]);
-  await kubectl([
-    'create',
-    'rolebinding',
-    'bench-claims',
-    '-n',
-    'default',
-    '--role=bench-claims',
-    '--serviceaccount=default:bench',
-  ]);
-  userToken = (await kubectl(['create', 'token', 'bench', '-n', 'default', '--duration=1h'])).trim();
+  userToken = await claimantToken(kubectl);
   const inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
   for (;;) {
     const warm = (await inventories.list()).items.map(
