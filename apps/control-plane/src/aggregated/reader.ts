@@ -5,7 +5,7 @@
 // answer in time does not hold the request up, the index's record answers.
 import type { SandboxRow } from '@warmpool/api';
 import { ClaimFailure, type ClaimGrant } from '../provisioning/claim-service.js';
-import { ServedSandbox, type SandboxFacts } from './sandbox-object.js';
+import { factsOfGrant, ServedSandbox, type SandboxFacts } from './sandbox-object.js';
 import type { SandboxView } from './view.js';
 
 export interface SandboxReaderOptions {
@@ -35,16 +35,7 @@ export class SandboxReader {
       if (!(err instanceof ClaimFailure)) throw err;
     }
     if (grant === undefined) return undefined;
-    const facts: SandboxFacts = {
-      namespace,
-      name,
-      id: grant.id,
-      node: grant.node,
-      deadline: grant.deadline,
-      pool: grant.warmPool,
-      tier: grant.tier,
-      ownerAddr: grant.ownerAddr,
-    };
+    const facts: SandboxFacts = factsOfGrant(namespace, name, grant);
     if (askNode !== undefined) {
       let rows: SandboxRow[] | undefined;
       try {

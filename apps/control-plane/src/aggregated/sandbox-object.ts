@@ -2,6 +2,7 @@
 // its Table row for `kubectl get`. Pure: the view decides which facts stand.
 import { createHash } from 'node:crypto';
 import { apiVersionOf, POOL_LABEL, SandboxType, type PoolKey, type Sandbox, type TableColumn } from '@warmpool/api';
+import type { ClaimGrant } from '../provisioning/claim-service.js';
 
 export const SANDBOX_API_VERSION = apiVersionOf(SandboxType);
 /** The sandboxd id of the sandbox behind a Sandbox. */
@@ -23,6 +24,20 @@ export interface SandboxFacts {
   ownerAddr?: string;
   /** RFC 3339. */
   claimedAt?: string;
+}
+
+/** What the claim index says of a served claim, as a Sandbox's facts. */
+export function factsOfGrant(namespace: string, name: string, grant: ClaimGrant): SandboxFacts {
+  return {
+    namespace,
+    name,
+    id: grant.id,
+    node: grant.node,
+    deadline: grant.deadline,
+    pool: grant.warmPool,
+    tier: grant.tier,
+    ownerAddr: grant.ownerAddr,
+  };
 }
 
 export function sandboxKey(namespace: string, name: string): string {

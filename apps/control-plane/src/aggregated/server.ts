@@ -45,7 +45,7 @@ import {
   tableOf,
   type Representation,
 } from './responses.js';
-import { ServedSandbox } from './sandbox-object.js';
+import { factsOfGrant, ServedSandbox } from './sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './selectors.js';
 import type { SandboxChange, SandboxView } from './view.js';
 
@@ -498,17 +498,7 @@ export class SandboxApiServer {
       },
       { signal: abortOnClose(res) },
     );
-    const facts = {
-      namespace,
-      name,
-      id: grant.id,
-      node: grant.node,
-      deadline: grant.deadline,
-      pool: grant.warmPool,
-      tier: grant.tier,
-      ownerAddr: grant.ownerAddr,
-      claimedAt: new Date(this.#now()).toISOString(),
-    };
+    const facts = { ...factsOfGrant(namespace, name, grant), claimedAt: new Date(this.#now()).toISOString() };
     const full = new ServedSandbox(facts, this.#options.view.resourceVersion);
     this.#sendJson(res, 201, this.#represent([full], representation, this.#options.view.resourceVersion, false));
   }
