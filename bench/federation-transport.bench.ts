@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { SandboxEnvType, type FederationRecord, type SandboxEnv } from '@warmpool/api';
 import { FederationKeys, FederationReporter, FederationWatcher } from '@warmpool/control-plane';
 import { CapacityRegistry } from '@warmpool/federation';
-import { freePort, sleep, startCluster, startRedis, type TestCluster } from '@warmpool/harness';
+import { freePort, sandboxEnv, sleep, startCluster, startRedis, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
@@ -283,15 +283,11 @@ async function plane(cluster: TestCluster, id: string, db: number): Promise<stri
 }
 
 async function env(cluster: TestCluster, name: string, pool: string): Promise<void> {
-  const object: SandboxEnv = {
-    apiVersion: 'warmpool.dev/v1alpha1',
-    kind: 'SandboxEnv',
-    metadata: { namespace: 'default', name },
-    spec: { members: [{ pool, scalingGroup: 'g' }] },
-  };
   await new ResourceClient<SandboxEnv>(cluster.kubeConfig, SandboxEnvType).apply(
-    object as SandboxEnv & { metadata: { name: string } },
-    { fieldManager: 'warmpool-bench' },
+    sandboxEnv('default', name, { [pool]: 'g' }),
+    {
+      fieldManager: 'warmpool-bench',
+    },
   );
 }
 

@@ -6,7 +6,7 @@
 // a way to the agents: a port-forward on a cluster, the advertised loopback
 // address on the local stack (never a pod IP from the host).
 import { randomBytes } from 'node:crypto';
-import { eventually } from '@warmpool/harness';
+import { eventually, sandboxClaim } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claim, getSandbox, info, release } from './helpers/agent.js';
 import {
@@ -117,12 +117,7 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
     { timeout: 2 * CONVERGE_MS },
     async () => {
       const name = 'e2e-claim';
-      const manifest = JSON.stringify({
-        apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-        kind: 'SandboxClaim',
-        metadata: { name, namespace: target.namespace },
-        spec: { warmPoolRef: { name: pool } },
-      });
+      const manifest = JSON.stringify(sandboxClaim(target.namespace, name, pool));
       await kubectlOk(target, ['apply', '-f', '-'], { input: manifest });
       await kubectlOk(target, [
         'wait',

@@ -16,14 +16,15 @@ import {
 } from '@warmpool/api';
 import {
   eventually,
+  sandboxClaim,
   sleep,
   startCluster,
   startRedis,
   stopScripts,
   template,
-  warmPool,
   type TestCluster,
   type TestRedis,
+  warmPool,
 } from '@warmpool/harness';
 import { isNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -35,20 +36,6 @@ import { apply, kubectl, patch } from './support/objects.js';
 
 const TOKEN = 'fleet-token-for-sandboxclaim-tests';
 const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
-
-function sandboxClaim(
-  namespace: string,
-  name: string,
-  pool: string,
-  options: { annotations?: Record<string, string>; lifecycle?: Record<string, unknown> } = {},
-): Record<string, unknown> {
-  return {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxClaim',
-    metadata: { namespace, name, ...(options.annotations ? { annotations: options.annotations } : {}) },
-    spec: { warmPoolRef: { name: pool }, ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}) },
-  };
-}
 
 function ready(claim: SandboxClaim | undefined): { status: string; reason?: string; message?: string } | undefined {
   return claim?.status?.conditions?.find((c) => c.type === 'Ready');

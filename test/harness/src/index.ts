@@ -39,12 +39,13 @@ export {
   kubeNodeObject,
   listManifest,
   poolObject,
+  sandboxClaim,
   sandboxEnv,
   template,
   templateObject,
   warmPool,
 } from './objects.js';
-export type { InventoryOptions, Named, TemplateOptions } from './objects.js';
+export type { InventoryOptions, Named, SandboxClaimOptions, TemplateOptions } from './objects.js';
 export {
   nodeObject,
   sampleManifest,

@@ -4,6 +4,7 @@ import {
   apiVersionOf,
   DRIVER_ANNOTATION,
   DRIVER_SANDBOXD,
+  SandboxClaimType,
   SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
@@ -11,6 +12,8 @@ import {
   type NodeInfo,
   type NodeInventory,
   type ObjectMeta,
+  type SandboxClaim,
+  type SandboxClaimSpec,
   type SandboxEnv,
   type SandboxEnvAutoscaling,
   type SandboxTemplate,
@@ -79,6 +82,26 @@ export function sandboxEnv(
       members: Object.entries(members).map(([pool, scalingGroup]) => ({ pool, scalingGroup })),
       ...(autoscaling.length > 0 ? { autoscaling } : {}),
     },
+  };
+}
+
+export interface SandboxClaimOptions {
+  annotations?: Record<string, string>;
+  lifecycle?: SandboxClaimSpec['lifecycle'];
+}
+
+/** A SandboxClaim of `pool` as a user writes it. */
+export function sandboxClaim(
+  namespace: string,
+  name: string,
+  pool: string,
+  options: SandboxClaimOptions = {},
+): Named<SandboxClaim> {
+  return {
+    apiVersion: apiVersionOf(SandboxClaimType),
+    kind: SandboxClaimType.kind,
+    metadata: { namespace, name, ...(options.annotations ? { annotations: options.annotations } : {}) },
+    spec: { warmPoolRef: { name: pool }, ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}) },
   };
 }
 
