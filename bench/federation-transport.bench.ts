@@ -28,7 +28,8 @@ import { startControlPlaneProcess, type ControlPlaneProcess } from './lib/contro
 import { Pools } from './lib/pools.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet, type ThreadedFleet } from './lib/threaded-fleet.ts';
-import { claimantToken } from './lib/claimant.js';
+import { claimantToken } from './lib/claimant.ts';
+import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
 
 const GOAL_P99_MS = 50;
 const SAMPLES = Number(process.env['SAMPLES'] ?? 200);
@@ -250,15 +251,7 @@ const [clusterA, clusterB, claimsRedis] = await Promise.all([
 ]);
 const fleets: ThreadedFleet[] = [];
 const planes: ControlPlaneProcess[] = [];
-const sandboxd = {
-  maxClaims: 10_000_000,
-  room: 20_000_000,
-  refillRate: 100_000_000,
-  refillConcurrency: 10_000_000,
-  bootMs: 0,
-  coldBootMs: 0,
-  defaultTtlSeconds: 3_600,
-};
+const sandboxd = UNBOUNDED_SANDBOXD_OPTIONS;
 
 async function plane(cluster: TestCluster, id: string, db: number): Promise<string> {
   const port = await freePort();

@@ -18,6 +18,7 @@ import { fleetTotals, startFleet } from './lib/fleet.ts';
 import { Pools } from './lib/pools.ts';
 import { histogram, histogramDelta, parseSamples, type HistogramSnapshot } from './lib/prom-text.ts';
 import { machineNote, ms, pass, printTable, quantile } from './lib/table.ts';
+import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
 
 const NODES = 3;
 const CONCURRENT = 20;
@@ -35,16 +36,7 @@ const fleet = await startFleet({
   nodes: NODES,
   kubeConfig: cluster.kubeConfig,
   token,
-  sandboxd: {
-    maxClaims: 10_000_000,
-    room: 20_000_000,
-    refillRate: 100_000_000,
-    refillConcurrency: 10_000_000,
-    bootMs: 0,
-    coldBootMs: 0,
-    warmClaimLatencyMs: 0,
-    defaultTtlSeconds: 3_600,
-  },
+  sandboxd: UNBOUNDED_SANDBOXD_OPTIONS,
   agent: { pollIntervalMs: 2_000, minPublishGapMs: 1_000 },
 });
 const claimsPort = 20_000 + Math.floor(Math.random() * 20_000);

@@ -29,7 +29,8 @@ import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
-import { claimantToken } from './lib/claimant.js';
+import { claimantToken } from './lib/claimant.ts';
+import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
 
 const NODES = 6;
 const ANCHOR_SANDBOXES = 3_000;
@@ -151,15 +152,7 @@ const fleet = await startThreadedFleet({
   threads: 1,
   kubeconfigPath: cluster.kubeconfigPath,
   token,
-  sandboxd: {
-    maxClaims: 10_000_000,
-    room: 20_000_000,
-    refillRate: 100_000_000,
-    refillConcurrency: 10_000_000,
-    bootMs: 0,
-    coldBootMs: 0,
-    defaultTtlSeconds: 3_600,
-  },
+  sandboxd: UNBOUNDED_SANDBOXD_OPTIONS,
   agent: { pollIntervalMs: 1_000, minPublishGapMs: 1_000 },
 });
 const claimsPort = await freePort();
