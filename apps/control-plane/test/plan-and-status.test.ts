@@ -149,6 +149,24 @@ describe('statusesOf', () => {
     expect(statuses.get('ns/b')?.status).toMatchObject({ replicas: 4, readyReplicas: 1 });
   });
 
+  it('says NoEligibleNodes when no node could take any replica', () => {
+    const plans = planPools([poolObject('ns', 'a', 'ours', 2, { generation: 3 })], lookup);
+    const degraded = statusesOf({
+      ...base,
+      plans,
+      observed: new Map(),
+      unplaced: new Map([['img:1|none|small', 2]]),
+      eligibleNodes: 0,
+    }).get('ns/a')?.status.conditions?.[1];
+    expect(degraded).toEqual({
+      type: 'Degraded',
+      status: 'True',
+      reason: 'NoEligibleNodes',
+      message: '2 of 2 replicas are not placed: no node is eligible (all draining, stale or absent)',
+      observedGeneration: 3,
+    });
+  });
+
   it('reports a scaled-to-zero pool as Ready', () => {
     const plans = planPools([poolObject('ns', 'a', 'ours', 0)], lookup);
     expect(statusesOf({ ...base, plans, observed: new Map() }).get('ns/a')?.status.conditions?.[0]).toMatchObject({

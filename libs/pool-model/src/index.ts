@@ -4,5 +4,5 @@ export { spread } from './spread.js';
 export { minimumTargetsMoved, targetsMoved } from './churn.js';
 export { nodeRoom } from './node-room.js';
 export { replicasOf } from './replicas.js';
-export { DEGRADED, degradedCondition, observePools, type NodeReport, type PoolObservation } from './status.js';
+export { observePools, type NodePoolsReport, type PoolObservation } from './observe.js';
 export { waterFill } from './water-fill.js';

@@ -1,16 +1,20 @@
 // The status each pool should have, from the plans, the spread and what the
-// nodes report; and the Events its transitions deserve. Pure.
+// nodes report (pool-model's observePools sums those); its two conditions,
+// Ready (are the placed replicas warm?) and Degraded (could every replica be
+// placed?); and the Events their transitions deserve. Pure. This is the one
+// place a SandboxWarmPool's status is decided.
 //
 // Pools whose templates name the same sandboxd key share one node-level pool.
 // The key's counts are handed out in ref order: each pool takes up to its own
 // replicas, the last one takes what is left (so a lone pool shows exactly what
 // the nodes report, a scale-down still in flight included).
 import { POOL_LABEL, type Condition, type SandboxWarmPoolStatus } from '@warmpool/api';
-import { DEGRADED, degradedCondition, replicasOf, type PoolObservation } from '@warmpool/pool-model';
+import { replicasOf, type PoolObservation } from '@warmpool/pool-model';
 import { kubeTime } from '../../clock.js';
 import type { PoolPlan } from './plan.js';
 
 export const READY = 'Ready';
+export const DEGRADED = 'Degraded';
 
 export const REASONS = {
   allWarm: 'AllReplicasWarm',
@@ -18,6 +22,9 @@ export const REASONS = {
   scaledToZero: 'ScaledToZero',
   templateNotFound: 'TemplateNotFound',
   invalidTemplate: 'InvalidTemplate',
+  allPlaced: 'AllPlaced',
+  noEligibleNodes: 'NoEligibleNodes',
+  insufficientRoom: 'InsufficientRoom',
 } as const;
 
 export interface StatusInputs {
@@ -112,7 +119,7 @@ function drivenStatus(
       ...observedGeneration,
     };
   }
-  const degraded = degradedCondition({ desired, unplaced, eligibleNodes, ...observedGeneration });
+  const degraded = degradedCondition(desired, unplaced, eligibleNodes, observedGeneration);
   const status: SandboxWarmPoolStatus = {
     replicas,
     readyReplicas: ready,
@@ -121,6 +128,35 @@ function drivenStatus(
     conditions: [readyCondition, degraded],
   };
   return { plan, status, unplaced };
+}
+
+/** Degraded, from the spread's unplaced count: True while some replica found no node. */
+function degradedCondition(
+  desired: number,
+  unplaced: number,
+  eligibleNodes: number,
+  observedGeneration: { observedGeneration?: number },
+): Condition {
+  if (unplaced <= 0) {
+    return {
+      type: DEGRADED,
+      status: 'False',
+      reason: REASONS.allPlaced,
+      message: `all ${desired} replicas are placed on nodes`,
+      ...observedGeneration,
+    };
+  }
+  const why =
+    eligibleNodes === 0
+      ? ([REASONS.noEligibleNodes, 'no node is eligible (all draining, stale or absent)'] as const)
+      : ([REASONS.insufficientRoom, 'every eligible node is out of room'] as const);
+  return {
+    type: DEGRADED,
+    status: 'True',
+    reason: why[0],
+    message: `${unplaced} of ${desired} replicas are not placed: ${why[1]}`,
+    ...observedGeneration,
+  };
 }
 
 function problemStatus(plan: PoolPlan & { kind: 'template-missing' | 'invalid-template' }): PoolStatusPlan {
@@ -218,7 +254,7 @@ export function transitionEvents(
       ) {
         events.push({ type: 'Warning', reason: condition.reason ?? DEGRADED, message });
       } else if (condition.status === 'False' && old?.status === 'True') {
-        events.push({ type: 'Normal', reason: 'AllPlaced', message });
+        events.push({ type: 'Normal', reason: REASONS.allPlaced, message });
       }
     }
   }

@@ -1,6 +1,8 @@
-// A SandboxWarmPool's status from what the nodes report: one pass over the
-// NodeInventories, never a look at a sandbox.
-import { poolKeyId, type Condition, type InventoryPool } from '@warmpool/api';
+// What the nodes report about each pool, summed: the counts a SandboxWarmPool's
+// status is made of. One pass over the nodes' reports, never a look at a
+// sandbox. The conditions and Events built on these counts live with the
+// driver (control-plane controllers/warmpool/status.ts).
+import { poolKeyId, type InventoryPool } from '@warmpool/api';
 
 export interface PoolObservation {
   /** Σ of the targets the nodes applied: what `.status.replicas` (the scale subresource) reports. */
@@ -20,7 +22,7 @@ export interface PoolObservation {
 }
 
 /** What one node reports about its pools: a NodeInventory's status, or an agent's latest answer in that shape. */
-export interface NodeReport {
+export interface NodePoolsReport {
   readonly pools?: readonly InventoryPool[];
 }
 
@@ -28,7 +30,7 @@ export interface NodeReport {
  * Pool id (poolKeyId) → what the given nodes report about it. Pass only the
  * reports that count (fresh, not draining): the caller decides.
  */
-export function observePools(reports: Iterable<NodeReport | undefined>): Map<string, PoolObservation> {
+export function observePools(reports: Iterable<NodePoolsReport | undefined>): Map<string, PoolObservation> {
   const observed = new Map<string, PoolObservation>();
   for (const report of reports) {
     for (const pool of report?.pools ?? []) {
@@ -49,45 +51,4 @@ export function observePools(reports: Iterable<NodeReport | undefined>): Map<str
     }
   }
   return observed;
-}
-
-export const DEGRADED = 'Degraded';
-
-/**
- * The Degraded condition of a pool, from the spread's unplaced count. Without
- * lastTransitionTime: the caller keeps it across updates whose status did not change.
- */
-export function degradedCondition(input: {
-  desired: number;
-  unplaced: number;
-  eligibleNodes?: number;
-  observedGeneration?: number;
-}): Condition {
-  const { desired, unplaced, eligibleNodes, observedGeneration } = input;
-  const generation = observedGeneration === undefined ? {} : { observedGeneration };
-  if (unplaced <= 0) {
-    return {
-      type: DEGRADED,
-      status: 'False',
-      reason: 'AllPlaced',
-      message: `all ${desired} replicas are placed on nodes`,
-      ...generation,
-    };
-  }
-  if (eligibleNodes === 0) {
-    return {
-      type: DEGRADED,
-      status: 'True',
-      reason: 'NoEligibleNodes',
-      message: `${unplaced} of ${desired} replicas are not placed: no node is eligible (all draining, stale or absent)`,
-      ...generation,
-    };
-  }
-  return {
-    type: DEGRADED,
-    status: 'True',
-    reason: 'InsufficientRoom',
-    message: `${unplaced} of ${desired} replicas are not placed: every eligible node is out of room`,
-    ...generation,
-  };
 }

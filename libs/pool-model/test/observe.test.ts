@@ -1,6 +1,6 @@
 import type { InventoryPool, SandboxWarmPool } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { degradedCondition, nodeRoom, observePools, replicasOf } from '../src/index.js';
+import { nodeRoom, observePools, replicasOf } from '../src/index.js';
 
 const pool = (template: string, target: number, warm: number, refilling = 0): InventoryPool => ({
   template,
@@ -36,33 +36,6 @@ describe('observePools', () => {
   it('skips nodes that report nothing and pools with nothing in them', () => {
     const observed = observePools([undefined, { pools: [pool('img', 0, 0)] }]);
     expect(observed.size).toBe(0);
-  });
-});
-
-describe('degradedCondition', () => {
-  it('is False when every replica is placed', () => {
-    expect(degradedCondition({ desired: 5, unplaced: 0, observedGeneration: 3 })).toEqual({
-      type: 'Degraded',
-      status: 'False',
-      reason: 'AllPlaced',
-      message: 'all 5 replicas are placed on nodes',
-      observedGeneration: 3,
-    });
-  });
-
-  it('is True with InsufficientRoom when nodes are full', () => {
-    expect(degradedCondition({ desired: 10, unplaced: 3, eligibleNodes: 4 })).toMatchObject({
-      status: 'True',
-      reason: 'InsufficientRoom',
-      message: '3 of 10 replicas are not placed: every eligible node is out of room',
-    });
-  });
-
-  it('is True with NoEligibleNodes when there is no node to place on', () => {
-    expect(degradedCondition({ desired: 2, unplaced: 2, eligibleNodes: 0 })).toMatchObject({
-      status: 'True',
-      reason: 'NoEligibleNodes',
-    });
   });
 });
 
