@@ -6,7 +6,16 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
-import { findBinary, findOnPath, freePort, ManagedChild, redisPing, startCluster, eventually, type TestCluster } from '@warmpool/harness';
+import {
+  findBinary,
+  findOnPath,
+  freePort,
+  ManagedChild,
+  redisPing,
+  startCluster,
+  eventually,
+  type TestCluster,
+} from '@warmpool/harness';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +25,12 @@ const CHART = fileURLToPath(new URL('..', import.meta.url));
 const NAMESPACE = 'warmpool-system';
 
 async function helm(cluster: TestCluster | undefined, args: string[]): Promise<string> {
-  const env = { ...process.env, HELM_CACHE_HOME: '/tmp/warmpool-helm/cache', HELM_CONFIG_HOME: '/tmp/warmpool-helm/config', HELM_DATA_HOME: '/tmp/warmpool-helm/data' };
+  const env = {
+    ...process.env,
+    HELM_CACHE_HOME: '/tmp/warmpool-helm/cache',
+    HELM_CONFIG_HOME: '/tmp/warmpool-helm/config',
+    HELM_DATA_HOME: '/tmp/warmpool-helm/data',
+  };
   if (cluster) Object.assign(env, { KUBECONFIG: cluster.kubeconfigPath });
   const { stdout } = await run(findBinary('helm'), args, { env, maxBuffer: 16 * 1024 * 1024 });
   return stdout;
@@ -33,12 +47,43 @@ interface Rendered {
   data?: Record<string, string>;
 }
 // Container and pod shapes the assertions below read.
-interface Container { name: string; image: string; imagePullPolicy?: string; args: string[]; env?: Array<{ name: string; value?: string }>; ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet: { path: string; port: string } }; readinessProbe?: { httpGet: { port: string } }; startupProbe?: unknown; securityContext?: Record<string, unknown> }
-interface PodTemplate { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: Container[]; volumes: Array<{ name: string; secret?: { secretName: string; items: Array<{ key: string }> } }>; nodeSelector?: Record<string, string>; tolerations?: unknown[]; priorityClassName?: string; securityContext?: Record<string, unknown>; imagePullSecrets?: unknown[]; affinity?: Record<string, unknown>; topologySpreadConstraints?: unknown[] } }
+interface Container {
+  name: string;
+  image: string;
+  imagePullPolicy?: string;
+  args: string[];
+  env?: Array<{ name: string; value?: string }>;
+  ports?: Array<{ name: string; containerPort: number }>;
+  livenessProbe?: { httpGet: { path: string; port: string } };
+  readinessProbe?: { httpGet: { port: string } };
+  startupProbe?: unknown;
+  securityContext?: Record<string, unknown>;
+}
+interface PodTemplate {
+  metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+  spec: {
+    containers: Container[];
+    volumes: Array<{ name: string; secret?: { secretName: string; items: Array<{ key: string }> } }>;
+    nodeSelector?: Record<string, string>;
+    tolerations?: unknown[];
+    priorityClassName?: string;
+    securityContext?: Record<string, unknown>;
+    imagePullSecrets?: unknown[];
+    affinity?: Record<string, unknown>;
+    topologySpreadConstraints?: unknown[];
+  };
+}
 
 /** `helm template` with a cluster's defaults and the fake sidecar (so no token is required), plus `set`. */
 async function render(set: string[] = [], base: string[] = ['fakeSandboxd.enabled=true']): Promise<Rendered[]> {
-  const out = await helm(undefined, ['template', 'warmpool', CHART, '-n', NAMESPACE, ...[...base, ...set].flatMap((s) => ['--set', s])]);
+  const out = await helm(undefined, [
+    'template',
+    'warmpool',
+    CHART,
+    '-n',
+    NAMESPACE,
+    ...[...base, ...set].flatMap((s) => ['--set', s]),
+  ]);
   return (loadAllYaml(out) as Array<Rendered | null>).filter((o): o is Rendered => o !== null);
 }
 const find = (objects: Rendered[], kind: string, suffix = ''): Rendered => {
@@ -60,62 +105,137 @@ describe('the Helm chart, rendered', () => {
     expect(out).not.toMatch(/\[(WARNING|INFO|ERROR)\]/);
   });
 
-  it('renders with a plain helm template: the harness\'s helm knows its Kubernetes version', async () => {
-    await expect(helm(undefined, ['template', 'warmpool', CHART, '--set', 'fakeSandboxd.enabled=true'])).resolves.toContain('kind: DaemonSet');
+  it("renders with a plain helm template: the harness's helm knows its Kubernetes version", async () => {
+    await expect(
+      helm(undefined, ['template', 'warmpool', CHART, '--set', 'fakeSandboxd.enabled=true']),
+    ).resolves.toContain('kind: DaemonSet');
   });
 
   it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs and the aggregated Sandbox API by default', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true']);
+    const out = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+    ]);
     expect(kinds(out)).toEqual([
       'APIService',
-      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding',
+      'ClusterRole',
+      'ClusterRole',
+      'ClusterRole',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ClusterRoleBinding',
+      'ClusterRoleBinding',
       ...Array(5).fill('CustomResourceDefinition'),
-      'DaemonSet', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'RoleBinding', 'Secret', 'Service', 'Service', 'ServiceAccount', 'ServiceAccount',
-      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding',
+      'DaemonSet',
+      'Deployment',
+      'PodDisruptionBudget',
+      'Role',
+      'RoleBinding',
+      'RoleBinding',
+      'Secret',
+      'Service',
+      'Service',
+      'ServiceAccount',
+      'ServiceAccount',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
     ]);
     expect(out).not.toContain('name: sandboxes.agents.x-k8s.io');
-    for (const line of ['name: v1beta1.agents.x-k8s.io', 'service: { namespace: default, name: warmpool-sandbox-api, port: 443 }', 'insecureSkipTLSVerify: true',
-      '--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=warmpool-sandbox-api.default.svc', 'sessionAffinity: ClientIP',
-      'name: system:auth-delegator', 'name: extension-apiserver-authentication-reader']) {
+    for (const line of [
+      'name: v1beta1.agents.x-k8s.io',
+      'service: { namespace: default, name: warmpool-sandbox-api, port: 443 }',
+      'insecureSkipTLSVerify: true',
+      '--aggregated-listen=0.0.0.0:8443',
+      '--aggregated-tls-sans=warmpool-sandbox-api.default.svc',
+      'sessionAffinity: ClientIP',
+      'name: system:auth-delegator',
+      'name: extension-apiserver-authentication-reader',
+    ]) {
       expect(out).toContain(line);
     }
   });
 
-  it('installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream\'s Sandboxes)', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'sandboxApi.mode=crd']);
+  it("installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream's Sandboxes)", async () => {
+    const out = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+      '--set',
+      'sandboxApi.mode=crd',
+    ]);
     expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(6);
     expect(out).toContain('name: sandboxes.agents.x-k8s.io');
     expect(kinds(out)).not.toContain('APIService');
     expect(out).not.toContain('--aggregated-listen');
   });
 
-  it('pins the Sandbox API\'s certificate with a caBundle when given a TLS Secret', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'sandboxApi.tlsSecret=sandbox-api-tls', '--set', 'sandboxApi.caBundle=Q0E=']);
+  it("pins the Sandbox API's certificate with a caBundle when given a TLS Secret", async () => {
+    const out = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+      '--set',
+      'sandboxApi.tlsSecret=sandbox-api-tls',
+      '--set',
+      'sandboxApi.caBundle=Q0E=',
+    ]);
     expect(out).toContain('caBundle: Q0E=');
     expect(out).not.toContain('insecureSkipTLSVerify');
     expect(out).toContain('--aggregated-tls-cert-file=/var/run/warmpool-sandbox-api-tls/tls.crt');
     expect(out).toContain('secretName: sandbox-api-tls');
   });
 
-  it('points the control plane at the agents\' pods by the labels the DaemonSet gives them', async () => {
+  it("points the control plane at the agents' pods by the labels the DaemonSet gives them", async () => {
     const objects = await render();
-    const selector = containerOf(find(objects, 'Deployment'), 'control-plane').args.find((a) => a.startsWith('--agent-pod-selector='));
-    expect(selector).toBe('--agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent');
-    expect(podOf(find(objects, 'DaemonSet')).metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'warmpool', 'app.kubernetes.io/component': 'node-agent' });
+    const selector = containerOf(find(objects, 'Deployment'), 'control-plane').args.find((a) =>
+      a.startsWith('--agent-pod-selector='),
+    );
+    expect(selector).toBe(
+      '--agent-pod-selector=app.kubernetes.io/instance=warmpool,app.kubernetes.io/component=node-agent',
+    );
+    expect(podOf(find(objects, 'DaemonSet')).metadata.labels).toMatchObject({
+      'app.kubernetes.io/instance': 'warmpool',
+      'app.kubernetes.io/component': 'node-agent',
+    });
   });
 
   it('fails the install with a clear message when a real sandboxd is used and no token is given', async () => {
-    await expect(render([], [])).rejects.toThrow(/fleetToken: a real sandboxd only accepts the token it was configured with.*existingSecret/s);
+    await expect(render([], [])).rejects.toThrow(
+      /fleetToken: a real sandboxd only accepts the token it was configured with.*existingSecret/s,
+    );
     await expect(render(['fleetToken.value=s3cret'], [])).resolves.toBeDefined();
     await expect(render(['fleetToken.existingSecret=mine'], [])).resolves.toBeDefined();
   });
 
-  it('splits the CRD switch: upstream\'s kinds and warmpool\'s own, each on its own', async () => {
+  it("splits the CRD switch: upstream's kinds and warmpool's own, each on its own", async () => {
     // sandboxApi.mode=crd: the Sandbox CRD is one of upstream's kinds (the default serves sandboxes instead).
-    const crds = async (set: string[]) => (await render(['sandboxApi.mode=crd', ...set])).filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort();
-    expect(await crds(['crds.upstream.install=false'])).toEqual(['nodeinventories.warmpool.dev', 'sandboxenvs.warmpool.dev']);
+    const crds = async (set: string[]) =>
+      (await render(['sandboxApi.mode=crd', ...set]))
+        .filter((o) => o.kind === 'CustomResourceDefinition')
+        .map((o) => o.metadata.name)
+        .sort();
+    expect(await crds(['crds.upstream.install=false'])).toEqual([
+      'nodeinventories.warmpool.dev',
+      'sandboxenvs.warmpool.dev',
+    ]);
     expect(await crds(['crds.warmpool.install=false'])).toEqual([
-      'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxes.agents.x-k8s.io', 'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
+      'sandboxclaims.extensions.agents.x-k8s.io',
+      'sandboxes.agents.x-k8s.io',
+      'sandboxtemplates.extensions.agents.x-k8s.io',
+      'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
     expect(await crds(['crds.upstream.install=false', 'crds.warmpool.install=false'])).toEqual([]);
   });
@@ -129,11 +249,21 @@ describe('the Helm chart, rendered', () => {
     await expect(render(['crds.install=false'])).rejects.toThrow(/additional properties 'install' not allowed/);
     await expect(render(['controlPlane.image.digest=latest'])).rejects.toThrow(/digest/);
     // An env value must be a string (Kubernetes refuses a number there only at apply time).
-    await expect(render(['nodeAgent.extraEnv[0].name=N', 'nodeAgent.extraEnv[0].value=1'])).rejects.toThrow(/extraEnv\/0\/value/);
+    await expect(render(['nodeAgent.extraEnv[0].name=N', 'nodeAgent.extraEnv[0].value=1'])).rejects.toThrow(
+      /extraEnv\/0\/value/,
+    );
   });
 
   it('adds a fake-sandboxd sidecar, reached over loopback, when fakeSandboxd.enabled (the kind path)', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true']);
+    const out = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+    ]);
     expect(out).toContain('name: fake-sandboxd');
     expect(out).toContain('--sandboxd-url=http://127.0.0.1:7070');
     expect(out).not.toContain('hostPath');
@@ -148,12 +278,23 @@ describe('the Helm chart, rendered', () => {
   it('places agents only on sandbox nodes, with narrow tolerations and no hard-coded priority class', async () => {
     const agent = podOf(find(await render(), 'DaemonSet'));
     expect(agent.spec.nodeSelector).toEqual({ 'warmpool.dev/sandbox-node': 'true' });
-    expect(agent.spec.tolerations).toEqual([{ key: 'warmpool.dev/sandbox-node', operator: 'Exists', effect: 'NoSchedule' }]);
+    expect(agent.spec.tolerations).toEqual([
+      { key: 'warmpool.dev/sandbox-node', operator: 'Exists', effect: 'NoSchedule' },
+    ]);
     expect(agent.spec.priorityClassName).toBeUndefined();
-    const set = await render(['nodeAgent.priorityClassName=system-node-critical', 'controlPlane.priorityClassName=high', 'nodeAgent.podSecurityContext.supplementalGroups={1234}', 'nodeAgent.capacity=64']);
+    const set = await render([
+      'nodeAgent.priorityClassName=system-node-critical',
+      'controlPlane.priorityClassName=high',
+      'nodeAgent.podSecurityContext.supplementalGroups={1234}',
+      'nodeAgent.capacity=64',
+    ]);
     expect(podOf(find(set, 'DaemonSet')).spec.priorityClassName).toBe('system-node-critical');
     expect(podOf(find(set, 'Deployment')).spec.priorityClassName).toBe('high');
-    expect(podOf(find(set, 'DaemonSet')).spec.securityContext).toMatchObject({ runAsUser: 65532, runAsGroup: 65532, supplementalGroups: [1234] });
+    expect(podOf(find(set, 'DaemonSet')).spec.securityContext).toMatchObject({
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      supplementalGroups: [1234],
+    });
     expect(containerOf(find(set, 'DaemonSet'), 'node-agent').args).toContain('--capacity=64');
   });
 
@@ -162,36 +303,78 @@ describe('the Helm chart, rendered', () => {
     const cp = find(objects, 'Deployment');
     const pod = podOf(cp);
     const container = containerOf(cp, 'control-plane');
-    expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'probes', containerPort: 9440 }, { name: 'sandbox-api', containerPort: 8443 }]);
-    expect(container.args).toEqual(expect.arrayContaining(['--metrics-bind-address=0.0.0.0:8080', '--health-probe-bind-address=0.0.0.0:9440', '--stall-timeout=2m', '--leader-elect=true', '--leader-elect-lease-duration=15s']));
+    expect(container.ports).toEqual([
+      { name: 'metrics', containerPort: 8080 },
+      { name: 'probes', containerPort: 9440 },
+      { name: 'sandbox-api', containerPort: 8443 },
+    ]);
+    expect(container.args).toEqual(
+      expect.arrayContaining([
+        '--metrics-bind-address=0.0.0.0:8080',
+        '--health-probe-bind-address=0.0.0.0:9440',
+        '--stall-timeout=2m',
+        '--leader-elect=true',
+        '--leader-elect-lease-duration=15s',
+      ]),
+    );
     expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'probes' });
     expect(container.readinessProbe?.httpGet.port).toBe('probes');
     expect(container.startupProbe).toBeDefined();
     expect(JSON.stringify(pod.spec.affinity)).toContain('podAntiAffinity');
     expect(pod.spec.topologySpreadConstraints).toHaveLength(1);
     expect(find(objects, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
-    expect(find(objects, 'Service').spec).toMatchObject({ ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics' }] });
+    expect(find(objects, 'Service').spec).toMatchObject({
+      ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics' }],
+    });
     expect((await render(['controlPlane.replicas=1'])).some((o) => o.kind === 'PodDisruptionBudget')).toBe(false);
-    await expect(render(['controlPlane.leaderElect=false'])).rejects.toThrow(/leaderElect=false drives without a Lease/);
-    expect(containerOf(find(await render(['controlPlane.leaderElect=false', 'controlPlane.replicas=1']), 'Deployment'), 'control-plane').args).toContain('--leader-elect=false');
+    await expect(render(['controlPlane.leaderElect=false'])).rejects.toThrow(
+      /leaderElect=false drives without a Lease/,
+    );
+    expect(
+      containerOf(
+        find(await render(['controlPlane.leaderElect=false', 'controlPlane.replicas=1']), 'Deployment'),
+        'control-plane',
+      ).args,
+    ).toContain('--leader-elect=false');
   });
 
   it('takes the usual knobs: namespace, names, images by tag or digest, pull secrets, pod metadata, extra args and env', async () => {
     const digest = `sha256:${'a'.repeat(64)}`;
     const objects = await render([
-      'namespaceOverride=elsewhere', 'fullnameOverride=wp', 'imagePullSecrets[0].name=regcred',
-      'nodeAgent.image.repository=registry.example/agent', `nodeAgent.image.digest=${digest}`, 'controlPlane.image.tag=9.9.9',
-      'controlPlane.podAnnotations.team=sandbox', 'controlPlane.podLabels.tier=control', 'controlPlane.extraArgs={--set-pools-attempts=5}',
-      'nodeAgent.extraEnv[0].name=EXTRA', 'nodeAgent.extraEnv[0].value=one', 'commonLabels.owner=platform',
+      'namespaceOverride=elsewhere',
+      'fullnameOverride=wp',
+      'imagePullSecrets[0].name=regcred',
+      'nodeAgent.image.repository=registry.example/agent',
+      `nodeAgent.image.digest=${digest}`,
+      'controlPlane.image.tag=9.9.9',
+      'controlPlane.podAnnotations.team=sandbox',
+      'controlPlane.podLabels.tier=control',
+      'controlPlane.extraArgs={--set-pools-attempts=5}',
+      'nodeAgent.extraEnv[0].name=EXTRA',
+      'nodeAgent.extraEnv[0].value=one',
+      'commonLabels.owner=platform',
     ]);
-    const clusterScoped = ['APIService', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+    const clusterScoped = [
+      'APIService',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'CustomResourceDefinition',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ];
     const namespaced = objects.filter((o) => !clusterScoped.includes(o.kind));
     expect(namespaced.length).toBeGreaterThan(5);
     // The one exception: the Sandbox API's RoleBinding to extension-apiserver-authentication-reader lives in kube-system.
-    for (const o of namespaced) expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe(o.metadata.name.endsWith('-auth-reader') ? 'kube-system' : 'elsewhere');
+    for (const o of namespaced)
+      expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe(
+        o.metadata.name.endsWith('-auth-reader') ? 'kube-system' : 'elsewhere',
+      );
     // The admission policy names the agents' ServiceAccount in that namespace.
-    expect(JSON.stringify(find(objects, 'ValidatingAdmissionPolicy').spec)).toContain('system:serviceaccount:elsewhere:wp-node-agent');
-    for (const o of objects.filter((x) => x.kind !== 'CustomResourceDefinition')) expect(o.metadata.labels?.['owner'], `${o.kind} ${o.metadata.name}`).toBe('platform');
+    expect(JSON.stringify(find(objects, 'ValidatingAdmissionPolicy').spec)).toContain(
+      'system:serviceaccount:elsewhere:wp-node-agent',
+    );
+    for (const o of objects.filter((x) => x.kind !== 'CustomResourceDefinition'))
+      expect(o.metadata.labels?.['owner'], `${o.kind} ${o.metadata.name}`).toBe('platform');
     const cp = find(objects, 'Deployment');
     expect(cp.metadata.name).toBe('wp-control-plane');
     expect(containerOf(cp, 'control-plane').image).toBe('ghcr.io/warmpool/control-plane:9.9.9');
@@ -206,41 +389,90 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('mounts an existing fleet token Secret by its key, renders none itself, and rolls the pods when a chart-managed token changes', async () => {
-    const existing = await render(['fleetToken.existingSecret=platform-token', 'fleetToken.existingSecretKey=fleet'], []);
+    const existing = await render(
+      ['fleetToken.existingSecret=platform-token', 'fleetToken.existingSecretKey=fleet'],
+      [],
+    );
     expect(existing.some((o) => o.kind === 'Secret')).toBe(false);
     for (const kind of ['Deployment', 'DaemonSet']) {
       const volume = podOf(find(existing, kind)).spec.volumes.find((v) => v.name === 'fleet-token');
       expect(volume?.secret).toEqual({ secretName: 'platform-token', items: [{ key: 'fleet', path: 'token' }] });
     }
-    const checksum = async (value: string) => podOf(find(await render([`fleetToken.value=${value}`], []), 'DaemonSet')).metadata.annotations?.['checksum/fleet-token'];
+    const checksum = async (value: string) =>
+      podOf(find(await render([`fleetToken.value=${value}`], []), 'DaemonSet')).metadata.annotations?.[
+        'checksum/fleet-token'
+      ];
     expect(await checksum('one')).toMatch(/^[0-9a-f]{64}$/);
     expect(await checksum('one')).not.toBe(await checksum('two'));
   });
 
-  it('renders an optional NetworkPolicy: only the control plane reaches the agents\' port', async () => {
+  it("renders an optional NetworkPolicy: only the control plane reaches the agents' port", async () => {
     expect((await render()).some((o) => o.kind === 'NetworkPolicy')).toBe(false);
     const policy = find(await render(['networkPolicy.enabled=true']), 'NetworkPolicy');
     // client-node types the object (`from` becomes `_from`): compare its wire form.
-    expect(dumpYaml(policy)).toMatch(/ingress:\n\s+- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 7071\n\s+protocol: TCP/);
-    expect(policy.spec).toMatchObject({ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'node-agent' } }, policyTypes: ['Ingress'] });
+    expect(dumpYaml(policy)).toMatch(
+      /ingress:\n\s+- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 7071\n\s+protocol: TCP/,
+    );
+    expect(policy.spec).toMatchObject({
+      podSelector: { matchLabels: { 'app.kubernetes.io/component': 'node-agent' } },
+      policyTypes: ['Ingress'],
+    });
   });
 
   it('renders the monitoring objects on demand: ServiceMonitor, PodMonitor, PrometheusRule, and the Grafana dashboard', async () => {
-    const objects = await render(['monitoring.serviceMonitor.enabled=true', 'monitoring.podMonitor.enabled=true', 'monitoring.prometheusRule.enabled=true', 'monitoring.dashboard.enabled=true']);
+    const objects = await render([
+      'monitoring.serviceMonitor.enabled=true',
+      'monitoring.podMonitor.enabled=true',
+      'monitoring.prometheusRule.enabled=true',
+      'monitoring.dashboard.enabled=true',
+    ]);
     expect(find(objects, 'ServiceMonitor').spec).toMatchObject({ endpoints: [{ port: 'metrics', path: '/metrics' }] });
-    expect(find(objects, 'PodMonitor').spec).toMatchObject({ podMetricsEndpoints: [{ port: 'http', path: '/metrics' }] });
+    expect(find(objects, 'PodMonitor').spec).toMatchObject({
+      podMetricsEndpoints: [{ port: 'http', path: '/metrics' }],
+    });
     const rules = JSON.stringify(find(objects, 'PrometheusRule').spec);
-    for (const alert of ['WarmpoolReconcileStalled', 'WarmpoolNoLeader', 'WarmpoolSetPoolsErrors', 'WarmpoolUnplacedReplicas', 'WarmpoolClaimFailures', 'WarmpoolClaimPipelineFailures', 'WarmpoolFederationHubDown']) expect(rules).toContain(alert);
+    for (const alert of [
+      'WarmpoolReconcileStalled',
+      'WarmpoolNoLeader',
+      'WarmpoolSetPoolsErrors',
+      'WarmpoolUnplacedReplicas',
+      'WarmpoolClaimFailures',
+      'WarmpoolClaimPipelineFailures',
+      'WarmpoolFederationHubDown',
+    ])
+      expect(rules).toContain(alert);
     expect(rules).toContain('> 300');
-    const dashboard = JSON.parse(find(objects, 'ConfigMap', '-dashboard').data?.['warmpool.json'] ?? '{}') as { title: string; panels: Array<{ targets?: Array<{ expr: string }> }> };
+    const dashboard = JSON.parse(find(objects, 'ConfigMap', '-dashboard').data?.['warmpool.json'] ?? '{}') as {
+      title: string;
+      panels: Array<{ targets?: Array<{ expr: string }> }>;
+    };
     expect(dashboard.title).toBe('warmpool');
-    const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr).join('\n');
-    for (const metric of ['warmpool_controlplane_pool_ready_replicas', 'warmpool_controlplane_pool_desired_replicas', 'warmpool_agent_http_request_duration_seconds_bucket', 'process_resident_memory_bytes']) expect(exprs).toContain(metric);
+    const exprs = dashboard.panels
+      .flatMap((p) => p.targets ?? [])
+      .map((t) => t.expr)
+      .join('\n');
+    for (const metric of [
+      'warmpool_controlplane_pool_ready_replicas',
+      'warmpool_controlplane_pool_desired_replicas',
+      'warmpool_agent_http_request_duration_seconds_bucket',
+      'process_resident_memory_bytes',
+    ])
+      expect(exprs).toContain(metric);
     expect((await render()).some((o) => o.kind === 'PrometheusRule' || o.kind === 'ServiceMonitor')).toBe(false);
   });
 
   it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
-    const out = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'nodeAgent.drainDelaySeconds=7', '--set', 'fleetToken.value=t']);
+    const out = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'nodeAgent.drainDelaySeconds=7',
+      '--set',
+      'fleetToken.value=t',
+    ]);
     expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
     expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
     expect(out).toContain('- --drain-delay=7s');
@@ -250,11 +482,39 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('turns provisioning on with controlPlane.redis.url: the claim flags, the claims port and Service, TLS from a Secret', async () => {
-    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true']);
+    const off = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+    ]);
     expect(off).not.toContain('--redis-url');
     expect(off).not.toContain('warmpool-claims');
-    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.redis.url=redis://redis:6379', '--set', 'controlPlane.claims.tlsSecret=claims-tls']);
-    for (const flag of ['--redis-url=redis://redis:6379', '--claims-listen=0.0.0.0:8081', '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt', '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key', '--claim-batch-idle=2ms', '--claim-batch-max=20ms', '--claim-timeout=10s']) {
+    const on = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+      '--set',
+      'controlPlane.redis.url=redis://redis:6379',
+      '--set',
+      'controlPlane.claims.tlsSecret=claims-tls',
+    ]);
+    for (const flag of [
+      '--redis-url=redis://redis:6379',
+      '--claims-listen=0.0.0.0:8081',
+      '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt',
+      '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key',
+      '--claim-batch-idle=2ms',
+      '--claim-batch-max=20ms',
+      '--claim-timeout=10s',
+    ]) {
       expect(on).toContain(flag);
     }
     expect(on).toContain('name: warmpool-claims');
@@ -263,12 +523,43 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, the shared token from a Secret', async () => {
-    const off = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.federation.clusterId=east']);
+    const off = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+      '--set',
+      'controlPlane.federation.clusterId=east',
+    ]);
     expect(off).not.toContain('--cluster-id');
-    const on = await helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', '--set', 'fakeSandboxd.enabled=true',
-      '--set', 'controlPlane.federation.clusterId=east', '--set', 'controlPlane.federation.redisUrl=redis://hub:6379',
-      '--set', 'controlPlane.federation.tokenSecret=federation', '--set', 'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example']);
-    for (const flag of ['--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-interval=2s', '--federation-prefix=warmpool:federation', '--federation-token-file=/var/run/warmpool-federation/token', '--claims-advertise-url=https://claims.east.example']) {
+    const on = await helm(undefined, [
+      'template',
+      'warmpool',
+      CHART,
+      '--kube-version',
+      '1.37.2',
+      '--set',
+      'fakeSandboxd.enabled=true',
+      '--set',
+      'controlPlane.federation.clusterId=east',
+      '--set',
+      'controlPlane.federation.redisUrl=redis://hub:6379',
+      '--set',
+      'controlPlane.federation.tokenSecret=federation',
+      '--set',
+      'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example',
+    ]);
+    for (const flag of [
+      '--cluster-id=east',
+      '--federation-redis-url=redis://hub:6379',
+      '--federation-interval=2s',
+      '--federation-prefix=warmpool:federation',
+      '--federation-token-file=/var/run/warmpool-federation/token',
+      '--claims-advertise-url=https://claims.east.example',
+    ]) {
       expect(on).toContain(flag);
     }
     expect(on).toContain('secretName: federation');
@@ -284,7 +575,10 @@ describe('the Helm chart, rendered', () => {
     const container = containerOf(redis, 'redis');
     expect(container.image).toBe('docker.io/library/redis:7.2-bookworm');
     // kind's image.pullPolicy=Never (the warmpool images are loaded) must not keep Redis from being pulled.
-    expect(containerOf(find(await render(['redis.enabled=true', 'image.pullPolicy=Never']), 'Deployment', '-redis'), 'redis').imagePullPolicy).toBe('IfNotPresent');
+    expect(
+      containerOf(find(await render(['redis.enabled=true', 'image.pullPolicy=Never']), 'Deployment', '-redis'), 'redis')
+        .imagePullPolicy,
+    ).toBe('IfNotPresent');
     expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
     expect(container.args.join(' ')).toContain('--maxmemory-policy noeviction');
     expect(find(objects, 'Service', '-redis').spec).toMatchObject({ ports: [{ name: 'redis', port: 6379 }] });
@@ -293,36 +587,60 @@ describe('the Helm chart, rendered', () => {
     expect(args).toContain('--federation-redis-url=redis://warmpool-redis.warmpool-system.svc:6379');
     expect(find(objects, 'Service', '-claims').spec).toMatchObject({ ports: [{ name: 'claims', port: 8081 }] });
     // An explicit URL wins (a managed Redis), and a URL from a Secret keeps a password out of the pod spec.
-    const managed = containerOf(find(await render(['redis.enabled=true', 'controlPlane.redis.url=rediss://user:pw@cache.example:6380/2']), 'Deployment', '-control-plane'), 'control-plane');
+    const managed = containerOf(
+      find(
+        await render(['redis.enabled=true', 'controlPlane.redis.url=rediss://user:pw@cache.example:6380/2']),
+        'Deployment',
+        '-control-plane',
+      ),
+      'control-plane',
+    );
     expect(managed.args).toContain('--redis-url=rediss://user:pw@cache.example:6380/2');
     const secret = await render(['controlPlane.redis.existingSecret=redis-url']);
     const fromSecret = containerOf(find(secret, 'Deployment', '-control-plane'), 'control-plane');
     expect(fromSecret.args.some((a) => a.startsWith('--redis-url'))).toBe(false);
     expect(fromSecret.args).toContain('--claims-listen=0.0.0.0:8081');
-    expect(fromSecret.env).toContainEqual({ name: 'WARMPOOL_REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } } });
+    expect(fromSecret.env).toContainEqual({
+      name: 'WARMPOOL_REDIS_URL',
+      valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } },
+    });
     expect(secret.some((o) => o.kind === 'Service' && o.metadata.name.endsWith('-claims'))).toBe(true);
   });
 
   it('refuses Redis URLs the control plane cannot use (Sentinel, other schemes) and Redis values of the wrong type', async () => {
-    await expect(render(['controlPlane.redis.url=redis+sentinel://s:26379/mymaster'])).rejects.toThrow(/controlPlane\/redis\/url/);
+    await expect(render(['controlPlane.redis.url=redis+sentinel://s:26379/mymaster'])).rejects.toThrow(
+      /controlPlane\/redis\/url/,
+    );
     await expect(render(['controlPlane.federation.redisUrl=http://hub'])).rejects.toThrow(/federation\/redisUrl/);
     await expect(render(['redis.enabled=true', 'redis.maxmemory=lots'])).rejects.toThrow(/redis\/maxmemory/);
     await expect(render(['redis.enabled=yes'])).rejects.toThrow(/redis\/enabled/);
     await expect(render(['redis.persistence=true'])).rejects.toThrow(/additional properties 'persistence' not allowed/);
   });
 
-  it('the in-chart Redis\'s command line starts a real redis-server that refuses to evict', async () => {
+  it("the in-chart Redis's command line starts a real redis-server that refuses to evict", async () => {
     const command = findOnPath('redis-server');
     if (command === undefined) throw new Error('redis-server not found on PATH (apt-get install -y redis-server)');
     const container = containerOf(find(await render(['redis.enabled=true']), 'Deployment', '-redis'), 'redis');
     const port = await freePort('127.0.0.1');
     const dir = mkdtempSync(join(tmpdir(), 'warmpool-chart-redis-'));
     // The chart's own arguments; only the port and the data dir are this machine's, and it listens on loopback only.
-    const args = container.args.map((a, i) => (container.args[i - 1] === '--port' ? String(port) : container.args[i - 1] === '--dir' ? dir : a));
-    const child = new ManagedChild({ name: 'chart-redis', command, args: [...args, '--bind', '127.0.0.1'], logFile: join(dir, 'redis.log'), orphanCleanupDir: dir });
+    const args = container.args.map((a, i) =>
+      container.args[i - 1] === '--port' ? String(port) : container.args[i - 1] === '--dir' ? dir : a,
+    );
+    const child = new ManagedChild({
+      name: 'chart-redis',
+      command,
+      args: [...args, '--bind', '127.0.0.1'],
+      logFile: join(dir, 'redis.log'),
+      orphanCleanupDir: dir,
+    });
     const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
     try {
-      await eventually(() => redisPing('127.0.0.1', port), { timeoutMs: 30_000, intervalMs: 100, what: () => `redis-server with the chart's args does not answer:\n${child.logTail()}` });
+      await eventually(() => redisPing('127.0.0.1', port), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        what: () => `redis-server with the chart's args does not answer:\n${child.logTail()}`,
+      });
       await client.connect();
       expect(await client.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
       expect(await client.config('GET', 'save')).toEqual(['save', '']);
@@ -336,20 +654,44 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('opens the claim API to the sources in networkPolicy.claimsIngressFrom, keeps metrics and probes open, and admits only the control plane to the in-chart Redis', async () => {
-    const policies = (set: string[]) => render(['networkPolicy.enabled=true', ...set]).then((objects) => objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => o.metadata.name).sort());
+    const policies = (set: string[]) =>
+      render(['networkPolicy.enabled=true', ...set]).then((objects) =>
+        objects
+          .filter((o) => o.kind === 'NetworkPolicy')
+          .map((o) => o.metadata.name)
+          .sort(),
+      );
     expect(await policies([])).toEqual(['warmpool-node-agent']);
     // Provisioning on, no claimsIngressFrom: nothing selects the control plane, so every client reaches the (authenticated) claim API.
     expect(await policies(['redis.enabled=true'])).toEqual(['warmpool-node-agent', 'warmpool-redis']);
-    const objects = await render(['networkPolicy.enabled=true', 'redis.enabled=true', 'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes']);
+    const objects = await render([
+      'networkPolicy.enabled=true',
+      'redis.enabled=true',
+      'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
+    ]);
     const claims = dumpYaml(find(objects, 'NetworkPolicy', '-control-plane'));
-    expect(claims).toMatch(/- from:\n\s+- namespaceSelector:\n\s+matchLabels:\n\s+team: sandboxes\n\s+ports:\n\s+- port: 8081/);
+    expect(claims).toMatch(
+      /- from:\n\s+- namespaceSelector:\n\s+matchLabels:\n\s+team: sandboxes\n\s+ports:\n\s+- port: 8081/,
+    );
     expect(claims).toMatch(/- ports:\n\s+- port: 8080\n\s+protocol: TCP\n\s+- port: 9440/);
     const redis = dumpYaml(find(objects, 'NetworkPolicy', '-redis'));
-    expect(redis).toMatch(/- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 6379/);
+    expect(redis).toMatch(
+      /- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 6379/,
+    );
   });
 
   it('refuses a cluster older than the supported Kubernetes version', async () => {
-    await expect(helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.29.0', '--set', 'fakeSandboxd.enabled=true'])).rejects.toThrow(/kubeVersion/);
+    await expect(
+      helm(undefined, [
+        'template',
+        'warmpool',
+        CHART,
+        '--kube-version',
+        '1.29.0',
+        '--set',
+        'fakeSandboxd.enabled=true',
+      ]),
+    ).rejects.toThrow(/kubeVersion/);
   });
 });
 
@@ -357,7 +699,15 @@ describe('the Helm chart, installed on a real apiserver', () => {
   let cluster: TestCluster;
   const can = async (verb: string, resource: string, sa: string): Promise<boolean> => {
     const [name, subresource] = resource.split('/');
-    const args = ['auth', 'can-i', verb, name as string, `--as=system:serviceaccount:${NAMESPACE}:${sa}`, '-n', NAMESPACE];
+    const args = [
+      'auth',
+      'can-i',
+      verb,
+      name as string,
+      `--as=system:serviceaccount:${NAMESPACE}:${sa}`,
+      '-n',
+      NAMESPACE,
+    ];
     if (subresource) args.push(`--subresource=${subresource}`);
     const r = await cluster.kubectl(args);
     return r.stdout.trim() === 'yes';
@@ -365,19 +715,39 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   beforeAll(async () => {
     cluster = await startCluster({ crds: false });
-    await helm(cluster, ['install', 'warmpool', CHART, '-n', NAMESPACE, '--create-namespace', '--wait=false', '--set', 'fakeSandboxd.enabled=true']);
+    await helm(cluster, [
+      'install',
+      'warmpool',
+      CHART,
+      '-n',
+      NAMESPACE,
+      '--create-namespace',
+      '--wait=false',
+      '--set',
+      'fakeSandboxd.enabled=true',
+    ]);
   });
   afterAll(async () => cluster?.stop());
 
   it('installs every object, and the CRDs become Established', async () => {
-    const r = await cluster.kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd', '-l', '!nonexistent', '--all']);
+    const r = await cluster.kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=30s',
+      'crd',
+      '-l',
+      '!nonexistent',
+      '--all',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const names = (await cluster.kubectl(['get', 'crd', '-o', 'name'])).stdout;
     for (const plural of ['sandboxwarmpools', 'sandboxtemplates', 'sandboxclaims', 'nodeinventories', 'sandboxenvs']) {
       expect(names).toContain(plural);
     }
     expect(names).not.toContain('sandboxes.agents.x-k8s.io');
-    expect((await cluster.kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'name'])).stdout).toContain('v1beta1.agents.x-k8s.io');
+    expect((await cluster.kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'name'])).stdout).toContain(
+      'v1beta1.agents.x-k8s.io',
+    );
     const workloads = await cluster.kubectl(['get', 'deploy,ds,secret', '-n', NAMESPACE, '-o', 'name']);
     expect(workloads.stdout).toContain('deployment.apps/warmpool-control-plane');
     expect(workloads.stdout).toContain('daemonset.apps/warmpool-node-agent');
@@ -385,10 +755,30 @@ describe('the Helm chart, installed on a real apiserver', () => {
   });
 
   it('generates a fleet token once and keeps it across upgrades', async () => {
-    const read = async () => (await cluster.kubectl(['get', 'secret', 'warmpool-fleet-token', '-n', NAMESPACE, '-o', 'jsonpath={.data.token}'])).stdout;
+    const read = async () =>
+      (
+        await cluster.kubectl([
+          'get',
+          'secret',
+          'warmpool-fleet-token',
+          '-n',
+          NAMESPACE,
+          '-o',
+          'jsonpath={.data.token}',
+        ])
+      ).stdout;
     const before = await read();
     expect(Buffer.from(before, 'base64').toString()).toMatch(/^[A-Za-z0-9]{48}$/);
-    await helm(cluster, ['upgrade', 'warmpool', CHART, '-n', NAMESPACE, '--wait=false', '--set', 'fakeSandboxd.enabled=true']);
+    await helm(cluster, [
+      'upgrade',
+      'warmpool',
+      CHART,
+      '-n',
+      NAMESPACE,
+      '--wait=false',
+      '--set',
+      'fakeSandboxd.enabled=true',
+    ]);
     expect(await read()).toBe(before);
   });
 
@@ -403,57 +793,114 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   it('lets the control plane read intent, write pool status and its Lease, but never write pool specs', async () => {
     expect(await can('watch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(true);
-    expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(
+      true,
+    );
     expect(await can('watch', 'nodeinventories.warmpool.dev', 'warmpool-control-plane')).toBe(true);
     expect(await can('update', 'leases.coordination.k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('create', 'events', 'warmpool-control-plane')).toBe(true);
     expect(await can('watch', 'nodes', 'warmpool-control-plane')).toBe(true);
     expect(await can('watch', 'pods', 'warmpool-control-plane')).toBe(true);
     const canGetCrd = async (name: string): Promise<boolean> =>
-      (await cluster.kubectl(['auth', 'can-i', 'get', `customresourcedefinitions.apiextensions.k8s.io/${name}`, `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`])).stdout.trim() === 'yes';
+      (
+        await cluster.kubectl([
+          'auth',
+          'can-i',
+          'get',
+          `customresourcedefinitions.apiextensions.k8s.io/${name}`,
+          `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`,
+        ])
+      ).stdout.trim() === 'yes';
     expect(await canGetCrd('sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
     expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
     // The SandboxEnv autoscaler moves replicas through the scale subresource only.
-    expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(
+      true,
+    );
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
   });
 
   it('lets the control plane answer SandboxClaims (status, finalizer, annotation, the token Secret by name) and no more', async () => {
-    for (const verb of ['get', 'list', 'watch', 'update', 'patch', 'delete']) expect(await can(verb, 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane'), verb).toBe(true);
+    for (const verb of ['get', 'list', 'watch', 'update', 'patch', 'delete'])
+      expect(await can(verb, 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane'), verb).toBe(true);
     expect(await can('patch', 'sandboxclaims.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
-    expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io/finalizers', 'warmpool-control-plane')).toBe(true);
-    for (const verb of ['get', 'create', 'update', 'delete']) expect(await can(verb, 'secrets', 'warmpool-control-plane'), verb).toBe(true);
+    expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io/finalizers', 'warmpool-control-plane')).toBe(
+      true,
+    );
+    for (const verb of ['get', 'create', 'update', 'delete'])
+      expect(await can(verb, 'secrets', 'warmpool-control-plane'), verb).toBe(true);
     expect(await can('list', 'secrets', 'warmpool-control-plane')).toBe(false);
     expect(await can('watch', 'secrets', 'warmpool-control-plane')).toBe(false);
     expect(await can('create', 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('create', 'sandboxes.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
   });
 
-  it('lists every kind under the category `warmpool`, and a pool\'s Reason column', async () => {
+  it("lists every kind under the category `warmpool`, and a pool's Reason column", async () => {
     const r = await cluster.kubectl(['api-resources', '--categories=warmpool', '-o', 'name']);
     expect(r.stdout.trim().split('\n').sort()).toEqual([
-      'nodeinventories.warmpool.dev', 'sandboxclaims.extensions.agents.x-k8s.io', 'sandboxenvs.warmpool.dev',
-      'sandboxtemplates.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io',
+      'nodeinventories.warmpool.dev',
+      'sandboxclaims.extensions.agents.x-k8s.io',
+      'sandboxenvs.warmpool.dev',
+      'sandboxtemplates.extensions.agents.x-k8s.io',
+      'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
     // (sandboxes are served by the control plane behind the APIService, which no replica serves in this test.)
-    const columns = (await cluster.kubectl(['get', 'crd', 'sandboxwarmpools.extensions.agents.x-k8s.io', '-o', 'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}'])).stdout;
+    const columns = (
+      await cluster.kubectl([
+        'get',
+        'crd',
+        'sandboxwarmpools.extensions.agents.x-k8s.io',
+        '-o',
+        'jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}',
+      ])
+    ).stdout;
     expect(columns).toContain('Reason');
   });
 
   it('installs a second release next to the first: existing token Secret, no CRDs, another namespace, NetworkPolicy and no PDB', async () => {
     const other = 'warmpool-two';
     expect((await cluster.kubectl(['create', 'namespace', other])).code).toBe(0);
-    expect((await cluster.kubectl(['create', 'secret', 'generic', 'platform-token', '-n', other, '--from-literal=fleet=abc123'])).code).toBe(0);
-    await helm(cluster, ['install', 'second', CHART, '-n', other, '--wait=false',
-      '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false',
-      '--set', 'fleetToken.existingSecret=platform-token', '--set', 'fleetToken.existingSecretKey=fleet',
-      '--set', 'networkPolicy.enabled=true', '--set', 'controlPlane.replicas=1',
+    expect(
+      (
+        await cluster.kubectl([
+          'create',
+          'secret',
+          'generic',
+          'platform-token',
+          '-n',
+          other,
+          '--from-literal=fleet=abc123',
+        ])
+      ).code,
+    ).toBe(0);
+    await helm(cluster, [
+      'install',
+      'second',
+      CHART,
+      '-n',
+      other,
+      '--wait=false',
+      '--set',
+      'crds.upstream.install=false',
+      '--set',
+      'crds.warmpool.install=false',
+      '--set',
+      'fleetToken.existingSecret=platform-token',
+      '--set',
+      'fleetToken.existingSecretKey=fleet',
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set',
+      'controlPlane.replicas=1',
       // The APIService is cluster-wide: one release serves the Sandbox API.
-      '--set', 'sandboxApi.mode=crd']);
-    const objects = (await cluster.kubectl(['get', 'deploy,ds,secret,networkpolicy,pdb', '-n', other, '-o', 'name'])).stdout;
+      '--set',
+      'sandboxApi.mode=crd',
+    ]);
+    const objects = (await cluster.kubectl(['get', 'deploy,ds,secret,networkpolicy,pdb', '-n', other, '-o', 'name']))
+      .stdout;
     expect(objects).toContain('deployment.apps/second-warmpool-control-plane');
     expect(objects).toContain('daemonset.apps/second-warmpool-node-agent');
     expect(objects).toContain('networkpolicy.networking.k8s.io/second-warmpool-node-agent');
@@ -463,35 +910,103 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   it('installs the claim API with the in-chart Redis and its NetworkPolicies: the apiserver accepts every object', async () => {
     const ns = 'warmpool-claims';
-    const notes = await helm(cluster, ['install', 'claims', CHART, '-n', ns, '--create-namespace', '--wait=false',
-      '--set', 'crds.upstream.install=false', '--set', 'crds.warmpool.install=false', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=1',
-      '--set', 'redis.enabled=true', '--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
-      '--set', 'controlPlane.federation.clusterId=east', '--set', 'sandboxApi.mode=crd']);
+    const notes = await helm(cluster, [
+      'install',
+      'claims',
+      CHART,
+      '-n',
+      ns,
+      '--create-namespace',
+      '--wait=false',
+      '--set',
+      'crds.upstream.install=false',
+      '--set',
+      'crds.warmpool.install=false',
+      '--set',
+      'fakeSandboxd.enabled=true',
+      '--set',
+      'controlPlane.replicas=1',
+      '--set',
+      'redis.enabled=true',
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set',
+      'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
+      '--set',
+      'controlPlane.federation.clusterId=east',
+      '--set',
+      'sandboxApi.mode=crd',
+    ]);
     const objects = (await cluster.kubectl(['get', 'deploy,svc,networkpolicy', '-n', ns, '-o', 'name'])).stdout;
-    for (const name of ['deployment.apps/claims-warmpool-redis', 'service/claims-warmpool-redis', 'service/claims-warmpool-claims',
-      'networkpolicy.networking.k8s.io/claims-warmpool-redis', 'networkpolicy.networking.k8s.io/claims-warmpool-control-plane', 'networkpolicy.networking.k8s.io/claims-warmpool-node-agent']) {
+    for (const name of [
+      'deployment.apps/claims-warmpool-redis',
+      'service/claims-warmpool-redis',
+      'service/claims-warmpool-claims',
+      'networkpolicy.networking.k8s.io/claims-warmpool-redis',
+      'networkpolicy.networking.k8s.io/claims-warmpool-control-plane',
+      'networkpolicy.networking.k8s.io/claims-warmpool-node-agent',
+    ]) {
       expect(objects).toContain(name);
     }
-    const args = (await cluster.kubectl(['get', 'deploy', 'claims-warmpool-control-plane', '-n', ns, '-o', 'jsonpath={.spec.template.spec.containers[0].args}'])).stdout;
+    const args = (
+      await cluster.kubectl([
+        'get',
+        'deploy',
+        'claims-warmpool-control-plane',
+        '-n',
+        ns,
+        '-o',
+        'jsonpath={.spec.template.spec.containers[0].args}',
+      ])
+    ).stdout;
     expect(args).toContain('--redis-url=redis://claims-warmpool-redis.warmpool-claims.svc:6379');
     expect(notes).toContain('claims-warmpool-claims, port 8081');
     expect(notes).toContain('It uses the in-chart Redis (claims-warmpool-redis): for trying out only');
   });
 
   it('refuses values of the wrong type at install time, before anything is created', async () => {
-    await expect(helm(cluster, ['install', 'bad', CHART, '-n', 'bad', '--create-namespace', '--set', 'fakeSandboxd.enabled=true', '--set', 'controlPlane.replicas=two'])).rejects.toThrow(/replicas/);
+    await expect(
+      helm(cluster, [
+        'install',
+        'bad',
+        CHART,
+        '-n',
+        'bad',
+        '--create-namespace',
+        '--set',
+        'fakeSandboxd.enabled=true',
+        '--set',
+        'controlPlane.replicas=two',
+      ]),
+    ).rejects.toThrow(/replicas/);
     expect((await cluster.kubectl(['get', 'deploy', '-n', 'bad', '-o', 'name'])).stdout.trim()).toBe('');
   });
 
-  it('lets the control plane review the claim API\'s callers (TokenReview, SubjectAccessReview)', async () => {
+  it("lets the control plane review the claim API's callers (TokenReview, SubjectAccessReview)", async () => {
     expect(await can('create', 'tokenreviews.authentication.k8s.io', 'warmpool-control-plane')).toBe(true);
     expect(await can('create', 'subjectaccessreviews.authorization.k8s.io', 'warmpool-control-plane')).toBe(true);
   });
 
   it('lets the control plane read the front proxy settings in kube-system, as an extension apiserver', async () => {
-    const r = await cluster.kubectl(['auth', 'can-i', 'get', 'configmaps/extension-apiserver-authentication', '-n', 'kube-system', `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`]);
+    const r = await cluster.kubectl([
+      'auth',
+      'can-i',
+      'get',
+      'configmaps/extension-apiserver-authentication',
+      '-n',
+      'kube-system',
+      `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`,
+    ]);
     expect(r.stdout.trim()).toBe('yes');
-    const other = await cluster.kubectl(['auth', 'can-i', 'get', 'configmaps/kube-proxy', '-n', 'kube-system', `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`]);
+    const other = await cluster.kubectl([
+      'auth',
+      'can-i',
+      'get',
+      'configmaps/kube-proxy',
+      '-n',
+      'kube-system',
+      `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`,
+    ]);
     expect(other.stdout.trim()).toBe('no');
   });
 });

@@ -31,12 +31,28 @@ async function agentPod(name: string, node: string): Promise<void> {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name },
-    spec: { serviceAccountName: AGENT_SA, nodeName: node, containers: [{ name: 'node-agent', image: 'node-agent:test' }] },
+    spec: {
+      serviceAccountName: AGENT_SA,
+      nodeName: node,
+      containers: [{ name: 'node-agent', image: 'node-agent:test' }],
+    },
   });
 }
 
 async function podBoundToken(pod: string): Promise<string> {
-  return (await kubectl(['create', 'token', AGENT_SA, '-n', NAMESPACE, '--bound-object-kind', 'Pod', '--bound-object-name', pod])).trim();
+  return (
+    await kubectl([
+      'create',
+      'token',
+      AGENT_SA,
+      '-n',
+      NAMESPACE,
+      '--bound-object-kind',
+      'Pod',
+      '--bound-object-name',
+      pod,
+    ])
+  ).trim();
 }
 
 function writerFor(token: string): KubeInventoryWriter {
@@ -63,10 +79,34 @@ async function addressOf(node: string): Promise<string> {
 
 beforeAll(async () => {
   cluster = await startCluster({ name: 'chart-admission', crds: false });
-  const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath, HELM_CACHE_HOME: '/tmp/warmpool-helm/cache', HELM_CONFIG_HOME: '/tmp/warmpool-helm/config', HELM_DATA_HOME: '/tmp/warmpool-helm/data' };
-  await run(findBinary('helm'), ['install', 'warmpool', CHART, '-n', NAMESPACE, '--create-namespace', '--wait=false', '--set', 'fakeSandboxd.enabled=true'], { env });
+  const env = {
+    ...process.env,
+    KUBECONFIG: cluster.kubeconfigPath,
+    HELM_CACHE_HOME: '/tmp/warmpool-helm/cache',
+    HELM_CONFIG_HOME: '/tmp/warmpool-helm/config',
+    HELM_DATA_HOME: '/tmp/warmpool-helm/data',
+  };
+  await run(
+    findBinary('helm'),
+    [
+      'install',
+      'warmpool',
+      CHART,
+      '-n',
+      NAMESPACE,
+      '--create-namespace',
+      '--wait=false',
+      '--set',
+      'fakeSandboxd.enabled=true',
+    ],
+    { env },
+  );
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodeinventories.warmpool.dev']);
-  await kubectl(['create', '-f', '-'], { apiVersion: 'v1', kind: 'List', items: [nodeObject('node-a', '127.0.1.1'), nodeObject('node-b', '127.0.1.2')] });
+  await kubectl(['create', '-f', '-'], {
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [nodeObject('node-a', '127.0.1.1'), nodeObject('node-b', '127.0.1.2')],
+  });
   await agentPod('agent-a', 'node-a');
   await agentPod('agent-b', 'node-b');
   // Node B's own agent publishes first, so there is something to forge.
@@ -78,28 +118,32 @@ describe('the node agent admission policy', () => {
   it('lets an agent write the NodeInventory of the node its pod runs on, spec and status', async () => {
     const writer = writerFor(await podBoundToken('agent-a'));
     await writer.applyObject(spec('node-a', '127.0.1.1:7443'));
-    await expect(writer.applyStatus('node-a', { claimed: 0, publishedAt: new Date().toISOString() })).resolves.toEqual({ spec: { nodeName: 'node-a', address: '127.0.1.1:7443' } });
+    await expect(writer.applyStatus('node-a', { claimed: 0, publishedAt: new Date().toISOString() })).resolves.toEqual({
+      spec: { nodeName: 'node-a', address: '127.0.1.1:7443' },
+    });
     expect(await addressOf('node-a')).toBe('127.0.1.1:7443');
   });
 
-  it('refuses an agent on node A every write to node B\'s NodeInventory, and B stays as its agent wrote it', async () => {
+  it("refuses an agent on node A every write to node B's NodeInventory, and B stays as its agent wrote it", async () => {
     const writer = writerFor(await podBoundToken('agent-a'));
     const onSpec = await refusal(writer.applyObject(spec('node-b', '127.0.9.9:7443')));
     expect(onSpec.statusCode).toBe(403);
     expect(onSpec.message).toContain('the node agent on node node-a may write only NodeInventory node-a, not node-b');
-    const onStatus = await refusal(writer.applyStatus('node-b', { capacity: 100_000, publishedAt: new Date().toISOString() }));
+    const onStatus = await refusal(
+      writer.applyStatus('node-b', { capacity: 100_000, publishedAt: new Date().toISOString() }),
+    );
     expect(onStatus.statusCode).toBe(403);
     expect(await addressOf('node-b')).toBe('127.0.1.2:7443');
   });
 
-  it('refuses creating a NodeInventory for a node that is not the agent\'s', async () => {
+  it("refuses creating a NodeInventory for a node that is not the agent's", async () => {
     const writer = writerFor(await podBoundToken('agent-a'));
     const created = await refusal(writer.applyObject(spec('fake-node', '127.0.9.9:7443')));
     expect(created.statusCode).toBe(403);
     expect((await cluster.kubectl(['get', 'nodeinventory', 'fake-node'])).code).not.toBe(0);
   });
 
-  it('refuses a token of the agent\'s ServiceAccount that names no node, even on an existing inventory', async () => {
+  it("refuses a token of the agent's ServiceAccount that names no node, even on an existing inventory", async () => {
     const unbound = (await kubectl(['create', 'token', AGENT_SA, '-n', NAMESPACE])).trim();
     const refused = await refusal(writerFor(unbound).applyObject(spec('node-a', '127.0.9.9:7443')));
     expect(refused.statusCode).toBe(403);
@@ -109,11 +153,23 @@ describe('the node agent admission policy', () => {
 
   it('refuses, for anyone, a NodeInventory whose name is not its spec.nodeName', async () => {
     const r = await cluster.kubectl(['create', '-f', '-'], {
-      input: JSON.stringify({ apiVersion: 'warmpool.dev/v1alpha1', kind: 'NodeInventory', metadata: { name: 'node-b' }, spec: { nodeName: 'node-a', address: '127.0.1.1:7443' } }),
+      input: JSON.stringify({
+        apiVersion: 'warmpool.dev/v1alpha1',
+        kind: 'NodeInventory',
+        metadata: { name: 'node-b' },
+        spec: { nodeName: 'node-a', address: '127.0.1.1:7443' },
+      }),
     });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('metadata.name must equal spec.nodeName');
-    const renamed = await cluster.kubectl(['patch', 'nodeinventory', 'node-b', '--type=merge', '-p', JSON.stringify({ spec: { nodeName: 'node-a' } })]);
+    const renamed = await cluster.kubectl([
+      'patch',
+      'nodeinventory',
+      'node-b',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { nodeName: 'node-a' } }),
+    ]);
     expect(renamed.code).not.toBe(0);
     expect(renamed.stderr).toContain('metadata.name must equal spec.nodeName');
   });
