@@ -19,7 +19,7 @@ export interface NodeSnapshotSourceOptions {
   /** The driver's views (empty on a replica that does not drive). */
   driverViews: () => readonly NodeView[];
   /**
-   * Whether a node's own Node object vouches for its inventory's address (the driver's rule, issue 8 §3):
+   * Whether a node's own Node object vouches for its inventory's address (the driver's rule, node-addresses.ts):
    * where the driver has no view, a claim carrying the fleet token goes only to a vouched-for address.
    */
   addresses: () => AddressCheck;

@@ -92,7 +92,7 @@ export function createWarmPoolDriver(options: WarmPoolDriverOptions): WarmPoolDr
   });
   let poolStatusFields: StatusFields = 'any';
 
-  // Where an agent may be called with the fleet token: at an address its own Node vouches for (issue 8 §3).
+  // Where an agent may be called with the fleet token: at an address its own Node vouches for (node-addresses.ts).
   const addresses = (): AddressCheck =>
     addressCheckOf({
       node: (name) => nodes.lister.get(name),
