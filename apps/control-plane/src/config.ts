@@ -7,6 +7,7 @@ import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import {
   ConfigError,
   DEFAULT_TOKEN_GRACE_MS,
+  FLEET_TOKEN_ENV,
   formatDuration,
   messageOf,
   parseHostPort,
@@ -21,8 +22,6 @@ import { AUTOSCALER_DEFAULTS } from './controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
-
-export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 
 export const FLAGS = {
   metricsBindAddress: {
@@ -48,7 +47,7 @@ export const FLAGS = {
   },
   tokenFile: {
     kind: 'string',
-    description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`,
+    description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${FLEET_TOKEN_ENV}. Without a token nothing is pushed and /readyz fails`,
     env: 'TOKEN_FILE',
   },
   tokenGrace: {

@@ -8,7 +8,7 @@ export {
   type ControlPlane,
   type ControlPlaneOptions,
 } from './control-plane.js';
-export { FLAGS, SUMMARY, TOKEN_ENV, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
+export { FLAGS, SUMMARY, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
 
 // What the benchmarks (bench/) drive in-process: the Sandbox API's view and reader, the federation transport.
 export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './aggregated/view.js';

@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
 import {
   createLogger,
+  FLEET_TOKEN_ENV,
   helpText,
   packageVersion,
   parseConfig,
@@ -16,7 +17,7 @@ import {
   versionLine,
   watchTokenFile,
 } from '@warmpool/runtime';
-import { FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
+import { FLAGS, SUMMARY, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
 
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
     shutdown.add('token-file', watch);
     token = rotatingToken(rotation);
   } else {
-    token = staticToken(process.env[TOKEN_ENV]);
+    token = staticToken(process.env[FLEET_TOKEN_ENV]);
   }
 
   let federationToken: TokenSource | undefined;

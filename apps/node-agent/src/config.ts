@@ -3,6 +3,7 @@
 import {
   ConfigError,
   DEFAULT_TOKEN_GRACE_MS,
+  FLEET_TOKEN_ENV,
   formatDuration,
   messageOf,
   parseHostPort,
@@ -12,8 +13,6 @@ import {
 } from '@warmpool/runtime';
 import { DEFAULTS } from './agent.js';
 import { parseSandboxdUrl } from './sandboxd/client.js';
-
-export const TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 
 export const FLAGS = {
   listen: {
@@ -30,7 +29,7 @@ export const FLAGS = {
   },
   tokenFile: {
     kind: 'string',
-    description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${TOKEN_ENV}. Without a token every call but health/readiness/metrics answers 503`,
+    description: `File holding the fleet API token (a mounted Secret; re-read when it changes). Else env ${FLEET_TOKEN_ENV}. Without a token every call but health/readiness/metrics answers 503`,
   },
   tokenGrace: {
     kind: 'duration',

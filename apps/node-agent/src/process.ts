@@ -5,6 +5,7 @@ import { loadKubeConfig } from '@warmpool/kube';
 import {
   ConfigError,
   createLogger,
+  FLEET_TOKEN_ENV,
   helpText,
   messageOf,
   packageVersion,
@@ -16,7 +17,7 @@ import {
   versionLine,
 } from '@warmpool/runtime';
 import { createNodeAgent } from './agent.js';
-import { advertiseAddressOf, FLAGS, SUMMARY, TOKEN_ENV, validateConfig } from './config.js';
+import { advertiseAddressOf, FLAGS, SUMMARY, validateConfig } from './config.js';
 import { KubeInventoryWriter } from './inventory/writer.js';
 
 async function main(): Promise<void> {
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
 
   const agent = createNodeAgent({
     sandboxdUrl: config.sandboxdUrl,
-    ...(config.tokenFile !== undefined ? { tokenFile: config.tokenFile } : { token: process.env[TOKEN_ENV] }),
+    ...(config.tokenFile !== undefined ? { tokenFile: config.tokenFile } : { token: process.env[FLEET_TOKEN_ENV] }),
     tokenGraceMs: config.tokenGrace,
     listen,
     ...(config.nodeName ? { nodeName: config.nodeName } : {}),

@@ -62,6 +62,20 @@ export function openApiDocument<Name extends string>(spec: OpenApiSpec<Name>): O
   };
 }
 
+/**
+ * What a server serves at /openapi.json: the document for its own version,
+ * built on first use and then kept (the route table and the schemas cannot
+ * change within a process); any other version (a test's) is built fresh.
+ */
+export function servedDocument<Name extends string>(
+  ownVersion: string,
+  specOf: (version: string) => OpenApiSpec<Name>,
+): (version?: string) => OpenApiJson {
+  let built: OpenApiJson | undefined;
+  return (version = ownVersion) =>
+    version === ownVersion ? (built ??= openApiDocument(specOf(version))) : openApiDocument(specOf(version));
+}
+
 /** OpenAPI's `{param}` form of a Hono route path (`:param`). */
 export function openApiPath(honoPath: string): string {
   return honoPath.replace(/:(\w+)/g, '{$1}');

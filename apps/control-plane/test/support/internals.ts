@@ -11,7 +11,6 @@ export {
 export {
   FLAGS,
   SUMMARY,
-  TOKEN_ENV,
   validateConfig,
   type ControlPlaneConfig,
   type ValidatedConfig,

@@ -15,8 +15,8 @@ import {
 } from '@warmpool/api';
 import {
   openApiBuilders,
-  openApiDocument as buildDocument,
   packageVersion,
+  servedDocument,
   type OpenApiComponent,
   type OpenApiJson as Json,
 } from '@warmpool/runtime';
@@ -165,29 +165,23 @@ const PATHS: Json = {
 /** The agent's version: the package.json above src/ (or dist/), whose api/ folder holds this module. */
 const AGENT_VERSION = packageVersion(new URL('..', import.meta.url).href);
 
-/** The document, built once per process. */
-let built: Json | undefined;
-export function openApiDocument(version: string = AGENT_VERSION): Json {
-  if (built !== undefined && version === AGENT_VERSION) return built;
-  const document = buildDocument({
-    info: {
-      title: 'warmpool node agent',
-      version,
-      description:
-        'The per-node agent in front of sandboxd: the fleet token, a body limit, validation, and SetPools generations.',
+/** The document (built once per process for this package's own version). */
+export const openApiDocument = servedDocument(AGENT_VERSION, (version) => ({
+  info: {
+    title: 'warmpool node agent',
+    version,
+    description:
+      'The per-node agent in front of sandboxd: the fleet token, a body limit, validation, and SetPools generations.',
+  },
+  security: ROOT,
+  paths: PATHS,
+  components: COMPONENTS,
+  securitySchemes: {
+    fleetToken: { type: 'http', scheme: 'bearer', description: 'The fleet token (root)' },
+    sandboxToken: {
+      type: 'http',
+      scheme: 'bearer',
+      description: "A claimed sandbox's own token (release, renew of that sandbox)",
     },
-    security: ROOT,
-    paths: PATHS,
-    components: COMPONENTS,
-    securitySchemes: {
-      fleetToken: { type: 'http', scheme: 'bearer', description: 'The fleet token (root)' },
-      sandboxToken: {
-        type: 'http',
-        scheme: 'bearer',
-        description: "A claimed sandbox's own token (release, renew of that sandbox)",
-      },
-    },
-  });
-  if (version === AGENT_VERSION) built = document;
-  return document;
-}
+  },
+}));

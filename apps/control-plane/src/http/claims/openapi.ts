@@ -12,8 +12,8 @@ import {
 } from '@warmpool/api';
 import {
   openApiBuilders,
-  openApiDocument as buildDocument,
   packageVersion,
+  servedDocument,
   type OpenApiComponent,
   type OpenApiJson as Json,
 } from '@warmpool/runtime';
@@ -112,29 +112,23 @@ const PATHS: Json = {
 /** The control plane's version: the package.json beside dist/ (or src/), two folders above this module's. */
 const CONTROL_PLANE_VERSION = packageVersion(new URL('../..', import.meta.url).href);
 
-/** The document, built once per process. */
-let built: Json | undefined;
-export function claimApiDocument(version: string = CONTROL_PLANE_VERSION): Json {
-  if (built !== undefined && version === CONTROL_PLANE_VERSION) return built;
-  const document = buildDocument({
-    info: {
-      title: 'warmpool claim API',
-      version,
+/** The document (built once per process for this package's own version). */
+export const claimApiDocument = servedDocument(CONTROL_PLANE_VERSION, (version) => ({
+  info: {
+    title: 'warmpool claim API',
+    version,
+    description:
+      "Claims of warm sandboxes, served by every control plane replica. Callers authenticate with a Kubernetes bearer token; each route needs its verb on sandboxclaims.extensions.agents.x-k8s.io in the path's namespace.",
+  },
+  security: KUBERNETES,
+  paths: PATHS,
+  components: COMPONENTS,
+  securitySchemes: {
+    kubernetesToken: {
+      type: 'http',
+      scheme: 'bearer',
       description:
-        "Claims of warm sandboxes, served by every control plane replica. Callers authenticate with a Kubernetes bearer token; each route needs its verb on sandboxclaims.extensions.agents.x-k8s.io in the path's namespace.",
+        "A Kubernetes token (e.g. a ServiceAccount's), reviewed with a TokenReview; peer clusters present the federation token instead",
     },
-    security: KUBERNETES,
-    paths: PATHS,
-    components: COMPONENTS,
-    securitySchemes: {
-      kubernetesToken: {
-        type: 'http',
-        scheme: 'bearer',
-        description:
-          "A Kubernetes token (e.g. a ServiceAccount's), reviewed with a TokenReview; peer clusters present the federation token instead",
-      },
-    },
-  });
-  if (version === CONTROL_PLANE_VERSION) built = document;
-  return document;
-}
+  },
+}));
