@@ -3,6 +3,7 @@
 // needs is here, so a benchmark can host many agents in one process.
 import type { NodeInfo } from '@warmpool/api';
 import {
+  AcceptedToken,
   DEFAULT_TOKEN_GRACE_MS,
   formatHostPort,
   readTokenFile,
@@ -26,7 +27,6 @@ import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
 import { NodeState } from './node-state.js';
 import { SandboxdClient } from './sandboxd/client.js';
-import { FleetToken } from './token.js';
 
 export interface NodeAgentOptions {
   /** `http://host:port` or `unix:/path` of this node's sandboxd. */
@@ -115,7 +115,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     throw new Error('a node name is required to publish the NodeInventory');
   const logger = options.logger ?? silentLogger;
   const tokenGraceMs = options.tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS;
-  const token = new FleetToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, {
+  const token = new AcceptedToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, {
     graceMs: tokenGraceMs,
   });
   const metrics = new AgentMetrics(options.registry);

@@ -19,6 +19,5 @@ export {
 } from './sandboxd/client.js';
 export { SandboxdUnavailableError, isSandboxdUnavailable } from './sandboxd/errors.js';
 export { AgentMetrics } from './metrics.js';
-export { FleetToken } from './token.js';
 export { FLAGS, validateConfig, advertiseAddressOf, type AgentConfig } from './config.js';
 export { entriesOf, claimedByKeyOf, readNodeClaims, type PublishedEntries } from './inventory/entries.js';

@@ -8,12 +8,12 @@ import {
   setPoolsRequestSchema,
   type ErrorBody,
 } from '@warmpool/api';
-import { bearerToken, readJsonBody, silentLogger, type Logger } from '@warmpool/runtime';
+import { bearerToken, readJsonBody, silentLogger, tokensEqual, type Logger } from '@warmpool/runtime';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { SandboxdRefusal, type RefusalReason } from '../core/errors.js';
 import type { FakeSandboxd } from '../core/fake-sandboxd.js';
-import { RootAuth, tokensEqual } from './auth.js';
+import { RootAuth } from './auth.js';
 import { NodeMetrics } from './metrics.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };

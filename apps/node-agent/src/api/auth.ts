@@ -11,8 +11,7 @@
 //   endpoint answers 503. It never runs open.
 // - Deny by default: a route missing from the table is refused (403), and
 //   createApiApp will not build an app that registers one.
-import { bearerToken } from '@warmpool/runtime';
-import type { FleetToken } from '../token.js';
+import { bearerToken, type AcceptedToken } from '@warmpool/runtime';
 import { errorReply, type Reply } from './responses.js';
 
 export const NO_TOKEN_MESSAGE =
@@ -60,9 +59,9 @@ const ROOT: Admitted = { as: 'root' };
 const UNDECLARED: Reply = errorReply(500, 'Internal', 'this route declares no access; refused');
 
 export class Gatekeeper {
-  readonly #token: FleetToken;
+  readonly #token: AcceptedToken;
 
-  constructor(token: FleetToken) {
+  constructor(token: AcceptedToken) {
     this.#token = token;
   }
 

@@ -16,8 +16,14 @@ import {
   type ClaimErrorBody,
   type ClaimFailureReason,
 } from '@warmpool/api';
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { methodNotAllowed, readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
+import {
+  bearerToken,
+  methodNotAllowed,
+  readJsonBody,
+  requestHeader,
+  tokensEqual,
+  type Logger,
+} from '@warmpool/runtime';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
@@ -79,11 +85,11 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
   app.get('/openapi.json', (c) => c.json(claimApiDocument(), 200));
 
   app.use('*', async (c, next) => {
-    const token = bearer(requestHeader(c, 'authorization'));
+    const token = bearerToken(requestHeader(c, 'authorization'));
     if (token === undefined)
       return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
     const federationToken = options.federationToken?.();
-    const peer = federationToken !== undefined && sameToken(token, federationToken);
+    const peer = federationToken !== undefined && tokensEqual(token, federationToken);
     c.set('peer', peer);
     if (peer) {
       c.set('user', { username: FEDERATION_PEER });
@@ -257,18 +263,6 @@ function fail(c: Context, reason: ClaimFailureReason, error: string, retryAfterS
     headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfter)));
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   return c.json<ClaimErrorBody>({ error, reason }, status, headers);
-}
-
-/** Compared as digests: constant time whatever the lengths. */
-function sameToken(presented: string, expected: string): boolean {
-  const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(presented), digest(expected));
-}
-
-function bearer(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
 }
 
 function claimId(c: Context): string | undefined {

@@ -1,8 +1,9 @@
-// The uniform fleet token callers present to the agent (what the agent
-// presents to sandboxd is the SandboxdClient's). Compared in constant time
-// (both sides hashed, so the presented token's length leaks nothing either).
+// Bearer tokens compared in constant time. Both sides are hashed first, so a
+// comparison takes as long whatever the presented token's length; a holder
+// across a rotation compares against every token it accepts, so the answer
+// takes as long whichever one matched.
 import { hash, timingSafeEqual } from 'node:crypto';
-import { TokenRotation } from '@warmpool/runtime';
+import { TokenRotation } from './token-rotation.js';
 
 const DIGEST_BYTES = 32;
 // Where each presented token's digest lands: one buffer, reused, since a
@@ -19,27 +20,36 @@ function digestInto(text: string, into: Buffer): Buffer {
   return into;
 }
 
-export interface FleetTokenOptions {
+function digestOf(text: string): Buffer {
+  return digestInto(text, Buffer.alloc(DIGEST_BYTES));
+}
+
+/** Whether `presented` is `expected`, in constant time. */
+export function tokensEqual(presented: string, expected: string): boolean {
+  return timingSafeEqual(digestInto(presented, presentedDigest), digestOf(expected));
+}
+
+export interface AcceptedTokenOptions {
   /** How long a replaced token is still accepted (default 0: refused at once). */
   graceMs?: number;
   now?: () => number;
 }
 
-export class FleetToken {
+/** The bearer token a server accepts, across rotations (token-rotation.ts): kept as a digest, never compared as text. */
+export class AcceptedToken {
   readonly #rotation: TokenRotation<Buffer>;
 
-  constructor(value: string | undefined, options: FleetTokenOptions = {}) {
+  constructor(value: string | undefined, options: AcceptedTokenOptions = {}) {
     this.#rotation = new TokenRotation(value, {
       graceMs: options.graceMs ?? 0,
-      derive: (token) => digestInto(token, Buffer.alloc(DIGEST_BYTES)),
+      derive: digestOf,
       ...(options.now !== undefined ? { now: options.now } : {}),
     });
   }
 
   /**
    * A rotated token: accepted from now on, and the one it replaces for the
-   * grace period. An empty token counts as none: the agent then refuses
-   * every call rather than run open.
+   * grace period. An empty token counts as none.
    */
   set(value: string | undefined): void {
     this.#rotation.set(value);
@@ -49,17 +59,20 @@ export class FleetToken {
     return this.#rotation.configured;
   }
 
+  /** The token last read. */
   get value(): string | undefined {
     return this.#rotation.token;
   }
 
-  /** Whether `presented` is the fleet token (or the one it replaced, in grace); always false when none is configured. */
+  /** Whether `presented` is the token (or the one it replaced, in grace); always false when none is configured. */
   matches(presented: string | undefined): boolean {
     const current = this.#rotation.current;
     if (current === undefined || presented === undefined) return false;
-    const digest = digestInto(presented, presentedDigest);
-    if (timingSafeEqual(digest, current)) return true;
     const previous = this.#rotation.previous;
-    return previous !== undefined && timingSafeEqual(digest, previous);
+    const digest = digestInto(presented, presentedDigest);
+    // Both compared (no short cut), and no allocation: this runs on every guarded request.
+    const isCurrent = timingSafeEqual(digest, current);
+    const isPrevious = previous !== undefined && timingSafeEqual(digest, previous);
+    return isCurrent || isPrevious;
   }
 }
