@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { startProcess, type Server } from './lib/serving-process.ts';
+import { fleetCaller } from './lib/fleet-caller.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
 
 const TOKEN = 'bench-token';
@@ -33,22 +34,7 @@ function startServer(): Promise<Server> {
   );
 }
 
-const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-
-async function call(
-  pool: Pool,
-  method: 'GET' | 'PUT' | 'POST',
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; text: string }> {
-  const res = await pool.request({
-    method,
-    path,
-    headers: auth,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
+const { headers: auth, call } = fleetCaller(TOKEN);
 
 interface Phase {
   claims: number;

@@ -25,6 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { startProcess, type Server } from './lib/serving-process.ts';
+import { fleetCaller } from './lib/fleet-caller.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
 
 const TOKEN = 'bench-token';
@@ -84,23 +85,8 @@ function floorProxySource(upstream: string): string {
   `;
 }
 
-const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+const { headers, call } = fleetCaller(TOKEN);
 const CLAIM_BODY = JSON.stringify({ template: 'bench', ttl_seconds: 3600 });
-
-async function call(
-  pool: Pool,
-  method: 'GET' | 'PUT' | 'POST',
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; text: string }> {
-  const res = await pool.request({
-    method,
-    path,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
 
 interface Tally {
   latenciesMs: number[];
