@@ -8,9 +8,12 @@ import {
   ConfigError,
   DEFAULT_TOKEN_GRACE_MS,
   FLEET_TOKEN_ENV,
+  countsOfAtLeastOne,
   formatDuration,
-  messageOf,
-  parseHostPort,
+  hostPortFlag,
+  pairedFiles,
+  positiveDurations,
+  urlFlag,
   type ConfigOf,
   type FlagsSpec,
   type HostPort,
@@ -22,6 +25,8 @@ import { AUTOSCALER_DEFAULTS } from './controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
+
+const REDIS_PROTOCOLS = ['redis:', 'rediss:'];
 
 export const FLAGS = {
   metricsBindAddress: {
@@ -377,19 +382,11 @@ export function validateConfig(
   config: ControlPlaneConfig,
   readNamespaceFile: () => string | undefined = defaultNamespaceFile,
 ): ValidatedConfig {
-  let listen: HostPort;
-  let probeListen: HostPort | undefined;
-  try {
-    listen = parseHostPort(config.metricsBindAddress);
-  } catch (err) {
-    throw new ConfigError(`--metrics-bind-address: ${messageOf(err)}`);
-  }
-  try {
-    probeListen = config.healthProbeBindAddress ? parseHostPort(config.healthProbeBindAddress) : undefined;
-  } catch (err) {
-    throw new ConfigError(`--health-probe-bind-address: ${messageOf(err)}`);
-  }
-  const positive: Array<[string, number]> = [
+  const listen = hostPortFlag('--metrics-bind-address', config.metricsBindAddress);
+  const probeListen = config.healthProbeBindAddress
+    ? hostPortFlag('--health-probe-bind-address', config.healthProbeBindAddress)
+    : undefined;
+  positiveDurations([
     ['--interval', config.interval],
     ['--stale-after', config.staleAfter],
     ['--set-pools-timeout', config.setPoolsTimeout],
@@ -400,16 +397,12 @@ export function validateConfig(
     ['--stall-timeout', config.stallTimeout],
     ['--claim-janitor-interval', config.claimJanitorInterval],
     ['--claim-janitor-grace', config.claimJanitorGrace],
-  ];
-  for (const [flag, ms] of positive)
-    if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
-  const counts: Array<[string, number]> = [
+  ]);
+  countsOfAtLeastOne([
     ['--set-pools-concurrency', config.setPoolsConcurrency],
     ['--set-pools-attempts', config.setPoolsAttempts],
     ['--failure-threshold', config.failureThreshold],
-  ];
-  for (const [flag, n] of counts)
-    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
+  ]);
   if (!(config.sandboxclaimLease >= 2_000 && config.sandboxclaimLease <= MAX_CLAIM_TTL_SECONDS * 1000))
     throw new ConfigError(
       `--sandboxclaim-lease must be between 2s and 24h (got ${formatDuration(config.sandboxclaimLease)})`,
@@ -441,23 +434,9 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
       '--federation-ttl must be greater than --federation-interval (a record must outlive the next report)',
     );
   if (!config.federationPrefix) throw new ConfigError('--federation-prefix must not be empty');
-  if (config.claimsAdvertiseUrl) {
-    try {
-      const url = new URL(config.claimsAdvertiseUrl);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:')
-        throw new Error(`scheme ${url.protocol} is not http: or https:`);
-    } catch (err) {
-      throw new ConfigError(`--claims-advertise-url: ${messageOf(err)}`);
-    }
-  }
+  if (config.claimsAdvertiseUrl) urlFlag('--claims-advertise-url', config.claimsAdvertiseUrl, ['http:', 'https:']);
   if (!config.clusterId || !config.federationRedisUrl) return undefined;
-  try {
-    const url = new URL(config.federationRedisUrl);
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
-      throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
-  } catch (err) {
-    throw new ConfigError(`--federation-redis-url: ${messageOf(err)}`);
-  }
+  urlFlag('--federation-redis-url', config.federationRedisUrl, REDIS_PROTOCOLS);
   return {
     clusterId: config.clusterId,
     redisUrl: config.federationRedisUrl,
@@ -473,19 +452,11 @@ function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConf
       throw new ConfigError('--aggregated-tls-cert-file / --aggregated-tls-key-file need --aggregated-listen');
     return undefined;
   }
-  let listen: HostPort;
-  try {
-    listen = parseHostPort(config.aggregatedListen);
-  } catch (err) {
-    throw new ConfigError(`--aggregated-listen: ${messageOf(err)}`);
-  }
-  if ((config.aggregatedTlsCertFile === undefined) !== (config.aggregatedTlsKeyFile === undefined)) {
-    throw new ConfigError('--aggregated-tls-cert-file and --aggregated-tls-key-file go together');
-  }
-  const tls =
-    config.aggregatedTlsCertFile !== undefined && config.aggregatedTlsKeyFile !== undefined
-      ? { certFile: config.aggregatedTlsCertFile, keyFile: config.aggregatedTlsKeyFile }
-      : undefined;
+  const listen = hostPortFlag('--aggregated-listen', config.aggregatedListen);
+  const tls = pairedFiles(
+    ['--aggregated-tls-cert-file', config.aggregatedTlsCertFile],
+    ['--aggregated-tls-key-file', config.aggregatedTlsKeyFile],
+  );
   const selfSignedNames = config.aggregatedTlsSans
     .split(',')
     .map((name) => name.trim())
@@ -502,43 +473,25 @@ function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | und
       );
     return undefined;
   }
-  try {
-    const url = new URL(config.redisUrl);
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
-      throw new Error(`scheme ${url.protocol} is not redis: or rediss:`);
-  } catch (err) {
-    throw new ConfigError(`--redis-url: ${messageOf(err)}`);
-  }
-  let listen: HostPort;
-  try {
-    listen = parseHostPort(config.claimsListen);
-  } catch (err) {
-    throw new ConfigError(`--claims-listen: ${messageOf(err)}`);
-  }
-  if ((config.claimsTlsCertFile === undefined) !== (config.claimsTlsKeyFile === undefined)) {
-    throw new ConfigError('--claims-tls-cert-file and --claims-tls-key-file go together');
-  }
-  for (const [flag, ms] of [
+  urlFlag('--redis-url', config.redisUrl, REDIS_PROTOCOLS);
+  const listen = hostPortFlag('--claims-listen', config.claimsListen);
+  const tls = pairedFiles(
+    ['--claims-tls-cert-file', config.claimsTlsCertFile],
+    ['--claims-tls-key-file', config.claimsTlsKeyFile],
+  );
+  positiveDurations([
     ['--claim-batch-max', config.claimBatchMax],
     ['--claim-timeout', config.claimTimeout],
     ['--claim-lock-duration', config.claimLockDuration],
     ['--claim-stalled-interval', config.claimStalledInterval],
     ['--claim-node-timeout', config.claimNodeTimeout],
-  ] as const) {
-    if (!(ms > 0)) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
-  }
+  ]);
   if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
-  for (const [flag, n] of [
+  countsOfAtLeastOne([
     ['--claim-batch-max-items', config.claimBatchMaxItems],
     ['--claim-worker-concurrency', config.claimWorkerConcurrency],
     ['--claim-attempts', config.claimAttempts],
-  ] as const) {
-    if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${flag} must be a whole number of at least 1 (got ${n})`);
-  }
-  const tls =
-    config.claimsTlsCertFile !== undefined && config.claimsTlsKeyFile !== undefined
-      ? { certFile: config.claimsTlsCertFile, keyFile: config.claimsTlsKeyFile }
-      : undefined;
+  ]);
   return { redisUrl: config.redisUrl, listen, tls };
 }
 

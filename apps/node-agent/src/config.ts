@@ -4,9 +4,9 @@ import {
   ConfigError,
   DEFAULT_TOKEN_GRACE_MS,
   FLEET_TOKEN_ENV,
-  formatDuration,
+  hostPortFlag,
   messageOf,
-  parseHostPort,
+  positiveDurations,
   type ConfigOf,
   type FlagsSpec,
   type HostPort,
@@ -117,20 +117,17 @@ const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
 
 /** Checks what can be checked before anything starts; every problem is a ConfigError naming the flag. */
 export function validateConfig(config: AgentConfig): { listen: HostPort } {
-  let listen: HostPort;
+  const listen = hostPortFlag('--listen', config.listen);
   try {
-    listen = parseHostPort(config.listen);
     parseSandboxdUrl(config.sandboxdUrl);
   } catch (err) {
-    throw new ConfigError(messageOf(err));
+    throw new ConfigError(`--sandboxd-url: ${messageOf(err)}`);
   }
-  for (const [flag, ms] of [
+  positiveDurations([
     ['--publish-interval', config.publishInterval],
     ['--poll-interval', config.pollInterval],
     ['--sandboxd-timeout', config.sandboxdTimeout],
-  ] as const) {
-    if (ms <= 0) throw new ConfigError(`${flag} must be positive (got ${formatDuration(ms)})`);
-  }
+  ]);
   if (config.minPublishGap < 0) throw new ConfigError('--min-publish-gap must not be negative');
   if (config.tokenGrace < 0) throw new ConfigError('--token-grace must not be negative');
   if (config.drainDelay < 0) throw new ConfigError('--drain-delay must not be negative');
@@ -153,11 +150,7 @@ export function advertiseAddressOf(
   env: NodeJS.ProcessEnv = process.env,
 ): string {
   if (config.advertiseAddress) {
-    try {
-      parseHostPort(config.advertiseAddress);
-    } catch (err) {
-      throw new ConfigError(`--advertise-address: ${messageOf(err)}`);
-    }
+    hostPortFlag('--advertise-address', config.advertiseAddress);
     return config.advertiseAddress;
   }
   const podIp = env['POD_IP'];

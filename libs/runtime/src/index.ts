@@ -4,6 +4,7 @@ export * from './logger.js';
 export * from './duration.js';
 export * from './address.js';
 export * from './config.js';
+export * from './flag-checks.js';
 export * from './lifecycle.js';
 export * from './run-main.js';
 export * from './http.js';
