@@ -137,7 +137,8 @@ export class StatusLane {
   /** Replaces any batch not yet taken; starts the loop unless it runs. */
   submit(batch: StatusBatch): void {
     this.#batch = batch;
-    this.#writing ??= (async () => {
+    if (this.#writing !== undefined) return;
+    this.#writing = (async () => {
       while (this.#batch !== undefined && !this.#signal.aborted) {
         const next = this.#batch;
         this.#batch = undefined;
@@ -146,11 +147,6 @@ export class StatusLane {
     })().finally(() => {
       this.#writing = undefined;
     });
-  }
-
-  /** The loop, while it runs. */
-  get writing(): Promise<void> | undefined {
-    return this.#writing;
   }
 }
 
