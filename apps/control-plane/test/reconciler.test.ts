@@ -1,6 +1,12 @@
 // The reconciler against in-memory caches and a scripted PoolSetter: the
 // decisions (who is pushed what, with which generation, when status is
 // written) without any network. End to end is in driver.test.ts.
+//
+// World.settle() knows the reconciler has gone quiet from outside: between
+// its collaborators' calls (agents, status writes, the epoch store, the Lease
+// re-check), all tracked by an InFlight, and the trigger's setTimeout(0), a run
+// is synchronous. It cannot see a real-time wait (the epoch backoff, the probe
+// interval): tests that need one wait for its effect with vi.waitFor.
 import type {
   KubeNode,
   NodeInfo,
@@ -32,7 +38,7 @@ import {
   type StatusFields,
 } from './support/internals.js';
 import { AgentCallError } from './support/internals.js';
-import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {
   node: string;
@@ -154,10 +160,16 @@ class World {
   leaseHolder = 'us';
   confirms = 0;
   readonly metrics = new ControlPlaneMetrics();
+  /** Every call the reconciler makes to the fakes below, so settle() can tell when it has gone quiet. */
+  readonly calls = new InFlight();
 
   constructor(options: { nodes?: number; intervalMs?: number; store?: EpochStore } = {}) {
-    this.store = options.store ?? new MemoryEpochStore();
-    this.generations = new GenerationSource(this.store);
+    const { calls } = this;
+    const store = options.store ?? new MemoryEpochStore();
+    this.store = store;
+    this.generations = new GenerationSource({
+      advance: (minimum, signal, floor) => calls.track(() => store.advance(minimum, signal, floor)),
+    });
     for (let i = 0; i < (options.nodes ?? 3); i++) {
       const name = `node-${String.fromCharCode(97 + i)}`;
       this.inventories.upsert(inventoryObject(name, { publishedAt: this.clock.iso() }));
@@ -170,18 +182,28 @@ class World {
       templates: new Lister(this.templates),
       inventories: new Lister(this.inventories),
       addresses: () => addressCheckOf({ node: (name) => nodes.get(name) }),
-      setter: this.agents,
-      statusWriter: this.statuses,
+      // Each call goes to the fake's method as it is at call time: a test may replace one.
+      setter: {
+        setPools: (node, generation, pools, options) =>
+          calls.track(() => this.agents.setPools(node, generation, pools, options)),
+        info: (node) => calls.track(() => this.agents.info(node)),
+        close: () => this.agents.close(),
+      },
+      statusWriter: {
+        write: (pool, status) => calls.track(() => this.statuses.write(pool, status)),
+        fit: (status) => this.statuses.fit(status),
+      },
       events: this.events,
       generations: this.generations,
       leadership: {
         holding: () => this.holding,
-        confirm: async () => {
-          this.confirms++;
-          if (this.leaseHolder === 'us') return true;
-          this.leadership.abort();
-          return false;
-        },
+        confirm: () =>
+          calls.track(async () => {
+            this.confirms++;
+            if (this.leaseHolder === 'us') return true;
+            this.leadership.abort();
+            return false;
+          }),
       },
       token: () => this.token,
       metrics: this.metrics,
@@ -196,8 +218,9 @@ class World {
     this.reconciler.startDriving(this.leadership.signal);
   }
 
+  /** Until no call to a fake is in flight and no run or call has started for a few turns. */
   async settle(): Promise<void> {
-    await this.reconciler.settled();
+    await this.calls.quiet(() => this.reconciler.runs);
   }
 
   async change(reason: string, mutate: () => void): Promise<void> {

@@ -32,7 +32,7 @@ describe('CoalescingTrigger', () => {
     vi.useRealTimers();
   });
 
-  it('runs once for a burst of pokes', async () => {
+  it('runs once for a burst of pokes, then waits for the next poke', async () => {
     const { runs, trigger, release } = gatedRuns();
     for (let i = 0; i < 1000; i++) trigger.poke(`pool ${i % 3}`);
     expect(runs).toHaveLength(0);
@@ -41,7 +41,9 @@ describe('CoalescingTrigger', () => {
     release();
     await vi.advanceTimersByTimeAsync(10);
     expect(trigger.runs).toBe(1);
-    expect(trigger.busy).toBe(false);
+    trigger.poke('later');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runs).toEqual([['pool 0', 'pool 1', 'pool 2'], ['later']]);
   });
 
   it('schedules exactly one follow-up run for any number of pokes during a run', async () => {
@@ -93,20 +95,6 @@ describe('CoalescingTrigger', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(calls).toBe(2);
     expect((errors[0] as Error).message).toBe('boom');
-  });
-
-  it('resolves idle() once nothing is pending or running', async () => {
-    const { trigger, release } = gatedRuns();
-    trigger.poke('a');
-    let idle = false;
-    void trigger.idle().then(() => {
-      idle = true;
-    });
-    await vi.advanceTimersByTimeAsync(0);
-    expect(idle).toBe(false);
-    release();
-    await vi.advanceTimersByTimeAsync(0);
-    expect(idle).toBe(true);
   });
 
   it('starts nothing after close(), and close() waits for the run in flight', async () => {

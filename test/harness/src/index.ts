@@ -59,6 +59,8 @@ export { preferredOrFreePort } from './stack-ports.js';
 export { eventually, sleep } from './wait.js';
 export type { EventuallyOptions } from './wait.js';
 export { ManualClock } from './manual-clock.js';
+export { InFlight } from './in-flight.js';
+export type { QuietOptions } from './in-flight.js';
 export { httpCall } from './http-call.js';
 export type { HttpAnswer, HttpCallOptions } from './http-call.js';
 export { tearDown } from './teardown.js';

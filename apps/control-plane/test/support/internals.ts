@@ -84,6 +84,7 @@ export {
   type NodeAddressSources,
 } from '../../src/controllers/warmpool/node-addresses.js';
 export { fitStatus, statusFieldsOf, type StatusFields } from '../../src/controllers/warmpool/status-schema.js';
+export { StatusLane, type StatusBatch } from '../../src/controllers/warmpool/status-queue.js';
 export {
   READY,
   REASONS,

@@ -90,11 +90,6 @@ export class SandboxEnvReconciler {
     this.#trigger.poke(reason);
   }
 
-  /** Resolves once no run is pending or in flight. */
-  idle(): Promise<void> {
-    return this.#trigger.idle();
-  }
-
   /** Leader-only from here on: status writes and the autoscaler. */
   startLeading(): void {
     if (this.#term !== undefined || this.#closed) return;

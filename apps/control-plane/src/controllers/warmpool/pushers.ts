@@ -51,7 +51,6 @@ export class Pushers {
   readonly #options: PushersOptions;
   readonly #limiter: Limiter;
   readonly #lanes = new Map<string, Lane>();
-  readonly #running = new Set<Promise<void>>();
   /** Lanes with a push queued or in flight (their drain loop is running). */
   #busyLanes = 0;
 
@@ -93,11 +92,6 @@ export class Pushers {
     else lane.gone = true;
   }
 
-  /** Resolves when no push is queued or in flight. */
-  async idle(): Promise<void> {
-    while (this.#running.size > 0) await Promise.all([...this.#running]);
-  }
-
   #lane(name: string): Lane {
     let lane = this.#lanes.get(name);
     if (lane === undefined) {
@@ -109,11 +103,9 @@ export class Pushers {
 
   #start(lane: Lane): void {
     this.#busyLanes++;
-    const run = this.#drain(lane).finally(() => {
-      this.#running.delete(run);
+    void this.#drain(lane).finally(() => {
       if (--this.#busyLanes === 0 && !this.#options.signal.aborted) this.#options.onIdle?.();
     });
-    this.#running.add(run);
   }
 
   async #drain(lane: Lane): Promise<void> {

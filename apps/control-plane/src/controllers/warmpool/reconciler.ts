@@ -271,20 +271,6 @@ export class WarmPoolReconciler {
     this.#o.logger.info('stopped driving the warm pools');
   }
 
-  /** Resolves when no reconcile, push or probe is pending (for tests and benchmarks). */
-  async settled(): Promise<void> {
-    for (let round = 0; round < 100; round++) {
-      await this.#trigger.idle();
-      const term = this.#term;
-      if (term === undefined) return;
-      await term.pushers.idle();
-      await term.sampler.sampling;
-      await term.advancing;
-      await term.status.writing;
-      if (!this.#trigger.busy) return;
-    }
-  }
-
   /** Whether the node is in placement (known, fresh, answering, not draining). */
   inPlacement(name: string): boolean {
     return this.#tracker.view(name)?.eligible === true;

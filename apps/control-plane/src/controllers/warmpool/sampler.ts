@@ -45,11 +45,6 @@ export class ProbeSampler {
     clearInterval(this.#timer);
   }
 
-  /** The round in flight, if any. */
-  get sampling(): Promise<void> | undefined {
-    return this.#sampling;
-  }
-
   #sample(): void {
     const { signal, setter, tracker, metrics, logger } = this.#o;
     if (this.#sampling !== undefined || signal.aborted || this.#o.token() === undefined) {

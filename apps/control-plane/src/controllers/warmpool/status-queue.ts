@@ -127,7 +127,8 @@ export class StatusLane {
   readonly #write: (batch: StatusBatch) => Promise<void>;
   /** The latest run's would-be statuses, not yet taken by the loop. */
   #batch: StatusBatch | undefined;
-  #writing: Promise<void> | undefined;
+  /** The loop runs. Cleared in the step that finds no batch left, so any batch handed over later starts a new loop. */
+  #writing = false;
 
   constructor(signal: AbortSignal, write: (batch: StatusBatch) => Promise<void>) {
     this.#signal = signal;
@@ -137,20 +138,19 @@ export class StatusLane {
   /** Replaces any batch not yet taken; starts the loop unless it runs. */
   submit(batch: StatusBatch): void {
     this.#batch = batch;
-    this.#writing ??= (async () => {
-      while (this.#batch !== undefined && !this.#signal.aborted) {
-        const next = this.#batch;
-        this.#batch = undefined;
-        await this.#write(next);
+    if (this.#writing) return;
+    this.#writing = true;
+    void (async () => {
+      try {
+        while (this.#batch !== undefined && !this.#signal.aborted) {
+          const next = this.#batch;
+          this.#batch = undefined;
+          await this.#write(next);
+        }
+      } finally {
+        this.#writing = false;
       }
-    })().finally(() => {
-      this.#writing = undefined;
-    });
-  }
-
-  /** The loop, while it runs. */
-  get writing(): Promise<void> | undefined {
-    return this.#writing;
+    })();
   }
 }
 

@@ -17,7 +17,6 @@ export class CoalescingTrigger {
   #running: Promise<void> | undefined;
   #closed = false;
   #runs = 0;
-  #idleWaiters: Array<() => void> = [];
 
   constructor(options: CoalescingTriggerOptions) {
     this.#options = options;
@@ -26,11 +25,6 @@ export class CoalescingTrigger {
   /** Runs started so far. */
   get runs(): number {
     return this.#runs;
-  }
-
-  /** True while a run is in flight or about to start. */
-  get busy(): boolean {
-    return this.#running !== undefined || this.#scheduled !== undefined;
   }
 
   poke(reason: string): void {
@@ -43,12 +37,6 @@ export class CoalescingTrigger {
     }, 0);
   }
 
-  /** Resolves once nothing is pending or running. */
-  idle(): Promise<void> {
-    if (!this.busy) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
-  }
-
   /** No run starts after this; waits for the one in flight. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -56,7 +44,6 @@ export class CoalescingTrigger {
     this.#scheduled = undefined;
     this.#pending = undefined;
     await this.#running;
-    this.#wakeIdle();
   }
 
   async #drain(): Promise<void> {
@@ -73,14 +60,6 @@ export class CoalescingTrigger {
       }
     } finally {
       this.#running = undefined;
-      this.#wakeIdle();
     }
-  }
-
-  #wakeIdle(): void {
-    if (this.busy) return;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const wake of waiters) wake();
   }
 }
