@@ -141,7 +141,9 @@ function batchStats(text: string): { count: number; sum: number } {
   return { count, sum };
 }
 
-/** Objects a claim could be written as; anything else written meanwhile is background (leases, inventories, reviews). */
+/**
+ * Objects a claim could be written as; anything else written meanwhile is background (leases, inventories, reviews).
+ */
 const CLAIM_RESOURCES = new Set(['sandboxclaims', 'sandboxclaims/status', 'sandboxes', 'sandboxes/status', 'secrets']);
 
 function writesDelta(

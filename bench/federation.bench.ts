@@ -34,7 +34,10 @@ function memberState(
   };
 }
 
-/** Spread fleet: 10 clusters × 100 Envs (10 namespaces × 10 names) × 10 pools over 4 groups = 10 000 records, 100 per Env. */
+/**
+ * Spread fleet: 10 clusters × 100 Envs (10 namespaces × 10 names) × 10 pools over 4 groups = 10 000 records, 100 per
+ * Env.
+ */
 function spreadFleet(random: () => number): CapacityObservation[] {
   const out: CapacityObservation[] = [];
   for (let c = 0; c < 10; c++) {

@@ -54,7 +54,10 @@ const server = require('node:http').createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => process.stderr.write(JSON.stringify({ msg: 'serving', address: '127.0.0.1:' + server.address().port }) + '\\n'));
 `;
 
-/** One attacker: a 10 MiB chunked claim body, as fast as the connection takes it. Resolves with the status the server answered (0: none). */
+/**
+ * One attacker: a 10 MiB chunked claim body, as fast as the connection takes it. Resolves with the status the server
+ * answered (0: none).
+ */
 function attack(address: string): Promise<number> {
   const [host, port] = address.split(':') as [string, string];
   return new Promise((resolve) => {

@@ -56,7 +56,10 @@ function poolTo(base: string, connections: number): Pool {
     : new Pool(base, options);
 }
 
-/** The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`; `upstream` as the agent's --sandboxd-url. */
+/**
+ * The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`; `upstream` as the agent's
+ * --sandboxd-url.
+ */
 function floorProxySource(upstream: string): string {
   const pool = upstream.startsWith('unix:')
     ? `new Pool('http://localhost', { socketPath: ${JSON.stringify(upstream.slice('unix:'.length))}, connections: 128 })`

@@ -99,7 +99,10 @@ interface Measured {
   cpLagStormMs: number;
 }
 
-/** Patches the fan-out pool; resolves with its propagation and with how long the control plane took to hand out the round. */
+/**
+ * Patches the fan-out pool; resolves with its propagation and with how long the control plane took to hand out the
+ * round.
+ */
 async function patchAndWatch(replicas: number): Promise<[Propagation | undefined, number | undefined]> {
   const generation = await controlPlane.generation();
   const applied = tracker.until(replicas, 30_000);

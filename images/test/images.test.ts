@@ -58,7 +58,8 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
   const children: ManagedChild[] = [];
 
   beforeAll(async () => {
-    // Always through the build, so the images under test hold the code just built; cached, it rebuilds only what changed.
+    // Always through the build, so the images under test hold the code just built; cached, it rebuilds only what
+    // changed.
     await run(BUILD, [], { maxBuffer: 16 * 1024 * 1024 });
     for (const app of APPS) images.set(app, await unpackImage(archiveOf(app)));
   }, 600_000);

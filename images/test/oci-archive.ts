@@ -39,7 +39,10 @@ export interface UnpackedImage {
   remove(): Promise<void>;
 }
 
-/** Unpacks `archive` (an OCI layout in a tar) into a fresh directory. Layers are applied in order; the images here have one, so whiteouts never occur. */
+/**
+ * Unpacks `archive` (an OCI layout in a tar) into a fresh directory. Layers are applied in order; the images here have
+ * one, so whiteouts never occur.
+ */
 export async function unpackImage(archive: string): Promise<UnpackedImage> {
   const dir = await mkdtemp(join(tmpdir(), 'warmpool-image-'));
   try {

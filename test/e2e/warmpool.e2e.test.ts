@@ -21,7 +21,8 @@ import {
 import { kubectlOk, openTarget, type E2eTarget } from './helpers/target.js';
 
 const CONVERGE_MS = 60_000;
-// SandboxClaims need the claim pipeline (the chart's controlPlane.redis.url): always on the local stack; on a cluster, say so.
+// SandboxClaims need the claim pipeline (the chart's controlPlane.redis.url): always on the local stack; on a cluster,
+// say so.
 const CLAIMS = process.env['WARMPOOL_E2E_KUBECONFIG'] === undefined || process.env['WARMPOOL_E2E_CLAIMS'] === '1';
 
 describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMPOOL_E2E_KUBECONFIG' : 'local stack'})`, () => {

@@ -71,7 +71,10 @@ export interface ControlPlaneOptions {
   namespace?: string;
   /** This replica's identity in the Lease (default hostname-pid). */
   identity?: string;
-  /** The election Lease, which also carries the generation epoch (default `warmpool-control-plane`); `<leaseName>-generation` is only read, for upgrades. */
+  /**
+   * The election Lease, which also carries the generation epoch (default `warmpool-control-plane`);
+   * `<leaseName>-generation` is only read, for upgrades.
+   */
   leaseName?: string;
   leaseDurationMs?: number;
   renewDeadlineMs?: number;

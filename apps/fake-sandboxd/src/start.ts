@@ -23,7 +23,10 @@ import { RootAuth } from './http/auth.js';
 /** The node's root token: fixed, or read from a file and re-read when it changes (a rotated Secret). */
 export interface FakeSandboxdAuthOptions {
   apiToken?: string;
-  /** Wins over apiToken. Must hold a token; a later empty read keeps the last one (an emptied Secret must not open the node). */
+  /**
+   * Wins over apiToken. Must hold a token; a later empty read keeps the last one (an emptied Secret must not open the
+   * node).
+   */
   apiTokenFile?: string;
   /** How often apiTokenFile is checked for a change (default 10 s). */
   tokenReloadIntervalMs?: number;

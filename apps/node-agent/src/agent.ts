@@ -62,7 +62,10 @@ export interface NodeAgentOptions {
   sandboxdTimeoutMs?: number;
   /** Claims in flight to sandboxd at most; past it a claim answers 429 at once (default 256). */
   maxClaimsInFlight?: number;
-  /** Connections to sandboxd for claims and per-sandbox calls (default: maxClaimsInFlight + 32, so those calls never wait for one). */
+  /**
+   * Connections to sandboxd for claims and per-sandbox calls (default: maxClaimsInFlight + 32, so those calls never
+   * wait for one).
+   */
   sandboxdConnections?: number;
   /** Connections to sandboxd for info, SetPools and drain, apart from the claims' (default 4). */
   sandboxdControlConnections?: number;

@@ -58,7 +58,8 @@ async function main(): Promise<void> {
     tokenGraceMs: config.tokenGrace,
     listen,
     ...(config.nodeName ? { nodeName: config.nodeName } : {}),
-    // Checked now so a bad setting fails before anything starts; derived again from the bound port (--listen may say :0).
+    // Checked now so a bad setting fails before anything starts; derived again from the bound port (--listen may say
+    // :0).
     ...(inventory
       ? { inventory, advertiseAddress: (bound) => advertiseAddressOf(config, { host: listen.host, port: bound.port }) }
       : {}),
@@ -73,7 +74,8 @@ async function main(): Promise<void> {
     logger,
     registry,
   });
-  // The agent's own close() is bounded by --drain-delay plus --shutdown-timeout; the deadline here only guards against a hang.
+  // The agent's own close() is bounded by --drain-delay plus --shutdown-timeout; the deadline here only guards against
+  // a hang.
   const shutdown = new Shutdown({ logger, timeoutMs: config.drainDelay + config.shutdownTimeout + 5_000 });
   shutdown.add('node-agent', agent);
   await agent.start();

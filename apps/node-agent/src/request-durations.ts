@@ -52,7 +52,8 @@ export class RequestDurations {
     this.name = options.name;
     this.help = options.help;
     this.#bounds = [...options.buckets].sort((a, b) => a - b);
-    // The registry renders anything with a name, a help, a type and get(); its types only know prom-client's own classes.
+    // The registry renders anything with a name, a help, a type and get(); its types only know prom-client's own
+    // classes.
     options.registry.registerMetric(this as unknown as Histogram);
   }
 

@@ -43,7 +43,9 @@ export type TriedNode = z.output<typeof triedNodeSchema>;
 export const batchProgressSchema = z.object({ tried: z.record(z.string(), z.array(triedNodeSchema)) });
 export type BatchProgress = z.output<typeof batchProgressSchema>;
 
-/** A served claim as the index keeps it (with the sandbox's token: the index lives only in the control plane's Redis). */
+/**
+ * A served claim as the index keeps it (with the sandbox's token: the index lives only in the control plane's Redis).
+ */
 export const claimRecordSchema = z.object({
   id: z.string().min(1),
   token: z.string(),
@@ -54,7 +56,10 @@ export const claimRecordSchema = z.object({
   warmPool: z.string(),
   claimRef: z.string().min(1),
   tier: claimTierSchema,
-  /** The front door that claimed it: the claim janitor releases orphans of 'crd' only (absent in records of older replicas). */
+  /**
+   * The front door that claimed it: the claim janitor releases orphans of 'crd' only (absent in records of older
+   * replicas).
+   */
   path: z.enum(['http', 'crd']).optional(),
   /** Set when a peer cluster serves the claim (an Env claim that spilled): renew and release go to it. */
   cluster: z.string().min(1).optional(),

@@ -171,7 +171,9 @@ export interface Sandbox extends KubeObject {
     conditions?: Condition[];
     nodeName?: string;
     podIPs?: string[];
-    /** warmpool's additions: when the node reaps it (RFC 3339), host:port of the sandbox, warm or cold, sandboxd's id. */
+    /**
+     * warmpool's additions: when the node reaps it (RFC 3339), host:port of the sandbox, warm or cold, sandboxd's id.
+     */
     deadline?: string;
     ownerAddr?: string;
     tier?: string;
@@ -262,7 +264,9 @@ export interface ScalingGroupStatus {
   saturatedFor?: string;
 }
 
-/** One foreign member as `SandboxEnv.status.clusters` shows it: the federation record minus what the Env already says. */
+/**
+ * One foreign member as `SandboxEnv.status.clusters` shows it: the federation record minus what the Env already says.
+ */
 export type ForeignClusterMember = Omit<FederationRecord, 'namespace' | 'envName' | 'saturatedForMs'> & {
   /** Age of the record as observed on the hub's clock, in ms. */
   ageMs?: number;

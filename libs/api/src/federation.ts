@@ -17,7 +17,9 @@ export const federationRecordSchema = z.object({
   desired: z.number().int().min(0),
   /** Whether the member's scaling group autoscales in its owning cluster. */
   autoscalingEnabled: z.boolean(),
-  /** Scale-up headroom, meaningful with autoscaling on: -1 unbounded, 0 at the ceiling, > 0 that many replicas of room. */
+  /**
+   * Scale-up headroom, meaningful with autoscaling on: -1 unbounded, 0 at the ceiling, > 0 that many replicas of room.
+   */
   capacity: z.number().int().min(-1),
   /** Remaining saturation window; 0 when not saturated. */
   saturatedForMs: z.number().min(0),

@@ -36,7 +36,9 @@ export function affinity(poolHash: number, salt: number): number {
   return mix32(poolHash ^ salt);
 }
 
-/** Indices are packed under the 32-bit affinity into one exact double, so one numeric comparison ranks and breaks ties. */
+/**
+ * Indices are packed under the 32-bit affinity into one exact double, so one numeric comparison ranks and breaks ties.
+ */
 export const INDEX_BITS = 20;
 export const MAX_INDEX = 2 ** INDEX_BITS - 1;
 const INDEX_SCALE = 2 ** INDEX_BITS;

@@ -43,7 +43,10 @@ function annotation(template: SandboxTemplate, key: string): string | undefined 
   return undefined;
 }
 
-/** Whether warmpool drives pools of this template (`warmpool.dev/driver: sandboxd`); every other template is left to upstream. */
+/**
+ * Whether warmpool drives pools of this template (`warmpool.dev/driver: sandboxd`); every other template is left to
+ * upstream.
+ */
 export function isDriven(template: SandboxTemplate): boolean {
   return annotation(template, DRIVER_ANNOTATION) === DRIVER_SANDBOXD;
 }
@@ -58,7 +61,9 @@ function escapeUnits(char: string): string {
   return escaped;
 }
 
-/** A value quoted for a reason, every non-printable character escaped (JSON.stringify already escapes lone surrogates). */
+/**
+ * A value quoted for a reason, every non-printable character escaped (JSON.stringify already escapes lone surrogates).
+ */
 function quoted(value: string | undefined): string {
   return JSON.stringify(value ?? '').replace(UNSAFE_IN_REASON, (char) => (char === ' ' ? char : escapeUnits(char)));
 }

@@ -18,7 +18,9 @@ const decoder = new TextDecoder();
 
 /** Not JSON, empty, or broken off: the caller answers 400 `invalid request body`. */
 export const UNREADABLE = Symbol('unreadable body');
-/** Over the cap (declared or read): the caller answers 400 `invalid request body`; the connection is closed after it. */
+/**
+ * Over the cap (declared or read): the caller answers 400 `invalid request body`; the connection is closed after it.
+ */
 export const TOO_LARGE = Symbol('body too large');
 
 export type IncomingBody = Buffer | typeof TOO_LARGE | typeof UNREADABLE;

@@ -5,7 +5,10 @@
 // heavier here (undici, client-node) would crash an old Node before the
 // check could speak.
 
-/** The oldest Node.js every app runs on: undici 8 (client-node 2's HTTP) needs 22.19. Every package.json's `engines` says the same. */
+/**
+ * The oldest Node.js every app runs on: undici 8 (client-node 2's HTTP) needs 22.19. Every package.json's `engines`
+ * says the same.
+ */
 export const MINIMUM_NODE_VERSION = '22.19.0';
 
 /** Where `make node` (and so every make target) installs the Node.js the project is developed with. */

@@ -28,7 +28,10 @@ export type BodyProblem = 'too_large' | 'unreadable' | 'invalid';
 
 export type BodyResult<T> = { ok: true; value: T } | { ok: false; error: string; problem: BodyProblem };
 
-/** What a body is validated with: a zod schema, or anything that answers safeParse as one does (e.g. a faster check of the same rules). */
+/**
+ * What a body is validated with: a zod schema, or anything that answers safeParse as one does (e.g. a faster check of
+ * the same rules).
+ */
 export interface BodySchema<T> {
   safeParse(value: unknown): z.ZodSafeParseResult<T>;
 }

@@ -9,7 +9,10 @@ export interface RunMainOptions {
   usageErrors?: ReadonlyArray<abstract new (...args: never[]) => Error>;
 }
 
-/** Runs `main`; on a ConfigError writes `<name>: <reason>` to stderr and exits 2, on any other failure logs "failed to start" and exits 1. */
+/**
+ * Runs `main`; on a ConfigError writes `<name>: <reason>` to stderr and exits 2, on any other failure logs "failed to
+ * start" and exits 1.
+ */
 export function runMain(name: string, main: () => Promise<void>, options: RunMainOptions = {}): void {
   main().catch((err: unknown) => {
     if (

@@ -35,7 +35,9 @@ export interface AcceptedTokenOptions {
   now?: () => number;
 }
 
-/** The bearer token a server accepts, across rotations (token-rotation.ts): kept as a digest, never compared as text. */
+/**
+ * The bearer token a server accepts, across rotations (token-rotation.ts): kept as a digest, never compared as text.
+ */
 export class AcceptedToken {
   readonly #rotation: TokenRotation<Buffer>;
 

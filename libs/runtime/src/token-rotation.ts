@@ -18,7 +18,10 @@ export interface TokenRotationOptions<T> {
   now?: () => number;
 }
 
-/** The default grace: kubelet can take a minute or two to refresh a Secret volume in every pod, and each process re-reads its file every few seconds. */
+/**
+ * The default grace: kubelet can take a minute or two to refresh a Secret volume in every pod, and each process
+ * re-reads its file every few seconds.
+ */
 export const DEFAULT_TOKEN_GRACE_MS = 5 * 60_000;
 
 interface Held<T> {

@@ -4,7 +4,10 @@
 /** The environment variable the node agent and the control plane read the fleet token from, without --token-file. */
 export const FLEET_TOKEN_ENV = 'WARMPOOL_API_TOKEN';
 
-/** A configured token as used: surrounding whitespace (a file's trailing newline) is not part of it; empty or blank means none. */
+/**
+ * A configured token as used: surrounding whitespace (a file's trailing newline) is not part of it; empty or blank
+ * means none.
+ */
 export function normalizeToken(value: string | undefined): string | undefined {
   const token = value?.trim();
   return token === undefined || token === '' ? undefined : token;

@@ -3,7 +3,10 @@
 // package.json in the repo and in the images).
 import { readFileSync } from 'node:fs';
 
-/** The `version` of the package.json one directory above the folder of `moduleUrl` (dist/process.js → package.json); "unknown" if unreadable. */
+/**
+ * The `version` of the package.json one directory above the folder of `moduleUrl` (dist/process.js → package.json);
+ * "unknown" if unreadable.
+ */
 export function packageVersion(moduleUrl: string): string {
   try {
     const manifest = JSON.parse(readFileSync(new URL('../package.json', moduleUrl), 'utf8')) as { version?: unknown };

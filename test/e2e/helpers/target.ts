@@ -43,7 +43,9 @@ async function createNamespace(kubectl: E2eTarget['kubectl']): Promise<string> {
   return namespace;
 }
 
-/** The chart's fleet token: $WARMPOOL_E2E_TOKEN, else the Secret `<release>-fleet-token` the chart labels as warmpool's. */
+/**
+ * The chart's fleet token: $WARMPOOL_E2E_TOKEN, else the Secret `<release>-fleet-token` the chart labels as warmpool's.
+ */
 async function clusterToken(kubectl: E2eTarget['kubectl']): Promise<string> {
   const fromEnv = process.env['WARMPOOL_E2E_TOKEN'];
   if (fromEnv) return fromEnv;

@@ -32,7 +32,10 @@ export function sampleEnv(options: SampleOptions): Named<SandboxEnv> {
   return sandboxEnv(options.namespace, name, { [name]: 'default' });
 }
 
-/** The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit; with `env`, its SandboxEnv too. */
+/**
+ * The sample as one YAML-compatible JSON list, for `kubectl apply -f -` and for the user to edit; with `env`, its
+ * SandboxEnv too.
+ */
 export function sampleManifest(options: SampleOptions, extra: { env?: boolean } = {}): string {
   return listManifest(
     sampleTemplate(options),

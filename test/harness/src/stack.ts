@@ -62,7 +62,9 @@ export interface StartStackOptions {
   sandboxdArgs?: string[];
   /** A redis-server shared with other stacks (not stopped by this one), instead of one of its own. */
   redis?: TestRedis;
-  /** The Redis database of this stack's claims (default 0), so stacks sharing a redis-server keep their claims apart. */
+  /**
+   * The Redis database of this stack's claims (default 0), so stacks sharing a redis-server keep their claims apart.
+   */
   redisDb?: number;
   /** Federate this stack's control plane with others through a shared hub (`make up CLUSTERS=2`). */
   federation?: StackFederation;
@@ -107,11 +109,16 @@ export interface StackDescription {
   server: string;
   /** Undefined when started without the control plane. */
   controlPlaneUrl: string | undefined;
-  /** The HTTP claim API; undefined when started without the control plane. `<dir>/claims-url` holds its claims URL for the stack's namespace. */
+  /**
+   * The HTTP claim API; undefined when started without the control plane. `<dir>/claims-url` holds its claims URL for
+   * the stack's namespace.
+   */
   claimsUrl: string | undefined;
   /** This stack's cluster id when federated. */
   clusterId: string | undefined;
-  /** The Sandbox API behind the APIService v1beta1.agents.x-k8s.io (self-signed); undefined without the control plane. */
+  /**
+   * The Sandbox API behind the APIService v1beta1.agents.x-k8s.io (self-signed); undefined without the control plane.
+   */
   sandboxApiUrl?: string | undefined;
   redisUrl: string;
   namespace: string;

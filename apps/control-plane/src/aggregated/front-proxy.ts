@@ -52,7 +52,9 @@ const configMapSchema = z.object({
   }),
 });
 
-/** The ConfigMap's requestheader settings; throws when it has none (the apiserver runs without an aggregation layer). */
+/**
+ * The ConfigMap's requestheader settings; throws when it has none (the apiserver runs without an aggregation layer).
+ */
 export function requestHeaderConfigOf(configMap: unknown): RequestHeaderConfig {
   const parsed = configMapSchema.safeParse(configMap);
   if (!parsed.success) {

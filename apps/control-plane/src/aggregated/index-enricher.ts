@@ -15,7 +15,9 @@ export interface IndexEnricherOptions {
   logger: Logger;
   /** Lookups in flight at once (default 16). */
   concurrency?: number;
-  /** After a failed lookup (Redis not connected yet, or away), the sandbox is asked again this much later (default 1 s). */
+  /**
+   * After a failed lookup (Redis not connected yet, or away), the sandbox is asked again this much later (default 1 s).
+   */
   retryMs?: number;
 }
 

@@ -41,7 +41,10 @@ export interface SandboxViewOptions {
   now?: () => number;
   /** Allowance for the clocks of Redis (claim times) and the nodes (publishedAt) differing. Default 5 s. */
   skewMarginMs?: number;
-  /** Changes kept for watches to resume from (default 10 000: each holds a Sandbox, ≈ 1–2 KiB; the control plane runs in a 256 MiB heap). */
+  /**
+   * Changes kept for watches to resume from (default 10 000: each holds a Sandbox, ≈ 1–2 KiB; the control plane runs in
+   * a 256 MiB heap).
+   */
   historySize?: number;
   /** The resourceVersion tag (default random). */
   tag?: number;

@@ -118,7 +118,10 @@ export class Federation {
     this.#publish();
   }
 
-  /** `SandboxEnv.status.clusters`: the live foreign members, without their age (it would make every status write a change). */
+  /**
+   * `SandboxEnv.status.clusters`: the live foreign members, without their age (it would make every status write a
+   * change).
+   */
   foreignMembers(namespace: string, env: string): ForeignClusterMember[] {
     return this.registry.foreignMembers(namespace, env).map((record) => {
       const { ageMs: _age, ...member } = toForeignClusterMember(record);

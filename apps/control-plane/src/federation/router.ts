@@ -349,7 +349,8 @@ export class EnvClaimRouter {
       headers: {
         authorization: `Bearer ${token}`,
         ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for it).
+        // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for
+        // it).
         ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
       },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),

@@ -27,7 +27,10 @@ export interface CampaignOptions {
   closing(): boolean;
   /** A term began; `signal` aborts when it ends. */
   onStartedLeading(signal: AbortSignal): Promise<void>;
-  /** The term ended: 'lost' (renewal failed, another holder, the elector closed) or 'resigned' (before the Lease is released). */
+  /**
+   * The term ended: 'lost' (renewal failed, another holder, the elector closed) or 'resigned' (before the Lease is
+   * released).
+   */
   onStoppedLeading(why: 'lost' | 'resigned'): void;
   logger: Logger;
   kubeLogger: KubeLogger;

@@ -121,7 +121,8 @@ export class BatchServer {
     const works = [...unique.values()];
     const ttlMs = reservationTtlMs(works);
 
-    // Where each new claim goes is chosen before reserving, so the reservation carries it: written ahead in the same round trip.
+    // Where each new claim goes is chosen before reserving, so the reservation carries it: written ahead in the same
+    // round trip.
     const round = this.#o.placement.round(job.data.key);
     const plans = works.map((work): { tried: TriedNode[]; ask: TriedNode | undefined } => {
       const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
@@ -260,7 +261,8 @@ export class BatchServer {
       let served: ClaimRecord | undefined;
       try {
         let [first, ...extra] = await this.#o.agents.findByClaimRef(tried.address, work.nodeRef);
-        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot be.
+        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot
+        // be.
         const settledAt = tried.at + this.#o.nodeTimeoutMs + SETTLE_MARGIN_MS;
         if (first === undefined && Date.now() < settledAt) {
           await sleep(settledAt - Date.now());

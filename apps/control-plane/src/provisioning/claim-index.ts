@@ -34,7 +34,8 @@ export type ReserveResult =
   /** Reserved by another job. */
   | { state: 'busy'; reservation: Reservation };
 
-// KEYS: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the JSON array of nodes key i is about to be sent to.
+// KEYS: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the JSON array of nodes key i is about to
+// be sent to.
 // Per key: '' when newly reserved (with those nodes), else the value found (left as it is).
 const RESERVE = `
 local out = {}
@@ -50,7 +51,8 @@ for i, key in ipairs(KEYS) do
 end
 return out`;
 
-// KEYS[1]: ref key. ARGV[1]: expected job, ARGV[2]: new value, ARGV[3]: TTL ms. Writes only while the reservation is that job's.
+// KEYS[1]: ref key. ARGV[1]: expected job, ARGV[2]: new value, ARGV[3]: TTL ms. Writes only while the reservation is
+// that job's.
 const UPDATE_IF_RESERVED = `
 local found = redis.call('GET', KEYS[1])
 if not found then return 0 end

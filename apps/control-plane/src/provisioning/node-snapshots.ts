@@ -42,7 +42,8 @@ export function nodeSnapshotSource(options: NodeSnapshotSourceOptions): () => No
       const published = Date.parse(status.publishedAt ?? '');
       const view = views.get(name);
       if (view !== undefined) {
-        // The driver decides whether the node is usable; the counts come from its agent's answer unless the inventory is newer.
+        // The driver decides whether the node is usable; the counts come from its agent's answer unless the inventory
+        // is newer.
         if (!view.eligible) continue;
         const o = view.observation;
         if (o !== undefined && o.source === 'agent' && !(published > o.at)) {

@@ -88,7 +88,10 @@ export interface ProvisioningPipeline extends ClaimService {
   readonly claimEventsKey: string;
   /** Checks Redis's eviction policy, starts the worker and the reply listener. */
   start(): Promise<void>;
-  /** Every claim every node with a NodeInventory holds (for a janitor); nodes that did not answer are named, not guessed. */
+  /**
+   * Every claim every node with a NodeInventory holds (for a janitor); nodes that did not answer are named, not
+   * guessed.
+   */
   listNodeClaims(): Promise<{ claims: NodeClaim[]; unreachable: string[] }>;
   /** Releases one sandbox on its node (root token) and forgets it in the index; false when the node did not know it. */
   releaseOnNode(node: string, id: string, claim?: { namespace: string; claimRef: string }): Promise<boolean>;

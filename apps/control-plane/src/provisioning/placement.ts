@@ -16,7 +16,9 @@ export interface NodeSnapshot {
   name: string;
   /** The agent's host:port. */
   address: string;
-  /** Changes whenever the counts below come from a newer report; what was taken since the last one is then forgotten. */
+  /**
+   * Changes whenever the counts below come from a newer report; what was taken since the last one is then forgotten.
+   */
   stamp: string;
   /** Warm sandboxes per pool key id. */
   warm: ReadonlyMap<string, number>;

@@ -8,13 +8,7 @@ export {
   type ControlPlane,
   type ControlPlaneOptions,
 } from '../../src/control-plane.js';
-export {
-  FLAGS,
-  SUMMARY,
-  validateConfig,
-  type ControlPlaneConfig,
-  type ValidatedConfig,
-} from '../../src/config.js';
+export { FLAGS, SUMMARY, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from '../../src/config.js';
 export {
   ControlPlaneMetrics,
   NODE_STATES,

@@ -20,13 +20,19 @@ import { errorReply, passThroughReply, writeReply, type Reply } from './response
 type Handler = (c: Context) => Promise<Response> | Response;
 
 export interface ClaimRouteDependencies {
-  /** The route's declared access (ROUTE_ACCESS) applied to the Authorization header: undefined to admit, else the refusal. */
+  /**
+   * The route's declared access (ROUTE_ACCESS) applied to the Authorization header: undefined to admit, else the
+   * refusal.
+   */
   admit(authorization: string | undefined): Reply | undefined;
   sandboxd: SandboxdClient;
   inFlight: ClaimsInFlight;
   /** A claim refused because `inFlight` is full. */
   refusedAtLimit(): void;
-  /** Called after sandboxd's answer is passed on, for side effects (a fresh look at the node after a 429); must not throw. */
+  /**
+   * Called after sandboxd's answer is passed on, for side effects (a fresh look at the node after a 429); must not
+   * throw.
+   */
   answered(answer: SandboxdAnswer): void;
   /** Every reply, timed from the start of the request. */
   observe(status: number, startedMs: number): void;

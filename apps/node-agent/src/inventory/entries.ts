@@ -1,7 +1,8 @@
 // The node's claims as the NodeInventory shows them: the per-sandbox entries and
 // the per-pool claimed counts, both from one read of sandboxd's GET /v1/sandboxes
 // when the inventory is written — never a write per claim. Entries are capped
-// at MAX_INVENTORY_ENTRIES so a full node stays far below etcd's object limit; past the cap the oldest claims are kept (the control
+// at MAX_INVENTORY_ENTRIES so a full node stays far below etcd's object limit; past the cap the oldest claims are kept
+// (the control
 // plane learns the newest from the claim index's events) and
 // entriesTruncated says that some are missing.
 import { text } from 'node:stream/consumers';

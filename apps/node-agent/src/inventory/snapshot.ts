@@ -74,7 +74,10 @@ export function significantChange(
   return undefined;
 }
 
-/** The status written to the NodeInventory. Fields are always present, so server-side apply never leaves a stale one behind. */
+/**
+ * The status written to the NodeInventory. Fields are always present, so server-side apply never leaves a stale one
+ * behind.
+ */
 export function statusOf(
   snapshot: InventorySnapshot,
   publishedAt: Date,

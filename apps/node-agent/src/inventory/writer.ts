@@ -30,7 +30,9 @@ export interface InventoryReadBack {
 }
 
 export interface InventoryWriter {
-  /** The status this node last published (and the object's annotations), or undefined when it has no NodeInventory yet. */
+  /**
+   * The status this node last published (and the object's annotations), or undefined when it has no NodeInventory yet.
+   */
   readStatus(name: string): Promise<InventoryReadBack | undefined>;
   /** An owner reference to the Node of that name, or undefined when there is no such Node. */
   nodeOwner(name: string): Promise<OwnerReference | undefined>;

@@ -91,7 +91,9 @@ const JSON_TYPE = 'application/json';
 
 type Headers = Record<string, string>;
 
-/** The root headers of one token, built once per token, not per call: the claim path should only allocate what it must. */
+/**
+ * The root headers of one token, built once per token, not per call: the claim path should only allocate what it must.
+ */
 interface RootHeaders {
   plain: Headers;
   json: Headers;
@@ -299,7 +301,10 @@ export class SandboxdClient {
     };
   }
 
-  /** A streamed answer: the deadline covers the wait for a connection and for the headers; the pool's bodyTimeout, each chunk after. */
+  /**
+   * A streamed answer: the deadline covers the wait for a connection and for the headers; the pool's bodyTimeout, each
+   * chunk after.
+   */
   async #send(
     operation: string,
     method: Dispatcher.HttpMethod,

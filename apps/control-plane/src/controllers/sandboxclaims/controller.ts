@@ -36,7 +36,10 @@ export interface SandboxClaimSettings {
   /** Backoff of a retryable failure (NoCapacity, NodeRefused, Unavailable, Timeout). */
   retryInitialMs: number;
   retryMaxMs: number;
-  /** A claim addressed to warmpool whose pool is missing or undriven is looked at again this often (pool events also wake it). */
+  /**
+   * A claim addressed to warmpool whose pool is missing or undriven is looked at again this often (pool events also
+   * wake it).
+   */
   unservableRecheckMs: number;
 }
 

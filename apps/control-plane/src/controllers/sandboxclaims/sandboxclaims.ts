@@ -38,7 +38,9 @@ export interface SandboxClaimsOptions {
   pools: Informer<SandboxWarmPool>;
   templates: Informer<SandboxTemplate>;
   inventories: Informer<NodeInventory>;
-  /** The driver's address check: the janitor calls an agent (with the fleet token) only where its Node vouches for it. */
+  /**
+   * The driver's address check: the janitor calls an agent (with the fleet token) only where its Node vouches for it.
+   */
   addresses: () => AddressCheck;
   token: TokenSource;
   registry: Registry;
@@ -101,7 +103,10 @@ export class SandboxClaims {
     watchSandboxClaims(this.controller, this.informer, options.pools, options.templates);
   }
 
-  /** On becoming leader: starts once the SandboxClaim, pool and template caches have synced, unless the term ended first. */
+  /**
+   * On becoming leader: starts once the SandboxClaim, pool and template caches have synced, unless the term ended
+   * first.
+   */
   async lead(signal: AbortSignal): Promise<void> {
     try {
       await Promise.all(

@@ -73,7 +73,10 @@ export function sandboxSecret(claim: SandboxClaim, grant: ClaimGrant): KubeSecre
   };
 }
 
-/** Whether the existing Secret is this claim's (controlled by it, or by an earlier claim of the same name) rather than the user's own. */
+/**
+ * Whether the existing Secret is this claim's (controlled by it, or by an earlier claim of the same name) rather than
+ * the user's own.
+ */
 export function isClaimSecret(secret: KubeSecret): boolean {
   return (
     secret.type === SANDBOX_SECRET_TYPE &&

@@ -17,7 +17,9 @@ import type { SandboxClaimMetrics } from './metrics.js';
 import { isClaimSecret, sandboxSecret, secretData, secretMatches, SecretType, type KubeSecret } from './secret.js';
 import type { ClaimStatusPatch } from './status.js';
 
-/** A Secret of the claim's name exists and is not a sandbox Secret of a claim: it is the user's, and stays untouched. */
+/**
+ * A Secret of the claim's name exists and is not a sandbox Secret of a claim: it is the user's, and stays untouched.
+ */
 export class SecretTakenError extends Error {
   override name = 'SecretTakenError';
 }
@@ -145,7 +147,10 @@ export class ClaimWriter {
     }
   }
 
-  /** Creates the claim's Secret, or brings an earlier one up to date. Throws SecretTakenError for a Secret that is not a claim's. */
+  /**
+   * Creates the claim's Secret, or brings an earlier one up to date. Throws SecretTakenError for a Secret that is not a
+   * claim's.
+   */
   async ensureSecret(claim: SandboxClaim, grant: ClaimGrant): Promise<void> {
     const wanted = sandboxSecret(claim, grant);
     try {

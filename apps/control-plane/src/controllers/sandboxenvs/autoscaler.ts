@@ -44,7 +44,9 @@ export interface GroupScaleInput {
   targetIdle: number;
   /** Whether a scale-down is allowed now (no scale-up for the delay). */
   mayScaleDown: boolean;
-  /** Whether a raise for a shortfall alone is allowed now (no raise within the cooldown); new claims always may raise. */
+  /**
+   * Whether a raise for a shortfall alone is allowed now (no raise within the cooldown); new claims always may raise.
+   */
   mayScaleUp: boolean;
 }
 
@@ -74,7 +76,10 @@ export function nextTotal(input: GroupScaleInput): number {
   return total;
 }
 
-/** Replicas per member after moving the total to `next`: up to the member with the fewest, down from the one with the most. */
+/**
+ * Replicas per member after moving the total to `next`: up to the member with the fewest, down from the one with the
+ * most.
+ */
 export function distribute(
   members: ReadonlyArray<{ pool: string; replicas: number }>,
   next: number,

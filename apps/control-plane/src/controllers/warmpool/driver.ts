@@ -61,7 +61,9 @@ export interface WarmPoolDriver {
   readonly inventories: Informer<NodeInventory>;
   /** The Nodes, agent pods and the pool CRD: what only the driver reads. */
   readonly driverOnly: ReadonlyArray<Informer<KubeObject>>;
-  /** Which addresses each node vouches for, as of now: an agent is called (with the fleet token) only at one of them. */
+  /**
+   * Which addresses each node vouches for, as of now: an agent is called (with the fleet token) only at one of them.
+   */
   readonly addresses: () => AddressCheck;
 }
 

@@ -70,7 +70,9 @@ export interface NodeTrackerOptions {
   failureThreshold: number;
   /** An agent's own answer is preferred over the inventory while it is younger than this. */
   agentObservationTtlMs: number;
-  /** The highest generation any leader can have issued (GenerationSource.highestIssued): a node reporting more is out. */
+  /**
+   * The highest generation any leader can have issued (GenerationSource.highestIssued): a node reporting more is out.
+   */
   highestIssued?: () => number | undefined;
 }
 

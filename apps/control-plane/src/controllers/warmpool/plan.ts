@@ -12,7 +12,9 @@ interface PlanBase {
 
 export type PoolPlan =
   | (PlanBase & { kind: 'driven'; key: PoolKey; keyId: string; replicas: number })
-  /** The referenced SandboxTemplate does not exist: whose pool this is cannot be told, so only a condition is written. */
+  /**
+   * The referenced SandboxTemplate does not exist: whose pool this is cannot be told, so only a condition is written.
+   */
   | (PlanBase & { kind: 'template-missing'; template: string })
   /** The template opts in but names no valid pool key (no image, a bad annotation). */
   | (PlanBase & { kind: 'invalid-template'; message: string });

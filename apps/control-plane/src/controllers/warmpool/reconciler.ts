@@ -553,7 +553,8 @@ export class WarmPoolReconciler {
       if (view.exclusion === 'unverified-address') {
         // A push still queued for it (to an address vouched for when queued, no longer) is not sent.
         term.pushers.forget(view.name);
-        // Also for a node never placed: an inventory pointing elsewhere is worth a look (a forged one, or a misconfigured agent).
+        // Also for a node never placed: an inventory pointing elsewhere is worth a look (a forged one, or a
+        // misconfigured agent).
         this.#nodeEvent(
           view.name,
           'Warning',

@@ -22,7 +22,9 @@ export interface ProbeSamplerOptions {
   signal: AbortSignal;
   /** Whether a push to the node is on the way (it will answer that instead). */
   pushing(name: string): boolean;
-  /** A round was due but none ran (one still running, no token, the term over): reconcile anyway, unless one is running. */
+  /**
+   * A round was due but none ran (one still running, no token, the term over): reconcile anyway, unless one is running.
+   */
   onSkipped(): void;
   /** A round settled: reconcile on what it found. */
   onSampled(): void;

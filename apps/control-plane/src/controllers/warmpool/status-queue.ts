@@ -16,7 +16,10 @@ import { forEachLimited } from './limiter.js';
 import type { PoolStatusWriter } from './status-writer.js';
 import { statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan } from './status.js';
 
-/** What one run wants the pools' statuses to be (without transition times: they are set against what is current when written). */
+/**
+ * What one run wants the pools' statuses to be (without transition times: they are set against what is current when
+ * written).
+ */
 export interface StatusBatch {
   statuses: PoolStatusPlan[];
   now: number;

@@ -8,7 +8,10 @@
 // re-read whenever the CRD changes.
 import { SandboxWarmPoolType, type CustomResourceDefinition, type SandboxWarmPoolStatus } from '@warmpool/api';
 
-/** The status fields the schema declares, or 'any' when it keeps unknown fields (or cannot be read: the write then says why). */
+/**
+ * The status fields the schema declares, or 'any' when it keeps unknown fields (or cannot be read: the write then says
+ * why).
+ */
 export type StatusFields = ReadonlySet<string> | 'any';
 
 export function statusFieldsOf(

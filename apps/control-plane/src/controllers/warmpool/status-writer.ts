@@ -10,7 +10,10 @@ import { fitStatus, type StatusFields } from './status-schema.js';
 export const FIELD_MANAGER = 'warmpool-control-plane';
 
 export interface PoolStatusWriter {
-  /** Writes `status` (all of it that fit() keeps: fields left out are given up); undefined when the pool no longer exists. */
+  /**
+   * Writes `status` (all of it that fit() keeps: fields left out are given up); undefined when the pool no longer
+   * exists.
+   */
   write(
     pool: SandboxWarmPool,
     status: SandboxWarmPoolStatus,
@@ -46,12 +49,14 @@ export class KubePoolStatusWriter implements PoolStatusWriter {
     if (name === undefined || namespace === undefined) return undefined;
     const fitted = this.fit(status);
     try {
-      // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition race).
+      // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition
+      // race).
       return await retryOnConflict(
         () => {
           const timeout = AbortSignal.timeout(this.#timeoutMs);
           return this.#pools.applyStatus(
-            // The uid pins the write to this incarnation: a pool deleted and re-created under the same name is not ours to write blindly.
+            // The uid pins the write to this incarnation: a pool deleted and re-created under the same name is not ours
+            // to write blindly.
             {
               metadata: { name, namespace, ...(pool.metadata?.uid ? { uid: pool.metadata.uid } : {}) },
               status: fitted,

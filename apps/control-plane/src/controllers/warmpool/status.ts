@@ -234,7 +234,10 @@ export interface PoolEvent {
   message: string;
 }
 
-/** The Events a change from `previous` to `next` deserves: Ready turning true, Degraded turning (or changing) true, and back. */
+/**
+ * The Events a change from `previous` to `next` deserves: Ready turning true, Degraded turning (or changing) true, and
+ * back.
+ */
 export function transitionEvents(
   previous: SandboxWarmPoolStatus | undefined,
   next: SandboxWarmPoolStatus,

@@ -38,7 +38,10 @@ interface Cached<T> {
 
 export interface KubeAccessReviewerOptions {
   transport: KubeTransport;
-  /** The resource reviewed (default sandboxclaims.extensions.agents.x-k8s.io; the Sandbox API reviews sandboxes.agents.x-k8s.io). */
+  /**
+   * The resource reviewed (default sandboxclaims.extensions.agents.x-k8s.io; the Sandbox API reviews
+   * sandboxes.agents.x-k8s.io).
+   */
   resource?: { group: string; resource: string };
   /** How long a decision is reused (default and at most 10 s). */
   ttlMs?: number;

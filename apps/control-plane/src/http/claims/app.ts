@@ -158,7 +158,8 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         scalingGroup: scalingGroup ?? '',
         claimRef: claimRef ?? generateClaimRef(),
         ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-        // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up is released here too.
+        // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up
+        // is released here too.
         claimRefGenerated:
           claimRef === undefined || (c.get('peer') && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
       };
@@ -231,7 +232,8 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     return c.body(null, 204);
   });
 
-  // Every path above answers any other method 405 with Allow (after authentication); only paths it does not serve are 404.
+  // Every path above answers any other method 405 with Allow (after authentication); only paths it does not serve are
+  // 404.
   const allowed = methodNotAllowed(app.routes);
   app.notFound((c) => {
     const allow = allowed(c.req.path);
