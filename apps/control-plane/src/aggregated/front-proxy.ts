@@ -59,7 +59,9 @@ export function requestHeaderConfigOf(configMap: unknown): RequestHeaderConfig {
   const parsed = configMapSchema.safeParse(configMap);
   if (!parsed.success) {
     throw new Error(
-      `${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_CONFIGMAP.name} has no usable requestheader settings (is the apiserver's aggregation layer configured?): ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      `${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_CONFIGMAP.name} has no usable requestheader settings ` +
+        `(is the apiserver's aggregation layer configured?): ` +
+        parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
     );
   }
   const data = parsed.data.data;

@@ -589,7 +589,15 @@ export class WarmPoolReconciler {
       case 'no-address':
         return `NodeInventory ${view.name} has no usable spec.address (${JSON.stringify(view.address)})`;
       case 'impossible-generation':
-        return `node ${view.name} reports applied generation ${view.appliedGeneration}, above any generation a leader has issued (${this.#o.generations.highestIssued}): forged or corrupted, so its agent would refuse every push; to recover it (control-plane README, "A node with an impossible generation"): \`kubectl annotate nodeinventory ${view.name} warmpool.dev/reset-applied-generation=${view.appliedGeneration} --overwrite\`, then restart the node agent on ${view.name}`;
+        return [
+          `node ${view.name} reports applied generation ${view.appliedGeneration},`,
+          `above any generation a leader has issued (${this.#o.generations.highestIssued}):`,
+          'forged or corrupted, so its agent would refuse every push;',
+          'to recover it (control-plane README, "A node with an impossible generation"):',
+          `\`kubectl annotate nodeinventory ${view.name}`,
+          `warmpool.dev/reset-applied-generation=${view.appliedGeneration} --overwrite\`, then restart the node agent`,
+          `on ${view.name}`,
+        ].join(' ');
       case 'unverified-address':
         return `NodeInventory ${view.name} points at ${view.address}, which is not its node's: ${view.addressProblem ?? 'unknown'}`;
       case undefined:
