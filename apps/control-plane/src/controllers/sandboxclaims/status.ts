@@ -3,7 +3,7 @@
 // CLAIM_FAILURE_REASONS) and status.sandbox. Pure, so every transition is
 // tested without an apiserver.
 import type { ClaimFailureReason, Condition, SandboxClaim } from '@warmpool/api';
-import { kubeTime } from '../../clock.js';
+import { transitionTimeOf } from '../../conditions.js';
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 
 export const READY = 'Ready';
@@ -55,11 +55,7 @@ function withReady(
     status,
     reason,
     message: message.slice(0, 32_768),
-    // Kept while the status stays, as Kubernetes conditions do.
-    lastTransitionTime:
-      previous?.status === status && previous.lastTransitionTime !== undefined
-        ? previous.lastTransitionTime
-        : kubeTime(now),
+    lastTransitionTime: transitionTimeOf(previous, status, now),
     ...(claim.metadata.generation !== undefined ? { observedGeneration: claim.metadata.generation } : {}),
   };
   const others = (claim.status?.conditions ?? []).filter((c) => c.type !== READY);

@@ -10,7 +10,7 @@
 // the nodes report, a scale-down still in flight included).
 import { POOL_LABEL, type Condition, type SandboxWarmPoolStatus } from '@warmpool/api';
 import { replicasOf, type PoolObservation } from '@warmpool/pool-model';
-import { kubeTime } from '../../clock.js';
+import { transitionTimeOf } from '../../conditions.js';
 import type { PoolPlan } from './plan.js';
 
 export const READY = 'Ready';
@@ -195,14 +195,10 @@ export function withTransitionTimes(
 ): SandboxWarmPoolStatus {
   if (status.conditions === undefined) return status;
   const before = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
-  const conditions = status.conditions.map((c) => {
-    const old = before.get(c.type);
-    const lastTransitionTime =
-      old !== undefined && old.status === c.status && old.lastTransitionTime !== undefined
-        ? old.lastTransitionTime
-        : kubeTime(now);
-    return { ...c, lastTransitionTime };
-  });
+  const conditions = status.conditions.map((c) => ({
+    ...c,
+    lastTransitionTime: transitionTimeOf(before.get(c.type), c.status, now),
+  }));
   return { ...status, conditions };
 }
 
