@@ -30,6 +30,7 @@ import type { AgentClaims, Refusal } from './agent-claims.js';
 import type { ClaimIndex, Reservation } from './claim-index.js';
 import type { ProvisioningMetrics } from './metrics.js';
 import type { Placement, PlacementRound } from './placement.js';
+import { sleep } from '@warmpool/kube';
 
 export interface BatchJobHandle {
   readonly id: string;
@@ -435,8 +436,4 @@ function grantOf(
     tier: tried.tier,
     path: claim.path,
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
