@@ -19,7 +19,7 @@ export {
   processGroupMembers,
   stopScripts,
 } from './children.js';
-export type { ChildExit, ChildOptions, NodeScriptOptions } from './children.js';
+export type { ChildExit, ChildOptions, LoggedOptions, NodeScriptOptions } from './children.js';
 export type { TlsClientAuth } from './http.js';
 export { startStack, APP_ENTRYPOINTS, DEFAULT_STACK_DIR, REPO_ROOT } from './stack.js';
 export type {
