@@ -6,7 +6,9 @@
 // after a SIGKILL no exit handler can see. On a normal exit or SIGINT/SIGTERM we
 // kill every group synchronously ourselves.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { eventually } from './wait.js';
 
 /**
@@ -29,7 +31,11 @@ export interface ChildOptions {
   logFile: string;
   /** stdout is appended here instead, apart from the log (for a spec about what a program prints where). */
   stdoutFile?: string;
+  /** Written to stdin, which is then closed; without it stdin is /dev/null. */
+  input?: string;
+  /** The whole environment (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  cwd?: string;
   /** Removed by the watchdog if the test process dies without cleaning up. */
   orphanCleanupDir?: string;
 }
@@ -133,11 +139,20 @@ export class ManagedChild {
           options.command,
           ...options.args,
         ],
-        { detached: true, stdio: ['ignore', out, log], env: options.env ?? process.env },
+        {
+          detached: true,
+          stdio: [options.input === undefined ? 'ignore' : 'pipe', out, log],
+          env: options.env ?? process.env,
+          cwd: options.cwd,
+        },
       );
     } finally {
       closeSync(log);
       if (out !== log) closeSync(out);
+    }
+    if (options.input !== undefined) {
+      this.#child.stdin?.on('error', () => undefined); // the child may exit without reading it
+      this.#child.stdin?.end(options.input);
     }
     if (this.#child.pid === undefined) throw new Error(`could not start ${options.name} (${options.command})`);
     this.pid = this.#child.pid;
@@ -196,8 +211,9 @@ export class ManagedChild {
 
   /**
    * Waits for the first complete log line `find` gives a value for, and returns
-   * that value (e.g. the address in a "serving" line). Fails at once, with the
-   * log's tail, if the child exits without logging such a line.
+   * that value (e.g. the address in a "serving" line); a line `find` throws on
+   * is no match. Fails at once, with the log's tail, if the child exits without
+   * logging such a line.
    */
   async logged<T extends NonNullable<unknown>>(
     find: (line: string) => T | undefined,
@@ -210,7 +226,12 @@ export class ManagedChild {
       const lines = this.log().split('\n');
       if (!exited) lines.pop(); // '' after the last newline, or a line still being written
       for (const line of lines) {
-        const found = find(line);
+        let found: T | undefined;
+        try {
+          found = find(line);
+        } catch {
+          continue; // a line the finder cannot read (JSON.parse of a line that is no JSON, say) is no match
+        }
         if (found !== undefined) return found;
       }
       return undefined;
@@ -244,6 +265,55 @@ export class ManagedChild {
   logTail(lines = 40): string {
     const text = this.log().trimEnd();
     return text === '' ? '(no log)' : text.split('\n').slice(-lines).join('\n');
+  }
+}
+
+export interface RunOptions {
+  /** For messages; default: the command's file name. */
+  name?: string;
+  command: string;
+  args: string[];
+  /** Written to stdin, which is then closed; without it stdin is /dev/null. */
+  input?: string;
+  /** The whole environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** SIGKILL after this long; default 60 s. */
+  timeoutMs?: number;
+}
+
+export interface RunResult extends ChildExit {
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a short-lived command to its end behind the watchdog (`--help`,
+ * kubectl), its stdout and stderr kept apart, and returns them with how it
+ * exited; a command still running after `timeoutMs` is killed (signal SIGKILL).
+ */
+export async function runCommand(options: RunOptions): Promise<RunResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-run-'));
+  removeAtExit(dir);
+  try {
+    const child = new ManagedChild({
+      name: options.name ?? basename(options.command),
+      command: options.command,
+      args: options.args,
+      logFile: join(dir, 'stderr'),
+      stdoutFile: join(dir, 'stdout'),
+      input: options.input,
+      env: options.env,
+      cwd: options.cwd,
+      orphanCleanupDir: dir,
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    const exit = await child.exited;
+    clearTimeout(timer);
+    return { ...exit, stdout: child.stdout(), stderr: child.log() };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    forgetRemoveAtExit(dir);
   }
 }
 

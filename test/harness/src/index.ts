@@ -17,9 +17,10 @@ export {
   ManagedChild,
   NodeScript,
   processGroupMembers,
+  runCommand,
   stopScripts,
 } from './children.js';
-export type { ChildExit, ChildOptions, LoggedOptions, NodeScriptOptions } from './children.js';
+export type { ChildExit, ChildOptions, LoggedOptions, NodeScriptOptions, RunOptions, RunResult } from './children.js';
 export type { TlsClientAuth } from './http.js';
 export { startStack, APP_ENTRYPOINTS, DEFAULT_STACK_DIR, REPO_ROOT } from './stack.js';
 export type {

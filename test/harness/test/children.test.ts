@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { binDir, findBinary } from '../src/binaries.js';
-import { ManagedChild, WATCHDOG_SCRIPT, isAlive, processGroupMembers } from '../src/children.js';
+import { ManagedChild, WATCHDOG_SCRIPT, isAlive, processGroupMembers, runCommand } from '../src/children.js';
 import { eventually } from '../src/wait.js';
 
 describe('the child watchdog', () => {
@@ -84,6 +84,13 @@ describe('a managed child', () => {
     await child.stop('SIGKILL');
   });
 
+  it('skips a line the finder throws on', async () => {
+    const child = shell('echo \'{not json\' >&2; echo \'{"msg":"serving"}\' >&2; sleep 30');
+    const parse = (line: string): string | undefined => (JSON.parse(line) as { msg?: string }).msg;
+    expect(await child.logged(parse)).toBe('serving');
+    await child.stop('SIGKILL');
+  });
+
   it('takes the last line without a newline once the child has exited', async () => {
     const child = shell("printf 'done' >&2");
     expect(await child.logged((line) => (line === 'done' ? line : undefined))).toBe('done');
@@ -94,6 +101,29 @@ describe('a managed child', () => {
     await expect(
       child.logged((line) => (line === 'serving' ? line : undefined), { timeoutMs: 120_000, what: 'serving' }),
     ).rejects.toThrow(/sh exited \(\{"code":3,"signal":null\}\) before logging[^]*serving[^]*boom/);
+  });
+});
+
+describe('runCommand', () => {
+  it('runs a command to its end: its stdin given, in its directory, stdout and stderr apart', async () => {
+    const result = await runCommand({
+      command: '/bin/sh',
+      args: ['-c', 'read line; echo "got $line in $(pwd)"; echo warned >&2; exit 4'],
+      input: 'hello\n',
+      cwd: tmpdir(),
+    });
+    expect(result).toEqual({ code: 4, signal: null, stdout: `got hello in ${tmpdir()}\n`, stderr: 'warned\n' });
+  });
+
+  it('kills a command that outlives its timeout, its group and all', async () => {
+    const result = await runCommand({
+      command: '/bin/sh',
+      args: ['-c', 'echo $$; sleep 600 & wait'],
+      timeoutMs: 500,
+    });
+    expect(result).toMatchObject({ code: null, signal: 'SIGKILL' });
+    const pgid = Number(result.stdout.trim());
+    expect(await eventually(() => processGroupMembers(pgid).length === 0, { timeoutMs: 5000 })).toBe(true);
   });
 });
 
