@@ -44,7 +44,6 @@ afterEach(async () => {
 function servingAddress(child: NodeScript): Promise<string> {
   return child.logged(
     (line) => {
-      if (!line.startsWith('{')) return undefined;
       const record = JSON.parse(line) as { msg: string; address?: string };
       return record.msg === 'serving' ? (record.address ?? '') : undefined;
     },
