@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { join } from 'node:path';
-import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
+import { NodeInventoryType, SandboxType, type NodeInventory } from '@warmpool/api';
 import { SandboxReader, SandboxView, type SandboxFacts } from '@warmpool/control-plane';
 import { freePort, issueCertificate, registerAggregatedApi, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
@@ -255,11 +255,11 @@ const countItems = (body: string): number =>
 let userToken = '';
 try {
   await registerAggregatedApi(cluster, {
-    group: 'agents.x-k8s.io',
-    version: 'v1beta1',
+    group: SandboxType.group,
+    version: SandboxType.version,
     port: apiPort,
     caPem: ca.certPem,
-    replacesCrd: 'sandboxes.agents.x-k8s.io',
+    replacesCrd: `${SandboxType.plural}.${SandboxType.group}`,
   });
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
   userToken = await claimantToken(kubectl);

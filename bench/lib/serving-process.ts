@@ -1,50 +1,51 @@
 // A benchmarked server as its own process (this Node running an app's
-// dist/main.js or an inline script), ready once it logs that it serves.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+// dist/main.js or an inline script) behind the harness's watchdog, so it dies
+// with the benchmark even on SIGKILL; ready once it logs that it serves.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManagedChild } from '@warmpool/harness';
 
 export interface Server {
   /** What `address` made of the serving record: `http://host:port`, `host:port`, or `unix:/path` for a server on a unix socket. */
   base: string;
   pid: number;
-  /** `signal` (default SIGTERM), then the exit code. */
+  /** `signal` (default SIGTERM; SIGKILL after 10 s), then the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Spawns `node argv…` and resolves once it logs `msg` on stderr (its address taken from the record by `address`). */
+/** The JSON log record `line` holds if its `msg` is `msg` (a line that is no JSON, a runtime warning say, throws: no match). */
+function recordOf(line: string, msg: string): Record<string, string> | undefined {
+  const record = JSON.parse(line) as Record<string, string>;
+  return record['msg'] === msg ? record : undefined;
+}
+
+/** Spawns `node argv…` and resolves once it logs `msg` (its address taken from the record by `address`). */
 export async function startProcess(
   argv: string[],
   env: NodeJS.ProcessEnv,
   msg: string,
   address: (record: Record<string, string>) => string,
 ): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, argv, {
-    stdio: ['ignore', 'ignore', 'pipe'],
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-bench-server-'));
+  const child = new ManagedChild({
+    name: `node ${argv[0] ?? ''}`,
+    command: process.execPath,
+    args: argv,
     env: { ...process.env, ...env },
+    logFile: join(dir, 'server.log'),
+    orphanCleanupDir: dir,
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const stderr = child.stderr;
-  if (stderr === null) throw new Error('no stderr');
-  const lines = createInterface({ input: stderr });
-  for await (const line of lines) {
-    let record: Record<string, string>;
-    try {
-      record = JSON.parse(line) as Record<string, string>;
-    } catch {
-      continue; // not a log line (a runtime warning, say)
-    }
-    if (record['msg'] === msg) {
-      lines.close();
-      stderr.resume();
-      return {
-        base: address(record),
-        pid: child.pid ?? -1,
-        stop: (signal = 'SIGTERM') => {
-          child.kill(signal);
-          return exited;
-        },
-      };
-    }
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
+    const { code } = await child.stop(signal);
+    rmSync(dir, { recursive: true, force: true });
+    return code;
+  };
+  try {
+    const record = await child.logged((line) => recordOf(line, msg), { timeoutMs: 60_000, what: `"${msg}"` });
+    return { base: address(record), pid: child.pid, stop };
+  } catch (error) {
+    await stop('SIGKILL');
+    throw error;
   }
-  throw new Error(`${argv[0]} exited before serving (code ${await exited})`);
 }

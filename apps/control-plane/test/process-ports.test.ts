@@ -1,16 +1,25 @@
 // The control plane binary with Kubernetes-style flags: metrics and probes on
 // separate addresses, leader election flags under their new names, a
 // WARMPOOL_-prefixed variable, --version; and the standard Node metric names.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { eventually, NodeScript, quietPort, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
+import {
+  eventually,
+  NodeScript,
+  quietPort,
+  runCommand,
+  startCluster,
+  stopScripts,
+  type RunResult,
+  type TestCluster,
+} from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, requireBuilt } from './support/fleet.js';
 
-const run = promisify(execFile);
+/** The control plane run to its end (--version, -h), behind the harness's watchdog. */
+const run = (args: string[]): Promise<RunResult> =>
+  runCommand({ command: process.execPath, args: [CONTROL_PLANE_MAIN, ...args] });
 
 describe('the control plane process: ports, flags, version', () => {
   let cluster: TestCluster;
@@ -86,9 +95,11 @@ describe('the control plane process: ports, flags, version', () => {
   });
 
   it('prints its version with --version and its flags with -h, and exits 0', async () => {
-    const version = await run(process.execPath, [CONTROL_PLANE_MAIN, '--version']);
+    const version = await run(['--version']);
+    expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^control-plane \d+\.\d+\.\d+ \(node v/);
-    const help = await run(process.execPath, [CONTROL_PLANE_MAIN, '-h']);
+    const help = await run(['-h']);
+    expect(help.code).toBe(0);
     expect(help.stdout).toContain('--leader-elect-lease-duration <duration>');
     expect(help.stdout).toContain('(was --lease-duration)');
     expect(help.stdout).toContain('[env WARMPOOL_METRICS_BIND_ADDRESS, METRICS_BIND_ADDRESS, CONTROL_PLANE_LISTEN]');

@@ -4,15 +4,15 @@
 // Sandbox CRD removed). Claims are made through the HTTP claim API and with
 // `kubectl create`; three real node agents over fake-sandboxd hold them;
 // Redis is real. Nothing here is served from etcd.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { claimBodySchema, type ClaimBody, type Sandbox } from '@warmpool/api';
+import { apiVersionOf, claimBodySchema, SandboxType, type ClaimBody, type Sandbox } from '@warmpool/api';
 import {
   eventually,
   findBinary,
   issueCertificate,
+  ManagedChild,
   startCluster,
   startRedis,
   stopScripts,
@@ -43,7 +43,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   let pki: ServingPki;
   let port: number;
   let claimer: string;
-  const watches: ChildProcess[] = [];
+  const watches: ManagedChild[] = [];
 
   const claim = async (body: Record<string, unknown>): Promise<ClaimBody> => {
     const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, claimer, {
@@ -123,7 +123,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   });
 
   afterAll(async () => {
-    for (const watch of watches) watch.kill('SIGKILL');
+    for (const watch of watches) await watch.stop('SIGKILL');
     await cp?.close();
     await fleet?.stop();
     await stopScripts();
@@ -150,6 +150,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     const claimed = await claim({ claimRef: 'fresh-1', ttlSeconds: 600 });
     const sandbox = await getJson(['get', 'sandbox', 'fresh-1', '-n', ns]);
     expect(sandbox).toMatchObject({
+      // The wire string as upstream names it, not libs/api's constant: what kubectl users get back.
       apiVersion: 'agents.x-k8s.io/v1beta1',
       kind: 'Sandbox',
       metadata: { name: 'fresh-1', namespace: ns, labels: { 'warmpool.dev/pool': 'python' } },
@@ -243,11 +244,10 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   });
 
   it('watches: kubectl get -w sees a claim ADDED and its release DELETED', async () => {
-    let stdout = '';
-    const lines = (): string[] => stdout.split('\n');
-    const watch = spawn(
-      findBinary('kubectl'),
-      [
+    const watch = new ManagedChild({
+      name: 'kubectl get -w',
+      command: findBinary('kubectl'),
+      args: [
         `--kubeconfig=${cluster.kubeconfigPath}`,
         'get',
         'sandboxes',
@@ -257,16 +257,11 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
         '--output-watch-events',
         '--watch-only',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+      logFile: join(dir, 'kubectl-watch.log'),
+      stdoutFile: join(dir, 'kubectl-watch.out'),
+    });
     watches.push(watch);
-    let stderr = '';
-    watch.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-    });
-    watch.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
+    const lines = (): string[] => watch.stdout().split('\n');
     // The watch is open once a claim made now shows up in it (one made before it opened is not replayed: --watch-only).
     let seen: string | undefined;
     let attempt = 0;
@@ -283,16 +278,16 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     );
     await release(seen ?? '');
     await eventually(() => lines().some((l) => new RegExp(`^DELETED\\s+${seen}\\s`).test(l)), {
-      what: `DELETED ${seen} in kubectl get -w (stderr: ${stderr})`,
+      what: () => `DELETED ${seen} in kubectl get -w (stderr: ${watch.log()})`,
       timeoutMs: 20_000,
     });
-    watch.kill('SIGTERM');
+    await watch.stop();
   }, 60_000);
 
   it('creates with kubectl create (a claim from the named pool) and deletes with kubectl delete (a release on the node)', async () => {
     const body = {
-      apiVersion: 'agents.x-k8s.io/v1beta1',
-      kind: 'Sandbox',
+      apiVersion: apiVersionOf(SandboxType),
+      kind: SandboxType.kind,
       metadata: { name: 'made-by-kubectl' },
       spec: { warmPoolRef: { name: 'python' }, ttlSeconds: 300 },
     };

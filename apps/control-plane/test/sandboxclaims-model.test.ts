@@ -238,6 +238,7 @@ describe('the sandbox Secret', () => {
     expect(secret.metadata).toMatchObject({ name: 'c', namespace: 'ns' });
     expect(secret.metadata.ownerReferences).toEqual([
       {
+        // The wire string upstream's SandboxClaim has, not libs/api's constant: garbage collection matches on it.
         apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
         kind: 'SandboxClaim',
         name: 'c',

@@ -1,74 +1,54 @@
-// fake-sandboxd as a process: the built dist/main.js (run `npx tsc -b apps/fake-sandboxd` first).
-import { spawn, type ChildProcess } from 'node:child_process';
+// fake-sandboxd as a process: the built dist/main.js (run `npx tsc -b apps/fake-sandboxd` first),
+// behind the harness's watchdog, its stdout kept apart from its log (stderr).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NodeScript, stopScripts, type ChildExit } from '@warmpool/harness';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
-const children: ChildProcess[] = [];
+const dirs: string[] = [];
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
+interface Exit extends ChildExit {
   stdout: string;
   stderr: string;
 }
 
-function run(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): { child: ChildProcess; exited: Promise<Exit>; stderrLines: AsyncIterable<string> } {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+function run(args: string[], env: NodeJS.ProcessEnv = {}): { child: NodeScript; exited: Promise<Exit> } {
+  const dir = mkdtempSync(join(tmpdir(), 'sandboxd-proc-'));
+  dirs.push(dir);
+  const child = new NodeScript({
+    name: 'fake-sandboxd',
+    script: MAIN,
+    args,
+    env,
+    logFile: join(dir, 'stderr'),
+    stdoutFile: join(dir, 'stdout'),
   });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    lines.push(...d.toString().split('\n').filter(Boolean));
-    for (const wake of waiters.splice(0)) wake();
-  });
-  const exited = new Promise<Exit>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-  const stderrLines: AsyncIterable<string> = {
-    async *[Symbol.asyncIterator]() {
-      for (let i = 0; ; i++) {
-        while (i >= lines.length) {
-          if (child.exitCode !== null) return;
-          await new Promise<void>((resolve) => waiters.push(resolve));
-        }
-        yield lines[i] as string;
-      }
-    },
-  };
-  return { child, exited, stderrLines };
+  const exited = child.exited.then((exit) => ({ ...exit, stdout: child.stdout(), stderr: child.log() }));
+  return { child, exited };
 }
 
 beforeAll(() => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npx tsc -b apps/fake-sandboxd" first`);
 });
 
-afterEach(() => {
-  for (const child of children.splice(0))
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+afterEach(async () => {
+  await stopScripts();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The address the process logs once it serves (undefined if it never does). */
-async function servingAddress(stderrLines: AsyncIterable<string>): Promise<string | undefined> {
-  for await (const line of stderrLines) {
-    const record = JSON.parse(line) as { msg: string; address?: string };
-    if (record.msg === 'serving') return record.address;
-  }
-  return undefined;
+/** The address the process logs once it serves. */
+function servingAddress(child: NodeScript): Promise<string> {
+  return child.logged(
+    (line) => {
+      const record = JSON.parse(line) as { msg: string; address?: string };
+      return record.msg === 'serving' ? (record.address ?? '') : undefined;
+    },
+    { what: 'fake-sandboxd to log "serving"' },
+  );
 }
 
 describe('fake-sandboxd process', () => {
@@ -106,10 +86,10 @@ describe('fake-sandboxd process', () => {
   });
 
   it('serves the API with the token from SANDBOXD_API_TOKEN and exits 0 on SIGTERM', async () => {
-    const { child, exited, stderrLines } = run(['--listen', '127.0.0.1:0', '--cold-boot-ms', '5ms'], {
+    const { child, exited } = run(['--listen', '127.0.0.1:0', '--cold-boot-ms', '5ms'], {
       SANDBOXD_API_TOKEN: 'env-token',
     });
-    const address = await servingAddress(stderrLines);
+    const address = await servingAddress(child);
     expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
     const base = `http://${address}`;
     expect(await (await fetch(`${base}/healthz`)).text()).toBe('ok');
@@ -128,8 +108,8 @@ describe('fake-sandboxd process', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sandboxd-proc-'));
     const socketPath = join(dir, 'sandboxd.sock');
     try {
-      const { child, exited, stderrLines } = run(['--listen', `unix:${socketPath}`, '--api-token', 'root']);
-      const address = await servingAddress(stderrLines);
+      const { child, exited } = run(['--listen', `unix:${socketPath}`, '--api-token', 'root']);
+      const address = await servingAddress(child);
       expect(address).toBe(`unix:${socketPath}`);
       const status = await new Promise<number | undefined>((resolve, reject) => {
         request({ socketPath, path: '/v1/info', headers: { authorization: 'Bearer root' } }, (res) => {

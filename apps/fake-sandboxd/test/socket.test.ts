@@ -1,9 +1,9 @@
 // fake-sandboxd on a unix socket, as the real sandboxd is reached on a node.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ManagedChild } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeSandboxd } from '../src/index.js';
 
@@ -46,16 +46,21 @@ describe('fake-sandboxd on a unix socket', () => {
   });
 
   it('replaces a socket file left behind by a process that died', async () => {
-    const socketPath = join(socketDir(), 'sandboxd.sock');
+    const dir = socketDir();
+    const socketPath = join(dir, 'sandboxd.sock');
     // A process that listens there and is then killed outright leaves the file with nobody behind it.
-    const listener = spawn(
-      process.execPath,
-      ['-e', 'require("node:net").createServer().listen(process.argv[1], () => console.log("up"))', socketPath],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    await new Promise((resolve) => listener.stdout.once('data', resolve));
-    listener.kill('SIGKILL');
-    await new Promise((resolve) => listener.once('exit', resolve));
+    const listener = new ManagedChild({
+      name: 'listener',
+      command: process.execPath,
+      args: ['-e', 'require("node:net").createServer().listen(process.argv[1], () => console.log("up"))', socketPath],
+      logFile: join(dir, 'listener.log'),
+      orphanCleanupDir: dir,
+    });
+    cleanups.push(async () => {
+      await listener.stop('SIGKILL');
+    });
+    await listener.logged((line) => (line === 'up' ? line : undefined), { what: 'the listener to listen' });
+    await listener.stop('SIGKILL');
     expect(statSync(socketPath).isSocket()).toBe(true);
 
     const node = await startFakeSandboxd({ socketPath });

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeSandboxd, type RunningFakeSandboxd, type StartFakeSandboxdOptions } from '@warmpool/fake-sandboxd';
-import { eventually, httpCall, ManagedChild, type ChildExit, type HttpAnswer } from '@warmpool/harness';
+import { httpCall, ManagedChild, type ChildExit, type HttpAnswer } from '@warmpool/harness';
 import { createNodeAgent, type NodeAgent, type NodeAgentOptions } from '@warmpool/node-agent';
 
 export const FLEET_TOKEN = 'fleet-token-for-tests';
@@ -62,31 +62,39 @@ const FAKE_SANDBOXD_MAIN = new URL('../../fake-sandboxd/dist/main.js', import.me
 
 export interface SandboxdProcess {
   url: string;
+  /** Everything it logged so far. */
+  output(): string;
   stop(): Promise<void>;
 }
 
+export interface SpawnFakeSandboxdOptions {
+  /** The root token from this file (re-read when it changes) instead of the fleet token. */
+  tokenFile?: string;
+}
+
 /** Runs fake-sandboxd's dist/main.js (with the fleet token) on a free loopback port, behind the harness's watchdog. */
-export async function spawnFakeSandboxd(args: string[]): Promise<SandboxdProcess> {
+export async function spawnFakeSandboxd(
+  args: string[],
+  options: SpawnFakeSandboxdOptions = {},
+): Promise<SandboxdProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-sandboxd-'));
+  const token =
+    options.tokenFile === undefined ? ['--api-token', FLEET_TOKEN] : ['--api-token-file', options.tokenFile];
   const child = new ManagedChild({
     name: 'fake-sandboxd',
     command: process.execPath,
-    args: [FAKE_SANDBOXD_MAIN, '--listen', '127.0.0.1:0', '--api-token', FLEET_TOKEN, ...args],
+    args: [FAKE_SANDBOXD_MAIN, '--listen', '127.0.0.1:0', ...token, ...args],
     env: { PATH: process.env['PATH'] },
     logFile: join(dir, 'sandboxd.log'),
     orphanCleanupDir: dir,
   });
-  const address = await Promise.race([
-    eventually(() => /"msg":"serving","address":"([^"]+)"/.exec(child.log())?.[1], {
-      timeoutMs: 15_000,
-      what: 'fake-sandboxd to serve',
-    }),
-    child.exited.then(() => {
-      throw new Error(`fake-sandboxd exited before serving:\n${child.log()}`);
-    }),
-  ]);
+  const address = await child.logged((line) => /"msg":"serving","address":"([^"]+)"/.exec(line)?.[1], {
+    timeoutMs: 15_000,
+    what: 'fake-sandboxd to serve',
+  });
   return {
     url: `http://${address}`,
+    output: () => child.log(),
     async stop() {
       await child.stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
@@ -115,15 +123,10 @@ export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): P
     logFile: join(dir, 'agent.log'),
     orphanCleanupDir: dir,
   });
-  const url = await Promise.race([
-    eventually(() => /"msg":"node agent serving","url":"([^"]+)"/.exec(child.log())?.[1], {
-      timeoutMs: 15_000,
-      what: 'the agent to serve',
-    }),
-    child.exited.then(({ code }) => {
-      throw new Error(`the agent exited with ${code} before serving:\n${child.log()}`);
-    }),
-  ]);
+  const url = await child.logged((line) => /"msg":"node agent serving","url":"([^"]+)"/.exec(line)?.[1], {
+    timeoutMs: 15_000,
+    what: 'the agent to serve',
+  });
   return {
     child,
     url,

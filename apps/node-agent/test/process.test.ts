@@ -1,17 +1,17 @@
 // The agent as the process a DaemonSet runs: dist/main.js (run `npx tsc -b apps/node-agent` first).
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { ClaimResponse } from '@warmpool/api';
 import { startFakeSandboxd, type RunningFakeSandboxd } from '@warmpool/fake-sandboxd';
-import { eventually } from '@warmpool/harness';
+import { eventually, runCommand, type RunResult } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AGENT_MAIN, call, FLEET_TOKEN, spawnAgent, type AgentProcess } from './helpers.js';
 
-const run = promisify(execFile);
+/** The agent run to its end (`--help`, a bad flag), behind the harness's watchdog. */
+const run = (args: string[]): Promise<RunResult> =>
+  runCommand({ command: process.execPath, args: [AGENT_MAIN, ...args] });
 const cleanups: Array<() => Promise<void>> = [];
 
 afterEach(async () => {
@@ -44,7 +44,8 @@ function refusesConnections(url: string): Promise<boolean> {
 
 describe('node agent process', () => {
   it('prints every flag with --help and exits 0', async () => {
-    const { stdout } = await run(process.execPath, [AGENT_MAIN, '--help']);
+    const { code, stdout } = await run(['--help']);
+    expect(code).toBe(0);
     for (const flag of [
       '--listen',
       '--sandboxd-url',
@@ -66,16 +67,9 @@ describe('node agent process', () => {
   });
 
   it('exits 2 with the reason on a bad flag', async () => {
-    const failed = await run(process.execPath, [AGENT_MAIN, '--no-inventory', '--sandboxd-url', 'ftp://x']).catch(
-      (err: { code: number; stderr: string }) => err,
-    );
+    const failed = await run(['--no-inventory', '--sandboxd-url', 'ftp://x']);
     expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/only http:\/\/ and unix: are supported/) });
-    const unreadable = await run(process.execPath, [
-      AGENT_MAIN,
-      '--no-inventory',
-      '--token-file',
-      '/nonexistent/token',
-    ]).catch((err: { code: number; stderr: string }) => err);
+    const unreadable = await run(['--no-inventory', '--token-file', '/nonexistent/token']);
     expect(unreadable).toMatchObject({ code: 2, stderr: expect.stringMatching(/--token-file: cannot read/) });
   });
 

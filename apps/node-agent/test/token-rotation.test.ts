@@ -6,41 +6,14 @@
 // falls back to the other token when sandboxd refuses the one it sent, so not
 // one claim may fail whichever side reads the new token first.
 import { eventually } from '@warmpool/harness';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { ClaimResponse } from '@warmpool/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, spawnAgent, type AgentProcess } from './helpers.js';
+import { call, spawnAgent, spawnFakeSandboxd, type AgentProcess, type SandboxdProcess } from './helpers.js';
 
-const SANDBOXD_MAIN = fileURLToPath(new URL('../../fake-sandboxd/dist/main.js', import.meta.url));
 const TOKENS = ['rotation-token-one', 'rotation-token-two', 'rotation-token-three'] as const;
-
-interface SandboxdProcess {
-  child: ChildProcess;
-  url: string;
-  output(): string;
-}
-
-async function spawnSandboxd(args: string[]): Promise<SandboxdProcess> {
-  const child = spawn(process.execPath, [SANDBOXD_MAIN, '--listen', '127.0.0.1:0', ...args], {
-    env: { PATH: process.env['PATH'] },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const address = await eventually(
-    () => {
-      if (child.exitCode !== null) throw new Error(`fake-sandboxd exited with ${child.exitCode}:\n${output}`);
-      return /"msg":"serving","address":"([^"]+)"/.exec(output)?.[1];
-    },
-    { timeoutMs: 15_000, what: 'fake-sandboxd to serve' },
-  );
-  return { child, url: `http://${address}`, output: () => output };
-}
 
 /** As kubelet swaps a Secret volume: the new content appears at once, never half written. */
 function replaceFile(path: string, content: string): void {
@@ -99,20 +72,21 @@ describe('fleet token rotation under load', () => {
     dir = mkdtempSync(join(tmpdir(), 'warmpool-rotation-'));
     replaceFile(agentFile(), TOKENS[0]);
     replaceFile(sandboxdFile(), TOKENS[0]);
-    sandboxd = await spawnSandboxd([
-      '--api-token-file',
-      sandboxdFile(),
-      '--token-grace',
-      '5m',
-      '--cold-boot-ms',
-      '1ms',
-      '--refill-rate',
-      '10000',
-      '--room',
-      '1000',
-      '--max-claims',
-      '1000',
-    ]);
+    sandboxd = await spawnFakeSandboxd(
+      [
+        '--token-grace',
+        '5m',
+        '--cold-boot-ms',
+        '1ms',
+        '--refill-rate',
+        '10000',
+        '--room',
+        '1000',
+        '--max-claims',
+        '1000',
+      ],
+      { tokenFile: sandboxdFile() },
+    );
     agent = await spawnAgent([
       '--no-inventory',
       '--sandboxd-url',
@@ -133,7 +107,7 @@ describe('fleet token rotation under load', () => {
 
   afterAll(async () => {
     await agent?.stop();
-    sandboxd?.child.kill('SIGKILL');
+    await sandboxd?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

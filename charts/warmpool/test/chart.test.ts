@@ -1,17 +1,15 @@
 // The chart against a real apiserver: it renders, installs with Helm, its CRDs
 // become Established, and its RBAC grants each component exactly what it needs.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import {
-  findBinary,
   findOnPath,
   freePort,
   ManagedChild,
   redisPing,
+  runHelm,
   startCluster,
   eventually,
   type TestCluster,
@@ -20,20 +18,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const run = promisify(execFile);
 const CHART = fileURLToPath(new URL('..', import.meta.url));
 const NAMESPACE = 'warmpool-system';
 
-async function helm(cluster: TestCluster | undefined, args: string[]): Promise<string> {
-  const env = {
-    ...process.env,
-    HELM_CACHE_HOME: '/tmp/warmpool-helm/cache',
-    HELM_CONFIG_HOME: '/tmp/warmpool-helm/config',
-    HELM_DATA_HOME: '/tmp/warmpool-helm/data',
-  };
-  if (cluster) Object.assign(env, { KUBECONFIG: cluster.kubeconfigPath });
-  const { stdout } = await run(findBinary('helm'), args, { env, maxBuffer: 16 * 1024 * 1024 });
-  return stdout;
+function helm(cluster: TestCluster | undefined, args: string[]): Promise<string> {
+  return runHelm(args, cluster ? { kubeconfigPath: cluster.kubeconfigPath } : {});
 }
 
 function kinds(manifest: string): string[] {

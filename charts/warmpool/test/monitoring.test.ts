@@ -3,16 +3,13 @@
 // batches, SandboxClaims, the janitor, the hub) and a node agent, started as
 // the local stack runs them. A renamed metric fails here, not silently on a
 // production dashboard.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findBinary, startRedis, startStack, type LocalStack, type TestRedis } from '@warmpool/harness';
+import { runHelm, startRedis, startStack, type LocalStack, type TestRedis } from '@warmpool/harness';
 
-const run = promisify(execFile);
 const CHART = fileURLToPath(new URL('..', import.meta.url));
 const METRIC = /\b(?:warmpool|agentbox|process|nodejs)_[a-z0-9_]+\b/g;
 
@@ -37,27 +34,17 @@ async function referenced(): Promise<{ dashboard: string[]; rules: string[] }> {
     ...dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr),
     ...dashboard.templating.list.map((v) => v.query ?? ''),
   ].join('\n');
-  const env = {
-    ...process.env,
-    HELM_CACHE_HOME: '/tmp/warmpool-helm/cache',
-    HELM_CONFIG_HOME: '/tmp/warmpool-helm/config',
-    HELM_DATA_HOME: '/tmp/warmpool-helm/data',
-  };
-  const { stdout } = await run(
-    findBinary('helm'),
-    [
-      'template',
-      'warmpool',
-      CHART,
-      '--set',
-      'fakeSandboxd.enabled=true',
-      '--set',
-      'monitoring.prometheusRule.enabled=true',
-      '--show-only',
-      'templates/monitoring.yaml',
-    ],
-    { env },
-  );
+  const stdout = await runHelm([
+    'template',
+    'warmpool',
+    CHART,
+    '--set',
+    'fakeSandboxd.enabled=true',
+    '--set',
+    'monitoring.prometheusRule.enabled=true',
+    '--show-only',
+    'templates/monitoring.yaml',
+  ]);
   const rules = stdout
     .split('\n')
     .filter((line) => !/^\s*(summary|description):/.test(line))

@@ -3,16 +3,13 @@
 // NodeInventory A and nothing else; a token of the agent's ServiceAccount that
 // names no node writes nothing; and no NodeInventory can be named after one
 // node while claiming another.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import type { NodeInventory } from '@warmpool/api';
-import { findBinary, nodeObject, startCluster, type TestCluster } from '@warmpool/harness';
+import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
+import { nodeObject, runHelm, startCluster, type TestCluster } from '@warmpool/harness';
 import { isKubeApiError } from '@warmpool/kube';
 import { KubeInventoryWriter } from '@warmpool/node-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const run = promisify(execFile);
 const CHART = fileURLToPath(new URL('..', import.meta.url));
 const NAMESPACE = 'warmpool-system';
 const AGENT_SA = 'warmpool-node-agent';
@@ -79,15 +76,7 @@ async function addressOf(node: string): Promise<string> {
 
 beforeAll(async () => {
   cluster = await startCluster({ name: 'chart-admission', crds: false });
-  const env = {
-    ...process.env,
-    KUBECONFIG: cluster.kubeconfigPath,
-    HELM_CACHE_HOME: '/tmp/warmpool-helm/cache',
-    HELM_CONFIG_HOME: '/tmp/warmpool-helm/config',
-    HELM_DATA_HOME: '/tmp/warmpool-helm/data',
-  };
-  await run(
-    findBinary('helm'),
+  await runHelm(
     [
       'install',
       'warmpool',
@@ -99,7 +88,7 @@ beforeAll(async () => {
       '--set',
       'fakeSandboxd.enabled=true',
     ],
-    { env },
+    { kubeconfigPath: cluster.kubeconfigPath },
   );
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodeinventories.warmpool.dev']);
   await kubectl(['create', '-f', '-'], {
@@ -154,8 +143,8 @@ describe('the node agent admission policy', () => {
   it('refuses, for anyone, a NodeInventory whose name is not its spec.nodeName', async () => {
     const r = await cluster.kubectl(['create', '-f', '-'], {
       input: JSON.stringify({
-        apiVersion: 'warmpool.dev/v1alpha1',
-        kind: 'NodeInventory',
+        apiVersion: apiVersionOf(NodeInventoryType),
+        kind: NodeInventoryType.kind,
         metadata: { name: 'node-b' },
         spec: { nodeName: 'node-a', address: '127.0.1.1:7443' },
       }),

@@ -4,25 +4,32 @@
 // network is not routable from the host). The apiserver's pod proxy is no
 // alternative: the apiserver consumes the Authorization header, so the fleet
 // token would never reach the agent.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { findBinary } from '@warmpool/harness';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findBinary, ManagedChild } from '@warmpool/harness';
 
 export interface PortForward {
   /** 127.0.0.1:<local port>. */
   readonly address: string;
-  close(): void;
+  close(): Promise<void>;
 }
 
-/** Starts `kubectl port-forward` to `pod:remotePort` on a free local port; resolves once kubectl says it is forwarding. */
-export function portForward(
+/**
+ * Starts `kubectl port-forward` to `pod:remotePort` on a free local port, behind
+ * the harness's watchdog; resolves once kubectl says it is forwarding.
+ */
+export async function portForward(
   kubeconfig: string,
   namespace: string,
   pod: string,
   remotePort: number,
 ): Promise<PortForward> {
-  const child: ChildProcess = spawn(
-    findBinary('kubectl'),
-    [
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-e2e-port-forward-'));
+  const child = new ManagedChild({
+    name: `kubectl port-forward ${namespace}/${pod}`,
+    command: findBinary('kubectl'),
+    args: [
       `--kubeconfig=${kubeconfig}`,
       'port-forward',
       '-n',
@@ -31,36 +38,21 @@ export function portForward(
       `pod/${pod}`,
       `:${remotePort}`,
     ],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(
-      () =>
-        fail(
-          new Error(`kubectl port-forward to ${namespace}/${pod}:${remotePort} did not start within 30 s:\n${output}`),
-        ),
-      30_000,
-    );
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(err);
-    };
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const match = /Forwarding from 127\.0\.0\.1:(\d+) ->/.exec(output);
-      if (!match) return;
-      clearTimeout(timer);
-      child.stdout?.off('data', onData);
-      child.stdout?.resume();
-      resolve({ address: `127.0.0.1:${match[1]}`, close: () => child.kill('SIGTERM') });
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.once('error', fail);
-    child.once('exit', (code) => fail(new Error(`kubectl port-forward exited ${code}:\n${output}`)));
+    logFile: join(dir, 'port-forward.log'),
+    orphanCleanupDir: dir,
   });
+  const close = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+    await child.stop(signal);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const port = await child.logged((line) => /^Forwarding from 127\.0\.0\.1:(\d+) ->/.exec(line)?.[1], {
+      timeoutMs: 30_000,
+      what: `kubectl port-forward to ${namespace}/${pod}:${remotePort} to start`,
+    });
+    return { address: `127.0.0.1:${port}`, close: () => close() };
+  } catch (error) {
+    await close('SIGKILL');
+    throw error;
+  }
 }

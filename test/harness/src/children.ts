@@ -6,7 +6,10 @@
 // after a SIGKILL no exit handler can see. On a normal exit or SIGINT/SIGTERM we
 // kill every group synchronously ourselves.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { eventually } from './wait.js';
 
 /**
  * `sh -c WATCHDOG_SCRIPT watchdog <parent-pid> <dir-to-remove|''> <command> <args...>`.
@@ -24,11 +27,24 @@ export interface ChildOptions {
   name: string;
   command: string;
   args: string[];
-  /** stdout and stderr are appended here. */
+  /** The child's log: stderr, and stdout too unless `stdoutFile` is given; appended. */
   logFile: string;
+  /** stdout is appended here instead, apart from the log (for a spec about what a program prints where). */
+  stdoutFile?: string;
+  /** Written to stdin, which is then closed; without it stdin is /dev/null. */
+  input?: string;
+  /** The whole environment (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  cwd?: string;
   /** Removed by the watchdog if the test process dies without cleaning up. */
   orphanCleanupDir?: string;
+}
+
+export interface LoggedOptions {
+  /** Default 20 s. */
+  timeoutMs?: number;
+  /** What is awaited, for the error message. */
+  what?: string;
 }
 
 export interface ChildExit {
@@ -97,8 +113,10 @@ export class ManagedChild {
   readonly name: string;
   readonly pid: number;
   readonly exited: Promise<ChildExit>;
-  /** stdout and stderr, appended. */
+  /** stderr, and stdout unless `stdoutFile` is set. */
   readonly logFile: string;
+  /** Where stdout goes when it is kept apart from the log. */
+  readonly stdoutFile: string | undefined;
   readonly #child: ChildProcess;
   #exit: ChildExit | undefined;
 
@@ -106,7 +124,9 @@ export class ManagedChild {
     installHooks();
     this.name = options.name;
     this.logFile = options.logFile;
+    this.stdoutFile = options.stdoutFile;
     const log = openSync(options.logFile, 'a');
+    const out = options.stdoutFile === undefined ? log : openSync(options.stdoutFile, 'a');
     try {
       this.#child = spawn(
         '/bin/sh',
@@ -119,10 +139,20 @@ export class ManagedChild {
           options.command,
           ...options.args,
         ],
-        { detached: true, stdio: ['ignore', log, log], env: options.env ?? process.env },
+        {
+          detached: true,
+          stdio: [options.input === undefined ? 'ignore' : 'pipe', out, log],
+          env: options.env ?? process.env,
+          cwd: options.cwd,
+        },
       );
     } finally {
       closeSync(log);
+      if (out !== log) closeSync(out);
+    }
+    if (options.input !== undefined) {
+      this.#child.stdin?.on('error', () => undefined); // the child may exit without reading it
+      this.#child.stdin?.end(options.input);
     }
     if (this.#child.pid === undefined) throw new Error(`could not start ${options.name} (${options.command})`);
     this.pid = this.#child.pid;
@@ -169,13 +199,52 @@ export class ManagedChild {
     return this.exited;
   }
 
-  /** Everything the child wrote so far. */
+  /** Everything the child logged so far: its stderr, and its stdout unless that is kept apart. */
   log(): string {
-    try {
-      return readFileSync(this.logFile, 'utf8');
-    } catch {
-      return '';
-    }
+    return readOrEmpty(this.logFile);
+  }
+
+  /** What the child wrote to stdout so far (the whole log when stdout is not kept apart). */
+  stdout(): string {
+    return readOrEmpty(this.stdoutFile ?? this.logFile);
+  }
+
+  /**
+   * Waits for the first complete log line `find` gives a value for, and returns
+   * that value (e.g. the address in a "serving" line); a line `find` throws on
+   * is no match. Fails at once, with the log's tail, if the child exits without
+   * logging such a line.
+   */
+  async logged<T extends NonNullable<unknown>>(
+    find: (line: string) => T | undefined,
+    options: LoggedOptions = {},
+  ): Promise<T> {
+    const what = options.what ?? `a line in the log of ${this.name}`;
+    const scan = (): T | undefined => {
+      // Once the child has exited, its log is complete, and so is a last line without a newline.
+      const exited = !this.running;
+      const lines = this.log().split('\n');
+      if (!exited) lines.pop(); // '' after the last newline, or a line still being written
+      for (const line of lines) {
+        let found: T | undefined;
+        try {
+          found = find(line);
+        } catch {
+          continue; // a line the finder cannot read (JSON.parse of a line that is no JSON, say) is no match
+        }
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    };
+    return eventually(scan, {
+      timeoutMs: options.timeoutMs ?? 20_000,
+      what: () => `${what}; the last lines of ${this.name}:\n${this.logTail()}`,
+      // One more scan after the exit: the line may have come just before it.
+      abort: () =>
+        this.running || scan() !== undefined
+          ? undefined
+          : `${this.name} exited (${JSON.stringify(this.#exit)}) before logging what was awaited`,
+    });
   }
 
   /** The child's JSON log lines, parsed (other lines and a partial last line are skipped). */
@@ -199,6 +268,55 @@ export class ManagedChild {
   }
 }
 
+export interface RunOptions {
+  /** For messages; default: the command's file name. */
+  name?: string;
+  command: string;
+  args: string[];
+  /** Written to stdin, which is then closed; without it stdin is /dev/null. */
+  input?: string;
+  /** The whole environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** SIGKILL after this long; default 60 s. */
+  timeoutMs?: number;
+}
+
+export interface RunResult extends ChildExit {
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a short-lived command to its end behind the watchdog (`--help`,
+ * kubectl), its stdout and stderr kept apart, and returns them with how it
+ * exited; a command still running after `timeoutMs` is killed (signal SIGKILL).
+ */
+export async function runCommand(options: RunOptions): Promise<RunResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'warmpool-run-'));
+  removeAtExit(dir);
+  try {
+    const child = new ManagedChild({
+      name: options.name ?? basename(options.command),
+      command: options.command,
+      args: options.args,
+      logFile: join(dir, 'stderr'),
+      stdoutFile: join(dir, 'stdout'),
+      input: options.input,
+      env: options.env,
+      cwd: options.cwd,
+      orphanCleanupDir: dir,
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    const exit = await child.exited;
+    clearTimeout(timer);
+    return { ...exit, stdout: child.stdout(), stderr: child.log() };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    forgetRemoveAtExit(dir);
+  }
+}
+
 export interface NodeScriptOptions {
   name: string;
   /** A JS file run by this very Node. */
@@ -206,8 +324,10 @@ export interface NodeScriptOptions {
   args: string[];
   /** Added to this process's environment. */
   env?: NodeJS.ProcessEnv;
-  /** stdout and stderr are appended here. */
+  /** The child's log: stderr, and stdout too unless `stdoutFile` is given; appended. */
   logFile: string;
+  /** stdout is appended here instead, apart from the log. */
+  stdoutFile?: string;
 }
 
 const scripts = new Set<NodeScript>();
@@ -220,6 +340,7 @@ export class NodeScript extends ManagedChild {
       command: process.execPath,
       args: [options.script, ...options.args],
       logFile: options.logFile,
+      stdoutFile: options.stdoutFile,
       env: { ...process.env, ...options.env },
     });
     scripts.add(this);
@@ -230,6 +351,14 @@ export class NodeScript extends ManagedChild {
 /** Stops every NodeScript still running, SIGKILL after a short grace. */
 export async function stopScripts(graceMs = 5_000): Promise<void> {
   await Promise.all([...scripts].map((script) => script.stop('SIGTERM', graceMs)));
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 export function isAlive(pid: number): boolean {

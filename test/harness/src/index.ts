@@ -2,6 +2,8 @@ export { startCluster, DEFAULT_CRDS_DIR } from './cluster.js';
 export type { StartClusterOptions, TestCluster, ClusterTimings } from './cluster.js';
 export { runKubectl } from './kubectl.js';
 export type { KubectlOptions, KubectlResult } from './kubectl.js';
+export { runHelm } from './helm.js';
+export type { HelmOptions } from './helm.js';
 export { startRedis, ping as redisPing } from './redis.js';
 export type { StartRedisOptions, TestRedis } from './redis.js';
 export { apiserverArgs, SERVICE_ACCOUNT_ISSUER, SERVICE_CLUSTER_IP_RANGE } from './apiserver.js';
@@ -17,9 +19,10 @@ export {
   ManagedChild,
   NodeScript,
   processGroupMembers,
+  runCommand,
   stopScripts,
 } from './children.js';
-export type { ChildExit, ChildOptions, NodeScriptOptions } from './children.js';
+export type { ChildExit, ChildOptions, LoggedOptions, NodeScriptOptions, RunOptions, RunResult } from './children.js';
 export type { TlsClientAuth } from './http.js';
 export { startStack, APP_ENTRYPOINTS, DEFAULT_STACK_DIR, REPO_ROOT } from './stack.js';
 export type {

@@ -1,5 +1,5 @@
 // Running the real kubectl against a test cluster, output captured.
-import { spawn } from 'node:child_process';
+import { runCommand } from './children.js';
 import { findBinary } from './binaries.js';
 
 export interface KubectlOptions {
@@ -15,31 +15,18 @@ export interface KubectlResult {
   code: number;
 }
 
-export function runKubectl(
+/** kubectl `args` behind the harness's watchdog (killed after `timeoutMs`, default 60 s). */
+export async function runKubectl(
   kubeconfigPath: string,
   cacheDir: string,
   args: string[],
   options: KubectlOptions = {},
 ): Promise<KubectlResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(findBinary('kubectl'), [`--kubeconfig=${kubeconfigPath}`, `--cache-dir=${cacheDir}`, ...args], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: options.timeoutMs ?? 60_000,
-      killSignal: 'SIGKILL',
-    });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({
-        stdout: Buffer.concat(stdout).toString('utf8'),
-        stderr: Buffer.concat(stderr).toString('utf8'),
-        code: code ?? -1,
-      });
-    });
-    child.stdin.on('error', () => undefined); // kubectl may exit before reading stdin
-    child.stdin.end(options.input ?? '');
+  const { stdout, stderr, code } = await runCommand({
+    command: findBinary('kubectl'),
+    args: [`--kubeconfig=${kubeconfigPath}`, `--cache-dir=${cacheDir}`, ...args],
+    input: options.input,
+    timeoutMs: options.timeoutMs ?? 60_000,
   });
+  return { stdout, stderr, code: code ?? -1 };
 }

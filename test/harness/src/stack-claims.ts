@@ -4,6 +4,7 @@
 // SandboxClaim example of the sample pool.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { apiVersionOf, SandboxClaimType } from '@warmpool/api';
 import type { TestCluster } from './cluster.js';
 
 export const DEMO_ACCOUNT = 'warmpool-demo';
@@ -19,8 +20,8 @@ export function demoAccessManifest(namespace: string): string {
       metadata: { name: DEMO_ACCOUNT, namespace },
       rules: [
         {
-          apiGroups: ['extensions.agents.x-k8s.io'],
-          resources: ['sandboxclaims'],
+          apiGroups: [SandboxClaimType.group],
+          resources: [SandboxClaimType.plural],
           verbs: ['create', 'get', 'list', 'watch', 'update', 'delete'],
         },
       ],
@@ -46,8 +47,8 @@ export function sandboxClaimExample(namespace: string, pool: string): string {
     `#   kubectl get sandboxclaim ${EXAMPLE_CLAIM_NAME} -n ${namespace}`,
     `#   kubectl get secret ${EXAMPLE_CLAIM_NAME} -n ${namespace} -o jsonpath='{.data.token}' | base64 -d`,
     `#   kubectl delete sandboxclaim ${EXAMPLE_CLAIM_NAME} -n ${namespace}    # releases the sandbox`,
-    'apiVersion: extensions.agents.x-k8s.io/v1beta1',
-    'kind: SandboxClaim',
+    `apiVersion: ${apiVersionOf(SandboxClaimType)}`,
+    `kind: ${SandboxClaimType.kind}`,
     'metadata:',
     `  name: ${EXAMPLE_CLAIM_NAME}`,
     `  namespace: ${namespace}`,

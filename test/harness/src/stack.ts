@@ -8,6 +8,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { SandboxType } from '@warmpool/api';
 import { registerAggregatedApi } from './aggregation.js';
 import { ManagedChild } from './children.js';
 import { startCluster, type TestCluster } from './cluster.js';
@@ -359,10 +360,10 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       // `kubectl get sandboxes` through the aggregation layer, instead of the Sandbox CRD.
       log(`registering the Sandbox API (APIService v1beta1.agents.x-k8s.io) at ${sandboxApiUrl}`);
       await registerAggregatedApi(cluster, {
-        group: 'agents.x-k8s.io',
-        version: 'v1beta1',
+        group: SandboxType.group,
+        version: SandboxType.version,
         port: sandboxApiPort,
-        replacesCrd: 'sandboxes.agents.x-k8s.io',
+        replacesCrd: `${SandboxType.plural}.${SandboxType.group}`,
         serviceName: 'warmpool-sandbox-api',
       });
     }

@@ -1,18 +1,20 @@
 // The chart's CRDs on a real apiserver: every field of the TypeScript types in
 // @warmpool/api survives a round trip (nothing pruned), and invalid objects are
 // refused by the server with its own message.
-import type {
-  NodeInventory,
-  NodeInventoryStatus,
-  Sandbox,
-  SandboxClaim,
-  SandboxEnv,
-  SandboxTemplate,
-  SandboxWarmPool,
+import {
+  apiVersionOf,
+  MAX_INVENTORY_ENTRIES,
+  NodeInventoryType,
+  type NodeInventory,
+  type NodeInventoryStatus,
+  type Sandbox,
+  type SandboxClaim,
+  type SandboxEnv,
+  type SandboxTemplate,
+  type SandboxWarmPool,
 } from '@warmpool/api';
-import { MAX_INVENTORY_ENTRIES } from '@warmpool/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, type TestCluster } from '../src/index.js';
+import { sandboxClaim, sandboxEnv, startCluster, template, warmPool, type TestCluster } from '../src/index.js';
 
 let cluster: TestCluster;
 let ns: string;
@@ -72,19 +74,16 @@ const condition = {
   observedGeneration: 1,
 } as const;
 
-function warmPool(name: string, spec: Partial<SandboxWarmPool['spec']> = {}): SandboxWarmPool {
-  return {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxWarmPool',
-    metadata: { name },
-    spec: { sandboxTemplateRef: { name: 'python' }, ...spec },
-  };
+/** A SandboxWarmPool of the template "python" in this spec's namespace, `spec` added. */
+function pool(name: string, spec: Partial<SandboxWarmPool['spec']> = {}): SandboxWarmPool {
+  const built = warmPool(ns, name, 'python', undefined);
+  return { ...built, spec: { ...built.spec, ...spec } };
 }
 
 function inventory(name: string): NodeInventory {
   return {
-    apiVersion: 'warmpool.dev/v1alpha1',
-    kind: 'NodeInventory',
+    apiVersion: apiVersionOf(NodeInventoryType),
+    kind: NodeInventoryType.kind,
     metadata: { name },
     spec: { nodeName: name, address: '10.0.0.7:9090' },
   };
@@ -135,13 +134,10 @@ describe('the CRDs', () => {
 
 describe('SandboxTemplate', () => {
   it('keeps every field of the type, including the whole PodSpec as written', async () => {
-    const template: SandboxTemplate = {
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxTemplate',
-      metadata: {
-        name: 'python',
-        annotations: { 'warmpool.dev/driver': 'sandboxd', 'warmpool.dev/net': 'none', 'warmpool.dev/size': 'small' },
-      },
+    const written: SandboxTemplate = {
+      ...template(ns, 'python', undefined, {
+        annotations: { 'warmpool.dev/net': 'none', 'warmpool.dev/size': 'small' },
+      }),
       spec: {
         podTemplate: {
           metadata: { labels: { app: 'py' }, annotations: { note: 'x' } },
@@ -164,18 +160,13 @@ describe('SandboxTemplate', () => {
         volumeClaimTemplatesPolicy: 'Allowed',
       },
     };
-    await mustCreate(template);
+    await mustCreate(written);
     const stored = await read<SandboxTemplate>('sandboxtemplate', 'python');
-    expect(stored.spec).toEqual(template.spec);
+    expect(stored.spec).toEqual(written.spec);
   });
 
   it('fills upstream defaults', async () => {
-    await mustCreate({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxTemplate',
-      metadata: { name: 'bare' },
-      spec: { podTemplate: { spec: { containers: [{ name: 'c' }] } } },
-    } as SandboxTemplate);
+    await mustCreate(template(ns, 'bare', undefined, { optIn: false }));
     const stored = await read<SandboxTemplate>('sandboxtemplate', 'bare');
     expect(stored.spec).toMatchObject({
       networkPolicyManagement: 'Managed',
@@ -185,12 +176,7 @@ describe('SandboxTemplate', () => {
   });
 
   it('refuses a pod template without containers', async () => {
-    const result = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxTemplate',
-      metadata: { name: 'empty' },
-      spec: { podTemplate: { spec: {} } },
-    } as Named);
+    const result = await create({ ...template(ns, 'empty', undefined), spec: { podTemplate: { spec: {} } } } as Named);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('spec.podTemplate.spec.containers: Required value');
   });
@@ -198,8 +184,8 @@ describe('SandboxTemplate', () => {
 
 describe('SandboxWarmPool', () => {
   it('keeps every field of the type, warmpool conditions included', async () => {
-    const pool = warmPool('full', { replicas: 4, updateStrategy: { type: 'Recreate' } });
-    await mustCreate(pool);
+    const full = pool('full', { replicas: 4, updateStrategy: { type: 'Recreate' } });
+    await mustCreate(full);
     const status: SandboxWarmPool['status'] = {
       replicas: 4,
       readyReplicas: 3,
@@ -209,17 +195,17 @@ describe('SandboxWarmPool', () => {
     };
     expect((await setStatus('swp', 'full', status ?? {})).stderr).toBe('');
     const stored = await read<SandboxWarmPool>('swp', 'full');
-    expect(stored.spec).toEqual(pool.spec);
+    expect(stored.spec).toEqual(full.spec);
     expect(stored.status).toEqual(status);
   });
 
   it('defaults replicas to 1', async () => {
-    await mustCreate(warmPool('defaulted'));
+    await mustCreate(pool('defaulted'));
     expect((await read<SandboxWarmPool>('swp', 'defaulted')).spec.replicas).toBe(1);
   });
 
   it('refuses negative replicas', async () => {
-    const result = await create(warmPool('negative', { replicas: -1 }));
+    const result = await create(pool('negative', { replicas: -1 }));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(
       'spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0',
@@ -227,24 +213,19 @@ describe('SandboxWarmPool', () => {
   });
 
   it('refuses a pool without sandboxTemplateRef', async () => {
-    const result = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxWarmPool',
-      metadata: { name: 'no-ref' },
-      spec: { replicas: 1 },
-    } as Named);
+    const result = await create({ ...pool('no-ref'), spec: { replicas: 1 } } as Named);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('spec.sandboxTemplateRef: Required value');
   });
 
   it('refuses a template reference without a name', async () => {
-    const result = await create({ ...warmPool('no-name'), spec: { sandboxTemplateRef: {} } } as Named);
+    const result = await create({ ...pool('no-name'), spec: { sandboxTemplateRef: {} } } as Named);
     expect(result.stderr).toContain('spec.sandboxTemplateRef.name: Required value');
   });
 
   it('refuses an unknown update strategy', async () => {
     const result = await create({
-      ...warmPool('bad-strategy'),
+      ...pool('bad-strategy'),
       spec: { sandboxTemplateRef: { name: 'python' }, updateStrategy: { type: 'Sometimes' } },
     } as Named);
     expect(result.code).not.toBe(0);
@@ -254,7 +235,7 @@ describe('SandboxWarmPool', () => {
   });
 
   it('scales through the scale subresource with kubectl scale', async () => {
-    await mustCreate(warmPool('scaled', { replicas: 1 }));
+    await mustCreate(pool('scaled', { replicas: 1 }));
     await setStatus('swp', 'scaled', { replicas: 1, readyReplicas: 1, selector: 'warmpool.dev/pool=scaled' });
     const scaled = await cluster.kubectl(['scale', 'swp', 'scaled', '-n', ns, '--replicas=7']);
     expect(scaled).toMatchObject({ code: 0, stdout: 'sandboxwarmpool.extensions.agents.x-k8s.io/scaled scaled\n' });
@@ -273,7 +254,7 @@ describe('SandboxWarmPool', () => {
   });
 
   it('shows READY, DESIRED, REASON and AGE in kubectl get, and the template, Degraded and message with -o wide', async () => {
-    await mustCreate(warmPool('columns', { replicas: 5 }));
+    await mustCreate(pool('columns', { replicas: 5 }));
     await setStatus('swp', 'columns', {
       replicas: 5,
       readyReplicas: 2,
@@ -303,7 +284,7 @@ describe('SandboxWarmPool', () => {
   });
 
   it('refuses status conditions with an unknown status value', async () => {
-    await mustCreate(warmPool('bad-condition'));
+    await mustCreate(pool('bad-condition'));
     const result = await setStatus('swp', 'bad-condition', { conditions: [{ type: 'Ready', status: 'Maybe' }] });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('status.conditions[0].status: Unsupported value: "Maybe"');
@@ -313,9 +294,7 @@ describe('SandboxWarmPool', () => {
 describe('SandboxClaim', () => {
   it('keeps every field of the type', async () => {
     const claim: SandboxClaim = {
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name: 'full' },
+      ...sandboxClaim(ns, 'full', 'full'),
       spec: {
         warmPoolRef: { name: 'full' },
         lifecycle: { shutdownTime: '2026-01-02T03:04:05Z', ttlSecondsAfterFinished: 60, shutdownPolicy: 'Delete' },
@@ -338,51 +317,32 @@ describe('SandboxClaim', () => {
   });
 
   it('requires every condition field and env values, exactly as upstream does', async () => {
-    await mustCreate({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name: 'strict' },
-      spec: { warmPoolRef: { name: 'p' } },
-    } as SandboxClaim);
+    await mustCreate(sandboxClaim(ns, 'strict', 'p'));
     const result = await setStatus('sandboxclaim', 'strict', { conditions: [{ type: 'Ready', status: 'True' }] });
     expect(result.stderr).toContain('status.conditions[0].message: Required value');
     expect(result.stderr).toContain('status.conditions[0].lastTransitionTime: Required value');
     const noValue = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name: 'no-value' },
+      ...sandboxClaim(ns, 'no-value', 'p'),
       spec: { warmPoolRef: { name: 'p' }, env: [{ name: 'A' }] },
     } as Named);
     expect(noValue.stderr).toContain('spec.env[0].value: Required value');
   });
 
   it('refuses a claim without warmPoolRef', async () => {
-    const result = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name: 'no-pool' },
-      spec: {},
-    } as Named);
+    const result = await create({ ...sandboxClaim(ns, 'no-pool', 'p'), spec: {} } as Named);
     expect(result.stderr).toContain('spec.warmPoolRef: Required value');
   });
 
   it('refuses an unknown shutdown policy', async () => {
     const result = await create({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name: 'bad-policy' },
+      ...sandboxClaim(ns, 'bad-policy', 'p'),
       spec: { warmPoolRef: { name: 'p' }, lifecycle: { shutdownPolicy: 'Never' } },
     } as Named);
     expect(result.stderr).toContain('spec.lifecycle.shutdownPolicy: Unsupported value: "Never"');
   });
 
   it('shows READY, SANDBOX, REASON and AGE in kubectl get', async () => {
-    await mustCreate({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name: 'columns' },
-      spec: { warmPoolRef: { name: 'p' } },
-    } as SandboxClaim);
+    await mustCreate(sandboxClaim(ns, 'columns', 'p'));
     await setStatus('sandboxclaim', 'columns', { conditions: [condition], sandbox: { name: 'sb-9' } });
     const result = await cluster.kubectl(['get', 'sandboxclaim', 'columns', '-n', ns]);
     const [header, row] = result.stdout
@@ -397,6 +357,7 @@ describe('SandboxClaim', () => {
 describe('Sandbox', () => {
   it('is served as agents.x-k8s.io/v1beta1 sandboxes with its status', async () => {
     const sandbox: Sandbox = {
+      // Upstream's wire string, not libs/api's constant: this checks the CRD serves that group/version.
       apiVersion: 'agents.x-k8s.io/v1beta1',
       kind: 'Sandbox',
       metadata: { name: 'one' },
@@ -470,18 +431,9 @@ describe('NodeInventory', () => {
 
 describe('SandboxEnv', () => {
   it('keeps every field of the type, the whole-Env row and foreign clusters included', async () => {
-    const env: SandboxEnv = {
-      apiVersion: 'warmpool.dev/v1alpha1',
-      kind: 'SandboxEnv',
-      metadata: { name: 'full' },
-      spec: {
-        members: [
-          { pool: 'py-small', scalingGroup: 'py' },
-          { pool: 'py-large', scalingGroup: 'py' },
-        ],
-        autoscaling: [{ scalingGroup: 'py', enabled: true, minReplicas: 1, maxReplicas: 50, targetIdle: 5 }],
-      },
-    };
+    const env: SandboxEnv = sandboxEnv(ns, 'full', { 'py-small': 'py', 'py-large': 'py' }, [
+      { scalingGroup: 'py', enabled: true, minReplicas: 1, maxReplicas: 50, targetIdle: 5 },
+    ]);
     await mustCreate(env);
     const status: SandboxEnv['status'] = {
       observedGeneration: 1,
@@ -520,23 +472,15 @@ describe('SandboxEnv', () => {
   });
 
   it('refuses minReplicas above maxReplicas', async () => {
-    const result = await create({
-      apiVersion: 'warmpool.dev/v1alpha1',
-      kind: 'SandboxEnv',
-      metadata: { name: 'inverted' },
-      spec: {
-        members: [{ pool: 'p', scalingGroup: 'g' }],
-        autoscaling: [{ scalingGroup: 'g', enabled: true, minReplicas: 9, maxReplicas: 2 }],
-      },
-    } as Named);
+    const result = await create(
+      sandboxEnv(ns, 'inverted', { p: 'g' }, [{ scalingGroup: 'g', enabled: true, minReplicas: 9, maxReplicas: 2 }]),
+    );
     expect(result.stderr).toContain('minReplicas must not exceed maxReplicas');
   });
 
   it('refuses a pool listed twice', async () => {
     const result = await create({
-      apiVersion: 'warmpool.dev/v1alpha1',
-      kind: 'SandboxEnv',
-      metadata: { name: 'twice' },
+      ...sandboxEnv(ns, 'twice', {}),
       spec: {
         members: [
           { pool: 'p', scalingGroup: 'a' },

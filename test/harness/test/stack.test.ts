@@ -1,19 +1,24 @@
 // `make up` as a user runs it: the stack-main process, with its real children.
 // Needs the built dist of the harness and of the three apps (`make test` builds first).
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findBinary, isAlive, processGroupMembers, REPO_ROOT, type StackDescription } from '../src/index.js';
-
-const exec = promisify(execFile);
+import {
+  findBinary,
+  isAlive,
+  ManagedChild,
+  processGroupMembers,
+  REPO_ROOT,
+  runCommand,
+  type StackDescription,
+} from '../src/index.js';
 
 const STACK_MAIN = join(REPO_ROOT, 'test/harness/dist/stack-main.js');
 
 interface Run {
-  child: ChildProcess;
+  /** stack-main itself, behind the watchdog like every child of a test. */
+  child: ManagedChild;
   dir: string;
   output: () => string;
   exited: Promise<number | null>;
@@ -24,9 +29,10 @@ const runs: Run[] = [];
 /** Each run gets its own loopback block and directory, so it can run next to `make up` and the e2e spec. */
 function runStack(args: string[]): Run {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-stack-test-'));
-  const child = spawn(
-    process.execPath,
-    [
+  const child = new ManagedChild({
+    name: 'stack-main',
+    command: process.execPath,
+    args: [
       STACK_MAIN,
       `--dir=${dir}`,
       '--loopback-prefix=127.0.3',
@@ -35,31 +41,17 @@ function runStack(args: string[]): Run {
       '--interval=1s',
       ...args,
     ],
-    {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
+    cwd: REPO_ROOT,
+    logFile: join(dir, 'stack-main.log'),
+    orphanCleanupDir: dir,
   });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const run = { child, dir, output: () => output, exited };
+  const run = { child, dir, output: () => child.log(), exited: child.exited.then(({ code }) => code) };
   runs.push(run);
   return run;
 }
 
 async function waitForOutput(run: Run, text: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!run.output().includes(text)) {
-    if (Date.now() > deadline || run.child.exitCode !== null)
-      throw new Error(`no "${text}" in the output:\n${run.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await run.child.logged((line) => (line.includes(text) ? line : undefined), { timeoutMs, what: `"${text}"` });
 }
 
 function expectNothingLeft(run: Run): StackDescription {
@@ -86,10 +78,7 @@ function expectNothingLeft(run: Run): StackDescription {
 
 afterEach(async () => {
   for (const run of runs.splice(0)) {
-    if (run.child.exitCode === null && run.child.signalCode === null) {
-      run.child.kill('SIGKILL');
-      await run.exited;
-    }
+    await run.child.stop('SIGKILL');
     rmSync(run.dir, { recursive: true, force: true });
   }
 });
@@ -101,9 +90,16 @@ describe('the local stack (make up)', () => {
     async () => {
       const run = runStack(['--replicas=3']);
       await waitForOutput(run, 'Ctrl-C stops everything', 120_000);
-      const kubectl = async (args: string[]): Promise<string> =>
-        (await exec(findBinary('kubectl'), args, { env: { ...process.env, KUBECONFIG: join(run.dir, 'kubeconfig') } }))
-          .stdout;
+      const kubectl = async (args: string[]): Promise<string> => {
+        const result = await runCommand({
+          command: findBinary('kubectl'),
+          args,
+          env: { ...process.env, KUBECONFIG: join(run.dir, 'kubeconfig') },
+          timeoutMs: 90_000,
+        });
+        if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
+        return result.stdout;
+      };
 
       const claimsUrl = readFileSync(join(run.dir, 'claims-url'), 'utf8').trim();
       expect(claimsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/namespaces\/default\/claims$/);

@@ -4,6 +4,7 @@
 // straight to the control plane as the front proxy (or as anyone else), and
 // what etcd holds.
 import { request } from 'node:https';
+import { SandboxType } from '@warmpool/api';
 import { issueCertificate, registerAggregatedApi, type IssuedCertificate, type TestCluster } from '@warmpool/harness';
 
 export const API_SERVICE_NAMESPACE = 'kube-system';
@@ -30,13 +31,13 @@ export function servingPki(): ServingPki {
 /** Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox CRD (the harness's aggregation helper). */
 export async function registerSandboxApi(cluster: TestCluster, port: number, caPem: string | undefined): Promise<void> {
   await registerAggregatedApi(cluster, {
-    group: 'agents.x-k8s.io',
-    version: 'v1beta1',
+    group: SandboxType.group,
+    version: SandboxType.version,
     port,
     ...(caPem !== undefined ? { caPem } : {}),
     serviceNamespace: API_SERVICE_NAMESPACE,
     serviceName: API_SERVICE_NAME,
-    replacesCrd: 'sandboxes.agents.x-k8s.io',
+    replacesCrd: `${SandboxType.plural}.${SandboxType.group}`,
   });
 }
 
