@@ -63,6 +63,18 @@ interface PodTemplate {
   };
 }
 
+/** `helm template` for the harness's Kubernetes version with these `--set` values: the manifest as text. */
+function helmTemplate(set: string[]): Promise<string> {
+  return helm(undefined, [
+    'template',
+    'warmpool',
+    CHART,
+    '--kube-version',
+    '1.37.2',
+    ...set.flatMap((s) => ['--set', s]),
+  ]);
+}
+
 /** `helm template` with a cluster's defaults and the fake sidecar (so no token is required), plus `set`. */
 async function render(set: string[] = [], base: string[] = ['fakeSandboxd.enabled=true']): Promise<Rendered[]> {
   const out = await helm(undefined, [
@@ -101,15 +113,7 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs and the aggregated Sandbox API by default', async () => {
-    const out = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
-      'fakeSandboxd.enabled=true',
-    ]);
+    const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
       'APIService',
       'ClusterRole',
@@ -150,17 +154,7 @@ describe('the Helm chart, rendered', () => {
   });
 
   it("installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream's Sandboxes)", async () => {
-    const out = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
-      'fakeSandboxd.enabled=true',
-      '--set',
-      'sandboxApi.mode=crd',
-    ]);
+    const out = await helmTemplate(['fakeSandboxd.enabled=true', 'sandboxApi.mode=crd']);
     expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(6);
     expect(out).toContain('name: sandboxes.agents.x-k8s.io');
     expect(kinds(out)).not.toContain('APIService');
@@ -168,17 +162,9 @@ describe('the Helm chart, rendered', () => {
   });
 
   it("pins the Sandbox API's certificate with a caBundle when given a TLS Secret", async () => {
-    const out = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
+    const out = await helmTemplate([
       'fakeSandboxd.enabled=true',
-      '--set',
       'sandboxApi.tlsSecret=sandbox-api-tls',
-      '--set',
       'sandboxApi.caBundle=Q0E=',
     ]);
     expect(out).toContain('caBundle: Q0E=');
@@ -244,15 +230,7 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('adds a fake-sandboxd sidecar, reached over loopback, when fakeSandboxd.enabled (the kind path)', async () => {
-    const out = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
-      'fakeSandboxd.enabled=true',
-    ]);
+    const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(out).toContain('name: fake-sandboxd');
     expect(out).toContain('--sandboxd-url=http://127.0.0.1:7070');
     expect(out).not.toContain('hostPath');
@@ -451,17 +429,7 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
-    const out = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
-      'nodeAgent.drainDelaySeconds=7',
-      '--set',
-      'fleetToken.value=t',
-    ]);
+    const out = await helmTemplate(['nodeAgent.drainDelaySeconds=7', 'fleetToken.value=t']);
     expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
     expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
     expect(out).toContain('- --drain-delay=7s');
@@ -471,28 +439,12 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('turns provisioning on with controlPlane.redis.url: the claim flags, the claims port and Service, TLS from a Secret', async () => {
-    const off = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
-      'fakeSandboxd.enabled=true',
-    ]);
+    const off = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(off).not.toContain('--redis-url');
     expect(off).not.toContain('warmpool-claims');
-    const on = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
+    const on = await helmTemplate([
       'fakeSandboxd.enabled=true',
-      '--set',
       'controlPlane.redis.url=redis://redis:6379',
-      '--set',
       'controlPlane.claims.tlsSecret=claims-tls',
     ]);
     for (const flag of [
@@ -512,33 +464,13 @@ describe('the Helm chart, rendered', () => {
   });
 
   it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, the shared token from a Secret', async () => {
-    const off = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
-      'fakeSandboxd.enabled=true',
-      '--set',
-      'controlPlane.federation.clusterId=east',
-    ]);
+    const off = await helmTemplate(['fakeSandboxd.enabled=true', 'controlPlane.federation.clusterId=east']);
     expect(off).not.toContain('--cluster-id');
-    const on = await helm(undefined, [
-      'template',
-      'warmpool',
-      CHART,
-      '--kube-version',
-      '1.37.2',
-      '--set',
+    const on = await helmTemplate([
       'fakeSandboxd.enabled=true',
-      '--set',
       'controlPlane.federation.clusterId=east',
-      '--set',
       'controlPlane.federation.redisUrl=redis://hub:6379',
-      '--set',
       'controlPlane.federation.tokenSecret=federation',
-      '--set',
       'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example',
     ]);
     for (const flag of [
