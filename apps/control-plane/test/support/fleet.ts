@@ -227,6 +227,11 @@ export class Fleet {
     return Promise.all(this.nodes.map(async (node) => (await node.targets()).get(keyId) ?? 0));
   }
 
+  /** Per node: the warm sandboxes of one pool key (0 when absent). */
+  async warmOf(keyId: string): Promise<number[]> {
+    return Promise.all(this.nodes.map(async (node) => (await node.warm()).get(keyId) ?? 0));
+  }
+
   /** Whether no node has the key at all (drained). */
   async absentEverywhere(keyId: string): Promise<boolean> {
     const infos = await Promise.all(this.nodes.map((node) => node.info()));
