@@ -2,28 +2,26 @@
 // separate addresses, leader election flags under their new names, a
 // WARMPOOL_-prefixed variable, --version; and the standard Node metric names.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { eventually, NodeScript, quietPort, startCluster, stopScripts, type TestCluster } from '@warmpool/harness';
+import { eventually, NodeScript, quietPort, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, requireBuilt } from './support/fleet.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const run = promisify(execFile);
 
 describe('the control plane process: ports, flags, version', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
-  let dir: string;
   let proc: NodeScript;
   let metricsPort: number;
   let probePort: number;
 
   beforeAll(async () => {
     requireBuilt();
-    cluster = await startCluster();
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-ports-'));
-    writeFileSync(join(dir, 'token'), 'fleet-token\n');
+    world = await testWorld({ name: 'cp-ports', token: 'fleet-token' });
+    cluster = world.cluster;
     metricsPort = await quietPort();
     probePort = await quietPort();
     proc = new NodeScript({
@@ -38,7 +36,7 @@ describe('the control plane process: ports, flags, version', () => {
         '--leader-elect-renew-deadline=3s',
         '--leader-elect-retry-period=500ms',
         '--leader-elect-resource-name=ports-test',
-        `--token-file=${join(dir, 'token')}`,
+        `--token-file=${world.tokenFile}`,
       ],
       env: {
         WARMPOOL_API_TOKEN: '',
@@ -46,14 +44,10 @@ describe('the control plane process: ports, flags, version', () => {
         WARMPOOL_STALE_AFTER: '5s',
         POD_NAMESPACE: 'default',
       },
-      logFile: join(dir, 'control-plane.log'),
+      logFile: join(world.dir, 'control-plane.log'),
     });
   });
-  afterAll(async () => {
-    await stopScripts();
-    await cluster?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
 
   it('serves the probes alone on the probe address, and metrics (with the probes) on the metrics address', async () => {
     const readyz = await eventually(
