@@ -6,7 +6,7 @@ import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpo
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, ControlPlaneOptions } from './support/internals.js';
 import type { Fleet } from './support/fleet.js';
-import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
+import { apply, condition, getPool, kubectl, leaseHolder, patch } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-control-plane-tests';
@@ -304,16 +304,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
 
     token = undefined;
     await eventually(() => !rotating.isLeader(), { what: 'the replica to step down' });
-    const holder = await kubectl(cluster, [
-      'get',
-      'lease',
-      'warmpool-control-plane',
-      '-n',
-      system,
-      '-o',
-      'jsonpath={.spec.holderIdentity}',
-    ]);
-    expect(holder.trim()).toBe('');
+    expect(await leaseHolder(cluster, system)).toBe('');
     expect(rotating.ready()).toBe(false);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
     await sleep(1_500);

@@ -6,7 +6,7 @@
 // node out, with an Event whose recovery works; running out of generations
 // fails readiness and does not spin.
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, template, warmPool, type KubectlResult, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { epochOf, MAX_EPOCH } from './support/internals.js';
@@ -71,6 +71,19 @@ describe('fencing and generation trust (processes)', () => {
       'json',
     ]);
     return (JSON.parse(out) as { items: Array<{ reason: string; message: string }> }).items;
+  }
+
+  /** Writes `appliedGeneration` into a node's NodeInventory status, as someone holding its agent's token could. */
+  async function forgeAppliedGeneration(node: FleetNode, appliedGeneration: number): Promise<KubectlResult> {
+    return cluster.kubectl([
+      'patch',
+      'nodeinventory',
+      node.name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { appliedGeneration } }),
+    ]);
   }
 
   /**
@@ -162,28 +175,13 @@ describe('fencing and generation trust (processes)', () => {
   it('takes only the node whose NodeInventory shows a forged generation out of placement, at the next term, with an Event whose recovery works', async () => {
     const victim = fleet.nodes[2] as FleetNode;
     // The CRD bounds the number to the largest generation a control plane issues.
-    const beyond = await cluster.kubectl([
-      'patch',
-      'nodeinventory',
-      victim.name,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { appliedGeneration: FORGED + 1 } }),
-    ]);
+    const beyond = await forgeAppliedGeneration(victim, FORGED + 1);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('appliedGeneration');
     // The agent stopped, its inventory forged, the agent restarted: it reads the forged number back and refuses every push below it.
     await victim.stopAgent('SIGKILL');
-    await kubectl(cluster, [
-      'patch',
-      'nodeinventory',
-      victim.name,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { appliedGeneration: FORGED } }),
-    ]);
+    const forged = await forgeAppliedGeneration(victim, FORGED);
+    expect(forged.code, forged.stderr).toBe(0);
     await victim.startAgent();
     expect((await inventory(victim.name)).status?.appliedGeneration).toBe(FORGED);
 

@@ -8,7 +8,7 @@ import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpo
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fleet } from './support/fleet.js';
-import { apply, getPool, kubectl, patch } from './support/objects.js';
+import { apply, getPool, kubectl, leaseHolder, patch } from './support/objects.js';
 import { leaders, PROCESS_LEASE, readiness, startReplica, type Replica } from './support/replicas.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
@@ -49,19 +49,6 @@ describe('control-plane replicas (processes) on one Lease', () => {
     return total;
   }
 
-  async function leaseHolder(): Promise<string> {
-    const out = await cluster.kubectl([
-      'get',
-      'lease',
-      'warmpool-control-plane',
-      '-n',
-      system,
-      '-o',
-      'jsonpath={.spec.holderIdentity}',
-    ]);
-    return out.code === 0 ? out.stdout.trim() : '';
-  }
-
   beforeAll(async () => {
     world = await testWorld({ name: 'cp-ha', token: TOKEN, fleet: { count: 3 } });
     ({ cluster, fleet } = world);
@@ -81,7 +68,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
     expect(
       tokenless.proc.logLines().some((l) => l['level'] === 'error' && String(l['msg']).includes('no fleet token')),
     ).toBe(true);
-    expect(await leaseHolder()).toBe('');
+    expect((await leaseHolder(cluster, system)) ?? '').toBe('');
     expect(await fleet.absentEverywhere(KEY)).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();
     await tokenless.proc.stop();
@@ -100,7 +87,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
       expect(await leaders([a, b])).toHaveLength(1);
       await sleep(200);
     }
-    expect(await leaseHolder()).toBe((await leaders([a, b]))[0]);
+    expect((await leaseHolder(cluster, system)) ?? '').toBe((await leaders([a, b]))[0]);
   });
 
   it('hands over to the standby after the lease expires when the leader is killed, and generations keep growing', async () => {
