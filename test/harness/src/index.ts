@@ -34,6 +34,7 @@ export type {
 export { allPoolsReady, progressLine, readNode, readPools, readProgress } from './stack-status.js';
 export type { NodeProgress, PoolProgress, ProgressSource, StackProgress } from './stack-status.js';
 export {
+  federationRecord,
   infoOf,
   inventoryObject,
   kubeNodeObject,
@@ -45,7 +46,7 @@ export {
   templateObject,
   warmPool,
 } from './objects.js';
-export type { InventoryOptions, Named, SandboxClaimOptions, TemplateOptions } from './objects.js';
+export type { InventoryOptions, MemberRecord, Named, SandboxClaimOptions, TemplateOptions } from './objects.js';
 export {
   nodeObject,
   sampleManifest,
