@@ -33,6 +33,16 @@ function decode(secret: KubeSecret): Record<string, string> {
   );
 }
 
+/** What the apiserver answers, or undefined when it has no such object. */
+async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   let world: TestWorld;
   let cluster: TestCluster;
@@ -62,23 +72,10 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     return started;
   }
 
-  async function getClaim(ns: string, name: string): Promise<SandboxClaim | undefined> {
-    try {
-      return await claimClient.get({ namespace: ns, name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  async function getSecret(ns: string, name: string): Promise<KubeSecret | undefined> {
-    try {
-      return await secretClient.get({ namespace: ns, name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
+  const getClaim = (ns: string, name: string): Promise<SandboxClaim | undefined> =>
+    unlessNotFound(claimClient.get({ namespace: ns, name }));
+  const getSecret = (ns: string, name: string): Promise<KubeSecret | undefined> =>
+    unlessNotFound(secretClient.get({ namespace: ns, name }));
 
   async function readyClaim(ns: string, name: string, timeoutMs = 30_000): Promise<SandboxClaim> {
     return eventually(

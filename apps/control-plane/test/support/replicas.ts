@@ -107,7 +107,6 @@ export async function startReplica(
     try {
       await eventually(
         async () => {
-          if (!proc.running) throw new Error(`${identity} exited:\n${proc.log()}`);
           if (extra.claims === undefined) return (await readiness(started)).status > 0;
           const res = await fetch(`http://127.0.0.1:${port}/readyz/claims`);
           await res.body?.cancel();
@@ -115,6 +114,7 @@ export async function startReplica(
         },
         {
           what: extra.claims === undefined ? `${identity} to serve` : `${identity} to be ready to claim`,
+          abort: () => (proc.running ? undefined : `${identity} exited:\n${proc.log()}`),
           ...(extra.timeoutMs !== undefined ? { timeoutMs: extra.timeoutMs } : {}),
         },
       );
