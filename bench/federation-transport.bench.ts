@@ -16,10 +16,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SandboxEnvType, type FederationRecord, type SandboxEnv } from '@warmpool/api';
+import { SandboxEnvType, type SandboxEnv } from '@warmpool/api';
 import { FederationKeys, FederationReporter, FederationWatcher } from '@warmpool/control-plane';
 import { CapacityRegistry } from '@warmpool/federation';
-import { freePort, sandboxEnv, sleep, startCluster, startRedis, type TestCluster } from '@warmpool/harness';
+import {
+  federationRecord,
+  freePort,
+  sandboxEnv,
+  sleep,
+  startCluster,
+  startRedis,
+  type MemberRecord,
+  type TestCluster,
+} from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
@@ -37,21 +46,8 @@ const LOAD_MS = Number(process.env['LOAD_MS'] ?? 10_000);
 const CLAIM_ROUNDS = 4;
 const CLAIMS_PER_ROUND = Number(process.env['CLAIMS_PER_ROUND'] ?? 50);
 
-type LocalRecord = Omit<FederationRecord, 'clusterId'>;
-
-const member = (env: number, pool: number, idle: number): LocalRecord => ({
-  namespace: 'bench',
-  envName: `env-${env}`,
-  memberPool: `pool-${pool}`,
-  scalingGroup: 'g',
-  idle,
-  running: 0,
-  pending: 0,
-  desired: idle,
-  autoscalingEnabled: false,
-  capacity: 0,
-  saturatedForMs: 0,
-});
+const member = (env: number, pool: number, idle: number): MemberRecord =>
+  federationRecord({ namespace: 'bench', envName: `env-${env}`, memberPool: `pool-${pool}`, scalingGroup: 'g' }, idle);
 
 const rows: Row[] = [];
 const notes: string[] = [machineNote()];
@@ -152,8 +148,8 @@ async function commandStats(redis: Redis): Promise<Map<string, number>> {
 {
   const CLUSTERS = 10;
   const keys = new FederationKeys('bench-load');
-  const records = (c: number): LocalRecord[] => {
-    const out: LocalRecord[] = [];
+  const records = (c: number): MemberRecord[] => {
+    const out: MemberRecord[] = [];
     for (let e = 0; e < 100; e++) for (let p = 0; p < 10; p++) out.push(member(e, p, (c + e + p) % 7));
     return out;
   };

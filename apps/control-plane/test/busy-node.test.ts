@@ -4,71 +4,37 @@
 // in placement. A real apiserver, a real agent and fake-sandboxd (processes),
 // the control plane in this process with the specs' short timings (a probe
 // every 500 ms, 1 s to answer, three failures take a node out).
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  eventually,
-  sleep,
-  startCluster,
-  stopScripts,
-  tearDown,
-  template,
-  warmPool,
-  type TestCluster,
-} from '@warmpool/harness';
+import { eventually, sleep, template, warmPool } from '@warmpool/harness';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
-import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet } from './support/fleet.js';
 import { apply } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-the-busy-node-spec';
 const IMAGE = 'registry.test/busy:1';
 
 describe('a node whose sandboxd is slow to answer claims', () => {
-  let cluster: TestCluster;
-  let fleet: Fleet;
-  let dir: string;
-  let controlPlane: ControlPlane | undefined;
+  let world: TestWorld;
+  let cp: ControlPlane;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-busy-'));
-    cluster = await startCluster({ name: 'cp-busy' });
-    const system = await cluster.createNamespace('warmpool-system');
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    // Every claim takes 8 s, warm or cold; refill boots stay quick.
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
+    world = await testWorld({
+      name: 'cp-busy',
       token: TOKEN,
-      count: 1,
-      sandboxdArgs: ['--warm-claim-ms', '8s', '--cold-boot-ms', '8s', '--boot-ms', '20ms'],
+      // Every claim takes 8 s, warm or cold; refill boots stay quick.
+      fleet: { count: 1, sandboxdArgs: ['--warm-claim-ms', '8s', '--cold-boot-ms', '8s', '--boot-ms', '20ms'] },
     });
-    controlPlane = await startControlPlane(cluster, dir, system, { token: TOKEN });
-    const started = controlPlane;
-    await eventually(() => started.isLeader(), { what: 'the control plane to lead' });
+    cp = await world.leader(await world.namespace('warmpool-system'));
   }, 120_000);
 
-  afterAll(() =>
-    tearDown(
-      { dir, what: 'busy-node' },
-      () => controlPlane?.close(),
-      () => fleet?.stop(),
-      stopScripts,
-      () => cluster?.stop(),
-    ),
-  );
+  afterAll(() => world?.close());
 
   it('stays in placement with 300 slow claims in flight through its agent', { timeout: 60_000 }, async () => {
-    const node = fleet.nodes[0];
-    if (node === undefined || controlPlane === undefined) throw new Error('no node');
-    const cp = controlPlane;
-    const ns = await cluster.createNamespace('busy');
-    await apply(cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'pool', 'tpl', 50));
+    const node = world.fleet.nodes[0];
+    if (node === undefined) throw new Error('no node');
+    const ns = await world.namespace('busy');
+    await apply(world.cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'pool', 'tpl', 50));
     await eventually(async () => (await node.targets()).get(`${IMAGE}|none|small`) === 50, {
       what: 'the warm target on the node',
     });

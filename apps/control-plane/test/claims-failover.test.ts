@@ -4,76 +4,30 @@
 // nodes the dead worker had asked, and answers every claim exactly once: the
 // distinct claim_refs on the nodes equal the claims made, and after releasing
 // everything no node holds a claim.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { claimBodySchema } from '@warmpool/api';
-import {
-  addressInUse,
-  eventually,
-  NodeScript,
-  quietPort,
-  sleep,
-  startCluster,
-  startRedis,
-  stopScripts,
-  template,
-  warmPool,
-  type TestCluster,
-  type TestRedis,
-} from '@warmpool/harness';
+import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
-import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
+import type { Fleet } from './support/fleet.js';
 import { apply } from './support/objects.js';
+import { startReplica, type Replica } from './support/replicas.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-failover-tests';
 const COLD_BOOT_MS = 1_500;
 
-interface Replica {
-  identity: string;
-  health: number;
-  claims: number;
-  proc: NodeScript;
-}
-
 describe('claims when a replica dies mid-job (two control-plane processes, one Redis)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
-  let redis: TestRedis;
   let fleet: Fleet;
-  let dir: string;
-  let tokenFile: string;
   let ns: string;
   let user: string;
 
+  /** A replica process ready to claim, its claim worker serving this many jobs at once. */
   async function replica(identity: string, workerConcurrency: number, extraArgs: string[] = []): Promise<Replica> {
-    for (let attempt = 1; ; attempt++) {
-      const [health, claims] = [await quietPort(), await quietPort()];
-      const args = [
-        '--listen',
-        `127.0.0.1:${health}`,
-        '--claims-listen',
-        `127.0.0.1:${claims}`,
-        '--redis-url',
-        redis.url,
-        '--kubeconfig',
-        cluster.kubeconfigPath,
-        '--namespace',
-        'default',
-        '--identity',
-        identity,
-        '--token-file',
-        tokenFile,
-        '--interval',
-        '500ms',
-        '--stale-after',
-        '5s',
-        '--lease-duration',
-        '4s',
-        '--renew-deadline',
-        '3s',
-        '--retry-period',
-        '500ms',
+    return startReplica(world.replicaOptions('default'), identity, {
+      claims: { redisUrl: world.redis.url },
+      args: [
         '--claim-worker-concurrency',
         String(workerConcurrency),
         '--claim-lock-duration',
@@ -82,75 +36,39 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
         '500ms',
         '--claim-timeout',
         '30s',
-        '--log-level',
-        'debug',
         ...extraArgs,
-      ];
-      const proc = new NodeScript({
-        name: identity,
-        script: CONTROL_PLANE_MAIN,
-        args,
-        env: { WARMPOOL_API_TOKEN: '' },
-        logFile: join(dir, `${identity}-${attempt}.log`),
-      });
-      const started = { identity, health, claims, proc };
-      try {
-        await eventually(
-          async () => {
-            if (!proc.running) throw new Error(`${identity} exited:\n${proc.log()}`);
-            const res = await fetch(`http://127.0.0.1:${health}/readyz/claims`);
-            await res.body?.cancel();
-            return res.status === 200;
-          },
-          { what: `${identity} to be ready to claim`, timeoutMs: 30_000 },
-        );
-        return started;
-      } catch (err) {
-        if (attempt >= 5 || !addressInUse(proc.log())) throw err;
-      }
-    }
+      ],
+      timeoutMs: 30_000,
+    });
   }
 
   /** Batch jobs being served right now, as the replica reads the shared queue. */
   async function activeJobs(r: Replica): Promise<number> {
-    const text = await (await fetch(`http://127.0.0.1:${r.health}/metrics`)).text();
+    const text = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
     return Number(/warmpool_controlplane_claim_jobs\{state="active"\} (\d+)/.exec(text)?.[1] ?? 0);
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-failover-'));
-    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-failover' }), startRedis()]);
-    tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
+    world = await testWorld({
+      name: 'cp-failover',
       token: TOKEN,
-      count: 3,
-      capacity: 100,
-      sandboxdArgs: ['--cold-boot-ms', String(COLD_BOOT_MS)],
+      redis: true,
+      fleet: { count: 3, capacity: 100, sandboxdArgs: ['--cold-boot-ms', String(COLD_BOOT_MS)] },
     });
-    ns = await cluster.createNamespace('failover');
+    ({ cluster, fleet } = world);
+    ns = await world.namespace('failover');
     user = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
     // No warm sandboxes: every claim is a slow cold boot, so jobs are held long enough to die holding them.
     await apply(cluster, template(ns, 'tpl', 'registry.test/failover:1'), warmPool(ns, 'cold', 'tpl', 0));
   });
 
-  afterAll(async () => {
-    await stopScripts();
-    await fleet?.stop();
-    await redis?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`failover logs kept in ${dir}`);
-  });
+  afterAll(() => world?.close());
 
   it('answers every claim exactly once after SIGKILL of the replica whose worker held the jobs, and releases leave nothing', async () => {
     // The survivor serves one job at a time, so the other's worker takes most of them.
     const survivor = await replica('survivor', 1);
     const victim = await replica('victim', 64);
-    const base = `http://127.0.0.1:${survivor.claims}`;
+    const base = survivor.claimsUrl ?? '';
     const path = `/v1/namespaces/${ns}/claims`;
 
     const refs = Array.from({ length: 24 }, (_, i) => `fo-${i}`);
@@ -177,7 +95,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     expect(new Set(claims.map((c) => c.id)).size).toBe(refs.length);
 
     // The survivor took over the victim's jobs.
-    const metrics = await (await fetch(`http://127.0.0.1:${survivor.health}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${survivor.port}/metrics`)).text();
     expect(Number(/warmpool_controlplane_claim_jobs_stalled_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBeGreaterThan(0);
 
     // Exactly once on the nodes: each claim_ref held once, by the sandbox its caller got.
@@ -193,7 +111,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
 
   it('answers 504 Timeout when no node answers in time, and releases what lands later for a caller without a claimRef', async () => {
     const hasty = await replica('hasty', 8, ['--claim-timeout', `${COLD_BOOT_MS / 3}ms`]);
-    const base = `http://127.0.0.1:${hasty.claims}`;
+    const base = hasty.claimsUrl ?? '';
     const path = `/v1/namespaces/${ns}/claims`;
     const before = (await claimsOnNodes(fleet, TOKEN)).length;
     const answer = await callClaims(base, 'POST', path, user, { warmPool: 'cold' });
@@ -210,7 +128,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
 
   it('releases the sandbox of a caller that gave up without a claimRef, and keeps it for one that sent a claimRef', async () => {
     const patient = await replica('patient', 8);
-    const base = `http://127.0.0.1:${patient.claims}`;
+    const base = patient.claimsUrl ?? '';
     const path = `/v1/namespaces/${ns}/claims`;
     const giveUp = async (body: Record<string, unknown>): Promise<void> => {
       const controller = new AbortController();
@@ -244,7 +162,7 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
       { what: 'only the claim with a claimRef to be left on the nodes', timeoutMs: 15_000 },
     );
     expect(held[0]?.claimRef).toBe(`${ns}/comes-back`);
-    const metrics = await (await fetch(`http://127.0.0.1:${patient.health}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${patient.port}/metrics`)).text();
     expect(Number(/warmpool_controlplane_claims_released_unanswered_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBe(1);
 
     // The caller comes back with its claimRef: the same sandbox, at once, and no second one.

@@ -3,36 +3,23 @@
 // real node agents each in front of a fake-sandboxd, and two control-plane
 // replicas in this process sharing that Redis. What the nodes hold is read
 // straight from each fake-sandboxd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, type ClaimBody } from '@warmpool/api';
-import {
-  eventually,
-  startCluster,
-  startRedis,
-  stopScripts,
-  template,
-  warmPool,
-  type TestCluster,
-  type TestRedis,
-} from '@warmpool/harness';
+import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
-import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet } from './support/fleet.js';
+import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-claim-tests';
 const IMAGE = 'registry.test/claims:1';
 
 describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; two replicas)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
-  let redis: TestRedis;
   let fleet: Fleet;
-  let dir: string;
   let ns: string;
   let a: ControlPlane;
   let b: ControlPlane;
@@ -46,26 +33,13 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     claimsOnNodes(fleet, TOKEN);
 
   async function replica(): Promise<ControlPlane> {
-    return startControlPlane(cluster, dir, 'default', {
-      token: TOKEN,
-      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 }, settings: { claimTimeoutMs: 10_000 } },
-    });
+    return world.controlPlane('default', { claims: world.claimsOptions({ settings: { claimTimeoutMs: 10_000 } }) });
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-claims-'));
-    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-claims' }), startRedis()]);
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
-      token: TOKEN,
-      count: 3,
-      capacity: 30,
-    });
-    ns = await cluster.createNamespace('claims');
+    world = await testWorld({ name: 'cp-claims', token: TOKEN, redis: true, fleet: { count: 3, capacity: 30 } });
+    ({ cluster, fleet } = world);
+    ns = await world.namespace('claims');
     [allowed, forbidden, readOnly] = await Promise.all([
       serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']),
       serviceAccountToken(cluster, ns, 'stranger', undefined),
@@ -81,13 +55,10 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     a = await replica();
     b = await replica();
     await eventually(() => a.isLeader() || b.isLeader(), { what: 'a leader' });
-    await eventually(
-      async () =>
-        (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every(
-          (w) => w === 2,
-        ),
-      { what: '2 warm on every node', timeoutMs: 30_000 },
-    );
+    await eventually(async () => (await fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w === 2), {
+      what: '2 warm on every node',
+      timeoutMs: 30_000,
+    });
     // Placement reads the warm counts the nodes publish (or the leader's fresher view): wait until they show the fill.
     await eventually(
       async () => {
@@ -106,16 +77,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     });
   });
 
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await fleet?.stop();
-    await stopScripts();
-    await redis?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`claim API logs kept in ${dir}`);
-  });
+  afterAll(() => world?.close());
 
   describe('authentication and authorization', () => {
     it('answers 401 Unauthenticated without a token, or with one the apiserver does not know', async () => {
@@ -403,8 +365,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
 
   describe('when Redis goes away', () => {
     it('answers 503 Unavailable meanwhile, and claims again once it is back', async () => {
-      const port = redis.port;
-      await redis.stop();
+      await world.redis.stop();
       const answer = await eventually(
         async () => {
           const x = await callClaims(urlOf(a), 'POST', claimsPath(), allowed, { warmPool: 'python' });
@@ -424,7 +385,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
           reason: 'Unavailable',
           error: expect.stringContaining('Redis'),
         });
-        redis = await startRedis({ port });
+        await world.startRedisAgain();
         for (const cp of [a, b, late]) {
           await eventually(
             async () =>
@@ -439,13 +400,8 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
   });
 
   it('serves the claim API over TLS when given a certificate and key', async () => {
-    const secure = await startControlPlane(cluster, dir, 'default', {
-      token: TOKEN,
-      claims: {
-        redisUrl: redis.url,
-        listen: { host: '127.0.0.1', port: 0 },
-        tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem },
-      },
+    const secure = await world.controlPlane('default', {
+      claims: world.claimsOptions({ tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } }),
     });
     const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
     try {

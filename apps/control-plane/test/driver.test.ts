@@ -2,24 +2,12 @@
 // agents (processes) each in front of a fake-sandboxd (process), and the
 // control plane in this process. What the nodes hold is read straight from
 // each fake-sandboxd.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  eventually,
-  sleep,
-  startCluster,
-  stopScripts,
-  tearDown,
-  template,
-  warmPool,
-  type TestCluster,
-} from '@warmpool/harness';
+import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
-import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
+import type { ControlPlane, ControlPlaneOptions } from './support/internals.js';
+import type { Fleet } from './support/fleet.js';
+import { apply, condition, getPool, kubectl, leaseHolder, patch } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-control-plane-tests';
 const CAPACITY = 20;
@@ -29,62 +17,39 @@ function keyOf(image: string): string {
 }
 
 describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
   let fleet: Fleet;
-  let dir: string;
   let system: string;
   let controlPlane: ControlPlane | undefined;
-  const namespaces: string[] = [];
 
-  async function namespace(prefix: string): Promise<string> {
-    const name = await cluster.createNamespace(prefix);
-    namespaces.push(name);
-    return name;
+  /** A control plane in place of the last one. */
+  async function replaceControlPlane(overrides: Partial<ControlPlaneOptions>): Promise<ControlPlane> {
+    await controlPlane?.close();
+    controlPlane = await world.controlPlane(system, overrides);
+    return controlPlane;
   }
 
-  async function leader(overrides: Parameters<typeof startControlPlane>[3] = { token: TOKEN }): Promise<ControlPlane> {
-    await controlPlane?.close();
-    controlPlane = await startControlPlane(cluster, dir, system, overrides);
-    const started = controlPlane;
+  /** A control plane in place of the last one, once it leads. */
+  async function leader(overrides: Partial<ControlPlaneOptions> = {}): Promise<ControlPlane> {
+    const started = await replaceControlPlane(overrides);
     await eventually(() => started.isLeader(), { what: 'the control plane to lead' });
     return started;
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-driver-'));
-    cluster = await startCluster({ name: 'cp-driver' });
+    world = await testWorld({ name: 'cp-driver', token: TOKEN, fleet: { count: 3, capacity: CAPACITY } });
+    ({ cluster, fleet } = world);
     system = await cluster.createNamespace('warmpool-system');
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
-      token: TOKEN,
-      count: 3,
-      capacity: CAPACITY,
-    });
     await leader();
   });
 
-  afterEach(async () => {
-    // Namespaces never finish terminating without a controller manager: delete the pools themselves.
-    for (const ns of namespaces.splice(0))
-      await kubectl(cluster, ['delete', 'sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
-  });
+  afterEach(() => world?.emptyNamespaces('sandboxwarmpools'));
 
-  afterAll(() =>
-    tearDown(
-      { dir, what: 'control-plane driver' },
-      () => controlPlane?.close(),
-      () => fleet?.stop(),
-      stopScripts,
-      () => cluster?.stop(),
-    ),
-  );
+  afterAll(() => world?.close());
 
   it("sets every node's warm target when a pool is applied", async () => {
-    const ns = await namespace('apply');
+    const ns = await world.namespace('apply');
     await apply(cluster, template(ns, 'tpl', 'registry.test/apply:1'), warmPool(ns, 'pool', 'tpl', 6));
     await eventually(async () => (await fleet.targetsOf(keyOf('registry.test/apply:1'))).join(',') === '2,2,2', {
       what: 'targets 2,2,2',
@@ -92,7 +57,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('reports replicas, readyReplicas, conditions and observedGeneration once the pool has filled', async () => {
-    const ns = await namespace('status');
+    const ns = await world.namespace('status');
     await apply(cluster, template(ns, 'tpl', 'registry.test/status:1'), warmPool(ns, 'pool', 'tpl', 6));
     const pool = await eventually(
       async () => {
@@ -128,7 +93,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('scales a pool when its replicas are patched, down to 0', async () => {
-    const ns = await namespace('scale');
+    const ns = await world.namespace('scale');
     const key = keyOf('registry.test/scale:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/scale:1'), warmPool(ns, 'pool', 'tpl', 3));
     await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', { what: 'targets 1,1,1' });
@@ -149,7 +114,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('drains a deleted pool from every node', async () => {
-    const ns = await namespace('delete');
+    const ns = await world.namespace('delete');
     const key = keyOf('registry.test/delete:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/delete:1'), warmPool(ns, 'pool', 'tpl', 6));
     await eventually(async () => (await fleet.targetsOf(key)).join(',') === '2,2,2', { what: 'targets 2,2,2' });
@@ -158,7 +123,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it("moves a pool to its new key when the template's image changes, and drains the old key", async () => {
-    const ns = await namespace('rekey');
+    const ns = await world.namespace('rekey');
     const [before, after] = [keyOf('registry.test/rekey:1'), keyOf('registry.test/rekey:2')];
     await apply(cluster, template(ns, 'tpl', 'registry.test/rekey:1'), warmPool(ns, 'pool', 'tpl', 3));
     await eventually(async () => (await fleet.targetsOf(before)).join(',') === '1,1,1', { what: 'old key set' });
@@ -179,7 +144,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('leaves pools whose template does not opt in alone', async () => {
-    const ns = await namespace('upstream');
+    const ns = await world.namespace('upstream');
     const runsBefore = controlPlane?.reconciler.runs ?? 0;
     await apply(
       cluster,
@@ -194,7 +159,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('reports a pool whose template is missing, pushes nothing for it, and drives it once the template appears', async () => {
-    const ns = await namespace('missing');
+    const ns = await world.namespace('missing');
     const key = keyOf('registry.test/missing:1');
     await apply(cluster, warmPool(ns, 'pool', 'nope', 3));
     const pool = await eventually(
@@ -222,7 +187,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('reports a template that names no pool key (no image) and pushes nothing for it', async () => {
-    const ns = await namespace('invalid');
+    const ns = await world.namespace('invalid');
     await apply(cluster, template(ns, 'tpl', ''), warmPool(ns, 'pool', 'tpl', 3));
     const pool = await eventually(
       async () => {
@@ -236,7 +201,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('marks a pool Degraded with the number of replicas it could not place, and clears it when they fit', async () => {
-    const ns = await namespace('degraded');
+    const ns = await world.namespace('degraded');
     const key = keyOf('registry.test/degraded:1');
     // Earlier specs' pools are deleted; wait until the nodes hold nothing else, so all the room is this pool's.
     await eventually(async () => (await Promise.all(fleet.nodes.map((n) => n.targets()))).every((t) => t.size === 0), {
@@ -282,7 +247,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it("moves a killed agent's share to the other nodes, and gives it back when the agent returns", async () => {
-    const ns = await namespace('failover');
+    const ns = await world.namespace('failover');
     const key = keyOf('registry.test/failover:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/failover:1'), warmPool(ns, 'pool', 'tpl', 6));
     await eventually(async () => (await fleet.targetsOf(key)).join(',') === '2,2,2', { what: 'targets 2,2,2' });
@@ -311,8 +276,8 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
 
   it('applies a replicas patch within one event, long before the next periodic run', async () => {
     // A 60 s interval: only the event path can explain anything happening within seconds.
-    const slow = await leader({ token: TOKEN, driver: { intervalMs: 60_000, staleAfterMs: 120_000 } });
-    const ns = await namespace('event');
+    const slow = await leader({ driver: { intervalMs: 60_000, staleAfterMs: 120_000 } });
+    const ns = await world.namespace('event');
     const key = keyOf('registry.test/event:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/event:1'), warmPool(ns, 'pool', 'tpl', 3));
     await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', {
@@ -332,23 +297,14 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   it('steps down and releases the lease when its token disappears, and campaigns again when it is back', async () => {
     let token: string | undefined = TOKEN;
     const rotating = await leader({ token: () => token });
-    const ns = await namespace('rotate');
+    const ns = await world.namespace('rotate');
     const key = keyOf('registry.test/rotate:1');
     await apply(cluster, template(ns, 'tpl', 'registry.test/rotate:1'), warmPool(ns, 'pool', 'tpl', 3));
     await eventually(async () => (await fleet.targetsOf(key)).join(',') === '1,1,1', { what: 'targets 1,1,1' });
 
     token = undefined;
     await eventually(() => !rotating.isLeader(), { what: 'the replica to step down' });
-    const holder = await kubectl(cluster, [
-      'get',
-      'lease',
-      'warmpool-control-plane',
-      '-n',
-      system,
-      '-o',
-      'jsonpath={.spec.holderIdentity}',
-    ]);
-    expect(holder.trim()).toBe('');
+    expect(await leaseHolder(cluster, system)).toBe('');
     expect(rotating.ready()).toBe(false);
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
     await sleep(1_500);
@@ -360,12 +316,8 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
   });
 
   it('pushes nothing, does not campaign, and reports not ready without a fleet token', async () => {
-    const tokenless = await (async () => {
-      await controlPlane?.close();
-      controlPlane = await startControlPlane(cluster, dir, system, { token: '' });
-      return controlPlane;
-    })();
-    const ns = await namespace('notoken');
+    const tokenless = await replaceControlPlane({ token: '' });
+    const ns = await world.namespace('notoken');
     await apply(cluster, template(ns, 'tpl', 'registry.test/notoken:1'), warmPool(ns, 'pool', 'tpl', 3));
     const readyz = await eventually(async () => {
       const res = await fetch(`${tokenless.url}/readyz`);

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { SandboxEnv } from '@warmpool/api';
 import { CapacityRegistry, type CapacityObservation } from '@warmpool/federation';
-import { startRedis, type TestRedis } from '@warmpool/harness';
+import { federationRecord, startRedis, type MemberRecord, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,22 +33,11 @@ function foreign(
   clusterId: string,
   memberPool: string,
   idle: number,
-  overrides: Partial<CapacityObservation> = {},
+  more: Partial<MemberRecord> = {},
 ): CapacityObservation {
   return {
     clusterId,
-    namespace: 'ns',
-    envName: 'env',
-    memberPool,
-    scalingGroup: 'g',
-    idle,
-    running: 0,
-    pending: 0,
-    desired: idle,
-    autoscalingEnabled: false,
-    capacity: 0,
-    saturatedForMs: 0,
-    ...overrides,
+    ...federationRecord({ namespace: 'ns', envName: 'env', memberPool, scalingGroup: 'g' }, idle, more),
   };
 }
 

@@ -2,7 +2,7 @@
 // writes, how the Watcher reads it (hint, full read), and how a record's age
 // is taken from Redis's own TTL clock.
 import { CapacityRegistry } from '@warmpool/federation';
-import { eventually, startRedis, type TestRedis } from '@warmpool/harness';
+import { eventually, federationRecord, startRedis, type MemberRecord, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -10,34 +10,8 @@ import { FederationKeys } from '../src/federation/keys.js';
 import { FederationReporter } from '../src/federation/reporter.js';
 import { FederationWatcher } from '../src/federation/watcher.js';
 
-const record = (
-  memberPool: string,
-  idle = 1,
-): {
-  namespace: string;
-  envName: string;
-  memberPool: string;
-  scalingGroup: string;
-  idle: number;
-  running: number;
-  pending: number;
-  desired: number;
-  autoscalingEnabled: boolean;
-  capacity: number;
-  saturatedForMs: number;
-} => ({
-  namespace: 'ns',
-  envName: 'env',
-  memberPool,
-  scalingGroup: 'g',
-  idle,
-  running: 0,
-  pending: 0,
-  desired: idle,
-  autoscalingEnabled: false,
-  capacity: 0,
-  saturatedForMs: 0,
-});
+const record = (memberPool: string, idle = 1): MemberRecord =>
+  federationRecord({ namespace: 'ns', envName: 'env', memberPool, scalingGroup: 'g' }, idle);
 
 describe('the federation transport (real redis-server)', () => {
   let redis: TestRedis;
@@ -53,7 +27,7 @@ describe('the federation transport (real redis-server)', () => {
   function reporter(
     clusterId: string,
     keys: FederationKeys,
-    records: () => ReturnType<typeof record>[],
+    records: () => MemberRecord[],
     ttlMs = 3_000,
   ): FederationReporter {
     const r = new FederationReporter({

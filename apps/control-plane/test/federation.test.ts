@@ -5,32 +5,29 @@
 // minutes behind (libfaketime), so any expiry judged on a wall clock shows.
 // Claims go through A's HTTP claim API; what each node holds is read straight
 // from its fake-sandboxd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema } from '@warmpool/api';
 import {
-  addressInUse,
   ensureFaketime,
   eventually,
-  NodeScript,
-  quietPort,
   sandboxEnv,
   sleep,
-  startCluster,
   startRedis,
-  stopScripts,
+  tearDown,
   template,
   warmPool,
+  type NodeScript,
   type TestCluster,
   type TestRedis,
 } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
-import { startControlPlane } from './support/control-plane.js';
-import { CONTROL_PLANE_MAIN, startFleet, type Fleet } from './support/fleet.js';
+import type { Fleet } from './support/fleet.js';
 import { apply, getEnv, kubectl, patch } from './support/objects.js';
+import { startReplica, type Replica } from './support/replicas.js';
+import { testWorlds, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-federation-tests';
 const FEDERATION_TOKEN = 'federation-token-shared-by-a-and-b';
@@ -45,11 +42,10 @@ const faketime = ensureFaketime();
 describe.skipIf('missing' in faketime)(
   `federation across two clusters sharing one Redis hub (cluster B's clock ${CLOCK_OFFSET})`,
   () => {
+    const worlds: TestWorld[] = [];
     let a: { cluster: TestCluster; fleet: Fleet; cp: ControlPlane };
-    let b: { cluster: TestCluster; fleet: Fleet; proc: NodeScript; claimsUrl: string; health: string };
+    let b: { cluster: TestCluster; fleet: Fleet; proc: NodeScript; claimsUrl: string };
     let hub: TestRedis;
-    let claimsRedis: TestRedis;
-    let dir: string;
     let user: string;
 
     const claimsA = (): string => a.cp.claimsUrl ?? '';
@@ -57,36 +53,14 @@ describe.skipIf('missing' in faketime)(
       callClaims(claimsA(), 'POST', `/v1/namespaces/${NS}/claims`, user, { env: 'python', ...body });
     const foreignSeenByA = (): number => a.cp.federation.registry.foreignMembers(NS, 'python').length;
 
-    async function startB(tokenFile: string, federationTokenFile: string): Promise<(typeof b)['proc']> {
+    /** Cluster B's control plane: a process, its clock CLOCK_OFFSET off, its claim queue in A's claim Redis (db 2). */
+    async function startB(world: TestWorld, claimsRedis: TestRedis): Promise<Replica> {
       if ('missing' in faketime) throw new Error(faketime.missing);
-      for (let attempt = 1; ; attempt++) {
-        const [health, claims] = [await quietPort(), await quietPort()];
-        const claimsUrl = `http://127.0.0.1:${claims}`;
-        const args = [
-          '--listen',
-          `127.0.0.1:${health}`,
-          '--claims-listen',
-          `127.0.0.1:${claims}`,
-          '--redis-url',
-          `${claimsRedis.url}/2`,
-          '--kubeconfig',
-          b.cluster.kubeconfigPath,
-          '--namespace',
-          'default',
-          '--identity',
-          'cluster-b',
-          '--token-file',
-          tokenFile,
-          '--interval',
-          `${INTERVAL_MS}ms`,
-          '--stale-after',
-          '5s',
-          '--lease-duration',
-          '4s',
-          '--renew-deadline',
-          '3s',
-          '--retry-period',
-          '500ms',
+      const federationTokenFile = join(world.dir, 'federation-token');
+      writeFileSync(federationTokenFile, FEDERATION_TOKEN + '\n');
+      return startReplica(world.replicaOptions('default'), 'cluster-b', {
+        claims: { redisUrl: `${claimsRedis.url}/2` },
+        args: ({ claimsUrl }) => [
           '--cluster-id',
           'b',
           '--federation-redis-url',
@@ -100,68 +74,27 @@ describe.skipIf('missing' in faketime)(
           '--federation-token-file',
           federationTokenFile,
           '--claims-advertise-url',
-          claimsUrl,
-          '--log-level',
-          'debug',
-        ];
-        const proc = new NodeScript({
-          name: 'cluster-b',
-          script: CONTROL_PLANE_MAIN,
-          args,
-          env: { WARMPOOL_API_TOKEN: '', ...faketime.env(CLOCK_OFFSET) },
-          logFile: join(dir, `cluster-b-${attempt}.log`),
-        });
-        try {
-          await eventually(
-            async () => {
-              if (!proc.running) throw new Error(`cluster B exited:\n${proc.log()}`);
-              const res = await fetch(`http://127.0.0.1:${health}/readyz/claims`);
-              await res.body?.cancel();
-              return res.status === 200;
-            },
-            { what: 'cluster B to be ready to claim', timeoutMs: 60_000 },
-          );
-          b.claimsUrl = claimsUrl;
-          b.health = `http://127.0.0.1:${health}`;
-          return proc;
-        } catch (err) {
-          if (attempt >= 5 || !addressInUse(proc.log())) throw err;
-        }
-      }
+          claimsUrl ?? '',
+        ],
+        env: faketime.env(CLOCK_OFFSET),
+        timeoutMs: 60_000,
+      });
     }
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'warmpool-federation-'));
-      const [clusterA, clusterB, hubRedis, claims] = await Promise.all([
-        startCluster({ name: 'fed-a' }),
-        startCluster({ name: 'fed-b' }),
-        startRedis(),
-        startRedis(),
-      ]);
-      hub = hubRedis;
-      claimsRedis = claims;
-      const tokenFile = join(dir, 'token');
-      const federationTokenFile = join(dir, 'federation-token');
-      writeFileSync(tokenFile, TOKEN + '\n');
-      writeFileSync(federationTokenFile, FEDERATION_TOKEN + '\n');
-      const [fleetA, fleetB] = await Promise.all([
-        startFleet({
-          dir: join(dir),
-          kubeconfigPath: clusterA.kubeconfigPath,
-          tokenFile,
-          token: TOKEN,
-          count: 1,
-          capacity: 30,
-        }),
-        startFleet({
-          dir: join(dir),
-          kubeconfigPath: clusterB.kubeconfigPath,
-          tokenFile,
-          token: TOKEN,
-          count: 1,
-          capacity: 30,
-        }),
-      ]);
+      const fleet = { count: 1, capacity: 30 };
+      worlds.push(
+        ...(await testWorlds(
+          { name: 'fed-a', token: TOKEN, redis: true, fleet },
+          { name: 'fed-b', token: TOKEN, fleet },
+        )),
+      );
+      const [worldA, worldB] = worlds as [TestWorld, TestWorld];
+      // The claim Redis is A's (db 1 for A, db 2 for B); the hub is neither cluster's.
+      const claimsRedis = worldA.redis;
+      hub = await startRedis();
+      worldA.defer(() => hub?.stop());
+      const [clusterA, clusterB] = [worldA.cluster, worldB.cluster];
       for (const cluster of [clusterA, clusterB]) await kubectl(cluster, ['create', 'namespace', NS]);
       // A's member pool is empty and cannot grow; B's keeps 3 warm.
       await apply(
@@ -177,13 +110,8 @@ describe.skipIf('missing' in faketime)(
         sandboxEnv(NS, 'python', { 'py-b': 'cpu' }),
       );
       user = await serviceAccountToken(clusterA, NS, 'claimer', ['create', 'get', 'update', 'delete']);
-      const cp = await startControlPlane(clusterA, dir, 'default', {
-        token: TOKEN,
-        claims: {
-          redisUrl: `${claimsRedis.url}/1`,
-          listen: { host: '127.0.0.1', port: 0 },
-          settings: { claimTimeoutMs: 15_000 },
-        },
+      const cp = await worldA.controlPlane('default', {
+        claims: worldA.claimsOptions({ redisUrl: `${claimsRedis.url}/1`, settings: { claimTimeoutMs: 15_000 } }),
         federation: {
           clusterId: 'a',
           hub: { redisUrl: hub.url, prefix: PREFIX },
@@ -192,9 +120,9 @@ describe.skipIf('missing' in faketime)(
           token: () => FEDERATION_TOKEN,
         },
       });
-      a = { cluster: clusterA, fleet: fleetA, cp };
-      b = { cluster: clusterB, fleet: fleetB, proc: undefined as unknown as NodeScript, claimsUrl: '', health: '' };
-      b.proc = await startB(tokenFile, federationTokenFile);
+      a = { cluster: clusterA, fleet: worldA.fleet, cp };
+      const replicaB = await startB(worldB, claimsRedis);
+      b = { cluster: clusterB, fleet: worldB.fleet, proc: replicaB.proc, claimsUrl: replicaB.claimsUrl ?? '' };
       await eventually(() => a.cp.claims?.notReadyReasons().length === 0, { what: 'A ready to claim' });
       await eventually(
         () => a.cp.federation.registry.foreignMembers(NS, 'python').find((m) => m.clusterId === 'b' && m.idle === 3),
@@ -202,19 +130,7 @@ describe.skipIf('missing' in faketime)(
       );
     }, 240_000);
 
-    afterAll(async () => {
-      await a?.cp.close();
-      await b?.proc?.stop();
-      await a?.fleet.stop();
-      await b?.fleet.stop();
-      await stopScripts();
-      await hub?.stop();
-      await claimsRedis?.stop();
-      await a?.cluster.stop();
-      await b?.cluster.stop();
-      if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-      else console.error(`federation logs kept in ${dir}`);
-    });
+    afterAll(() => tearDown({ dir: undefined, what: 'federation' }, ...worlds.map((world) => () => world.close())));
 
     it("shows each cluster its own rows and the other cluster's members in SandboxEnv status, with printer columns", async () => {
       const envB = await eventually(

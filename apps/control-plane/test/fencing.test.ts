@@ -5,24 +5,12 @@
 // NodeInventory, or PUT to an agent with the fleet token) takes only its own
 // node out, with an Event whose recovery works; running out of generations
 // fails readiness and does not spin.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import {
-  eventually,
-  sleep,
-  startCluster,
-  stopScripts,
-  tearDown,
-  template,
-  warmPool,
-  type TestCluster,
-} from '@warmpool/harness';
+import { eventually, sleep, template, warmPool, type KubectlResult, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { epochOf, MAX_EPOCH } from './support/internals.js';
-import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
+import type { Fleet, FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';
 import {
   epochsTaken,
@@ -32,16 +20,16 @@ import {
   type Replica,
   type ReplicaOptions,
 } from './support/replicas.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-fencing-tests';
-const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
 const KEY = 'registry.test/fence:1|none|small';
 const FORGED = Number.MAX_SAFE_INTEGER;
 
 describe('fencing and generation trust (processes)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
   let fleet: Fleet;
-  let dir: string;
   let system: string;
   let ns: string;
   let replicaOptions: ReplicaOptions;
@@ -85,10 +73,39 @@ describe('fencing and generation trust (processes)', () => {
     return (JSON.parse(out) as { items: Array<{ reason: string; message: string }> }).items;
   }
 
-  /** Restarts a node's agent, so it reads its applied generation back from its NodeInventory. */
-  async function restartAgent(node: FleetNode): Promise<void> {
-    await node.stopAgent('SIGKILL');
-    await node.startAgent();
+  /** Writes `appliedGeneration` into a node's NodeInventory status, as someone holding its agent's token could. */
+  async function forgeAppliedGeneration(node: FleetNode, appliedGeneration: number): Promise<KubectlResult> {
+    return cluster.kubectl([
+      'patch',
+      'nodeinventory',
+      node.name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { appliedGeneration } }),
+    ]);
+  }
+
+  /**
+   * The recovery a NodeLeftPlacement Event names, then the agent restarted (it
+   * reads its applied generation back from its NodeInventory); the pool, scaled
+   * to `replicas`, spreads over every node again.
+   */
+  async function recover(victim: FleetNode, replicas: number, targets: string): Promise<void> {
+    await kubectl(cluster, [
+      'annotate',
+      'nodeinventory',
+      victim.name,
+      `warmpool.dev/reset-applied-generation=${FORGED}`,
+      '--overwrite',
+    ]);
+    await victim.stopAgent('SIGKILL');
+    await victim.startAgent();
+    await patch(cluster, 'swp', ns, 'pool', { spec: { replicas } });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === targets, {
+      what: 'the recovered node back in placement',
+      timeoutMs: 30_000,
+    });
   }
 
   /** A new leadership term: the leader hands over (SIGTERM releases the Lease), and a fresh standby is started behind. */
@@ -100,21 +117,11 @@ describe('fencing and generation trust (processes)', () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-fencing-'));
-    cluster = await startCluster({ name: 'cp-fencing' });
-    system = await cluster.createNamespace('warmpool-system');
-    ns = await cluster.createNamespace('fencing');
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    replicaOptions = { cluster, dir, namespace: system, tokenFile, lease: LEASE };
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
-      token: TOKEN,
-      count: 3,
-      agentLogLevel: 'info',
-    });
+    world = await testWorld({ name: 'cp-fencing', token: TOKEN, fleet: { count: 3, agentLogLevel: 'info' } });
+    ({ cluster, fleet } = world);
+    system = await world.namespace('warmpool-system');
+    ns = await world.namespace('fencing');
+    replicaOptions = world.replicaOptions(system, { setPoolsTimeout: '1s' });
     await apply(cluster, template(ns, 'tpl', 'registry.test/fence:1'), warmPool(ns, 'pool', 'tpl', 6));
     await replica('cp-a');
     await replica('cp-b');
@@ -124,14 +131,7 @@ describe('fencing and generation trust (processes)', () => {
     });
   }, 120_000);
 
-  afterAll(() =>
-    tearDown(
-      { dir, what: 'fencing' },
-      stopScripts,
-      () => fleet?.stop(),
-      () => cluster?.stop(),
-    ),
-  );
+  afterAll(() => world?.close());
 
   it('never lets a node apply a push of a leader paused past its lease once the new leader has pushed', async () => {
     const { leader: paused, standby } = await theLeader();
@@ -175,28 +175,13 @@ describe('fencing and generation trust (processes)', () => {
   it('takes only the node whose NodeInventory shows a forged generation out of placement, at the next term, with an Event whose recovery works', async () => {
     const victim = fleet.nodes[2] as FleetNode;
     // The CRD bounds the number to the largest generation a control plane issues.
-    const beyond = await cluster.kubectl([
-      'patch',
-      'nodeinventory',
-      victim.name,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { appliedGeneration: FORGED + 1 } }),
-    ]);
+    const beyond = await forgeAppliedGeneration(victim, FORGED + 1);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('appliedGeneration');
     // The agent stopped, its inventory forged, the agent restarted: it reads the forged number back and refuses every push below it.
     await victim.stopAgent('SIGKILL');
-    await kubectl(cluster, [
-      'patch',
-      'nodeinventory',
-      victim.name,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { appliedGeneration: FORGED } }),
-    ]);
+    const forged = await forgeAppliedGeneration(victim, FORGED);
+    expect(forged.code, forged.stderr).toBe(0);
     await victim.startAgent();
     expect((await inventory(victim.name)).status?.appliedGeneration).toBe(FORGED);
 
@@ -227,20 +212,7 @@ describe('fencing and generation trust (processes)', () => {
     await sleep(2_000);
     expect(leader.proc.logLines().length - before).toBeLessThan(200);
 
-    // The recovery the Event names.
-    await kubectl(cluster, [
-      'annotate',
-      'nodeinventory',
-      victim.name,
-      `warmpool.dev/reset-applied-generation=${FORGED}`,
-      '--overwrite',
-    ]);
-    await restartAgent(victim);
-    await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 6 } });
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '2,2,2', {
-      what: 'the recovered node back in placement',
-      timeoutMs: 30_000,
-    });
+    await recover(victim, 6, '2,2,2');
     expect(epochOf((await inventory(victim.name)).status?.appliedGeneration ?? FORGED)).toBeLessThan(100);
   }, 180_000);
 
@@ -280,19 +252,7 @@ describe('fencing and generation trust (processes)', () => {
     await eventually(async () => (await inventory(victim.name)).status?.appliedGeneration === FORGED, {
       what: 'the agent to publish the forged number',
     });
-    await kubectl(cluster, [
-      'annotate',
-      'nodeinventory',
-      victim.name,
-      `warmpool.dev/reset-applied-generation=${FORGED}`,
-      '--overwrite',
-    ]);
-    await restartAgent(victim);
-    await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 9 } });
-    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', {
-      what: 'the recovered node back in placement',
-      timeoutMs: 30_000,
-    });
+    await recover(victim, 9, '3,3,3');
   }, 180_000);
 
   it('reports not ready and does not spin when the stored epoch leaves no generation', async () => {

@@ -3,41 +3,32 @@
 // SIGKILL, at once on SIGTERM, which releases the lease); the generation
 // keeps growing across leaders; and a replica without the fleet token is
 // fail-closed. Real apiserver, real agents, fake-sandboxd.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import {
-  eventually,
-  sleep,
-  startCluster,
-  stopScripts,
-  tearDown,
-  template,
-  warmPool,
-  type TestCluster,
-} from '@warmpool/harness';
+import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFleet, type Fleet } from './support/fleet.js';
-import { apply, getPool, kubectl, patch } from './support/objects.js';
-import { leaders, readiness, startReplica, type Replica } from './support/replicas.js';
+import type { Fleet } from './support/fleet.js';
+import { apply, getPool, kubectl, leaseHolder, patch } from './support/objects.js';
+import { leaders, PROCESS_LEASE, readiness, startReplica, type Replica } from './support/replicas.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-ha-tests';
-const LEASE = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
 const KEY = 'registry.test/ha:1|none|small';
 
 describe('control-plane replicas (processes) on one Lease', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
   let fleet: Fleet;
-  let dir: string;
-  let tokenFile: string;
   let system: string;
   let ns: string;
   const replicas: Replica[] = [];
 
   async function replica(identity: string, options: { token?: boolean } = {}): Promise<Replica> {
-    const started = await startReplica({ cluster, dir, namespace: system, tokenFile, lease: LEASE }, identity, options);
+    const started = await startReplica(
+      world.replicaOptions(system, { lease: PROCESS_LEASE, setPoolsTimeout: '1s' }),
+      identity,
+      options,
+    );
     replicas.push(started);
     return started;
   }
@@ -58,37 +49,14 @@ describe('control-plane replicas (processes) on one Lease', () => {
     return total;
   }
 
-  async function leaseHolder(): Promise<string> {
-    const out = await cluster.kubectl([
-      'get',
-      'lease',
-      'warmpool-control-plane',
-      '-n',
-      system,
-      '-o',
-      'jsonpath={.spec.holderIdentity}',
-    ]);
-    return out.code === 0 ? out.stdout.trim() : '';
-  }
-
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-ha-'));
-    cluster = await startCluster({ name: 'cp-ha' });
-    system = await cluster.createNamespace('warmpool-system');
-    ns = await cluster.createNamespace('ha');
-    tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
+    world = await testWorld({ name: 'cp-ha', token: TOKEN, fleet: { count: 3 } });
+    ({ cluster, fleet } = world);
+    system = await world.namespace('warmpool-system');
+    ns = await world.namespace('ha');
   });
 
-  afterAll(() =>
-    tearDown(
-      { dir, what: 'control-plane HA' },
-      stopScripts,
-      () => fleet?.stop(),
-      () => cluster?.stop(),
-    ),
-  );
+  afterAll(() => world?.close());
 
   it('without a fleet token, logs it, does not campaign, reports not ready and pushes nothing', async () => {
     const tokenless = await replica('cp-no-token', { token: false });
@@ -100,7 +68,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
     expect(
       tokenless.proc.logLines().some((l) => l['level'] === 'error' && String(l['msg']).includes('no fleet token')),
     ).toBe(true);
-    expect(await leaseHolder()).toBe('');
+    expect((await leaseHolder(cluster, system)) ?? '').toBe('');
     expect(await fleet.absentEverywhere(KEY)).toBe(true);
     expect((await getPool(cluster, ns, 'pool')).status).toBeUndefined();
     await tokenless.proc.stop();
@@ -119,7 +87,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
       expect(await leaders([a, b])).toHaveLength(1);
       await sleep(200);
     }
-    expect(await leaseHolder()).toBe((await leaders([a, b]))[0]);
+    expect((await leaseHolder(cluster, system)) ?? '').toBe((await leaders([a, b]))[0]);
   });
 
   it('hands over to the standby after the lease expires when the leader is killed, and generations keep growing', async () => {
@@ -139,7 +107,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
     });
     const takeoverMs = Date.now() - killedAt;
     // Nobody may take an unreleased lease before it expires (judged by the standby's own clock).
-    expect(takeoverMs).toBeGreaterThanOrEqual(LEASE.duration - LEASE.retryPeriod * 2);
+    expect(takeoverMs).toBeGreaterThanOrEqual(PROCESS_LEASE.duration - PROCESS_LEASE.retryPeriod * 2);
     await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', {
       what: 'targets 3,3,3 from the new leader',
     });
@@ -169,7 +137,7 @@ describe('control-plane replicas (processes) on one Lease', () => {
       timeoutMs: 30_000,
     });
     // Well within the lease duration: the lease was released, not left to expire.
-    expect(Date.now() - stoppedAt).toBeLessThan(LEASE.duration);
+    expect(Date.now() - stoppedAt).toBeLessThan(PROCESS_LEASE.duration);
 
     await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 3 } });
     await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '1,1,1', {

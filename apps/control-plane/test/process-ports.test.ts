@@ -1,38 +1,27 @@
 // The control plane binary with Kubernetes-style flags: metrics and probes on
 // separate addresses, leader election flags under their new names, a
 // WARMPOOL_-prefixed variable, --version; and the standard Node metric names.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  eventually,
-  NodeScript,
-  quietPort,
-  runCommand,
-  startCluster,
-  stopScripts,
-  type RunResult,
-  type TestCluster,
-} from '@warmpool/harness';
+import { eventually, NodeScript, quietPort, runCommand, type RunResult, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_PLANE_MAIN, requireBuilt } from './support/fleet.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 /** The control plane run to its end (--version, -h), behind the harness's watchdog. */
 const run = (args: string[]): Promise<RunResult> =>
   runCommand({ command: process.execPath, args: [CONTROL_PLANE_MAIN, ...args] });
 
 describe('the control plane process: ports, flags, version', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
-  let dir: string;
   let proc: NodeScript;
   let metricsPort: number;
   let probePort: number;
 
   beforeAll(async () => {
     requireBuilt();
-    cluster = await startCluster();
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-ports-'));
-    writeFileSync(join(dir, 'token'), 'fleet-token\n');
+    world = await testWorld({ name: 'cp-ports', token: 'fleet-token' });
+    cluster = world.cluster;
     metricsPort = await quietPort();
     probePort = await quietPort();
     proc = new NodeScript({
@@ -47,7 +36,7 @@ describe('the control plane process: ports, flags, version', () => {
         '--leader-elect-renew-deadline=3s',
         '--leader-elect-retry-period=500ms',
         '--leader-elect-resource-name=ports-test',
-        `--token-file=${join(dir, 'token')}`,
+        `--token-file=${world.tokenFile}`,
       ],
       env: {
         WARMPOOL_API_TOKEN: '',
@@ -55,14 +44,10 @@ describe('the control plane process: ports, flags, version', () => {
         WARMPOOL_STALE_AFTER: '5s',
         POD_NAMESPACE: 'default',
       },
-      logFile: join(dir, 'control-plane.log'),
+      logFile: join(world.dir, 'control-plane.log'),
     });
   });
-  afterAll(async () => {
-    await stopScripts();
-    await cluster?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
 
   it('serves the probes alone on the probe address, and metrics (with the probes) on the metrics address', async () => {
     const readyz = await eventually(

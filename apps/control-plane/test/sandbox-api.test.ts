@@ -4,8 +4,7 @@
 // Sandbox CRD removed). Claims are made through the HTTP claim API and with
 // `kubectl create`; three real node agents over fake-sandboxd hold them;
 // Redis is real. Nothing here is served from etcd.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiVersionOf, claimBodySchema, SandboxType, type ClaimBody, type Sandbox } from '@warmpool/api';
 import {
@@ -13,9 +12,6 @@ import {
   findBinary,
   issueCertificate,
   ManagedChild,
-  startCluster,
-  startRedis,
-  stopScripts,
   template,
   warmPool,
   type TestCluster,
@@ -26,14 +22,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet } from './support/fleet.js';
+import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
 import { callDirect, etcdCount, registerSandboxApi, servingPki, type ServingPki } from './support/sandbox-api.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-sandbox-api-tests';
 const IMAGE = 'registry.test/sandbox-api:1';
 
 describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, agents; kubectl only)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
   let redis: TestRedis;
   let fleet: Fleet;
@@ -62,22 +60,12 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     JSON.parse(await kubectl(cluster, [...args, '-o', 'json'])) as Sandbox & { items?: Sandbox[] };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-sandbox-api-'));
-    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-sandbox-api' }), startRedis()]);
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
+    world = await testWorld({ name: 'cp-sandbox-api', token: TOKEN, redis: true, fleet: { count: 3, capacity: 40 } });
+    ({ cluster, redis, fleet, dir } = world);
     pki = servingPki();
     writeFileSync(join(dir, 'serving.crt'), pki.serving.certPem);
     writeFileSync(join(dir, 'serving.key'), pki.serving.keyPem);
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
-      token: TOKEN,
-      count: 3,
-      capacity: 40,
-    });
-    ns = await cluster.createNamespace('sandboxes');
+    ns = await world.namespace('sandboxes');
     claimer = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
     await apply(cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'python', 'tpl', 6));
     // Who may read Sandboxes: `viewer` in this namespace; `stranger` nowhere.
@@ -99,9 +87,8 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       '--role=sandbox-viewer',
       '--user=viewer',
     ]);
-    cp = await startControlPlane(cluster, dir, 'default', {
-      token: TOKEN,
-      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
+    cp = await world.controlPlane('default', {
+      claims: world.claimsOptions(),
       sandboxApi: {
         listen: { host: '127.0.0.1', port: 0 },
         tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },
@@ -110,13 +97,10 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     port = Number(new URL(cp.sandboxApi?.url ?? 'https://x:0').port);
     await registerSandboxApi(cluster, port, pki.ca.certPem);
     await eventually(() => cp.isLeader(), { what: 'the replica leads' });
-    await eventually(
-      async () =>
-        (await Promise.all(fleet.nodes.map(async (n) => (await n.warm()).get(`${IMAGE}|none|small`) ?? 0))).every(
-          (w) => w === 2,
-        ),
-      { what: '2 warm on every node', timeoutMs: 30_000 },
-    );
+    await eventually(async () => (await fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w === 2), {
+      what: '2 warm on every node',
+      timeoutMs: 30_000,
+    });
     await eventually(() => cp.claims?.notReadyReasons().length === 0 && cp.sandboxApi?.notReadyReasons().length === 0, {
       what: 'ready to claim and to serve Sandboxes',
     });
@@ -124,13 +108,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
 
   afterAll(async () => {
     for (const watch of watches) await watch.stop('SIGKILL');
-    await cp?.close();
-    await fleet?.stop();
-    await stopScripts();
-    await redis?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`Sandbox API logs kept in ${dir}`);
+    await world?.close();
   });
 
   it('serves discovery: kubectl api-resources lists sandboxes of agents.x-k8s.io/v1beta1, namespaced', async () => {

@@ -3,9 +3,6 @@
 // control plane in this process with the claim pipeline, the SandboxClaim
 // controller and the claim janitor. What the nodes hold is read straight from
 // the agents.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   SANDBOX_CLAIM_FINALIZER,
   SANDBOX_ID_ANNOTATION,
@@ -14,25 +11,14 @@ import {
   type SandboxClaim,
   type SandboxRow,
 } from '@warmpool/api';
-import {
-  eventually,
-  sandboxClaim,
-  sleep,
-  startCluster,
-  startRedis,
-  stopScripts,
-  template,
-  type TestCluster,
-  type TestRedis,
-  warmPool,
-} from '@warmpool/harness';
+import { eventually, sandboxClaim, sleep, template, type TestCluster, warmPool } from '@warmpool/harness';
 import { isNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, KubeSecret } from './support/internals.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
-import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet, type FleetNode } from './support/fleet.js';
+import type { Fleet, FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-sandboxclaim-tests';
 const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
@@ -47,27 +33,28 @@ function decode(secret: KubeSecret): Record<string, string> {
   );
 }
 
+/** What the apiserver answers, or undefined when it has no such object. */
+async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
-  let redis: TestRedis;
   let fleet: Fleet;
-  let dir: string;
   let system: string;
   let controlPlane: ControlPlane | undefined;
   let claimClient: ResourceClient<SandboxClaim>;
   let secretClient: ResourceClient<KubeSecret>;
-  const namespaces: string[] = [];
-
-  async function namespace(prefix: string): Promise<string> {
-    const name = await cluster.createNamespace(prefix);
-    namespaces.push(name);
-    return name;
-  }
 
   async function start(controller: { leaseSeconds?: number } = {}): Promise<ControlPlane> {
-    controlPlane = await startControlPlane(cluster, dir, system, {
-      token: TOKEN,
-      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
+    controlPlane = await world.controlPlane(system, {
+      claims: world.claimsOptions(),
       sandboxClaims: {
         controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000, ...controller },
         // The janitor is swept by hand in its spec.
@@ -85,23 +72,10 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     return started;
   }
 
-  async function getClaim(ns: string, name: string): Promise<SandboxClaim | undefined> {
-    try {
-      return await claimClient.get({ namespace: ns, name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  async function getSecret(ns: string, name: string): Promise<KubeSecret | undefined> {
-    try {
-      return await secretClient.get({ namespace: ns, name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
+  const getClaim = (ns: string, name: string): Promise<SandboxClaim | undefined> =>
+    unlessNotFound(claimClient.get({ namespace: ns, name }));
+  const getSecret = (ns: string, name: string): Promise<KubeSecret | undefined> =>
+    unlessNotFound(secretClient.get({ namespace: ns, name }));
 
   async function readyClaim(ns: string, name: string, timeoutMs = 30_000): Promise<SandboxClaim> {
     return eventually(
@@ -149,12 +123,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-sandboxclaims-'));
-    [cluster, redis] = await Promise.all([startCluster({ name: 'cp-sandboxclaims' }), startRedis()]);
+    world = await testWorld({ name: 'cp-sandboxclaims', token: TOKEN, redis: true, fleet: { count: 3 } });
+    ({ cluster, fleet } = world);
     system = await cluster.createNamespace('warmpool-system');
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    fleet = await startFleet({ dir, kubeconfigPath: cluster.kubeconfigPath, tokenFile, token: TOKEN, count: 3 });
     claimClient = new ResourceClient<SandboxClaim>(cluster.kubeConfig, SandboxClaimType);
     secretClient = new ResourceClient<KubeSecret>(cluster.kubeConfig, {
       group: '',
@@ -166,25 +137,12 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await start();
   }, 120_000);
 
-  afterEach(async () => {
-    // Namespaces never finish terminating without a controller manager: delete the objects themselves.
-    for (const ns of namespaces.splice(0)) {
-      await kubectl(cluster, ['delete', 'sandboxclaims,sandboxwarmpools', '--all', '-n', ns, '--wait=false']);
-    }
-  });
+  afterEach(() => world?.emptyNamespaces('sandboxclaims,sandboxwarmpools'));
 
-  afterAll(async () => {
-    await controlPlane?.close();
-    await fleet?.stop();
-    await stopScripts();
-    await redis?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`sandboxclaim logs kept in ${dir}`);
-  });
+  afterAll(() => world?.close());
 
   it('makes a SandboxClaim Ready with its own sandbox and an owned Secret, and never shows the token', async () => {
-    const ns = await namespace('ready');
+    const ns = await world.namespace('ready');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'one', 'pool'));
     const claim = await readyClaim(ns, 'one');
@@ -218,7 +176,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('releases the sandbox when the SandboxClaim is deleted, and deletes its Secret', async () => {
-    const ns = await namespace('delete');
+    const ns = await world.namespace('delete');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'gone', 'pool'));
     const claim = await readyClaim(ns, 'gone');
@@ -235,7 +193,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('gives 20 concurrent SandboxClaims 20 distinct sandboxes', async () => {
-    const ns = await namespace('twenty');
+    const ns = await world.namespace('twenty');
     await drivenPool(ns, 'pool', 30);
     const names = Array.from({ length: 20 }, (_, i) => `c${i}`);
     await apply(cluster, ...names.map((name) => sandboxClaim(ns, name, 'pool')));
@@ -253,7 +211,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('answers PoolNotFound to a claim addressed to warmpool, leaves an unaddressed one alone, and serves both once the pool exists', async () => {
-    const ns = await namespace('missing');
+    const ns = await world.namespace('missing');
     await apply(
       cluster,
       sandboxClaim(ns, 'asked', 'later', { annotations: WARMPOOL_CLAIM }),
@@ -272,7 +230,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it("answers NotDriven to a claim of an undriven pool addressed to warmpool, never writes upstream's claims, and serves once the template opts in", async () => {
-    const ns = await namespace('undriven');
+    const ns = await world.namespace('undriven');
     await apply(
       cluster,
       template(ns, 'tpl', `registry.test/${ns}:1`, { optIn: false }),
@@ -296,7 +254,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('answers NoCapacity while no node has room, and Ready once room appears', async () => {
-    const ns = await namespace('full');
+    const ns = await world.namespace('full');
     await drivenPool(ns, 'pool', 3);
     const drain = (method: 'POST' | 'DELETE'): Promise<void[]> =>
       Promise.all(
@@ -321,7 +279,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('turns a claim Expired at its shutdownTime (the node reaps the sandbox), and deletes it with shutdownPolicy Delete', async () => {
-    const ns = await namespace('expiry');
+    const ns = await world.namespace('expiry');
     await drivenPool(ns, 'pool');
     const soon = new Date(Date.now() + 4_000).toISOString();
     await apply(
@@ -345,7 +303,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('releases the sandbox of a claim deleted while its batch ran', async () => {
-    const ns = await namespace('inflight');
+    const ns = await world.namespace('inflight');
     await drivenPool(ns, 'pool');
     const vanished = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
     // The agents are paused: the claim's job waits on a node while the claim is deleted (it has no finalizer yet).
@@ -367,7 +325,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('releases the sandbox of a claim deleted while the control plane was down, once it is back (finalizer)', async () => {
-    const ns = await namespace('down');
+    const ns = await world.namespace('down');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'orphaned', 'pool'));
     await readyClaim(ns, 'orphaned');
@@ -385,7 +343,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('has the janitor release node claims of SandboxClaims that no longer exist, and nothing else', async () => {
-    const ns = await namespace('janitor');
+    const ns = await world.namespace('janitor');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'alive', 'pool'));
     await readyClaim(ns, 'alive');
@@ -420,7 +378,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await controlPlane?.close();
     await start({ leaseSeconds: 3 });
     try {
-      const ns = await namespace('renew');
+      const ns = await world.namespace('renew');
       await drivenPool(ns, 'pool');
       await apply(cluster, sandboxClaim(ns, 'long', 'pool'));
       await readyClaim(ns, 'long');
@@ -442,7 +400,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it("leaves a user's own Secret of the claim's name untouched, releases the sandbox and says BadRequest", async () => {
-    const ns = await namespace('taken');
+    const ns = await world.namespace('taken');
     await drivenPool(ns, 'pool');
     await secretClient.create({
       metadata: { name: 'taken', namespace: ns },
@@ -468,11 +426,11 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
-    const standby = await startControlPlane(cluster, dir, system, { token: TOKEN, claims: { redisUrl: redis.url } });
+    const standby = await world.controlPlane(system, { claims: { redisUrl: world.redis.url } });
     try {
       await eventually(() => standby.ready(), { what: "the standby's caches to sync" });
       expect(standby.isLeader()).toBe(false);
-      const ns = await namespace('standby');
+      const ns = await world.namespace('standby');
       await drivenPool(ns, 'pool');
       await apply(cluster, sandboxClaim(ns, 'one', 'pool'));
       await readyClaim(ns, 'one');
@@ -487,7 +445,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it("never takes nor releases an HTTP client's sandbox held under the claim's name (shared claim_ref)", async () => {
-    const ns = await namespace('shared');
+    const ns = await world.namespace('shared');
     await drivenPool(ns, 'pool');
     // Once the pipeline's caches have the pool.
     const http = await eventually(
@@ -516,7 +474,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it("never hands a SandboxClaim's sandbox (or its token) to an HTTP client asking with the claim's name as claimRef", async () => {
-    const ns = await namespace('steal');
+    const ns = await world.namespace('steal');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'mine', 'pool'));
     await readyClaim(ns, 'mine');

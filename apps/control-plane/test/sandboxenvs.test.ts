@@ -1,31 +1,16 @@
 // SandboxEnv status and the Env autoscaler (issue 11 §1, §2): the pure rules,
 // then one real kube-apiserver, Redis, two node agents with fake-sandboxds and
 // an in-process control plane, with claims made through the HTTP claim API.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { claimBodySchema, type SandboxEnv, type ScalingGroupStatus } from '@warmpool/api';
-import {
-  eventually,
-  sandboxEnv,
-  sleep,
-  startCluster,
-  startRedis,
-  stopScripts,
-  template,
-  warmPool,
-  type TestCluster,
-  type TestRedis,
-} from '@warmpool/harness';
+import { eventually, sandboxEnv, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distribute, nextTotal, type GroupScaleInput } from '../src/controllers/sandboxenvs/autoscaler.js';
 import type { PoolCounts } from '../src/controllers/sandboxenvs/counts.js';
 import { coarseDuration, envCapacity, SaturationTracker } from '../src/controllers/sandboxenvs/status.js';
 import type { ControlPlane } from './support/internals.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
-import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet } from './support/fleet.js';
 import { apply, getEnv, getPool, kubectl } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const counts = (rows: Record<string, Partial<PoolCounts>>): Map<string, PoolCounts> =>
   new Map(Object.entries(rows).map(([ref, c]) => [ref, { idle: 0, running: 0, pending: 0, desired: 0, ...c }]));
@@ -163,48 +148,14 @@ describe("the Env autoscaler's rule (pure)", () => {
   });
 
   it('gives new replicas to the member with the fewest and takes them from the one with the most', () => {
-    expect(
-      distribute(
-        [
-          { pool: 'a', replicas: 3 },
-          { pool: 'b', replicas: 1 },
-        ],
-        6,
-      ),
-    ).toEqual(
-      new Map([
-        ['a', 3],
-        ['b', 3],
-      ]),
-    );
-    expect(
-      distribute(
-        [
-          { pool: 'a', replicas: 3 },
-          { pool: 'b', replicas: 1 },
-        ],
-        7,
-      ),
-    ).toEqual(
-      new Map([
-        ['a', 4],
-        ['b', 3],
-      ]),
-    );
-    expect(
-      distribute(
-        [
-          { pool: 'a', replicas: 3 },
-          { pool: 'b', replicas: 1 },
-        ],
-        2,
-      ),
-    ).toEqual(
-      new Map([
-        ['a', 1],
-        ['b', 1],
-      ]),
-    );
+    const members = [
+      { pool: 'a', replicas: 3 },
+      { pool: 'b', replicas: 1 },
+    ];
+    const spread = (total: number): Record<string, number> => Object.fromEntries(distribute(members, total));
+    expect(spread(6)).toEqual({ a: 3, b: 3 });
+    expect(spread(7)).toEqual({ a: 4, b: 3 });
+    expect(spread(2)).toEqual({ a: 1, b: 1 });
   });
 });
 
@@ -212,10 +163,8 @@ const TOKEN = 'fleet-token-for-env-tests';
 const IMAGE = 'registry.test/envs:1';
 
 describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and fake-sandboxd)', () => {
+  let world: TestWorld;
   let cluster: TestCluster;
-  let redis: TestRedis;
-  let fleet: Fleet;
-  let dir: string;
   let ns: string;
   let cp: ControlPlane;
   let user: string;
@@ -232,21 +181,15 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'warmpool-envs-'));
-    [cluster, redis] = await Promise.all([startCluster({ name: 'envs' }), startRedis()]);
-    const tokenFile = join(dir, 'token');
-    writeFileSync(tokenFile, TOKEN + '\n');
-    // Refill boots take seconds, so a burst of claims leaves the pool without idle sandboxes for a while.
-    fleet = await startFleet({
-      dir,
-      kubeconfigPath: cluster.kubeconfigPath,
-      tokenFile,
+    world = await testWorld({
+      name: 'envs',
       token: TOKEN,
-      count: 2,
-      capacity: 20,
-      sandboxdArgs: ['--boot-ms', '8000'],
+      redis: true,
+      // Refill boots take seconds, so a burst of claims leaves the pool without idle sandboxes for a while.
+      fleet: { count: 2, capacity: 20, sandboxdArgs: ['--boot-ms', '8000'] },
     });
-    ns = await cluster.createNamespace('envs');
+    cluster = world.cluster;
+    ns = await world.namespace('envs');
     user = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
     await apply(
       cluster,
@@ -259,9 +202,8 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
         { scalingGroup: 'burst', enabled: true, minReplicas: 1, maxReplicas: 3, targetIdle: 2 },
       ]),
     );
-    cp = await startControlPlane(cluster, dir, 'default', {
-      token: TOKEN,
-      claims: { redisUrl: redis.url, listen: { host: '127.0.0.1', port: 0 } },
+    cp = await world.controlPlane('default', {
+      claims: world.claimsOptions(),
       federation: { intervalMs: 500 },
       envScaleDownDelayMs: 600_000,
     });
@@ -271,15 +213,7 @@ describe('SandboxEnv status and autoscaling (real apiserver, Redis, agents and f
     });
   }, 180_000);
 
-  afterAll(async () => {
-    await cp?.close();
-    await fleet?.stop();
-    await stopScripts();
-    await redis?.stop();
-    await cluster?.stop();
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(dir, { recursive: true, force: true });
-    else console.error(`SandboxEnv logs kept in ${dir}`);
-  });
+  afterAll(() => world?.close());
 
   it("writes each group's idle / running / pending / desired and the whole-Env row, and shows them in kubectl get", async () => {
     await eventually(async () => (await group('web', ''))?.idle === 3, { what: 'web idle 3', timeoutMs: 30_000 });

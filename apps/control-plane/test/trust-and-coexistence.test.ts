@@ -3,29 +3,16 @@
 // someone holding an agent token, and upstream agent-sandbox's own
 // SandboxWarmPool CRD, whose status schema has no conditions, installed
 // instead of ours, and switched at runtime.
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import {
-  eventually,
-  nodeObject,
-  sleep,
-  startCluster,
-  stopScripts,
-  tearDown,
-  template,
-  warmPool,
-  type TestCluster,
-} from '@warmpool/harness';
+import { eventually, nodeObject, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
-import { startControlPlane } from './support/control-plane.js';
-import { startFleet, type Fleet } from './support/fleet.js';
+import type { Fleet } from './support/fleet.js';
 import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
 import { chartPoolCrd, upstreamPoolCrd } from './support/upstream-crd.js';
+import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-trust-tests';
 const AGENT_POD_SELECTOR = 'app.kubernetes.io/component=node-agent';
@@ -48,44 +35,28 @@ async function listenAt(host: string): Promise<Listener> {
   return { address: `${host}:${port}`, requests, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
+let world: TestWorld;
 let cluster: TestCluster;
 let fleet: Fleet;
-let dir: string;
 let system: string;
 let controlPlane: ControlPlane;
 let inventories: ResourceClient<NodeInventory>;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'warmpool-cp-trust-'));
-  cluster = await startCluster({ name: 'cp-trust' });
+  world = await testWorld({
+    name: 'cp-trust',
+    token: TOKEN,
+    fleet: { count: 2, capacity: 20, publishInterval: '1s' },
+  });
+  ({ cluster, fleet } = world);
   // Upstream's CRD before the control plane starts: what it reads at start.
   await apply(cluster, (await upstreamPoolCrd(cluster)) as unknown as Record<string, unknown>);
   system = await cluster.createNamespace('warmpool-system');
-  const tokenFile = join(dir, 'token');
-  writeFileSync(tokenFile, TOKEN + '\n');
-  fleet = await startFleet({
-    dir,
-    kubeconfigPath: cluster.kubeconfigPath,
-    tokenFile,
-    token: TOKEN,
-    count: 2,
-    capacity: 20,
-    publishInterval: '1s',
-  });
-  controlPlane = await startControlPlane(cluster, dir, system, { token: TOKEN, agentPodSelector: AGENT_POD_SELECTOR });
-  await eventually(() => controlPlane.isLeader(), { what: 'the control plane to lead' });
+  controlPlane = await world.leader(system, { agentPodSelector: AGENT_POD_SELECTOR });
   inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
 }, 180_000);
 
-afterAll(() =>
-  tearDown(
-    { dir, what: 'control-plane trust' },
-    () => controlPlane?.close(),
-    () => fleet?.stop(),
-    stopScripts,
-    () => cluster?.stop(),
-  ),
-);
+afterAll(() => world?.close());
 
 async function statusWriteErrors(): Promise<number> {
   const text = await controlPlane.registry.metrics();

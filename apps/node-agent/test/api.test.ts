@@ -39,6 +39,28 @@ afterEach(async () => {
   for (const thing of open.splice(0).reverse()) await thing.close();
 });
 
+/** A node agent that does not poll, in front of the sandboxd at `sandboxdUrl`; answers its URL. */
+async function agentFor(sandboxdUrl: string): Promise<string> {
+  const agent = createNodeAgent({ sandboxdUrl, token: FLEET_TOKEN, pollIntervalMs: 60_000 });
+  open.push(agent);
+  return (await agent.start()).url;
+}
+
+/** A "sandboxd" that reads each request whole, shows it to `seen`, then drops the connection without answering. */
+async function droppingSandboxd(seen: (method: string | undefined, body: string) => void): Promise<string> {
+  const server = createServer((req) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      seen(req.method, body);
+      req.socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  open.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
 async function withWarmPool(n: Node, warm = 2): Promise<void> {
   expect(
     (await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm }] } })).status,
@@ -230,24 +252,11 @@ describe('SetPools (PUT /v1/pools)', () => {
   it('treats a push sandboxd may have taken (read, then no answer) as applied: an older one is refused after it', async () => {
     // A sandboxd that applies every push it reads, then drops the connection before answering.
     const taken: number[] = [];
-    const dropper = createServer((req) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        if (req.method === 'PUT')
-          taken.push((JSON.parse(body) as { pools: Array<{ warm: number }> }).pools[0]?.warm ?? -1);
-        req.socket.destroy();
-      });
-    });
-    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
-    open.push({ close: () => new Promise<void>((resolve) => dropper.close(() => resolve())) });
-    const agent = createNodeAgent({
-      sandboxdUrl: `http://127.0.0.1:${(dropper.address() as AddressInfo).port}`,
-      token: FLEET_TOKEN,
-      pollIntervalMs: 60_000,
-    });
-    open.push(agent);
-    const { url } = await agent.start();
+    const url = await agentFor(
+      await droppingSandboxd((method, body) => {
+        if (method === 'PUT') taken.push((JSON.parse(body) as { pools: Array<{ warm: number }> }).pools[0]?.warm ?? -1);
+      }),
+    );
 
     const newer = await call<ErrorAnswer>(url, 'PUT', '/v1/pools', {
       body: { generation: 5, pools: [{ template: 'img', warm: 5 }] },
@@ -556,20 +565,7 @@ describe('when sandboxd is down', () => {
   it('answers 502 outcome unknown, without Retry-After, when sandboxd drops the connection after reading the claim', async () => {
     // A listener that reads the whole request, then destroys the socket: the claim reached "sandboxd".
     let requests = 0;
-    const dropper = createServer((req) => {
-      requests += 1;
-      req.resume();
-      req.on('end', () => req.socket.destroy());
-    });
-    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
-    open.push({ close: () => new Promise<void>((resolve) => dropper.close(() => resolve())) });
-    const agent = createNodeAgent({
-      sandboxdUrl: `http://127.0.0.1:${(dropper.address() as AddressInfo).port}`,
-      token: FLEET_TOKEN,
-      pollIntervalMs: 60_000,
-    });
-    open.push(agent);
-    const { url } = await agent.start();
+    const url = await agentFor(await droppingSandboxd(() => (requests += 1)));
 
     const claim = await call<ErrorAnswer>(url, 'POST', '/v1/claim', {
       body: { template: 'img', claim_ref: 'ns/dropped' },
@@ -590,13 +586,7 @@ describe('when sandboxd is down', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const agent = createNodeAgent({
-      sandboxdUrl: `http://127.0.0.1:${port}`,
-      token: FLEET_TOKEN,
-      pollIntervalMs: 60_000,
-    });
-    open.push(agent);
-    const { url } = await agent.start();
+    const url = await agentFor(`http://127.0.0.1:${port}`);
     for (const [method, path, body] of [
       ['POST', '/v1/claim', { template: 'img' }],
       ['GET', '/v1/info', undefined],

@@ -2,9 +2,12 @@ import type { NodeInfo } from '@warmpool/api';
 import { significantChange, snapshotOf, statusOf } from '@warmpool/node-agent';
 import { describe, expect, it } from 'vitest';
 
-function info(pools: Array<[string, number, number]>, extra: Partial<NodeInfo> = {}): NodeInfo {
+/** Pools as template → [target, warm], in the order sandboxd lists them. */
+type Pools = Record<string, [target: number, warm: number]>;
+
+function info(pools: Pools, extra: Partial<NodeInfo> = {}): NodeInfo {
   return {
-    pools: pools.map(([template, target, warm]) => ({
+    pools: Object.entries(pools).map(([template, [target, warm]]) => ({
       key: { template, net: 'none', size: 'small' },
       target,
       warm,
@@ -15,13 +18,11 @@ function info(pools: Array<[string, number, number]>, extra: Partial<NodeInfo> =
   };
 }
 
-const base = snapshotOf(
-  info([
-    ['a', 3, 3],
-    ['b', 2, 1],
-  ]),
-  4,
-);
+/** The snapshot of what sandboxd says, at applied generation 4 unless told. */
+const snap = (pools: Pools, extra: Partial<NodeInfo> = {}, generation = 4): ReturnType<typeof snapshotOf> =>
+  snapshotOf(info(pools, extra), generation);
+
+const base = snap({ a: [3, 3], b: [2, 1] });
 
 describe('inventory significance', () => {
   it('publishes the first snapshot', () => {
@@ -29,112 +30,35 @@ describe('inventory significance', () => {
   });
 
   it('ignores what claims move all the time: warm above 0, refilling and claimed', () => {
-    const busy = snapshotOf(
-      {
-        ...info([
-          ['a', 3, 1],
-          ['b', 2, 2],
-        ]),
-        claimed: 40,
-      },
-      4,
-    );
+    const busy = snap({ a: [3, 1], b: [2, 2] }, { claimed: 40 });
     busy.pools[0]!.refilling = 2;
     expect(significantChange(base, busy)).toBeUndefined();
   });
 
   it('publishes when a pool runs out of warm sandboxes, and when it has some again', () => {
-    const empty = snapshotOf(
-      info([
-        ['a', 3, 0],
-        ['b', 2, 1],
-      ]),
-      4,
-    );
+    const empty = snap({ a: [3, 0], b: [2, 1] });
     expect(significantChange(base, empty)).toBe('a|none|small ran out of warm sandboxes');
     expect(significantChange(empty, base)).toBe('a|none|small has warm sandboxes again');
   });
 
   it('publishes a target change, a pool appearing or retiring, and a new generation', () => {
-    expect(
-      significantChange(
-        base,
-        snapshotOf(
-          info([
-            ['a', 4, 3],
-            ['b', 2, 1],
-          ]),
-          4,
-        ),
-      ),
-    ).toBe('target of a|none|small changed');
-    expect(significantChange(base, snapshotOf(info([['a', 3, 3]]), 4))).toBe('pool set changed');
-    expect(
-      significantChange(
-        base,
-        snapshotOf(
-          info([
-            ['a', 3, 3],
-            ['c', 2, 1],
-          ]),
-          4,
-        ),
-      ),
-    ).toBe('pool set changed');
-    expect(
-      significantChange(
-        base,
-        snapshotOf(
-          info([
-            ['a', 3, 3],
-            ['b', 2, 1],
-          ]),
-          5,
-        ),
-      ),
-    ).toBe('generation 5 applied');
+    expect(significantChange(base, snap({ a: [4, 3], b: [2, 1] }))).toBe('target of a|none|small changed');
+    expect(significantChange(base, snap({ a: [3, 3] }))).toBe('pool set changed');
+    expect(significantChange(base, snap({ a: [3, 3], c: [2, 1] }))).toBe('pool set changed');
+    expect(significantChange(base, snap({ a: [3, 3], b: [2, 1] }, {}, 5))).toBe('generation 5 applied');
   });
 
   it('publishes draining and at-capacity flipping either way', () => {
-    const draining = snapshotOf(
-      info(
-        [
-          ['a', 3, 3],
-          ['b', 2, 1],
-        ],
-        { draining: true },
-      ),
-      4,
-    );
+    const draining = snap({ a: [3, 3], b: [2, 1] }, { draining: true });
     expect(significantChange(base, draining)).toBe('draining started');
     expect(significantChange(draining, base)).toBe('draining lifted');
-    const full = snapshotOf(
-      info(
-        [
-          ['a', 3, 3],
-          ['b', 2, 1],
-        ],
-        { at_capacity: true },
-      ),
-      4,
-    );
+    const full = snap({ a: [3, 3], b: [2, 1] }, { at_capacity: true });
     expect(significantChange(base, full)).toBe('node at capacity');
     expect(significantChange(full, base)).toBe('node no longer at capacity');
   });
 
   it('does not depend on the order sandboxd lists pools in', () => {
-    expect(
-      significantChange(
-        base,
-        snapshotOf(
-          info([
-            ['b', 2, 1],
-            ['a', 3, 3],
-          ]),
-          4,
-        ),
-      ),
-    ).toBeUndefined();
+    expect(significantChange(base, snap({ b: [2, 1], a: [3, 3] }))).toBeUndefined();
   });
 });
 
@@ -156,20 +80,13 @@ describe('inventory status', () => {
   });
 
   it('leaves out what is unknown: capacity, and a generation never applied', () => {
-    const status = statusOf(snapshotOf(info([]), undefined), new Date(0), undefined);
+    const status = statusOf(snapshotOf(info({}), undefined), new Date(0), undefined);
     expect(status).not.toHaveProperty('capacity');
     expect(status).not.toHaveProperty('appliedGeneration');
   });
 
   it("carries each pool's claimed count when the agent counted them, and leaves it out when it could not", () => {
-    const counted = snapshotOf(
-      info([
-        ['a', 3, 3],
-        ['b', 2, 1],
-      ]),
-      4,
-      new Map([['a|none|small', 5]]),
-    );
+    const counted = snapshotOf(info({ a: [3, 3], b: [2, 1] }), 4, new Map([['a|none|small', 5]]));
     expect(counted.pools.map((p) => p.claimed)).toEqual([5, 0]);
     expect(base.pools.every((p) => !('claimed' in p))).toBe(true);
     expect(significantChange(base, counted)).toBeUndefined();

@@ -1,4 +1,4 @@
-import { ManualClock } from '@warmpool/harness';
+import { federationRecord, ManualClock } from '@warmpool/harness';
 import { CapacityRegistry, type CapacityObservation } from '../src/index.js';
 
 export const LOCAL = 'local';
@@ -8,17 +8,7 @@ export const TTL_MS = 10_000;
 export function member(overrides: Partial<CapacityObservation> = {}): CapacityObservation {
   return {
     clusterId: 'east',
-    namespace: 'ns',
-    envName: 'env',
-    memberPool: 'pool-a',
-    scalingGroup: 'gpu',
-    idle: 0,
-    running: 0,
-    pending: 0,
-    desired: 0,
-    autoscalingEnabled: false,
-    capacity: 0,
-    saturatedForMs: 0,
+    ...federationRecord({ namespace: 'ns', envName: 'env', memberPool: 'pool-a', scalingGroup: 'gpu' }, 0),
     ...overrides,
   };
 }

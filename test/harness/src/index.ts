@@ -37,6 +37,7 @@ export type {
 export { allPoolsReady, progressLine, readNode, readPools, readProgress } from './stack-status.js';
 export type { NodeProgress, PoolProgress, ProgressSource, StackProgress } from './stack-status.js';
 export {
+  federationRecord,
   infoOf,
   inventoryObject,
   kubeNodeObject,
@@ -48,7 +49,7 @@ export {
   templateObject,
   warmPool,
 } from './objects.js';
-export type { InventoryOptions, Named, SandboxClaimOptions, TemplateOptions } from './objects.js';
+export type { InventoryOptions, MemberRecord, Named, SandboxClaimOptions, TemplateOptions } from './objects.js';
 export {
   nodeObject,
   sampleManifest,

@@ -8,6 +8,7 @@ import {
   SandboxEnvType,
   SandboxTemplateType,
   SandboxWarmPoolType,
+  type FederationRecord,
   type KubeNode,
   type NodeInfo,
   type NodeInventory,
@@ -180,5 +181,31 @@ export function infoOf(targets: Record<string, number>, warm: Record<string, num
       return { key: { template, net, size }, target, warm: warm[id] ?? 0, refilling: 0 };
     }),
     claimed: 0,
+  };
+}
+
+/** A federation record without its cluster id, as a Reporter is given it (the cluster adds its own). */
+export type MemberRecord = Omit<FederationRecord, 'clusterId'>;
+
+/**
+ * The federation record of one member pool of an Env: `idle` sandboxes idle and
+ * as many desired, nothing running or pending, no autoscaling, unless `more`
+ * says otherwise.
+ */
+export function federationRecord(
+  member: Pick<FederationRecord, 'namespace' | 'envName' | 'memberPool' | 'scalingGroup'>,
+  idle: number,
+  more: Partial<MemberRecord> = {},
+): MemberRecord {
+  return {
+    ...member,
+    idle,
+    running: 0,
+    pending: 0,
+    desired: idle,
+    autoscalingEnabled: false,
+    capacity: 0,
+    saturatedForMs: 0,
+    ...more,
   };
 }

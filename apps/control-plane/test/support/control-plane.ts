@@ -38,6 +38,11 @@ export async function startControlPlane(
     ...overrides,
     driver: { intervalMs: FAST.intervalMs, staleAfterMs: FAST.staleAfterMs, ...overrides.driver },
   });
-  await controlPlane.start();
+  try {
+    await controlPlane.start();
+  } catch (err) {
+    await controlPlane.close();
+    throw err;
+  }
   return controlPlane;
 }

@@ -82,12 +82,15 @@ export class FleetNode {
       try {
         await eventually(
           async () => {
-            if (!sandboxd.running) throw new Error(`fake-sandboxd of ${this.name} exited:\n${sandboxd.log()}`);
             const res = await fetch(`${this.sandboxdUrl}/healthz`);
             await res.body?.cancel();
             return res.ok;
           },
-          { timeoutMs: 20_000, what: `fake-sandboxd of ${this.name}` },
+          {
+            timeoutMs: 20_000,
+            what: `fake-sandboxd of ${this.name}`,
+            abort: () => (sandboxd.running ? undefined : `fake-sandboxd of ${this.name} exited:\n${sandboxd.log()}`),
+          },
         );
         return;
       } catch (err) {
@@ -115,12 +118,15 @@ export class FleetNode {
       try {
         await eventually(
           async () => {
-            if (!agent.running) throw new Error(`agent of ${this.name} exited:\n${agent.log()}`);
             const res = await fetch(`${this.agentUrl}/readyz`);
             await res.body?.cancel();
             return res.status === 200;
           },
-          { timeoutMs: 30_000, what: `the agent of ${this.name} to be ready` },
+          {
+            timeoutMs: 30_000,
+            what: `the agent of ${this.name} to be ready`,
+            abort: () => (agent.running ? undefined : `the agent of ${this.name} exited:\n${agent.log()}`),
+          },
         );
         return;
       } catch (err) {
@@ -225,6 +231,11 @@ export class Fleet {
   /** Per node: the target of one pool key (0 when absent). */
   async targetsOf(keyId: string): Promise<number[]> {
     return Promise.all(this.nodes.map(async (node) => (await node.targets()).get(keyId) ?? 0));
+  }
+
+  /** Per node: the warm sandboxes of one pool key (0 when absent). */
+  async warmOf(keyId: string): Promise<number[]> {
+    return Promise.all(this.nodes.map(async (node) => (await node.warm()).get(keyId) ?? 0));
   }
 
   /** Whether no node has the key at all (drained). */

@@ -2,6 +2,7 @@
 import { SandboxEnvType, SandboxWarmPoolType, type SandboxEnv, type SandboxWarmPool } from '@warmpool/api';
 import type { TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
+import { DEFAULT_LEASE_NAME } from './internals.js';
 
 export async function kubectl(cluster: TestCluster, args: string[], input?: string): Promise<string> {
   const result = await cluster.kubectl(args, input === undefined ? {} : { input });
@@ -21,6 +22,20 @@ export async function patch(
   body: Record<string, unknown>,
 ): Promise<void> {
   await kubectl(cluster, ['patch', kind, name, '-n', namespace, '--type=merge', '-p', JSON.stringify(body)]);
+}
+
+/** Who holds the control plane's Lease in `namespace` ('' when nobody does); undefined when there is no Lease. */
+export async function leaseHolder(cluster: TestCluster, namespace: string): Promise<string | undefined> {
+  const out = await cluster.kubectl([
+    'get',
+    'lease',
+    DEFAULT_LEASE_NAME,
+    '-n',
+    namespace,
+    '-o',
+    'jsonpath={.spec.holderIdentity}',
+  ]);
+  return out.code === 0 ? out.stdout.trim() : undefined;
 }
 
 export async function getPool(cluster: TestCluster, namespace: string, name: string): Promise<SandboxWarmPool> {

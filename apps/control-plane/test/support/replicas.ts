@@ -1,5 +1,6 @@
 // Control-plane replicas as processes (dist/main.js) on one Lease, and what
-// their /readyz says: for the specs that kill, pause and restart leaders.
+// their /readyz says: for the specs that kill, pause and restart leaders, or
+// kill a replica whose claim worker holds jobs.
 import { join } from 'node:path';
 import { addressInUse, eventually, NodeScript, quietPort, type TestCluster } from '@warmpool/harness';
 import { CONTROL_PLANE_MAIN } from './fleet.js';
@@ -10,9 +11,15 @@ export interface LeaseTiming {
   retryPeriod: number;
 }
 
+/** The Lease timing of the process specs: short, yet long enough for a shared, slow machine. */
+export const PROCESS_LEASE: LeaseTiming = { duration: 4_000, renewDeadline: 3_000, retryPeriod: 500 };
+
 export interface Replica {
   identity: string;
+  /** Its health server (/readyz, /metrics). */
   port: number;
+  /** Its claim API, when started with `claims`. */
+  claimsUrl: string | undefined;
   proc: NodeScript;
 }
 
@@ -30,19 +37,43 @@ export interface ReplicaOptions {
   namespace: string;
   tokenFile: string;
   lease: LeaseTiming;
+  /** --set-pools-timeout, e.g. '1s'; the binary's default when absent. */
+  setPoolsTimeout?: string;
 }
 
-/** Starts a replica and waits until it serves /readyz (another port if its port was taken); `token: false` starts it without one. */
+export interface ReplicaExtras {
+  /** false starts it without the fleet token. */
+  token?: boolean;
+  /** Serves the claim API on a port of its own with its queue in this Redis; started means ready to claim (/readyz/claims 200). */
+  claims?: { redisUrl: string };
+  /** More flags, after the others (a later flag wins); a function is given the claim API's URL (e.g. to advertise it). */
+  args?: string[] | ((urls: { claimsUrl: string | undefined }) => string[]);
+  /** Added to its environment. */
+  env?: NodeJS.ProcessEnv;
+  /** How long it may take to start (eventually's default otherwise). */
+  timeoutMs?: number;
+}
+
+/**
+ * Starts a replica and waits until it serves /readyz, or with `claims` until it
+ * is ready to claim; other ports when its ports were taken meanwhile.
+ */
 export async function startReplica(
   options: ReplicaOptions,
   identity: string,
-  extra: { token?: boolean } = {},
+  extra: ReplicaExtras = {},
 ): Promise<Replica> {
   for (let attempt = 1; ; attempt++) {
     const port = await quietPort();
+    const claimsPort = extra.claims === undefined ? undefined : await quietPort();
+    const claimsUrl = claimsPort === undefined ? undefined : `http://127.0.0.1:${claimsPort}`;
+    const more = typeof extra.args === 'function' ? extra.args({ claimsUrl }) : (extra.args ?? []);
     const args = [
       '--listen',
       `127.0.0.1:${port}`,
+      ...(extra.claims === undefined
+        ? []
+        : ['--claims-listen', `127.0.0.1:${claimsPort}`, '--redis-url', extra.claims.redisUrl]),
       '--kubeconfig',
       options.cluster.kubeconfigPath,
       '--namespace',
@@ -53,8 +84,7 @@ export async function startReplica(
       '500ms',
       '--stale-after',
       '5s',
-      '--set-pools-timeout',
-      '1s',
+      ...(options.setPoolsTimeout === undefined ? [] : ['--set-pools-timeout', options.setPoolsTimeout]),
       '--lease-duration',
       `${options.lease.duration}ms`,
       '--renew-deadline',
@@ -64,22 +94,29 @@ export async function startReplica(
       '--log-level',
       'debug',
       ...(extra.token === false ? [] : ['--token-file', options.tokenFile]),
+      ...more,
     ];
     const proc = new NodeScript({
       name: identity,
       script: CONTROL_PLANE_MAIN,
       args,
-      env: { WARMPOOL_API_TOKEN: '' },
+      env: { WARMPOOL_API_TOKEN: '', ...extra.env },
       logFile: join(options.dir, `${identity}-${attempt}.log`),
     });
-    const started = { identity, port, proc };
+    const started = { identity, port, claimsUrl, proc };
     try {
       await eventually(
         async () => {
-          if (!proc.running) throw new Error(`${identity} exited:\n${proc.log()}`);
-          return (await readiness(started)).status > 0;
+          if (extra.claims === undefined) return (await readiness(started)).status > 0;
+          const res = await fetch(`http://127.0.0.1:${port}/readyz/claims`);
+          await res.body?.cancel();
+          return res.status === 200;
         },
-        { what: `${identity} to serve` },
+        {
+          what: extra.claims === undefined ? `${identity} to serve` : `${identity} to be ready to claim`,
+          abort: () => (proc.running ? undefined : `${identity} exited:\n${proc.log()}`),
+          ...(extra.timeoutMs !== undefined ? { timeoutMs: extra.timeoutMs } : {}),
+        },
       );
     } catch (err) {
       if (attempt >= 5 || !addressInUse(proc.log())) throw err;
