@@ -12,7 +12,7 @@ import {
   type SandboxRow,
 } from '@warmpool/api';
 import { eventually, sandboxClaim, sleep, template, type TestCluster, warmPool } from '@warmpool/harness';
-import { isNotFound, ResourceClient } from '@warmpool/kube';
+import { ignoreNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, KubeSecret } from './support/internals.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
@@ -31,16 +31,6 @@ function decode(secret: KubeSecret): Record<string, string> {
   return Object.fromEntries(
     Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
   );
-}
-
-/** What the apiserver answers, or undefined when it has no such object. */
-async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
-  try {
-    return await read;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
@@ -73,9 +63,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   }
 
   const getClaim = (ns: string, name: string): Promise<SandboxClaim | undefined> =>
-    unlessNotFound(claimClient.get({ namespace: ns, name }));
+    ignoreNotFound(claimClient.get({ namespace: ns, name }));
   const getSecret = (ns: string, name: string): Promise<KubeSecret | undefined> =>
-    unlessNotFound(secretClient.get({ namespace: ns, name }));
+    ignoreNotFound(secretClient.get({ namespace: ns, name }));
 
   async function readyClaim(ns: string, name: string, timeoutMs = 30_000): Promise<SandboxClaim> {
     return eventually(

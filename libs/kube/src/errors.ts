@@ -54,6 +54,16 @@ export function isNotFound(err: unknown): boolean {
   return err instanceof KubeApiError && err.statusCode === 404;
 }
 
+/** The call's answer, or undefined when the object is not there (controller-runtime's `client.IgnoreNotFound`). */
+export async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 /** An update lost an optimistic-concurrency race (stale resourceVersion). Not AlreadyExists, which is also 409. */
 export function isConflict(err: unknown): boolean {
   return err instanceof KubeApiError && err.statusCode === 409 && err.reason === 'Conflict';

@@ -9,6 +9,7 @@ import {
   isAlreadyExists,
   isConflict,
   isInvalid,
+  ignoreNotFound,
   isNotFound,
   isResourceExpired,
   retryOnConflict,
@@ -55,6 +56,11 @@ describe('ResourceClient against a real apiserver', () => {
 
     await configMaps.delete({ namespace, name: 'crud' });
     await expect(configMaps.get({ namespace, name: 'crud' })).rejects.toSatisfy(isNotFound);
+    await expect(ignoreNotFound(configMaps.get({ namespace, name: 'crud' }))).resolves.toBeUndefined();
+    // Only NotFound is ignored: a call that fails otherwise (here, aborted) still fails.
+    await expect(
+      ignoreNotFound(configMaps.get({ namespace, name: 'crud' }, { signal: AbortSignal.abort() })),
+    ).rejects.toThrow();
   });
 
   it('pages a list with limit and continue', async () => {

@@ -20,6 +20,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import {
   isAlreadyExists,
   isConflict,
+  ignoreNotFound,
   isNotFound,
   LeaseType,
   ResourceClient,
@@ -122,12 +123,7 @@ export class UnelectedLease implements HeldLease {
   updateHeld(mutate: (lease: Lease) => Lease, signal?: AbortSignal): Promise<Lease> {
     return retryOnConflict(
       async () => {
-        let current: Lease | undefined;
-        try {
-          current = await this.#leases.get(this.#ref, signal ? { signal } : {});
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
+        const current = await ignoreNotFound(this.#leases.get(this.#ref, signal ? { signal } : {}));
         if (current === undefined)
           return this.#leases.create(mutate({ metadata: { ...this.#ref }, spec: {} }), signal ? { signal } : {});
         return this.#leases.replace(mutate(current), signal ? { signal } : {});

@@ -13,7 +13,7 @@ import {
   type NodeInventoryStatus,
   type OwnerReference,
 } from '@warmpool/api';
-import { isNotFound, ResourceClient } from '@warmpool/kube';
+import { ignoreNotFound, isNotFound, ResourceClient } from '@warmpool/kube';
 
 export interface InventoryIdentity {
   /** The node's name, which is also the NodeInventory's. */
@@ -70,26 +70,17 @@ export class KubeInventoryWriter implements InventoryWriter {
   }
 
   async readStatus(name: string): Promise<InventoryReadBack | undefined> {
-    try {
-      const inventory = await this.#inventories.get({ name }, { signal: this.#signal() });
-      return { status: inventory.status ?? {}, annotations: inventory.metadata.annotations ?? {} };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    const inventory = await ignoreNotFound(this.#inventories.get({ name }, { signal: this.#signal() }));
+    return inventory === undefined
+      ? undefined
+      : { status: inventory.status ?? {}, annotations: inventory.metadata.annotations ?? {} };
   }
 
   async nodeOwner(name: string): Promise<OwnerReference | undefined> {
-    try {
-      const node = await this.#nodes.get({ name }, { signal: this.#signal() });
-      const uid = node.metadata?.uid;
-      return uid === undefined
-        ? undefined
-        : { apiVersion: apiVersionOf(KubeNodeType), kind: KubeNodeType.kind, name, uid };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    const uid = (await ignoreNotFound(this.#nodes.get({ name }, { signal: this.#signal() })))?.metadata?.uid;
+    return uid === undefined
+      ? undefined
+      : { apiVersion: apiVersionOf(KubeNodeType), kind: KubeNodeType.kind, name, uid };
   }
 
   async applyObject(identity: InventoryIdentity): Promise<void> {

@@ -11,7 +11,14 @@ import {
   type SandboxClaim,
   type ShutdownPolicy,
 } from '@warmpool/api';
-import { isAlreadyExists, isConflict, isNotFound, ResourceClient, retryOnConflict } from '@warmpool/kube';
+import {
+  ignoreNotFound,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  ResourceClient,
+  retryOnConflict,
+} from '@warmpool/kube';
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import { isClaimSecret, sandboxSecret, secretData, secretMatches, SecretType, type KubeSecret } from './secret.js';
@@ -86,8 +93,8 @@ export class ClaimWriter {
 
   /** Undoes markServed when the sandbox had to be handed back before the claim was answered. */
   async unmarkServed(claim: SandboxClaim): Promise<void> {
-    try {
-      await retryOnConflict(async () => {
+    await ignoreNotFound(
+      retryOnConflict(async () => {
         const current = await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
         if (current.metadata.uid !== claim.metadata.uid) return;
         this.#metrics.write('metadata');
@@ -102,16 +109,14 @@ export class ClaimWriter {
           },
           { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
         );
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 
   /** Lets the apiserver finish deleting the claim. */
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
-    try {
-      await retryOnConflict(async (attempt) => {
+    await ignoreNotFound(
+      retryOnConflict(async (attempt) => {
         const current =
           attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
         if (current.metadata.uid !== claim.metadata.uid) return;
@@ -128,23 +133,19 @@ export class ClaimWriter {
           },
           { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
         );
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 
   async writeStatus(claim: SandboxClaim, status: ClaimStatusPatch): Promise<void> {
     this.#metrics.write('status');
-    try {
-      // `sandbox: null` removes it (JSON merge patch).
-      await this.#claims.patchStatus(refOf(claim), status as unknown as Partial<NonNullable<SandboxClaim['status']>>, {
+    // `sandbox: null` removes it (JSON merge patch).
+    await ignoreNotFound(
+      this.#claims.patchStatus(refOf(claim), status as unknown as Partial<NonNullable<SandboxClaim['status']>>, {
         fieldManager: FIELD_MANAGER,
         signal: AbortSignal.timeout(TIMEOUT_MS),
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 
   /**
@@ -177,8 +178,8 @@ export class ClaimWriter {
 
   /** After a renewal: the Secret's `deadline` follows the lease. A missing or foreign Secret is left as it is. */
   async updateSecretDeadline(claim: SandboxClaim, grant: Omit<ClaimGrant, 'token'>, deadline: string): Promise<void> {
-    try {
-      await retryOnConflict(async () => {
+    await ignoreNotFound(
+      retryOnConflict(async () => {
         const existing = await this.#secrets.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
         if (!isClaimSecret(existing)) return;
         const token = Buffer.from(existing.data?.['token'] ?? '', 'base64').toString('utf8');
@@ -189,10 +190,8 @@ export class ClaimWriter {
           { ...existing, data },
           { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
         );
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 
   /**

@@ -3,7 +3,7 @@
 // arrays whole, so a row or cluster that went away goes from status too).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxEnvType, type SandboxEnv, type SandboxEnvStatus } from '@warmpool/api';
-import { isNotFound, ResourceClient } from '@warmpool/kube';
+import { ignoreNotFound, ResourceClient } from '@warmpool/kube';
 
 export interface EnvStatusWriter {
   /** Writes `status`; undefined when the Env no longer exists. */
@@ -24,13 +24,10 @@ export class KubeEnvStatusWriter implements EnvStatusWriter {
     const namespace = env.metadata?.namespace;
     if (name === undefined || namespace === undefined) return undefined;
     const timeout = AbortSignal.timeout(this.#timeoutMs);
-    try {
-      return await this.#envs.patchStatus({ namespace, name }, status, {
+    return ignoreNotFound(
+      this.#envs.patchStatus({ namespace, name }, status, {
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-      });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+      }),
+    );
   }
 }
