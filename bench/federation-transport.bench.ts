@@ -85,7 +85,8 @@ async function visibility(withHint: boolean): Promise<number[]> {
   const watcher = new FederationWatcher({
     redis: connect(),
     subscriber: connect(),
-    // Without the hint the watcher listens on a channel nobody publishes to: only its full read every 2 s (the default interval) finds the change.
+    // Without the hint the watcher listens on a channel nobody publishes to: only its full read every 2 s (the default
+    // interval) finds the change.
     keys: withHint ? keys : new DeafKeys(keys.prefix),
     registry,
     intervalMs: 2_000,

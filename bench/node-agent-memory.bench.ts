@@ -1,5 +1,5 @@
 // The node agent's memory: idle, and under an attack of large chunked bodies
-// from a fleet-token holder (issue 8 §5), against the chart's memory limit.
+// from a fleet-token holder, against the chart's memory limit.
 //
 // Each variant is its own process, measured from outside (/proc VmRSS and
 // the peak, VmHWM): the agent (dist/main.js, --no-inventory; its modules,

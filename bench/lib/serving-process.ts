@@ -7,14 +7,20 @@ import { join } from 'node:path';
 import { ManagedChild } from '@warmpool/harness';
 
 export interface Server {
-  /** What `address` made of the serving record: `http://host:port`, `host:port`, or `unix:/path` for a server on a unix socket. */
+  /**
+   * What `address` made of the serving record: `http://host:port`, `host:port`, or `unix:/path` for a server on a unix
+   * socket.
+   */
   base: string;
   pid: number;
   /** `signal` (default SIGTERM; SIGKILL after 10 s), then the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** The JSON log record `line` holds if its `msg` is `msg` (a line that is no JSON, a runtime warning say, throws: no match). */
+/**
+ * The JSON log record `line` holds if its `msg` is `msg` (a line that is no JSON, a runtime warning say, throws: no
+ * match).
+ */
 function recordOf(line: string, msg: string): Record<string, string> | undefined {
   const record = JSON.parse(line) as Record<string, string>;
   return record['msg'] === msg ? record : undefined;

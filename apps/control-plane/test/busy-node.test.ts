@@ -1,4 +1,4 @@
-// A busy node is not a dead one (issue 8 §4): with sandboxd answering claims
+// A busy node is not a dead one: with sandboxd answering claims
 // in 8 s and 300 claims in flight through the node's agent, the control
 // plane's probes and pushes still get their answers at once, so the node stays
 // in placement. A real apiserver, a real agent and fake-sandboxd (processes),
@@ -56,7 +56,8 @@ describe('a node whose sandboxd is slow to answer claims', () => {
             return res.statusCode;
           }),
       );
-      // Ten probe intervals while every claim is held at sandboxd: three failed probes in a row would take the node out.
+      // Ten probe intervals while every claim is held at sandboxd: three failed probes in a row would take the node
+      // out.
       for (let i = 0; i < 10; i++) {
         await sleep(500);
         expect(cp.reconciler.inPlacement(node.name), `after ${(i + 1) * 500} ms`).toBe(true);

@@ -1,4 +1,4 @@
-// Federation end to end (issue 11): two clusters — each its own real
+// Federation end to end (seeds-summary, federation): two clusters — each its own real
 // kube-apiserver, control plane, node agent and fake-sandboxd — sharing one
 // Redis hub, with a same-named SandboxEnv in both. Cluster A's control plane
 // runs in this process; cluster B's is a real process whose clock is ten

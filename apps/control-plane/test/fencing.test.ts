@@ -108,7 +108,9 @@ describe('fencing and generation trust (processes)', () => {
     });
   }
 
-  /** A new leadership term: the leader hands over (SIGTERM releases the Lease), and a fresh standby is started behind. */
+  /**
+   * A new leadership term: the leader hands over (SIGTERM releases the Lease), and a fresh standby is started behind.
+   */
   async function newTerm(name: string): Promise<{ leader: Replica; standby: Replica }> {
     const { leader } = await theLeader();
     await leader.proc.stop('SIGTERM');
@@ -178,7 +180,8 @@ describe('fencing and generation trust (processes)', () => {
     const beyond = await forgeAppliedGeneration(victim, FORGED + 1);
     expect(beyond.code).not.toBe(0);
     expect(beyond.stderr).toContain('appliedGeneration');
-    // The agent stopped, its inventory forged, the agent restarted: it reads the forged number back and refuses every push below it.
+    // The agent stopped, its inventory forged, the agent restarted: it reads the forged number back and refuses every
+    // push below it.
     await victim.stopAgent('SIGKILL');
     const forged = await forgeAppliedGeneration(victim, FORGED);
     expect(forged.code, forged.stderr).toBe(0);

@@ -59,7 +59,8 @@ describe('Placement', () => {
       const name = round.choose()?.node.name ?? '';
       counts.set(name, (counts.get(name) ?? 0) + 1);
     }
-    // "Most warm" would send all 40 to a (it stays the richest for the first 10 and ties after); two choices spread them.
+    // "Most warm" would send all 40 to a (it stays the richest for the first 10 and ties after); two choices spread
+    // them.
     expect(counts.get('a') ?? 0).toBeLessThan(40);
     expect([...counts.keys()].length).toBeGreaterThanOrEqual(3);
   });

@@ -371,7 +371,8 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(
       await callDirect(port, pki.ca.certPem, `${path}/x?dryRun=All`, { ...admin, method: 'DELETE' }),
     ).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
-    // A resourceVersion this replica never handed out (another replica's, or too old): the watch says 410 and the client relists.
+    // A resourceVersion this replica never handed out (another replica's, or too old): the watch says 410 and the
+    // client relists.
     const gone = await callDirect(port, pki.ca.certPem, `${path}?watch=true&resourceVersion=12345`, {
       client: proxy,
       headers: asUser('viewer'),

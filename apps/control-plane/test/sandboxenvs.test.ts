@@ -1,4 +1,4 @@
-// SandboxEnv status and the Env autoscaler (issue 11 §1, §2): the pure rules,
+// SandboxEnv status and the Env autoscaler: the pure rules,
 // then one real kube-apiserver, Redis, two node agents with fake-sandboxds and
 // an in-process control plane, with claims made through the HTTP claim API.
 import { claimBodySchema, type SandboxEnv, type ScalingGroupStatus } from '@warmpool/api';

@@ -87,7 +87,10 @@ const body: fc.Arbitrary<unknown> = fc.oneof(
   },
 );
 
-/** zod measures strings in code points; the quick check in UTF-16 units, so it leaves astral-heavy strings near a limit to zod. */
+/**
+ * zod measures strings in code points; the quick check in UTF-16 units, so it leaves astral-heavy strings near a limit
+ * to zod.
+ */
 const fitsInUnits = (json: unknown): boolean =>
   typeof json === 'object' &&
   json !== null &&

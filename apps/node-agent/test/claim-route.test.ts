@@ -47,7 +47,8 @@ afterEach(async () => {
 });
 
 async function agentBefore(sandboxdUrl: string): Promise<{ agent: NodeAgent; url: string }> {
-  // A client still sending an over-large body keeps its connection busy in Node's eyes: close() need not wait long for it.
+  // A client still sending an over-large body keeps its connection busy in Node's eyes: close() need not wait long for
+  // it.
   const agent = createNodeAgent({
     sandboxdUrl,
     token: FLEET_TOKEN,

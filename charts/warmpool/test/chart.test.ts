@@ -331,7 +331,8 @@ describe('the Helm chart, rendered', () => {
     ];
     const namespaced = objects.filter((o) => !clusterScoped.includes(o.kind));
     expect(namespaced.length).toBeGreaterThan(5);
-    // The one exception: the Sandbox API's RoleBinding to extension-apiserver-authentication-reader lives in kube-system.
+    // The one exception: the Sandbox API's RoleBinding to extension-apiserver-authentication-reader lives in
+    // kube-system.
     for (const o of namespaced)
       expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe(
         o.metadata.name.endsWith('-auth-reader') ? 'kube-system' : 'elsewhere',
@@ -583,7 +584,8 @@ describe('the Helm chart, rendered', () => {
           .sort(),
       );
     expect(await policies([])).toEqual(['warmpool-node-agent']);
-    // Provisioning on, no claimsIngressFrom: nothing selects the control plane, so every client reaches the (authenticated) claim API.
+    // Provisioning on, no claimsIngressFrom: nothing selects the control plane, so every client reaches the
+    // (authenticated) claim API.
     expect(await policies(['redis.enabled=true'])).toEqual(['warmpool-node-agent', 'warmpool-redis']);
     const objects = await render([
       'networkPolicy.enabled=true',

@@ -332,7 +332,10 @@ export interface NodeScriptOptions {
 
 const scripts = new Set<NodeScript>();
 
-/** A JS file (an app's dist/main.js) run by this very Node behind the watchdog; stopScripts() ends every one still running. */
+/**
+ * A JS file (an app's dist/main.js) run by this very Node behind the watchdog; stopScripts() ends every one still
+ * running.
+ */
 export class NodeScript extends ManagedChild {
   constructor(options: NodeScriptOptions) {
     super({

@@ -25,7 +25,9 @@ export async function callClaims<T = Record<string, unknown>>(
   return { status: answer.status, body: parsed as T, headers: answer.headers };
 }
 
-/** A ServiceAccount, optionally with a Role allowing `verbs` on sandboxclaims in its namespace; answers a token for it. */
+/**
+ * A ServiceAccount, optionally with a Role allowing `verbs` on sandboxclaims in its namespace; answers a token for it.
+ */
 export async function serviceAccountToken(
   cluster: TestCluster,
   namespace: string,

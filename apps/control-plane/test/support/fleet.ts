@@ -36,7 +36,10 @@ export interface FleetOptions {
   publishInterval?: string;
   /** The agents' --log-level (default warn; info logs every applied push with its generation). */
   agentLogLevel?: string;
-  /** More fake-sandboxd flags (a later flag wins over the defaults here), e.g. `--warm-claim-ms 8s` or a slower `--cold-boot-ms`. */
+  /**
+   * More fake-sandboxd flags (a later flag wins over the defaults here), e.g. `--warm-claim-ms 8s` or a slower
+   * `--cold-boot-ms`.
+   */
   sandboxdArgs?: string[];
 }
 
@@ -108,7 +111,9 @@ export class FleetNode {
     return `http://127.0.0.1:${this.sandboxdPort}`;
   }
 
-  /** Starts the agent and waits until it is ready (its NodeInventory is published); another port if its port was taken. */
+  /**
+   * Starts the agent and waits until it is ready (its NodeInventory is published); another port if its port was taken.
+   */
   async startAgent(): Promise<void> {
     if (this.agent?.running === true) return;
     for (let attempt = 1; ; attempt++) {
@@ -174,7 +179,10 @@ export class FleetNode {
     await this.agent?.stop(signal);
   }
 
-  /** Every push its agents (this run and earlier ones) logged as applied, with the agent's timestamp; needs agentLogLevel info. */
+  /**
+   * Every push its agents (this run and earlier ones) logged as applied, with the agent's timestamp; needs
+   * agentLogLevel info.
+   */
   appliedPushes(): Array<{ node: string; generation: number; at: number }> {
     const applied: Array<{ node: string; generation: number; at: number }> = [];
     for (const proc of this.#agents) {

@@ -44,9 +44,14 @@ export interface ReplicaOptions {
 export interface ReplicaExtras {
   /** false starts it without the fleet token. */
   token?: boolean;
-  /** Serves the claim API on a port of its own with its queue in this Redis; started means ready to claim (/readyz/claims 200). */
+  /**
+   * Serves the claim API on a port of its own with its queue in this Redis; started means ready to claim
+   * (/readyz/claims 200).
+   */
   claims?: { redisUrl: string };
-  /** More flags, after the others (a later flag wins); a function is given the claim API's URL (e.g. to advertise it). */
+  /**
+   * More flags, after the others (a later flag wins); a function is given the claim API's URL (e.g. to advertise it).
+   */
   args?: string[] | ((urls: { claimsUrl: string | undefined }) => string[]);
   /** Added to its environment. */
   env?: NodeJS.ProcessEnv;

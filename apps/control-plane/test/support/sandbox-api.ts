@@ -28,7 +28,9 @@ export function servingPki(): ServingPki {
   return { ca, serving };
 }
 
-/** Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox CRD (the harness's aggregation helper). */
+/**
+ * Serves agents.x-k8s.io/v1beta1 from `port` on loopback instead of the Sandbox CRD (the harness's aggregation helper).
+ */
 export async function registerSandboxApi(cluster: TestCluster, port: number, caPem: string | undefined): Promise<void> {
   await registerAggregatedApi(cluster, {
     group: SandboxType.group,
