@@ -1,6 +1,5 @@
 // The chart against a real apiserver: it renders, installs with Helm, its CRDs
 // become Established, and its RBAC grants each component exactly what it needs.
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
@@ -17,9 +16,7 @@ import {
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-const CHART = fileURLToPath(new URL('..', import.meta.url));
-const NAMESPACE = 'warmpool-system';
+import { CHART, helmInstall, NAMESPACE, setArgs } from './support.js';
 
 function helm(cluster: TestCluster | undefined, args: string[]): Promise<string> {
   return runHelm(args, cluster ? { kubeconfigPath: cluster.kubeconfigPath } : {});
@@ -65,26 +62,12 @@ interface PodTemplate {
 
 /** `helm template` for the harness's Kubernetes version with these `--set` values: the manifest as text. */
 function helmTemplate(set: string[]): Promise<string> {
-  return helm(undefined, [
-    'template',
-    'warmpool',
-    CHART,
-    '--kube-version',
-    '1.37.2',
-    ...set.flatMap((s) => ['--set', s]),
-  ]);
+  return helm(undefined, ['template', 'warmpool', CHART, '--kube-version', '1.37.2', ...setArgs(set)]);
 }
 
 /** `helm template` with a cluster's defaults and the fake sidecar (so no token is required), plus `set`. */
 async function render(set: string[] = [], base: string[] = ['fakeSandboxd.enabled=true']): Promise<Rendered[]> {
-  const out = await helm(undefined, [
-    'template',
-    'warmpool',
-    CHART,
-    '-n',
-    NAMESPACE,
-    ...[...base, ...set].flatMap((s) => ['--set', s]),
-  ]);
+  const out = await helm(undefined, ['template', 'warmpool', CHART, '-n', NAMESPACE, ...setArgs([...base, ...set])]);
   return (loadAllYaml(out) as Array<Rendered | null>).filter((o): o is Rendered => o !== null);
 }
 const find = (objects: Rendered[], kind: string, suffix = ''): Rendered => {
@@ -638,17 +621,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   beforeAll(async () => {
     cluster = await startCluster({ crds: false });
-    await helm(cluster, [
-      'install',
-      'warmpool',
-      CHART,
-      '-n',
-      NAMESPACE,
-      '--create-namespace',
-      '--wait=false',
-      '--set',
-      'fakeSandboxd.enabled=true',
-    ]);
+    await helmInstall(cluster, ['fakeSandboxd.enabled=true']);
   });
   afterAll(async () => cluster?.stop());
 
@@ -799,29 +772,20 @@ describe('the Helm chart, installed on a real apiserver', () => {
         ])
       ).code,
     ).toBe(0);
-    await helm(cluster, [
-      'install',
-      'second',
-      CHART,
-      '-n',
-      other,
-      '--wait=false',
-      '--set',
-      'crds.upstream.install=false',
-      '--set',
-      'crds.warmpool.install=false',
-      '--set',
-      'fleetToken.existingSecret=platform-token',
-      '--set',
-      'fleetToken.existingSecretKey=fleet',
-      '--set',
-      'networkPolicy.enabled=true',
-      '--set',
-      'controlPlane.replicas=1',
-      // The APIService is cluster-wide: one release serves the Sandbox API.
-      '--set',
-      'sandboxApi.mode=crd',
-    ]);
+    await helmInstall(
+      cluster,
+      [
+        'crds.upstream.install=false',
+        'crds.warmpool.install=false',
+        'fleetToken.existingSecret=platform-token',
+        'fleetToken.existingSecretKey=fleet',
+        'networkPolicy.enabled=true',
+        'controlPlane.replicas=1',
+        // The APIService is cluster-wide: one release serves the Sandbox API.
+        'sandboxApi.mode=crd',
+      ],
+      { release: 'second', namespace: other, createNamespace: false },
+    );
     const objects = (await cluster.kubectl(['get', 'deploy,ds,secret,networkpolicy,pdb', '-n', other, '-o', 'name']))
       .stdout;
     expect(objects).toContain('deployment.apps/second-warmpool-control-plane');
@@ -833,33 +797,21 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   it('installs the claim API with the in-chart Redis and its NetworkPolicies: the apiserver accepts every object', async () => {
     const ns = 'warmpool-claims';
-    const notes = await helm(cluster, [
-      'install',
-      'claims',
-      CHART,
-      '-n',
-      ns,
-      '--create-namespace',
-      '--wait=false',
-      '--set',
-      'crds.upstream.install=false',
-      '--set',
-      'crds.warmpool.install=false',
-      '--set',
-      'fakeSandboxd.enabled=true',
-      '--set',
-      'controlPlane.replicas=1',
-      '--set',
-      'redis.enabled=true',
-      '--set',
-      'networkPolicy.enabled=true',
-      '--set',
-      'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
-      '--set',
-      'controlPlane.federation.clusterId=east',
-      '--set',
-      'sandboxApi.mode=crd',
-    ]);
+    const notes = await helmInstall(
+      cluster,
+      [
+        'crds.upstream.install=false',
+        'crds.warmpool.install=false',
+        'fakeSandboxd.enabled=true',
+        'controlPlane.replicas=1',
+        'redis.enabled=true',
+        'networkPolicy.enabled=true',
+        'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
+        'controlPlane.federation.clusterId=east',
+        'sandboxApi.mode=crd',
+      ],
+      { release: 'claims', namespace: ns },
+    );
     const objects = (await cluster.kubectl(['get', 'deploy,svc,networkpolicy', '-n', ns, '-o', 'name'])).stdout;
     for (const name of [
       'deployment.apps/claims-warmpool-redis',
@@ -889,18 +841,10 @@ describe('the Helm chart, installed on a real apiserver', () => {
 
   it('refuses values of the wrong type at install time, before anything is created', async () => {
     await expect(
-      helm(cluster, [
-        'install',
-        'bad',
-        CHART,
-        '-n',
-        'bad',
-        '--create-namespace',
-        '--set',
-        'fakeSandboxd.enabled=true',
-        '--set',
-        'controlPlane.replicas=two',
-      ]),
+      helmInstall(cluster, ['fakeSandboxd.enabled=true', 'controlPlane.replicas=two'], {
+        release: 'bad',
+        namespace: 'bad',
+      }),
     ).rejects.toThrow(/replicas/);
     expect((await cluster.kubectl(['get', 'deploy', '-n', 'bad', '-o', 'name'])).stdout.trim()).toBe('');
   });

@@ -6,11 +6,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runHelm, startRedis, startStack, type LocalStack, type TestRedis } from '@warmpool/harness';
+import { CHART } from './support.js';
 
-const CHART = fileURLToPath(new URL('..', import.meta.url));
 const METRIC = /\b(?:warmpool|agentbox|process|nodejs)_[a-z0-9_]+\b/g;
 
 /** Names a /metrics page exports: each `# TYPE`, with a histogram's or summary's series suffixes. */

@@ -3,15 +3,13 @@
 // NodeInventory A and nothing else; a token of the agent's ServiceAccount that
 // names no node writes nothing; and no NodeInventory can be named after one
 // node while claiming another.
-import { fileURLToPath } from 'node:url';
 import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { nodeObject, runHelm, startCluster, type TestCluster } from '@warmpool/harness';
+import { nodeObject, startCluster, type TestCluster } from '@warmpool/harness';
 import { isKubeApiError } from '@warmpool/kube';
 import { KubeInventoryWriter } from '@warmpool/node-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { helmInstall, NAMESPACE } from './support.js';
 
-const CHART = fileURLToPath(new URL('..', import.meta.url));
-const NAMESPACE = 'warmpool-system';
 const AGENT_SA = 'warmpool-node-agent';
 
 let cluster: TestCluster;
@@ -76,20 +74,7 @@ async function addressOf(node: string): Promise<string> {
 
 beforeAll(async () => {
   cluster = await startCluster({ name: 'chart-admission', crds: false });
-  await runHelm(
-    [
-      'install',
-      'warmpool',
-      CHART,
-      '-n',
-      NAMESPACE,
-      '--create-namespace',
-      '--wait=false',
-      '--set',
-      'fakeSandboxd.enabled=true',
-    ],
-    { kubeconfigPath: cluster.kubeconfigPath },
-  );
+  await helmInstall(cluster, ['fakeSandboxd.enabled=true']);
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodeinventories.warmpool.dev']);
   await kubectl(['create', '-f', '-'], {
     apiVersion: 'v1',
