@@ -126,8 +126,9 @@ export class ManagedChild {
     this.logFile = options.logFile;
     this.stdoutFile = options.stdoutFile;
     const log = openSync(options.logFile, 'a');
-    const out = options.stdoutFile === undefined ? log : openSync(options.stdoutFile, 'a');
+    let out = log;
     try {
+      if (options.stdoutFile !== undefined) out = openSync(options.stdoutFile, 'a');
       this.#child = spawn(
         '/bin/sh',
         [
@@ -308,9 +309,17 @@ export async function runCommand(options: RunOptions): Promise<RunResult> {
       orphanCleanupDir: dir,
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
-    const exit = await child.exited;
-    clearTimeout(timer);
-    return { ...exit, stdout: child.stdout(), stderr: child.log() };
+    // The caller awaits this command, so unlike a forgotten long-running child (unref'd) it keeps this process
+    // alive until the exit is seen, also after the timeout's SIGKILL, when no timer is left: a program whose only
+    // pending work is this wait (make up's stack-main) would otherwise end there, exit code 0, mid-work.
+    const keepAlive = setInterval(() => undefined, 60_000);
+    try {
+      const exit = await child.exited;
+      return { ...exit, stdout: child.stdout(), stderr: child.log() };
+    } finally {
+      clearTimeout(timer);
+      clearInterval(keepAlive);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
     forgetRemoveAtExit(dir);
