@@ -2,17 +2,21 @@
 // the archive's layers unpacked into a root filesystem, the entrypoint started
 // in a chroot as the image's user with only the image's environment. Nothing
 // of the host is visible to the process but the kernel and loopback.
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts, ManagedChild, eventually } from '@warmpool/harness';
+import { eventually, findOnPath, freePorts, ManagedChild, runCommand, type RunResult } from '@warmpool/harness';
 import { unpackImage, type UnpackedImage } from './oci-archive.js';
 
-const run = promisify(execFile);
+/** A command run to its end behind the harness's watchdog; a non-zero exit fails with its stderr. */
+async function run(command: string, args: string[], timeoutMs = 60_000): Promise<RunResult> {
+  const result = await runCommand({ command, args, timeoutMs });
+  if (result.code !== 0)
+    throw new Error(`${command} ${args.join(' ')} exited ${result.code ?? result.signal}:\n${result.stderr}`);
+  return result;
+}
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const BUILD = join(REPO, 'images/build.sh');
 const APPS = ['control-plane', 'node-agent', 'fake-sandboxd'] as const;
@@ -21,13 +25,8 @@ const archiveOf = (app: App) => join(REPO, '.local/images', `${app}.oci.tar`);
 
 function missingPrerequisite(): string | undefined {
   if (process.getuid?.() !== 0) return 'building and chroot-running images needs root';
-  for (const tool of ['buildah', 'mmdebstrap']) {
-    try {
-      execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
-    } catch {
-      return `${tool} is not installed (\`make images\` installs it from Debian)`;
-    }
-  }
+  for (const tool of ['buildah', 'mmdebstrap'])
+    if (findOnPath(tool) === undefined) return `${tool} is not installed (\`make images\` installs it from Debian)`;
   return undefined;
 }
 const skipReason = missingPrerequisite();
@@ -60,7 +59,7 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
   beforeAll(async () => {
     // Always through the build, so the images under test hold the code just built; cached, it rebuilds only what
     // changed.
-    await run(BUILD, [], { maxBuffer: 16 * 1024 * 1024 });
+    await run(BUILD, [], 600_000);
     for (const app of APPS) images.set(app, await unpackImage(archiveOf(app)));
   }, 600_000);
 
@@ -85,9 +84,9 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
 
   it.each(APPS)('%s: --help and --version answer from inside the image', async (app) => {
     const help = entrypoint(image(app), ['--help']);
-    expect((await run(help.command, help.args, { timeout: 60_000 })).stdout).toContain(`Usage: ${app}`);
+    expect((await run(help.command, help.args)).stdout).toContain(`Usage: ${app}`);
     const version = entrypoint(image(app), ['--version']);
-    expect((await run(version.command, version.args, { timeout: 60_000 })).stdout).toMatch(
+    expect((await run(version.command, version.args)).stdout).toMatch(
       new RegExp(`^${app} \\d+\\.\\d+\\.\\d+ \\(node v24\\.`),
     );
   });
@@ -158,7 +157,6 @@ describe.skipIf(skipReason !== undefined)('the OCI images, run in a chroot', () 
     });
     expect(info.status, agent.logTail()).toBe(200);
     // Started as the image's user, not root.
-    const status = await run('cat', [`/proc/${agent.pid}/status`]);
-    expect(status.stdout).toMatch(/^Uid:\s+65532\s/m);
+    expect(readFileSync(`/proc/${agent.pid}/status`, 'utf8')).toMatch(/^Uid:\s+65532\s/m);
   }, 180_000);
 });

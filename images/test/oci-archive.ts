@@ -1,13 +1,17 @@
 // Reads an image archive the way a runtime does: index.json -> manifest ->
 // config and layers, and unpacks the layers into a root filesystem directory.
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { runCommand } from '@warmpool/harness';
 import { z } from 'zod';
 
-const run = promisify(execFile);
+/** tar run to its end behind the harness's watchdog; a failure throws with its stderr. */
+async function tar(args: string[]): Promise<void> {
+  const result = await runCommand({ command: 'tar', args, timeoutMs: 300_000 });
+  if (result.code !== 0)
+    throw new Error(`tar ${args.join(' ')} exited ${result.code ?? result.signal}:\n${result.stderr}`);
+}
 
 const Descriptor = z.object({
   mediaType: z.string(),
@@ -50,7 +54,7 @@ export async function unpackImage(archive: string): Promise<UnpackedImage> {
     const rootfs = join(dir, 'rootfs');
     await mkdir(layout);
     await mkdir(rootfs);
-    await run('tar', ['-xf', archive, '-C', layout]);
+    await tar(['-xf', archive, '-C', layout]);
     const blob = (digest: string) => join(layout, 'blobs', 'sha256', digest.slice('sha256:'.length));
     const json = async (path: string): Promise<unknown> => JSON.parse(await readFile(path, 'utf8'));
     const index = Index.parse(await json(join(layout, 'index.json')));
@@ -59,7 +63,7 @@ export async function unpackImage(archive: string): Promise<UnpackedImage> {
     const config = Config.parse(await json(blob(manifest.config.digest)));
     for (const layer of manifest.layers) {
       // --same-owner/--same-permissions: as root, keep what the image says (root-owned files, a 1777 /tmp).
-      await run('tar', ['--same-owner', '--same-permissions', '-xf', blob(layer.digest), '-C', rootfs]);
+      await tar(['--same-owner', '--same-permissions', '-xf', blob(layer.digest), '-C', rootfs]);
     }
     await rm(layout, { recursive: true, force: true });
     return {

@@ -426,8 +426,7 @@ export function validateConfig(
 }
 
 function validateFederation(config: ControlPlaneConfig): ValidatedFederationConfig | undefined {
-  if (!(config.federationInterval > 0))
-    throw new ConfigError(`--federation-interval must be positive (got ${formatDuration(config.federationInterval)})`);
+  positiveDurations([['--federation-interval', config.federationInterval]]);
   const ttlMs = config.federationTtl ?? FEDERATION_DEFAULTS.ttlFactor * config.federationInterval;
   if (!(ttlMs > config.federationInterval))
     throw new ConfigError(

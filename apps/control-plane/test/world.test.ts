@@ -8,10 +8,14 @@ import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { testWorld } from './support/world.js';
 
-const leftovers = (name: string): string[] => readdirSync(tmpdir()).filter((d) => d.startsWith(`warmpool-${name}-`));
+/** Log directories of worlds named `name` that were not there `before` (one a killed earlier run left does not count). */
+const newLeftovers = (name: string, before: readonly string[]): string[] =>
+  readdirSync(tmpdir()).filter((d) => d.startsWith(`warmpool-${name}-`) && !before.includes(d));
+const logDirs = (name: string): string[] => newLeftovers(name, []);
 
 describe('the test world', () => {
   it('runs every step of close() though one throws, rethrows that failure, and leaves nothing behind', async () => {
+    const before = logDirs('cp-world');
     const world = await testWorld({ name: 'cp-world', token: 'world-token' });
     const ran: string[] = [];
     world.defer(() => ran.push('deferred first'));
@@ -28,7 +32,7 @@ describe('the test world', () => {
     expect(cp.isLeader()).toBe(false);
     await expect(world.cluster.startApiserver()).rejects.toThrow(/is stopped/);
     expect(existsSync(world.dir)).toBe(false);
-    expect(leftovers('cp-world')).toEqual([]);
+    expect(newLeftovers('cp-world', before)).toEqual([]);
   });
 
   it('says which part a spec did not ask for', async () => {
@@ -42,6 +46,7 @@ describe('the test world', () => {
   });
 
   it('closes what did start when a part fails to start', async () => {
+    const before = logDirs('cp-world-broken');
     await expect(
       testWorld({
         name: 'cp-world-broken',
@@ -50,6 +55,6 @@ describe('the test world', () => {
         fleet: { count: 1, sandboxdArgs: ['--no-such-flag'] },
       }),
     ).rejects.toThrow(/fake-sandboxd of node-0 exited/);
-    expect(leftovers('cp-world-broken')).toEqual([]);
+    expect(newLeftovers('cp-world-broken', before)).toEqual([]);
   });
 });

@@ -5,10 +5,10 @@ import {
   DEFAULT_TOKEN_GRACE_MS,
   formatHostPort,
   helpText,
-  messageOf,
+  hostPortFlag,
   packageVersion,
   parseConfig,
-  parseHostPort,
+  normalizeToken,
   parseLogLevel,
   runMain,
   Shutdown,
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
       ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
       : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
   shutdown.add('fake-sandboxd', node);
-  if (config.apiTokenFile === undefined && (config.apiToken === undefined || config.apiToken === ''))
+  if (config.apiTokenFile === undefined && normalizeToken(config.apiToken) === undefined)
     logger.warn('no --api-token or --api-token-file: every caller is treated as root');
   const address = 'address' in node.server ? formatHostPort(node.server.address) : node.server.url;
   logger.info('serving', { address, advertise: node.core.advertise });
@@ -164,11 +164,7 @@ function parseListen(text: string): HostPort | { socketPath: string } {
       throw new ConfigError(`--listen: invalid socket "${text}" (want unix:/absolute/path)`);
     return { socketPath };
   }
-  try {
-    return parseHostPort(text);
-  } catch (err) {
-    throw new ConfigError(`--listen: ${messageOf(err)}`);
-  }
+  return hostPortFlag('--listen', text);
 }
 
 // Its options check ranges with RangeError: a bad flag value, too.

@@ -34,9 +34,9 @@ describe('node agent configuration', () => {
   });
 
   it.each([
-    [['--sandboxd-url', 'https://x:1'], /only http:\/\/ and unix: are supported/],
-    [['--sandboxd-url', 'unix:'], /want unix:\/path/],
-    [['--listen', 'nowhere'], /want HOST:PORT/],
+    [['--sandboxd-url', 'https://x:1'], /^--sandboxd-url: .*only http:\/\/ and unix: are supported/],
+    [['--sandboxd-url', 'unix:'], /^--sandboxd-url: .*want unix:\/path/],
+    [['--listen', 'nowhere'], /^--listen: .*want HOST:PORT/],
     [['--poll-interval', '0s'], /--poll-interval must be positive/],
     [['--capacity=-3'], /--capacity must be a non-negative integer/],
   ])('refuses %j', (args, message) => {

@@ -88,10 +88,14 @@ export async function spawnFakeSandboxd(
     logFile: join(dir, 'sandboxd.log'),
     orphanCleanupDir: dir,
   });
-  const address = await child.logged((line) => /"msg":"serving","address":"([^"]+)"/.exec(line)?.[1], {
-    timeoutMs: 15_000,
-    what: 'fake-sandboxd to serve',
-  });
+  const address = await servingOrStopped(
+    child,
+    dir,
+    child.logged((line) => /"msg":"serving","address":"([^"]+)"/.exec(line)?.[1], {
+      timeoutMs: 15_000,
+      what: 'fake-sandboxd to serve',
+    }),
+  );
   return {
     url: `http://${address}`,
     output: () => child.log(),
@@ -123,10 +127,14 @@ export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): P
     logFile: join(dir, 'agent.log'),
     orphanCleanupDir: dir,
   });
-  const url = await child.logged((line) => /"msg":"node agent serving","url":"([^"]+)"/.exec(line)?.[1], {
-    timeoutMs: 15_000,
-    what: 'the agent to serve',
-  });
+  const url = await servingOrStopped(
+    child,
+    dir,
+    child.logged((line) => /"msg":"node agent serving","url":"([^"]+)"/.exec(line)?.[1], {
+      timeoutMs: 15_000,
+      what: 'the agent to serve',
+    }),
+  );
   return {
     child,
     url,
@@ -137,4 +145,15 @@ export async function spawnAgent(args: string[], env: NodeJS.ProcessEnv = {}): P
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** What a child logs when it serves; a child that never does is stopped and its directory removed. */
+async function servingOrStopped<T>(child: ManagedChild, dir: string, serving: Promise<T>): Promise<T> {
+  try {
+    return await serving;
+  } catch (err) {
+    await child.stop('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }

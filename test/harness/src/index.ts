@@ -14,11 +14,13 @@ export { createClusterPki, issueCertificate, generateKeyPair } from './pki.js';
 export type { ClusterPki, IssuedCertificate, KeyPair, CertificateRequest } from './pki.js';
 export { addressInUse, canListen, freePort, freePorts, quietPort } from './ports.js';
 export {
+  forgetRemoveAtExit,
   isAlive,
   leaveSignalsToCaller,
   ManagedChild,
   NodeScript,
   processGroupMembers,
+  removeAtExit,
   runCommand,
   stopScripts,
 } from './children.js';

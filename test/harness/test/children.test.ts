@@ -119,10 +119,12 @@ describe('runCommand', () => {
     const result = await runCommand({
       command: '/bin/sh',
       args: ['-c', 'echo $$; sleep 600 & wait'],
-      timeoutMs: 500,
+      // Time enough for the echo on a loaded machine.
+      timeoutMs: 3_000,
     });
     expect(result).toMatchObject({ code: null, signal: 'SIGKILL' });
     const pgid = Number(result.stdout.trim());
+    expect(pgid).toBeGreaterThan(0);
     expect(await eventually(() => processGroupMembers(pgid).length === 0, { timeoutMs: 5000 })).toBe(true);
   });
 });

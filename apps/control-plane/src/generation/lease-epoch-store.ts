@@ -21,7 +21,6 @@ import {
   isAlreadyExists,
   isConflict,
   ignoreNotFound,
-  isNotFound,
   LeaseType,
   ResourceClient,
   retryOnConflict,
@@ -90,18 +89,13 @@ export class LeaseEpochStore implements EpochStore {
     if (name === undefined) return 0;
     if (this.#legacy !== undefined) return this.#legacy;
     const timeout = AbortSignal.timeout(this.#timeoutMs);
-    try {
-      this.#legacy =
-        epochIn(
-          await this.#leases.get(
-            { namespace: this.#options.namespace, name },
-            { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) },
-          ),
-        ) ?? 0;
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      this.#legacy = 0;
-    }
+    const lease = await ignoreNotFound(
+      this.#leases.get(
+        { namespace: this.#options.namespace, name },
+        { signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]) },
+      ),
+    );
+    this.#legacy = (lease === undefined ? undefined : epochIn(lease)) ?? 0;
     return this.#legacy;
   }
 }

@@ -2,6 +2,7 @@
 // drive (caches synced, a fleet token present); a standby is ready too, so a
 // rollout does not wait on who holds the lease. Liveness fails only when a
 // restart can help: the leader's reconcile loop is wedged.
+import { FLEET_TOKEN_ENV } from '@warmpool/runtime';
 import type { KubeObject } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { Hono } from 'hono';
@@ -51,7 +52,7 @@ export function replicaHealth(options: ReplicaHealthOptions): ReplicaHealth {
     notReadyReasons: () => {
       const reasons: string[] = [];
       if (token() === undefined)
-        reasons.push('no fleet token configured (--token-file or WARMPOOL_API_TOKEN): fail-closed, nothing is pushed');
+        reasons.push(`no fleet token configured (--token-file or ${FLEET_TOKEN_ENV}): fail-closed, nothing is pushed`);
       for (const informer of informers)
         if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
       reasons.push(...driver.notReadyReasons());

@@ -4,6 +4,7 @@
 // campaigns again when it is back. Without election (a single replica by
 // construction) it leads at once. Each term is a signal: it aborts when the
 // term ends, and whoever runs leader-only work stops with it.
+import { FLEET_TOKEN_ENV } from '@warmpool/runtime';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { LeaderElector, NotLeaderError, type KubeLogger, type Lease } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
@@ -70,7 +71,7 @@ export class Campaign {
     if (this.#o.token() !== undefined) this.#campaign();
     else
       this.#o.logger.error(
-        'no fleet token configured (--token-file or WARMPOOL_API_TOKEN): not campaigning for leadership, pushing nothing, reporting not ready',
+        `no fleet token configured (--token-file or ${FLEET_TOKEN_ENV}): not campaigning for leadership, pushing nothing, reporting not ready`,
       );
     this.#tokenWatch = setInterval(() => this.#followToken(), 1_000);
     this.#tokenWatch.unref();

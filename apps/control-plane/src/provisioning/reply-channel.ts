@@ -17,6 +17,7 @@
 import { batchReplySchema, type BatchReply } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
+import { sleep } from '@warmpool/kube';
 
 /** A reply list nobody reads (its replica is gone) goes after this long. */
 const REPLY_LIST_TTL_MS = 60_000;
@@ -88,7 +89,7 @@ export class ReplyChannel {
       } catch (err) {
         if (this.#closed) return;
         logger.warn('reading the reply list failed; retrying', { err });
-        await new Promise((resolve) => setTimeout(resolve, 250));
+        await sleep(250);
       }
     }
   }

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   eventually,
+  forgetRemoveAtExit,
+  removeAtExit,
   startCluster,
   startRedis,
   stopScripts,
@@ -57,6 +59,8 @@ export class TestWorld {
     this.name = name;
     this.token = token;
     this.dir = mkdtempSync(join(tmpdir(), `warmpool-${name}-`));
+    // A run that ends before close() (a failed start, a crash) still leaves no log directory behind.
+    removeAtExit(this.dir);
     this.tokenFile = join(this.dir, 'token');
     writeFileSync(this.tokenFile, token + '\n');
   }
@@ -92,8 +96,13 @@ export class TestWorld {
    * without a controller manager, so a spec removes what would keep driving.
    */
   async emptyNamespaces(kinds: string): Promise<void> {
-    for (const ns of this.#namespaces.splice(0))
-      await kubectl(this.cluster, ['delete', kinds, '--all', '-n', ns, '--wait=false']);
+    const namespaces = this.#namespaces.splice(0);
+    // Each namespace on its own: one failing delete does not leave the others full.
+    const results = await Promise.allSettled(
+      namespaces.map((ns) => kubectl(this.cluster, ['delete', kinds, '--all', '-n', ns, '--wait=false'])),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   }
 
   /** The claim pipeline on this world's Redis, its HTTP API on loopback. */
@@ -144,6 +153,8 @@ export class TestWorld {
 
   /** Ends everything: the spec's steps and control planes, the fleet, every process left, Redis, the apiserver. */
   async close(): Promise<void> {
+    // From here tearDown decides: removed, or kept with WARMPOOL_KEEP_LOGS=1.
+    forgetRemoveAtExit(this.dir);
     await tearDown(
       { dir: this.dir, what: this.name },
       ...this.#deferred.splice(0).reverse(),

@@ -4,8 +4,6 @@
 // run one that way).
 import { AcceptedToken } from '@warmpool/runtime';
 
-export { tokensEqual } from '@warmpool/runtime';
-
 export interface RootAuthOptions {
   /** After rotate(), how long the replaced token still acts as root (default 0). */
   graceMs?: number;

@@ -11,11 +11,10 @@
 //   endpoint answers 503. It never runs open.
 // - Deny by default: a route missing from the table is refused (403), and
 //   createApiApp will not build an app that registers one.
-import { bearerToken, type AcceptedToken } from '@warmpool/runtime';
+import { bearerToken, FLEET_TOKEN_ENV, type AcceptedToken } from '@warmpool/runtime';
 import { errorReply, type Reply } from './responses.js';
 
-export const NO_TOKEN_MESSAGE =
-  'node agent has no API token configured (set --token-file or WARMPOOL_API_TOKEN); refusing every call';
+export const NO_TOKEN_MESSAGE = `node agent has no API token configured (set --token-file or ${FLEET_TOKEN_ENV}); refusing every call`;
 
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
 

@@ -33,7 +33,7 @@ import {
 import { Backoff, sleep, type Lister } from '@warmpool/kube';
 import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
 import type { Logger } from '@warmpool/runtime';
-import { formatDuration, systemClock, type Clock } from '@warmpool/runtime';
+import { FLEET_TOKEN_ENV, formatDuration, systemClock, type Clock } from '@warmpool/runtime';
 import { NoTokenError, NotLeadingError, StaleGenerationError, type PoolSetter } from '../../agents/pool-setter.js';
 import { GenerationExhaustedError, majorityApplied, type GenerationSource } from '../../generation/generation.js';
 import { NODE_STATES, type ControlPlaneMetrics, type NodeStateLabel, type PoolState } from '../../metrics.js';
@@ -319,7 +319,7 @@ export class WarmPoolReconciler {
       // Fail-closed: without the fleet token nothing is pushed, probed or written.
       if (!this.#noTokenReported) {
         this.#o.logger.error(
-          'no fleet token: pushing nothing to any node (fail-closed); set --token-file or WARMPOOL_API_TOKEN',
+          `no fleet token: pushing nothing to any node (fail-closed); set --token-file or ${FLEET_TOKEN_ENV}`,
         );
         this.#noTokenReported = true;
       }

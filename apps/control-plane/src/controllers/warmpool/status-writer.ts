@@ -4,7 +4,7 @@
 // fields the installed CRD declares are sent (status-schema.ts).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
-import { isNotFound, ResourceClient, retryOnConflict } from '@warmpool/kube';
+import { ignoreNotFound, ResourceClient, retryOnConflict } from '@warmpool/kube';
 import { fitStatus, type StatusFields } from './status-schema.js';
 
 export const FIELD_MANAGER = 'warmpool-control-plane';
@@ -48,10 +48,10 @@ export class KubePoolStatusWriter implements PoolStatusWriter {
     const namespace = pool.metadata?.namespace;
     if (name === undefined || namespace === undefined) return undefined;
     const fitted = this.fit(status);
-    try {
-      // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition
-      // race).
-      return await retryOnConflict(
+    // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition
+    // race). A pool deleted meanwhile has no status to write: undefined.
+    return ignoreNotFound(
+      retryOnConflict(
         () => {
           const timeout = AbortSignal.timeout(this.#timeoutMs);
           return this.#pools.applyStatus(
@@ -69,10 +69,7 @@ export class KubePoolStatusWriter implements PoolStatusWriter {
           );
         },
         { steps: 3, ...(signal ? { signal } : {}) },
-      );
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
   }
 }
