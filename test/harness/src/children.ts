@@ -311,7 +311,7 @@ export async function runCommand(options: RunOptions): Promise<RunResult> {
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     // The caller awaits this command, so unlike a forgotten long-running child (unref'd) it keeps this process
     // alive until the exit is seen, also after the timeout's SIGKILL, when no timer is left: a program whose only
-    // pending work is this wait (make up's stack-main) would otherwise end there, exit code 0, mid-work.
+    // pending work is this wait must not end there, exit code 0, mid-work.
     const keepAlive = setInterval(() => undefined, 60_000);
     try {
       const exit = await child.exited;
