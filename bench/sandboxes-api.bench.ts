@@ -21,7 +21,15 @@ import { runInNewContext } from 'node:vm';
 import { join } from 'node:path';
 import { NodeInventoryType, SandboxType, type NodeInventory } from '@warmpool/api';
 import { SandboxReader, SandboxView, type SandboxFacts } from '@warmpool/control-plane';
-import { freePort, issueCertificate, registerAggregatedApi, sleep, startCluster, startRedis } from '@warmpool/harness';
+import {
+  etcdKeyCount,
+  freePort,
+  issueCertificate,
+  registerAggregatedApi,
+  sleep,
+  startCluster,
+  startRedis,
+} from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 // undici's own fetch: the global one cannot take this undici's Agent as its dispatcher.
 import { Agent, fetch, Pool } from 'undici';
@@ -236,17 +244,6 @@ async function claimMany(prefix: string, count: number, concurrency = 32): Promi
   return ok;
 }
 
-async function etcdKeys(prefix: string): Promise<number> {
-  const key = Buffer.from(prefix);
-  const end = Buffer.from(prefix);
-  end[end.length - 1] = (end[end.length - 1] ?? 0) + 1;
-  const res = await fetch(`${cluster.etcdUrl}/v3/kv/range`, {
-    method: 'POST',
-    body: JSON.stringify({ key: key.toString('base64'), range_end: end.toString('base64'), count_only: true }),
-  });
-  return Number(((await res.json()) as { count?: string }).count ?? '0');
-}
-
 const countItems = (body: string): number =>
   (JSON.parse(body) as { items?: unknown[]; rows?: unknown[] }).items?.length ??
   (JSON.parse(body) as { rows?: unknown[] }).rows?.length ??
@@ -324,8 +321,9 @@ try {
   await sleep(3_000); // every node publishes its entries (1 s interval) and the claim events are read
   const servedAtAnchor = countItems((await viaApiserver('/apis/agents.x-k8s.io/v1beta1/sandboxes')).body);
   const etcdObjects =
-    (await etcdKeys('/registry/warmpool.dev/')) + (await etcdKeys('/registry/extensions.agents.x-k8s.io/'));
-  const etcdSandboxes = await etcdKeys('/registry/agents.x-k8s.io/');
+    (await etcdKeyCount(cluster, '/registry/warmpool.dev/')) +
+    (await etcdKeyCount(cluster, '/registry/extensions.agents.x-k8s.io/'));
+  const etcdSandboxes = await etcdKeyCount(cluster, '/registry/agents.x-k8s.io/');
   await claimMany('list', LIST_SANDBOXES - ANCHOR_SANDBOXES);
   await sleep(3_000);
   const listJson: number[] = [];

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiVersionOf, claimBodySchema, SandboxType, type ClaimBody, type Sandbox } from '@warmpool/api';
 import {
+  etcdKeyCount,
   eventually,
   findBinary,
   issueCertificate,
@@ -24,7 +25,7 @@ import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
-import { callDirect, etcdCount, registerSandboxApi, servingPki, type ServingPki } from './support/sandbox-api.js';
+import { callDirect, registerSandboxApi, servingPki, type ServingPki } from './support/sandbox-api.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-sandbox-api-tests';
@@ -407,8 +408,8 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
 
   it('keeps no Sandbox in etcd: only the pools, templates and one NodeInventory per node', async () => {
     expect((await getJson(['get', 'sandboxes', '-A'])).items?.length ?? 0).toBeGreaterThan(3);
-    expect(await etcdCount(cluster, '/registry/agents.x-k8s.io/')).toBe(0);
-    expect(await etcdCount(cluster, '/registry/warmpool.dev/nodeinventories/')).toBe(fleet.nodes.length);
+    expect(await etcdKeyCount(cluster, '/registry/agents.x-k8s.io/')).toBe(0);
+    expect(await etcdKeyCount(cluster, '/registry/warmpool.dev/nodeinventories/')).toBe(fleet.nodes.length);
   });
 
   it("a replica started after the claim events are gone serves the same sandboxes, from the nodes' entries and the claim index", async () => {

@@ -25,6 +25,7 @@ export {
   stopScripts,
 } from './children.js';
 export type { ChildExit, ChildOptions, LoggedOptions, NodeScriptOptions, RunOptions, RunResult } from './children.js';
+export { etcdKeyCount } from './etcd-keys.js';
 export type { TlsClientAuth } from './http.js';
 export { startStack, APP_ENTRYPOINTS, DEFAULT_STACK_DIR, REPO_ROOT } from './stack.js';
 export type {

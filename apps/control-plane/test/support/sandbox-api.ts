@@ -86,16 +86,3 @@ export function callDirect(
     req.end();
   });
 }
-
-/** How many keys etcd holds under a prefix, asked of etcd itself (its v3 JSON gateway). */
-export async function etcdCount(cluster: TestCluster, prefix: string): Promise<number> {
-  const key = Buffer.from(prefix);
-  const end = Buffer.from(prefix);
-  end[end.length - 1] = (end[end.length - 1] ?? 0) + 1;
-  const res = await fetch(`${cluster.etcdUrl}/v3/kv/range`, {
-    method: 'POST',
-    body: JSON.stringify({ key: key.toString('base64'), range_end: end.toString('base64'), count_only: true }),
-  });
-  const body = (await res.json()) as { count?: string };
-  return Number(body.count ?? '0');
-}
