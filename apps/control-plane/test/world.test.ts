@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { testWorld } from './support/world.js';
 
-/** Log directories of worlds named `name` that were not there `before` (one a killed earlier run left does not count). */
+/**
+ * Log directories of worlds named `name` that were not there `before` (one a killed earlier run left does not count).
+ */
 const newLeftovers = (name: string, before: readonly string[]): string[] =>
   readdirSync(tmpdir()).filter((d) => d.startsWith(`warmpool-${name}-`) && !before.includes(d));
 const logDirs = (name: string): string[] => newLeftovers(name, []);
