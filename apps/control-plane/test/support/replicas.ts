@@ -113,9 +113,7 @@ export async function startReplica(
       await eventually(
         async () => {
           if (extra.claims === undefined) return (await readiness(started)).status > 0;
-          const res = await fetch(`http://127.0.0.1:${port}/readyz/claims`);
-          await res.body?.cancel();
-          return res.status === 200;
+          return (await readinessAt(started, '/readyz/claims')).status === 200;
         },
         {
           what: extra.claims === undefined ? `${identity} to serve` : `${identity} to be ready to claim`,
@@ -131,9 +129,15 @@ export async function startReplica(
   }
 }
 
-export async function readiness(r: Replica): Promise<Readiness> {
+/** What the replica's /readyz says (status 0 when it does not answer). */
+export function readiness(r: Replica): Promise<Readiness> {
+  return readinessAt(r, '/readyz');
+}
+
+/** The same from /readyz or /readyz/claims, each call bounded by 2 s. */
+async function readinessAt(r: Replica, path: '/readyz' | '/readyz/claims'): Promise<Readiness> {
   try {
-    const res = await fetch(`http://127.0.0.1:${r.port}/readyz`, { signal: AbortSignal.timeout(2_000) });
+    const res = await fetch(`http://127.0.0.1:${r.port}${path}`, { signal: AbortSignal.timeout(2_000) });
     const body = (await res.json()) as { ready?: boolean; leader?: boolean; reasons?: string[] };
     return {
       status: res.status,
