@@ -7,3 +7,4 @@ export * from './claims.js';
 export * from './claim-jobs.js';
 export * from './sandboxes.js';
 export * from './inventory-pools.js';
+export * from './node-claim-ref.js';
