@@ -324,11 +324,12 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   // The SandboxClaim controller and the claim janitor, over whichever pipeline there is.
   const claimService: ClaimService | undefined = options.claimService ?? claims;
   const sandboxClaims =
-    claimService === undefined
+    claimService === undefined || claims === undefined
       ? undefined
       : new SandboxClaims({
           kubeConfig: options.kubeConfig,
           claims: claimService,
+          repair: { index: claims.index, recordOf: (agent, row) => claims.directory.recordOf(agent, row) },
           pools,
           templates,
           inventories,

@@ -6,11 +6,19 @@ import { z } from 'zod';
 import { CLAIM_FAILURE_REASONS, claimTierSchema } from './claims.js';
 import { poolKeySchema } from './sandboxd.js';
 
+/** The front doors a claim comes through; each is its own key space in the claim index. */
+export const claimDoorSchema = z.enum(['crd', 'http', 'fed']);
+
 /** One claim of a batch. */
 export const batchClaimSchema = z.object({
   claimRef: z.string().min(1),
   ttlSeconds: z.number().int().min(1),
-  path: z.enum(['http', 'crd']),
+  door: claimDoorSchema,
+  /**
+   * The owner's mark (see node-claim-ref.ts): a SandboxClaim's uid, the HTTP owner digest, or the peer id (door 'fed':
+   * its claims are also scoped by it).
+   */
+  owner: z.string().min(1),
   /** The front door made the claimRef up: nobody can come back for the sandbox if the answer is lost. */
   generated: z.boolean(),
 });
@@ -56,18 +64,24 @@ export const claimRecordSchema = z.object({
   warmPool: z.string(),
   claimRef: z.string().min(1),
   tier: claimTierSchema,
-  /**
-   * The front door that claimed it: the claim janitor releases orphans of 'crd' only (absent in records of older
-   * replicas).
-   */
-  path: z.enum(['http', 'crd']).optional(),
+  /** The front door that claimed it, and the owner's mark (see batchClaimSchema). */
+  door: claimDoorSchema,
+  owner: z.string().min(1),
+  /** With door 'fed': the peer that owns it. */
+  peer: z.string().min(1).optional(),
   /** Set when a peer cluster serves the claim (an Env claim that spilled): renew and release go to it. */
   cluster: z.string().min(1).optional(),
 });
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 
 export const claimOutcomeSchema = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), claimRef: z.string(), grant: claimRecordSchema }),
+  z.object({
+    ok: z.literal(true),
+    claimRef: z.string(),
+    grant: claimRecordSchema,
+    /** Served before this job (a replay of its claimRef), not for it. */
+    replayed: z.boolean().optional(),
+  }),
   z.object({
     ok: z.literal(false),
     claimRef: z.string(),

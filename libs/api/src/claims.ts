@@ -89,6 +89,8 @@ export const CLAIM_FAILURE_REASONS = [
   'EnvNotFound',
   'NotDriven',
   'ClaimNotFound',
+  // The claimRef is live for another owner (identity, pool or env): nothing of it is shown.
+  'ClaimRefInUse',
   'NoCapacity',
   'NodeRefused',
   'Expired',

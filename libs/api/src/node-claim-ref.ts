@@ -12,7 +12,10 @@
 // the uid is a UUID, the owner a hex digest; a peer id is URI-encoded.
 import { createHash } from 'node:crypto';
 
-export type ClaimDoor = 'crd' | 'http' | 'fed';
+import type { z } from 'zod';
+import type { claimDoorSchema } from './claim-jobs.js';
+
+export type ClaimDoor = z.output<typeof claimDoorSchema>;
 
 export type NodeClaimOwner =
   | { door: 'crd'; namespace: string; name: string; uid: string }

@@ -9,6 +9,8 @@ import {
   type PoolKey,
   type SandboxTemplate,
   type SandboxWarmPool,
+  claimNameOf,
+  parseNodeClaimRef,
 } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { poolKeyOf } from '@warmpool/pool-model';
@@ -83,10 +85,9 @@ function factsOf(
   entry: InventoryEntry,
   pools: { poolOf(namespace: string, key: PoolKey): string | undefined },
 ): SandboxFacts | undefined {
-  const slash = entry.claimRef?.indexOf('/') ?? -1;
-  if (entry.claimRef === undefined || slash <= 0 || slash === entry.claimRef.length - 1) return undefined;
-  const namespace = entry.claimRef.slice(0, slash);
-  const name = entry.claimRef.slice(slash + 1);
+  const owner = parseNodeClaimRef(entry.claimRef);
+  if (owner === undefined) return undefined;
+  const { namespace, name } = claimNameOf(owner);
   const key = { template: entry.template, net: entry.net, size: entry.size };
   const pool = pools.poolOf(namespace, key);
   return {

@@ -14,6 +14,7 @@ import type { Registry } from 'prom-client';
 import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import { AgentClaims } from '../provisioning/agent-claims.js';
 import type { ProvisioningPipeline } from '../provisioning/pipeline.js';
+import type { ClaimGrant } from '../provisioning/claim-service.js';
 import type { TokenSource } from '../token.js';
 import { KubeAccessReviewer } from '../http/claims/access-review.js';
 import { ClaimFeed } from './claim-feed.js';
@@ -85,14 +86,15 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
   const reader = new SandboxReader({
     view,
     ...(pipeline !== undefined
-      ? { lookup: (namespace: string, name: string) => pipeline.lookup(namespace, name) }
+      ? { lookup: (namespace: string, name: string) => lookupSandbox(pipeline, namespace, name) }
       : {}),
-    askNode: async (node, claimRef) => {
+    askNode: async (node) => {
       const address = addressOf(node);
       if (address === undefined) throw new Error(`node ${node} has no NodeInventory`);
       const problem = options.addresses()(node, address);
       if (problem !== undefined) throw new Error(`node ${node} is not asked: ${problem}`);
-      return agents.findByClaimRef(address, claimRef);
+      // Filtered by id by the reader: the node's claim_ref names the owner, which the Sandbox's name alone does not.
+      return agents.list(address);
     },
   });
   const stopEnriching =
@@ -100,7 +102,7 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
       ? undefined
       : enrichFromIndex({
           view,
-          lookup: (namespace, name) => pipeline.lookup(namespace, name),
+          lookup: (namespace, name) => lookupSandbox(pipeline, namespace, name),
           logger: logger.child({ component: 'index-enricher' }),
         });
   const cert = servingCert({
@@ -180,4 +182,15 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
       }
     },
   };
+}
+
+/** A Sandbox is an HTTP claim or a SandboxClaim's sandbox of that name (the HTTP key space first). */
+async function lookupSandbox(
+  pipeline: ProvisioningPipeline,
+  namespace: string,
+  name: string,
+): Promise<ClaimGrant | undefined> {
+  return (
+    (await pipeline.lookup({ namespace, door: 'http' }, name)) ?? pipeline.lookup({ namespace, door: 'crd' }, name)
+  );
 }

@@ -17,6 +17,7 @@ import {
   type KubeStatus,
   type SandboxObjectList,
   type WatchEventType,
+  ownerDigest,
 } from '@warmpool/api';
 import { messageOf, readIncomingJson, UNREADABLE, type HostPort, type Logger } from '@warmpool/runtime';
 import { randomBytes } from 'node:crypto';
@@ -260,7 +261,7 @@ export class SandboxApiServer {
         case 'watch':
           return this.#watch(req, res, namespace, query, representation);
         case 'create':
-          return await this.#create(req, res, namespace ?? '', representation);
+          return await this.#create(req, res, namespace ?? '', representation, user);
         case 'delete':
           return await this.#delete(res, namespace ?? '', name ?? '');
       }
@@ -438,6 +439,7 @@ export class SandboxApiServer {
     res: ServerResponse,
     namespace: string,
     representation: Representation,
+    user: UserInfo,
   ): Promise<void> {
     const claims = this.#options.claims;
     if (claims === undefined)
@@ -479,7 +481,7 @@ export class SandboxApiServer {
         { group: AGENTS_GROUP, kind: SandboxType.kind },
       );
     // A claimRef answers its live sandbox again (idempotency); a Sandbox create must not: it already exists.
-    if ((await claims.lookup(namespace, name)) !== undefined) {
+    if ((await claims.lookup({ namespace, door: 'http' }, name)) !== undefined) {
       throw new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, {
         name,
         group: AGENTS_GROUP,
@@ -492,7 +494,8 @@ export class SandboxApiServer {
         warmPool: body.spec.warmPoolRef.name,
         claimRef: name,
         ttlSeconds: body.spec.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-        path: 'http',
+        // A Sandbox is an HTTP-door claim of the requesting user (the same key space as the claim API's).
+        owner: { door: 'http', digest: ownerDigest(user, `pool:${body.spec.warmPoolRef.name}`) },
         // A name made from generateName cannot be come back for: released if the client gives up before the answer.
         ...(body.metadata.name === undefined ? { claimRefGenerated: true } : {}),
       },
@@ -510,7 +513,7 @@ export class SandboxApiServer {
         'MethodNotAllowed',
         'delete needs provisioning (--redis-url): this control plane cannot release',
       );
-    if (!(await claims.release(namespace, name))) throw notFound(name);
+    if (!(await claims.release({ namespace, door: 'http' }, name))) throw notFound(name);
     const done: KubeStatus = {
       kind: 'Status',
       apiVersion: 'v1',

@@ -34,8 +34,11 @@ import type { Logger } from '@warmpool/runtime';
 import type { ClaimIndex } from '../provisioning/claim-index.js';
 import {
   ClaimFailure,
+  ownerMark,
   type ClaimCallOptions,
   type ClaimGrant,
+  type ClaimOwner,
+  type ClaimScope,
   type ClaimService,
 } from '../provisioning/claim-service.js';
 import type { TokenSource } from '../token.js';
@@ -47,6 +50,9 @@ export interface EnvClaimOrder {
   env: string;
   /** '' = any group. */
   scalingGroup: string;
+  /** Where the claimRef is looked up (the caller's front door), and who claims. */
+  scope: ClaimScope;
+  owner: ClaimOwner;
   claimRef: string;
   ttlSeconds: number;
   claimRefGenerated: boolean;
@@ -109,9 +115,12 @@ export class EnvClaimRouter {
     const { registry } = this.#o;
     this.#env(order.namespace, order.env);
     // The same claimRef again answers the claim it already has, wherever it is served.
-    const known = await this.#lookup(order.namespace, order.claimRef);
-    if (known !== undefined)
+    const known = await this.#o.claims.lookup(order.scope, order.claimRef);
+    if (known !== undefined) {
+      if (known.owner !== ownerMark(order.owner))
+        throw new ClaimFailure('ClaimRefInUse', `claimRef ${order.claimRef} is held by another owner`);
       return { grant: known, cluster: known.cluster ?? this.clusterId, memberPool: known.warmPool };
+    }
 
     const group = order.scalingGroup;
     let localFailure: ClaimFailure | undefined;
@@ -177,10 +186,11 @@ export class EnvClaimRouter {
   }
 
   /** Renews a claim, on the cluster that serves it. */
-  async renew(namespace: string, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }> {
-    const grant = await this.#lookup(namespace, idOrClaimRef);
+  async renew(scope: ClaimScope, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }> {
+    const { namespace } = scope;
+    const grant = await this.#o.claims.lookup(scope, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
-      return this.#o.claims.renew(namespace, idOrClaimRef, ttlSeconds);
+      return this.#o.claims.renew(scope, idOrClaimRef, ttlSeconds);
     const answer = await this.#forward(
       grant.cluster,
       'POST',
@@ -201,10 +211,11 @@ export class EnvClaimRouter {
   }
 
   /** Releases a claim, on the cluster that serves it; false when there was none. */
-  async release(namespace: string, idOrClaimRef: string): Promise<boolean> {
-    const grant = await this.#lookup(namespace, idOrClaimRef);
+  async release(scope: ClaimScope, idOrClaimRef: string): Promise<boolean> {
+    const { namespace } = scope;
+    const grant = await this.#o.claims.lookup(scope, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
-      return this.#o.claims.release(namespace, idOrClaimRef);
+      return this.#o.claims.release(scope, idOrClaimRef);
     const answer = await this.#forward(
       grant.cluster,
       'DELETE',
@@ -221,10 +232,6 @@ export class EnvClaimRouter {
     if (env === undefined || env.metadata?.deletionTimestamp !== undefined)
       throw new ClaimFailure('EnvNotFound', `SandboxEnv ${namespace}/${name} not found`);
     return env;
-  }
-
-  async #lookup(namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
-    return this.#o.claims.lookup(namespace, idOrClaimRef);
   }
 
   /** The local member with the most idle; without idle, the first whose group can grow. */
@@ -250,7 +257,7 @@ export class EnvClaimRouter {
         warmPool: memberPool,
         claimRef: order.claimRef,
         ttlSeconds: order.ttlSeconds,
-        path: 'http',
+        owner: order.owner,
         claimRefGenerated: order.claimRefGenerated,
       },
       options,
@@ -306,9 +313,9 @@ export class EnvClaimRouter {
         continue;
       }
       this.#o.metrics?.forward('served');
-      const grant = grantOf(body.data, candidate.clusterId);
+      const grant = grantOf(body.data, candidate.clusterId, order);
       try {
-        await this.#o.index.record([grant]);
+        await this.#o.index.record(grant, '');
       } catch (err) {
         logger.warn('served by another cluster but not recorded here: release and renew must go to that cluster', {
           target,
@@ -372,7 +379,12 @@ interface Answer {
   body: unknown;
 }
 
-function grantOf(body: ClaimBody, cluster: string): ClaimGrant & { token: string } {
+/**
+ * A claim served by another cluster, as this cluster's index records it: in
+ * the caller's scope and owner, so its get, renew and release go through the
+ * same checks as a local claim.
+ */
+function grantOf(body: ClaimBody, cluster: string, order: EnvClaimOrder): ClaimGrant & { token: string } {
   return {
     id: body.id,
     token: body.token ?? '',
@@ -383,6 +395,9 @@ function grantOf(body: ClaimBody, cluster: string): ClaimGrant & { token: string
     warmPool: body.warmPool,
     claimRef: body.claimRef,
     tier: body.tier,
+    door: order.scope.door,
+    owner: ownerMark(order.owner),
+    ...(order.scope.peer !== undefined ? { peer: order.scope.peer } : {}),
     cluster,
   };
 }

@@ -1,26 +1,31 @@
-// The shared claim index in Redis: which node serves (namespace, claimRef),
-// with the sandbox's id, token, deadline and owner address, so any replica can
-// look a claim up, renew it or release it, and a claim asked for again while
-// its sandbox lives gets the same sandbox.
+// The claim index in Redis: an accelerator in front of the nodes, which are
+// the source of truth for every claimed sandbox. It answers which node serves
+// a claim (with the sandbox's id, token, deadline and owner address) without
+// asking the nodes, and holds the reservations that make a batch job's claims
+// exactly once. Any key may vanish at any moment: a missing record is rebuilt
+// from the nodes (ClaimDirectory, IndexRepair), never read as "released".
 //
-// Keys (ref and id expire at the sandbox's deadline, so the index never outlives the
-// sandbox it names):
-//   <prefix>ref:<ns>/<claimRef> → the record (JSON), or a reservation while a
-//                                 batch job serves it (the job id and the nodes
-//                                 it asked, written before asking)
-//   <prefix>id:<ns>/<id>        → <claimRef>
-//   <prefix>events              → a stream of ClaimEvents (claimed, renewed,
-//                                 released), trimmed to the last
-//                                 `eventsWindowMs`: how every replica's
-//                                 Sandbox view learns of a claim before its
-//                                 node publishes it
+// Keys (records expire at the sandbox's deadline):
+//   <prefix>ref:<scope>/<claimRef>  the record (JSON), or a reservation while a batch job serves it (the job id and
+//                                   the nodes it asked, written before asking). <scope>: crd/<ns>, http/<ns> or
+//                                   fed/<peer>/<ns>: each front door is its own key space.
+//   <prefix>id:<ns>/<id>            <scope>/<claimRef> of that sandbox
+//   <prefix>events                  a stream of ClaimEvents (claimed, renewed, released) for the Sandbox view
+//   <prefix>server                  the run_id of the Redis server the index was written on
+//   <prefix>recovering              set (epoch ms) when that server changed: the index may have lost entries, so a
+//                                   new reservation is not proof that no node holds the claim until IndexRepair has
+//                                   swept every node again
+import { randomUUID } from 'node:crypto';
 import { claimRecordSchema, triedNodeSchema, type ClaimEvent, type ClaimRecord, type TriedNode } from '@warmpool/api';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { ClaimScope } from './claim-service.js';
 
-export const DEFAULT_INDEX_PREFIX = 'warmpool:claims:';
+export const DEFAULT_INDEX_PREFIX = 'warmpool:index:';
 /** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
 export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
+/** The longest the index stays in recovery without a completed repair sweep. */
+const RECOVERY_TTL_MS = 10 * 60_000;
 
 const reservationSchema = z.object({ job: z.string(), tried: z.array(triedNodeSchema) });
 export type Reservation = z.output<typeof reservationSchema>;
@@ -34,18 +39,34 @@ export type ReserveResult =
   /** Reserved by another job. */
   | { state: 'busy'; reservation: Reservation };
 
-// KEYS: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the JSON array of nodes key i is about to
-// be sent to.
-// Per key: '' when newly reserved (with those nodes), else the value found (left as it is).
+export interface Reserved {
+  states: ReserveResult[];
+  /** Set while the index may have lost entries (epoch ms of the loss): 'new' then proves nothing. */
+  recoveringSince: number | undefined;
+}
+
+/** A claimRef of a batch, in its scope, with the nodes it is about to be sent to. */
+export interface ReserveEntry {
+  scope: ClaimScope;
+  claimRef: string;
+  tried?: readonly TriedNode[];
+}
+
+/** What record() did with a served claim. */
+export type RecordResult = { ok: true } | { ok: false; holder: ClaimRecord | Reservation | undefined };
+
+// KEYS[1]: the recovering key, KEYS[2..]: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the
+// JSON array of nodes ref key i is about to be sent to. Answers the recovering value ('' when none), then per ref
+// key '' when newly reserved, else the value found (left as it is).
 const RESERVE = `
-local out = {}
+local out = { redis.call('GET', KEYS[1]) or '' }
 local job = cjson.encode(ARGV[1])
-for i, key in ipairs(KEYS) do
-  local found = redis.call('GET', key)
+for i = 2, #KEYS do
+  local found = redis.call('GET', KEYS[i])
   if found then
     out[i] = found
   else
-    redis.call('SET', key, '{"job":' .. job .. ',"tried":' .. ARGV[2 + i] .. '}', 'PX', ARGV[2])
+    redis.call('SET', KEYS[i], '{"job":' .. job .. ',"tried":' .. ARGV[1 + i] .. '}', 'PX', ARGV[2])
     out[i] = ''
   end
 end
@@ -70,6 +91,20 @@ if not ok or value.job ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`;
 
+// KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: the job that served it ('' for a rebuilt record), ARGV[2]: the record,
+// ARGV[3]: its expiry (epoch ms), ARGV[4]: the id key's value, ARGV[5]: the sandbox id. Writes the record when the ref
+// is free, reserved by that job, or already names that sandbox; otherwise answers what holds it.
+const RECORD = `
+local found = redis.call('GET', KEYS[1])
+if found then
+  local ok, value = pcall(cjson.decode, found)
+  local mine = ok and ((value.job ~= nil and value.job == ARGV[1]) or (value.id ~= nil and value.id == ARGV[5]))
+  if not mine then return found end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[4], 'PXAT', ARGV[3])
+return ''`;
+
 // KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: expected id. Drops both only while the ref still names that sandbox.
 const DROP_RECORD = `
 local found = redis.call('GET', KEYS[1])
@@ -79,41 +114,73 @@ local ok, value = pcall(cjson.decode, found)
 if ok and value.id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0`;
 
+// KEYS[1]: the recovering key. ARGV[1]: the value it must still hold. Ends the recovery only if no later loss began
+// one again.
+const END_RECOVERY = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
 /** The scripts, sent once and then called by their SHA (EVALSHA); the first argument is the number of keys. */
 interface Scripts {
-  warmpoolClaimReserve(...args: Array<string | number>): Promise<string[]>;
-  warmpoolClaimUpdateIfReserved(...args: Array<string | number>): Promise<number>;
-  warmpoolClaimDropIfReserved(...args: Array<string | number>): Promise<number>;
-  warmpoolClaimDropRecord(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexReserve(...args: Array<string | number>): Promise<string[]>;
+  warmpoolIndexUpdateIfReserved(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexDropIfReserved(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexRecord(...args: Array<string | number>): Promise<string>;
+  warmpoolIndexDropRecord(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexEndRecovery(...args: Array<string | number>): Promise<number>;
 }
 
 function withScripts(redis: Redis): Redis & Scripts {
   const scripted = redis as Redis & Partial<Scripts>;
-  if (scripted.warmpoolClaimReserve === undefined) {
-    redis.defineCommand('warmpoolClaimReserve', { lua: RESERVE });
-    redis.defineCommand('warmpoolClaimUpdateIfReserved', { lua: UPDATE_IF_RESERVED });
-    redis.defineCommand('warmpoolClaimDropIfReserved', { lua: DROP_IF_RESERVED });
-    redis.defineCommand('warmpoolClaimDropRecord', { lua: DROP_RECORD });
+  if (scripted.warmpoolIndexReserve === undefined) {
+    redis.defineCommand('warmpoolIndexReserve', { lua: RESERVE });
+    redis.defineCommand('warmpoolIndexUpdateIfReserved', { lua: UPDATE_IF_RESERVED });
+    redis.defineCommand('warmpoolIndexDropIfReserved', { lua: DROP_IF_RESERVED });
+    redis.defineCommand('warmpoolIndexRecord', { lua: RECORD });
+    redis.defineCommand('warmpoolIndexDropRecord', { lua: DROP_RECORD });
+    redis.defineCommand('warmpoolIndexEndRecovery', { lua: END_RECOVERY });
   }
   return redis as Redis & Scripts;
 }
 
+/** The key space of a scope: `crd/<ns>`, `http/<ns>` or `fed/<peer>/<ns>`. */
+export function scopePath(scope: ClaimScope): string {
+  return scope.door === 'fed'
+    ? `fed/${encodeURIComponent(scope.peer ?? '')}/${scope.namespace}`
+    : `${scope.door}/${scope.namespace}`;
+}
+
+/** The scope a record belongs to. */
+export function scopeOf(record: Pick<ClaimRecord, 'namespace' | 'door' | 'peer'>): ClaimScope {
+  return {
+    namespace: record.namespace,
+    door: record.door,
+    ...(record.peer !== undefined ? { peer: record.peer } : {}),
+  };
+}
+
 /**
- * Every call is one command or script per key (no MULTI, no pipeline
- * objects): on a connection with auto-pipelining, the commands a batch issues
- * in one tick travel in one write.
+ * Every call is one command or script (no MULTI, no pipeline objects): on a
+ * connection with auto-pipelining, the commands a batch issues in one tick
+ * travel in one write.
  */
 export class ClaimIndex {
   readonly #redis: Redis & Scripts;
   readonly #prefix: string;
   readonly #now: () => number;
   readonly #eventsWindowMs: number;
+  /** The check of the server's identity after the latest (re)connect; reservations wait for it. */
+  #serverChecked: Promise<void> = Promise.resolve();
 
   constructor(redis: Redis, options: { prefix?: string; now?: () => number; eventsWindowMs?: number } = {}) {
     this.#redis = withScripts(redis);
     this.#prefix = options.prefix ?? DEFAULT_INDEX_PREFIX;
     this.#now = options.now ?? Date.now;
     this.#eventsWindowMs = options.eventsWindowMs ?? DEFAULT_EVENTS_WINDOW_MS;
+    if (redis.status === 'ready') this.#serverChecked = this.#checkServer();
+    redis.on('ready', () => {
+      this.#serverChecked = this.#checkServer();
+    });
   }
 
   /** The stream of ClaimEvents (field `e`: the event's JSON). */
@@ -121,98 +188,144 @@ export class ClaimIndex {
     return `${this.#prefix}events`;
   }
 
-  refKey(namespace: string, claimRef: string): string {
-    return `${this.#prefix}ref:${namespace}/${claimRef}`;
+  /** The prefix every key of the index starts with. */
+  get prefix(): string {
+    return this.#prefix;
+  }
+
+  refKey(scope: ClaimScope, claimRef: string): string {
+    return `${this.#prefix}ref:${scopePath(scope)}/${claimRef}`;
   }
 
   idKey(namespace: string, id: string): string {
     return `${this.#prefix}id:${namespace}/${id}`;
   }
 
+  get #recoveringKey(): string {
+    return `${this.#prefix}recovering`;
+  }
+
+  /**
+   * A Redis that restarted empty, or a replica promoted by Sentinel, has another
+   * run_id than the one the index was written on: from then on the index may
+   * lack reservations and records, until IndexRepair has swept the nodes.
+   */
+  async #checkServer(): Promise<void> {
+    try {
+      const info = await this.#redis.info('server');
+      const runId = /run_id:(\w+)/.exec(info)?.[1] ?? '';
+      const serverKey = `${this.#prefix}server`;
+      const known = await this.#redis.get(serverKey);
+      if (known === runId) return;
+      await this.#redis.set(serverKey, runId);
+      await this.#redis.set(this.#recoveringKey, `${this.#now()}:${randomUUID()}`, 'PX', RECOVERY_TTL_MS);
+    } catch {
+      // The connection dropped again: the next 'ready' checks again.
+    }
+  }
+
+  /** The loss the index is recovering from (its marker and since when), or undefined. */
+  async recovering(): Promise<{ marker: string; since: number } | undefined> {
+    await this.#serverChecked;
+    const value = await this.#redis.get(this.#recoveringKey);
+    return value === null ? undefined : { marker: value, since: sinceOf(value) };
+  }
+
+  /** Ends a recovery after a complete repair sweep that started after it began. */
+  async endRecovery(marker: string): Promise<boolean> {
+    return (await this.#redis.warmpoolIndexEndRecovery(1, this.#recoveringKey, marker)) === 1;
+  }
+
   /**
    * Reserves every claimRef not yet known for `job`, recording the nodes it
-   * is about to be sent to (`tried[i]`, written ahead), in one round trip;
-   * answers what was there for the others, which stay as they were.
+   * is about to be sent to (written ahead), in one round trip; answers what
+   * was there for the others, which stay as they were.
    */
-  async reserve(
-    namespace: string,
-    claimRefs: readonly string[],
-    job: string,
-    ttlMs: number,
-    tried: ReadonlyArray<readonly TriedNode[]> = [],
-  ): Promise<ReserveResult[]> {
-    const keys = claimRefs.map((ref) => this.refKey(namespace, ref));
-    const nodes = claimRefs.map((_, i) => JSON.stringify(tried[i] ?? []));
-    const found = await this.#redis.warmpoolClaimReserve(
-      keys.length,
+  async reserve(entries: readonly ReserveEntry[], job: string, ttlMs: number): Promise<Reserved> {
+    await this.#serverChecked;
+    const keys = entries.map((e) => this.refKey(e.scope, e.claimRef));
+    const nodes = entries.map((e) => JSON.stringify(e.tried ?? []));
+    const [recovering = '', ...found] = await this.#redis.warmpoolIndexReserve(
+      keys.length + 1,
+      this.#recoveringKey,
       ...keys,
       job,
-      String(Math.max(1, Math.ceil(ttlMs))),
+      ttlArg(ttlMs),
       ...nodes,
     );
-    return found.map((value): ReserveResult => {
+    const states = found.map((value): ReserveResult => {
       if (value === '') return { state: 'new' };
       const parsed = parseValue(value);
       if (parsed === undefined) return { state: 'new' };
       if ('id' in parsed) return { state: 'served', record: parsed };
       return parsed.job === job ? { state: 'mine', reservation: parsed } : { state: 'busy', reservation: parsed };
     });
+    return { states, recoveringSince: recovering === '' ? undefined : sinceOf(recovering) };
   }
 
   /** The value under a claimRef: a record, a reservation, or undefined. */
-  async peek(namespace: string, claimRef: string): Promise<ClaimRecord | Reservation | undefined> {
-    const value = await this.#redis.get(this.refKey(namespace, claimRef));
+  async peek(scope: ClaimScope, claimRef: string): Promise<ClaimRecord | Reservation | undefined> {
+    const value = await this.#redis.get(this.refKey(scope, claimRef));
     return value === null ? undefined : parseValue(value);
   }
 
   /** Takes another job's reservation over (that job is gone), keeping the nodes it tried. */
-  async takeOver(namespace: string, claimRef: string, from: Reservation, job: string, ttlMs: number): Promise<boolean> {
+  async takeOver(scope: ClaimScope, claimRef: string, from: Reservation, job: string, ttlMs: number): Promise<boolean> {
     const next: Reservation = { job, tried: from.tried };
-    const done = await this.#redis.warmpoolClaimUpdateIfReserved(
+    const done = await this.#redis.warmpoolIndexUpdateIfReserved(
       1,
-      this.refKey(namespace, claimRef),
+      this.refKey(scope, claimRef),
       from.job,
       JSON.stringify(next),
-      String(Math.max(1, Math.ceil(ttlMs))),
+      ttlArg(ttlMs),
     );
     return done === 1;
   }
 
-  /** Records, before asking them, the nodes `job` asks. */
-  async noteTried(
-    namespace: string,
-    entries: ReadonlyArray<{ claimRef: string; tried: readonly TriedNode[] }>,
-    job: string,
-    ttlMs: number,
-  ): Promise<void> {
-    const ttl = String(Math.max(1, Math.ceil(ttlMs)));
-    await Promise.all(
-      entries.map(({ claimRef, tried }) =>
-        this.#redis.warmpoolClaimUpdateIfReserved(
+  /**
+   * Records, before asking them, the nodes `job` asks. Answers the ref keys
+   * of the claims whose reservation is no longer the job's (lost with Redis's data, or taken
+   * over): their nodes must not be asked.
+   */
+  async noteTried(entries: readonly ReserveEntry[], job: string, ttlMs: number): Promise<Set<string>> {
+    const ttl = ttlArg(ttlMs);
+    const written = await Promise.all(
+      entries.map(({ scope, claimRef, tried }) =>
+        this.#redis.warmpoolIndexUpdateIfReserved(
           1,
-          this.refKey(namespace, claimRef),
+          this.refKey(scope, claimRef),
           job,
-          JSON.stringify({ job, tried }),
+          JSON.stringify({ job, tried: tried ?? [] }),
           ttl,
         ),
       ),
     );
+    return new Set(entries.filter((_, i) => written[i] !== 1).map((e) => this.refKey(e.scope, e.claimRef)));
   }
 
-  /** Records served claims (replacing their reservations); the keys expire at each sandbox's deadline. */
-  async record(records: readonly ClaimRecord[]): Promise<void> {
-    await Promise.all(
-      records.flatMap((record) => {
-        const expiresAt = this.#expiresAt(record.deadline);
-        const { token: _token, ...shown } = record;
-        return [
-          this.#redis.set(this.refKey(record.namespace, record.claimRef), JSON.stringify(record), 'PXAT', expiresAt),
-          this.#redis.set(this.idKey(record.namespace, record.id), record.claimRef, 'PXAT', expiresAt),
-          // After the record on the same connection: whoever reads the event finds the record.
-          this.#appendEvent({ op: 'claimed', record: shown }),
-        ];
-      }),
+  /**
+   * Records a served claim in place of `job`'s reservation (job '' for a
+   * claim rebuilt from a node). Refused, with what holds the claimRef, when
+   * another job or another sandbox holds it: the caller's sandbox is then
+   * the extra one.
+   */
+  async record(record: ClaimRecord, job: string): Promise<RecordResult> {
+    const expiresAt = this.#expiresAt(record.deadline);
+    const found = await this.#redis.warmpoolIndexRecord(
+      2,
+      this.refKey(scopeOf(record), record.claimRef),
+      this.idKey(record.namespace, record.id),
+      job,
+      JSON.stringify(record),
+      String(expiresAt),
+      `${scopePath(scopeOf(record))}/${record.claimRef}`,
+      record.id,
     );
+    if (found !== '') return { ok: false, holder: parseValue(found) };
+    const { token: _token, ...shown } = record;
+    // After the record on the same connection: whoever reads the event finds the record.
+    await this.#appendEvent({ op: 'claimed', record: shown });
+    return { ok: true };
   }
 
   #appendEvent(event: ClaimEvent): Promise<unknown> {
@@ -228,37 +341,38 @@ export class ClaimIndex {
   }
 
   /** Drops reservations of `job` for claims that failed (nothing is claimed for them anywhere). */
-  async dropReservations(namespace: string, claimRefs: readonly string[], job: string): Promise<void> {
+  async dropReservations(entries: ReadonlyArray<Omit<ReserveEntry, 'tried'>>, job: string): Promise<void> {
     await Promise.all(
-      claimRefs.map((ref) => this.#redis.warmpoolClaimDropIfReserved(1, this.refKey(namespace, ref), job)),
+      entries.map((e) => this.#redis.warmpoolIndexDropIfReserved(1, this.refKey(e.scope, e.claimRef), job)),
     );
   }
 
-  /** The served claim by sandbox id or by claimRef. */
-  async lookup(namespace: string, idOrClaimRef: string): Promise<ClaimRecord | undefined> {
+  /** The served claim by sandbox id or by claimRef within a scope; undefined when the index does not know it. */
+  async lookup(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimRecord | undefined> {
     const [byRef, refOfId] = await this.#redis.mget(
-      this.refKey(namespace, idOrClaimRef),
-      this.idKey(namespace, idOrClaimRef),
+      this.refKey(scope, idOrClaimRef),
+      this.idKey(scope.namespace, idOrClaimRef),
     );
     const direct = byRef === null || byRef === undefined ? undefined : parseValue(byRef);
     if (direct !== undefined && 'id' in direct) return direct;
-    if (refOfId === null || refOfId === undefined) return undefined;
-    const value = await this.#redis.get(this.refKey(namespace, refOfId));
+    const head = `${scopePath(scope)}/`;
+    if (refOfId === null || refOfId === undefined || !refOfId.startsWith(head)) return undefined;
+    const value = await this.#redis.get(`${this.#prefix}ref:${refOfId}`);
     const record = value === null ? undefined : parseValue(value);
     return record !== undefined && 'id' in record && record.id === idOrClaimRef ? record : undefined;
   }
 
   /** A renewed deadline: the record and both keys now expire then. */
   async renewed(record: ClaimRecord, deadline: string): Promise<void> {
-    await this.record([{ ...record, deadline }]);
+    await this.record({ ...record, deadline }, '');
   }
 
   /** Forgets a released (or vanished) claim. */
   async drop(record: ClaimRecord): Promise<void> {
     await Promise.all([
-      this.#redis.warmpoolClaimDropRecord(
+      this.#redis.warmpoolIndexDropRecord(
         2,
-        this.refKey(record.namespace, record.claimRef),
+        this.refKey(scopeOf(record), record.claimRef),
         this.idKey(record.namespace, record.id),
         record.id,
       ),
@@ -271,6 +385,15 @@ export class ClaimIndex {
     // A deadline already past (or unreadable) names a sandbox the node has reaped: keep it a moment only.
     return Number.isFinite(at) && at > this.#now() ? at : this.#now() + 1_000;
   }
+}
+
+function ttlArg(ttlMs: number): string {
+  return String(Math.max(1, Math.ceil(ttlMs)));
+}
+
+function sinceOf(marker: string): number {
+  const since = Number(marker.split(':')[0]);
+  return Number.isFinite(since) ? since : 0;
 }
 
 function parseValue(value: string): ClaimRecord | Reservation | undefined {

@@ -4,15 +4,17 @@
 // agents, exactly once, with the claim index in Redis).
 //
 // Invariants every implementation keeps:
-// - A claim is identified by (namespace, claimRef); the node sees the
-//   claim_ref `<namespace>/<claimRef>`. Claiming the same pair again while its
-//   sandbox lives answers the same grant, never a second sandbox.
+// - A claim is identified by (front door, namespace, claimRef); the node sees
+//   a claim_ref naming all three and the owner (libs/api node-claim-ref), so
+//   the node alone is enough to find it. Claiming the same again while its
+//   sandbox lives answers the same grant to the same owner, never a second
+//   sandbox; another owner is refused (ClaimRefInUse).
 // - A failed claim leaves nothing claimed on any node.
 // - release() and renew() work from any replica: they resolve the claim
 //   through the shared index, not through local memory.
-import type { ClaimFailureReason } from '@warmpool/api';
+import type { ClaimDoor, ClaimFailureReason } from '@warmpool/api';
 
-export type ClaimPath = 'http' | 'crd';
+export type { ClaimDoor } from '@warmpool/api';
 export type ClaimTier = 'warm' | 'cold';
 
 export interface ClaimOrder {
@@ -23,13 +25,50 @@ export interface ClaimOrder {
   claimRef: string;
   /** Already defaulted and bounded by the front door (300 s default, at most 86 400). */
   ttlSeconds: number;
-  path: ClaimPath;
+  /** Who claims, through which front door: written on the node (the claim_ref), so the node alone knows the owner. */
+  owner: ClaimOwner;
   /**
    * True when the front door generated claimRef (the client sent none): a
    * sandbox served after the caller gave up is released, since nobody can come
    * back for it. Absent = a client-chosen ref, kept for the client's retry.
    */
   claimRefGenerated?: boolean;
+}
+
+/**
+ * The owner of a claim. A replay of the same (door, namespace, claimRef) by
+ * another owner is refused (ClaimRefInUse), never answered with the sandbox.
+ */
+export type ClaimOwner =
+  /** A SandboxClaim: its uid (a re-created namesake is another owner). */
+  | { door: 'crd'; uid: string }
+  /** The HTTP claim API: ownerDigest(identity, `pool:<name>` or `env:<name>`) of libs/api. */
+  | { door: 'http'; digest: string }
+  /** A peer cluster that forwarded the claim (its configured id). */
+  | { door: 'fed'; peer: string };
+
+/** The owner's mark a batch claim and a record carry (see libs/api batchClaimSchema). */
+export function ownerMark(owner: ClaimOwner): string {
+  switch (owner.door) {
+    case 'crd':
+      return owner.uid;
+    case 'http':
+      return owner.digest;
+    case 'fed':
+      return owner.peer;
+  }
+}
+
+/**
+ * Where a claim is looked up: its namespace and front door (and, for a
+ * peer's claims, the peer). Each door is its own key space, so no door can
+ * read, renew or release another door's claims.
+ */
+export interface ClaimScope {
+  namespace: string;
+  door: ClaimDoor;
+  /** With door 'fed': the peer whose claims these are. */
+  peer?: string;
 }
 
 /** A served claim, as the index records it (the token is the sandbox's own bearer token). */
@@ -44,12 +83,14 @@ export interface ClaimGrant {
   warmPool: string;
   claimRef: string;
   tier: ClaimTier;
-  /**
-   * The front door that claimed it, as the index records it. The claim
-   * janitor releases orphans of the 'crd' path only and never touches a
-   * grant whose path is 'http' or unknown.
-   */
-  path?: ClaimPath;
+  /** The front door that claimed it. */
+  door: ClaimDoor;
+  /** The owner's mark: the SandboxClaim's uid, the HTTP owner digest, or the peer id. */
+  owner: string;
+  /** With door 'fed': the peer that owns it. */
+  peer?: string;
+  /** True when this answer is a claim served before (a replay of its claimRef), not one served for this call. */
+  replayed?: boolean;
   /** Set when a peer cluster serves it (a spilled Env claim). */
   cluster?: string;
 }
@@ -85,12 +126,16 @@ export interface ClaimService {
    * a client claimRef keeps it for the client's retry until its TTL.
    */
   claim(order: ClaimOrder, options?: ClaimCallOptions): Promise<ClaimGrant>;
-  /** The live claim by its sandbox id or its claimRef, from the shared index; undefined when none. */
-  lookup(namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined>;
+  /**
+   * The live claim by its sandbox id or its claimRef within a scope: from the
+   * shared index, else from the nodes (the source of truth; what they hold is
+   * recorded again). Undefined when no node holds it.
+   */
+  lookup(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimGrant | undefined>;
   /** Renews on its node; answers the granted deadline. Rejects ClaimFailure('ClaimNotFound') when gone. */
-  renew(namespace: string, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }>;
+  renew(scope: ClaimScope, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }>;
   /** Releases on its node and drops it from the index; false when there was nothing to release. */
-  release(namespace: string, idOrClaimRef: string): Promise<boolean>;
+  release(scope: ClaimScope, idOrClaimRef: string): Promise<boolean>;
   /** Ready to take claims (Redis reachable, caches synced); the reasons it is not. */
   notReadyReasons(): string[];
   close(): Promise<void>;

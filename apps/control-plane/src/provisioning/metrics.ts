@@ -4,7 +4,7 @@
 // and active (read from the queue at scrape time).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ClaimFailureReason } from '@warmpool/api';
-import type { ClaimPath, ClaimTier } from './claim-service.js';
+import type { ClaimDoor, ClaimTier } from './claim-service.js';
 
 const PREFIX = 'warmpool_controlplane_';
 
@@ -25,7 +25,7 @@ export class ProvisioningMetrics {
     const registers = [registry];
     this.#claimDuration = new Histogram({
       name: `${PREFIX}claim_duration_seconds`,
-      help: 'From a claim entering the pipeline to its answer, served claims only, by path (http / crd) and tier (warm / cold)',
+      help: 'From a claim entering the pipeline to its answer, served claims only, by path (the front door: http / crd / fed) and tier (warm / cold)',
       labelNames: ['path', 'tier'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
@@ -86,12 +86,12 @@ export class ProvisioningMetrics {
     });
   }
 
-  served(path: ClaimPath, tier: ClaimTier, seconds: number): void {
+  served(path: ClaimDoor, tier: ClaimTier, seconds: number): void {
     this.#claimDuration.observe({ path, tier }, seconds);
     this.#claims.inc({ path, result: 'served', reason: '' });
   }
 
-  failed(path: ClaimPath, reason: ClaimFailureReason): void {
+  failed(path: ClaimDoor, reason: ClaimFailureReason): void {
     this.#claims.inc({ path, result: 'failed', reason });
   }
 

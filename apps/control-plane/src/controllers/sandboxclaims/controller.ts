@@ -20,7 +20,7 @@
 import { SANDBOX_ID_ANNOTATION, type ClaimFailureReason, type SandboxClaim } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
-import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
+import { ClaimFailure, type ClaimGrant, type ClaimScope, type ClaimService } from '../../provisioning/claim-service.js';
 import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './lifetime.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import { hasFinalizer, ownershipOf, type ClaimCaches } from './ownership.js';
@@ -209,7 +209,7 @@ export class SandboxClaimController {
         warmPool,
         claimRef: name,
         ttlSeconds: ttlSecondsFor(shutdown, now, this.settings.leaseSeconds),
-        path: 'crd',
+        owner: { door: 'crd', uid: claim.metadata.uid ?? '' },
       });
     } catch (err) {
       if (!(err instanceof ClaimFailure)) throw err;
@@ -227,18 +227,6 @@ export class SandboxClaimController {
       return { kind: 'done' };
     }
 
-    // Both front doors share the claim_ref `<namespace>/<claimRef>`: a sandbox an HTTP client holds
-    // under this claim's name is theirs, never handed to (or released for) this SandboxClaim.
-    if (grant.path === 'http') {
-      this.#refuse(key, claim);
-      await this.#fail(
-        claim,
-        'BadRequest',
-        `claimRef ${namespace}/${name} is held by an HTTP claim (sandbox ${grant.id}); rename the SandboxClaim or release that claim`,
-        this.#options.clock.now(),
-      );
-      return { kind: 'done' };
-    }
     // The claim may have been deleted (or replaced by a namesake) while its batch ran.
     const current = this.#options.cache.get(namespace, name);
     if (
@@ -294,9 +282,8 @@ export class SandboxClaimController {
     let deadline = lease !== undefined && lease.uid === claim.metadata.uid ? lease.deadline : undefined;
     if (deadline === undefined) {
       // After a restart or a leader change, or with the status write lost: ask the shared index.
-      const grant = await claims.lookup(namespace, name);
-      // An HTTP claim under this name is never this claim's sandbox (see #serve).
-      if (grant === undefined || grant.path === 'http')
+      const grant = await claims.lookup(crdScope(namespace), name);
+      if (grant === undefined || grant.owner !== claim.metadata.uid)
         return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
       if (!isReadyClaimed(claim)) {
         await writer.ensureSecret(claim, grant);
@@ -310,7 +297,7 @@ export class SandboxClaimController {
       let granted: string;
       try {
         ({ deadline: granted } = await claims.renew(
-          namespace,
+          crdScope(namespace),
           name,
           ttlSecondsFor(shutdown, now, this.settings.leaseSeconds),
         ));
@@ -325,7 +312,7 @@ export class SandboxClaimController {
       this.#options.metrics.renewed('ok');
       deadline = Date.parse(granted);
       this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
-      const grant = await claims.lookup(namespace, name);
+      const grant = await claims.lookup(crdScope(namespace), name);
       if (grant !== undefined) await writer.updateSecretDeadline(claim, grant, granted);
     }
     return this.#next(deadline, shutdown, now);
@@ -361,12 +348,7 @@ export class SandboxClaimController {
   async #release(key: string, claim: SandboxClaim, cause: 'deleted' | 'vanished' | 'expired'): Promise<void> {
     const namespace = claim.metadata.namespace ?? '';
     const name = claim.metadata.name ?? '';
-    // Never an HTTP client's sandbox that happens to share this claim's name (see #serve).
-    if ((await this.#options.claims.lookup(namespace, name))?.path === 'http') {
-      this.#leases.delete(key);
-      return;
-    }
-    const released = await this.#options.claims.release(namespace, name);
+    const released = await this.#options.claims.release(crdScope(namespace), name);
     this.#leases.delete(key);
     if (released) {
       this.#options.metrics.released(cause);
@@ -386,4 +368,9 @@ export class SandboxClaimController {
     await this.#options.writer.writeStatus(claim, next);
     return true;
   }
+}
+
+/** A SandboxClaim's sandbox is found only in the SandboxClaim key space: never an HTTP or a peer's claim. */
+function crdScope(namespace: string): ClaimScope {
+  return { namespace, door: 'crd' };
 }

@@ -1,27 +1,27 @@
-// The claim janitor (leader only): node claims of the SandboxClaim path whose
-// SandboxClaim no longer exists are released. The finalizer already releases
-// every served claim that is deleted; the janitor covers what it cannot: a
-// crash between the node claim and the finalizer write, a finalizer removed by
-// hand, a claim made on a node by a pipeline whose caller vanished.
-//
-// One sweep lists each node's claims once (`GET /v1/sandboxes` on its agent,
-// O(nodes) calls, a bounded number at once) and compares the claim_refs
-// `<namespace>/<name>` with the SandboxClaim cache. Both front doors write
-// claim_refs of that shape, so an HTTP claim must never be mistaken for an
-// orphan. A node claim is released only when all of these hold:
-// - the SandboxClaim cache is synced and has no claim `<namespace>/<name>`;
-// - the node claimed it more than `graceMs` ago (the pipeline writes the
-//   shared index right after the node claim; the grace covers that window and
-//   any batch still in flight);
-// - the shared index does not know it, or knows it as path 'crd'. An index
-//   entry of path 'http' or of no recorded path is never released, and a sweep
-//   is skipped for a claim whose index lookup fails (Redis down).
-// The residual risk is an HTTP claim whose index entry was lost with Redis's
-// data while its sandbox lives on; the node's TTL bounds every claim anyway.
-import type { SandboxClaim, SandboxRow } from '@warmpool/api';
+// The claim janitor (leader only) sweeps every node's claims (one list per
+// node, a bounded number of nodes at once). Each row whose claim_ref warmpool
+// wrote (libs/api node-claim-ref) is either:
+// - released, when it is a SandboxClaim's sandbox and that SandboxClaim's uid
+//   is positively gone from the apiserver (the synced cache has no claim of
+//   that name, or one with another uid) and the node claimed it more than
+//   `graceMs` ago: a crash between the node claim and the finalizer, a
+//   finalizer removed by hand;
+// - or recorded again in the claim index when the index lacks it: the nodes
+//   are the truth and Redis may lose any key.
+// HTTP and federated claims are never released here: they end by release or
+// at their deadline on the node. Rows warmpool did not write are left alone.
+// While the index recovers from a loss the janitor sweeps at once (every
+// `recoveryPollMs`), and a complete sweep ends the recovery.
+import {
+  parseNodeClaimRef,
+  type ClaimRecord,
+  type NodeClaimOwner,
+  type SandboxClaim,
+  type SandboxRow,
+} from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
-import type { ClaimService } from '../../provisioning/claim-service.js';
+import { scopeOf, type ClaimIndex } from '../../provisioning/claim-index.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import type { AgentAddress, NodeClaims } from './node-claims.js';
 
@@ -34,6 +34,10 @@ export interface ClaimJanitorSettings {
   concurrency: number;
   /** Per agent call (default 5 s). */
   timeoutMs: number;
+  /** How often the janitor looks whether the claim index is recovering from a loss (default 2 s). */
+  recoveryPollMs: number;
+  /** After a loss, how long node calls from before it may still be under way (the node call timeout and a margin). */
+  settleMs: number;
 }
 
 export const JANITOR_DEFAULTS: ClaimJanitorSettings = {
@@ -41,10 +45,18 @@ export const JANITOR_DEFAULTS: ClaimJanitorSettings = {
   graceMs: 60_000,
   concurrency: 16,
   timeoutMs: 5_000,
+  recoveryPollMs: 2_000,
+  settleMs: 2_500,
 };
 
+/** What the janitor needs of the claim pipeline: the index, and a node's claim as the index records it. */
+export interface ClaimRepair {
+  readonly index: Pick<ClaimIndex, 'lookup' | 'record' | 'drop' | 'recovering' | 'endRecovery'>;
+  recordOf(agent: AgentAddress, row: SandboxRow): Promise<ClaimRecord | undefined>;
+}
+
 export interface ClaimJanitorOptions extends Partial<ClaimJanitorSettings> {
-  claims: ClaimService;
+  repair: ClaimRepair;
   cache: Lister<SandboxClaim>;
   cacheSynced(): boolean;
   /** The agents to sweep (from the NodeInventory cache). */
@@ -59,10 +71,9 @@ export interface SweepResult {
   nodes: number;
   failedNodes: number;
   released: number;
+  /** Claims the index lacked, recorded again from their nodes. */
+  recorded: number;
 }
-
-/** `<namespace>/<name>` with both parts DNS names, as the CRD path writes it. */
-const CLAIM_REF = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/;
 
 export class ClaimJanitor {
   readonly settings: ClaimJanitorSettings;
@@ -70,6 +81,7 @@ export class ClaimJanitor {
   #timer: NodeJS.Timeout | undefined;
   #sweeping: Promise<SweepResult> | undefined;
   #stop: AbortController | undefined;
+  #lastSweepAt = 0;
 
   constructor(options: ClaimJanitorOptions) {
     this.#options = options;
@@ -78,15 +90,18 @@ export class ClaimJanitor {
       graceMs: options.graceMs ?? JANITOR_DEFAULTS.graceMs,
       concurrency: options.concurrency ?? JANITOR_DEFAULTS.concurrency,
       timeoutMs: options.timeoutMs ?? JANITOR_DEFAULTS.timeoutMs,
+      recoveryPollMs: options.recoveryPollMs ?? JANITOR_DEFAULTS.recoveryPollMs,
+      settleMs: options.settleMs ?? JANITOR_DEFAULTS.settleMs,
     };
   }
 
   start(): void {
     if (this.#timer !== undefined) return;
     this.#stop = new AbortController();
+    this.#lastSweepAt = this.#options.clock.now();
     this.#timer = setInterval(
-      () => void this.sweep().catch((err: unknown) => this.#options.logger.warn('claim janitor sweep failed', { err })),
-      this.settings.intervalMs,
+      () => void this.#tick().catch((err: unknown) => this.#options.logger.warn('claim janitor sweep failed', { err })),
+      Math.min(this.settings.intervalMs, this.settings.recoveryPollMs),
     );
     this.#timer.unref();
   }
@@ -106,82 +121,96 @@ export class ClaimJanitor {
     return this.#sweeping;
   }
 
+  /** A sweep every interval, and at once while the index recovers (which a complete sweep ends). */
+  async #tick(): Promise<void> {
+    const now = this.#options.clock.now();
+    const recovering = await this.#options.repair.index.recovering().catch(() => undefined);
+    if (recovering !== undefined) {
+      if (now < recovering.since + this.settings.settleMs) return;
+      const result = await this.sweep();
+      if (result.failedNodes === 0 && (await this.#options.repair.index.endRecovery(recovering.marker)))
+        this.#options.logger.info('claim index rebuilt from the nodes after a loss', {
+          nodes: result.nodes,
+          recorded: result.recorded,
+        });
+      return;
+    }
+    if (now - this.#lastSweepAt >= this.settings.intervalMs) await this.sweep();
+  }
+
   async #sweep(): Promise<SweepResult> {
     const { metrics, agents } = this.#options;
-    if (!this.#options.cacheSynced()) {
-      metrics.janitorSwept('skipped');
-      return { nodes: 0, failedNodes: 0, released: 0 };
-    }
+    this.#lastSweepAt = this.#options.clock.now();
     const signal = this.#stop?.signal ?? new AbortController().signal;
     const all = agents();
+    const result: SweepResult = { nodes: all.length, failedNodes: 0, released: 0, recorded: 0 };
     let next = 0;
-    let failedNodes = 0;
-    let released = 0;
     const lane = async (): Promise<void> => {
       while (next < all.length && !signal.aborted) {
         const agent = all[next++] as AgentAddress;
         try {
-          // Awaited first: `released += await …` would read `released` before another lane's addition.
-          const n = await this.#sweepNode(agent, signal);
-          released += n;
+          await this.#sweepNode(agent, signal, result);
         } catch (err) {
-          failedNodes++;
+          result.failedNodes++;
           this.#options.logger.debug('claim janitor: node not swept', { node: agent.node, err });
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.settings.concurrency, all.length) }, lane));
-    metrics.janitorSwept(failedNodes > 0 ? 'partial' : 'ok');
-    return { nodes: all.length, failedNodes, released };
+    metrics.janitorSwept(result.failedNodes > 0 ? 'partial' : 'ok');
+    return result;
   }
 
-  async #sweepNode(agent: AgentAddress, signal: AbortSignal): Promise<number> {
-    const { nodeClaims, cache, clock } = this.#options;
+  async #sweepNode(agent: AgentAddress, signal: AbortSignal, result: SweepResult): Promise<void> {
+    const { nodeClaims, repair } = this.#options;
     const rows = await nodeClaims.list(agent, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
-    let released = 0;
     for (const row of rows) {
       if (signal.aborted) break;
-      const ref = parseClaimRef(row);
-      if (ref === undefined || cache.get(ref.namespace, ref.name) !== undefined) continue;
-      const claimedAt = Date.parse(row.claimed_at);
-      if (Number.isNaN(claimedAt) || clock.now() - claimedAt < this.settings.graceMs) continue;
-      // Re-check after the await: the claim may have been created meanwhile.
-      if (await this.#releaseOrphan(agent, row, ref, signal)) released++;
+      const owner = parseNodeClaimRef(row.claim_ref);
+      if (owner === undefined) continue;
+      if (owner.door === 'crd' && this.#tombstoned(owner, row)) {
+        await this.#releaseOrphan(agent, row, signal);
+        result.released++;
+        continue;
+      }
+      const known = await repair.index.lookup(scopeOfOwner(owner), row.id);
+      if (known !== undefined) continue;
+      const record = await repair.recordOf(agent, row);
+      if (record !== undefined && (await repair.index.record(record, '')).ok) result.recorded++;
     }
-    return released;
   }
 
-  async #releaseOrphan(
-    agent: AgentAddress,
-    row: SandboxRow,
-    ref: { namespace: string; name: string },
-    signal: AbortSignal,
-  ): Promise<boolean> {
-    const { claims, cache, nodeClaims, metrics, logger } = this.#options;
-    let grant;
-    try {
-      grant = await claims.lookup(ref.namespace, ref.name);
-    } catch (err) {
-      logger.debug('claim janitor: index lookup failed; not releasing', { claimRef: row.claim_ref, err });
-      return false;
+  /** The SandboxClaim this row was claimed for is positively gone (its uid), and the claim is past its grace. */
+  #tombstoned(owner: Extract<NodeClaimOwner, { door: 'crd' }>, row: SandboxRow): boolean {
+    const { cache, cacheSynced, clock } = this.#options;
+    if (!cacheSynced()) return false;
+    const current = cache.get(owner.namespace, owner.name);
+    if (current !== undefined && current.metadata.uid === owner.uid) return false;
+    const claimedAt = Date.parse(row.claimed_at);
+    return !Number.isNaN(claimedAt) && clock.now() - claimedAt >= this.settings.graceMs;
+  }
+
+  async #releaseOrphan(agent: AgentAddress, row: SandboxRow, signal: AbortSignal): Promise<void> {
+    const { nodeClaims, metrics, logger, repair } = this.#options;
+    await nodeClaims.release(agent, row.id, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
+    const owner = parseNodeClaimRef(row.claim_ref);
+    if (owner !== undefined) {
+      const known = await repair.index.lookup(scopeOfOwner(owner), row.id).catch(() => undefined);
+      if (known !== undefined) await repair.index.drop(known).catch(() => undefined);
     }
-    if (grant !== undefined && grant.path !== 'crd') return false;
-    if (cache.get(ref.namespace, ref.name) !== undefined) return false;
-    if (grant !== undefined && grant.id === row.id) await claims.release(ref.namespace, ref.name);
-    else
-      await nodeClaims.release(agent, row.id, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
     metrics.janitorReleased();
     logger.info('claim janitor released a sandbox whose SandboxClaim no longer exists', {
       node: agent.node,
       sandbox: row.id,
       claimRef: row.claim_ref,
     });
-    return true;
   }
 }
 
-export function parseClaimRef(row: Pick<SandboxRow, 'claim_ref'>): { namespace: string; name: string } | undefined {
-  const match = CLAIM_REF.exec(row.claim_ref ?? '');
-  if (match?.[1] === undefined || match[3] === undefined) return undefined;
-  return { namespace: match[1], name: match[3] };
+function scopeOfOwner(owner: NodeClaimOwner): ReturnType<typeof scopeOf> {
+  return scopeOf({
+    namespace: owner.namespace,
+    door: owner.door,
+    ...(owner.door === 'fed' ? { peer: owner.peer } : {}),
+  });
 }

@@ -24,6 +24,7 @@ import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
 import type { AddressCheck } from '../warmpool/node-addresses.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
+import type { ClaimRepair } from './janitor.js';
 import type { TokenSource } from '../../token.js';
 import { SandboxClaimController, type SandboxClaimSettings } from './controller.js';
 import { ClaimJanitor, type ClaimJanitorSettings } from './janitor.js';
@@ -35,6 +36,8 @@ import { ClaimWriter } from './writer.js';
 export interface SandboxClaimsOptions {
   kubeConfig: KubeConfig;
   claims: ClaimService;
+  /** The claim index and the nodes' records: the janitor releases SandboxClaim orphans and repairs the index. */
+  repair: ClaimRepair;
   pools: Informer<SandboxWarmPool>;
   templates: Informer<SandboxTemplate>;
   inventories: Informer<NodeInventory>;
@@ -83,7 +86,7 @@ export class SandboxClaims {
       ...options.controller,
     });
     this.janitor = new ClaimJanitor({
-      claims: options.claims,
+      repair: options.repair,
       cache: this.informer.lister,
       cacheSynced: () => this.informer.hasSynced(),
       agents: () => {

@@ -11,6 +11,7 @@ import {
   claimRefSchema,
   createClaimRequestSchema,
   DEFAULT_CLAIM_TTL_SECONDS,
+  ownerDigest,
   renewClaimRequestSchema,
   type ClaimBody,
   type ClaimErrorBody,
@@ -27,7 +28,13 @@ import {
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
-import { ClaimFailure, type ClaimGrant, type ClaimService } from '../../provisioning/claim-service.js';
+import {
+  ClaimFailure,
+  type ClaimGrant,
+  type ClaimOwner,
+  type ClaimScope,
+  type ClaimService,
+} from '../../provisioning/claim-service.js';
 import type { TokenSource } from '../../token.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from './access-review.js';
@@ -48,6 +55,7 @@ const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
   EnvNotFound: 404,
   NotDriven: 404,
   ClaimNotFound: 404,
+  ClaimRefInUse: 409,
   Expired: 404,
   NoCapacity: 429,
   // The nodes answered, and refused: a gateway's upstream error.
@@ -156,6 +164,8 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         namespace: c.get('namespace'),
         env,
         scalingGroup: scalingGroup ?? '',
+        scope: scopeOf(c),
+        owner: ownerOf(c, `env:${env}`),
         claimRef: claimRef ?? generateClaimRef(),
         ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
         // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up
@@ -179,26 +189,18 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         warmPool,
         claimRef: claimRef ?? generateClaimRef(),
         ttlSeconds: ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-        path: 'http',
+        owner: ownerOf(c, `pool:${warmPool}`),
         claimRefGenerated: claimRef === undefined,
       },
       { signal: c.req.raw.signal },
     );
-    // Both front doors name claims `<namespace>/<claimRef>`: a SandboxClaim's sandbox is never handed out here
-    // (its token is only in the claim's Secret, which `create` on sandboxclaims does not let one read).
-    if (grant.path === 'crd')
-      return fail(
-        c,
-        'BadRequest',
-        `claimRef ${grant.claimRef} is held by a SandboxClaim in namespace ${grant.namespace}; choose another claimRef`,
-      );
     return c.json<ClaimBody>(bodyOf(grant, true), 200);
   });
 
   route('get', '/v1/namespaces/:namespace/claims/:id', 'get', async (c) => {
     const id = claimId(c);
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
-    const grant = await claims.lookup(c.get('namespace'), id);
+    const grant = await claims.lookup(scopeOf(c), id);
     if (grant === undefined)
       return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
     return c.json<ClaimBody>(bodyOf(grant, false), 200);
@@ -216,8 +218,8 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     const ttlSeconds = body.value.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS;
     const renewed =
       options.envs !== undefined
-        ? await options.envs.renew(c.get('namespace'), id, ttlSeconds)
-        : await claims.renew(c.get('namespace'), id, ttlSeconds);
+        ? await options.envs.renew(scopeOf(c), id, ttlSeconds)
+        : await claims.renew(scopeOf(c), id, ttlSeconds);
     return c.json({ deadline: renewed.deadline }, 200);
   });
 
@@ -225,9 +227,7 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     const id = claimId(c);
     if (id === undefined) return fail(c, 'BadRequest', 'the claim id in the path is not a sandbox id or claimRef');
     const released =
-      options.envs !== undefined
-        ? await options.envs.release(c.get('namespace'), id)
-        : await claims.release(c.get('namespace'), id);
+      options.envs !== undefined ? await options.envs.release(scopeOf(c), id) : await claims.release(scopeOf(c), id);
     if (!released) return fail(c, 'ClaimNotFound', `claim ${id} not found in namespace ${c.get('namespace')}`);
     return c.body(null, 204);
   });
@@ -286,4 +286,16 @@ function bodyOf(grant: ClaimGrant, withToken: boolean): ClaimBody {
   if (grant.cluster !== undefined) body.cluster = grant.cluster;
   if (withToken) body.token = grant.token;
   return body;
+}
+
+/** Each front door is its own key space: a peer sees only the claims it made, an HTTP caller never a SandboxClaim's. */
+function scopeOf(c: Context<Env>): ClaimScope {
+  const namespace = c.get('namespace');
+  return c.get('peer') ? { namespace, door: 'fed', peer: FEDERATION_PEER } : { namespace, door: 'http' };
+}
+
+/** Who claims: a peer, or the reviewed identity together with what it asked for (a replay must match both). */
+function ownerOf(c: Context<Env>, asked: string): ClaimOwner {
+  if (c.get('peer')) return { door: 'fed', peer: FEDERATION_PEER };
+  return { door: 'http', digest: ownerDigest(c.get('user'), asked) };
 }

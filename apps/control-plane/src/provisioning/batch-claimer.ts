@@ -1,0 +1,612 @@
+// Claims every claim of one batch job on the nodes, exactly once, although
+// the job itself runs at least once (a stalled job runs again elsewhere) and
+// Redis may lose any key at any moment.
+//
+// Invariants:
+// - A claimRef is reserved in the claim index for this job, with the node it
+//   is sent to written ahead, before any node is asked; a node is asked only
+//   while that reservation is still this job's (noteTried), so a job whose
+//   reservation vanished with Redis's data stops instead of claiming twice.
+// - A served claim is recorded only over this job's reservation; a claimRef
+//   that meanwhile went to another job or sandbox makes ours the extra one,
+//   released at once.
+// - While the index recovers from a loss, a fresh reservation proves nothing:
+//   the nodes are asked for the claim_ref first (once no call from before the
+//   loss can still be under way), and what they hold is adopted.
+// - A replay by another owner is refused (ClaimRefInUse) and shows nothing.
+import {
+  formatNodeClaimRef,
+  parseNodeClaimRef,
+  type BatchClaim,
+  type BatchJob,
+  type BatchProgress,
+  type ClaimFailureReason,
+  type ClaimOutcome,
+  type ClaimRecord,
+  type SandboxRow,
+  type TriedNode,
+} from '@warmpool/api';
+import type { Logger } from '@warmpool/runtime';
+import { sleep } from '@warmpool/kube';
+import type { AgentClaims, Refusal } from './agent-claims.js';
+import type { ClaimIndex, Reservation, ReserveEntry, ReserveResult } from './claim-index.js';
+import type { ClaimScope } from './claim-service.js';
+import type { ProvisioningMetrics } from './metrics.js';
+import type { Placement, PlacementRound } from './placement.js';
+
+export interface BatchJobHandle {
+  readonly id: string;
+  readonly data: BatchJob;
+  /** What an earlier run of this job recorded, if it ran before. */
+  readonly progress: BatchProgress | undefined;
+  updateProgress(progress: BatchProgress): Promise<void>;
+}
+
+/** A node agent as the NodeInventories name it. */
+export interface AgentAddress {
+  node: string;
+  address: string;
+}
+
+export interface BatchClaimerOptions {
+  index: ClaimIndex;
+  agents: AgentClaims;
+  placement: Placement;
+  /** Every node with an agent address (asked by claim_ref while the index recovers). */
+  nodes(): readonly AgentAddress[];
+  /** A node's sandbox address as its NodeInventory publishes it (claims adopted from a node carry it). */
+  ownerAddrOf(node: string): string | undefined;
+  /** Whether a job is still queued or running (its reservations are then its own business). */
+  jobAlive(id: string): Promise<boolean>;
+  metrics: ProvisioningMetrics;
+  logger: Logger;
+  /** Nodes asked per claim and run before it fails (default 3). */
+  maxAttempts?: number;
+  /** How often a claim reserved by another job looks again (default 20 ms). */
+  pollMs?: number;
+  /** The timeout of each call to a node: a node asked less than this long ago may still be serving the claim. */
+  nodeTimeoutMs: number;
+  now?: () => number;
+}
+
+/** Where one claim of the batch stands. */
+interface Work {
+  readonly claim: BatchClaim;
+  readonly scope: ClaimScope;
+  /** What the node records (see libs/api node-claim-ref). */
+  readonly nodeRef: string;
+  /** Every node asked for it, by any run of any job (never asked again: they refused or were checked). */
+  tried: TriedNode[];
+  /** Nodes asked by this run. */
+  asked: number;
+  outcome: ClaimOutcome | undefined;
+  lastRefusal: Refusal | undefined;
+  /** Keep the reservation when failing: a node may hold the claim and could not be asked. */
+  keepReservation: boolean;
+}
+
+/** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
+const SETTLE_MARGIN_MS = 250;
+/** A reservation outlives the longest lease of its batch by this much. */
+const RESERVATION_GRACE_MS = 30_000;
+/** How often a claim waiting on another job checks whether that job is still alive. */
+const ALIVE_CHECK_MS = 1_000;
+
+export class BatchClaimer {
+  readonly #options: BatchClaimerOptions;
+  readonly #maxAttempts: number;
+  readonly #pollMs: number;
+  readonly #now: () => number;
+  /** The owner address each node's claim answers carried. */
+  readonly #ownerAddrs = new Map<string, string>();
+
+  constructor(options: BatchClaimerOptions) {
+    this.#options = options;
+    this.#maxAttempts = Math.max(1, options.maxAttempts ?? 3);
+    this.#pollMs = options.pollMs ?? 20;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Serves the batch. `emit` gets each claim's outcome as soon as it is final
+   * (a served one once it is in the claim index, so any replica finds it);
+   * failures come last, once their reservations are dropped. Answers every
+   * outcome, in the claims' order (a claimRef twice in a batch gets one sandbox, twice).
+   */
+  async serve(job: BatchJobHandle, emit: (outcome: ClaimOutcome) => void = () => {}): Promise<ClaimOutcome[]> {
+    const works = this.#worksOf(job.data);
+    const ttlMs = reservationTtlMs(works);
+    const round = this.#options.placement.round(job.data.key);
+    const plans = works.map((work) => this.#plan(job, work, round));
+    const entries = works.map((work, i): ReserveEntry => ({ ...entryOf(work), tried: plans[i]?.tried ?? [] }));
+    const progress = progressOf(job, works, (i) => plans[i]?.tried ?? []);
+    const [reserved] = await Promise.all([
+      this.#options.index.reserve(entries, job.id, ttlMs),
+      job.updateProgress(progress),
+    ]);
+    const recovering = reserved.recoveringSince;
+    const fresh: Array<{ work: Work; ask: TriedNode | undefined }> = [];
+    const checks: Array<Promise<void>> = [];
+    reserved.states.forEach((state, i) => {
+      const work = works[i] as Work;
+      const plan = plans[i] as Plan;
+      if (state.state === 'new') {
+        work.tried = plan.tried;
+        fresh.push({ work, ask: plan.ask });
+      } else checks.push(this.#resume(job, work, state, ttlMs, emit));
+    });
+    if (recovering !== undefined && fresh.length > 0) await this.#findOnNodes(job, fresh, recovering, emit);
+    for (const { work, ask } of fresh) {
+      if (work.outcome !== undefined) continue;
+      if (ask !== undefined) {
+        work.asked = 1;
+        checks.push(this.#claimOn(job, work, ask, round, emit));
+      } else if (work.tried.length > 0) checks.push(this.#askTried(job, work, work.tried, emit));
+    }
+    await Promise.all(checks);
+
+    for (;;) {
+      const pending = works.filter((w) => w.outcome === undefined);
+      if (pending.length === 0) break;
+      if (this.#now() > job.data.deadline) {
+        for (const work of pending) fail(work, 'Timeout', 'the claim was not served before its caller gave up');
+        break;
+      }
+      await this.#attempt(job, pending, round, emit);
+    }
+
+    const failed = works.filter((w) => w.outcome?.ok === false);
+    await this.#options.index.dropReservations(failed.filter((w) => !w.keepReservation).map(entryOf), job.id);
+    for (const work of failed) emit(work.outcome as ClaimOutcome);
+    const byRef = new Map(works.map((w) => [w.claim.claimRef, w]));
+    return job.data.claims.map((claim) => (byRef.get(claim.claimRef) as Work).outcome as ClaimOutcome);
+  }
+
+  #worksOf(data: BatchJob): Work[] {
+    const unique = new Map<string, Work>();
+    for (const claim of data.claims) {
+      if (unique.has(claim.claimRef)) continue;
+      const scope: ClaimScope = {
+        namespace: data.namespace,
+        door: claim.door,
+        ...(claim.door === 'fed' ? { peer: claim.owner } : {}),
+      };
+      unique.set(claim.claimRef, {
+        claim,
+        scope,
+        nodeRef: nodeRefOf(data, claim),
+        tried: [],
+        asked: 0,
+        outcome: undefined,
+        lastRefusal: undefined,
+        keepReservation: false,
+      });
+    }
+    return [...unique.values()];
+  }
+
+  /** Where a new claim goes, chosen before reserving so the reservation carries it (written ahead). */
+  #plan(job: BatchJobHandle, work: Work, round: PlacementRound): Plan {
+    const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
+    // Asked by an earlier run of this job: those nodes are asked whether they hold it before anything else.
+    if (recorded.length > 0) return { tried: [...recorded], ask: undefined };
+    const choice = round.choose();
+    if (choice === undefined) return { tried: [], ask: undefined };
+    const ask: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+    return { tried: [ask], ask };
+  }
+
+  /** A claimRef the index already knew: served, this job's from an earlier run, or another job's. */
+  async #resume(
+    job: BatchJobHandle,
+    work: Work,
+    state: Exclude<ReserveResult, { state: 'new' }>,
+    ttlMs: number,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    switch (state.state) {
+      case 'served':
+        this.#answer(work, state.record, emit);
+        return;
+      case 'mine': {
+        // This job ran before: the reservation holds what it sent where (this run's plan was not written, nor sent).
+        const recorded = job.progress?.tried[work.claim.claimRef] ?? [];
+        work.tried = union(state.reservation.tried, recorded);
+        if (work.tried.length > 0) await this.#askTried(job, work, work.tried, emit);
+        return;
+      }
+      case 'busy':
+        if ((await this.#waitForOther(job, work, state.reservation, ttlMs, emit)) && work.tried.length > 0)
+          await this.#askTried(job, work, work.tried, emit);
+        return;
+    }
+  }
+
+  /** One placement round for the claims still pending: choose a node each, write the choices ahead, ask the nodes. */
+  async #attempt(
+    job: BatchJobHandle,
+    pending: readonly Work[],
+    round: PlacementRound,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    const asks: Array<{ work: Work; tried: TriedNode }> = [];
+    for (const work of pending) {
+      const choice = work.asked >= this.#maxAttempts ? undefined : round.choose(new Set(work.tried.map((t) => t.node)));
+      if (choice === undefined) {
+        failFromRefusal(work);
+        continue;
+      }
+      const tried: TriedNode = {
+        node: choice.node.name,
+        address: choice.node.address,
+        tier: choice.tier,
+        at: Date.now(),
+      };
+      work.tried.push(tried);
+      work.asked++;
+      asks.push({ work, tried });
+    }
+    if (asks.length === 0) return;
+    const lost = await this.#writeAhead(
+      job,
+      asks.map((a) => a.work),
+    );
+    await Promise.all(
+      asks.map(({ work, tried }) => {
+        if (!lost.has(work)) return this.#claimOn(job, work, tried, round, emit);
+        // Not ours any more (Redis lost it, or another job took it over): asking a node could claim twice.
+        fail(
+          work,
+          'Unavailable',
+          'the claim index lost this claim while it was served; retry with the same claimRef',
+          1,
+        );
+        work.keepReservation = true;
+        return Promise.resolve();
+      }),
+    );
+  }
+
+  async #claimOn(
+    job: BatchJobHandle,
+    work: Work,
+    tried: TriedNode,
+    round: PlacementRound,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    const answer = await this.#options.agents.claim(tried.address, job.data.key, work.claim.ttlSeconds, work.nodeRef);
+    this.#options.metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
+    if (answer.ok) {
+      if (answer.claim.owner_addr !== '') this.#ownerAddrs.set(tried.node, answer.claim.owner_addr);
+      await this.#served(job, work, grantOf(job.data, work, tried, answer.claim), tried, emit);
+      return;
+    }
+    work.lastRefusal = answer.refusal;
+    if (answer.refusal.kind === 'refused') return;
+    // Full, draining, or silent: no more claims of this batch go there.
+    round.exclude(tried.node);
+    // Silent: it may have served the claim. Ask before any other node is tried.
+    if (answer.refusal.kind === 'unreachable') await this.#askTried(job, work, [tried], emit);
+  }
+
+  /**
+   * Asks nodes a claim was sent to whether they hold it, and adopts what one
+   * holds. A node that cannot be asked fails the claim Timeout and keeps its
+   * reservation, so a retry with the same claimRef asks that node first.
+   */
+  async #askTried(
+    job: BatchJobHandle,
+    work: Work,
+    nodes: readonly TriedNode[],
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    for (const tried of nodes) {
+      if (work.outcome !== undefined) return;
+      let rows: SandboxRow[];
+      try {
+        rows = await this.#rowsOf(tried.address, work.nodeRef);
+        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot
+        // be.
+        const settledAt = tried.at + this.#options.nodeTimeoutMs + SETTLE_MARGIN_MS;
+        if (rows.length === 0 && Date.now() < settledAt) {
+          await sleep(settledAt - Date.now());
+          rows = await this.#rowsOf(tried.address, work.nodeRef);
+        }
+        if (await this.#adopt(job, work, tried, rows, emit)) return;
+      } catch (err) {
+        this.#options.logger.warn(
+          'cannot ask a node whether it holds a claim: failing it Timeout, its reservation kept',
+          { node: tried.node, claimRef: work.nodeRef, err },
+        );
+        work.keepReservation = true;
+        fail(work, 'Timeout', `node ${tried.node} did not answer and may hold the claim; retry with the same claimRef`);
+        return;
+      }
+    }
+  }
+
+  /** The node's rows under exactly this claim_ref, filtered here: an older sandboxd ignores the filter. */
+  async #rowsOf(address: string, nodeRef: string): Promise<SandboxRow[]> {
+    return (await this.#options.agents.findByClaimRef(address, nodeRef)).filter((row) => row.claim_ref === nodeRef);
+  }
+
+  /** Takes over the first of a node's rows for this claim (an extra one is released); false when there is none. */
+  async #adopt(
+    job: BatchJobHandle,
+    work: Work,
+    tried: TriedNode,
+    rows: readonly SandboxRow[],
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<boolean> {
+    const [first, ...extra] = rows;
+    for (const row of extra) {
+      this.#options.logger.error('a node holds one claim_ref twice: releasing the extra sandbox', {
+        node: tried.node,
+        claimRef: work.nodeRef,
+        id: row.id,
+      });
+      await this.#options.agents.release(tried.address, row.id);
+    }
+    if (first === undefined) return false;
+    const full = await this.#options.agents.get(tried.address, first.id);
+    if (full?.token === undefined) return false;
+    this.#options.metrics.adopted();
+    const ownerAddr = this.#ownerAddrs.get(tried.node) ?? this.#options.ownerAddrOf(tried.node) ?? '';
+    const answer = { id: full.id, token: full.token, deadline: full.deadline, owner_addr: ownerAddr };
+    await this.#served(job, work, grantOf(job.data, work, tried, answer), tried, emit);
+    return true;
+  }
+
+  /**
+   * The index may have lost entries: before any fresh claim is sent, every
+   * node is asked (one list each) whether it already holds one of them, once
+   * no node call from before the loss can still be under way.
+   */
+  async #findOnNodes(
+    job: BatchJobHandle,
+    fresh: ReadonlyArray<{ work: Work }>,
+    since: number,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    const settledAt = since + this.#options.nodeTimeoutMs + SETTLE_MARGIN_MS;
+    if (Date.now() < settledAt) await sleep(settledAt - Date.now());
+    const byScopedRef = new Map(fresh.map(({ work }) => [scopedRefOf(work.scope, work.claim.claimRef), work]));
+    await Promise.all(
+      this.#options.nodes().map(async (agent) => {
+        let rows: SandboxRow[];
+        try {
+          rows = await this.#options.agents.list(agent.address);
+        } catch (err) {
+          // It may hold any of them: none of this batch's fresh claims may be sent anywhere else.
+          this.#options.logger.warn('index recovery: a node could not be listed; its claims cannot be ruled out', {
+            node: agent.node,
+            err,
+          });
+          for (const { work } of fresh) {
+            work.keepReservation = true;
+            fail(work, 'Unavailable', `recovering the claim index: node ${agent.node} did not answer`, 1);
+          }
+          return;
+        }
+        const tried: Omit<TriedNode, 'tier'> = { node: agent.node, address: agent.address, at: 0 };
+        for (const row of rows) {
+          const owner = parseNodeClaimRef(row.claim_ref);
+          if (owner === undefined || owner.namespace !== job.data.namespace) continue;
+          const work = byScopedRef.get(
+            scopedRefOf(
+              { namespace: owner.namespace, door: owner.door, ...(owner.door === 'fed' ? { peer: owner.peer } : {}) },
+              owner.door === 'crd' ? owner.name : owner.claimRef,
+            ),
+          );
+          if (work === undefined || work.outcome !== undefined) continue;
+          if (row.claim_ref !== work.nodeRef) {
+            fail(work, 'ClaimRefInUse', `claimRef ${work.claim.claimRef} is held by another owner`);
+            continue;
+          }
+          await this.#adopt(job, work, { ...tried, tier: 'warm' }, [row], emit);
+        }
+      }),
+    );
+  }
+
+  /** Another job holds the claimRef: wait for its answer, or take over when that job is gone. True when taken over. */
+  async #waitForOther(
+    job: BatchJobHandle,
+    work: Work,
+    reservation: Reservation,
+    ttlMs: number,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<boolean> {
+    const { index } = this.#options;
+    const ref = work.claim.claimRef;
+    let current = reservation;
+    let checkedAt = this.#now();
+    for (;;) {
+      if (this.#now() > job.data.deadline) {
+        // Not ours: the other job keeps its reservation.
+        work.keepReservation = true;
+        fail(work, 'Timeout', 'another request with the same claimRef is still being served');
+        return false;
+      }
+      if (this.#now() - checkedAt >= ALIVE_CHECK_MS) {
+        checkedAt = this.#now();
+        if (
+          !(await this.#options.jobAlive(current.job)) &&
+          (await index.takeOver(work.scope, ref, current, job.id, ttlMs))
+        ) {
+          work.tried = [...current.tried];
+          return true;
+        }
+      }
+      await sleep(this.#pollMs);
+      const value = await index.peek(work.scope, ref);
+      if (value !== undefined && 'id' in value) {
+        this.#answer(work, value, emit);
+        return false;
+      }
+      if (value !== undefined) {
+        current = value;
+        continue;
+      }
+      // The other job failed it and let go: reserve it for this one (its first node is chosen by #attempt).
+      const { states } = await index.reserve([entryOf(work)], job.id, ttlMs);
+      const again = states[0];
+      if (again?.state === 'new') return false;
+      if (again?.state === 'served') {
+        this.#answer(work, again.record, emit);
+        return false;
+      }
+      if (again?.state === 'busy') current = again.reservation;
+    }
+  }
+
+  /** Writes the nodes about to be asked; answers the works whose reservation is no longer this job's. */
+  async #writeAhead(job: BatchJobHandle, works: readonly Work[]): Promise<Set<Work>> {
+    const progress = progressOf(job, works, (i) => (works[i] as Work).tried);
+    const [lost] = await Promise.all([
+      this.#options.index.noteTried(
+        works.map((w) => ({ ...entryOf(w), tried: w.tried })),
+        job.id,
+        reservationTtlMs(works),
+      ),
+      job.updateProgress(progress),
+    ]);
+    return new Set(works.filter((w) => lost.has(this.#options.index.refKey(w.scope, w.claim.claimRef))));
+  }
+
+  /**
+   * Served on a node: recorded in the index over this job's reservation,
+   * then answered. When the claimRef went to another job or sandbox
+   * meanwhile (Redis lost the reservation), this sandbox is the extra one.
+   */
+  async #served(
+    job: BatchJobHandle,
+    work: Work,
+    grant: ClaimRecord,
+    tried: TriedNode,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    if (work.outcome !== undefined) return;
+    const recorded = await this.#options.index.record(grant, job.id);
+    if (!recorded.ok) {
+      this.#options.logger.warn('a claimRef was served twice after the claim index lost it: releasing the extra', {
+        claimRef: work.nodeRef,
+        node: tried.node,
+        id: grant.id,
+      });
+      await this.#options.agents.release(tried.address, grant.id).catch((err: unknown) =>
+        this.#options.logger.error('could not release the extra sandbox; its node reaps it at its deadline', {
+          id: grant.id,
+          err,
+        }),
+      );
+      const holder = recorded.holder;
+      if (holder !== undefined && 'id' in holder) this.#answer(work, holder, emit);
+      else fail(work, 'Unavailable', 'another request with the same claimRef is being served; retry', 1);
+      work.keepReservation = true;
+      return;
+    }
+    work.outcome = { ok: true, claimRef: work.claim.claimRef, grant };
+    emit(work.outcome);
+  }
+
+  /** Served already (by an earlier job, or the one this waited for): answered only to its owner. */
+  #answer(work: Work, record: ClaimRecord, emit: (outcome: ClaimOutcome) => void): void {
+    if (work.outcome !== undefined) return;
+    if (record.owner !== work.claim.owner) {
+      work.keepReservation = true;
+      fail(work, 'ClaimRefInUse', `claimRef ${work.claim.claimRef} is held by another owner`);
+      return;
+    }
+    work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: record, replayed: true };
+    emit(work.outcome);
+  }
+}
+
+interface Plan {
+  tried: TriedNode[];
+  ask: TriedNode | undefined;
+}
+
+function entryOf(work: Work): ReserveEntry {
+  return { scope: work.scope, claimRef: work.claim.claimRef };
+}
+
+function scopedRefOf(scope: ClaimScope, claimRef: string): string {
+  return `${scope.door}/${scope.peer ?? ''}/${scope.namespace}/${claimRef}`;
+}
+
+function nodeRefOf(data: BatchJob, claim: BatchClaim): string {
+  const { namespace, warmPool: pool } = data;
+  switch (claim.door) {
+    case 'crd':
+      return formatNodeClaimRef({ door: 'crd', namespace, name: claim.claimRef, uid: claim.owner });
+    case 'http':
+      return formatNodeClaimRef({ door: 'http', namespace, claimRef: claim.claimRef, pool, owner: claim.owner });
+    case 'fed':
+      return formatNodeClaimRef({ door: 'fed', peer: claim.owner, namespace, claimRef: claim.claimRef, pool });
+  }
+}
+
+function progressOf(job: BatchJobHandle, works: readonly Work[], triedOf: (i: number) => TriedNode[]): BatchProgress {
+  const progress: BatchProgress = { tried: { ...(job.progress?.tried ?? {}) } };
+  works.forEach((work, i) => {
+    const tried = triedOf(i);
+    if (tried.length > 0) progress.tried[work.claim.claimRef] = tried;
+  });
+  return progress;
+}
+
+function failFromRefusal(work: Work): void {
+  const refusal = work.lastRefusal;
+  if (refusal === undefined) fail(work, 'NoCapacity', 'no node has a warm sandbox of the pool or room to boot one', 1);
+  else if (refusal.kind === 'full') fail(work, 'NoCapacity', `every node asked is full: ${refusal.message}`, 1);
+  else if (refusal.kind === 'refused')
+    fail(work, 'NodeRefused', `the node refused the claim: HTTP ${refusal.status}: ${refusal.message}`);
+  else fail(work, 'Timeout', `no node answered in time: ${refusal.message}`);
+}
+
+function fail(work: Work, reason: ClaimFailureReason, message: string, retryAfterSeconds?: number): void {
+  if (work.outcome !== undefined) return;
+  work.outcome = {
+    ok: false,
+    claimRef: work.claim.claimRef,
+    reason,
+    message,
+    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
+  };
+}
+
+function reservationTtlMs(works: readonly Work[]): number {
+  let longest = 0;
+  for (const work of works) longest = Math.max(longest, work.claim.ttlSeconds);
+  return longest * 1000 + RESERVATION_GRACE_MS;
+}
+
+function union(a: readonly TriedNode[], b: readonly TriedNode[]): TriedNode[] {
+  const out = [...a];
+  for (const node of b) if (!out.some((n) => n.node === node.node)) out.push(node);
+  return out;
+}
+
+function grantOf(
+  data: BatchJob,
+  work: Work,
+  tried: TriedNode,
+  answer: { id: string; token: string; deadline: string; owner_addr: string },
+): ClaimRecord {
+  return {
+    id: answer.id,
+    token: answer.token,
+    deadline: answer.deadline,
+    ownerAddr: answer.owner_addr,
+    node: tried.node,
+    namespace: data.namespace,
+    warmPool: data.warmPool,
+    claimRef: work.claim.claimRef,
+    tier: tried.tier,
+    door: work.claim.door,
+    owner: work.claim.owner,
+    ...(work.scope.peer !== undefined ? { peer: work.scope.peer } : {}),
+  };
+}

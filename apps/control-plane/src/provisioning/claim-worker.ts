@@ -1,0 +1,91 @@
+// The worker side of the claim queue: a BullMQ Worker whose handler claims a
+// batch on the nodes (BatchClaimer) and sends each outcome back to the
+// replica whose callers wait, as soon as it is final (ReplyBatcher).
+import { batchJobSchema, batchProgressSchema, type BatchJob, type BatchReply } from '@warmpool/api';
+import { messageOf, type Logger } from '@warmpool/runtime';
+import { Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { BatchClaimer } from './batch-claimer.js';
+import type { ProvisioningMetrics } from './metrics.js';
+import { ReplyBatcher } from './reply-batcher.js';
+
+export interface ClaimWorkerOptions {
+  queueName: string;
+  prefix: string;
+  connection: ConnectionOptions;
+  claimer: BatchClaimer;
+  /** Delivers a reply to the replica that queued the job. */
+  send(replyTo: string, reply: BatchReply): Promise<void>;
+  concurrency: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+  metrics: ProvisioningMetrics;
+  logger: Logger;
+}
+
+export class ClaimWorker {
+  readonly #options: ClaimWorkerOptions;
+  #worker: Worker<BatchJob> | undefined;
+  #closed = false;
+
+  constructor(options: ClaimWorkerOptions) {
+    this.#options = options;
+  }
+
+  /** Starts taking jobs (once the caches placement reads are filled). */
+  start(): void {
+    if (this.#closed || this.#worker !== undefined) return;
+    const o = this.#options;
+    const worker = new Worker<BatchJob>(o.queueName, (job) => this.#handle(job), {
+      connection: o.connection,
+      prefix: o.prefix,
+      concurrency: o.concurrency,
+      lockDuration: o.lockDurationMs,
+      stalledInterval: o.stalledIntervalMs,
+      maxStalledCount: 2,
+      drainDelay: 1,
+    });
+    worker.on('error', (err: Error) => o.logger.debug('claim worker connection error', { err: err.message }));
+    worker.on('stalled', (jobId) => {
+      o.metrics.stalledJob();
+      o.logger.warn(
+        'a claim batch job stalled (its worker died or froze): serving it here, asking the nodes it tried first',
+        { jobId },
+      );
+    });
+    worker.on('failed', (job, err) =>
+      o.logger.warn('claim batch job failed', { jobId: job?.id, attempts: job?.attemptsMade, err: err.message }),
+    );
+    this.#worker = worker;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#worker?.close();
+  }
+
+  async #handle(job: Job<BatchJob>): Promise<void> {
+    const data = batchJobSchema.parse(job.data);
+    const id = job.id ?? '';
+    const progress = batchProgressSchema.safeParse(job.progress);
+    const answers = new ReplyBatcher(id, data, (reply) => this.#options.send(data.replyTo, reply));
+    try {
+      await this.#options.claimer.serve(
+        {
+          id,
+          data,
+          progress: progress.success ? progress.data : undefined,
+          updateProgress: (p) => job.updateProgress(p),
+        },
+        (outcome) => answers.add(outcome),
+      );
+    } catch (err) {
+      // Another attempt asks the nodes already tried first; the last one answers Unavailable.
+      if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw err;
+      this.#options.logger.error('a claim batch failed', { jobId: id, err });
+      const message = `the claim batch failed: ${messageOf(err)}`;
+      for (const c of data.claims)
+        answers.add({ ok: false, claimRef: c.claimRef, reason: 'Unavailable', message, retryAfterSeconds: 1 });
+    }
+    await answers.flushed();
+  }
+}

@@ -1,0 +1,146 @@
+// The dispatch side of the claim queue (BullMQ's Queue, as its Worker is on
+// the other side): each closed batch becomes one job, and its callers wait
+// here until the worker's reply comes back on this replica's reply list, or
+// until the claim timeout answers them Timeout. A reply that arrives after
+// its callers gave up releases the sandboxes nobody can come back for (those
+// whose claimRef the front door generated).
+import { randomBytes } from 'node:crypto';
+import type { BatchJob, BatchReply, ClaimOutcome } from '@warmpool/api';
+import type { Batch } from '@warmpool/batcher';
+import { messageOf, type Logger } from '@warmpool/runtime';
+import type { Queue } from 'bullmq';
+import { ClaimFailure, ownerMark, type ClaimGrant } from './claim-service.js';
+import type { ProvisioningMetrics } from './metrics.js';
+import type { PendingClaim, Provisioner } from './provisioner.js';
+
+export interface ClaimDispatcherOptions {
+  queue: Queue<BatchJob>;
+  /** This replica (replies come back to its list). */
+  replica: string;
+  claimTimeoutMs: number;
+  metrics: ProvisioningMetrics;
+  /** Releases a served sandbox nobody will take (best effort: its node reaps it at its deadline). */
+  releaseUnanswered(grant: ClaimGrant, why: string): void;
+  logger: Logger;
+}
+
+/** Callers of one job, waiting for their outcomes. */
+interface Waiting {
+  readonly items: readonly PendingClaim[];
+  /** Per item: answered already. */
+  readonly answered: boolean[];
+  unanswered: number;
+  readonly timer: NodeJS.Timeout;
+}
+
+export class ClaimDispatcher {
+  readonly #options: ClaimDispatcherOptions;
+  readonly #waiting = new Map<string, Waiting>();
+  /** Jobs some of whose callers were answered Timeout: a late outcome releases what nobody can come back for. */
+  readonly #abandoned = new Map<string, { items: readonly PendingClaim[]; answered: readonly boolean[] }>();
+  /** Job ids stay unique across restarts of a replica with the same name: BullMQ ignores an add whose id it holds. */
+  readonly #jobIdPrefix: string;
+  #sequence = 0;
+
+  constructor(options: ClaimDispatcherOptions) {
+    this.#options = options;
+    this.#jobIdPrefix = `${options.replica}-${randomBytes(4).toString('hex')}`;
+  }
+
+  /** Queues one closed batch of a pool; its callers are answered by onReply or the timeout. */
+  readonly dispatch = async (provisioner: Provisioner, batch: Batch<PendingClaim>): Promise<void> => {
+    const { metrics, claimTimeoutMs } = this.#options;
+    const items = batch.items;
+    metrics.batch(items.length, batch.windowMs);
+    const jobId = `${this.#jobIdPrefix}-${++this.#sequence}`;
+    const data: BatchJob = {
+      replyTo: this.#options.replica,
+      namespace: provisioner.namespace,
+      warmPool: provisioner.name,
+      key: provisioner.key,
+      deadline: Date.now() + claimTimeoutMs,
+      claims: items.map(({ order }) => ({
+        claimRef: order.claimRef,
+        ttlSeconds: order.ttlSeconds,
+        door: order.owner.door,
+        owner: ownerMark(order.owner),
+        generated: order.claimRefGenerated === true,
+      })),
+    };
+    const answered = items.map(() => false);
+    const timer = setTimeout(() => this.#timeOut(jobId, items, answered), claimTimeoutMs);
+    this.#waiting.set(jobId, { items, answered, unanswered: items.length, timer });
+    try {
+      await this.#options.queue.add('batch', data, {
+        jobId,
+        removeOnComplete: true,
+        removeOnFail: { age: 3_600, count: 1_000 },
+        attempts: 2,
+        backoff: { type: 'fixed', delay: 50 },
+      });
+    } catch (err) {
+      if (!this.#waiting.delete(jobId)) return;
+      clearTimeout(timer);
+      this.#options.logger.warn('could not queue a claim batch', { jobId, claims: items.length, err });
+      const failure = new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, {
+        retryAfterSeconds: 1,
+        cause: err,
+      });
+      for (const item of items) item.reject(failure);
+    }
+  };
+
+  /** Some outcomes of a job this replica queued (a job run twice may answer a claim twice: the first counts). */
+  readonly onReply = (reply: BatchReply): void => {
+    const pending = this.#waiting.get(reply.jobId);
+    if (pending === undefined) {
+      this.#lateReply(reply);
+      return;
+    }
+    for (const outcome of reply.outcomes) {
+      const item = pending.items[outcome.index];
+      if (item === undefined || pending.answered[outcome.index] === true) continue;
+      pending.answered[outcome.index] = true;
+      pending.unanswered--;
+      answer(item, outcome);
+    }
+    if (pending.unanswered === 0) {
+      this.#waiting.delete(reply.jobId);
+      clearTimeout(pending.timer);
+    }
+  };
+
+  close(): void {
+    for (const [, pending] of this.#waiting) clearTimeout(pending.timer);
+  }
+
+  #timeOut(jobId: string, items: readonly PendingClaim[], answered: readonly boolean[]): void {
+    if (!this.#waiting.delete(jobId)) return;
+    const { claimTimeoutMs } = this.#options;
+    this.#abandoned.set(jobId, { items, answered: [...answered] });
+    setTimeout(() => this.#abandoned.delete(jobId), claimTimeoutMs * 3).unref();
+    items.forEach((item, i) => {
+      if (answered[i] !== true) item.reject(new ClaimFailure('Timeout', `no answer within ${claimTimeoutMs} ms`));
+    });
+  }
+
+  #lateReply(reply: BatchReply): void {
+    const late = this.#abandoned.get(reply.jobId);
+    if (late === undefined) return; // every caller of that job has its answer
+    for (const outcome of reply.outcomes) {
+      const item = late.items[outcome.index];
+      if (item === undefined || late.answered[outcome.index] === true) continue;
+      if (outcome.ok && outcome.replayed !== true && item.order.claimRefGenerated === true)
+        this.#options.releaseUnanswered(outcome.grant, 'answered after the caller timed out');
+    }
+  }
+}
+
+function answer(item: PendingClaim, outcome: ClaimOutcome): void {
+  if (outcome.ok) {
+    item.resolve(outcome.replayed === true ? { ...outcome.grant, replayed: true } : outcome.grant);
+    return;
+  }
+  const retry = outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {};
+  item.reject(new ClaimFailure(outcome.reason, outcome.message, retry));
+}
