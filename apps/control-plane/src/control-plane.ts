@@ -318,6 +318,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
           multiCluster,
           federationToken: federationSettings.token,
           reviewer: claimsOptions?.reviewer,
+          // Read when a claim comes in: the SandboxClaim cache is made below.
+          sandboxClaimNamed: (namespace, name) => sandboxClaims?.informer.lister.get(namespace, name) !== undefined,
           logger,
         });
   let claimsServer: HttpServer | undefined;

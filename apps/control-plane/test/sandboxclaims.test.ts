@@ -3,7 +3,11 @@
 // control plane in this process with the claim pipeline, the SandboxClaim
 // controller and the claim janitor. What the nodes hold is read straight from
 // the agents.
+import { randomUUID } from 'node:crypto';
 import {
+  claimNameOf,
+  formatNodeClaimRef,
+  parseNodeClaimRef,
   SANDBOX_CLAIM_FINALIZER,
   SANDBOX_ID_ANNOTATION,
   SandboxClaimType,
@@ -100,8 +104,14 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     return line === undefined ? 0 : Number(line.split(' ').at(-1));
   }
 
-  async function heldAnywhere(claimRef: string): Promise<SandboxRow[]> {
-    return (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref === claimRef);
+  /** The rows whose claim_ref names the claim `<namespace>/<name>`, through any front door. */
+  async function heldAnywhere(claim: string): Promise<SandboxRow[]> {
+    return (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => {
+      const owner = parseNodeClaimRef(row.claim_ref);
+      if (owner === undefined) return false;
+      const { namespace, name } = claimNameOf(owner);
+      return `${namespace}/${name}` === claim;
+    });
   }
 
   async function drivenPool(ns: string, name: string, replicas = 6): Promise<void> {
@@ -194,10 +204,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       names.map(async (name) => decode((await getSecret(ns, name)) as KubeSecret)['token']),
     );
     expect(new Set(tokens).size).toBe(20);
-    const refs = (await Promise.all(fleet.nodes.map(nodeClaims)))
-      .flat()
-      .filter((row) => row.claim_ref?.startsWith(`${ns}/`));
-    expect(refs.map((row) => row.claim_ref).sort()).toEqual(names.map((n) => `${ns}/${n}`).sort());
+    const held = await Promise.all(names.map((name) => heldAnywhere(`${ns}/${name}`)));
+    expect(held.map((rows) => rows.length)).toEqual(names.map(() => 1));
+    expect(held.map((rows) => parseNodeClaimRef(rows[0]?.claim_ref)?.door)).toEqual(names.map(() => 'crd'));
   });
 
   it('answers PoolNotFound to a claim addressed to warmpool, leaves an unaddressed one alone, and serves both once the pool exists', async () => {
@@ -342,14 +351,27 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const res = await fetch(`${node.agentUrl}/v1/claim`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ template: `registry.test/${ns}-pool:1`, claim_ref: `${ns}/ghost`, ttl_seconds: 600 }),
+      body: JSON.stringify({
+        template: `registry.test/${ns}-pool:1`,
+        claim_ref: formatNodeClaimRef({ door: 'crd', namespace: ns, name: 'ghost', uid: randomUUID() }),
+        ttl_seconds: 600,
+      }),
     });
     expect(res.status).toBe(200);
-    // One served by the pipeline for the CRD path whose SandboxClaim never came to be (indexed, path crd).
+    // One served by the pipeline for the CRD path whose SandboxClaim never came to be (indexed, door crd).
     const pipeline = controlPlane?.claims;
-    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'indexed-ghost', ttlSeconds: 600, path: 'crd' });
-    // An HTTP-path claim of the same shape: no SandboxClaim, and never the janitor's.
-    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, path: 'http' });
+    const crd = { door: 'crd', uid: randomUUID() } as const;
+    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'indexed-ghost', ttlSeconds: 600, owner: crd });
+    // An HTTP claim: no SandboxClaim, and never the janitor's.
+    const http = { door: 'http', digest: 'a'.repeat(32) } as const;
+    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, owner: http });
+    // A node claim_ref warmpool did not write: never the janitor's either.
+    const foreign = await fetch(`${node.agentUrl}/v1/claim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: `registry.test/${ns}-pool:1`, claim_ref: `${ns}/not-ours`, ttl_seconds: 600 }),
+    });
+    expect(foreign.status).toBe(200);
     await sleep(600);
 
     const before = await metric('warmpool_controlplane_claim_janitor_releases_total');
@@ -357,11 +379,14 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(swept).toMatchObject({ nodes: 3, failedNodes: 0, released: 2 });
     expect(await heldAnywhere(`${ns}/ghost`)).toEqual([]);
     expect(await heldAnywhere(`${ns}/indexed-ghost`)).toEqual([]);
-    expect(await pipeline?.lookup(ns, 'indexed-ghost')).toBeUndefined();
+    expect(await pipeline?.lookup({ namespace: ns, door: 'crd' }, 'indexed-ghost')).toBeUndefined();
     expect(await heldAnywhere(`${ns}/over-http`)).toHaveLength(1);
     expect(await heldAnywhere(`${ns}/alive`)).toHaveLength(1);
+    expect(
+      (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((r) => r.claim_ref === `${ns}/not-ours`),
+    ).toHaveLength(1);
     expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(before + 2);
-    await pipeline?.release(ns, 'over-http');
+    await pipeline?.release({ namespace: ns, door: 'http' }, 'over-http');
   });
 
   it('renews the lease of a claim without shutdownTime, so its sandbox outlives the lease', async () => {
@@ -434,7 +459,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     }
   });
 
-  it("never takes nor releases an HTTP client's sandbox held under the claim's name (shared claim_ref)", async () => {
+  it('serves a SandboxClaim its own sandbox beside an HTTP claim of the same name, and never releases the HTTP one', async () => {
     const ns = await world.namespace('shared');
     await drivenPool(ns, 'pool');
     // Once the pipeline's caches have the pool.
@@ -445,7 +470,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
           warmPool: 'pool',
           claimRef: 'shared',
           ttlSeconds: 600,
-          path: 'http',
+          owner: { door: 'http', digest: 'b'.repeat(32) },
         }),
       { what: 'an HTTP claim' },
     );
@@ -453,14 +478,14 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       cluster,
       sandboxClaim(ns, 'shared', 'pool', { lifecycle: { shutdownTime: new Date(Date.now() + 60_000).toISOString() } }),
     );
-    const failed = await failedWith(ns, 'shared', 'BadRequest');
-    expect(ready(failed)?.message).toContain('HTTP claim');
-    expect(await getSecret(ns, 'shared')).toBeUndefined();
-    expect(failed.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
+    await readyClaim(ns, 'shared');
+    const held = await heldAnywhere(`${ns}/shared`);
+    expect(held).toHaveLength(2);
+    expect(held.map((row) => row.id)).toContain(http?.id);
     await kubectl(cluster, ['delete', 'sandboxclaim', 'shared', '-n', ns]);
-    await sleep(500);
+    await eventually(async () => (await heldAnywhere(`${ns}/shared`)).length === 1, { what: 'its sandbox released' });
     expect((await heldAnywhere(`${ns}/shared`)).map((row) => row.id)).toEqual([http?.id]);
-    await controlPlane?.claims?.release(ns, 'shared');
+    await controlPlane?.claims?.release({ namespace: ns, door: 'http' }, 'shared');
   });
 
   it("never hands a SandboxClaim's sandbox (or its token) to an HTTP client asking with the claim's name as claimRef", async () => {

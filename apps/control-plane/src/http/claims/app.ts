@@ -83,6 +83,11 @@ export interface ClaimApiOptions {
    * get, renew and release claims.
    */
   federationToken?: TokenSource;
+  /**
+   * Whether a SandboxClaim of that name exists: its name is refused as a claimRef on every path, so a claim and a
+   * Sandbox of one name never belong to two owners.
+   */
+  sandboxClaimNamed?: (namespace: string, name: string) => boolean;
 }
 
 export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
@@ -144,6 +149,12 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     });
     if (!body.ok) return fail(c, 'BadRequest', body.error);
     const { warmPool, env, scalingGroup, target, ttlSeconds, claimRef } = body.value;
+    if (claimRef !== undefined && options.sandboxClaimNamed?.(c.get('namespace'), claimRef) === true)
+      return fail(
+        c,
+        'BadRequest',
+        `claimRef ${claimRef} names a SandboxClaim in namespace ${c.get('namespace')}; choose another claimRef`,
+      );
     if (c.get('peer') !== (target !== undefined)) {
       return fail(
         c,

@@ -26,6 +26,8 @@ export interface ServedClaimApiOptions {
   federationToken?: TokenSource | undefined;
   /** Default: TokenReview + SubjectAccessReview on the apiserver. */
   reviewer?: AccessReviewer | undefined;
+  /** Whether a SandboxClaim of that name exists (its name is refused as a claimRef). */
+  sandboxClaimNamed?: (namespace: string, name: string) => boolean;
   logger: Logger;
 }
 
@@ -47,6 +49,7 @@ export function createServedClaimApi(options: ServedClaimApiOptions): ReturnType
     reviewer: options.reviewer ?? new KubeAccessReviewer({ transport: transportFor(options.kubeConfig) }),
     logger: logger.child({ subsystem: 'claim-api' }),
     envs: envRouter,
+    ...(options.sandboxClaimNamed !== undefined ? { sandboxClaimNamed: options.sandboxClaimNamed } : {}),
     ...(multiCluster && federationToken !== undefined ? { federationToken } : {}),
   });
 }

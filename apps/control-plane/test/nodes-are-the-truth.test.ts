@@ -1,0 +1,170 @@
+// The nodes are the source of truth for every claimed sandbox; Redis is an
+// accelerator that may lose any key. Real apiserver, Redis, three agents over
+// fake-sandboxd and two control-plane replicas: Redis restarted empty loses no
+// live claim, a renewal made at the node keeps its sandbox, a claimRef is
+// replayed only to its owner, and each key in Redis has one owner.
+import { claimBodySchema, claimErrorBodySchema } from '@warmpool/api';
+import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ControlPlane } from './support/internals.js';
+import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
+import type { Fleet } from './support/fleet.js';
+import { apply } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
+
+const TOKEN = 'fleet-token-for-truth-tests';
+const IMAGE = 'registry.test/truth:1';
+
+describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)', () => {
+  let world: TestWorld;
+  let cluster: TestCluster;
+  let fleet: Fleet;
+  let ns: string;
+  let a: ControlPlane;
+  let b: ControlPlane;
+  let alice: string;
+  let bob: string;
+
+  const path = (rest = ''): string => `/v1/namespaces/${ns}/claims${rest}`;
+  const onNodes = (): ReturnType<typeof claimsOnNodes> => claimsOnNodes(fleet, TOKEN);
+
+  async function replica(): Promise<ControlPlane> {
+    return world.controlPlane('default', {
+      claims: world.claimsOptions({ settings: { claimTimeoutMs: 10_000 } }),
+      sandboxClaims: { janitor: { intervalMs: 3_600_000, recoveryPollMs: 200, settleMs: 2_500 } },
+    });
+  }
+
+  async function claim(token: string, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+    return callClaims(a.claimsUrl ?? '', 'POST', path(), token, body);
+  }
+
+  beforeAll(async () => {
+    world = await testWorld({ name: 'cp-truth', token: TOKEN, redis: true, fleet: { count: 3, capacity: 60 } });
+    ({ cluster, fleet } = world);
+    ns = await world.namespace('truth');
+    [alice, bob] = await Promise.all([
+      serviceAccountToken(cluster, ns, 'alice', ['create', 'get', 'update', 'delete']),
+      serviceAccountToken(cluster, ns, 'bob', ['create', 'get', 'update', 'delete']),
+    ]);
+    await apply(
+      cluster,
+      template(ns, 'tpl', IMAGE),
+      warmPool(ns, 'python', 'tpl', 12),
+      warmPool(ns, 'other', 'tpl', 0),
+    );
+    a = await replica();
+    b = await replica();
+    await eventually(() => a.isLeader() || b.isLeader(), { what: 'a leader' });
+    await eventually(async () => (await fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w >= 4), {
+      what: '4 warm on every node',
+      timeoutMs: 30_000,
+    });
+    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+      what: 'both replicas ready to claim',
+      timeoutMs: 30_000,
+    });
+  });
+
+  afterAll(() => world?.close());
+
+  it('loses no live claim when Redis restarts empty: each answers get, renew and release from the nodes', async () => {
+    const served = [];
+    for (let i = 0; i < 12; i++) {
+      const answer = await claim(alice, { warmPool: 'python', claimRef: `live-${i}`, ttlSeconds: 600 });
+      expect(answer.status).toBe(200);
+      served.push(claimBodySchema.parse(answer.body));
+    }
+    const before = (await onNodes()).length;
+
+    await world.redis.stop();
+    await world.startRedisAgain();
+    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+      what: 'both replicas connected to the new Redis',
+      timeoutMs: 15_000,
+    });
+    // The leader's janitor sweeps at once while the index recovers: it must release nothing.
+    const leader = a.isLeader() ? a : b;
+    await eventually(async () => (await leader.claims?.index.recovering()) === undefined, {
+      what: 'the index rebuilt from the nodes',
+      timeoutMs: 20_000,
+    });
+    expect((await onNodes()).length).toBe(before);
+
+    for (const [i, sandbox] of served.entries()) {
+      const replicaUrl = (i % 2 === 0 ? a : b).claimsUrl ?? '';
+      const got = await callClaims(replicaUrl, 'GET', path(`/${sandbox.claimRef}`), alice);
+      expect(got.status).toBe(200);
+      expect(claimBodySchema.parse(got.body)).toMatchObject({ id: sandbox.id, node: sandbox.node });
+      expect(JSON.stringify(got.body)).not.toContain(sandbox.token ?? '-');
+      const byId = await callClaims(replicaUrl, 'GET', path(`/${sandbox.id}`), alice);
+      expect(byId.status).toBe(200);
+      const renewed = await callClaims(replicaUrl, 'POST', path(`/${sandbox.id}/renew`), alice, { ttlSeconds: 900 });
+      expect(renewed.status).toBe(200);
+    }
+    for (const sandbox of served) {
+      const released = await callClaims(b.claimsUrl ?? '', 'DELETE', path(`/${sandbox.claimRef}`), alice);
+      expect(released.status).toBe(204);
+    }
+    expect((await onNodes()).length).toBe(before - served.length);
+  });
+
+  it('keeps a sandbox renewed at its node after the index entry expired', async () => {
+    const answer = await claim(alice, { warmPool: 'python', claimRef: 'renewed-at-node', ttlSeconds: 2 });
+    const sandbox = claimBodySchema.parse(answer.body);
+    const node = fleet.nodes.find((n) => n.name === sandbox.node);
+    // The agent lets a sandbox's own token renew it.
+    const res = await fetch(`${node?.agentUrl}/v1/sandboxes/${sandbox.id}/renew`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sandbox.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ttl_seconds: 900 }),
+    });
+    expect(res.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2_500)); // the index key expired at the old deadline
+    const leader = a.isLeader() ? a : b;
+    const swept = await leader.sandboxClaims?.janitor.sweep();
+    expect(swept?.released).toBe(0);
+    expect((await onNodes()).some((row) => row.id === sandbox.id)).toBe(true);
+    const got = await callClaims(b.claimsUrl ?? '', 'GET', path('/renewed-at-node'), alice);
+    expect(got.status).toBe(200);
+    expect(Date.parse(claimBodySchema.parse(got.body).deadline)).toBeGreaterThan(Date.now() + 600_000);
+    expect((await callClaims(a.claimsUrl ?? '', 'DELETE', path('/renewed-at-node'), alice)).status).toBe(204);
+  });
+
+  it('replays a claimRef only to its owner, for the same pool: anyone else gets 409 ClaimRefInUse and no token', async () => {
+    const first = claimBodySchema.parse((await claim(alice, { warmPool: 'python', claimRef: 'mine' })).body);
+    const again = await claim(alice, { warmPool: 'python', claimRef: 'mine' });
+    expect(claimBodySchema.parse(again.body)).toMatchObject({ id: first.id, token: first.token });
+
+    const before = (await onNodes()).length;
+    for (const [token, body] of [
+      [bob, { warmPool: 'python', claimRef: 'mine' }],
+      [alice, { warmPool: 'other', claimRef: 'mine' }],
+    ] as const) {
+      const answer = await claim(token, body);
+      expect(answer.status).toBe(409);
+      expect(claimErrorBodySchema.parse(answer.body).reason).toBe('ClaimRefInUse');
+      expect(JSON.stringify(answer.body)).not.toContain(first.token ?? '-');
+    }
+    // Bob can read it (get on sandboxclaims), but not through a replay.
+    expect((await onNodes()).length).toBe(before);
+    expect((await callClaims(a.claimsUrl ?? '', 'DELETE', path('/mine'), alice)).status).toBe(204);
+  });
+
+  it('gives each Redis key one owner: the claim index, the reply lists and the queue in their own key spaces', async () => {
+    for (let i = 0; i < 6; i++) await claim(alice, { warmPool: 'python', claimRef: `keys-${i}` });
+    const redis = new Redis(world.redis.url);
+    try {
+      const keys = await redis.keys('*');
+      const owners = ['warmpool:index:', 'warmpool:replies:', 'warmpool:bull:'];
+      const unowned = keys.filter((key) => owners.filter((owner) => key.startsWith(owner)).length !== 1);
+      expect(unowned).toEqual([]);
+      expect(keys).toContain('warmpool:index:events');
+      expect(keys.some((key) => key.startsWith('warmpool:bull:claims:'))).toBe(true);
+    } finally {
+      redis.disconnect();
+    }
+    for (let i = 0; i < 6; i++) await callClaims(a.claimsUrl ?? '', 'DELETE', path(`/keys-${i}`), alice);
+  });
+});
