@@ -15,10 +15,17 @@ import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import {
   ClaimFailure,
   type ClaimGrant,
+  ownerMark,
   type ClaimOrder,
+  type ClaimScope,
   type ClaimService,
 } from '../src/provisioning/claim-service.js';
 import type { Lister } from '@warmpool/kube';
+
+/** The HTTP claim API's scope and an owner of it (an ownerDigest). */
+const HTTP: ClaimScope = { namespace: 'ns', door: 'http' };
+const OWNER = '0123456789abcdef0123456789abcdef';
+const OTHER_OWNER = 'fedcba9876543210fedcba9876543210';
 
 const ENV: SandboxEnv = {
   metadata: { namespace: 'ns', name: 'env' },
@@ -64,11 +71,13 @@ class ScriptedClaims implements ClaimService {
       warmPool: order.warmPool,
       claimRef: order.claimRef,
       tier: 'warm',
+      door: order.owner.door,
+      owner: ownerMark(order.owner),
     };
   }
 
-  lookup(namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
-    return this.#index.lookup(namespace, idOrClaimRef);
+  lookup(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
+    return this.#index.lookup(scope, idOrClaimRef);
   }
 
   async renew(): Promise<{ deadline: string }> {
@@ -165,10 +174,12 @@ describe('the Env claim router', () => {
     };
   }
 
-  const order = (claimRef: string): EnvClaimOrder => ({
+  const order = (claimRef: string, digest = OWNER): EnvClaimOrder => ({
     namespace: 'ns',
     env: 'env',
     scalingGroup: '',
+    scope: HTTP,
+    owner: { door: 'http', digest },
     claimRef,
     ttlSeconds: 60,
     claimRefGenerated: false,
@@ -235,9 +246,22 @@ describe('the Env claim router', () => {
     expect(peers.get('west')?.calls.map((c) => c['target'])).toEqual(['west::w-pool']);
     expect(peers.get('south')?.calls).toEqual([]);
     expect(claims.served).toEqual([]);
-    expect(await index.lookup('ns', 'b1')).toMatchObject({ id: 'sb_north', cluster: 'north' });
+    // Recorded in the caller's scope, as the caller's: not in another door's key space.
+    expect(await index.lookup(HTTP, 'b1')).toMatchObject({
+      id: 'sb_north',
+      cluster: 'north',
+      door: 'http',
+      owner: OWNER,
+    });
+    expect(await index.lookup({ namespace: 'ns', door: 'crd' }, 'b1')).toBeUndefined();
     // The same claimRef again: the recorded claim, no second forward.
     expect((await r.claim(order('b1'))).grant.id).toBe('sb_north');
+    expect(peers.get('north')?.calls).toHaveLength(1);
+    // The same claimRef by another owner: refused, nothing of the claim shown, no forward.
+    const refused = await r.claim(order('b1', OTHER_OWNER)).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ClaimFailure);
+    expect((refused as ClaimFailure).reason).toBe('ClaimRefInUse');
+    expect((refused as ClaimFailure).message).not.toContain('sb_north');
     expect(peers.get('north')?.calls).toHaveLength(1);
   });
 

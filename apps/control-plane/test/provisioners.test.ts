@@ -7,7 +7,7 @@ import type { Batch } from '@warmpool/batcher';
 import type { Lister } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
-import { ClaimFailure, type ClaimOrder } from '../src/provisioning/claim-service.js';
+import { ClaimFailure, ownerMark, type ClaimOrder } from '../src/provisioning/claim-service.js';
 import { ProvisionerController } from '../src/provisioning/controller.js';
 import type { PendingClaim, Provisioner } from '../src/provisioning/provisioner.js';
 
@@ -27,7 +27,7 @@ const order = (warmPool: string, claimRef: string): ClaimOrder => ({
   warmPool,
   claimRef,
   ttlSeconds: 60,
-  path: 'http',
+  owner: { door: 'http', digest: '0123456789abcdef0123456789abcdef' },
 });
 
 describe('ProvisionerController', () => {
@@ -58,6 +58,8 @@ describe('ProvisionerController', () => {
           warmPool: provisioner.name,
           claimRef: item.order.claimRef,
           tier: 'warm',
+          door: item.order.owner.door,
+          owner: ownerMark(item.order.owner),
         });
       }
     };

@@ -139,6 +139,8 @@ describe('SandboxReader (get)', () => {
     warmPool: 'python',
     claimRef: 'new',
     tier: 'cold' as const,
+    door: 'http' as const,
+    owner: '0123456789abcdef0123456789abcdef',
   };
   const row = {
     id: 'sb_new',
@@ -204,6 +206,8 @@ describe('enrichFromIndex', () => {
       warmPool: 'python',
       claimRef: 'job-1',
       tier: 'warm' as const,
+      door: 'crd' as const,
+      owner: 'uid-job-1',
     };
     const stop = enrichFromIndex({
       view,

@@ -2,7 +2,10 @@
 // condition and its transitions, lifetimes and renewals, the token Secret, the
 // keyed work queue, and the claim_refs the janitor reads.
 import {
+  formatNodeClaimRef,
   MAX_CLAIM_TTL_SECONDS,
+  ownerDigest,
+  parseNodeClaimRef,
   SANDBOX_CLAIM_FINALIZER,
   SANDBOX_ID_ANNOTATION,
   type SandboxClaim,
@@ -18,7 +21,6 @@ import {
   isRetryable,
   KeyedQueue,
   ownershipOf,
-  parseClaimRef,
   renewalAt,
   sandboxSecret,
   secretMatches,
@@ -84,7 +86,9 @@ const grant: ClaimGrant = {
   warmPool: 'driven',
   claimRef: 'c',
   tier: 'warm',
-  path: 'crd',
+  door: 'crd',
+  // The uid of claim('c', …).
+  owner: 'uid-c',
 };
 
 describe('whose SandboxClaim it is', () => {
@@ -356,12 +360,41 @@ describe('the keyed work queue', () => {
 });
 
 describe('claim_refs the janitor reads', () => {
-  it('parses <namespace>/<name> and nothing else', () => {
-    expect(parseClaimRef({ claim_ref: 'team-a/job-42' })).toEqual({ namespace: 'team-a', name: 'job-42' });
-    expect(parseClaimRef({ claim_ref: 'team-a/job.v1' })).toEqual({ namespace: 'team-a', name: 'job.v1' });
-    expect(parseClaimRef({})).toBeUndefined();
-    expect(parseClaimRef({ claim_ref: 'no-slash' })).toBeUndefined();
-    expect(parseClaimRef({ claim_ref: 'a/b/c' })).toBeUndefined();
-    expect(parseClaimRef({ claim_ref: 'Upper/x' })).toBeUndefined();
+  const UID = '6f1c2a4e-0b7d-4c3e-9a51-2d8e7f6a9b10';
+  const DIGEST = ownerDigest({ username: 'system:serviceaccount:team-a:ci', uid: 'u-1' }, 'pool:py');
+
+  it('parses what warmpool writes, for each front door, and gives back the same string', () => {
+    const refs = {
+      crd: { door: 'crd', namespace: 'team-a', name: 'job-42', uid: UID },
+      http: { door: 'http', namespace: 'team-a', claimRef: 'job.v1', pool: 'py', owner: DIGEST },
+      fed: { door: 'fed', peer: 'eu west/1', namespace: 'team-a', claimRef: 'job-42', pool: 'py' },
+    } as const;
+    expect(formatNodeClaimRef(refs.crd)).toBe(`crd:team-a/job-42/${UID}`);
+    expect(formatNodeClaimRef(refs.http)).toBe(`http:team-a/job.v1/py/${DIGEST}`);
+    expect(formatNodeClaimRef(refs.fed)).toBe('fed:eu%20west%2F1/team-a/job-42/py');
+    for (const owner of Object.values(refs)) expect(parseNodeClaimRef(formatNodeClaimRef(owner))).toEqual(owner);
+  });
+
+  it('tells HTTP owners apart by identity and by what they asked for', () => {
+    expect(DIGEST).toMatch(/^[0-9a-f]{32}$/);
+    expect(ownerDigest({ username: 'system:serviceaccount:team-a:ci', uid: 'u-1' }, 'pool:py')).toBe(DIGEST);
+    expect(ownerDigest({ username: 'system:serviceaccount:team-a:ci', uid: 'u-2' }, 'pool:py')).not.toBe(DIGEST);
+    expect(ownerDigest({ username: 'system:serviceaccount:team-b:ci', uid: 'u-1' }, 'pool:py')).not.toBe(DIGEST);
+    expect(ownerDigest({ username: 'system:serviceaccount:team-a:ci', uid: 'u-1' }, 'env:py')).not.toBe(DIGEST);
+  });
+
+  it('parses nothing else: no claim_ref, the old <namespace>/<name> form, an unknown door, a malformed part', () => {
+    expect(parseNodeClaimRef(undefined)).toBeUndefined();
+    expect(parseNodeClaimRef('team-a/job-42')).toBeUndefined();
+    expect(parseNodeClaimRef('no-slash')).toBeUndefined();
+    expect(parseNodeClaimRef(`pod:team-a/job-42/${UID}`)).toBeUndefined();
+    expect(parseNodeClaimRef('crd:team-a/job-42')).toBeUndefined();
+    expect(parseNodeClaimRef(`crd:team-a/job-42/${UID}/x`)).toBeUndefined();
+    expect(parseNodeClaimRef(`crd:Upper/x/${UID}`)).toBeUndefined();
+    expect(parseNodeClaimRef('crd:team-a/job-42/not-a-uid')).toBeUndefined();
+    expect(parseNodeClaimRef('http:team-a/job-42/py/not-a-digest')).toBeUndefined();
+    expect(parseNodeClaimRef(`http:team-a/job-42/${DIGEST}`)).toBeUndefined();
+    expect(parseNodeClaimRef('fed:/team-a/job-42/py')).toBeUndefined();
+    expect(parseNodeClaimRef('fed:%E0%A4%A/team-a/job-42/py')).toBeUndefined();
   });
 });

@@ -315,8 +315,21 @@ export class EnvClaimRouter {
       this.#o.metrics?.forward('served');
       const grant = grantOf(body.data, candidate.clusterId, order);
       try {
-        await this.#o.index.record(grant, '');
+        const recorded = await this.#o.index.record(grant, '');
+        if (!recorded.ok) {
+          // Another request took this claimRef meanwhile: the peer's sandbox is the extra one.
+          await this.#forward(
+            candidate.clusterId,
+            'DELETE',
+            `/v1/namespaces/${order.namespace}/claims/${encodeURIComponent(grant.id)}`,
+          ).catch(() => undefined);
+          throw new ClaimFailure(
+            'ClaimRefInUse',
+            `claimRef ${order.claimRef} was claimed by another request meanwhile`,
+          );
+        }
       } catch (err) {
+        if (err instanceof ClaimFailure) throw err;
         logger.warn('served by another cluster but not recorded here: release and renew must go to that cluster', {
           target,
           id: grant.id,

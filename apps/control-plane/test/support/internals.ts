@@ -114,7 +114,7 @@ export {
 export {
   ClaimJanitor,
   JANITOR_DEFAULTS,
-  parseClaimRef,
+  type ClaimRepair,
   type ClaimJanitorSettings,
   type ClaimJanitorOptions,
   type SweepResult,
