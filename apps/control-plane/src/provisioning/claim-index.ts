@@ -17,6 +17,7 @@
 //                                   swept every node again
 import { randomUUID } from 'node:crypto';
 import { claimRecordSchema, triedNodeSchema, type ClaimEvent, type ClaimRecord, type TriedNode } from '@warmpool/api';
+import { sleep } from '@warmpool/kube';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { ClaimScope } from './claim-service.js';
@@ -24,6 +25,8 @@ import type { ClaimScope } from './claim-service.js';
 export const DEFAULT_INDEX_PREFIX = 'warmpool:index:';
 /** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
 export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
+/** How long a reservation waits for the identity check of a connection being (re)made. */
+const CHECK_WAIT_MS = 2_000;
 /** The longest the index stays in recovery without a completed repair sweep. */
 const RECOVERY_TTL_MS = 10 * 60_000;
 
@@ -169,18 +172,42 @@ export class ClaimIndex {
   readonly #prefix: string;
   readonly #now: () => number;
   readonly #eventsWindowMs: number;
-  /** The check of the server's identity after the latest (re)connect; reservations wait for it. */
+  /**
+   * The check of the server's identity after the latest (re)connect: reservations wait for it, so none is made on a
+   * new server before the index knows it may have lost entries. While disconnected it waits for the next connection,
+   * at most CHECK_WAIT_MS (the command then fails as any command does while Redis is away).
+   */
   #serverChecked: Promise<void> = Promise.resolve();
+  readonly #unwatch: () => void;
 
   constructor(redis: Redis, options: { prefix?: string; now?: () => number; eventsWindowMs?: number } = {}) {
     this.#redis = withScripts(redis);
     this.#prefix = options.prefix ?? DEFAULT_INDEX_PREFIX;
     this.#now = options.now ?? Date.now;
     this.#eventsWindowMs = options.eventsWindowMs ?? DEFAULT_EVENTS_WINDOW_MS;
-    if (redis.status === 'ready') this.#serverChecked = this.#checkServer();
-    redis.on('ready', () => {
-      this.#serverChecked = this.#checkServer();
-    });
+    let connected: () => void = () => undefined;
+    const awaitConnection = (): void => {
+      const next = new Promise<void>((resolve) => (connected = resolve));
+      this.#serverChecked = Promise.race([next, sleep(CHECK_WAIT_MS)]);
+    };
+    const onReady = (): void => {
+      const checked = this.#checkServer();
+      this.#serverChecked = checked;
+      void checked.then(connected);
+    };
+    if (redis.status === 'ready') onReady();
+    else awaitConnection();
+    redis.on('ready', onReady);
+    redis.on('close', awaitConnection);
+    this.#unwatch = () => {
+      redis.off('ready', onReady);
+      redis.off('close', awaitConnection);
+    };
+  }
+
+  /** Stops following the connection's reconnects (the connection itself is its owner's to close). */
+  close(): void {
+    this.#unwatch();
   }
 
   /** The stream of ClaimEvents (field `e`: the event's JSON). */

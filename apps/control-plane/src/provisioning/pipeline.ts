@@ -266,6 +266,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       ['queue', () => queue.close()],
       ['replies', () => replies.close()],
       ['agents', () => agents.close()],
+      ['index', async () => index.close()],
       ['redis', async () => redis.disconnect()],
     ];
     for (const [name, step] of steps) {
