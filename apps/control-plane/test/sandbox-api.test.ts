@@ -25,7 +25,7 @@ import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
-import { callDirect, registerSandboxApi, servingPki, type ServingPki } from './support/sandbox-api.js';
+import { callDirect, registerSandboxApi, servingPki, watchDirect, type ServingPki } from './support/sandbox-api.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-sandbox-api-tests';
@@ -404,6 +404,60 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(Number(events[1]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(
       Number(events[0]?.object.metadata.resourceVersion),
     );
+  });
+
+  it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number', async () => {
+    const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true`;
+    for (const query of ['resourceVersion=abc', 'resourceVersion=-1', 'timeoutSeconds=abc', 'timeoutSeconds=1.5']) {
+      const answer = await callDirect(port, pki.ca.certPem, `${path}&${query}`, {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'viewer' },
+      });
+      expect(answer, query).toMatchObject({ status: 400, body: { kind: 'Status', reason: 'BadRequest', code: 400 } });
+    }
+  });
+
+  it("sends a watch's response headers at once, before any event (client-go's Watch() waits for them)", async () => {
+    const watch = watchDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&fieldSelector=metadata.name%3Dno-such-sandbox&timeoutSeconds=600`,
+      { client: cluster.pki.frontProxyClient, headers: { 'x-remote-user': 'viewer' } },
+    );
+    try {
+      await eventually(() => watch.response !== undefined, { what: 'the response headers of a watch with no event' });
+      expect(watch.response?.status).toBe(200);
+      expect(watch.response?.headers['content-type']).toBe('application/json');
+      expect(watch.events()).toEqual([]);
+      expect(watch.ended).toBe(false);
+    } finally {
+      watch.close();
+    }
+  });
+
+  it('keeps a watch open for a timeoutSeconds past what a timer holds (capped, never overflowing)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    const watch = watchDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&fieldSelector=metadata.name%3Dlong-watched&timeoutSeconds=2147484`,
+      { client: cluster.pki.frontProxyClient, headers: { 'x-remote-user': 'viewer' } },
+    );
+    try {
+      await eventually(() => watch.response !== undefined, { what: 'the watch answered' });
+      await claim({ claimRef: 'long-watched' });
+      await eventually(
+        () => watch.events().some((e) => e.type === 'ADDED' && e.object.metadata?.name === 'long-watched'),
+        { what: () => `ADDED long-watched on the watch (ended: ${watch.ended})` },
+      );
+      expect(watch.ended).toBe(false);
+      expect(warnings).not.toContain('TimeoutOverflowWarning');
+    } finally {
+      watch.close();
+      process.off('warning', onWarning);
+    }
   });
 
   it('keeps no Sandbox in etcd: only the pools, templates and one NodeInventory per node', async () => {

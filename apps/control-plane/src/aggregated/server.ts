@@ -48,6 +48,7 @@ import {
 import { factsOfGrant, ServedSandbox } from './sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './selectors.js';
 import type { SandboxChange, SandboxView } from './view.js';
+import { watchStartOf, watchTimeoutMs } from './watch-params.js';
 
 export type SandboxVerb = 'get' | 'list' | 'watch' | 'create' | 'delete';
 
@@ -72,7 +73,10 @@ export interface SandboxApiServerOptions {
   now?: () => number;
   /** Bookmarks on watches that allow them, this often (default 15 s). */
   bookmarkIntervalMs?: number;
-  /** A watch without timeoutSeconds ends after this long (default 30 min), as the apiserver's do. */
+  /**
+   * A watch without timeoutSeconds ends after between this and twice this (default 30 min), as the apiserver's do;
+   * none lasts longer than twice this.
+   */
   defaultWatchTimeoutMs?: number;
 }
 
@@ -331,25 +335,26 @@ export class SandboxApiServer {
   ): void {
     const match = matcherOf(query);
     const { view } = this.#options;
-    const rvText = query.get('resourceVersion') ?? '';
-    const sendInitial = query.get('sendInitialEvents') === 'true' || rvText === '' || rvText === '0';
+    const start = watchStartOf(query.get('resourceVersion'), query.get('sendInitialEvents') === 'true');
+    const timeoutMs = watchTimeoutMs(query.get('timeoutSeconds'), {
+      defaultMs: this.#options.defaultWatchTimeoutMs ?? 30 * 60_000,
+    });
     const inScope = (served: ServedSandbox): boolean =>
       (namespace === undefined || served.facts.namespace === namespace) && match(served);
 
     // Everything up to now is read before the subscription, synchronously: no change can fall between.
     let replay: SandboxChange[] = [];
     let initial: ServedSandbox[] = [];
-    if (sendInitial) {
+    if (start.initial) {
       initial = [...view.items(namespace)].filter((served) => match(served));
     } else {
-      const since = Number(rvText);
-      const changes = Number.isSafeInteger(since) ? view.changesSince(since) : 'gone';
+      const changes = view.changesSince(start.since);
       if (changes === 'gone') {
         res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
         const gone: KubeStatus = statusOf(
           new ApiError(
             'Expired',
-            `too old resource version: ${rvText} (this replica's history starts later, or it was another replica's); list again`,
+            `too old resource version: ${start.since} (this replica's history starts later, or it was another replica's); list again`,
           ),
         );
         res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
@@ -363,6 +368,8 @@ export class SandboxApiServer {
       'cache-control': 'no-cache',
       'transfer-encoding': 'chunked',
     });
+    // At once, not with the first event: client-go's Watch() returns only once it has the response headers.
+    res.flushHeaders();
     let headersSent = false;
     const encode = (type: WatchEventType, served: ServedSandbox, rv: number | string): string => {
       let object: unknown;
@@ -412,11 +419,6 @@ export class SandboxApiServer {
       // A client that does not read is let go rather than buffered without bound; it relists and watches again.
       if (res.writableLength > MAX_WATCH_BACKLOG_BYTES) end();
     });
-    const timeoutSeconds = Number(query.get('timeoutSeconds') ?? '');
-    const timeoutMs =
-      Number.isFinite(timeoutSeconds) && timeoutSeconds > 0
-        ? timeoutSeconds * 1000
-        : (this.#options.defaultWatchTimeoutMs ?? 30 * 60_000);
     const timers = [setTimeout(() => end(), timeoutMs)];
     if (bookmarks)
       timers.push(setInterval(() => res.write(bookmark(false)), this.#options.bookmarkIntervalMs ?? 15_000));
