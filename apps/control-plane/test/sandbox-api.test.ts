@@ -13,6 +13,7 @@ import {
   findBinary,
   issueCertificate,
   ManagedChild,
+  sandboxClaim,
   template,
   warmPool,
   type TestCluster,
@@ -404,6 +405,75 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(Number(events[1]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(
       Number(events[0]?.object.metadata.resourceVersion),
     );
+  });
+
+  it("refuses to delete a SandboxClaim's sandbox (409 Conflict: delete the SandboxClaim instead) and releases nothing", async () => {
+    await apply(cluster, sandboxClaim(ns, 'victim', 'python'));
+    const readyClaim = async (): Promise<{ id: string | undefined; ready: string | undefined }> => {
+      const claim = JSON.parse(await kubectl(cluster, ['get', 'sandboxclaim', 'victim', '-n', ns, '-o', 'json'])) as {
+        metadata: { annotations?: Record<string, string> };
+        status?: { conditions?: Array<{ type: string; status: string }> };
+      };
+      return {
+        id: claim.metadata.annotations?.['warmpool.dev/sandbox-id'],
+        ready: claim.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+      };
+    };
+    await eventually(async () => (await readyClaim()).ready === 'True', { what: 'SandboxClaim victim Ready' });
+    const { id } = await readyClaim();
+    // Someone who may delete Sandboxes and nothing else: no rights on SandboxClaims.
+    await kubectl(cluster, [
+      'create',
+      'role',
+      'sandbox-deleter',
+      '-n',
+      ns,
+      '--verb=delete',
+      '--resource=sandboxes.agents.x-k8s.io',
+    ]);
+    await kubectl(cluster, [
+      'create',
+      'rolebinding',
+      'sandbox-deleter',
+      '-n',
+      ns,
+      '--role=sandbox-deleter',
+      '--user=deleter',
+    ]);
+
+    const deleting = await cluster.kubectl(['delete', 'sandbox', 'victim', '-n', ns, '--as=deleter']);
+    expect(deleting.code).not.toBe(0);
+    expect(deleting.stderr).toContain('Conflict');
+    expect(deleting.stderr).toContain('delete the SandboxClaim instead');
+    const direct = await callDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/victim`,
+      {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'deleter' },
+        method: 'DELETE',
+      },
+    );
+    expect(direct).toMatchObject({ status: 409, body: { kind: 'Status', reason: 'Conflict', code: 409 } });
+    // Nor by its sandbox id, which names no Sandbox.
+    const byId = await callDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/${id}`,
+      {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' },
+        method: 'DELETE',
+      },
+    );
+    expect(byId).toMatchObject({ status: 404, body: { kind: 'Status', reason: 'NotFound' } });
+
+    expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/victim`).map((c) => c.id)).toEqual([
+      id,
+    ]);
+    expect(await readyClaim()).toEqual({ id, ready: 'True' });
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'victim', '-n', ns]);
   });
 
   it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number', async () => {

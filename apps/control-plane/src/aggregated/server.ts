@@ -56,6 +56,12 @@ export interface SandboxAuthorizer {
   authorize(user: UserInfo, namespace: string, verb: SandboxVerb, name?: string): Promise<boolean>;
 }
 
+/** What delete asks of the SandboxClaim cache (the apiserver's word, which survives Redis losing the claim index). */
+export interface SandboxClaimCache {
+  hasSynced(): boolean;
+  get(namespace: string, name: string): unknown;
+}
+
 export interface SandboxApiServerOptions {
   listen: HostPort;
   cert: { cert: string; key: string };
@@ -68,6 +74,11 @@ export interface SandboxApiServerOptions {
   authorizer: SandboxAuthorizer;
   /** create and delete claim and release through it; without it they answer 405. */
   claims?: ClaimService;
+  /**
+   * The SandboxClaim cache: a SandboxClaim's sandbox is released only by deleting the SandboxClaim (its finalizer
+   * releases it and its Secret names it), never behind its back; delete answers 503 until the cache is synced.
+   */
+  sandboxClaims?: SandboxClaimCache;
   metrics?: SandboxApiMetrics;
   logger: Logger;
   now?: () => number;
@@ -512,7 +523,24 @@ export class SandboxApiServer {
         'MethodNotAllowed',
         'delete needs provisioning (--redis-url): this control plane cannot release',
       );
-    if (!(await claims.release(namespace, name))) throw notFound(name);
+    const sandboxClaims = this.#options.sandboxClaims;
+    if (sandboxClaims === undefined || !sandboxClaims.hasSynced())
+      throw new ApiError(
+        'ServiceUnavailable',
+        `the SandboxClaim cache is not synced yet: cannot tell whether sandbox "${name}" is a SandboxClaim's`,
+        { retryAfterSeconds: 1 },
+      );
+    const grant = await claims.lookup(namespace, name);
+    // A Sandbox is named by its claimRef only: the index also resolves sandbox ids, which name no Sandbox.
+    if (grant === undefined || grant.claimRef !== name) throw notFound(name);
+    if (grant.path === 'crd' || sandboxClaims.get(namespace, name) !== undefined)
+      throw new ApiError(
+        'Conflict',
+        `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (its finalizer releases the sandbox)`,
+        { name, group: AGENTS_GROUP, kind: PLURAL },
+      );
+    // By id: exactly the sandbox checked above, even if the name were claimed again in between.
+    if (!(await claims.release(namespace, grant.id))) throw notFound(name);
     const done: KubeStatus = {
       kind: 'Status',
       apiVersion: 'v1',
