@@ -67,7 +67,16 @@ export const claimRecordSchema = z.object({
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 
 export const claimOutcomeSchema = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), claimRef: z.string(), grant: claimRecordSchema }),
+  z.object({
+    ok: z.literal(true),
+    claimRef: z.string(),
+    grant: claimRecordSchema,
+    /**
+     * True when served under this job's own reservation of the claimRef, for the first of its positions in the
+     * job (the node claim was made or adopted for it); absent when it answers a claim served before (a replay).
+     */
+    fresh: z.literal(true).optional(),
+  }),
   z.object({
     ok: z.literal(false),
     claimRef: z.string(),

@@ -101,7 +101,8 @@ export class BatchServer {
    * (a served one once it is in the claim index, so any replica finds it), so
    * a caller does not wait for the slowest claim of its batch; failures come
    * last, once their reservations are dropped. Answers every outcome, in the
-   * claims' order (a claimRef twice in a batch gets one sandbox, twice).
+   * claims' order (a claimRef twice in a batch gets one sandbox, twice: fresh
+   * for its first position only).
    */
   async serve(job: BatchJobHandle, emit: (outcome: ClaimOutcome) => void = () => {}): Promise<ClaimOutcome[]> {
     const { namespace, claims } = job.data;
@@ -205,7 +206,13 @@ export class BatchServer {
       job.id,
     );
     for (const work of failed) work.emit(work.outcome as ClaimOutcome);
-    return claims.map((claim) => (unique.get(claim.claimRef) as Work).outcome as ClaimOutcome);
+    const answered = new Set<string>();
+    return claims.map((claim) => {
+      const outcome = (unique.get(claim.claimRef) as Work).outcome as ClaimOutcome;
+      const first = !answered.has(claim.claimRef);
+      answered.add(claim.claimRef);
+      return first ? outcome : replayOf(outcome);
+    });
   }
 
   /** One placement round for the claims still pending: choose a node each, write the choices ahead, ask the nodes. */
@@ -367,16 +374,16 @@ export class BatchServer {
     ]);
   }
 
-  /** Served here: recorded in the index first, then answered. */
+  /** Served here, under this job's reservation: recorded in the index first, then answered as fresh. */
   async #served(work: Work, grant: ClaimRecord): Promise<void> {
     if (work.outcome !== undefined) return;
-    const outcome: ClaimOutcome = { ok: true, claimRef: work.claim.claimRef, grant };
+    const outcome: ClaimOutcome = { ok: true, claimRef: work.claim.claimRef, grant, fresh: true };
     work.outcome = outcome;
     await this.#o.index.record([grant]);
     work.emit(outcome);
   }
 
-  /** Served already (by an earlier job, or the one this waited for): answered as it is. */
+  /** Served already (by an earlier job, or the one this waited for): answered as it is, a replay (not fresh). */
   #answer(work: Work, grant: ClaimRecord): void {
     if (work.outcome !== undefined) return;
     const outcome: ClaimOutcome = { ok: true, claimRef: work.claim.claimRef, grant };
@@ -404,6 +411,13 @@ export class BatchServer {
       ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
     };
   }
+}
+
+/** The outcome as a claimRef's later positions in a job get it: one sandbox, fresh for its first caller only. */
+export function replayOf(outcome: ClaimOutcome): ClaimOutcome {
+  if (!outcome.ok || outcome.fresh === undefined) return outcome;
+  const { fresh: _fresh, ...replay } = outcome;
+  return replay;
 }
 
 function reservationTtlMs(works: readonly Work[]): number {

@@ -54,6 +54,20 @@ export interface ClaimGrant {
   cluster?: string;
 }
 
+/** What claim() answers: the grant, and whether this very call had it served. */
+export interface ServedGrant extends ClaimGrant {
+  /**
+   * True when this call's order had the sandbox claimed; absent when the
+   * claimRef was served before (or meanwhile, for another call) and this call
+   * got that sandbox again. Decided by the claimRef's reservation in the claim
+   * index, so it holds across replicas: of calls racing with one claimRef,
+   * only the one whose reservation served it is fresh. Absent whenever that
+   * is not known (a job run again after serving it), never true for a sandbox
+   * served for another call. Never stored in the index.
+   */
+  fresh?: true;
+}
+
 export interface ClaimCallOptions {
   /** The caller gave up: an unanswered claim is released when it lands (see claim()). */
   signal?: AbortSignal;
@@ -84,7 +98,7 @@ export interface ClaimService {
    * (the HTTP API generated it) has its sandbox released once served; one with
    * a client claimRef keeps it for the client's retry until its TTL.
    */
-  claim(order: ClaimOrder, options?: ClaimCallOptions): Promise<ClaimGrant>;
+  claim(order: ClaimOrder, options?: ClaimCallOptions): Promise<ServedGrant>;
   /** The live claim by its sandbox id or its claimRef, from the shared index; undefined when none. */
   lookup(namespace: string, idOrClaimRef: string): Promise<ClaimGrant | undefined>;
   /** Renews on its node; answers the granted deadline. Rejects ClaimFailure('ClaimNotFound') when gone. */

@@ -29,7 +29,7 @@ import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import type { NodeView } from '../controllers/warmpool/nodes.js';
 import type { TokenSource } from '../token.js';
 import { AgentClaims } from './agent-claims.js';
-import { BatchServer } from './batch-server.js';
+import { BatchServer, replayOf } from './batch-server.js';
 import { ClaimIndex } from './claim-index.js';
 import {
   ClaimFailure,
@@ -37,6 +37,7 @@ import {
   type ClaimGrant,
   type ClaimOrder,
   type ClaimService,
+  type ServedGrant,
 } from './claim-service.js';
 import { ProvisionerController } from './controller.js';
 import { PROVISIONING_DEFAULTS, type ProvisioningSettings } from './options.js';
@@ -202,7 +203,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   };
 
   const answer = (item: PendingClaim, outcome: ClaimOutcome): void => {
-    if (outcome.ok) item.resolve(outcome.grant);
+    if (outcome.ok) item.resolve(outcome.fresh === true ? { ...outcome.grant, fresh: true } : outcome.grant);
     else
       item.reject(
         new ClaimFailure(
@@ -388,7 +389,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     );
   };
 
-  const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ClaimGrant> => {
+  const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ServedGrant> => {
     const started = performance.now();
     try {
       const grant = await claimOnce(order, callOptions.signal);
@@ -402,7 +403,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     }
   };
 
-  const claimOnce = (order: ClaimOrder, signal: AbortSignal | undefined): Promise<ClaimGrant> => {
+  const claimOnce = (order: ClaimOrder, signal: AbortSignal | undefined): Promise<ServedGrant> => {
     const reasons = notReadyReasons();
     if (reasons.length > 0)
       return Promise.reject(
@@ -420,7 +421,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       );
       return Promise.reject(new ClaimFailure('Timeout', 'the caller gave up'));
     }
-    return new Promise<ClaimGrant>((resolve, reject) => {
+    return new Promise<ServedGrant>((resolve, reject) => {
       let gaveUp = false;
       const onAbort = (): void => {
         gaveUp = true;
@@ -591,7 +592,9 @@ class ReplyBatcher {
 
   add(outcome: ClaimOutcome): void {
     if (this.#pending.length === 0) setImmediate(() => this.#flush());
-    for (const index of this.#positions.get(outcome.claimRef) ?? []) this.#pending.push({ ...outcome, index });
+    (this.#positions.get(outcome.claimRef) ?? []).forEach((index, i) =>
+      this.#pending.push({ ...(i === 0 ? outcome : replayOf(outcome)), index }),
+    );
   }
 
   /** Resolves once every outcome added so far is delivered; rejects when one could not be. */
