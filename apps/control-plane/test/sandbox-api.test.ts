@@ -476,6 +476,76 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     await kubectl(cluster, ['delete', 'sandboxclaim', 'victim', '-n', ns]);
   });
 
+  it('creates a name exactly once: of 10 parallel creates over two replicas, one 201, nine 409 AlreadyExists, one sandbox', async () => {
+    const second = await world.controlPlane('default', {
+      claims: world.claimsOptions(),
+      sandboxApi: {
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },
+      },
+    });
+    try {
+      await eventually(
+        () => second.claims?.notReadyReasons().length === 0 && second.sandboxApi?.notReadyReasons().length === 0,
+        {
+          what: 'the second replica ready to claim and to serve Sandboxes',
+        },
+      );
+      const ports = [port, Number(new URL(second.sandboxApi?.url ?? 'https://x:0').port)];
+      const body = {
+        apiVersion: apiVersionOf(SandboxType),
+        kind: SandboxType.kind,
+        metadata: { name: 'once' },
+        spec: { warmPoolRef: { name: 'python' } },
+      };
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          callDirect(ports[i % 2] ?? port, pki.ca.certPem, `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`, {
+            client: cluster.pki.frontProxyClient,
+            headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' },
+            method: 'POST',
+            body,
+          }),
+        ),
+      );
+      expect(answers.map((a) => a.status).sort()).toEqual([201, ...Array<number>(9).fill(409)]);
+      for (const refused of answers.filter((a) => a.status === 409))
+        expect(refused.body).toMatchObject({ kind: 'Status', reason: 'AlreadyExists', details: { name: 'once' } });
+      expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/once`)).toHaveLength(1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses a create of a name whose claim the index lost, from what the Sandbox view holds: 409, no second sandbox', async () => {
+    const body = {
+      apiVersion: apiVersionOf(SandboxType),
+      kind: SandboxType.kind,
+      metadata: { name: 'index-lost' },
+      spec: { warmPoolRef: { name: 'python' } },
+    };
+    await kubectl(cluster, ['create', '-n', ns, '-f', '-'], JSON.stringify(body));
+    await eventually(() => cp.sandboxApi?.view.get(ns, 'index-lost') !== undefined, { what: 'index-lost in the view' });
+    const record = await cp.claims?.lookup(ns, 'index-lost');
+    expect(record).toBeDefined();
+    // Redis may lose any key.
+    const admin = new Redis(redis.url);
+    try {
+      await admin.del(
+        cp.claims?.index.refKey(ns, 'index-lost') ?? '',
+        cp.claims?.index.idKey(ns, record?.id ?? '') ?? '',
+      );
+      const again = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(body) });
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toContain('AlreadyExists');
+      expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/index-lost`)).toHaveLength(1);
+    } finally {
+      admin.disconnect();
+      // As it was, for the specs after this one.
+      if (record !== undefined) await cp.claims?.index.record([record]);
+    }
+  });
+
   it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number', async () => {
     const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true`;
     for (const query of ['resourceVersion=abc', 'resourceVersion=-1', 'timeoutSeconds=abc', 'timeoutSeconds=1.5']) {

@@ -491,14 +491,12 @@ export class SandboxApiServer {
         'Sandbox is invalid: metadata.name: Required value: name or generateName is required',
         { group: AGENTS_GROUP, kind: SandboxType.kind },
       );
-    // A claimRef answers its live sandbox again (idempotency); a Sandbox create must not: it already exists.
-    if ((await claims.lookup(namespace, name)) !== undefined) {
-      throw new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, {
-        name,
-        group: AGENTS_GROUP,
-        kind: PLURAL,
-      });
-    }
+    // A claimRef answers its live sandbox again (idempotency); a Sandbox create must not: exactly one create of a
+    // name is answered 201. Looked up first (the index, and the view, which also holds what the nodes published:
+    // a name the index lost is still refused), then decided by the claim itself: only the one call whose order had
+    // the sandbox served is fresh, however many replicas serve creates of that name at once.
+    if ((await claims.lookup(namespace, name)) !== undefined || this.#options.view.get(namespace, name) !== undefined)
+      throw alreadyExists(name);
     const grant = await claims.claim(
       {
         namespace,
@@ -511,6 +509,7 @@ export class SandboxApiServer {
       },
       { signal: abortOnClose(res) },
     );
+    if (grant.fresh !== true) throw alreadyExists(name);
     const facts = { ...factsOfGrant(namespace, name, grant), claimedAt: new Date(this.#now()).toISOString() };
     const full = new ServedSandbox(facts, this.#options.view.resourceVersion);
     this.#sendJson(res, 201, this.#represent([full], representation, this.#options.view.resourceVersion, false));
@@ -609,6 +608,14 @@ function matcherOf(query: URLSearchParams): (served: ServedSandbox) => boolean {
     if (err instanceof SelectorError) throw new ApiError('BadRequest', err.message);
     throw err;
   }
+}
+
+function alreadyExists(name: string): ApiError {
+  return new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, {
+    name,
+    group: AGENTS_GROUP,
+    kind: PLURAL,
+  });
 }
 
 function methodNotAllowed(method: string): ApiError {
