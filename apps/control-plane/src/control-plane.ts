@@ -353,8 +353,15 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
           inventories,
           pools,
           templates,
-          ...(claims !== undefined && claimsOptions !== undefined
-            ? { claims: { pipeline: claims, redisUrl: claimsOptions.redisUrl, eventsKey: claims.claimEventsKey } }
+          ...(claims !== undefined && claimsOptions !== undefined && sandboxClaims !== undefined
+            ? {
+                claims: {
+                  pipeline: claims,
+                  redisUrl: claimsOptions.redisUrl,
+                  eventsKey: claims.claimEventsKey,
+                  sandboxClaims: sandboxClaims.informer,
+                },
+              }
             : {}),
           token,
           addresses,

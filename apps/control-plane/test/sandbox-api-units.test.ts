@@ -1,5 +1,5 @@
 // The Sandbox API's pure parts: selectors, Accept negotiation, the front
-// proxy's settings, the Table and the flags.
+// proxy's settings, the Table, a watch's parameters and the flags.
 import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
 import { FLAGS, validateConfig } from '../src/config.js';
@@ -7,6 +7,7 @@ import { requestHeaderConfigOf } from '../src/aggregated/front-proxy.js';
 import { ApiError, representationOf, tableOf } from '../src/aggregated/responses.js';
 import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/aggregated/sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError } from '../src/aggregated/selectors.js';
+import { watchStartOf, watchTimeoutMs } from '../src/aggregated/watch-params.js';
 
 const sandbox = sandboxObject(
   {
@@ -161,5 +162,38 @@ describe('the Sandbox API flags', () => {
     expect(() => parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-cert-file=/c')).toThrow(ConfigError);
     expect(() => parse('--aggregated-tls-cert-file=/c', '--aggregated-tls-key-file=/k')).toThrow(/--aggregated-listen/);
     expect(() => parse('--aggregated-listen=nonsense')).toThrow(/--aggregated-listen/);
+  });
+});
+
+describe("a watch's parameters", () => {
+  const minutes = 60_000;
+  const timeouts = { defaultMs: 30 * minutes, random: () => 0.5 };
+
+  it('starts with the current objects for resourceVersion "" or "0" or sendInitialEvents, else after a decimal one', () => {
+    expect(watchStartOf(null, false)).toEqual({ initial: true });
+    expect(watchStartOf('0', false)).toEqual({ initial: true });
+    expect(watchStartOf('42', true)).toEqual({ initial: true });
+    expect(watchStartOf('42', false)).toEqual({ initial: false, since: 42 });
+  });
+
+  it('refuses a resourceVersion that is not a decimal integer with 400 BadRequest', () => {
+    for (const text of ['abc', '-1', '1.5', '1e3', ' 1', '0x10', '99999999999999999999']) {
+      expect(() => watchStartOf(text, false), text).toThrow(ApiError);
+      expect(() => watchStartOf(text, true), text).toThrow(expect.objectContaining({ reason: 'BadRequest' }));
+    }
+  });
+
+  it('lasts timeoutSeconds, at most twice the default, and between once and twice the default without one', () => {
+    expect(watchTimeoutMs('5', timeouts)).toBe(5_000);
+    expect(watchTimeoutMs('2147484', timeouts)).toBe(60 * minutes);
+    expect(watchTimeoutMs(String(Number.MAX_SAFE_INTEGER), timeouts)).toBe(60 * minutes);
+    expect(watchTimeoutMs(null, timeouts)).toBe(45 * minutes);
+    expect(watchTimeoutMs('0', timeouts)).toBe(45 * minutes);
+    expect(watchTimeoutMs(null, { ...timeouts, random: () => 0 })).toBe(30 * minutes);
+  });
+
+  it('refuses a timeoutSeconds that is not an integer with 400 BadRequest', () => {
+    for (const text of ['abc', '1.5', '1e3', ' 5'])
+      expect(() => watchTimeoutMs(text, timeouts), text).toThrow(expect.objectContaining({ reason: 'BadRequest' }));
   });
 });

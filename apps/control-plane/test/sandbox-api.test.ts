@@ -6,13 +6,22 @@
 // Redis is real. Nothing here is served from etcd.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { apiVersionOf, claimBodySchema, SandboxType, type ClaimBody, type Sandbox } from '@warmpool/api';
+import {
+  apiVersionOf,
+  claimBodySchema,
+  claimNameOf,
+  parseNodeClaimRef,
+  SandboxType,
+  type ClaimBody,
+  type Sandbox,
+} from '@warmpool/api';
 import {
   etcdKeyCount,
   eventually,
   findBinary,
   issueCertificate,
   ManagedChild,
+  sandboxClaim,
   template,
   warmPool,
   type TestCluster,
@@ -25,13 +34,18 @@ import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
-import { callDirect, registerSandboxApi, servingPki, type ServingPki } from './support/sandbox-api.js';
+import { callDirect, registerSandboxApi, servingPki, watchDirect, type ServingPki } from './support/sandbox-api.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-sandbox-api-tests';
 const IMAGE = 'registry.test/sandbox-api:1';
 
 describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, agents; kubectl only)', () => {
+  /** Whether a node's claim_ref (or an inventory entry's) names the claim `name` of this spec's namespace. */
+  const heldAs = (nodeRef: string | undefined, name: string): boolean => {
+    const owner = parseNodeClaimRef(nodeRef);
+    return owner !== undefined && owner.namespace === ns && claimNameOf(owner).name === name;
+  };
   let world: TestWorld;
   let cluster: TestCluster;
   let redis: TestRedis;
@@ -213,7 +227,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
           (c) =>
             inventories.items
               .find((i) => i.metadata.name === c.node)
-              ?.status?.entries?.some((e) => e.claimRef === `${ns}/${c.claimRef}` && e.id === c.id) === true,
+              ?.status?.entries?.some((e) => heldAs(e.claimRef, c.claimRef) && e.id === c.id) === true,
         );
       },
       { what: "the claims in their nodes' NodeInventory entries", timeoutMs: 20_000 },
@@ -273,7 +287,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     };
     const created = await kubectl(cluster, ['create', '-n', ns, '-f', '-'], JSON.stringify(body));
     expect(created).toContain('sandbox.agents.x-k8s.io/made-by-kubectl created');
-    const held = (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/made-by-kubectl`);
+    const held = (await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'made-by-kubectl'));
     expect(held).toHaveLength(1);
     expect((await getJson(['get', 'sandbox', 'made-by-kubectl', '-n', ns])).status?.nodeName).toBe(held[0]?.node);
     const again = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(body) });
@@ -294,12 +308,12 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       input: JSON.stringify({ ...body, metadata: { name: 'no-spec' }, spec: {} }),
     });
     expect(noSpec.stderr).toContain('spec.warmPoolRef');
-    expect((await claimsOnNodes(fleet, TOKEN)).some((c) => c.claimRef === `${ns}/no-spec`)).toBe(false);
+    expect((await claimsOnNodes(fleet, TOKEN)).some((c) => heldAs(c.claimRef, 'no-spec'))).toBe(false);
 
     expect(await kubectl(cluster, ['delete', 'sandbox', 'made-by-kubectl', '-n', ns])).toContain(
       '"made-by-kubectl" deleted',
     );
-    expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef === `${ns}/made-by-kubectl`)).toEqual([]);
+    expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'made-by-kubectl'))).toEqual([]);
     const gone = await cluster.kubectl(['get', 'sandbox', 'made-by-kubectl', '-n', ns]);
     expect(gone.stderr).toContain('NotFound');
   });
@@ -312,7 +326,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(await kubectl(cluster, ['get', 'sandbox', 'guarded-1', '-n', ns, '--as=viewer'])).toContain('guarded-1');
     const deleting = await cluster.kubectl(['delete', 'sandbox', 'guarded-1', '-n', ns, '--as=viewer']);
     expect(deleting.stderr).toContain('Forbidden');
-    expect((await claimsOnNodes(fleet, TOKEN)).some((c) => c.claimRef === `${ns}/guarded-1`)).toBe(true);
+    expect((await claimsOnNodes(fleet, TOKEN)).some((c) => heldAs(c.claimRef, 'guarded-1'))).toBe(true);
   });
 
   it('refuses, itself, anyone but the front proxy, anonymous requests, and users the SubjectAccessReview denies', async () => {
@@ -404,6 +418,200 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect(Number(events[1]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(
       Number(events[0]?.object.metadata.resourceVersion),
     );
+  });
+
+  it("refuses to delete a SandboxClaim's sandbox (409 Conflict: delete the SandboxClaim instead) and releases nothing", async () => {
+    await apply(cluster, sandboxClaim(ns, 'victim', 'python'));
+    const readyClaim = async (): Promise<{ id: string | undefined; ready: string | undefined }> => {
+      const claim = JSON.parse(await kubectl(cluster, ['get', 'sandboxclaim', 'victim', '-n', ns, '-o', 'json'])) as {
+        metadata: { annotations?: Record<string, string> };
+        status?: { conditions?: Array<{ type: string; status: string }> };
+      };
+      return {
+        id: claim.metadata.annotations?.['warmpool.dev/sandbox-id'],
+        ready: claim.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+      };
+    };
+    await eventually(async () => (await readyClaim()).ready === 'True', { what: 'SandboxClaim victim Ready' });
+    const { id } = await readyClaim();
+    // Someone who may delete Sandboxes and nothing else: no rights on SandboxClaims.
+    await kubectl(cluster, [
+      'create',
+      'role',
+      'sandbox-deleter',
+      '-n',
+      ns,
+      '--verb=delete',
+      '--resource=sandboxes.agents.x-k8s.io',
+    ]);
+    await kubectl(cluster, [
+      'create',
+      'rolebinding',
+      'sandbox-deleter',
+      '-n',
+      ns,
+      '--role=sandbox-deleter',
+      '--user=deleter',
+    ]);
+
+    const deleting = await cluster.kubectl(['delete', 'sandbox', 'victim', '-n', ns, '--as=deleter']);
+    expect(deleting.code).not.toBe(0);
+    expect(deleting.stderr).toContain('Conflict');
+    expect(deleting.stderr).toContain('delete the SandboxClaim instead');
+    const direct = await callDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/victim`,
+      {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'deleter' },
+        method: 'DELETE',
+      },
+    );
+    expect(direct).toMatchObject({ status: 409, body: { kind: 'Status', reason: 'Conflict', code: 409 } });
+    // Nor by its sandbox id, which names no Sandbox.
+    const byId = await callDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/${id}`,
+      {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' },
+        method: 'DELETE',
+      },
+    );
+    expect(byId).toMatchObject({ status: 404, body: { kind: 'Status', reason: 'NotFound' } });
+
+    expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'victim')).map((c) => c.id)).toEqual([
+      id,
+    ]);
+    expect(await readyClaim()).toEqual({ id, ready: 'True' });
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'victim', '-n', ns]);
+  });
+
+  it('creates a name exactly once: of 10 parallel creates over two replicas, one 201, nine 409 AlreadyExists, one sandbox', async () => {
+    const second = await world.controlPlane('default', {
+      claims: world.claimsOptions(),
+      sandboxApi: {
+        listen: { host: '127.0.0.1', port: 0 },
+        tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },
+      },
+    });
+    try {
+      await eventually(
+        () => second.claims?.notReadyReasons().length === 0 && second.sandboxApi?.notReadyReasons().length === 0,
+        {
+          what: 'the second replica ready to claim and to serve Sandboxes',
+        },
+      );
+      const ports = [port, Number(new URL(second.sandboxApi?.url ?? 'https://x:0').port)];
+      const body = {
+        apiVersion: apiVersionOf(SandboxType),
+        kind: SandboxType.kind,
+        metadata: { name: 'once' },
+        spec: { warmPoolRef: { name: 'python' } },
+      };
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          callDirect(ports[i % 2] ?? port, pki.ca.certPem, `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`, {
+            client: cluster.pki.frontProxyClient,
+            headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' },
+            method: 'POST',
+            body,
+          }),
+        ),
+      );
+      expect(answers.map((a) => a.status).sort()).toEqual([201, ...Array<number>(9).fill(409)]);
+      for (const refused of answers.filter((a) => a.status === 409))
+        expect(refused.body).toMatchObject({ kind: 'Status', reason: 'AlreadyExists', details: { name: 'once' } });
+      expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'once'))).toHaveLength(1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses a create of a name whose claim the index lost, from what the Sandbox view holds: 409, no second sandbox', async () => {
+    const body = {
+      apiVersion: apiVersionOf(SandboxType),
+      kind: SandboxType.kind,
+      metadata: { name: 'index-lost' },
+      spec: { warmPoolRef: { name: 'python' } },
+    };
+    await kubectl(cluster, ['create', '-n', ns, '-f', '-'], JSON.stringify(body));
+    await eventually(() => cp.sandboxApi?.view.get(ns, 'index-lost') !== undefined, { what: 'index-lost in the view' });
+    const scope = { namespace: ns, door: 'http' } as const;
+    const record = await cp.claims?.lookup(scope, 'index-lost');
+    expect(record).toBeDefined();
+    // Redis may lose any key.
+    const admin = new Redis(redis.url);
+    try {
+      await admin.del(
+        cp.claims?.index.refKey(scope, 'index-lost') ?? '',
+        cp.claims?.index.idKey(ns, record?.id ?? '') ?? '',
+      );
+      const again = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(body) });
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toContain('AlreadyExists');
+      expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'index-lost'))).toHaveLength(1);
+    } finally {
+      admin.disconnect();
+      // As it was, for the specs after this one.
+      if (record !== undefined) await cp.claims?.index.record(record, '');
+    }
+  });
+
+  it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number', async () => {
+    const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true`;
+    for (const query of ['resourceVersion=abc', 'resourceVersion=-1', 'timeoutSeconds=abc', 'timeoutSeconds=1.5']) {
+      const answer = await callDirect(port, pki.ca.certPem, `${path}&${query}`, {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'viewer' },
+      });
+      expect(answer, query).toMatchObject({ status: 400, body: { kind: 'Status', reason: 'BadRequest', code: 400 } });
+    }
+  });
+
+  it("sends a watch's response headers at once, before any event (client-go's Watch() waits for them)", async () => {
+    const watch = watchDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&fieldSelector=metadata.name%3Dno-such-sandbox&timeoutSeconds=600`,
+      { client: cluster.pki.frontProxyClient, headers: { 'x-remote-user': 'viewer' } },
+    );
+    try {
+      await eventually(() => watch.response !== undefined, { what: 'the response headers of a watch with no event' });
+      expect(watch.response?.status).toBe(200);
+      expect(watch.response?.headers['content-type']).toBe('application/json');
+      expect(watch.events()).toEqual([]);
+      expect(watch.ended).toBe(false);
+    } finally {
+      watch.close();
+    }
+  });
+
+  it('keeps a watch open for a timeoutSeconds past what a timer holds (capped, never overflowing)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    const watch = watchDirect(
+      port,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&fieldSelector=metadata.name%3Dlong-watched&timeoutSeconds=2147484`,
+      { client: cluster.pki.frontProxyClient, headers: { 'x-remote-user': 'viewer' } },
+    );
+    try {
+      await eventually(() => watch.response !== undefined, { what: 'the watch answered' });
+      await claim({ claimRef: 'long-watched' });
+      await eventually(
+        () => watch.events().some((e) => e.type === 'ADDED' && e.object.metadata?.name === 'long-watched'),
+        { what: () => `ADDED long-watched on the watch (ended: ${watch.ended})` },
+      );
+      expect(watch.ended).toBe(false);
+      expect(warnings).not.toContain('TimeoutOverflowWarning');
+    } finally {
+      watch.close();
+      process.off('warning', onWarning);
+    }
   });
 
   it('keeps no Sandbox in etcd: only the pools, templates and one NodeInventory per node', async () => {

@@ -79,8 +79,11 @@ export const claimOutcomeSchema = z.discriminatedUnion('ok', [
     ok: z.literal(true),
     claimRef: z.string(),
     grant: claimRecordSchema,
-    /** Served before this job (a replay of its claimRef), not for it. */
-    replayed: z.boolean().optional(),
+    /**
+     * True when a node claim was made for this job's own reservation, for the first of the claimRef's positions in
+     * the job; absent when it answers a claim served before, or one this run only found (a replay, or not known).
+     */
+    fresh: z.literal(true).optional(),
   }),
   z.object({
     ok: z.literal(false),

@@ -9,6 +9,7 @@ export type StatusReason =
   | 'Forbidden'
   | 'NotFound'
   | 'AlreadyExists'
+  | 'Conflict'
   | 'Invalid'
   | 'Expired'
   | 'MethodNotAllowed'
@@ -26,6 +27,7 @@ export const STATUS_CODES: Record<StatusReason, number> = {
   MethodNotAllowed: 405,
   NotAcceptable: 406,
   AlreadyExists: 409,
+  Conflict: 409,
   Expired: 410,
   Invalid: 422,
   TooManyRequests: 429,

@@ -5,6 +5,7 @@ import {
   AGENTS_GROUP,
   SandboxType,
   type NodeInventory,
+  type SandboxClaim,
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
@@ -37,8 +38,16 @@ export interface SandboxApiOptions {
   inventories: Informer<NodeInventory>;
   pools: Informer<SandboxWarmPool>;
   templates: Informer<SandboxTemplate>;
-  /** With provisioning: create / delete, get through the claim index, and the claim events. */
-  claims?: { pipeline: ProvisioningPipeline; redisUrl: string; eventsKey: string };
+  /**
+   * With provisioning: create / delete, get through the claim index, and the claim events; the SandboxClaim cache
+   * tells delete which sandboxes are SandboxClaims'.
+   */
+  claims?: {
+    pipeline: ProvisioningPipeline;
+    redisUrl: string;
+    eventsKey: string;
+    sandboxClaims: Informer<SandboxClaim>;
+  };
   /** The fleet token, to ask a node about a claim. */
   token: TokenSource;
   /** The driver's address check: a node is asked (with the fleet token) only at an address its Node vouches for. */
@@ -83,6 +92,7 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
   const addressOf = (node: string): string | undefined =>
     options.inventories.lister.get(node)?.spec?.address || undefined;
   const pipeline = options.claims?.pipeline;
+  const sandboxClaims = options.claims?.sandboxClaims;
   const reader = new SandboxReader({
     view,
     ...(pipeline !== undefined
@@ -139,6 +149,14 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
       authorize: (user, namespace, verb, name) => reviewer.authorize(user, namespace, verb, name),
     },
     ...(pipeline !== undefined ? { claims: pipeline } : {}),
+    ...(sandboxClaims !== undefined
+      ? {
+          sandboxClaims: {
+            hasSynced: () => sandboxClaims.hasSynced(),
+            get: (namespace: string, name: string) => sandboxClaims.lister.get(namespace, name),
+          },
+        }
+      : {}),
     metrics: new SandboxApiMetrics(options.registry, () => view.size),
     logger: logger.child({ component: 'server' }),
   });

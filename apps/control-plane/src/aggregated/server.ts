@@ -49,11 +49,18 @@ import {
 import { factsOfGrant, ServedSandbox } from './sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './selectors.js';
 import type { SandboxChange, SandboxView } from './view.js';
+import { watchStartOf, watchTimeoutMs } from './watch-params.js';
 
 export type SandboxVerb = 'get' | 'list' | 'watch' | 'create' | 'delete';
 
 export interface SandboxAuthorizer {
   authorize(user: UserInfo, namespace: string, verb: SandboxVerb, name?: string): Promise<boolean>;
+}
+
+/** What delete asks of the SandboxClaim cache (the apiserver's word, which survives Redis losing the claim index). */
+export interface SandboxClaimCache {
+  hasSynced(): boolean;
+  get(namespace: string, name: string): unknown;
 }
 
 export interface SandboxApiServerOptions {
@@ -68,12 +75,20 @@ export interface SandboxApiServerOptions {
   authorizer: SandboxAuthorizer;
   /** create and delete claim and release through it; without it they answer 405. */
   claims?: ClaimService;
+  /**
+   * The SandboxClaim cache: a SandboxClaim's sandbox is released only by deleting the SandboxClaim (its finalizer
+   * releases it and its Secret names it), never behind its back; delete answers 503 until the cache is synced.
+   */
+  sandboxClaims?: SandboxClaimCache;
   metrics?: SandboxApiMetrics;
   logger: Logger;
   now?: () => number;
   /** Bookmarks on watches that allow them, this often (default 15 s). */
   bookmarkIntervalMs?: number;
-  /** A watch without timeoutSeconds ends after this long (default 30 min), as the apiserver's do. */
+  /**
+   * A watch without timeoutSeconds ends after between this and twice this (default 30 min), as the apiserver's do;
+   * none lasts longer than twice this.
+   */
   defaultWatchTimeoutMs?: number;
 }
 
@@ -332,25 +347,26 @@ export class SandboxApiServer {
   ): void {
     const match = matcherOf(query);
     const { view } = this.#options;
-    const rvText = query.get('resourceVersion') ?? '';
-    const sendInitial = query.get('sendInitialEvents') === 'true' || rvText === '' || rvText === '0';
+    const start = watchStartOf(query.get('resourceVersion'), query.get('sendInitialEvents') === 'true');
+    const timeoutMs = watchTimeoutMs(query.get('timeoutSeconds'), {
+      defaultMs: this.#options.defaultWatchTimeoutMs ?? 30 * 60_000,
+    });
     const inScope = (served: ServedSandbox): boolean =>
       (namespace === undefined || served.facts.namespace === namespace) && match(served);
 
     // Everything up to now is read before the subscription, synchronously: no change can fall between.
     let replay: SandboxChange[] = [];
     let initial: ServedSandbox[] = [];
-    if (sendInitial) {
+    if (start.initial) {
       initial = [...view.items(namespace)].filter((served) => match(served));
     } else {
-      const since = Number(rvText);
-      const changes = Number.isSafeInteger(since) ? view.changesSince(since) : 'gone';
+      const changes = view.changesSince(start.since);
       if (changes === 'gone') {
         res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
         const gone: KubeStatus = statusOf(
           new ApiError(
             'Expired',
-            `too old resource version: ${rvText} (this replica's history starts later, or it was another replica's); list again`,
+            `too old resource version: ${start.since} (this replica's history starts later, or it was another replica's); list again`,
           ),
         );
         res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
@@ -364,6 +380,8 @@ export class SandboxApiServer {
       'cache-control': 'no-cache',
       'transfer-encoding': 'chunked',
     });
+    // At once, not with the first event: client-go's Watch() returns only once it has the response headers.
+    res.flushHeaders();
     let headersSent = false;
     const encode = (type: WatchEventType, served: ServedSandbox, rv: number | string): string => {
       let object: unknown;
@@ -413,11 +431,6 @@ export class SandboxApiServer {
       // A client that does not read is let go rather than buffered without bound; it relists and watches again.
       if (res.writableLength > MAX_WATCH_BACKLOG_BYTES) end();
     });
-    const timeoutSeconds = Number(query.get('timeoutSeconds') ?? '');
-    const timeoutMs =
-      Number.isFinite(timeoutSeconds) && timeoutSeconds > 0
-        ? timeoutSeconds * 1000
-        : (this.#options.defaultWatchTimeoutMs ?? 30 * 60_000);
     const timers = [setTimeout(() => end(), timeoutMs)];
     if (bookmarks)
       timers.push(setInterval(() => res.write(bookmark(false)), this.#options.bookmarkIntervalMs ?? 15_000));
@@ -480,14 +493,15 @@ export class SandboxApiServer {
         'Sandbox is invalid: metadata.name: Required value: name or generateName is required',
         { group: AGENTS_GROUP, kind: SandboxType.kind },
       );
-    // A claimRef answers its live sandbox again (idempotency); a Sandbox create must not: it already exists.
-    if ((await claims.lookup({ namespace, door: 'http' }, name)) !== undefined) {
-      throw new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, {
-        name,
-        group: AGENTS_GROUP,
-        kind: PLURAL,
-      });
-    }
+    // A claimRef answers its live sandbox again (idempotency); a Sandbox create must not: exactly one create of a
+    // name is answered 201. Looked up first (the index or the nodes, and the view, which also holds what the nodes
+    // published), then decided by the claim itself: only the one call whose order had the sandbox claimed is fresh,
+    // however many replicas serve creates of that name at once.
+    if (
+      (await claims.lookup({ namespace, door: 'http' }, name)) !== undefined ||
+      this.#options.view.get(namespace, name) !== undefined
+    )
+      throw alreadyExists(name);
     const grant = await claims.claim(
       {
         namespace,
@@ -501,6 +515,7 @@ export class SandboxApiServer {
       },
       { signal: abortOnClose(res) },
     );
+    if (grant.fresh !== true) throw alreadyExists(name);
     const facts = { ...factsOfGrant(namespace, name, grant), claimedAt: new Date(this.#now()).toISOString() };
     const full = new ServedSandbox(facts, this.#options.view.resourceVersion);
     this.#sendJson(res, 201, this.#represent([full], representation, this.#options.view.resourceVersion, false));
@@ -513,7 +528,25 @@ export class SandboxApiServer {
         'MethodNotAllowed',
         'delete needs provisioning (--redis-url): this control plane cannot release',
       );
-    if (!(await claims.release({ namespace, door: 'http' }, name))) throw notFound(name);
+    const sandboxClaims = this.#options.sandboxClaims;
+    if (sandboxClaims === undefined || !sandboxClaims.hasSynced())
+      throw new ApiError(
+        'ServiceUnavailable',
+        `the SandboxClaim cache is not synced yet: cannot tell whether sandbox "${name}" is a SandboxClaim's`,
+        { retryAfterSeconds: 1 },
+      );
+    if (sandboxClaims.get(namespace, name) !== undefined)
+      throw new ApiError(
+        'Conflict',
+        `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (its finalizer releases the sandbox)`,
+        { name, group: AGENTS_GROUP, kind: PLURAL },
+      );
+    // Only an HTTP claim's Sandbox is released here (a SandboxClaim's is in another key space), and by its id: exactly
+    // the sandbox checked, even if the name were claimed again in between. A Sandbox is named by its claimRef only.
+    const scope = { namespace, door: 'http' } as const;
+    const grant = await claims.lookup(scope, name);
+    if (grant === undefined || grant.claimRef !== name) throw notFound(name);
+    if (!(await claims.release(scope, grant.id))) throw notFound(name);
     const done: KubeStatus = {
       kind: 'Status',
       apiVersion: 'v1',
@@ -582,6 +615,14 @@ function matcherOf(query: URLSearchParams): (served: ServedSandbox) => boolean {
     if (err instanceof SelectorError) throw new ApiError('BadRequest', err.message);
     throw err;
   }
+}
+
+function alreadyExists(name: string): ApiError {
+  return new ApiError('AlreadyExists', `sandboxes.${AGENTS_GROUP} "${name}" already exists`, {
+    name,
+    group: AGENTS_GROUP,
+    kind: PLURAL,
+  });
 }
 
 function methodNotAllowed(method: string): ApiError {

@@ -159,7 +159,13 @@ export class BatchClaimer {
     await this.#options.index.dropReservations(failed.filter((w) => !w.keepReservation).map(entryOf), job.id);
     for (const work of failed) emit(work.outcome as ClaimOutcome);
     const byRef = new Map(works.map((w) => [w.claim.claimRef, w]));
-    return job.data.claims.map((claim) => (byRef.get(claim.claimRef) as Work).outcome as ClaimOutcome);
+    const answered = new Set<string>();
+    return job.data.claims.map((claim) => {
+      const outcome = (byRef.get(claim.claimRef) as Work).outcome as ClaimOutcome;
+      const first = !answered.has(claim.claimRef);
+      answered.add(claim.claimRef);
+      return first ? outcome : replayOf(outcome);
+    });
   }
 
   #worksOf(data: BatchJob): Work[] {
@@ -278,7 +284,7 @@ export class BatchClaimer {
     this.#options.metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
     if (answer.ok) {
       if (answer.claim.owner_addr !== '') this.#ownerAddrs.set(tried.node, answer.claim.owner_addr);
-      await this.#served(job, work, grantOf(job.data, work, tried, answer.claim), tried, emit);
+      await this.#served(job, work, grantOf(job.data, work, tried, answer.claim), tried, emit, true);
       return;
     }
     work.lastRefusal = answer.refusal;
@@ -485,6 +491,7 @@ export class BatchClaimer {
     grant: ClaimRecord,
     tried: TriedNode,
     emit: (outcome: ClaimOutcome) => void,
+    claimedNow = false,
   ): Promise<void> {
     if (work.outcome !== undefined) return;
     const recorded = await this.#options.index.record(grant, job.id);
@@ -506,7 +513,8 @@ export class BatchClaimer {
       work.keepReservation = true;
       return;
     }
-    work.outcome = { ok: true, claimRef: work.claim.claimRef, grant };
+    // Fresh only for a node claim this run made: a claim found on a node may have been served for another caller.
+    work.outcome = { ok: true, claimRef: work.claim.claimRef, grant, ...(claimedNow ? { fresh: true as const } : {}) };
     emit(work.outcome);
   }
 
@@ -518,9 +526,16 @@ export class BatchClaimer {
       fail(work, 'ClaimRefInUse', `claimRef ${work.claim.claimRef} is held by another owner`);
       return;
     }
-    work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: record, replayed: true };
+    work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: record };
     emit(work.outcome);
   }
+}
+
+/** The outcome as a claimRef's later positions in a job get it: one sandbox, fresh for its first caller only. */
+export function replayOf(outcome: ClaimOutcome): ClaimOutcome {
+  if (!outcome.ok || outcome.fresh === undefined) return outcome;
+  const { fresh: _fresh, ...replay } = outcome;
+  return replay;
 }
 
 interface Plan {

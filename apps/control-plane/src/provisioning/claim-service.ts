@@ -89,10 +89,21 @@ export interface ClaimGrant {
   owner: string;
   /** With door 'fed': the peer that owns it. */
   peer?: string;
-  /** True when this answer is a claim served before (a replay of its claimRef), not one served for this call. */
-  replayed?: boolean;
   /** Set when a peer cluster serves it (a spilled Env claim). */
   cluster?: string;
+}
+
+/** What claim() answers: the grant, and whether this very call had it served. */
+export interface ServedGrant extends ClaimGrant {
+  /**
+   * True when this call's order had the sandbox claimed on a node; absent when
+   * the claimRef was served before (or meanwhile, for another call), or when
+   * that is not known (a claim found on a node rather than claimed). Decided by
+   * the claimRef's reservation in the claim index, so it holds across
+   * replicas: of calls racing with one claimRef, at most one is fresh. Never
+   * stored in the index.
+   */
+  fresh?: true;
 }
 
 export interface ClaimCallOptions {
@@ -125,7 +136,7 @@ export interface ClaimService {
    * (the HTTP API generated it) has its sandbox released once served; one with
    * a client claimRef keeps it for the client's retry until its TTL.
    */
-  claim(order: ClaimOrder, options?: ClaimCallOptions): Promise<ClaimGrant>;
+  claim(order: ClaimOrder, options?: ClaimCallOptions): Promise<ServedGrant>;
   /**
    * The live claim by its sandbox id or its claimRef within a scope: from the
    * shared index, else from the nodes (the source of truth; what they hold is

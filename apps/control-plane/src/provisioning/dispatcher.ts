@@ -130,7 +130,7 @@ export class ClaimDispatcher {
     for (const outcome of reply.outcomes) {
       const item = late.items[outcome.index];
       if (item === undefined || late.answered[outcome.index] === true) continue;
-      if (outcome.ok && outcome.replayed !== true && item.order.claimRefGenerated === true)
+      if (outcome.ok && item.order.claimRefGenerated === true)
         this.#options.releaseUnanswered(outcome.grant, 'answered after the caller timed out');
     }
   }
@@ -138,7 +138,7 @@ export class ClaimDispatcher {
 
 function answer(item: PendingClaim, outcome: ClaimOutcome): void {
   if (outcome.ok) {
-    item.resolve(outcome.replayed === true ? { ...outcome.grant, replayed: true } : outcome.grant);
+    item.resolve(outcome.fresh === true ? { ...outcome.grant, fresh: true } : outcome.grant);
     return;
   }
   const retry = outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {};

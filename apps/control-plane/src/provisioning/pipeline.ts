@@ -29,6 +29,7 @@ import {
   ClaimFailure,
   type ClaimCallOptions,
   type ClaimGrant,
+  type ServedGrant,
   type ClaimOrder,
   type ClaimScope,
   type ClaimService,
@@ -203,7 +204,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     logger.info('provisioning started', { replica, redis: redactUrl(options.redisUrl), ...settings });
   };
 
-  const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ClaimGrant> => {
+  const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ServedGrant> => {
     const started = performance.now();
     try {
       const grant = await submit(order, callOptions.signal);
@@ -218,7 +219,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   };
 
   /** Adds the order to its pool's batch; with a signal, a caller who gives up is answered Timeout at once. */
-  const submit = (order: ClaimOrder, signal: AbortSignal | undefined): Promise<ClaimGrant> => {
+  const submit = (order: ClaimOrder, signal: AbortSignal | undefined): Promise<ServedGrant> => {
     const reasons = notReadyReasons();
     if (reasons.length > 0)
       return Promise.reject(
@@ -231,13 +232,13 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     if (signal === undefined) return answer;
     // Nobody can come back for a sandbox served under a generated claimRef: released when its caller is gone.
     const abandon = (grant: ClaimGrant): void => {
-      if (order.claimRefGenerated === true && grant.replayed !== true) releaseUnanswered(grant, 'the caller gave up');
+      if (order.claimRefGenerated === true) releaseUnanswered(grant, 'the caller gave up');
     };
     if (signal.aborted) {
       void answer.then(abandon, () => undefined);
       return Promise.reject(new ClaimFailure('Timeout', 'the caller gave up'));
     }
-    return new Promise<ClaimGrant>((resolve, reject) => {
+    return new Promise<ServedGrant>((resolve, reject) => {
       let gaveUp = false;
       const onAbort = (): void => {
         gaveUp = true;

@@ -8,14 +8,14 @@
 // out at once.
 import { Batcher, type Batch, type BatcherOptions } from '@warmpool/batcher';
 import type { PoolKey } from '@warmpool/api';
-import { ClaimFailure, type ClaimGrant, type ClaimOrder } from './claim-service.js';
+import { ClaimFailure, type ClaimOrder, type ServedGrant } from './claim-service.js';
 
 /** A claim waiting in a batch, with the way to answer its caller. */
 export interface PendingClaim {
   readonly order: ClaimOrder;
   /** performance.now() when it was added. */
   readonly addedAt: number;
-  resolve(grant: ClaimGrant): void;
+  resolve(grant: ServedGrant): void;
   reject(failure: ClaimFailure): void;
 }
 
@@ -71,12 +71,12 @@ export class Provisioner {
    * Enqueues a claim; the promise settles with its own result when its batch is done.
    * Rejects ClaimFailure('PoolNotFound') once stop() was called.
    */
-  add(order: ClaimOrder): Promise<ClaimGrant> {
+  add(order: ClaimOrder): Promise<ServedGrant> {
     if (this.#batcher.closed)
       return Promise.reject(
         new ClaimFailure('PoolNotFound', `SandboxWarmPool ${this.namespace}/${this.name} is going away`),
       );
-    return new Promise<ClaimGrant>((resolve, reject) => {
+    return new Promise<ServedGrant>((resolve, reject) => {
       this.#batcher.add({ order, addedAt: performance.now(), resolve, reject });
     });
   }

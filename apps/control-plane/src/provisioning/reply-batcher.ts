@@ -2,6 +2,7 @@
 // position of its claimRef in the batch; outcomes that become final in the
 // same tick share one reply (one LPUSH when the caller is another replica).
 import type { BatchJob, BatchReply, ClaimOutcome, IndexedOutcome } from '@warmpool/api';
+import { replayOf } from './batch-claimer.js';
 
 export class ReplyBatcher {
   readonly #jobId: string;
@@ -23,7 +24,9 @@ export class ReplyBatcher {
 
   add(outcome: ClaimOutcome): void {
     if (this.#pending.length === 0) setImmediate(() => this.#flush());
-    for (const index of this.#positions.get(outcome.claimRef) ?? []) this.#pending.push({ ...outcome, index });
+    (this.#positions.get(outcome.claimRef) ?? []).forEach((index, i) =>
+      this.#pending.push({ ...(i === 0 ? outcome : replayOf(outcome)), index }),
+    );
   }
 
   /** Resolves once every outcome added so far is delivered; rejects when one could not be. */
