@@ -96,7 +96,12 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
       const replicaUrl = (i % 2 === 0 ? a : b).claimsUrl ?? '';
       const got = await callClaims(replicaUrl, 'GET', path(`/${sandbox.claimRef}`), alice);
       expect(got.status).toBe(200);
-      expect(claimBodySchema.parse(got.body)).toMatchObject({ id: sandbox.id, node: sandbox.node });
+      // Rebuilt from the node alone, with the owner address its NodeInventory publishes.
+      expect(claimBodySchema.parse(got.body)).toMatchObject({
+        id: sandbox.id,
+        node: sandbox.node,
+        ownerAddr: sandbox.ownerAddr,
+      });
       expect(JSON.stringify(got.body)).not.toContain(sandbox.token ?? '-');
       const byId = await callClaims(replicaUrl, 'GET', path(`/${sandbox.id}`), alice);
       expect(byId.status).toBe(200);

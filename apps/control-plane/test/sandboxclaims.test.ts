@@ -323,6 +323,58 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(await getSecret(ns, 'racing')).toBeUndefined();
   });
 
+  it('leaves no Secret and no claimed sandbox of 20 claims deleted as their batch lands, round after round', async () => {
+    const ns = await world.namespace('midbatch');
+    await drivenPool(ns, 'pool', 30);
+    const rounds = [0, 2, 5, 10, 20];
+    for (const [round, deleteAfterMs] of rounds.entries()) {
+      const names = Array.from({ length: 20 }, (_, i) => `r${round}-c${i}`);
+      // The agents are paused while the claims' batch reaches them; they resume and the claims are deleted a little
+      // later each round, so deletions land before, while and after the answers (no finalizer on them yet).
+      for (const node of fleet.nodes) node.agent?.kill('SIGSTOP');
+      try {
+        await Promise.all(names.map((name) => claimClient.create(sandboxClaim(ns, name, 'pool'))));
+        await sleep(300);
+      } finally {
+        for (const node of fleet.nodes) node.agent?.kill('SIGCONT');
+      }
+      await sleep(deleteAfterMs);
+      await Promise.all(names.map((name) => ignoreNotFound(claimClient.delete({ namespace: ns, name }))));
+    }
+    await eventually(async () => (await claimClient.list({ namespace: ns })).items.length === 0, {
+      what: 'every claim to be deleted',
+    });
+    const heldInNamespace = async (): Promise<SandboxRow[]> =>
+      (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref?.startsWith(`${ns}/`));
+    await eventually(
+      async () => {
+        const held = await heldInNamespace();
+        if (held.length > 0) throw new Error(`still held: ${JSON.stringify(held)}`);
+        return true;
+      },
+      { what: "the nodes to hold none of the deleted claims' sandboxes" },
+    );
+    const secretsLeft = async (): Promise<string[]> =>
+      (await secretClient.list({ namespace: ns })).items
+        .filter((secret) => secret.type === 'warmpool.dev/sandbox')
+        .map((secret) => secret.metadata.name ?? '');
+    // No garbage collector runs here: whatever the controller does not delete itself stays.
+    await eventually(
+      async () => {
+        const left = await secretsLeft();
+        if (left.length > 0) throw new Error(`Secrets of deleted claims left: ${left.join(', ')}`);
+        return true;
+      },
+      {
+        what: 'no Secret of a deleted claim to be left',
+        timeoutMs: 15_000,
+      },
+    );
+    await sleep(1_000);
+    expect(await secretsLeft(), 'no Secret written late').toEqual([]);
+    expect(await heldInNamespace(), 'no sandbox claimed late').toEqual([]);
+  });
+
   it('releases the sandbox of a claim deleted while the control plane was down, once it is back (finalizer)', async () => {
     const ns = await world.namespace('down');
     await drivenPool(ns, 'pool');

@@ -26,6 +26,7 @@ import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
 import { NodeState } from './node-state.js';
+import { OwnerAddress } from './owner-address.js';
 import { SandboxdClient } from './sandboxd/client.js';
 
 export interface NodeAgentOptions {
@@ -141,6 +142,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     logger,
     metrics,
   });
+  const ownerAddress = new OwnerAddress(logger);
   let publisher: InventoryPublisher | undefined;
   let server: HttpServer | undefined;
   let tokenWatch: TokenFileWatch | undefined;
@@ -167,6 +169,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     gatekeeper: new Gatekeeper(token),
     generations,
     state,
+    ownerAddress,
     metrics,
     inFlight,
     notReadyReasons,
@@ -177,7 +180,11 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     metrics.appliedGeneration(generation);
     publisher?.changed();
   });
-  state.onInfo(() => publisher?.changed());
+  state.onInfo((info) => {
+    ownerAddress.learnFromInfo(info);
+    publisher?.changed();
+  });
+  ownerAddress.onChange(() => publisher?.changed());
 
   const start = async (): Promise<{ url: string; address: HostPort }> => {
     if (!token.configured)
@@ -214,6 +221,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
         generations,
         currentInfo: (): NodeInfo | undefined => state.info,
+        ownerAddress,
         readClaims: () => readNodeClaims(sandboxd),
         publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
         minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import {
   KubeNodeType,
   NodeInventoryType,
+  type ClaimResponse,
   type KubeObject,
   type NodeInventory,
   type NodeInventoryStatus,
@@ -214,6 +215,12 @@ describe('NodeInventory publisher', () => {
       timeoutMs: 10_000,
       what: 'the warm pool published',
     });
+    // The node's first claim teaches the agent its owner address: one write, once.
+    expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
+    await eventually(async () => (await statusOf(name))?.ownerAddr !== undefined, {
+      timeoutMs: 10_000,
+      what: 'the owner address published',
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     const before = writer.statusWrites;
 
@@ -391,6 +398,63 @@ describe('NodeInventory publisher', () => {
         .status,
     ).toBe(200);
     expect(await inventoryOf(name)).toBeDefined();
+  });
+
+  it('publishes the owner address its first claim answer carried', async () => {
+    const name = nodeName();
+    const n = await agentFor(name);
+    await eventually(async () => (await statusOf(name))?.publishedAt !== undefined, {
+      timeoutMs: 10_000,
+      what: 'the first publish',
+    });
+    expect((await statusOf(name))?.ownerAddr, 'unknown before any claim (fake-sandboxd info names none)').toBe(
+      undefined,
+    );
+    const claim = await call<ClaimResponse>(n.url, 'POST', '/v1/claim', { body: { template: 'img' } });
+    expect(claim.status).toBe(200);
+    expect(claim.body.owner_addr).toBe(new URL(n.sandboxd.url).host);
+    const published = await eventually(async () => (await statusOf(name))?.ownerAddr, {
+      timeoutMs: 10_000,
+      what: 'status.ownerAddr published',
+    });
+    expect(published).toBe(claim.body.owner_addr);
+  });
+
+  it('keeps the owner address across a restart against the same sandboxd, whose info names none', async () => {
+    const name = nodeName();
+    const sandboxd = await startFakeSandboxd({ apiToken: FLEET_TOKEN, coldBootMs: 20 });
+    try {
+      const first = await agentFor(name, { sandboxdUrl: sandboxd.url });
+      const claim = await call<ClaimResponse>(first.url, 'POST', '/v1/claim', { body: { template: 'img' } });
+      expect(claim.status).toBe(200);
+      await eventually(async () => (await statusOf(name))?.ownerAddr === claim.body.owner_addr, {
+        timeoutMs: 10_000,
+        what: 'status.ownerAddr published by the first agent',
+      });
+      const before = (await statusOf(name))?.publishedAt ?? '';
+      await first.close();
+      open.splice(open.indexOf(first), 1);
+
+      // A fresh agent (nothing learned: no claim passes through it) writes its own status at start.
+      const second = await agentFor(name, { sandboxdUrl: sandboxd.url });
+      const status = await eventually(
+        async () => {
+          const found = await statusOf(name);
+          return second.agent.notReadyReasons().length === 0 && found?.publishedAt !== before ? found : undefined;
+        },
+        { timeoutMs: 10_000, what: "the second agent's first publish" },
+      );
+      expect(status.ownerAddr).toBe(claim.body.owner_addr);
+      // Still there on its later writes, which are whole-status applies.
+      expect((await call(second.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [] } })).status).toBe(200);
+      await eventually(async () => (await statusOf(name))?.appliedGeneration === 1, {
+        timeoutMs: 10_000,
+        what: 'generation 1 published',
+      });
+      expect((await statusOf(name))?.ownerAddr).toBe(claim.body.owner_addr);
+    } finally {
+      await sandboxd.close();
+    }
   });
 
   it('puts the inventory back when someone deletes it', async () => {

@@ -227,6 +227,11 @@ export interface NodeInventoryStatus {
   appliedGeneration?: number;
   entries?: InventoryEntry[];
   entriesTruncated?: boolean;
+  /**
+   * host:port where the node's sandboxes are reached (sandboxd's `owner_addr`), once the agent has learned it (from a
+   * claim answer or sandboxd's info); kept across agent restarts. Read it with `ownerAddrOf`.
+   */
+  ownerAddr?: string;
 }
 
 export interface NodeInventory extends KubeObject {

@@ -8,3 +8,4 @@ export * from './claim-jobs.js';
 export * from './sandboxes.js';
 export * from './inventory-pools.js';
 export * from './node-claim-ref.js';
+export * from './owner-addr.js';

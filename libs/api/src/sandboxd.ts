@@ -90,6 +90,11 @@ export const nodeInfoSchema = z.object({
   draining: z.boolean().optional(),
   at_capacity: z.boolean().optional(),
   at_capacity_reason: z.string().optional(),
+  /**
+   * Where this sandboxd's sandboxes are reached (host:port, the `owner_addr` of its claim answers), when it says so:
+   * not every sandboxd does. Loose here so an odd value never hides the rest of the info; `ownerAddrSchema` judges it.
+   */
+  owner_addr: z.string().optional(),
 });
 export type NodeInfo = z.output<typeof nodeInfoSchema>;
 

@@ -39,6 +39,7 @@ import { ProvisionerController } from './controller.js';
 import { ClaimDispatcher } from './dispatcher.js';
 import { PROVISIONING_DEFAULTS, type ProvisioningSettings } from './options.js';
 import { ProvisioningMetrics } from './metrics.js';
+import { nodeOwnerAddrs } from './node-owner-addrs.js';
 import { nodeSnapshotSource } from './node-snapshots.js';
 import { Placement } from './placement.js';
 import { ReplyChannel } from './reply-channel.js';
@@ -96,8 +97,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const index = new ClaimIndex(redis, { prefix: `${prefix}:index:` });
   const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs });
   const nodes = (): AgentAddress[] => vouchedAgents(options.inventories, options.addresses());
-  const ownerAddrOf = (node: string): string | undefined =>
-    (options.inventories.lister.get(node)?.status as { ownerAddr?: string } | undefined)?.ownerAddr || undefined;
+  const ownerAddrOf = nodeOwnerAddrs(options.inventories.lister);
   const directory = new ClaimDirectory({ index, agents, nodes, ownerAddrOf, logger });
   const metrics = new ProvisioningMetrics(options.registry, async () => {
     const counts = await queue.getJobCounts('waiting', 'active');

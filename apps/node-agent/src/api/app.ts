@@ -23,6 +23,7 @@ import { routePath } from 'hono/route';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
 import { infoFromAnswer, type NodeState } from '../node-state.js';
+import type { OwnerAddress } from '../owner-address.js';
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
 import { isSandboxdUnavailable } from '../sandboxd/errors.js';
 import { accessOf, ROUTE_ACCESS, type Access, type Admitted, type Gatekeeper } from './auth.js';
@@ -47,6 +48,8 @@ export interface ApiDependencies {
   gatekeeper: Gatekeeper;
   generations: GenerationGuard;
   state: NodeState;
+  /** Learns the node's owner address from the claim answers passed on. */
+  ownerAddress: OwnerAddress;
   metrics: AgentMetrics;
   /** The bound on claims in flight to sandboxd. */
   inFlight: ClaimsInFlight;
@@ -206,6 +209,7 @@ export function createApiApp(deps: ApiDependencies): Hono {
   // A refusal may mean draining or full: worth a fresh look at the node, not worth waiting for.
   const answeredClaim = (answer: SandboxdAnswer): void => {
     if (answer.status === 429) state.pollSoon();
+    else deps.ownerAddress.learnFromClaimAnswer(answer);
   };
   const recordClaim = metrics.requestRecorder('claim');
   const claimAccess = accessOf('POST', '/v1/claim');

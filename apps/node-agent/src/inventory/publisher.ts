@@ -16,16 +16,20 @@
 // exactly the number read back, the agent starts from 0 instead. Only that
 // exact number: once a push moved it, the annotation is inert. 0 rather than
 // none, so that the published value changes and replaces the forged one even
-// where another field manager (a `kubectl patch`) co-owns it.
+// where another field manager (a `kubectl patch`) co-owns it. The same read
+// gives back the owner address last published: every write is a server-side
+// apply of the whole status, so a restarted agent that has not yet learned the
+// address (sandboxd's info may not name it) would otherwise erase it.
 import type { NodeInfo, OwnerReference, SandboxRow } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
+import type { OwnerAddress } from '../owner-address.js';
 import { claimedByKeyOf, entriesOf, type PublishedEntries } from './entries.js';
 import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
-import type { InventoryWriter } from './writer.js';
+import type { InventoryReadBack, InventoryWriter } from './writer.js';
 
 /** On a NodeInventory: the appliedGeneration its agent drops when it next starts (see above). */
 export const RESET_APPLIED_GENERATION = 'warmpool.dev/reset-applied-generation';
@@ -40,6 +44,8 @@ export interface InventoryPublisherOptions {
   generations: GenerationGuard;
   /** The latest view of sandboxd; undefined until it first answered. */
   currentInfo: () => NodeInfo | undefined;
+  /** status.ownerAddr: what the agent learned, seeded from the inventory read back at start. */
+  ownerAddress: OwnerAddress;
   /**
    * The node's claims (GET /v1/sandboxes), read once per write, never per
    * claim: they give the per-pool claimed counts and status.entries[]. A
@@ -69,6 +75,8 @@ export class InventoryPublisher {
   #owner: OwnerReference | undefined;
   #objectApplied = false;
   #started = false;
+  /** Whether the inventory as it was before this agent started has been read (before any write). */
+  #readBack = false;
 
   constructor(options: InventoryPublisherOptions) {
     this.#options = options;
@@ -98,7 +106,10 @@ export class InventoryPublisher {
     if (!this.#started || this.#closed || this.#failures > 0) return;
     const info = this.#options.currentInfo();
     if (info === undefined) return;
-    const reason = significantChange(this.#published, snapshotOf(info, this.#options.generations.applied));
+    const reason = significantChange(
+      this.#published,
+      snapshotOf(info, this.#options.generations.applied, undefined, this.#options.ownerAddress.value),
+    );
     if (reason === undefined) return;
     this.#options.logger.debug('significant change', { reason });
     // The first publish is what readiness waits for: no gap before it.
@@ -139,26 +150,15 @@ export class InventoryPublisher {
   }
 
   async #attempt(): Promise<void> {
-    const { writer, nodeName, generations, logger } = this.#options;
+    const { writer, nodeName, generations, ownerAddress } = this.#options;
     this.#lastAttemptAt = performance.now();
     const started = this.#lastAttemptAt;
     try {
-      if (!generations.recovered) {
+      if (!this.#readBack) {
         const previous = await writer.readStatus(nodeName);
-        const applied = previous?.status.appliedGeneration;
-        if (applied !== undefined && previous?.annotations[RESET_APPLIED_GENERATION] === String(applied)) {
-          logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', {
-            droppedGeneration: applied,
-            annotation: RESET_APPLIED_GENERATION,
-          });
-          generations.recover(0);
-        } else {
-          generations.recover(applied);
-        }
-        logger.info('applied generation recovered from NodeInventory', {
-          appliedGeneration: generations.applied ?? null,
-          inventoryExisted: previous !== undefined,
-        });
+        ownerAddress.recover(previous?.status.ownerAddr);
+        this.#readBack = true;
+        if (!generations.recovered) this.#recoverGeneration(previous);
       }
       const info = this.#options.currentInfo();
       if (info === undefined) {
@@ -167,12 +167,30 @@ export class InventoryPublisher {
         return;
       }
       const claims = await this.#claims();
-      const snapshot = snapshotOf(info, generations.applied, claims && claimedByKeyOf(claims));
+      const snapshot = snapshotOf(info, generations.applied, claims && claimedByKeyOf(claims), ownerAddress.value);
       await this.#write(snapshot, claims && entriesOf(claims));
       this.#succeeded(snapshot, started);
     } catch (err) {
       this.#failed(err);
     }
+  }
+
+  #recoverGeneration(previous: InventoryReadBack | undefined): void {
+    const { generations, logger } = this.#options;
+    const applied = previous?.status.appliedGeneration;
+    if (applied !== undefined && previous?.annotations[RESET_APPLIED_GENERATION] === String(applied)) {
+      logger.warn('applied generation reset to 0 as the NodeInventory annotation asks', {
+        droppedGeneration: applied,
+        annotation: RESET_APPLIED_GENERATION,
+      });
+      generations.recover(0);
+    } else {
+      generations.recover(applied);
+    }
+    logger.info('applied generation recovered from NodeInventory', {
+      appliedGeneration: generations.applied ?? null,
+      inventoryExisted: previous !== undefined,
+    });
   }
 
   async #claims(): Promise<readonly SandboxRow[] | undefined> {

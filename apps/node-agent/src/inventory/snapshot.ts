@@ -18,6 +18,8 @@ export interface InventorySnapshot {
   draining: boolean;
   atCapacity: boolean;
   appliedGeneration: number | undefined;
+  /** Where the node's sandboxes are reached (host:port), once known. */
+  ownerAddr: string | undefined;
 }
 
 function poolId(pool: InventoryPool): string {
@@ -32,6 +34,7 @@ export function snapshotOf(
   info: NodeInfo,
   appliedGeneration: number | undefined,
   claimedByKey?: ReadonlyMap<string, number>,
+  ownerAddr?: string,
 ): InventorySnapshot {
   const pools = inventoryPoolsOf(info)
     .map((pool): InventoryPool =>
@@ -44,6 +47,7 @@ export function snapshotOf(
     draining: info.draining === true,
     atCapacity: info.at_capacity === true,
     appliedGeneration,
+    ownerAddr,
   };
 }
 
@@ -51,7 +55,9 @@ export function snapshotOf(
  * Why `next` must be published although `published` already was, or
  * undefined when the difference can wait for the slow cadence: a pool
  * appeared, retired or changed target; a pool's warm reached or left 0;
- * draining or at-capacity flipped; a new generation was applied.
+ * draining or at-capacity flipped; a new generation was applied; the owner
+ * address was learned or changed (a replica adopting one of the node's claims
+ * needs it, and it changes about never).
  */
 export function significantChange(
   published: InventorySnapshot | undefined,
@@ -62,6 +68,7 @@ export function significantChange(
   if (published.atCapacity !== next.atCapacity)
     return next.atCapacity ? 'node at capacity' : 'node no longer at capacity';
   if (published.appliedGeneration !== next.appliedGeneration) return `generation ${next.appliedGeneration} applied`;
+  if (published.ownerAddr !== next.ownerAddr) return `owner address ${next.ownerAddr ?? 'unknown'}`;
   const before = new Map(published.pools.map((p) => [poolId(p), p]));
   if (before.size !== next.pools.length) return 'pool set changed';
   for (const pool of next.pools) {
@@ -93,6 +100,8 @@ export function statusOf(
   };
   if (capacity !== undefined) status.capacity = capacity;
   if (snapshot.appliedGeneration !== undefined) status.appliedGeneration = snapshot.appliedGeneration;
+  // Once known it is in every write: a server-side apply without it would drop it.
+  if (snapshot.ownerAddr !== undefined) status.ownerAddr = snapshot.ownerAddr;
   // Absent when sandboxd's list could not be read: readers then know nothing of which sandboxes are gone.
   if (entries !== undefined) {
     status.entries = entries.entries;

@@ -16,7 +16,19 @@
 //   claims that no longer exist.
 // - One key is never worked on twice at once (KeyedQueue), so a deletion is
 //   handled after the claim in flight for it has settled.
-// - The token is written only into the claim's own Secret.
+// - The token is written only into the claim's own Secret, and that Secret
+//   never outlives the claim, garbage collector or not: it is written only
+//   once the finalizer is on the claim, and #finalize deletes it before it
+//   removes the finalizer; a claim being deleted or gone gets none.
+// - The finalizer alone does not hold a claim: a delete the apiserver began
+//   while the claim had none completes even if the finalizer lands meanwhile
+//   (it re-checks only its preconditions). So a claim can vanish right after
+//   it was served, without #finalize. Its deletion always enqueues its key,
+//   which runs after the serve in flight: a key whose claim is gone has its
+//   sandbox released (a CRD claim under that claimRef can only be a gone
+//   claim's, since claims are served from this cache) and its Secret deleted
+//   unless the apiserver still has the claim controlling it (the cache may
+//   lag; a namesake's Secret is never touched).
 import { SANDBOX_ID_ANNOTATION, type ClaimFailureReason, type SandboxClaim } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
@@ -151,10 +163,14 @@ export class SandboxClaimController {
     const { namespace, name } = splitKey(key);
     const claim = this.#options.cache.get(namespace, name);
     if (claim === undefined) {
-      // Gone: its finalizer was handled, or forcibly removed (the janitor sweeps what that leaked).
-      this.#leases.delete(key);
+      // Gone: finalized, or it vanished without #finalize (see the file comment) and what it held goes now. Nothing is
+      // left to release after #finalize; a leader that never saw the deletion leaves it to the janitor.
       this.#seen.delete(key);
       this.#refused.delete(key);
+      this.#leases.delete(key);
+      // Only the SandboxClaim key space: an HTTP claim of the same name is never this claim's.
+      await this.#release(key, 'vanished');
+      await this.#options.writer.deleteOrphanSecret(namespace, name);
       return { kind: 'done' };
     }
     const refused = this.#refused.get(key);
@@ -227,34 +243,28 @@ export class SandboxClaimController {
       return { kind: 'done' };
     }
 
-    // The claim may have been deleted (or replaced by a namesake) while its batch ran.
+    // The claim may have been deleted (or replaced by a namesake) while its batch ran: it gets no Secret then.
     const current = this.#options.cache.get(namespace, name);
-    if (
-      current === undefined ||
-      current.metadata.uid !== claim.metadata.uid ||
-      (current.metadata.deletionTimestamp !== undefined && !hasFinalizer(current))
-    ) {
-      await this.#release(key, claim, 'vanished');
+    if (current === undefined || current.metadata.uid !== claim.metadata.uid) {
+      await this.#release(key, 'vanished');
       return { kind: 'done' };
     }
-    const [marking, secret] = await Promise.allSettled([
-      writer.markServed(claim, grant.id),
-      writer.ensureSecret(claim, grant),
-    ]);
-    if (secret.status === 'rejected' && secret.reason instanceof SecretTakenError) {
+    // Marked by an earlier attempt and now being deleted: finalized like any served claim.
+    if (current.metadata.deletionTimestamp !== undefined)
+      return hasFinalizer(current) ? this.#finalize(key, current) : this.#vanished(key, claim);
+    // The finalizer before the Secret, never side by side: a claim deleted meanwhile cannot be marked ('gone', so no
+    // Secret is written), and a marked one cannot vanish before #finalize has deleted its Secret.
+    if ((await writer.markServed(claim, grant.id)) === 'gone') return this.#vanished(key, claim);
+    try {
+      await writer.ensureSecret(claim, grant);
+    } catch (err) {
+      if (!(err instanceof SecretTakenError)) throw err; // retried: the claim is marked, #maintain writes the Secret
       // Not ours to overwrite: hand the sandbox back, unmark the claim and say why (until its spec changes).
       // The status first: the unmarking's watch event must find the claim already refused.
       this.#refuse(key, claim);
-      await this.#release(key, claim, 'vanished');
-      await this.#fail(claim, 'BadRequest', secret.reason.message, this.#options.clock.now());
-      if (marking.status === 'fulfilled' && marking.value === 'marked') await writer.unmarkServed(claim);
-      return { kind: 'done' };
-    }
-    if (marking.status === 'rejected') throw marking.reason;
-    if (secret.status === 'rejected') throw secret.reason; // retried: the claim is marked, #maintain writes the Secret
-    const marked = marking.value;
-    if (marked === 'gone') {
-      await this.#release(key, claim, 'vanished');
+      await this.#release(key, 'vanished');
+      await this.#fail(claim, 'BadRequest', err.message, this.#options.clock.now());
+      await writer.unmarkServed(claim);
       return { kind: 'done' };
     }
     const written = this.#options.clock.now();
@@ -328,7 +338,7 @@ export class SandboxClaimController {
   }
 
   async #expire(key: string, claim: SandboxClaim, message: string): Promise<WorkOutcome> {
-    await this.#release(key, claim, 'expired');
+    await this.#release(key, 'expired');
     await this.#options.writer.deleteSecret(claim);
     const now = this.#options.clock.now();
     await this.#fail(claim, 'Expired', message, now);
@@ -339,15 +349,28 @@ export class SandboxClaimController {
 
   async #finalize(key: string, claim: SandboxClaim): Promise<WorkOutcome> {
     if (!hasFinalizer(claim)) return { kind: 'done' };
-    await this.#release(key, claim, 'deleted');
+    await this.#release(key, 'deleted');
     await this.#options.writer.deleteSecret(claim);
     await this.#options.writer.removeFinalizer(claim);
     return { kind: 'done' };
   }
 
-  async #release(key: string, claim: SandboxClaim, cause: 'deleted' | 'vanished' | 'expired'): Promise<void> {
-    const namespace = claim.metadata.namespace ?? '';
-    const name = claim.metadata.name ?? '';
+  /**
+   * The claim vanished (or is being deleted without our finalizer) while its sandbox was being claimed: the sandbox
+   * goes back, and a Secret an earlier attempt of this claim may have written goes with it.
+   */
+  async #vanished(key: string, claim: SandboxClaim): Promise<WorkOutcome> {
+    await this.#release(key, 'vanished');
+    await this.#options.writer.deleteSecret(claim);
+    return { kind: 'done' };
+  }
+
+  /**
+   * Releases the sandbox held under the key's name in the SandboxClaim key space, if any (never an HTTP claim of the
+   * same name); whether one was released is counted and logged.
+   */
+  async #release(key: string, cause: 'deleted' | 'vanished' | 'expired'): Promise<void> {
+    const { namespace, name } = splitKey(key);
     const released = await this.#options.claims.release(crdScope(namespace), name);
     this.#leases.delete(key);
     if (released) {

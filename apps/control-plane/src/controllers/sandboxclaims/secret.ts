@@ -1,7 +1,9 @@
 // The Secret that hands a SandboxClaim's sandbox to its user: named after the
-// claim, controlled by it (so it is garbage-collected with it), keys `id`,
-// `token`, `ownerAddr`, `deadline`, `node`. The token lives nowhere else in
-// the API: not in the claim's status, not in an annotation.
+// claim, controlled by it, keys `id`, `token`, `ownerAddr`, `deadline`,
+// `node`. The controller deletes it itself with its claim (the owner
+// reference only lets a garbage collector, where one runs, do the same). The
+// token lives nowhere else in the API: not in the claim's status, not in an
+// annotation.
 import {
   apiVersionOf,
   SandboxClaimType,

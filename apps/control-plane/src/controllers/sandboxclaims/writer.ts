@@ -214,6 +214,32 @@ export class ClaimWriter {
     }
   }
 
+  /**
+   * The cache says the claim `namespace/name` is gone: deletes the sandbox
+   * Secret of that name unless the apiserver still has the claim that controls
+   * it (the cache may lag). A user's own Secret, or one of a live namesake, is
+   * left alone; the delete carries the Secret's uid, so a Secret written in
+   * between is never the one deleted.
+   */
+  async deleteOrphanSecret(namespace: string, name: string): Promise<void> {
+    try {
+      const existing = await this.#secrets.get({ namespace, name }, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+      if (!isClaimSecret(existing)) return;
+      const owner = existing.metadata.ownerReferences?.find((ref) => ref.controller === true);
+      const claim = await ignoreNotFound(
+        this.#claims.get({ namespace, name }, { signal: AbortSignal.timeout(TIMEOUT_MS) }),
+      );
+      if (claim !== undefined && claim.metadata.uid === owner?.uid) return;
+      this.#metrics.write('delete');
+      await this.#secrets.delete(
+        { namespace, name },
+        { preconditions: { uid: existing.metadata.uid ?? '' }, signal: AbortSignal.timeout(TIMEOUT_MS) },
+      );
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err;
+    }
+  }
+
   /** shutdownPolicy Delete / DeleteForeground after expiry. */
   async deleteClaim(claim: SandboxClaim, policy: Exclude<ShutdownPolicy, 'Retain'>): Promise<void> {
     this.#metrics.write('delete');

@@ -1,0 +1,78 @@
+// Where this node's sandboxes are reached: sandboxd's `owner_addr`. The agent
+// learns it from the claim answers it passes on and from sandboxd's info (when
+// sandboxd says), and the inventory publishes it, so a control-plane replica
+// that never saw one of the node's claims still knows it. A value published
+// before a restart is taken back only while nothing fresher is known: a
+// sandboxd that names no address in its info must not have a restarted agent
+// erase the one its last claim answer gave.
+import { claimResponseSchema, ownerAddrSchema, type NodeInfo } from '@warmpool/api';
+import type { Logger } from '@warmpool/runtime';
+import type { SandboxdAnswer } from './sandboxd/client.js';
+
+const decoder = new TextDecoder();
+
+export class OwnerAddress {
+  readonly #logger: Logger;
+  readonly #listeners: Array<(ownerAddr: string) => void> = [];
+  #value: string | undefined;
+  /** Seen from sandboxd itself in this run (not merely read back): a read-back value never replaces it. */
+  #fresh = false;
+  /** The last unusable value logged, so an odd sandboxd logs once, not once per claim. */
+  #refused: string | undefined;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** The address, once known. */
+  get value(): string | undefined {
+    return this.#value;
+  }
+
+  /** Called with every new value (learned or read back). */
+  onChange(listener: (ownerAddr: string) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** A claim answer the agent passed on: a 200's `owner_addr`. Runs after the reply is written; never throws. */
+  learnFromClaimAnswer(answer: SandboxdAnswer): void {
+    if (answer.status !== 200) return;
+    let body: unknown;
+    try {
+      body = JSON.parse(decoder.decode(answer.body));
+    } catch {
+      return;
+    }
+    const parsed = claimResponseSchema.safeParse(body);
+    if (parsed.success) this.#learn(parsed.data.owner_addr);
+  }
+
+  learnFromInfo(info: NodeInfo): void {
+    if (info.owner_addr !== undefined) this.#learn(info.owner_addr);
+  }
+
+  /** What the node's inventory said before this agent started; ignored once sandboxd has told this run. */
+  recover(published: string | undefined): void {
+    if (this.#fresh || published === undefined) return;
+    const parsed = ownerAddrSchema.safeParse(published);
+    if (parsed.success) this.#set(parsed.data);
+  }
+
+  #learn(raw: string): void {
+    const parsed = ownerAddrSchema.safeParse(raw);
+    if (!parsed.success) {
+      if (this.#refused !== raw)
+        this.#logger.warn("sandboxd's owner_addr is not host:port; it is not published", { ownerAddr: raw });
+      this.#refused = raw;
+      return;
+    }
+    this.#fresh = true;
+    this.#set(parsed.data);
+  }
+
+  #set(value: string): void {
+    if (value === this.#value) return;
+    this.#value = value;
+    for (const listener of this.#listeners) listener(value);
+  }
+}
