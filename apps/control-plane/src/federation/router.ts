@@ -5,14 +5,19 @@
 //   else one whose group can grow (a cold boot; the autoscaler reacts).
 // - Otherwise, and when the local claim found no capacity, the best foreign
 //   member (bestForeignMember's ranking) gets the claim: it is forwarded to
-//   that cluster's claim API pinned to `<cluster>::<pool>`, with the
-//   federation token. A pinned pool that can no longer serve sends the claim
+//   that cluster's claim API pinned to `<cluster>::<pool>`. Only configured
+//   peers are candidates (the peers file: their claim API origin and the token
+//   presented to each); a record on the hub from any other cluster id is
+//   never forwarded to. A pinned pool that can no longer serve sends the claim
 //   on to the next-best member, at most `maxForeignAttempts` of them; none
 //   anywhere answers 429 NoCapacity. Nothing waits open-endedly: each forward
 //   has a timeout.
 // - A spilled claim is recorded in this cluster's claim index with the
 //   serving cluster, so get, renew and release work through this cluster's
 //   API (renew and release are forwarded to the serving cluster).
+// - A claim a peer forwards here is served under the peer's own claimRef space
+//   (peer-claim-ref.ts): it never reaches a claim of another owner, and a peer
+//   may renew or release only claims of its space (ownedByPeer).
 import {
   CLAIMREF_GENERATED_HEADER,
   claimBodySchema,
@@ -38,8 +43,9 @@ import {
   type ClaimGrant,
   type ClaimService,
 } from '../provisioning/claim-service.js';
-import type { TokenSource } from '../token.js';
 import type { FederationMetrics } from './metrics.js';
+import { isPeerClaimRef, peerClaimRef } from './peer-claim-ref.js';
+import type { OutboundPeer, PeerCredentials } from './peers.js';
 
 /** A claim of `POST /v1/namespaces/{ns}/claims` with `env`. */
 export interface EnvClaimOrder {
@@ -71,10 +77,8 @@ export interface EnvClaimRouterOptions {
   registry: CapacityRegistry;
   /** This cluster's member records as of the last SandboxEnv run. */
   localRecords: () => readonly LocalRecord[];
-  /** Where a peer's claim API is; undefined when it advertises none (or no federation). */
-  claimsUrlOf?: (clusterId: string) => Promise<string | undefined>;
-  /** The federation token shared by the clusters; forwarding is off without it. */
-  federationToken?: TokenSource;
+  /** The configured peers (multi-cluster mode); nothing is forwarded without them. */
+  peers?: Pick<PeerCredentials, 'outbound'>;
   /** Timeout of one forwarded call (default 15 s). */
   forwardTimeoutMs?: number;
   /** Foreign members tried per claim at most (default 3). */
@@ -85,6 +89,8 @@ export interface EnvClaimRouterOptions {
 
 export class EnvClaimRouter {
   readonly #o: EnvClaimRouterOptions;
+  /** Cluster ids on the hub that are no configured peer, each logged once. */
+  readonly #strangers = new Set<string>();
 
   constructor(options: EnvClaimRouterOptions) {
     this.#o = options;
@@ -142,11 +148,17 @@ export class EnvClaimRouter {
   }
 
   /**
-   * A claim a peer forwarded, pinned to one of this cluster's member pools.
-   * Served only for a member pool of the same-named Env here, and only while
-   * that member can serve (idle, or its group can grow); it is never sent on.
+   * A claim peer `peer` forwarded, pinned to one of this cluster's member
+   * pools. Served only for a member pool of the same-named Env here, and only
+   * while that member can serve (idle, or its group can grow); it is never
+   * sent on. Its claimRef is taken in the peer's own space.
    */
-  async claimPinned(order: EnvClaimOrder, target: string, options: ClaimCallOptions = {}): Promise<EnvGrant> {
+  async claimPinned(
+    peer: string,
+    order: EnvClaimOrder,
+    target: string,
+    options: ClaimCallOptions = {},
+  ): Promise<EnvGrant> {
     const pinned = parsePinnedTarget(target);
     if (pinned === undefined)
       throw new ClaimFailure('BadRequest', `target ${JSON.stringify(target)} is not <cluster>::<pool>`);
@@ -170,10 +182,20 @@ export class EnvClaimRouter {
       );
     }
     return {
-      grant: await this.#claimLocal(order, pinned.memberPool, options),
+      grant: await this.#claimLocal(
+        { ...order, claimRef: peerClaimRef(peer, order.claimRef) },
+        pinned.memberPool,
+        options,
+      ),
       cluster: this.clusterId,
       memberPool: pinned.memberPool,
     };
+  }
+
+  /** Whether the live claim `idOrClaimRef` is one peer `peer` created here (none other may be read or changed by it). */
+  async ownedByPeer(peer: string, namespace: string, idOrClaimRef: string): Promise<boolean> {
+    const grant = await this.#lookup(namespace, idOrClaimRef);
+    return grant !== undefined && grant.cluster === undefined && isPeerClaimRef(peer, grant.claimRef);
   }
 
   /** Renews a claim, on the cluster that serves it. */
@@ -181,12 +203,7 @@ export class EnvClaimRouter {
     const grant = await this.#lookup(namespace, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
       return this.#o.claims.renew(namespace, idOrClaimRef, ttlSeconds);
-    const answer = await this.#forward(
-      grant.cluster,
-      'POST',
-      `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}/renew`,
-      { ttlSeconds },
-    );
+    const answer = await this.#forward(grant.cluster, 'POST', [namespace, grant.id, 'renew'], { ttlSeconds });
     if (answer.status === 404) {
       await this.#o.index.drop(grant).catch(() => undefined);
       throw new ClaimFailure(
@@ -205,11 +222,7 @@ export class EnvClaimRouter {
     const grant = await this.#lookup(namespace, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
       return this.#o.claims.release(namespace, idOrClaimRef);
-    const answer = await this.#forward(
-      grant.cluster,
-      'DELETE',
-      `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}`,
-    );
+    const answer = await this.#forward(grant.cluster, 'DELETE', [namespace, grant.id]);
     if (answer.status !== 204 && answer.status !== 404)
       throw failureOf(answer, `cluster ${grant.cluster} did not release`);
     await this.#o.index.drop(grant);
@@ -259,11 +272,11 @@ export class EnvClaimRouter {
 
   async #spill(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant | undefined> {
     const { registry, logger } = this.#o;
-    if (this.#o.claimsUrlOf === undefined || this.#o.federationToken?.() === undefined) return undefined;
+    if (this.#o.peers === undefined) return undefined;
     const group = order.scalingGroup;
     const candidates = registry
       .foreignMembers(order.namespace, order.env)
-      .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m))
+      .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m) && this.#isPeer(m.clusterId))
       .sort(compareForeignCandidates)
       .slice(0, this.#o.maxForeignAttempts ?? 3);
     for (const candidate of candidates) {
@@ -274,7 +287,7 @@ export class EnvClaimRouter {
         answer = await this.#forward(
           candidate.clusterId,
           'POST',
-          `/v1/namespaces/${order.namespace}/claims`,
+          [order.namespace],
           {
             env: order.env,
             ...(group !== '' ? { scalingGroup: group } : {}),
@@ -306,7 +319,8 @@ export class EnvClaimRouter {
         continue;
       }
       this.#o.metrics?.forward('served');
-      const grant = grantOf(body.data, candidate.clusterId);
+      // Known here by the caller's claimRef (the peer serves it under its own name for this cluster's claims).
+      const grant = { ...grantOf(body.data, candidate.clusterId), claimRef: order.claimRef };
       try {
         await this.#o.index.record([grant]);
       } catch (err) {
@@ -321,50 +335,82 @@ export class EnvClaimRouter {
     return undefined;
   }
 
+  /** Whether records of `clusterId` may be forwarded to: a configured peer. Anything else is logged once. */
+  #isPeer(clusterId: string): boolean {
+    if (this.#o.peers?.outbound(clusterId) !== undefined) return true;
+    if (!this.#strangers.has(clusterId)) {
+      this.#strangers.add(clusterId);
+      this.#o.logger.warn('the hub holds records of a cluster that is no configured peer: never forwarding to it', {
+        clusterId,
+      });
+    }
+    return false;
+  }
+
+  /**
+   * Calls a peer's claim API: `/v1/namespaces/<ns>/claims[/<id>[/renew]]` (each segment URI-encoded) on the
+   * origin configured for that peer, with the token configured for it. A 401 is tried once more with the token
+   * it replaced (a rotation the peer has not read yet). Redirects are refused: the path is this cluster's own.
+   */
   async #forward(
     clusterId: string,
     method: string,
-    path: string,
+    [namespace, ...claim]: readonly [namespace: string, ...claim: string[]],
     body?: unknown,
     signal?: AbortSignal,
     generatedRef = false,
   ): Promise<Answer> {
-    const token = this.#o.federationToken?.();
+    const peer = this.#o.peers?.outbound(clusterId);
+    if (peer === undefined)
+      throw new ClaimFailure('Unavailable', `cluster ${clusterId} is no configured peer (--federation-peers-file)`, {
+        retryAfterSeconds: 1,
+      });
+    const url = claimsUrl(peer, namespace, claim);
+    const call = async (token: string): Promise<Answer> => {
+      const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
+      const res = await fetch(url, {
+        method,
+        redirect: 'error',
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for
+          // it).
+          ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+      });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+      return { status: res.status, body: parsed };
+    };
+    const token = peer.tokens.preferred;
     if (token === undefined)
-      throw new ClaimFailure(
-        'Unavailable',
-        'no federation token (--federation-token-file): cannot reach other clusters',
-        { retryAfterSeconds: 1 },
-      );
-    const base = await this.#o.claimsUrlOf?.(clusterId);
-    if (base === undefined)
-      throw new ClaimFailure(
-        'Unavailable',
-        `cluster ${clusterId} advertises no claim API (or the federation hub is not reachable)`,
-        { retryAfterSeconds: 1 },
-      );
-    const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
-    const res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for
-        // it).
-        ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = text;
+      throw new ClaimFailure('Unavailable', `no token to present to peer ${clusterId} (its token file is empty)`, {
+        retryAfterSeconds: 1,
+      });
+    let used = token;
+    let answer = await call(used);
+    const alternate = answer.status === 401 ? peer.tokens.alternateTo(used) : undefined;
+    if (alternate !== undefined) {
+      used = alternate;
+      answer = await call(used);
     }
-    return { status: res.status, body: parsed };
+    if (answer.status !== 401) peer.tokens.worked(used);
+    return answer;
   }
+}
+
+/** A peer's claim API URL, built on its configured origin: never a string from the hub or the peer's answers. */
+function claimsUrl(peer: OutboundPeer, namespace: string, claim: readonly string[]): URL {
+  const segments = ['v1', 'namespaces', namespace, 'claims', ...claim].map(encodeURIComponent);
+  return new URL(`/${segments.join('/')}`, peer.origin);
 }
 
 interface Answer {
