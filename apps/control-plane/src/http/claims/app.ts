@@ -166,7 +166,7 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         'Forbidden',
         peer !== undefined
           ? 'a peer cluster may only create claims pinned to a member pool (target)'
-          : 'target is only for peer clusters presenting their federation token',
+          : 'target is only for peer clusters presenting their peer token',
       );
     }
     if (env !== undefined) {
