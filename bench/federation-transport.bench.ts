@@ -13,7 +13,7 @@
 //   npx tsc -b && node bench/federation-transport.bench.ts
 // About 2 minutes.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxEnvType, type SandboxEnv } from '@warmpool/api';
@@ -27,6 +27,7 @@ import {
   startCluster,
   startRedis,
   type MemberRecord,
+  writeFederationPeers,
   type TestCluster,
 } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
@@ -77,7 +78,6 @@ async function visibility(withHint: boolean): Promise<number[]> {
     intervalMs: 3_600_000,
     ttlMs: 60_000,
     records: () => [member(0, 0, idle)],
-    claimsUrl: () => undefined,
     logger: silentLogger,
   });
   const registry = new CapacityRegistry({ localClusterId: 'west', ttlMs: 60_000 });
@@ -168,7 +168,6 @@ async function commandStats(redis: Redis): Promise<Map<string, number>> {
         intervalMs: 2_000,
         ttlMs: 6_000,
         records: () => mine,
-        claimsUrl: () => `http://${id}.example:8081`,
         logger: silentLogger,
       }),
     );
@@ -239,8 +238,12 @@ for (const c of connections.splice(0)) c.disconnect();
 // ---- 3. a claim served locally vs spilled -----------------------------------------
 const dir = mkdtempSync(join(tmpdir(), 'warmpool-bench-federation-'));
 const token = randomBytes(24).toString('hex');
-const federationTokenFile = join(dir, 'federation-token');
-writeFileSync(federationTokenFile, randomBytes(24).toString('hex') + '\n');
+// Both claim APIs' ports are chosen first: each cluster's peers file names the other's.
+const claimsPorts = { a: await freePort(), b: await freePort() };
+const peersFiles = writeFederationPeers(
+  join(dir, 'federation'),
+  Object.entries(claimsPorts).map(([id, port]) => ({ id, claimsUrl: `http://127.0.0.1:${port}` })),
+);
 const [clusterA, clusterB, claimsRedis] = await Promise.all([
   startCluster({ name: 'bench-fed-a' }),
   startCluster({ name: 'bench-fed-b' }),
@@ -250,8 +253,8 @@ const fleets: ThreadedFleet[] = [];
 const planes: ControlPlaneProcess[] = [];
 const sandboxd = UNBOUNDED_SANDBOXD_OPTIONS;
 
-async function plane(cluster: TestCluster, id: string, db: number): Promise<string> {
-  const port = await freePort();
+async function plane(cluster: TestCluster, id: 'a' | 'b', db: number): Promise<string> {
+  const port = claimsPorts[id];
   const url = `http://127.0.0.1:${port}`;
   planes.push(
     await startControlPlaneProcess({
@@ -264,8 +267,7 @@ async function plane(cluster: TestCluster, id: string, db: number): Promise<stri
         `--cluster-id=${id}`,
         `--federation-redis-url=${hub.url}`,
         '--federation-interval=1s',
-        `--federation-token-file=${federationTokenFile}`,
-        `--claims-advertise-url=${url}`,
+        `--federation-peers-file=${peersFiles.get(id) ?? ''}`,
       ],
     }),
   );

@@ -27,6 +27,8 @@ import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
 
 const REDIS_PROTOCOLS = ['redis:', 'rediss:'];
+const PEERS_FILE_HINT =
+  "List the peers, their claim API URLs and tokens in --federation-peers-file (each cluster's file lists the others)";
 
 export const FLAGS = {
   metricsBindAddress: {
@@ -289,16 +291,20 @@ export const FLAGS = {
     env: 'FEDERATION_PREFIX',
     default: FEDERATION_DEFAULTS.prefix,
   },
-  federationTokenFile: {
+  federationPeersFile: {
     kind: 'string',
     description:
-      'Federation: file holding the token the clusters share to forward claims to each other (re-read when it changes); without it no claim spills and none is accepted from a peer',
+      'Federation: JSON file listing the peer clusters, each with its own credentials: {"peers": [{"id", "claimsUrl", "tokenFile", "acceptedTokenFile"}]} (claimsUrl + tokenFile: Env claims are forwarded to that peer\'s claim API, presenting that token; acceptedTokenFile: the token that peer presents here). It and its token files are re-read when they change; a replaced token stays good for --token-grace. Without it no claim spills and none is accepted from a peer',
+    env: 'FEDERATION_PEERS_FILE',
+  },
+  federationTokenFile: {
+    kind: 'string',
+    description: `Removed: one token shared by every cluster let any holder act on every claim. Each peer has its own token now: ${PEERS_FILE_HINT}. Given, the control plane does not start`,
     env: 'FEDERATION_TOKEN_FILE',
   },
   claimsAdvertiseUrl: {
     kind: 'string',
-    description:
-      "Federation: the URL peers reach this cluster's claim API at (advertised on the hub with a TTL); without it no peer can forward a claim here",
+    description: `Removed: where a peer's claim API is reached is no longer read from the hub (anyone who can write to it could redirect claims and tokens). ${PEERS_FILE_HINT}. Given, the control plane does not start`,
     env: 'CLAIMS_ADVERTISE_URL',
   },
   aggregatedListen: {
@@ -363,6 +369,8 @@ export interface ValidatedFederationConfig {
   redisUrl: string;
   intervalMs: number;
   ttlMs: number;
+  /** The peers file (--federation-peers-file); read by the process, which refuses to start when it is invalid. */
+  peersFile: string | undefined;
 }
 
 export interface ValidatedAggregatedConfig {
@@ -433,14 +441,26 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
       '--federation-ttl must be greater than --federation-interval (a record must outlive the next report)',
     );
   if (!config.federationPrefix) throw new ConfigError('--federation-prefix must not be empty');
-  if (config.claimsAdvertiseUrl) urlFlag('--claims-advertise-url', config.claimsAdvertiseUrl, ['http:', 'https:']);
-  if (!config.clusterId || !config.federationRedisUrl) return undefined;
+  if (config.federationTokenFile !== undefined)
+    throw new ConfigError(
+      `--federation-token-file (FEDERATION_TOKEN_FILE) was removed: a token shared by every cluster let its holder act on every claim. ${PEERS_FILE_HINT}`,
+    );
+  if (config.claimsAdvertiseUrl !== undefined)
+    throw new ConfigError(
+      `--claims-advertise-url (CLAIMS_ADVERTISE_URL) was removed: a peer's claim API URL is no longer read from the hub. ${PEERS_FILE_HINT}`,
+    );
+  if (!config.clusterId || !config.federationRedisUrl) {
+    if (config.federationPeersFile)
+      throw new ConfigError('--federation-peers-file needs --cluster-id and --federation-redis-url (federation)');
+    return undefined;
+  }
   urlFlag('--federation-redis-url', config.federationRedisUrl, REDIS_PROTOCOLS);
   return {
     clusterId: config.clusterId,
     redisUrl: config.federationRedisUrl,
     intervalMs: config.federationInterval,
     ttlMs,
+    peersFile: config.federationPeersFile || undefined,
   };
 }
 

@@ -267,7 +267,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const { federation, multiCluster } = createFederation(federationSettings, {
     promRegistry: metrics.registry,
     logger: logger.child({ subsystem: 'federation' }),
-    claimsUrl: () => claimsServer?.url,
   });
   const envs = createSandboxEnvs({
     kubeConfig: options.kubeConfig,
@@ -316,7 +315,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
           localRecords: () => envs.reconciler.records,
           federation,
           multiCluster,
-          federationToken: federationSettings.token,
+          peers: federationSettings.peers,
           reviewer: claimsOptions?.reviewer,
           // Read when a claim comes in: the SandboxClaim cache is made below.
           sandboxClaimNamed: (namespace, name) => sandboxClaims?.informer.lister.get(namespace, name) !== undefined,

@@ -19,6 +19,7 @@ import {
 } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, validateConfig } from './config.js';
 import { createControlPlane, defaultIdentity } from './control-plane.js';
+import { PeerDirectory } from './federation/peers.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
 
 const TOKEN_FILE_CHECK_MS = 10_000;
@@ -60,25 +61,25 @@ async function main(): Promise<void> {
     token = staticToken(process.env[FLEET_TOKEN_ENV]);
   }
 
-  let federationToken: TokenSource | undefined;
-  if (config.federationTokenFile !== undefined) {
-    const file = config.federationTokenFile;
-    const watch = watchTokenFile(file, TOKEN_FILE_CHECK_MS, {
-      onError: (err) => logger.error('cannot read the federation token file', { federationTokenFile: file, err }),
-      onChange: (value) =>
-        logger.info('federation token reloaded', { federationTokenFile: file, configured: value !== undefined }),
+  let peers: PeerDirectory | undefined;
+  if (federation?.peersFile !== undefined) {
+    peers = new PeerDirectory(federation.peersFile, {
+      clusterId: federation.clusterId,
+      graceMs: config.tokenGrace,
+      checkIntervalMs: TOKEN_FILE_CHECK_MS,
+      logger: logger.child({ subsystem: 'federation-peers' }),
     });
-    shutdown.add('federation-token-file', watch);
-    federationToken = () => watch.current;
+    logger.info('federation peers loaded', { file: peers.file, peers: peers.ids });
+    shutdown.add('federation-peers-file', peers);
   }
   if (federation === undefined && (config.clusterId || config.federationRedisUrl)) {
     logger.warn('federation needs both --cluster-id and --federation-redis-url: running as a single cluster', {
       clusterId: config.clusterId ?? null,
     });
   }
-  if (federation !== undefined && federationToken === undefined) {
+  if (federation !== undefined && peers === undefined) {
     logger.warn(
-      'federation without --federation-token-file: capacity is shared and shown, but no claim spills to a peer and none is accepted from one',
+      'federation without --federation-peers-file: capacity is shared and shown, but no claim spills to a peer and none is accepted from one',
     );
   }
 
@@ -120,11 +121,10 @@ async function main(): Promise<void> {
             hub: {
               redisUrl: federation.redisUrl,
               prefix: config.federationPrefix,
-              ...(config.claimsAdvertiseUrl ? { claimsAdvertiseUrl: config.claimsAdvertiseUrl } : {}),
             },
           }
         : {}),
-      ...(federationToken !== undefined ? { token: federationToken } : {}),
+      ...(peers !== undefined ? { peers } : {}),
     },
     ...(claims !== undefined
       ? {

@@ -120,6 +120,7 @@ describe('control plane flags', () => {
       redisUrl: 'redis://hub:6379',
       intervalMs: 2_000,
       ttlMs: 6_000,
+      peersFile: undefined,
     });
     expect(
       parse(
@@ -132,6 +133,25 @@ describe('control plane flags', () => {
     expect(() => parse('--cluster-id=east', '--federation-redis-url=http://hub')).toThrow(/--federation-redis-url/);
     expect(() => parse('--federation-interval=2s', '--federation-ttl=2s')).toThrow(/--federation-ttl/);
     expect(() => parse('--federation-interval=0s')).toThrow(/--federation-interval/);
-    expect(() => parse('--claims-advertise-url=ftp://x')).toThrow(/--claims-advertise-url/);
+    expect(
+      parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-peers-file=/p.json')
+        .federation?.peersFile,
+    ).toBe('/p.json');
+    expect(() => parse('--federation-peers-file=/p.json')).toThrow(/--federation-peers-file needs --cluster-id/);
+  });
+
+  it('refuses to start with the removed shared-token flags, naming their replacement', () => {
+    const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+      validateConfig(parseConfig(FLAGS, argv, env).config, noNamespaceFile);
+    const federated = ['--cluster-id=east', '--federation-redis-url=redis://hub:6379'];
+    for (const [argv, env] of [
+      [[...federated, '--federation-token-file=/t'], {}],
+      [federated, { FEDERATION_TOKEN_FILE: '/t' }],
+      [['--federation-token-file=/t'], {}],
+      [[...federated, '--claims-advertise-url=https://claims.east.example'], {}],
+    ] as const) {
+      expect(() => parse([...argv], env)).toThrow(ConfigError);
+      expect(() => parse([...argv], env)).toThrow(/was removed.*--federation-peers-file/);
+    }
   });
 });

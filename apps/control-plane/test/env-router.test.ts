@@ -1,15 +1,21 @@
 // The Env claim router's choices, with the real CapacityRegistry, a real redis-server
 // for the claim index, a scripted local ClaimService and scripted peer claim
-// APIs (real HTTP servers on loopback): where a claim goes, the next-best
-// member when a pinned one refuses or hangs, and the bound on attempts.
+// APIs (real HTTP servers on loopback) configured in a real peers file:
+// where a claim goes, the next-best member when a pinned one refuses or hangs,
+// the bound on attempts, each peer's own token, and never a cluster that is
+// no configured peer.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { SandboxEnv } from '@warmpool/api';
 import { CapacityRegistry, type CapacityObservation } from '@warmpool/federation';
 import { federationRecord, startRedis, type MemberRecord, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PeerDirectory } from '../src/federation/peers.js';
 import { EnvClaimRouter, type EnvClaimOrder } from '../src/federation/router.js';
 import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import {
@@ -61,7 +67,7 @@ class ScriptedClaims implements ClaimService {
   async claim(order: ClaimOrder): Promise<ClaimGrant> {
     if (this.refuse) throw new ClaimFailure('NoCapacity', 'scripted: no room');
     this.served.push(order);
-    return {
+    const grant: ClaimGrant = {
       id: `sb_local${this.served.length}`,
       token: 't',
       deadline: new Date(Date.now() + 60_000).toISOString(),
@@ -74,6 +80,8 @@ class ScriptedClaims implements ClaimService {
       door: order.owner.door,
       owner: ownerMark(order.owner),
     };
+    await this.#index.record(grant, '');
+    return grant;
   }
 
   lookup(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
@@ -105,6 +113,10 @@ describe('the Env claim router', () => {
     { server: Server; url: string; calls: Array<Record<string, unknown>>; script: PeerScript }
   >();
   let n = 0;
+  let dir: string;
+  let directory: PeerDirectory;
+  /** Listening like a peer, with records on the hub, but in no peers file. */
+  const STRANGER = 'stranger';
 
   async function peer(clusterId: string, script: PeerScript): Promise<void> {
     const calls: Array<Record<string, unknown>> = [];
@@ -166,8 +178,7 @@ describe('the Env claim router', () => {
         envs,
         registry,
         localRecords: () => registry.snapshot().filter((r) => r.clusterId === registry.localClusterId),
-        claimsUrlOf: async (cluster) => peers.get(cluster)?.url,
-        federationToken: () => 'fed-token',
+        peers: directory,
         logger: silentLogger,
         ...options,
       }),
@@ -193,6 +204,15 @@ describe('the Env claim router', () => {
     await peer('north', grant('north'));
     await peer('south', grant('south'));
     await peer('slow', () => undefined); // never answers
+    await peer(STRANGER, grant(STRANGER));
+    dir = mkdtempSync(join(tmpdir(), 'warmpool-env-router-'));
+    const configured = [...peers.entries()].filter(([id]) => id !== STRANGER);
+    for (const [id] of configured) writeFileSync(join(dir, `${id}.token`), `token-for-${id}\n`);
+    writeFileSync(
+      join(dir, 'peers.json'),
+      JSON.stringify({ peers: configured.map(([id, p]) => ({ id, claimsUrl: p.url, tokenFile: `${id}.token` })) }),
+    );
+    directory = new PeerDirectory(join(dir, 'peers.json'), { clusterId: 'here', graceMs: 0, logger: silentLogger });
   });
 
   afterAll(async () => {
@@ -201,7 +221,9 @@ describe('the Env claim router', () => {
       server.close();
     }
     connection?.disconnect();
+    directory?.close();
     await redis?.stop();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
   const resetCalls = (): void => {
@@ -240,9 +262,11 @@ describe('the Env claim router', () => {
         env: 'env',
         target: 'east::e-pool',
         claimRef: 'b1',
-        authorization: 'Bearer fed-token',
+        authorization: 'Bearer token-for-east',
       }),
     ]);
+    expect(peers.get('west')?.calls.map((c) => c['authorization'])).toEqual(['Bearer token-for-west']);
+    expect(peers.get('north')?.calls.map((c) => c['authorization'])).toEqual(['Bearer token-for-north']);
     expect(peers.get('west')?.calls.map((c) => c['target'])).toEqual(['west::w-pool']);
     expect(peers.get('south')?.calls).toEqual([]);
     expect(claims.served).toEqual([]);
@@ -294,19 +318,33 @@ describe('the Env claim router', () => {
     ]);
   });
 
+  it('never forwards to a cluster that is no configured peer, however good its records on the hub look', async () => {
+    resetCalls();
+    const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
+    registry.upsert([foreign('here', 'local-pool', 0), foreign(STRANGER, 'x-pool', 99), foreign('south', 's-pool', 1)]);
+    const { router: r } = router(registry);
+    expect(await r.claim(order('s1'))).toMatchObject({ cluster: 'south' });
+    registry.upsert([foreign('south', 's-pool', 0)]);
+    const failure = await r.claim(order('s2')).catch((err: unknown) => err);
+    expect((failure as ClaimFailure).reason).toBe('NoCapacity');
+    expect(peers.get(STRANGER)?.calls).toEqual([]);
+  });
+
   it('refuses a pinned claim for another cluster, a non-member, or a member that can no longer serve', async () => {
     const registry = new CapacityRegistry({ localClusterId: 'here', ttlMs: 60_000 });
-    const { router: r } = router(registry);
+    const { router: r, claims } = router(registry);
     const reason = async (target: string): Promise<string> =>
-      ((await r.claimPinned(order('e1'), target).catch((err: unknown) => err)) as ClaimFailure).reason;
+      ((await r.claimPinned('peer-x', order('e1'), target).catch((err: unknown) => err)) as ClaimFailure).reason;
     expect(await reason('elsewhere::local-pool')).toBe('BadRequest');
     expect(await reason('not-a-target')).toBe('BadRequest');
     expect(await reason('here::stranger')).toBe('PoolNotFound');
     expect(await reason('here::local-pool')).toBe('NoCapacity');
     registry.upsert([foreign('here', 'local-pool', 0, { autoscalingEnabled: true, capacity: -1 })]);
-    expect(await r.claimPinned(order('e2'), 'here::local-pool')).toMatchObject({
+    expect(await r.claimPinned('peer-x', order('e2'), 'here::local-pool')).toMatchObject({
       cluster: 'here',
       memberPool: 'local-pool',
     });
+    // Served in the peer's own key space: no other owner's claim named e2 can be reached from there.
+    expect(claims.served.at(-1)).toMatchObject({ claimRef: 'e2', owner: { door: 'fed', peer: 'peer-x' } });
   });
 });

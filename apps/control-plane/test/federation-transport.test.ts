@@ -37,7 +37,6 @@ describe('the federation transport (real redis-server)', () => {
       intervalMs: 1_000,
       ttlMs,
       records,
-      claimsUrl: () => `http://${clusterId}.test:8081`,
       logger: silentLogger,
     });
     open.push({ close: () => r.stop() });
@@ -77,14 +76,13 @@ describe('the federation transport (real redis-server)', () => {
     await redis?.stop();
   });
 
-  it("writes one key per record with a PX TTL, the cluster's index and its claim URL, under the prefix", async () => {
+  it("writes one key per record with a PX TTL and the cluster's index, under the prefix, and nothing that says where a cluster is reached", async () => {
     const keys = freshKeys();
     await reporter('east', keys, () => [record('a'), record('b')]).report();
     const raw = connection();
     const found = (await raw.keys(`${keys.prefix}:*`)).sort();
     expect(found).toEqual(
       [
-        keys.claimsUrl('east'),
         keys.index('east'),
         keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'a' }),
         keys.record({ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'b' }),
@@ -95,7 +93,6 @@ describe('the federation transport (real redis-server)', () => {
       expect(pttl).toBeGreaterThan(0);
       expect(pttl).toBeLessThanOrEqual(3_000);
     }
-    expect(await raw.get(keys.claimsUrl('east'))).toBe('http://east.test:8081');
   });
 
   it('delivers a report to a watcher through the hint, without waiting for a full read', async () => {

@@ -4,13 +4,19 @@
 // runs in this process; cluster B's is a real process whose clock is ten
 // minutes behind (libfaketime), so any expiry judged on a wall clock shows.
 // Claims go through A's HTTP claim API; what each node holds is read straight
-// from its fake-sandboxd.
+// from its fake-sandboxd. Each cluster has its peers file: A forwards to B
+// with a token of its own, B accepts A and a third peer C (whose token the
+// specs use to play a peer that leaked its token), and neither names any other
+// cluster, whatever the hub says.
 import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { claimBodySchema, claimErrorBodySchema } from '@warmpool/api';
+import { claimBodySchema, claimErrorBodySchema, formatNodeClaimRef, type FederationEntry } from '@warmpool/api';
 import {
   ensureFaketime,
   eventually,
+  federationRecord,
   sandboxEnv,
   sleep,
   startRedis,
@@ -21,8 +27,11 @@ import {
   type TestCluster,
   type TestRedis,
 } from '@warmpool/harness';
+import { Redis } from 'ioredis';
+import { silentLogger } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import { PeerDirectory } from '../src/federation/peers.js';
+import { FederationKeys, type ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, getEnv, kubectl, patch } from './support/objects.js';
@@ -30,7 +39,9 @@ import { startReplica, type Replica } from './support/replicas.js';
 import { testWorlds, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-federation-tests';
-const FEDERATION_TOKEN = 'federation-token-shared-by-a-and-b';
+/** What A presents to B, and what the third peer C presents to B. */
+const A_TO_B = 'token-a-presents-to-b';
+const C_TO_B = 'token-c-presents-to-b';
 const IMAGE = 'registry.test/federation:1';
 const NS = 'fed';
 const INTERVAL_MS = 500;
@@ -47,20 +58,35 @@ describe.skipIf('missing' in faketime)(
     let b: { cluster: TestCluster; fleet: Fleet; proc: NodeScript; claimsUrl: string };
     let hub: TestRedis;
     let user: string;
+    /** A caller of B's own claim API (a ServiceAccount of cluster B). */
+    let userB: string;
 
     const claimsA = (): string => a.cp.claimsUrl ?? '';
     const envClaim = (body: Record<string, unknown> = {}): ReturnType<typeof callClaims> =>
       callClaims(claimsA(), 'POST', `/v1/namespaces/${NS}/claims`, user, { env: 'python', ...body });
     const foreignSeenByA = (): number => a.cp.federation.registry.foreignMembers(NS, 'python').length;
 
-    /** Cluster B's control plane: a process, its clock CLOCK_OFFSET off, its claim queue in A's claim Redis (db 2). */
+    /**
+     * Cluster B's control plane: a process, its clock CLOCK_OFFSET off, its claim queue in A's claim Redis (db 2). It
+     * accepts peers a and c, each with its own token, and forwards to none.
+     */
     async function startB(world: TestWorld, claimsRedis: TestRedis): Promise<Replica> {
       if ('missing' in faketime) throw new Error(faketime.missing);
-      const federationTokenFile = join(world.dir, 'federation-token');
-      writeFileSync(federationTokenFile, FEDERATION_TOKEN + '\n');
+      writeFileSync(join(world.dir, 'from-a.token'), A_TO_B + '\n');
+      writeFileSync(join(world.dir, 'from-c.token'), C_TO_B + '\n');
+      const peersFile = join(world.dir, 'peers.json');
+      writeFileSync(
+        peersFile,
+        JSON.stringify({
+          peers: [
+            { id: 'a', acceptedTokenFile: 'from-a.token' },
+            { id: 'c', acceptedTokenFile: 'from-c.token' },
+          ],
+        }),
+      );
       return startReplica(world.replicaOptions('default'), 'cluster-b', {
         claims: { redisUrl: `${claimsRedis.url}/2` },
-        args: ({ claimsUrl }) => [
+        args: () => [
           '--cluster-id',
           'b',
           '--federation-redis-url',
@@ -71,10 +97,8 @@ describe.skipIf('missing' in faketime)(
           `${TTL_MS}ms`,
           '--federation-prefix',
           PREFIX,
-          '--federation-token-file',
-          federationTokenFile,
-          '--claims-advertise-url',
-          claimsUrl ?? '',
+          '--federation-peers-file',
+          peersFile,
         ],
         env: faketime.env(CLOCK_OFFSET),
         timeoutMs: 60_000,
@@ -110,6 +134,21 @@ describe.skipIf('missing' in faketime)(
         sandboxEnv(NS, 'python', { 'py-b': 'cpu' }),
       );
       user = await serviceAccountToken(clusterA, NS, 'claimer', ['create', 'get', 'update', 'delete']);
+      userB = await serviceAccountToken(clusterB, NS, 'claimer', ['create', 'get', 'update', 'delete']);
+      // B first: A's peers file names B's claim API.
+      const replicaB = await startB(worldB, claimsRedis);
+      b = { cluster: clusterB, fleet: worldB.fleet, proc: replicaB.proc, claimsUrl: replicaB.claimsUrl ?? '' };
+      writeFileSync(join(worldA.dir, 'to-b.token'), A_TO_B + '\n');
+      writeFileSync(
+        join(worldA.dir, 'peers.json'),
+        JSON.stringify({ peers: [{ id: 'b', claimsUrl: b.claimsUrl, tokenFile: 'to-b.token' }] }),
+      );
+      const peersA = new PeerDirectory(join(worldA.dir, 'peers.json'), {
+        clusterId: 'a',
+        graceMs: 0,
+        logger: silentLogger,
+      });
+      worldA.defer(() => peersA.close());
       const cp = await worldA.controlPlane('default', {
         claims: worldA.claimsOptions({ redisUrl: `${claimsRedis.url}/1`, settings: { claimTimeoutMs: 15_000 } }),
         federation: {
@@ -117,12 +156,10 @@ describe.skipIf('missing' in faketime)(
           hub: { redisUrl: hub.url, prefix: PREFIX },
           intervalMs: INTERVAL_MS,
           ttlMs: TTL_MS,
-          token: () => FEDERATION_TOKEN,
+          peers: peersA,
         },
       });
       a = { cluster: clusterA, fleet: worldA.fleet, cp };
-      const replicaB = await startB(worldB, claimsRedis);
-      b = { cluster: clusterB, fleet: worldB.fleet, proc: replicaB.proc, claimsUrl: replicaB.claimsUrl ?? '' };
       await eventually(() => a.cp.claims?.notReadyReasons().length === 0, { what: 'A ready to claim' });
       await eventually(
         () => a.cp.federation.registry.foreignMembers(NS, 'python').find((m) => m.clusterId === 'b' && m.idle === 3),
@@ -194,9 +231,10 @@ describe.skipIf('missing' in faketime)(
         claimRef: 'spill-1',
         token: expect.any(String),
       });
+      // B serves it in peer a's own key space.
       expect(await claimsOnNodes(b.fleet, TOKEN)).toContainEqual({
         node: claim.node,
-        claimRef: `${NS}/spill-1`,
+        claimRef: formatNodeClaimRef({ door: 'fed', peer: 'a', namespace: NS, claimRef: 'spill-1', pool: 'py-b' }),
         id: claim.id,
       });
       expect(await claimsOnNodes(a.fleet, TOKEN)).toEqual([]);
@@ -220,24 +258,140 @@ describe.skipIf('missing' in faketime)(
       );
     });
 
-    it('refuses forged forwards: target without the federation token, a pool that is not a member, another cluster, a wrong token', async () => {
+    it('never forwards to a cluster the hub names but no peers file does: forged records and claim URLs reach no listener', async () => {
+      // The attacker's listener: anything it receives is a token handed out.
+      const received: string[] = [];
+      const trap: Server = createServer((req: IncomingMessage, res) => {
+        received.push(`${req.method ?? ''} ${req.url ?? ''} ${req.headers.authorization ?? ''}`);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+      await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+      const trapUrl = `http://127.0.0.1:${(trap.address() as AddressInfo).port}`;
+      const raw = new Redis(hub.url);
+      const keys = new FederationKeys(PREFIX);
+      const forged: FederationEntry = {
+        ttlMs: 60_000,
+        record: {
+          clusterId: 'evil',
+          ...federationRecord({ namespace: NS, envName: 'python', memberPool: 'py-evil', scalingGroup: 'cpu' }, 100),
+        },
+      };
+      const recordKey = keys.record(forged.record);
+      // What a hub writer could once steer claims with: a claim URL per cluster id, B's included.
+      const urlKeys = ['evil', 'b'].map((id) => `${PREFIX}:claims-url:${encodeURIComponent(id)}`);
+      try {
+        await raw.set(recordKey, JSON.stringify(forged), 'PX', 60_000);
+        await raw.set(keys.index('evil'), JSON.stringify([recordKey]), 'PX', 60_000);
+        for (const key of urlKeys) await raw.set(key, `${trapUrl}/?swallow=`, 'PX', 60_000);
+        await raw.publish(keys.hintChannel, JSON.stringify({ clusterId: 'evil' }));
+        await eventually(
+          () => a.cp.federation.registry.foreignMembers(NS, 'python').some((m) => m.clusterId === 'evil'),
+          { what: "A to read the forged record (it ranks above B's)", timeoutMs: 30_000 },
+        );
+        const answer = await envClaim({ claimRef: 'forged-1', ttlSeconds: 60 });
+        expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+        const claim = claimBodySchema.parse(answer.body);
+        // Served by the configured peer, at its configured URL; the forged cluster was passed over.
+        expect(claim.cluster).toBe('b');
+        expect((await claimsOnNodes(b.fleet, TOKEN)).map((c) => c.id)).toContain(claim.id);
+        expect((await callClaims(claimsA(), 'DELETE', `/v1/namespaces/${NS}/claims/${claim.id}`, user)).status).toBe(
+          204,
+        );
+        expect(received).toEqual([]);
+      } finally {
+        await raw.del(recordKey, keys.index('evil'), ...urlKeys);
+        raw.disconnect();
+        trap.closeAllConnections();
+        trap.close();
+      }
+      await eventually(() => foreignSeenByA() === 1, { what: 'the forged record to age out', timeoutMs: 30_000 });
+    });
+
+    it("keeps each peer to the claims it created: peer c's token neither reads, renews nor releases a's claim or a claim of B's own caller", async () => {
+      const asPeer = (token: string, method: string, path: string, body?: unknown): ReturnType<typeof callClaims> =>
+        callClaims(b.claimsUrl, method, `/v1/namespaces/${NS}/claims${path}`, token, body);
+      const reasonOf = (answer: Awaited<ReturnType<typeof callClaims>>): string =>
+        claimErrorBodySchema.parse(answer.body).reason;
+      const spilledAnswer = await envClaim({ claimRef: 'owned-by-a', ttlSeconds: 120 });
+      expect(spilledAnswer.status, JSON.stringify(spilledAnswer.body)).toBe(200);
+      const spilled = claimBodySchema.parse(spilledAnswer.body);
+      expect(spilled.cluster).toBe('b');
+      const localAnswer = await callClaims(b.claimsUrl, 'POST', `/v1/namespaces/${NS}/claims`, userB, {
+        warmPool: 'py-b',
+        claimRef: 'local-1',
+        ttlSeconds: 120,
+      });
+      expect(localAnswer.status, JSON.stringify(localAnswer.body)).toBe(200);
+      const local = claimBodySchema.parse(localAnswer.body);
+      const deadlines = async (): Promise<Array<string | undefined>> =>
+        Promise.all(
+          [spilled.id, local.id].map(async (id) => {
+            const got = await callClaims(b.claimsUrl, 'GET', `/v1/namespaces/${NS}/claims/${id}`, userB);
+            return (got.body as { deadline?: string }).deadline;
+          }),
+        );
+      const before = await deadlines();
+      try {
+        for (const id of [spilled.id, 'owned-by-a', local.id, 'local-1']) {
+          expect(reasonOf(await asPeer(C_TO_B, 'GET', `/${id}`))).toBe('ClaimNotFound');
+          expect(reasonOf(await asPeer(C_TO_B, 'POST', `/${id}/renew`, { ttlSeconds: 86_400 }))).toBe('ClaimNotFound');
+          expect(reasonOf(await asPeer(C_TO_B, 'DELETE', `/${id}`))).toBe('ClaimNotFound');
+        }
+        // a's token is no better at what is not a's; it reads its own claim, without the token.
+        const own = await asPeer(A_TO_B, 'GET', `/${spilled.id}`);
+        expect(own.status).toBe(200);
+        expect(own.body).not.toHaveProperty('token');
+        expect(reasonOf(await asPeer(A_TO_B, 'GET', `/${local.id}`))).toBe('ClaimNotFound');
+        expect(reasonOf(await asPeer(A_TO_B, 'DELETE', `/${local.id}`))).toBe('ClaimNotFound');
+        expect(reasonOf(await asPeer(A_TO_B, 'POST', `/local-1/renew`, {}))).toBe('ClaimNotFound');
+        // c's pinned creates naming the others' claimRefs: a claim of c's own, in c's key space, never theirs and
+        // never their token.
+        for (const claimRef of ['local-1', 'owned-by-a']) {
+          const answer = await asPeer(C_TO_B, 'POST', '', {
+            env: 'python',
+            target: 'b::py-b',
+            claimRef,
+            ttlSeconds: 30,
+          });
+          if (answer.status === 200) {
+            const own = claimBodySchema.parse(answer.body);
+            expect([spilled.id, local.id]).not.toContain(own.id);
+            expect([spilled.token, local.token]).not.toContain(own.token);
+            expect((await asPeer(C_TO_B, 'DELETE', `/${own.id}`)).status).toBe(204);
+          } else {
+            expect(answer.status, JSON.stringify(answer.body)).toBe(409);
+            expect(answer.body).not.toHaveProperty('token');
+          }
+        }
+        // Both are still held, with the deadlines they had.
+        expect((await claimsOnNodes(b.fleet, TOKEN)).map((c) => c.id)).toEqual(
+          expect.arrayContaining([spilled.id, local.id]),
+        );
+        expect(await deadlines()).toEqual(before);
+        // The owner's own token still renews its claim.
+        expect((await asPeer(A_TO_B, 'POST', `/${spilled.id}/renew`, { ttlSeconds: 60 })).status).toBe(200);
+      } finally {
+        await callClaims(claimsA(), 'DELETE', `/v1/namespaces/${NS}/claims/${spilled.id}`, user);
+        await callClaims(b.claimsUrl, 'DELETE', `/v1/namespaces/${NS}/claims/${local.id}`, userB);
+      }
+    });
+
+    it("refuses forged forwards: target without a peer's token, a pool that is not a member, another cluster, a wrong token", async () => {
       const pinned = (token: string, body: Record<string, unknown>): ReturnType<typeof callClaims> =>
         callClaims(b.claimsUrl, 'POST', `/v1/namespaces/${NS}/claims`, token, { env: 'python', ...body });
       const before = (await claimsOnNodes(b.fleet, TOKEN)).length;
       const asUser = await envClaim({ target: 'a::py-a' });
       expect(asUser.status).toBe(403);
       expect(claimErrorBodySchema.parse(asUser.body).reason).toBe('Forbidden');
-      expect(
-        claimErrorBodySchema.parse((await pinned(FEDERATION_TOKEN, { target: 'b::not-a-member' })).body).reason,
-      ).toBe('PoolNotFound');
-      expect(claimErrorBodySchema.parse((await pinned(FEDERATION_TOKEN, { target: 'a::py-b' })).body).reason).toBe(
-        'BadRequest',
+      expect(claimErrorBodySchema.parse((await pinned(A_TO_B, { target: 'b::not-a-member' })).body).reason).toBe(
+        'PoolNotFound',
       );
-      expect(
-        claimErrorBodySchema.parse((await pinned(FEDERATION_TOKEN, { env: 'other', target: 'b::py-b' })).body).reason,
-      ).toBe('EnvNotFound');
-      expect((await pinned(FEDERATION_TOKEN, { warmPool: 'py-b', env: undefined })).status).toBe(403);
-      expect((await pinned('not-the-federation-token', { target: 'b::py-b' })).status).toBe(401);
+      expect(claimErrorBodySchema.parse((await pinned(A_TO_B, { target: 'a::py-b' })).body).reason).toBe('BadRequest');
+      expect(claimErrorBodySchema.parse((await pinned(A_TO_B, { env: 'other', target: 'b::py-b' })).body).reason).toBe(
+        'EnvNotFound',
+      );
+      expect((await pinned(A_TO_B, { warmPool: 'py-b', env: undefined })).status).toBe(403);
+      expect((await pinned('not-a-peer-token', { target: 'b::py-b' })).status).toBe(401);
       expect((await claimsOnNodes(b.fleet, TOKEN)).length).toBe(before);
     });
 

@@ -40,6 +40,7 @@ interface Container {
   args: string[];
   env?: Array<{ name: string; value?: string }>;
   ports?: Array<{ name: string; containerPort: number }>;
+  volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
   livenessProbe?: { httpGet: { path: string; port: string } };
   readinessProbe?: { httpGet: { port: string } };
   startupProbe?: unknown;
@@ -447,27 +448,105 @@ describe('the Helm chart, rendered', () => {
     expect(on).toContain('secretName: claims-tls');
   });
 
-  it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, the shared token from a Secret', async () => {
+  it('federates with controlPlane.federation.clusterId and redisUrl: the federation flags, and no peers file without peers', async () => {
     const off = await helmTemplate(['fakeSandboxd.enabled=true', 'controlPlane.federation.clusterId=east']);
     expect(off).not.toContain('--cluster-id');
     const on = await helmTemplate([
       'fakeSandboxd.enabled=true',
       'controlPlane.federation.clusterId=east',
       'controlPlane.federation.redisUrl=redis://hub:6379',
-      'controlPlane.federation.tokenSecret=federation',
-      'controlPlane.federation.claimsAdvertiseUrl=https://claims.east.example',
     ]);
     for (const flag of [
       '--cluster-id=east',
       '--federation-redis-url=redis://hub:6379',
       '--federation-interval=2s',
       '--federation-prefix=warmpool:federation',
-      '--federation-token-file=/var/run/warmpool-federation/token',
-      '--claims-advertise-url=https://claims.east.example',
     ]) {
       expect(on).toContain(flag);
     }
-    expect(on).toContain('secretName: federation');
+    expect(on).not.toContain('--federation-peers-file');
+    expect(on).not.toContain('federation-peers');
+  });
+
+  const federated = ['controlPlane.federation.clusterId=east', 'controlPlane.federation.redisUrl=redis://hub:6379'];
+  const westAndNorth = [
+    'controlPlane.federation.peers[0].id=west',
+    'controlPlane.federation.peers[0].claimsUrl=https://claims.west.example:8443',
+    'controlPlane.federation.peers[0].tokenSecret.name=to-west',
+    'controlPlane.federation.peers[0].tokenSecret.key=token',
+    'controlPlane.federation.peers[0].acceptedTokenSecret.name=from-west',
+    'controlPlane.federation.peers[0].acceptedTokenSecret.key=token',
+    'controlPlane.federation.peers[1].id=north',
+    'controlPlane.federation.peers[1].acceptedTokenSecret.name=from-north',
+    'controlPlane.federation.peers[1].acceptedTokenSecret.key=secret',
+  ];
+
+  it("renders controlPlane.federation.peers into a peers file beside each peer's own token Secrets, and the flag naming it", async () => {
+    const objects = await render([...federated, ...westAndNorth]);
+    const deployment = find(objects, 'Deployment', '-control-plane');
+    expect(containerOf(deployment, 'control-plane').args).toContain(
+      '--federation-peers-file=/var/run/warmpool-federation/peers.json',
+    );
+    expect(containerOf(deployment, 'control-plane').volumeMounts).toContainEqual({
+      name: 'federation-peers',
+      mountPath: '/var/run/warmpool-federation',
+      readOnly: true,
+    });
+    const volume = (podOf(deployment).spec as { volumes: Array<{ name: string; projected?: unknown }> }).volumes.find(
+      (v) => v.name === 'federation-peers',
+    );
+    expect(volume?.projected).toEqual({
+      sources: [
+        { configMap: { name: 'warmpool-federation-peers', items: [{ key: 'peers.json', path: 'peers.json' }] } },
+        { secret: { name: 'to-west', items: [{ key: 'token', path: 'peers/0/token' }] } },
+        { secret: { name: 'from-west', items: [{ key: 'token', path: 'peers/0/accepted-token' }] } },
+        { secret: { name: 'from-north', items: [{ key: 'secret', path: 'peers/1/accepted-token' }] } },
+      ],
+    });
+    // The file holds no secret: ids, URLs, and the token files' names beside it.
+    const configMap = find(objects, 'ConfigMap', '-federation-peers') as Rendered & { data: Record<string, string> };
+    expect(JSON.parse(configMap.data['peers.json'] ?? '')).toEqual({
+      peers: [
+        {
+          id: 'west',
+          claimsUrl: 'https://claims.west.example:8443',
+          tokenFile: 'peers/0/token',
+          acceptedTokenFile: 'peers/0/accepted-token',
+        },
+        { id: 'north', acceptedTokenFile: 'peers/1/accepted-token' },
+      ],
+    });
+  });
+
+  it('refuses peers that could send a token elsewhere or be ambiguous, and the removed shared-token values, naming the replacement', async () => {
+    const peer = (more: string[]): string[] => [...federated, 'controlPlane.federation.peers[0].id=west', ...more];
+    const toWest = [
+      'controlPlane.federation.peers[0].tokenSecret.name=t',
+      'controlPlane.federation.peers[0].tokenSecret.key=k',
+    ];
+    for (const url of [
+      'https://claims.west.example/v1',
+      'https://claims.west.example/?swallow=',
+      'https://u:p@west',
+      'ftp://west',
+    ]) {
+      await expect(render(peer([`controlPlane.federation.peers[0].claimsUrl=${url}`, ...toWest]))).rejects.toThrow(
+        /peers\/0\/claimsUrl/,
+      );
+    }
+    // claimsUrl without the token to present there, and a peer that neither forwards nor is forwarded to.
+    await expect(render(peer(['controlPlane.federation.peers[0].claimsUrl=https://west']))).rejects.toThrow(
+      /tokenSecret/,
+    );
+    await expect(render(peer([]))).rejects.toThrow(/peers\/0/);
+    await expect(render([...federated, ...westAndNorth, 'controlPlane.federation.peers[1].id=west'])).rejects.toThrow(
+      /peer west is listed twice/,
+    );
+    for (const removed of ['tokenSecret=federation', 'claimsAdvertiseUrl=https://claims.east.example']) {
+      await expect(render([...federated, `controlPlane.federation.${removed}`])).rejects.toThrow(
+        /were removed.*controlPlane\.federation\.peers/,
+      );
+    }
   });
 
   it('runs an optional in-chart Redis (redis.enabled): non-root, noeviction, no snapshots, and both provisioning and federation point at it', async () => {

@@ -3,7 +3,7 @@
 // batches, SandboxClaims, the janitor, the hub) and a node agent, started as
 // the local stack runs them. A renamed metric fails here, not silently on a
 // production dashboard.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,7 +59,6 @@ describe("the chart's dashboard and alerts, against the metrics the processes ex
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warmpool-monitoring-'));
-    writeFileSync(join(dir, 'federation-token'), 'federation-token\n');
     redis = await startRedis();
     stack = await startStack({
       dir,
@@ -71,7 +70,7 @@ describe("the chart's dashboard and alerts, against the metrics the processes ex
       sampleEnv: true,
       sample: { replicas: 2 },
       redis,
-      federation: { clusterId: 'monitoring', hubUrl: redis.url, tokenFile: join(dir, 'federation-token') },
+      federation: { clusterId: 'monitoring', hubUrl: redis.url },
     });
   }, 180_000);
   afterAll(async () => {

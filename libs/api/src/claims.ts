@@ -27,7 +27,7 @@ const nameSchema = z.string().min(1).max(253);
  * SandboxEnv (`env`, optionally one of its scaling groups), which the router
  * may serve from another cluster. `target` (`<cluster>::<pool>`) pins an Env
  * claim to one member pool of this cluster: only a peer cluster forwarding a
- * claim sends it, with the federation token.
+ * claim sends it, with its own peer token.
  */
 export const createClaimRequestSchema = z
   .strictObject({
@@ -49,7 +49,7 @@ export type CreateClaimRequest = z.output<typeof createClaimRequestSchema>;
 /**
  * Sent (value `1`) by a peer cluster forwarding a claim whose claimRef its own
  * front door generated: the serving cluster then releases a sandbox it serves
- * after the forward gave up. Heeded only with the federation token.
+ * after the forward gave up. Heeded only with a peer cluster's token.
  */
 export const CLAIMREF_GENERATED_HEADER = 'x-warmpool-claimref-generated';
 

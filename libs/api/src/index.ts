@@ -3,6 +3,7 @@ export * from './crds.js';
 export * from './sandboxd.js';
 export * from './agent.js';
 export * from './federation.js';
+export * from './federation-peers.js';
 export * from './claims.js';
 export * from './claim-jobs.js';
 export * from './sandboxes.js';

@@ -74,5 +74,6 @@ export { tearDown } from './teardown.js';
 export type { TeardownStep } from './teardown.js';
 export { ensureFaketime, type FaketimeLookup } from './faketime.js';
 export { startFederatedStacks, type FederatedStacks } from './stack-federation.js';
+export { writeFederationPeers, type FederationMember } from './federation-peers.js';
 export { registerAggregatedApi } from './aggregation.js';
 export type { AggregatedApiOptions } from './aggregation.js';

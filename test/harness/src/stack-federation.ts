@@ -3,11 +3,13 @@
 // redis-server — its database 0 is the hub, database i holds cluster i's
 // claims — with a same-named sample SandboxEnv in every cluster. The first
 // cluster keeps the single-cluster files (`<dir>/kubeconfig`,
-// `<dir>/claims-url`); cluster i's are under `<dir>/cluster-<i>/`.
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+// `<dir>/claims-url`); cluster i's are under `<dir>/cluster-<i>/`. Each
+// cluster's peers file and the per-direction tokens are in `<dir>/federation/`.
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { writeFederationPeers } from './federation-peers.js';
 import { startRedis } from './redis.js';
+import { preferredOrFreePort } from './stack-ports.js';
 import {
   DEFAULT_STACK_DIR,
   startStack,
@@ -19,7 +21,8 @@ import {
 export interface FederatedStacks {
   readonly stacks: readonly LocalStack[];
   readonly hubUrl: string;
-  readonly federationTokenFile: string;
+  /** Each cluster's peers file (--federation-peers-file) and the tokens it names. */
+  readonly federationDir: string;
   /** The first of any stack's unexpected exits. */
   readonly unexpectedExit: Promise<UnexpectedExit>;
   stop(): Promise<void>;
@@ -37,8 +40,15 @@ export async function startFederatedStacks(
   mkdirSync(dir, { recursive: true });
   log("starting redis-server (the federation hub, and every cluster's claims)");
   const redis = await startRedis();
-  const federationTokenFile = join(dir, 'federation-token');
-  writeFileSync(federationTokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  // Every cluster's peers file names the others' claim APIs, so their ports are chosen before any cluster starts.
+  const claimsPorts: number[] = [];
+  for (let i = 1; i <= clusters; i++)
+    claimsPorts.push((await preferredOrFreePort('127.0.0.1', (options.claimsPort ?? 8081) + 10 * (i - 1))).port);
+  const federationDir = join(dir, 'federation');
+  const peersFiles = writeFederationPeers(
+    federationDir,
+    claimsPorts.map((port, i) => ({ id: `cluster-${i + 1}`, claimsUrl: `http://127.0.0.1:${port}` })),
+  );
   const stacks: LocalStack[] = [];
   const stop = async (): Promise<void> => {
     for (const stack of [...stacks].reverse()) await stack.stop();
@@ -56,14 +66,19 @@ export async function startFederatedStacks(
           clusterName: `warmpool-cluster-${i}`,
           loopbackPrefix: `127.0.${i}`,
           controlPlanePort: (options.controlPlanePort ?? 8080) + shift,
-          claimsPort: (options.claimsPort ?? 8081) + shift,
+          claimsPort: claimsPorts[i - 1] ?? 0,
           redis,
           redisDb: i,
-          federation: { clusterId: `cluster-${i}`, hubUrl: redis.url, tokenFile: federationTokenFile },
+          federation: { clusterId: `cluster-${i}`, hubUrl: redis.url, peersFile: peersFiles.get(`cluster-${i}`) },
           sampleEnv: true,
           log: clusterLog,
         }),
       );
+      const expected = `http://127.0.0.1:${claimsPorts[i - 1]}`;
+      if (stacks.at(-1)?.description.claimsUrl !== expected)
+        throw new Error(
+          `cluster-${i}'s claim API port was taken meanwhile (the peers files name ${expected}): start again`,
+        );
     }
   } catch (error) {
     await stop();
@@ -72,7 +87,7 @@ export async function startFederatedStacks(
   return {
     stacks,
     hubUrl: redis.url,
-    federationTokenFile,
+    federationDir,
     unexpectedExit: Promise.race(stacks.map((stack) => stack.unexpectedExit)),
     stop,
   };

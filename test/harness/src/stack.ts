@@ -81,8 +81,8 @@ export interface StackFederation {
   clusterId: string;
   /** The hub (--federation-redis-url). */
   hubUrl: string;
-  /** The token the clusters share (--federation-token-file). */
-  tokenFile: string;
+  /** The peer clusters and their credentials (--federation-peers-file; see writeFederationPeers). */
+  peersFile?: string;
 }
 
 export interface StackNode {
@@ -344,8 +344,9 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
             ? [
                 `--cluster-id=${options.federation.clusterId}`,
                 `--federation-redis-url=${options.federation.hubUrl}`,
-                `--federation-token-file=${options.federation.tokenFile}`,
-                `--claims-advertise-url=${claimsUrl}`,
+                ...(options.federation.peersFile !== undefined
+                  ? [`--federation-peers-file=${options.federation.peersFile}`]
+                  : []),
               ]
             : []),
           `--aggregated-listen=127.0.0.1:${sandboxApiPort}`,

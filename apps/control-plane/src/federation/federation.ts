@@ -27,8 +27,6 @@ export interface HubSettings {
   redisUrl: string;
   /** Key prefix on the hub (default `warmpool:federation`). */
   prefix?: string;
-  /** Where peers reach this cluster's claim API (read at each report); nothing is advertised while undefined. */
-  claimsAdvertiseUrl?: string | (() => string | undefined);
 }
 
 export interface FederationOptions {
@@ -87,10 +85,6 @@ export class Federation {
       intervalMs: this.intervalMs,
       ttlMs: this.ttlMs,
       records: () => this.#local,
-      claimsUrl:
-        typeof hub.claimsAdvertiseUrl === 'function'
-          ? hub.claimsAdvertiseUrl
-          : () => hub.claimsAdvertiseUrl as string | undefined,
       logger: options.logger,
       metrics: this.metrics,
     });
@@ -127,16 +121,6 @@ export class Federation {
       const { ageMs: _age, ...member } = toForeignClusterMember(record);
       return member;
     });
-  }
-
-  /** The claim API a peer advertises, read from the hub; undefined when none (or the hub is down). */
-  async claimsUrlOf(clusterId: string): Promise<string | undefined> {
-    if (this.#redis === undefined || this.keys === undefined) return undefined;
-    try {
-      return (await this.#redis.get(this.keys.claimsUrl(clusterId))) ?? undefined;
-    } catch {
-      return undefined;
-    }
   }
 
   /** Connects to the hub and starts watching (every replica). Never throws: a hub that is down is retried. */

@@ -1,9 +1,11 @@
 // Where federation lives in Redis, under one configurable prefix:
 //   <prefix>:rec:<cluster>/<ns>/<env>/<pool>  one federation record (FederationEntry JSON), PX TTL
 //   <prefix>:index:<cluster>                  that cluster's record keys (JSON array), PX TTL
-//   <prefix>:claims-url:<cluster>             where that cluster's claim API is reached, PX TTL
 //   <prefix>:hint                             channel: a cluster just reported (FederationHint JSON)
 // Every part is URI-encoded, so ids holding '/' or ':' cannot collide.
+// No key says where a cluster is reached: anyone who can write to the hub
+// could point it anywhere, so peers' claim API URLs and tokens are configured
+// per cluster (the peers file) and the hub only carries capacity.
 import type { FederationRecord } from '@warmpool/api';
 
 export const DEFAULT_FEDERATION_PREFIX = 'warmpool:federation';
@@ -37,10 +39,6 @@ export class FederationKeys {
     } catch {
       return undefined;
     }
-  }
-
-  claimsUrl(clusterId: string): string {
-    return `${this.prefix}:claims-url:${encodeURIComponent(clusterId)}`;
   }
 
   get hintChannel(): string {

@@ -1,6 +1,6 @@
 // Publishes this cluster's capacity to the hub: every interval, one key per
-// federation record with a PX TTL, the cluster's index of those keys and its
-// claim API URL, all in one pipeline; then a hint on the channel so watchers
+// federation record with a PX TTL and the cluster's index of those keys, all
+// in one pipeline; then a hint on the channel so watchers
 // read it at once instead of at their next full read. A cluster that stops
 // reporting (dead, paused, partitioned) disappears by itself when the TTLs run out.
 import type { FederationEntry, FederationHint, FederationRecord } from '@warmpool/api';
@@ -19,8 +19,6 @@ export interface ReporterOptions {
   ttlMs: number;
   /** This cluster's records as of now (without the cluster id). */
   records: () => ReadonlyArray<Omit<FederationRecord, 'clusterId'>>;
-  /** Where peers reach this cluster's claim API; not advertised while undefined. */
-  claimsUrl: () => string | undefined;
   logger: Logger;
   metrics?: FederationMetrics;
 }
@@ -62,7 +60,6 @@ export class FederationReporter {
   /** Reports now (also what each tick does); rejects when the hub did not take it. */
   async report(): Promise<void> {
     const { redis, keys, clusterId, ttlMs } = this.#options;
-    const claimsUrl = this.#options.claimsUrl();
     const records = this.#options.records();
     const ttl = String(Math.max(1, Math.round(ttlMs)));
     const pipeline = redis.pipeline();
@@ -75,7 +72,6 @@ export class FederationReporter {
       written.push(key);
     }
     pipeline.set(keys.index(clusterId), JSON.stringify(written), 'PX', ttl);
-    if (claimsUrl !== undefined) pipeline.set(keys.claimsUrl(clusterId), claimsUrl, 'PX', ttl);
     const hint: FederationHint = { clusterId };
     pipeline.publish(keys.hintChannel, JSON.stringify(hint));
     const replies = await pipeline.exec();

@@ -5,14 +5,19 @@
 //   else one whose group can grow (a cold boot; the autoscaler reacts).
 // - Otherwise, and when the local claim found no capacity, the best foreign
 //   member (bestForeignMember's ranking) gets the claim: it is forwarded to
-//   that cluster's claim API pinned to `<cluster>::<pool>`, with the
-//   federation token. A pinned pool that can no longer serve sends the claim
+//   that cluster's claim API pinned to `<cluster>::<pool>`. Only configured
+//   peers are candidates (the peers file: their claim API origin and the token
+//   presented to each); a record on the hub from any other cluster id is
+//   never forwarded to. A pinned pool that can no longer serve sends the claim
 //   on to the next-best member, at most `maxForeignAttempts` of them; none
 //   anywhere answers 429 NoCapacity. Nothing waits open-endedly: each forward
 //   has a timeout.
 // - A spilled claim is recorded in this cluster's claim index with the
 //   serving cluster, so get, renew and release work through this cluster's
 //   API (renew and release are forwarded to the serving cluster).
+// - A claim a peer forwards here is served in the peer's own key space (door
+//   'fed', scoped by the peer's id): it never reaches a claim of another owner,
+//   and a peer reads, renews or releases only the claims of its space.
 import {
   CLAIMREF_GENERATED_HEADER,
   claimBodySchema,
@@ -41,8 +46,8 @@ import {
   type ClaimScope,
   type ClaimService,
 } from '../provisioning/claim-service.js';
-import type { TokenSource } from '../token.js';
 import type { FederationMetrics } from './metrics.js';
+import type { OutboundPeer, PeerCredentials } from './peers.js';
 
 /** A claim of `POST /v1/namespaces/{ns}/claims` with `env`. */
 export interface EnvClaimOrder {
@@ -77,10 +82,8 @@ export interface EnvClaimRouterOptions {
   registry: CapacityRegistry;
   /** This cluster's member records as of the last SandboxEnv run. */
   localRecords: () => readonly LocalRecord[];
-  /** Where a peer's claim API is; undefined when it advertises none (or no federation). */
-  claimsUrlOf?: (clusterId: string) => Promise<string | undefined>;
-  /** The federation token shared by the clusters; forwarding is off without it. */
-  federationToken?: TokenSource;
+  /** The configured peers (multi-cluster mode); nothing is forwarded without them. */
+  peers?: Pick<PeerCredentials, 'outbound'>;
   /** Timeout of one forwarded call (default 15 s). */
   forwardTimeoutMs?: number;
   /** Foreign members tried per claim at most (default 3). */
@@ -91,6 +94,8 @@ export interface EnvClaimRouterOptions {
 
 export class EnvClaimRouter {
   readonly #o: EnvClaimRouterOptions;
+  /** Cluster ids on the hub that are no configured peer, each logged once. */
+  readonly #strangers = new Set<string>();
 
   constructor(options: EnvClaimRouterOptions) {
     this.#o = options;
@@ -151,11 +156,17 @@ export class EnvClaimRouter {
   }
 
   /**
-   * A claim a peer forwarded, pinned to one of this cluster's member pools.
-   * Served only for a member pool of the same-named Env here, and only while
-   * that member can serve (idle, or its group can grow); it is never sent on.
+   * A claim peer `peer` forwarded, pinned to one of this cluster's member
+   * pools. Served only for a member pool of the same-named Env here, and only
+   * while that member can serve (idle, or its group can grow); it is never
+   * sent on. The order's scope and owner are the peer's (door 'fed').
    */
-  async claimPinned(order: EnvClaimOrder, target: string, options: ClaimCallOptions = {}): Promise<EnvGrant> {
+  async claimPinned(
+    peer: string,
+    order: EnvClaimOrder,
+    target: string,
+    options: ClaimCallOptions = {},
+  ): Promise<EnvGrant> {
     const pinned = parsePinnedTarget(target);
     if (pinned === undefined)
       throw new ClaimFailure('BadRequest', `target ${JSON.stringify(target)} is not <cluster>::<pool>`);
@@ -179,7 +190,11 @@ export class EnvClaimRouter {
       );
     }
     return {
-      grant: await this.#claimLocal(order, pinned.memberPool, options),
+      grant: await this.#claimLocal(
+        { ...order, scope: { namespace: order.namespace, door: 'fed', peer }, owner: { door: 'fed', peer } },
+        pinned.memberPool,
+        options,
+      ),
       cluster: this.clusterId,
       memberPool: pinned.memberPool,
     };
@@ -191,12 +206,7 @@ export class EnvClaimRouter {
     const grant = await this.#o.claims.lookup(scope, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
       return this.#o.claims.renew(scope, idOrClaimRef, ttlSeconds);
-    const answer = await this.#forward(
-      grant.cluster,
-      'POST',
-      `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}/renew`,
-      { ttlSeconds },
-    );
+    const answer = await this.#forward(grant.cluster, 'POST', [namespace, grant.id, 'renew'], { ttlSeconds });
     if (answer.status === 404) {
       await this.#o.index.drop(grant).catch(() => undefined);
       throw new ClaimFailure(
@@ -216,11 +226,7 @@ export class EnvClaimRouter {
     const grant = await this.#o.claims.lookup(scope, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
       return this.#o.claims.release(scope, idOrClaimRef);
-    const answer = await this.#forward(
-      grant.cluster,
-      'DELETE',
-      `/v1/namespaces/${namespace}/claims/${encodeURIComponent(grant.id)}`,
-    );
+    const answer = await this.#forward(grant.cluster, 'DELETE', [namespace, grant.id]);
     if (answer.status !== 204 && answer.status !== 404)
       throw failureOf(answer, `cluster ${grant.cluster} did not release`);
     await this.#o.index.drop(grant);
@@ -266,11 +272,11 @@ export class EnvClaimRouter {
 
   async #spill(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant | undefined> {
     const { registry, logger } = this.#o;
-    if (this.#o.claimsUrlOf === undefined || this.#o.federationToken?.() === undefined) return undefined;
+    if (this.#o.peers === undefined) return undefined;
     const group = order.scalingGroup;
     const candidates = registry
       .foreignMembers(order.namespace, order.env)
-      .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m))
+      .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m) && this.#isPeer(m.clusterId))
       .sort(compareForeignCandidates)
       .slice(0, this.#o.maxForeignAttempts ?? 3);
     for (const candidate of candidates) {
@@ -281,7 +287,7 @@ export class EnvClaimRouter {
         answer = await this.#forward(
           candidate.clusterId,
           'POST',
-          `/v1/namespaces/${order.namespace}/claims`,
+          [order.namespace],
           {
             env: order.env,
             ...(group !== '' ? { scalingGroup: group } : {}),
@@ -318,11 +324,7 @@ export class EnvClaimRouter {
         const recorded = await this.#o.index.record(grant, '');
         if (!recorded.ok) {
           // Another request took this claimRef meanwhile: the peer's sandbox is the extra one.
-          await this.#forward(
-            candidate.clusterId,
-            'DELETE',
-            `/v1/namespaces/${order.namespace}/claims/${encodeURIComponent(grant.id)}`,
-          ).catch(() => undefined);
+          await this.#forward(candidate.clusterId, 'DELETE', [order.namespace, grant.id]).catch(() => undefined);
           throw new ClaimFailure(
             'ClaimRefInUse',
             `claimRef ${order.claimRef} was claimed by another request meanwhile`,
@@ -341,50 +343,82 @@ export class EnvClaimRouter {
     return undefined;
   }
 
+  /** Whether records of `clusterId` may be forwarded to: a configured peer. Anything else is logged once. */
+  #isPeer(clusterId: string): boolean {
+    if (this.#o.peers?.outbound(clusterId) !== undefined) return true;
+    if (!this.#strangers.has(clusterId)) {
+      this.#strangers.add(clusterId);
+      this.#o.logger.warn('the hub holds records of a cluster that is no configured peer: never forwarding to it', {
+        clusterId,
+      });
+    }
+    return false;
+  }
+
+  /**
+   * Calls a peer's claim API: `/v1/namespaces/<ns>/claims[/<id>[/renew]]` (each segment URI-encoded) on the
+   * origin configured for that peer, with the token configured for it. A 401 is tried once more with the token
+   * it replaced (a rotation the peer has not read yet). Redirects are refused: the path is this cluster's own.
+   */
   async #forward(
     clusterId: string,
     method: string,
-    path: string,
+    [namespace, ...claim]: readonly [namespace: string, ...claim: string[]],
     body?: unknown,
     signal?: AbortSignal,
     generatedRef = false,
   ): Promise<Answer> {
-    const token = this.#o.federationToken?.();
+    const peer = this.#o.peers?.outbound(clusterId);
+    if (peer === undefined)
+      throw new ClaimFailure('Unavailable', `cluster ${clusterId} is no configured peer (--federation-peers-file)`, {
+        retryAfterSeconds: 1,
+      });
+    const url = claimsUrl(peer, namespace, claim);
+    const call = async (token: string): Promise<Answer> => {
+      const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
+      const res = await fetch(url, {
+        method,
+        redirect: 'error',
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for
+          // it).
+          ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+      });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+      return { status: res.status, body: parsed };
+    };
+    const token = peer.tokens.preferred;
     if (token === undefined)
-      throw new ClaimFailure(
-        'Unavailable',
-        'no federation token (--federation-token-file): cannot reach other clusters',
-        { retryAfterSeconds: 1 },
-      );
-    const base = await this.#o.claimsUrlOf?.(clusterId);
-    if (base === undefined)
-      throw new ClaimFailure(
-        'Unavailable',
-        `cluster ${clusterId} advertises no claim API (or the federation hub is not reachable)`,
-        { retryAfterSeconds: 1 },
-      );
-    const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
-    const res = await fetch(`${base.replace(/\/+$/, '')}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        // The serving cluster then releases a sandbox it serves after this call gave up (nobody could come back for
-        // it).
-        ...(generatedRef ? { [CLAIMREF_GENERATED_HEADER]: '1' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = text;
+      throw new ClaimFailure('Unavailable', `no token to present to peer ${clusterId} (its token file is empty)`, {
+        retryAfterSeconds: 1,
+      });
+    let used = token;
+    let answer = await call(used);
+    const alternate = answer.status === 401 ? peer.tokens.alternateTo(used) : undefined;
+    if (alternate !== undefined) {
+      used = alternate;
+      answer = await call(used);
     }
-    return { status: res.status, body: parsed };
+    if (answer.status !== 401) peer.tokens.worked(used);
+    return answer;
   }
+}
+
+/** A peer's claim API URL, built on its configured origin: never a string from the hub or the peer's answers. */
+function claimsUrl(peer: OutboundPeer, namespace: string, claim: readonly string[]): URL {
+  const segments = ['v1', 'namespaces', namespace, 'claims', ...claim].map(encodeURIComponent);
+  return new URL(`/${segments.join('/')}`, peer.origin);
 }
 
 interface Answer {

@@ -1,11 +1,12 @@
 // Federation as the control plane sets it up: multi-cluster mode only with
 // both a cluster id and a hub (one without the other: a single cluster, whose
-// Registry still holds this cluster's records for the Env claim router), and
-// the claim API URL advertised to the other clusters.
+// Registry still holds this cluster's records for the Env claim router).
+// Which clusters claims are forwarded to and accepted from is the peers'
+// business (peers.ts), never the hub's.
 import type { Logger } from '@warmpool/runtime';
 import type { Registry as PromRegistry } from 'prom-client';
-import type { TokenSource } from '../token.js';
 import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation.js';
+import type { PeerCredentials } from './peers.js';
 
 export interface FederationSettings {
   /** This cluster's id; without it (or without `hub`) the cluster is alone and nothing is started. */
@@ -15,8 +16,8 @@ export interface FederationSettings {
   /** Report / full-read interval (default 2 s); records live 3 × this unless ttlMs says otherwise. */
   intervalMs?: number;
   ttlMs?: number;
-  /** The token peer clusters share to forward claims to each other. */
-  token?: TokenSource;
+  /** The peer clusters, each with its own credentials; without them no claim spills and none is accepted. */
+  peers?: PeerCredentials;
 }
 
 export interface FederationSetup {
@@ -30,8 +31,6 @@ export function createFederation(
   deps: {
     promRegistry: PromRegistry;
     logger: Logger;
-    /** The claim API's bound URL, once it listens. */
-    claimsUrl: () => string | undefined;
   },
 ): FederationSetup {
   const multiCluster = settings.clusterId !== undefined && settings.hub !== undefined;
@@ -39,32 +38,9 @@ export function createFederation(
     clusterId: settings.clusterId ?? FEDERATION_DEFAULTS.singleClusterId,
     ...(settings.intervalMs !== undefined ? { intervalMs: settings.intervalMs } : {}),
     ...(settings.ttlMs !== undefined ? { ttlMs: settings.ttlMs } : {}),
-    ...(multiCluster && settings.hub !== undefined
-      ? {
-          hub: {
-            ...settings.hub,
-            claimsAdvertiseUrl: () => advertisedClaimsUrl(settings.hub?.claimsAdvertiseUrl, deps.claimsUrl()),
-          },
-        }
-      : {}),
+    ...(multiCluster && settings.hub !== undefined ? { hub: settings.hub } : {}),
     promRegistry: deps.promRegistry,
     logger: deps.logger,
   });
   return { federation, multiCluster };
-}
-
-/**
- * Where peers reach this cluster's claim API: the URL given, else the claim
- * API's own URL when it listens on one address (a wildcard one is not an
- * address a peer can use).
- */
-function advertisedClaimsUrl(
-  given: string | (() => string | undefined) | undefined,
-  bound: string | undefined,
-): string | undefined {
-  const url = typeof given === 'function' ? given() : given;
-  if (url !== undefined) return url;
-  if (bound === undefined) return undefined;
-  const host = new URL(bound).hostname;
-  return host === '0.0.0.0' || host === '[::]' ? undefined : bound;
 }

@@ -1,8 +1,11 @@
 // The HTTP claim API (shared/specs/api.md, "The claim API"), served by every
-// replica. Every request is authenticated first (TokenReview), whatever its
-// path; each route then declares, once, the verb on sandboxclaims it needs in
-// its path's namespace (SubjectAccessReview). Routes are only added through
-// `route()`, so none can skip that check: deny by default. Bodies are checked
+// replica. Every request is authenticated first, whatever its path: a
+// configured peer cluster's token makes it that peer's (no TokenReview), any
+// other token is reviewed by the apiserver (TokenReview). Each route then
+// declares, once, the verb on sandboxclaims it needs in its path's namespace:
+// a caller's is checked by a SubjectAccessReview, a peer's by the peer rules
+// (peerMay). Routes are only added through `route()`, so none can skip that
+// check: deny by default. Bodies are checked
 // with the zod schemas of libs/api; nothing here writes to the apiserver.
 // The one public path is GET /openapi.json (the document holds no secret);
 // any other method on a served path answers 405 with Allow.
@@ -17,16 +20,10 @@ import {
   type ClaimErrorBody,
   type ClaimFailureReason,
 } from '@warmpool/api';
-import {
-  bearerToken,
-  methodNotAllowed,
-  readJsonBody,
-  requestHeader,
-  tokensEqual,
-  type Logger,
-} from '@warmpool/runtime';
+import { bearerToken, methodNotAllowed, readJsonBody, requestHeader, type Logger } from '@warmpool/runtime';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { PeerCredentials } from '../../federation/peers.js';
 import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
 import {
   ClaimFailure,
@@ -35,7 +32,6 @@ import {
   type ClaimScope,
   type ClaimService,
 } from '../../provisioning/claim-service.js';
-import type { TokenSource } from '../../token.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from './access-review.js';
 import { claimApiDocument } from './openapi.js';
@@ -65,10 +61,13 @@ const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
   MethodNotAllowed: 405,
 };
 
-type Env = { Variables: { user: UserInfo; namespace: string; peer: boolean } };
+/** `peer`: the id of the peer cluster whose token the request bears; undefined for any other caller. */
+type Env = { Variables: { user: UserInfo; namespace: string; peer: string | undefined } };
 
-/** The identity a peer cluster acts as when it presents the federation token. */
-export const FEDERATION_PEER = 'warmpool:federation-peer';
+/** The username a peer cluster acts as (in logs and messages): `warmpool:federation-peer:<id>`. */
+export function peerUsername(peer: string): string {
+  return `warmpool:federation-peer:${peer}`;
+}
 
 export interface ClaimApiOptions {
   claims: ClaimService;
@@ -77,12 +76,12 @@ export interface ClaimApiOptions {
   /** Claims for a SandboxEnv (`env` in the body); without it such a body is refused. */
   envs?: EnvClaimRouter;
   /**
-   * The token peer clusters present when they forward a claim. A request with
-   * it is a peer's: it is not reviewed by the apiserver (the peer authorized
-   * its own caller) and may only create claims pinned to a member pool, or
-   * get, renew and release claims.
+   * The peer clusters, each with a token of its own. A request bearing one is
+   * that peer's: it is not reviewed by the apiserver (the peer authorized its
+   * own caller); it may only create claims pinned to a member pool of an Env,
+   * and renew and release the claims it created here (peerMay).
    */
-  federationToken?: TokenSource;
+  peers?: Pick<PeerCredentials, 'authenticate'>;
   /**
    * Whether a SandboxClaim of that name exists: its name is refused as a claimRef on every path, so a claim and a
    * Sandbox of one name never belong to two owners.
@@ -101,11 +100,10 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
     const token = bearerToken(requestHeader(c, 'authorization'));
     if (token === undefined)
       return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
-    const federationToken = options.federationToken?.();
-    const peer = federationToken !== undefined && tokensEqual(token, federationToken);
+    const peer = options.peers?.authenticate(token);
     c.set('peer', peer);
-    if (peer) {
-      c.set('user', { username: FEDERATION_PEER });
+    if (peer !== undefined) {
+      c.set('user', { username: peerUsername(peer) });
       await next();
       return;
     }
@@ -121,7 +119,10 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
       const namespace = namespaceSchema.safeParse(c.req.param('namespace'));
       if (!namespace.success) return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
       const user = c.get('user');
-      if (!c.get('peer') && !(await reviewer.authorize(user, namespace.data, verb))) {
+      const peer = c.get('peer');
+      // A peer needs no RBAC: everything it does is in its own key space (scopeOf), so its token reads or changes no
+      // claim of this cluster's callers or of another peer, and creates only pinned Env claims (the create route).
+      if (peer === undefined && !(await reviewer.authorize(user, namespace.data, verb))) {
         return fail(
           c,
           'Forbidden',
@@ -155,13 +156,14 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         'BadRequest',
         `claimRef ${claimRef} names a SandboxClaim in namespace ${c.get('namespace')}; choose another claimRef`,
       );
-    if (c.get('peer') !== (target !== undefined)) {
+    const peer = c.get('peer');
+    if ((peer !== undefined) !== (target !== undefined)) {
       return fail(
         c,
         'Forbidden',
-        c.get('peer')
+        peer !== undefined
           ? 'a peer cluster may only create claims pinned to a member pool (target)'
-          : 'target is only for peer clusters presenting the federation token',
+          : 'target is only for peer clusters presenting their peer token',
       );
     }
     if (env !== undefined) {
@@ -182,11 +184,11 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up
         // is released here too.
         claimRefGenerated:
-          claimRef === undefined || (c.get('peer') && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
+          claimRef === undefined || (peer !== undefined && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
       };
       const served: EnvGrant =
-        target !== undefined
-          ? await options.envs.claimPinned(order, target, { signal: c.req.raw.signal })
+        peer !== undefined && target !== undefined
+          ? await options.envs.claimPinned(peer, order, target, { signal: c.req.raw.signal })
           : await options.envs.claim(order, { signal: c.req.raw.signal });
       return c.json<ClaimBody>(
         { ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool },
@@ -302,11 +304,13 @@ function bodyOf(grant: ClaimGrant, withToken: boolean): ClaimBody {
 /** Each front door is its own key space: a peer sees only the claims it made, an HTTP caller never a SandboxClaim's. */
 function scopeOf(c: Context<Env>): ClaimScope {
   const namespace = c.get('namespace');
-  return c.get('peer') ? { namespace, door: 'fed', peer: FEDERATION_PEER } : { namespace, door: 'http' };
+  const peer = c.get('peer');
+  return peer !== undefined ? { namespace, door: 'fed', peer } : { namespace, door: 'http' };
 }
 
 /** Who claims: a peer, or the reviewed identity together with what it asked for (a replay must match both). */
 function ownerOf(c: Context<Env>, asked: string): ClaimOwner {
-  if (c.get('peer')) return { door: 'fed', peer: FEDERATION_PEER };
+  const peer = c.get('peer');
+  if (peer !== undefined) return { door: 'fed', peer };
   return { door: 'http', digest: ownerDigest(c.get('user'), asked) };
 }

@@ -128,7 +128,7 @@ export const claimApiDocument = servedDocument(CONTROL_PLANE_VERSION, (version) 
       type: 'http',
       scheme: 'bearer',
       description:
-        "A Kubernetes token (e.g. a ServiceAccount's), reviewed with a TokenReview; peer clusters present the federation token instead",
+        "A Kubernetes token (e.g. a ServiceAccount's), reviewed with a TokenReview; a peer cluster presents its own peer token instead (see docs/federation.md)",
     },
   },
 }));

@@ -9,8 +9,8 @@ import { transportFor, type Lister } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
 import type { Federation } from '../../federation/federation.js';
 import { EnvClaimRouter, type EnvClaimRouterOptions } from '../../federation/router.js';
+import type { PeerCredentials } from '../../federation/peers.js';
 import type { ProvisioningPipeline } from '../../provisioning/pipeline.js';
-import type { TokenSource } from '../../token.js';
 import { KubeAccessReviewer, type AccessReviewer } from './access-review.js';
 import { createClaimApi } from './app.js';
 
@@ -20,10 +20,10 @@ export interface ServedClaimApiOptions {
   envs: Lister<SandboxEnv>;
   /** This cluster's Env member records as of the last SandboxEnv run. */
   localRecords: EnvClaimRouterOptions['localRecords'];
-  federation: Pick<Federation, 'registry' | 'metrics' | 'claimsUrlOf'>;
+  federation: Pick<Federation, 'registry' | 'metrics'>;
   multiCluster: boolean;
-  /** The token peer clusters share to forward claims. */
-  federationToken?: TokenSource | undefined;
+  /** The peer clusters (multi-cluster mode only): who may forward claims here, where claims are forwarded to. */
+  peers?: PeerCredentials | undefined;
   /** Default: TokenReview + SubjectAccessReview on the apiserver. */
   reviewer?: AccessReviewer | undefined;
   /** Whether a SandboxClaim of that name exists (its name is refused as a claimRef). */
@@ -32,15 +32,15 @@ export interface ServedClaimApiOptions {
 }
 
 export function createServedClaimApi(options: ServedClaimApiOptions): ReturnType<typeof createClaimApi> {
-  const { claims, federation, multiCluster, federationToken, logger } = options;
+  const { claims, federation, logger } = options;
+  const peers = options.multiCluster ? options.peers : undefined;
   const envRouter = new EnvClaimRouter({
     claims,
     index: claims.index,
     envs: options.envs,
     registry: federation.registry,
     localRecords: options.localRecords,
-    ...(multiCluster ? { claimsUrlOf: (cluster: string) => federation.claimsUrlOf(cluster) } : {}),
-    ...(federationToken !== undefined ? { federationToken } : {}),
+    ...(peers !== undefined ? { peers } : {}),
     logger: logger.child({ subsystem: 'env-claims' }),
     metrics: federation.metrics,
   });
@@ -50,6 +50,6 @@ export function createServedClaimApi(options: ServedClaimApiOptions): ReturnType
     logger: logger.child({ subsystem: 'claim-api' }),
     envs: envRouter,
     ...(options.sandboxClaimNamed !== undefined ? { sandboxClaimNamed: options.sandboxClaimNamed } : {}),
-    ...(multiCluster && federationToken !== undefined ? { federationToken } : {}),
+    ...(peers !== undefined ? { peers } : {}),
   });
 }
