@@ -15,7 +15,7 @@ import {
   type SandboxClaim,
   type SandboxRow,
 } from '@warmpool/api';
-import { eventually, sandboxClaim, sleep, template, type TestCluster, warmPool } from '@warmpool/harness';
+import { eventually, sandboxClaim, sandboxEnv, sleep, template, type TestCluster, warmPool } from '@warmpool/harness';
 import { ignoreNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane, KubeSecret } from './support/internals.js';
@@ -540,23 +540,31 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await controlPlane?.claims?.release({ namespace: ns, door: 'http' }, 'shared');
   });
 
-  it("never hands a SandboxClaim's sandbox (or its token) to an HTTP client asking with the claim's name as claimRef", async () => {
+  it("never hands a SandboxClaim's sandbox (or its token) to an HTTP client naming the claim: 400 on the pool and Env paths, 404 to a release", async () => {
     const ns = await world.namespace('steal');
     await drivenPool(ns, 'pool');
-    await apply(cluster, sandboxClaim(ns, 'mine', 'pool'));
+    await apply(cluster, sandboxClaim(ns, 'mine', 'pool'), sandboxEnv(ns, 'env', { pool: 'main' }));
     await readyClaim(ns, 'mine');
     const secretToken = decode((await getSecret(ns, 'mine')) as KubeSecret)['token'];
-    const creator = await serviceAccountToken(cluster, ns, 'creator', ['create']);
-    const answer = await callClaims<{ reason?: string; token?: string }>(
-      controlPlane?.claimsUrl ?? '',
-      'POST',
-      `/v1/namespaces/${ns}/claims`,
-      creator,
+    const creator = await serviceAccountToken(cluster, ns, 'creator', ['create', 'delete']);
+    const claimsUrl = controlPlane?.claimsUrl ?? '';
+    for (const body of [
       { warmPool: 'pool', claimRef: 'mine' },
-    );
-    expect(answer.status).toBe(400);
-    expect(answer.body.reason).toBe('BadRequest');
-    expect(JSON.stringify(answer.body)).not.toContain(secretToken);
+      { env: 'env', claimRef: 'mine' },
+    ]) {
+      const answer = await callClaims<{ reason?: string; token?: string }>(
+        claimsUrl,
+        'POST',
+        `/v1/namespaces/${ns}/claims`,
+        creator,
+        body,
+      );
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+      expect(answer.body.reason).toBe('BadRequest');
+      expect(JSON.stringify(answer.body)).not.toContain(secretToken);
+    }
+    const release = await callClaims(claimsUrl, 'DELETE', `/v1/namespaces/${ns}/claims/mine`, creator);
+    expect(release.status).toBe(404);
     expect(await heldAnywhere(`${ns}/mine`)).toHaveLength(1);
     expect(ready(await getClaim(ns, 'mine'))).toMatchObject({ status: 'True', reason: 'Claimed' });
   });
