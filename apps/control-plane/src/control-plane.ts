@@ -55,6 +55,7 @@ import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
+import type { RedisSettings } from './redis/connection.js';
 import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
 import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -144,7 +145,8 @@ export interface SandboxApiServing {
 }
 
 export interface ClaimsOptions {
-  redisUrl: string;
+  /** The claim pipeline's Redis (also the Sandbox API's claim feed). */
+  redis: RedisSettings;
   /** Serve the HTTP claim API here; not served when omitted (the pipeline still runs, e.g. for SandboxClaims). */
   listen?: HostPort;
   tls?: { cert: string | Buffer; key: string | Buffer };
@@ -291,7 +293,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     claimsOptions === undefined
       ? undefined
       : createProvisioning({
-          redisUrl: claimsOptions.redisUrl,
+          redisUrl: pipelineRedisUrl(claimsOptions.redis),
           replica: identity,
           ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
           ...claimsOptions.settings,
@@ -357,7 +359,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
             ? {
                 claims: {
                   pipeline: claims,
-                  redisUrl: claimsOptions.redisUrl,
+                  redis: claimsOptions.redis,
                   eventsKey: claims.claimEventsKey,
                   sandboxClaims: sandboxClaims.informer,
                 },
@@ -532,4 +534,22 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     start: () => (started ??= start()),
     close: () => (closing ??= (started ?? Promise.resolve()).catch(() => undefined).then(close)),
   };
+}
+
+/**
+ * The claim pipeline still dials a bare URL (it takes RedisSettings once it
+ * is wired to redis/connection.ts): refuse the settings it would ignore, so
+ * a password file, CA or Sentinel fails the start with a reason instead of
+ * every claim failing NOAUTH or reaching the wrong Redis.
+ */
+function pipelineRedisUrl(settings: RedisSettings): string {
+  const ignored = [
+    ...(settings.passwordFile !== undefined ? ['a password file'] : []),
+    ...(settings.username !== undefined ? ['a username'] : []),
+    ...(settings.caFile !== undefined ? ['a CA file'] : []),
+    ...(settings.sentinel !== undefined ? ['Sentinel'] : []),
+  ];
+  if (ignored.length > 0)
+    throw new Error(`the claim pipeline cannot use ${ignored.join(', ')} for Redis yet: give only --redis-url`);
+  return settings.url;
 }

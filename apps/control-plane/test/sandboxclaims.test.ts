@@ -493,7 +493,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
-    const standby = await world.controlPlane(system, { claims: { redisUrl: world.redis.url } });
+    const standby = await world.controlPlane(system, { claims: { redis: { url: world.redis.url } } });
     try {
       await eventually(() => standby.ready(), { what: "the standby's caches to sync" });
       expect(standby.isLeader()).toBe(false);
