@@ -1,8 +1,9 @@
 // The control plane's Redis clients through Redis Sentinel (real
 // redis-server and redis-sentinel processes, passwords on both): they find
 // the primary by name, and after the primary is killed they find the
-// promoted replica by themselves: commands work again, and a BullMQ Queue
-// and Worker (what the claim pipeline runs on) serve jobs again.
+// promoted replica by themselves: commands work again, a blocking listener
+// receives again, and a BullMQ Queue and Worker serve jobs again: the
+// claim pipeline's four kinds of connection.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
   let dir: string;
   let settings: RedisSettings;
   let commands: Redis;
+  let listener: Redis;
   let queue: Queue;
   let worker: Worker;
   const served: string[] = [];
@@ -51,6 +53,10 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
     });
     commands.on('error', () => undefined);
     await commands.connect();
+    // As the reply listener: blocking pops, commands wait through a reconnect.
+    listener = connectRedis(settings, { lazyConnect: true, maxRetriesPerRequest: null, retryStrategy: quickRetry });
+    listener.on('error', () => undefined);
+    await listener.connect();
     queue = new Queue(QUEUE, {
       connection: bullConnection(settings, { enableOfflineQueue: false, retryStrategy: quickRetry }),
     });
@@ -74,6 +80,7 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
       () => worker?.close(true),
       () => queue?.close(),
       async () => commands?.disconnect(),
+      async () => listener?.disconnect(),
       () => topology?.close(),
       async () => rmSync(dir, { recursive: true, force: true }),
     ]) {
@@ -82,6 +89,24 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
         .catch(() => undefined);
     }
   });
+
+  /** A reply pushed through the commands connection reaches a blocking pop on the listener. */
+  const replyDelivered = async (reply: string): Promise<void> => {
+    const popped = listener.blpop('replies:spec', 5);
+    await eventually(
+      () =>
+        commands.rpush('replies:spec', reply).then(
+          () => true,
+          () => false,
+        ),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: `an RPUSH of ${reply} through the commands connection`,
+      },
+    );
+    expect(await popped).toEqual(['replies:spec', reply]);
+  };
 
   const servedJob = async (id: string): Promise<void> => {
     await eventually(
@@ -99,9 +124,10 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
     expect(await commands.set('claim:1', 'node-a')).toBe('OK');
     expect(await commands.config('GET', 'port')).toEqual(['port', String(primary.port)]);
     await servedJob('before-failover');
+    await replyDelivered('before-failover');
   });
 
-  it('after the primary is killed, reaches the promoted replica: commands and BullMQ jobs work again, the data replicated before is there', async () => {
+  it('after the primary is killed, reaches the promoted replica: commands, a blocking listener and BullMQ jobs work again, the data replicated before is there', async () => {
     // Replicated before the crash: the promoted replica must have it.
     expect(await commands.call('WAIT', '1', '5000')).toBe(1);
     const killed = await topology.killPrimary();
@@ -117,5 +143,6 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
     expect(await commands.config('GET', 'port')).toEqual(['port', String(promoted.port)]);
     expect(await commands.set('claim:2', 'node-b')).toBe('OK');
     await servedJob('after-failover');
+    await replyDelivered('after-failover');
   });
 });
