@@ -19,6 +19,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '@warmpool/api';
 import { transportFor, type Informer } from '@warmpool/kube';
 import {
+  messageOf,
   serveApp,
   silentLogger,
   type HostPort,
@@ -55,7 +56,7 @@ import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
-import type { RedisSettings } from './redis/connection.js';
+import { credentialedUrl, type RedisSettings } from './redis/connection.js';
 import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
 import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -293,6 +294,8 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     claimsOptions === undefined
       ? undefined
       : createProvisioning({
+          // The pipeline takes only a URL until it is wired to redis/connection.ts: a password file travels in it,
+          // a CA file or Sentinel makes the start fail with that reason (rather than every claim failing).
           redisUrl: pipelineRedisUrl(claimsOptions.redis),
           replica: identity,
           ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
@@ -536,20 +539,10 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   };
 }
 
-/**
- * The claim pipeline still dials a bare URL (it takes RedisSettings once it
- * is wired to redis/connection.ts): refuse the settings it would ignore, so
- * a password file, CA or Sentinel fails the start with a reason instead of
- * every claim failing NOAUTH or reaching the wrong Redis.
- */
 function pipelineRedisUrl(settings: RedisSettings): string {
-  const ignored = [
-    ...(settings.passwordFile !== undefined ? ['a password file'] : []),
-    ...(settings.username !== undefined ? ['a username'] : []),
-    ...(settings.caFile !== undefined ? ['a CA file'] : []),
-    ...(settings.sentinel !== undefined ? ['Sentinel'] : []),
-  ];
-  if (ignored.length > 0)
-    throw new Error(`the claim pipeline cannot use ${ignored.join(', ')} for Redis yet: give only --redis-url`);
-  return settings.url;
+  try {
+    return credentialedUrl(settings);
+  } catch (err) {
+    throw new Error(`the claim pipeline cannot reach Redis this way yet: ${messageOf(err)}`, { cause: err });
+  }
 }

@@ -6,11 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueCertificate, respCommand, startRedis, type TestRedis } from '@warmpool/harness';
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bullConnection,
   connectRedis,
+  credentialedUrl,
   describeRedis,
   parseRedisUrl,
   readSecretFile,
@@ -141,6 +142,20 @@ describe('the Redis connection settings', () => {
     expect(() => parseRedisUrl('not a url at all')).toThrow(/is not a URL/);
   });
 
+  it('puts the credentials into one URL for a client that takes only a URL, and refuses what a URL cannot carry', () => {
+    const tricky = join(dir, 'tricky-password');
+    writeFileSync(tricky, 'p%41ss word:@/\n');
+    const url = credentialedUrl({ url: 'rediss://r:6380/2', passwordFile: tricky, username: 'warm pool' });
+    expect(url).toBe('rediss://warm%20pool:p%2541ss%20word%3A%40%2F@r:6380/2');
+    expect(redisOptions({ url })).toMatchObject({ username: 'warm pool', password: 'p%41ss word:@/', db: 2 });
+    expect(credentialedUrl({ url: 'redis://r' })).toBe('redis://r');
+    expect(() => credentialedUrl({ url: 'rediss://r', caFile })).toThrow(/cannot carry a CA file/);
+    expect(() =>
+      credentialedUrl({ url: 'redis://r', sentinel: { hosts: [{ host: 's', port: 1 }], masterName: 'm' } }),
+    ).toThrow(/cannot carry Sentinel/);
+    expect(() => credentialedUrl({ url: 'redis://:pw@r', passwordFile })).toThrow(/given twice/);
+  });
+
   it('names a secret file it cannot use, never its content', () => {
     expect(() => readSecretFile(join(dir, 'missing'))).toThrow(
       /cannot read the Redis secret file .*missing \(ENOENT\)/,
@@ -207,6 +222,21 @@ describe('a Redis that demands a password (requirepass, real redis-server)', () 
     const user = client({ url: `redis://warmpool@${server.host}:${server.port}`, passwordFile });
     await user.connect();
     expect(await user.call('ACL', 'WHOAMI')).toBe('warmpool');
+  });
+
+  it('lets in a client that takes only a URL, the password from the file put into it (any characters)', async () => {
+    const admin = client({ url: server.url, passwordFile });
+    await admin.connect();
+    const password = 'p%41ss word:@/';
+    await admin.call('ACL', 'SETUSER', 'url-user', 'on', `>${password}`, '~*', '+@all');
+    const file = join(dir, 'url-user-password');
+    writeFileSync(file, `${password}\n`);
+    // As the claim pipeline dials Redis until it takes RedisSettings: new Redis(url).
+    const url = credentialedUrl({ url: `redis://url-user@${server.host}:${server.port}`, passwordFile: file });
+    const user = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    clients.push(user);
+    await user.connect();
+    expect(await user.call('ACL', 'WHOAMI')).toBe('url-user');
   });
 
   it('runs a BullMQ Queue and Worker on the same settings', async () => {

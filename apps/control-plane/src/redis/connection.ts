@@ -61,7 +61,7 @@ export function redisOptions(
   const username = url.username ?? settings.username;
   if (settings.caFile !== undefined && !url.tls)
     throw new Error('a CA file for Redis needs a rediss:// URL (TLS); this one is redis://');
-  const tls = url.tls ? { ...(settings.caFile !== undefined ? { ca: readFileSync(settings.caFile) } : {}) } : undefined;
+  const tls = url.tls ? { ...(settings.caFile !== undefined ? { ca: readCaFile(settings.caFile) } : {}) } : undefined;
   const base: RedisOptions = {
     db: url.db,
     ...(username !== undefined ? { username } : {}),
@@ -104,6 +104,28 @@ export function connect(settings: RedisSettings, overrides: RedisOptions = {}): 
 export function bullConnection(settings: RedisSettings, overrides: RedisOptions = {}): BullConnectionOptions {
   // BullMQ passes these to ioredis as they are; only its type spells optional fields without `| undefined`.
   return redisOptions(settings, overrides) as BullConnectionOptions;
+}
+
+/**
+ * The settings as one URL, password included, for a client that takes only a
+ * URL (the claim pipeline, until it takes RedisSettings). Refuses what a URL
+ * cannot carry: a CA file, Sentinel. Never log it (describeRedis is for logs).
+ */
+export function credentialedUrl(settings: RedisSettings, readSecret: ReadSecret = readSecretFile): string {
+  const cannot = [
+    ...(settings.caFile !== undefined ? ['a CA file'] : []),
+    ...(settings.sentinel !== undefined ? ['Sentinel'] : []),
+  ];
+  if (cannot.length > 0) throw new Error(`a Redis URL cannot carry ${cannot.join(' or ')}`);
+  const parsed = parseRedisUrl(settings.url);
+  if (parsed.password !== undefined && settings.passwordFile !== undefined)
+    throw new Error('the Redis password is given twice: in the URL and in a password file; keep one');
+  const url = new URL(settings.url);
+  // Percent-encoded by hand: the URL setters leave '%' as it is, and ioredis decodes what it reads.
+  if (settings.username !== undefined && parsed.username === undefined)
+    url.username = encodeURIComponent(settings.username);
+  if (settings.passwordFile !== undefined) url.password = encodeURIComponent(readSecret(settings.passwordFile));
+  return url.toString();
 }
 
 /** Where these settings connect, for logs: never a password. */
@@ -181,4 +203,13 @@ export function readSecretFile(file: string): string {
   const secret = text.replace(/\r?\n$/, '');
   if (secret === '') throw new Error(`the Redis secret file ${file} is empty`);
   return secret;
+}
+
+function readCaFile(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new Error(`cannot read the Redis CA file ${file} (${code})`, { cause: err });
+  }
 }

@@ -182,6 +182,7 @@ export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from '../..
 export {
   bullConnection,
   connect as connectRedis,
+  credentialedUrl,
   describeRedis,
   parseRedisUrl,
   readSecretFile,
