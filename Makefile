@@ -66,11 +66,13 @@ kube-binaries:
 	@test/harness/kube-binaries.sh >/dev/null
 
 redis:
-	@command -v redis-server >/dev/null || { \
-	  echo "==> installing redis-server (Debian package)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
-	@# The tests start their own redis-server on a free port; stop Debian's service if the package started one.
-	@(command -v systemctl >/dev/null && systemctl is-active --quiet redis-server && systemctl stop redis-server) 2>/dev/null || true
+	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null || { \
+	  echo "==> installing redis-server and redis-sentinel (Debian packages)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null; }
+	@# The tests start their own redis-server and redis-sentinel on free ports; stop Debian's services if the packages started them.
+	@for service in redis-server redis-sentinel; do \
+	  (command -v systemctl >/dev/null && systemctl is-active --quiet $$service && systemctl stop $$service) 2>/dev/null || true; \
+	done
 
 # The image test builds the images itself (images/build.sh, cached).
 test: build lint typecheck kube-binaries redis image-tools

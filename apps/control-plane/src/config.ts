@@ -13,10 +13,10 @@ import {
   hostPortFlag,
   pairedFiles,
   positiveDurations,
-  urlFlag,
   type ConfigOf,
   type FlagsSpec,
   type HostPort,
+  messageOf,
 } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
@@ -25,8 +25,8 @@ import { AUTOSCALER_DEFAULTS } from './controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from './controllers/warmpool/options.js';
 import { FEDERATION_DEFAULTS } from './federation/federation.js';
 import { PROVISIONING_DEFAULTS } from './provisioning/options.js';
+import { parseRedisUrl, type RedisSettings } from './redis/connection.js';
 
-const REDIS_PROTOCOLS = ['redis:', 'rediss:'];
 const PEERS_FILE_HINT =
   "List the peers, their claim API URLs and tokens in --federation-peers-file (each cluster's file lists the others)";
 
@@ -165,6 +165,36 @@ export const FLAGS = {
       'Redis for claims (batch jobs, the claim index, reply lists; maxmemory-policy must be noeviction). When set, every replica serves the claim API on --claims-listen and runs batch workers',
     env: 'REDIS_URL',
   },
+  redisPasswordFile: {
+    kind: 'string',
+    description:
+      "File holding the password of --redis-url's Redis (its requirepass, or the URL's ACL user's; a mounted Secret, read at start). Not together with a password in the URL",
+    env: 'REDIS_PASSWORD_FILE',
+  },
+  redisCaFile: {
+    kind: 'string',
+    description:
+      "PEM file of the CA that signed the certificate of --redis-url's Redis (a rediss:// URL only; default: the system's CAs)",
+    env: 'REDIS_CA_FILE',
+  },
+  redisSentinels: {
+    kind: 'string',
+    description:
+      "Find --redis-url's primary through Redis Sentinel: the Sentinels' addresses, comma-separated HOST:PORT. The URL's host and port are then not dialed; its scheme (rediss:// = TLS to the Sentinels and the primary), user and db still count. Needs --redis-sentinel-master",
+    env: 'REDIS_SENTINELS',
+  },
+  redisSentinelMaster: {
+    kind: 'string',
+    description:
+      "The primary's name in the Sentinels' configuration (sentinel monitor <name> …); with --redis-sentinels",
+    env: 'REDIS_SENTINEL_MASTER',
+  },
+  redisSentinelPasswordFile: {
+    kind: 'string',
+    description:
+      "File holding the Sentinels' own password (their requirepass), when they have one; with --redis-sentinels",
+    env: 'REDIS_SENTINEL_PASSWORD_FILE',
+  },
   claimsListen: {
     kind: 'string',
     description: 'Address of the HTTP claim API (HOST:PORT); served only with --redis-url',
@@ -273,6 +303,18 @@ export const FLAGS = {
       'The Redis hub shared by the federated clusters (records are keys with TTLs). Federation runs only with --cluster-id too',
     env: 'FEDERATION_REDIS_URL',
   },
+  federationRedisPasswordFile: {
+    kind: 'string',
+    description:
+      'File holding the password of the federation hub (--federation-redis-url; a mounted Secret, read at start). Not together with a password in the URL',
+    env: 'FEDERATION_REDIS_PASSWORD_FILE',
+  },
+  federationRedisCaFile: {
+    kind: 'string',
+    description:
+      "PEM file of the CA that signed the federation hub's certificate (a rediss:// --federation-redis-url only; default: the system's CAs)",
+    env: 'FEDERATION_REDIS_CA_FILE',
+  },
   federationInterval: {
     kind: 'duration',
     description:
@@ -366,7 +408,7 @@ export interface ValidatedConfig {
 
 export interface ValidatedFederationConfig {
   clusterId: string;
-  redisUrl: string;
+  redis: RedisSettings;
   intervalMs: number;
   ttlMs: number;
   /** The peers file (--federation-peers-file); read by the process, which refuses to start when it is invalid. */
@@ -380,7 +422,7 @@ export interface ValidatedAggregatedConfig {
 }
 
 export interface ValidatedClaimsConfig {
-  redisUrl: string;
+  redis: RedisSettings;
   listen: HostPort;
   tls: { certFile: string; keyFile: string } | undefined;
 }
@@ -449,15 +491,26 @@ function validateFederation(config: ControlPlaneConfig): ValidatedFederationConf
     throw new ConfigError(
       `--claims-advertise-url (CLAIMS_ADVERTISE_URL) was removed: a peer's claim API URL is no longer read from the hub. ${PEERS_FILE_HINT}`,
     );
-  if (!config.clusterId || !config.federationRedisUrl) {
+  const redisFlags: RedisFlags = {
+    url: ['--federation-redis-url', config.federationRedisUrl],
+    passwordFile: ['--federation-redis-password-file', config.federationRedisPasswordFile],
+    caFile: ['--federation-redis-ca-file', config.federationRedisCaFile],
+  };
+  if (!config.federationRedisUrl) {
+    noRedisFlagsWithoutUrl(redisFlags);
     if (config.federationPeersFile)
       throw new ConfigError('--federation-peers-file needs --cluster-id and --federation-redis-url (federation)');
     return undefined;
   }
-  urlFlag('--federation-redis-url', config.federationRedisUrl, REDIS_PROTOCOLS);
+  const redis = redisSettingsOf(redisFlags, config.federationRedisUrl);
+  if (!config.clusterId) {
+    if (config.federationPeersFile)
+      throw new ConfigError('--federation-peers-file needs --cluster-id and --federation-redis-url (federation)');
+    return undefined;
+  }
   return {
     clusterId: config.clusterId,
-    redisUrl: config.federationRedisUrl,
+    redis,
     intervalMs: config.federationInterval,
     ttlMs,
     peersFile: config.federationPeersFile || undefined,
@@ -485,14 +538,23 @@ function validateAggregated(config: ControlPlaneConfig): ValidatedAggregatedConf
 
 function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | undefined {
   const tlsFlags = config.claimsTlsCertFile !== undefined || config.claimsTlsKeyFile !== undefined;
+  const redisFlags: RedisFlags = {
+    url: ['--redis-url', config.redisUrl],
+    passwordFile: ['--redis-password-file', config.redisPasswordFile],
+    caFile: ['--redis-ca-file', config.redisCaFile],
+    sentinels: ['--redis-sentinels', config.redisSentinels],
+    sentinelMaster: ['--redis-sentinel-master', config.redisSentinelMaster],
+    sentinelPasswordFile: ['--redis-sentinel-password-file', config.redisSentinelPasswordFile],
+  };
   if (!config.redisUrl) {
     if (tlsFlags)
       throw new ConfigError(
         '--claims-tls-cert-file / --claims-tls-key-file need --redis-url (the claim API is served only with provisioning on)',
       );
+    noRedisFlagsWithoutUrl(redisFlags);
     return undefined;
   }
-  urlFlag('--redis-url', config.redisUrl, REDIS_PROTOCOLS);
+  const redis = redisSettingsOf(redisFlags, config.redisUrl);
   const listen = hostPortFlag('--claims-listen', config.claimsListen);
   const tls = pairedFiles(
     ['--claims-tls-cert-file', config.claimsTlsCertFile],
@@ -511,7 +573,76 @@ function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | und
     ['--claim-worker-concurrency', config.claimWorkerConcurrency],
     ['--claim-attempts', config.claimAttempts],
   ]);
-  return { redisUrl: config.redisUrl, listen, tls };
+  return { redis, listen, tls };
+}
+
+type FileFlag = readonly [flag: string, file: string | undefined];
+
+/** The flags that say how one Redis is reached (the claims' Redis has them all, the federation hub a few). */
+interface RedisFlags {
+  url: readonly [flag: string, url: string | undefined];
+  passwordFile: FileFlag;
+  caFile: FileFlag;
+  sentinels?: readonly [flag: string, list: string | undefined];
+  sentinelMaster?: readonly [flag: string, name: string | undefined];
+  sentinelPasswordFile?: FileFlag;
+}
+
+function noRedisFlagsWithoutUrl(flags: RedisFlags): void {
+  const given = [flags.passwordFile, flags.caFile, flags.sentinels, flags.sentinelMaster, flags.sentinelPasswordFile]
+    .filter((flag) => flag !== undefined && flag[1] !== undefined && flag[1] !== '')
+    .map((flag) => flag?.[0]);
+  if (given.length > 0)
+    throw new ConfigError(`${given.join(' / ')} ${given.length === 1 ? 'needs' : 'need'} ${flags.url[0]}`);
+}
+
+/** The connection settings these flags describe; every inconsistency is a ConfigError naming its flags. */
+function redisSettingsOf(flags: RedisFlags, url: string): RedisSettings {
+  const urlFlagName = flags.url[0];
+  let parsed: ReturnType<typeof parseRedisUrl>;
+  try {
+    parsed = parseRedisUrl(url);
+  } catch (err) {
+    throw new ConfigError(`${urlFlagName}: ${messageOf(err)}`);
+  }
+  const [passwordFlag, passwordFile] = flags.passwordFile;
+  if (passwordFile !== undefined && parsed.password !== undefined)
+    throw new ConfigError(`${urlFlagName} has a password and ${passwordFlag} gives one too: keep one`);
+  const [caFlag, caFile] = flags.caFile;
+  if (caFile !== undefined && !parsed.tls)
+    throw new ConfigError(`${caFlag} needs a rediss:// ${urlFlagName} (TLS); this one is redis://`);
+  const settings: RedisSettings = {
+    url,
+    ...(passwordFile !== undefined ? { passwordFile } : {}),
+    ...(caFile !== undefined ? { caFile } : {}),
+  };
+  const [sentinelsFlag = '', sentinelList = ''] = flags.sentinels ?? [];
+  const [masterFlag = '', masterName = ''] = flags.sentinelMaster ?? [];
+  const [sentinelPasswordFlag = '', sentinelPasswordFile] = flags.sentinelPasswordFile ?? [];
+  if (sentinelList === '') {
+    if (masterName !== '') throw new ConfigError(`${masterFlag} needs ${sentinelsFlag} (where the Sentinels are)`);
+    if (sentinelPasswordFile !== undefined) throw new ConfigError(`${sentinelPasswordFlag} needs ${sentinelsFlag}`);
+    return settings;
+  }
+  if (masterName === '')
+    throw new ConfigError(`${sentinelsFlag} needs ${masterFlag} (the primary's name in the Sentinels' configuration)`);
+  const hosts = sentinelList
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      if (entry.startsWith(':')) throw new ConfigError(`${sentinelsFlag}: "${entry}" names no host (want HOST:PORT)`);
+      return hostPortFlag(sentinelsFlag, entry);
+    });
+  if (hosts.length === 0) throw new ConfigError(`${sentinelsFlag} lists no Sentinel (want HOST:PORT,…)`);
+  return {
+    ...settings,
+    sentinel: {
+      hosts,
+      masterName,
+      ...(sentinelPasswordFile !== undefined ? { passwordFile: sentinelPasswordFile } : {}),
+    },
+  };
 }
 
 function defaultNamespaceFile(): string | undefined {

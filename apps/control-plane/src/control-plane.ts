@@ -55,6 +55,7 @@ import { ControlPlaneMetrics } from './metrics.js';
 import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningSettings } from './provisioning/options.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
+import type { RedisSettings } from './redis/connection.js';
 import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
 import type { SandboxAuthorizer } from './aggregated/server.js';
 import { staticToken, type TokenSource } from './token.js';
@@ -144,7 +145,8 @@ export interface SandboxApiServing {
 }
 
 export interface ClaimsOptions {
-  redisUrl: string;
+  /** The claim pipeline's Redis (also the Sandbox API's claim feed). */
+  redis: RedisSettings;
   /** Serve the HTTP claim API here; not served when omitted (the pipeline still runs, e.g. for SandboxClaims). */
   listen?: HostPort;
   tls?: { cert: string | Buffer; key: string | Buffer };
@@ -290,7 +292,9 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     claimsOptions === undefined
       ? undefined
       : createProvisioning({
-          redisUrl: claimsOptions.redisUrl,
+          // The pipeline takes only a URL until it is wired to redis/connection.ts: a password file travels in it,
+          // a CA file or Sentinel makes the start fail with that reason (rather than every claim failing).
+          redis: claimsOptions.redis,
           replica: identity,
           ...(claimsOptions.prefix !== undefined ? { prefix: claimsOptions.prefix } : {}),
           ...claimsOptions.settings,
@@ -356,7 +360,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
             ? {
                 claims: {
                   pipeline: claims,
-                  redisUrl: claimsOptions.redisUrl,
+                  redis: claimsOptions.redis,
                   eventsKey: claims.claimEventsKey,
                   sandboxClaims: sandboxClaims.informer,
                 },

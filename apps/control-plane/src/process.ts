@@ -119,7 +119,7 @@ async function main(): Promise<void> {
         ? {
             ttlMs: federation.ttlMs,
             hub: {
-              redisUrl: federation.redisUrl,
+              redis: federation.redis,
               prefix: config.federationPrefix,
             },
           }
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
     ...(claims !== undefined
       ? {
           claims: {
-            redisUrl: claims.redisUrl,
+            redis: claims.redis,
             listen: claims.listen,
             ...(claims.tls !== undefined
               ? { tls: { cert: readFileSync(claims.tls.certFile), key: readFileSync(claims.tls.keyFile) } }

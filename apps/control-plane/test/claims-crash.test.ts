@@ -5,11 +5,10 @@
 // end with exactly one sandbox on the nodes, the one its client was answered,
 // and nothing else may be left claimed. Real apiserver, Redis, three agents
 // over fake-sandboxd and two control-plane replicas.
-import { claimBodySchema, parseNodeClaimRef } from '@warmpool/api';
 import { eventually, sleep, template, warmPool } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from './support/internals.js';
-import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
+import { burstOnNodes, claimBurst, releaseBurst, serviceAccountToken, type ClaimBurst } from './support/claims.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
@@ -55,72 +54,39 @@ describe('claims through a Redis crash (real apiserver, Redis, agents; two repli
     });
   }
 
-  /** Claims until answered 200, retrying 5xx with the same claimRef; answers the sandbox id. */
-  async function claimUntilServed(claimRef: string, n: number): Promise<string> {
-    for (let attempt = 0; ; attempt++) {
-      const url = replicas[(n + attempt) % replicas.length]?.claimsUrl ?? '';
-      const answer = await callClaims(url, 'POST', `/v1/namespaces/${ns}/claims`, token, {
-        warmPool: 'python',
-        claimRef,
-        ttlSeconds: 600,
-      });
-      if (answer.status === 200) return claimBodySchema.parse(answer.body).id;
-      if (answer.status < 500 && answer.status !== 429) throw new Error(`${claimRef}: ${JSON.stringify(answer.body)}`);
-      await sleep(100);
-    }
-  }
+  const burstOf = (run: number): ClaimBurst => ({
+    urls: () => replicas.map((r) => r.claimsUrl ?? ''),
+    namespace: ns,
+    token,
+    warmPool: 'python',
+    prefix: `r${run}`,
+    claims: CLAIMS,
+    inFlight: IN_FLIGHT,
+  });
 
-  async function burst(run: number): Promise<Map<string, string>> {
-    const answered = new Map<string, string>();
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      for (let n = next++; n < CLAIMS; n = next++) {
-        const claimRef = `r${run}-c${n}`;
-        answered.set(claimRef, await claimUntilServed(claimRef, n));
-      }
-    };
-    const crash = (async (): Promise<void> => {
-      await sleep(400);
-      process.kill(world.redis.pid, 'SIGKILL');
-      await world.redis.stop();
-      await sleep(2_000);
-      await world.startRedisAgain();
-    })();
-    await Promise.all([...Array.from({ length: IN_FLIGHT }, lane), crash]);
-    return answered;
+  /** Redis SIGKILLed 0.4 s into the burst and restarted empty 2 s later. */
+  async function crashRedis(): Promise<void> {
+    await sleep(400);
+    process.kill(world.redis.pid, 'SIGKILL');
+    await world.redis.stop();
+    await sleep(2_000);
+    await world.startRedisAgain();
   }
 
   it(`serves ${CLAIMS} claimRefs exactly once each, ${RUNS} runs, with Redis killed and restarted empty mid-burst`, async () => {
     for (let run = 0; run < RUNS; run++) {
-      const answered = await burst(run);
+      const burst = burstOf(run);
+      const answered = await claimBurst(burst, crashRedis());
       // Whatever a job that died with Redis still had under way has settled by now.
       await sleep(3_000);
-      const held = (await claimsOnNodes(world.fleet, TOKEN)).filter((row) => {
-        const owner = parseNodeClaimRef(row.claimRef);
-        return owner?.door === 'http' && owner.namespace === ns && owner.claimRef.startsWith(`r${run}-`);
+      expect({ run, ...(await burstOnNodes(world.fleet, TOKEN, burst, answered)) }).toEqual({
+        run,
+        duplicates: [],
+        leaks: [],
+        unanswered: [],
       });
-      const byClaimRef = new Map<string, string[]>();
-      for (const row of held) {
-        const claimRef = (parseNodeClaimRef(row.claimRef) as { claimRef: string }).claimRef;
-        byClaimRef.set(claimRef, [...(byClaimRef.get(claimRef) ?? []), row.id]);
-      }
-      const duplicates = [...byClaimRef].filter(([, ids]) => ids.length > 1);
-      const leaks = held.filter((row) => ![...answered.values()].includes(row.id));
-      expect({ run, duplicates, leaks: leaks.length }).toEqual({ run, duplicates: [], leaks: 0 });
-      expect([...answered].every(([claimRef, id]) => byClaimRef.get(claimRef)?.[0] === id)).toBe(true);
-
       await readyToClaim();
-      await Promise.all(
-        Array.from({ length: IN_FLIGHT }, async (_, lane) => {
-          for (let n = lane; n < CLAIMS; n += IN_FLIGHT)
-            await callClaims(
-              replicas[0]?.claimsUrl ?? '',
-              'DELETE',
-              `/v1/namespaces/${ns}/claims/r${run}-c${n}`,
-              token,
-            );
-        }),
-      );
+      await releaseBurst(replicas[0]?.claimsUrl ?? '', burst);
     }
   }, 600_000);
 });

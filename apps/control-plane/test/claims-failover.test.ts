@@ -7,7 +7,7 @@
 import { claimBodySchema } from '@warmpool/api';
 import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
+import { callClaims, claimOfNodeRef, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { Fleet } from './support/fleet.js';
 import { apply } from './support/objects.js';
 import { startReplica, type Replica } from './support/replicas.js';
@@ -99,7 +99,9 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     expect(Number(/warmpool_controlplane_claim_jobs_stalled_total (\d+)/.exec(metrics)?.[1] ?? 0)).toBeGreaterThan(0);
 
     // Exactly once on the nodes: each claim_ref held once, by the sandbox its caller got.
-    const held = (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/fo-`) === true);
+    const held = (await claimsOnNodes(fleet, TOKEN))
+      .map((c) => ({ ...c, claimRef: claimOfNodeRef(c.claimRef) }))
+      .filter((c) => c.claimRef?.startsWith(`${ns}/fo-`) === true);
     expect(held.map((c) => c.claimRef).sort()).toEqual(refs.map((r) => `${ns}/${r}`).sort());
     for (const claim of claims)
       expect(held).toContainEqual({ node: claim.node, claimRef: `${ns}/${claim.claimRef}`, id: claim.id });
@@ -147,7 +149,9 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
       await expect(sent).rejects.toThrow();
     };
     const ours = async (): Promise<Array<{ node: string; claimRef: string | undefined; id: string }>> =>
-      (await claimsOnNodes(fleet, TOKEN)).filter((c) => c.claimRef?.startsWith(`${ns}/`) === true);
+      (await claimsOnNodes(fleet, TOKEN))
+        .map((c) => ({ ...c, claimRef: claimOfNodeRef(c.claimRef) }))
+        .filter((c) => c.claimRef?.startsWith(`${ns}/`) === true);
 
     await giveUp({});
     await eventually(async () => (await activeJobs(patient)) === 0, { what: 'the first job to be done' });

@@ -49,7 +49,7 @@ describe('control plane flags', () => {
     const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
     expect(parse().claims).toBeUndefined();
     expect(parse('--redis-url=redis://127.0.0.1:6379').claims).toEqual({
-      redisUrl: 'redis://127.0.0.1:6379',
+      redis: { url: 'redis://127.0.0.1:6379' },
       listen: { host: '0.0.0.0', port: 8081 },
       tls: undefined,
     });
@@ -61,7 +61,7 @@ describe('control plane flags', () => {
         '--claims-tls-key-file=k.pem',
       ).claims,
     ).toEqual({
-      redisUrl: 'rediss://r:6380',
+      redis: { url: 'rediss://r:6380' },
       listen: { host: '127.0.0.1', port: 9443 },
       tls: { certFile: 'c.pem', keyFile: 'k.pem' },
     });
@@ -70,6 +70,77 @@ describe('control plane flags', () => {
     expect(() => parse('--claims-tls-cert-file=c.pem', '--claims-tls-key-file=k.pem')).toThrow(/need --redis-url/);
     expect(() => parse('--redis-url=redis://r', '--claims-listen=nope')).toThrow(/--claims-listen/);
     expect(() => parse('--redis-url=redis://r', '--claim-batch-max-items=0')).toThrow(/--claim-batch-max-items/);
+  });
+
+  it('reaches Redis with a password file, a CA for rediss://, or through Sentinel, and refuses what would not work', () => {
+    const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
+    expect(
+      parse('--redis-url=rediss://warmpool@r:6380/2', '--redis-password-file=/pw', '--redis-ca-file=/ca.crt').claims
+        ?.redis,
+    ).toEqual({ url: 'rediss://warmpool@r:6380/2', passwordFile: '/pw', caFile: '/ca.crt' });
+    expect(
+      parse(
+        '--redis-url=redis://ignored',
+        '--redis-sentinels=s-0.s:26379, s-1.s:26379,[::1]:26380',
+        '--redis-sentinel-master=warmpool',
+        '--redis-sentinel-password-file=/spw',
+      ).claims?.redis,
+    ).toEqual({
+      url: 'redis://ignored',
+      sentinel: {
+        hosts: [
+          { host: 's-0.s', port: 26379 },
+          { host: 's-1.s', port: 26379 },
+          { host: '::1', port: 26380 },
+        ],
+        masterName: 'warmpool',
+        passwordFile: '/spw',
+      },
+    });
+    expect(() => parse('--redis-url=redis://r', '--redis-sentinels=s:26379')).toThrow(
+      '--redis-sentinels needs --redis-sentinel-master',
+    );
+    expect(() => parse('--redis-url=redis://r', '--redis-sentinel-master=m')).toThrow(
+      '--redis-sentinel-master needs --redis-sentinels',
+    );
+    expect(() => parse('--redis-url=redis://r', '--redis-sentinel-password-file=/spw')).toThrow(
+      '--redis-sentinel-password-file needs --redis-sentinels',
+    );
+    expect(() => parse('--redis-url=redis://r', '--redis-sentinels=s', '--redis-sentinel-master=m')).toThrow(
+      /--redis-sentinels: invalid address "s"/,
+    );
+    expect(() => parse('--redis-url=redis://r', '--redis-sentinels=:26379', '--redis-sentinel-master=m')).toThrow(
+      /names no host/,
+    );
+    expect(() => parse('--redis-url=redis://r', '--redis-sentinels=,', '--redis-sentinel-master=m')).toThrow(
+      /lists no Sentinel/,
+    );
+    expect(() => parse('--redis-url=redis://:pw@r', '--redis-password-file=/pw')).toThrow(
+      '--redis-url has a password and --redis-password-file gives one too',
+    );
+    expect(() => parse('--redis-url=redis://r', '--redis-ca-file=/ca.crt')).toThrow(
+      '--redis-ca-file needs a rediss:// --redis-url',
+    );
+    expect(() => parse('--redis-url=redis://r?db=2')).toThrow(/--redis-url: .*query parameters/);
+    expect(() => parse('--redis-url=redis://r/x')).toThrow(/--redis-url: .*not a database number/);
+    expect(() => parse('--redis-password-file=/pw', '--redis-sentinel-master=m')).toThrow(
+      '--redis-password-file / --redis-sentinel-master need --redis-url',
+    );
+    // The federation hub: its own password and CA files.
+    expect(
+      parse(
+        '--cluster-id=east',
+        '--federation-redis-url=rediss://hub:6380',
+        '--federation-redis-password-file=/hub-pw',
+        '--federation-redis-ca-file=/hub-ca.crt',
+      ).federation?.redis,
+    ).toEqual({ url: 'rediss://hub:6380', passwordFile: '/hub-pw', caFile: '/hub-ca.crt' });
+    expect(() => parse('--federation-redis-password-file=/hub-pw')).toThrow(
+      '--federation-redis-password-file needs --federation-redis-url',
+    );
+    expect(() => parse('--federation-redis-url=redis://hub', '--federation-redis-ca-file=/ca')).toThrow(
+      '--federation-redis-ca-file needs a rediss:// --federation-redis-url',
+    );
   });
 
   it("reads the pod's namespace and name from the downward API env", () => {
@@ -117,7 +188,7 @@ describe('control plane flags', () => {
     expect(parse('--federation-redis-url=redis://hub:6379').federation).toBeUndefined();
     expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({
       clusterId: 'east',
-      redisUrl: 'redis://hub:6379',
+      redis: { url: 'redis://hub:6379' },
       intervalMs: 2_000,
       ttlMs: 6_000,
       peersFile: undefined,

@@ -150,10 +150,10 @@ describe.skipIf('missing' in faketime)(
       });
       worldA.defer(() => peersA.close());
       const cp = await worldA.controlPlane('default', {
-        claims: worldA.claimsOptions({ redisUrl: `${claimsRedis.url}/1`, settings: { claimTimeoutMs: 15_000 } }),
+        claims: worldA.claimsOptions({ redis: { url: `${claimsRedis.url}/1` }, settings: { claimTimeoutMs: 15_000 } }),
         federation: {
           clusterId: 'a',
-          hub: { redisUrl: hub.url, prefix: PREFIX },
+          hub: { redis: { url: hub.url }, prefix: PREFIX },
           intervalMs: INTERVAL_MS,
           ttlMs: TTL_MS,
           peers: peersA,

@@ -627,7 +627,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     admin.disconnect();
     const later = await startControlPlane(cluster, dir, 'default', {
       token: TOKEN,
-      claims: { redisUrl: redis.url },
+      claims: { redis: { url: redis.url } },
       sandboxApi: {
         listen: { host: '127.0.0.1', port: 0 },
         tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },

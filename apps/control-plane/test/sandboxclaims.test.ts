@@ -345,7 +345,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       what: 'every claim to be deleted',
     });
     const heldInNamespace = async (): Promise<SandboxRow[]> =>
-      (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((row) => row.claim_ref?.startsWith(`${ns}/`));
+      (await Promise.all(fleet.nodes.map(nodeClaims)))
+        .flat()
+        .filter((row) => parseNodeClaimRef(row.claim_ref)?.namespace === ns);
     await eventually(
       async () => {
         const held = await heldInNamespace();
@@ -493,7 +495,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   });
 
   it('processes SandboxClaims on the leader only: a standby replica writes nothing', async () => {
-    const standby = await world.controlPlane(system, { claims: { redisUrl: world.redis.url } });
+    const standby = await world.controlPlane(system, { claims: { redis: { url: world.redis.url } } });
     try {
       await eventually(() => standby.ready(), { what: "the standby's caches to sync" });
       expect(standby.isLeader()).toBe(false);

@@ -91,3 +91,36 @@ redis://{{ include "warmpool.fullname" . }}-redis.{{ include "warmpool.namespace
 {{- define "warmpool.federationRedisUrl" -}}
 {{- .Values.controlPlane.federation.redisUrl | default (include "warmpool.inChartRedisUrl" .) -}}
 {{- end -}}
+
+{{- /* The in-chart Redis's password Secret (redis.auth), as YAML {name, key}. */ -}}
+{{- define "warmpool.inChartRedisSecret" -}}
+{{- if .Values.redis.auth.existingSecret -}}
+name: {{ .Values.redis.auth.existingSecret }}
+key: {{ .Values.redis.auth.existingSecretKey }}
+{{- else -}}
+name: {{ include "warmpool.fullname" . }}-redis
+key: password
+{{- end -}}
+{{- end -}}
+
+{{- /* The claims' Redis password Secret as YAML {name, key}: controlPlane.redis.passwordSecret, else the in-chart Redis's when claims use it; else empty. */ -}}
+{{- define "warmpool.redisPasswordSecret" -}}
+{{- $r := .Values.controlPlane.redis -}}
+{{- if $r.passwordSecret.name -}}
+name: {{ $r.passwordSecret.name }}
+key: {{ $r.passwordSecret.key }}
+{{- else if and .Values.redis.enabled (not $r.url) (not $r.existingSecret) -}}
+{{ include "warmpool.inChartRedisSecret" . }}
+{{- end -}}
+{{- end -}}
+
+{{- /* The federation hub's password Secret as YAML {name, key}: controlPlane.federation.redisPasswordSecret, else the in-chart Redis's when the hub is it; else empty. */ -}}
+{{- define "warmpool.federationRedisPasswordSecret" -}}
+{{- $f := .Values.controlPlane.federation -}}
+{{- if $f.redisPasswordSecret.name -}}
+name: {{ $f.redisPasswordSecret.name }}
+key: {{ $f.redisPasswordSecret.key }}
+{{- else if and .Values.redis.enabled (not $f.redisUrl) -}}
+{{ include "warmpool.inChartRedisSecret" . }}
+{{- end -}}
+{{- end -}}

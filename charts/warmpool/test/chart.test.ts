@@ -7,13 +7,13 @@ import {
   findOnPath,
   freePort,
   ManagedChild,
-  redisPing,
+  respCommand,
   runHelm,
   startCluster,
   eventually,
   type TestCluster,
 } from '@warmpool/harness';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHART, helmInstall, NAMESPACE, setArgs } from './support.js';
@@ -569,6 +569,40 @@ describe('the Helm chart, rendered', () => {
     const args = containerOf(find(objects, 'Deployment', '-control-plane'), 'control-plane').args;
     expect(args).toContain('--redis-url=redis://warmpool-redis.warmpool-system.svc:6379');
     expect(args).toContain('--federation-redis-url=redis://warmpool-redis.warmpool-system.svc:6379');
+    // A password the chart generates into a Secret; Redis and the control plane both read it from there.
+    const password = find(objects, 'Secret', '-redis');
+    expect(password.metadata.name).toBe('warmpool-redis');
+    expect(Buffer.from(password.data?.password ?? '', 'base64').toString()).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(container.env).toContainEqual({
+      name: 'REDIS_PASSWORD',
+      valueFrom: { secretKeyRef: { name: 'warmpool-redis', key: 'password' } },
+    });
+    expect(container.args.join(' ')).toContain('--requirepass $(REDIS_PASSWORD)');
+    expect(JSON.stringify(redis)).not.toContain(password.data?.password);
+    expect(args).toContain('--redis-password-file=/var/run/warmpool-redis/password');
+    expect(args).toContain('--federation-redis-password-file=/var/run/warmpool-federation-redis/password');
+    const volumes = podOf(find(objects, 'Deployment', '-control-plane')).spec.volumes;
+    for (const volume of ['redis-password', 'federation-redis-password']) {
+      expect(volumes).toContainEqual({
+        name: volume,
+        secret: { secretName: 'warmpool-redis', items: [{ key: 'password', path: 'password' }] },
+      });
+    }
+    // Or a Secret of one's own: the chart renders none.
+    const own = await render([
+      'redis.enabled=true',
+      'redis.auth.existingSecret=my-redis',
+      'redis.auth.existingSecretKey=pw',
+    ]);
+    expect(own.some((o) => o.kind === 'Secret' && o.metadata.name.endsWith('-redis'))).toBe(false);
+    expect(containerOf(find(own, 'Deployment', '-redis'), 'redis').env).toContainEqual({
+      name: 'REDIS_PASSWORD',
+      valueFrom: { secretKeyRef: { name: 'my-redis', key: 'pw' } },
+    });
+    expect(podOf(find(own, 'Deployment', '-control-plane')).spec.volumes).toContainEqual({
+      name: 'redis-password',
+      secret: { secretName: 'my-redis', items: [{ key: 'pw', path: 'password' }] },
+    });
     expect(find(objects, 'Service', '-claims').spec).toMatchObject({ ports: [{ name: 'claims', port: 8081 }] });
     // An explicit URL wins (a managed Redis), and a URL from a Secret keeps a password out of the pod spec.
     const managed = containerOf(
@@ -580,6 +614,8 @@ describe('the Helm chart, rendered', () => {
       'control-plane',
     );
     expect(managed.args).toContain('--redis-url=rediss://user:pw@cache.example:6380/2');
+    // The in-chart Redis's password is not handed to another Redis.
+    expect(managed.args.some((a) => a.startsWith('--redis-password-file'))).toBe(false);
     const secret = await render(['controlPlane.redis.existingSecret=redis-url']);
     const fromSecret = containerOf(find(secret, 'Deployment', '-control-plane'), 'control-plane');
     expect(fromSecret.args.some((a) => a.startsWith('--redis-url'))).toBe(false);
@@ -591,7 +627,96 @@ describe('the Helm chart, rendered', () => {
     expect(secret.some((o) => o.kind === 'Service' && o.metadata.name.endsWith('-claims'))).toBe(true);
   });
 
-  it('refuses Redis URLs the control plane cannot use (Sentinel, other schemes) and Redis values of the wrong type', async () => {
+  it('reaches an external Redis with a password Secret, a CA Secret for rediss://, or through Sentinel, and so does the federation hub', async () => {
+    const tls = await render([
+      'controlPlane.redis.url=rediss://warmpool@cache.example:6380/1',
+      'controlPlane.redis.passwordSecret.name=cache-auth',
+      'controlPlane.redis.caSecret.name=cache-ca',
+      'controlPlane.redis.caSecret.key=ca.pem',
+      'controlPlane.federation.clusterId=east',
+      'controlPlane.federation.redisUrl=rediss://hub.example:6380',
+      'controlPlane.federation.redisPasswordSecret.name=hub-auth',
+      'controlPlane.federation.redisCaSecret.name=hub-ca',
+    ]);
+    const deployment = find(tls, 'Deployment', '-control-plane');
+    const args = containerOf(deployment, 'control-plane').args;
+    for (const flag of [
+      '--redis-url=rediss://warmpool@cache.example:6380/1',
+      '--redis-password-file=/var/run/warmpool-redis/password',
+      '--redis-ca-file=/var/run/warmpool-redis-ca/ca.crt',
+      '--federation-redis-password-file=/var/run/warmpool-federation-redis/password',
+      '--federation-redis-ca-file=/var/run/warmpool-federation-redis-ca/ca.crt',
+    ]) {
+      expect(args).toContain(flag);
+    }
+    expect(args.some((a) => a.startsWith('--redis-sentinel'))).toBe(false);
+    const volumes = podOf(deployment).spec.volumes;
+    for (const [name, secretName, key, path] of [
+      ['redis-password', 'cache-auth', 'password', 'password'],
+      ['redis-ca', 'cache-ca', 'ca.pem', 'ca.crt'],
+      ['federation-redis-password', 'hub-auth', 'password', 'password'],
+      ['federation-redis-ca', 'hub-ca', 'ca.crt', 'ca.crt'],
+    ] as const) {
+      expect(volumes).toContainEqual({ name, secret: { secretName, items: [{ key, path }] } });
+    }
+    expect(containerOf(deployment, 'control-plane')).toMatchObject({
+      volumeMounts: expect.arrayContaining([
+        { name: 'redis-password', mountPath: '/var/run/warmpool-redis', readOnly: true },
+        { name: 'redis-ca', mountPath: '/var/run/warmpool-redis-ca', readOnly: true },
+      ]) as unknown,
+    });
+
+    const sentinel = containerOf(
+      find(
+        await render([
+          'controlPlane.redis.url=redis://warmpool/0',
+          'controlPlane.redis.passwordSecret.name=redis-auth',
+          'controlPlane.redis.sentinel.enabled=true',
+          'controlPlane.redis.sentinel.hosts={sentinel-0.sentinel:26379,sentinel-1.sentinel:26379}',
+          'controlPlane.redis.sentinel.masterName=warmpool',
+          'controlPlane.redis.sentinel.passwordSecret.name=sentinel-auth',
+        ]),
+        'Deployment',
+        '-control-plane',
+      ),
+      'control-plane',
+    );
+    expect(sentinel.args).toEqual(
+      expect.arrayContaining([
+        '--redis-url=redis://warmpool/0',
+        '--redis-password-file=/var/run/warmpool-redis/password',
+        '--redis-sentinels=sentinel-0.sentinel:26379,sentinel-1.sentinel:26379',
+        '--redis-sentinel-master=warmpool',
+        '--redis-sentinel-password-file=/var/run/warmpool-redis-sentinel/password',
+      ]),
+    );
+
+    const sentinelOn = ['controlPlane.redis.sentinel.enabled=true'];
+    await expect(render([...sentinelOn, 'controlPlane.redis.url=redis://m'])).rejects.toThrow(
+      /sentinel.enabled needs sentinel.hosts .* and sentinel.masterName/,
+    );
+    await expect(
+      render([
+        ...sentinelOn,
+        'redis.enabled=true',
+        'controlPlane.redis.sentinel.hosts={s:26379}',
+        'controlPlane.redis.sentinel.masterName=m',
+      ]),
+    ).rejects.toThrow(/sentinel.enabled needs controlPlane.redis.url/);
+    await expect(render(['controlPlane.redis.sentinel.hosts={s}'])).rejects.toThrow(/sentinel\/hosts\/0/);
+    await expect(
+      render(['controlPlane.redis.url=redis://cache:6379', 'controlPlane.redis.caSecret.name=ca']),
+    ).rejects.toThrow(/caSecret needs a rediss:\/\/ controlPlane.redis.url/);
+    await expect(
+      render([
+        'controlPlane.federation.clusterId=east',
+        'controlPlane.federation.redisUrl=redis://hub:6379',
+        'controlPlane.federation.redisCaSecret.name=ca',
+      ]),
+    ).rejects.toThrow(/redisCaSecret needs a rediss:\/\/ controlPlane.federation.redisUrl/);
+  });
+
+  it('refuses Redis URLs the control plane cannot use (redis+sentinel://, other schemes) and Redis values of the wrong type', async () => {
     await expect(render(['controlPlane.redis.url=redis+sentinel://s:26379/mymaster'])).rejects.toThrow(
       /controlPlane\/redis\/url/,
     );
@@ -601,15 +726,22 @@ describe('the Helm chart, rendered', () => {
     await expect(render(['redis.persistence=true'])).rejects.toThrow(/additional properties 'persistence' not allowed/);
   });
 
-  it("the in-chart Redis's command line starts a real redis-server that refuses to evict", async () => {
+  it("the in-chart Redis's command line starts a real redis-server that demands its password and refuses to evict", async () => {
     const command = findOnPath('redis-server');
     if (command === undefined) throw new Error('redis-server not found on PATH (apt-get install -y redis-server)');
-    const container = containerOf(find(await render(['redis.enabled=true']), 'Deployment', '-redis'), 'redis');
+    const objects = await render(['redis.enabled=true']);
+    const container = containerOf(find(objects, 'Deployment', '-redis'), 'redis');
+    const password = Buffer.from(find(objects, 'Secret', '-redis').data?.password ?? '', 'base64').toString();
     const port = await freePort('127.0.0.1');
     const dir = mkdtempSync(join(tmpdir(), 'warmpool-chart-redis-'));
-    // The chart's own arguments; only the port and the data dir are this machine's, and it listens on loopback only.
+    // The chart's own arguments, $(REDIS_PASSWORD) expanded from the Secret as the kubelet does; only the port and
+    // the data dir are this machine's, and it listens on loopback only.
     const args = container.args.map((a, i) =>
-      container.args[i - 1] === '--port' ? String(port) : container.args[i - 1] === '--dir' ? dir : a,
+      container.args[i - 1] === '--port'
+        ? String(port)
+        : container.args[i - 1] === '--dir'
+          ? dir
+          : a.replace('$(REDIS_PASSWORD)', password),
     );
     const child = new ManagedChild({
       name: 'chart-redis',
@@ -618,13 +750,23 @@ describe('the Helm chart, rendered', () => {
       logFile: join(dir, 'redis.log'),
       orphanCleanupDir: dir,
     });
-    const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 1, password });
     try {
-      await eventually(() => redisPing('127.0.0.1', port), {
+      const ping = (): Promise<boolean> =>
+        respCommand({ host: '127.0.0.1', port, password }, ['PING']).then(
+          (reply) => reply === 'PONG',
+          () => false,
+        );
+      await eventually(ping, {
         timeoutMs: 30_000,
         intervalMs: 100,
         what: () => `redis-server with the chart's args does not answer:\n${child.logTail()}`,
       });
+      // Without the password nothing is answered; the password is not left in the process list.
+      await expect(respCommand({ host: '127.0.0.1', port }, ['GET', 'k'])).resolves.toMatchObject({
+        message: expect.stringMatching(/^NOAUTH/) as unknown,
+      });
+      expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')).not.toContain(password);
       await client.connect();
       expect(await client.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
       expect(await client.config('GET', 'save')).toEqual(['save', '']);
@@ -914,8 +1056,20 @@ describe('the Helm chart, installed on a real apiserver', () => {
       ])
     ).stdout;
     expect(args).toContain('--redis-url=redis://claims-warmpool-redis.warmpool-claims.svc:6379');
+    expect(args).toContain('--redis-password-file=/var/run/warmpool-redis/password');
     expect(notes).toContain('claims-warmpool-claims, port 8081');
     expect(notes).toContain('It uses the in-chart Redis (claims-warmpool-redis): for trying out only');
+  });
+
+  it("generates the in-chart Redis's password once and keeps it across upgrades", async () => {
+    const ns = 'warmpool-claims';
+    const read = async (): Promise<string> =>
+      (await cluster.kubectl(['get', 'secret', 'claims-warmpool-redis', '-n', ns, '-o', 'jsonpath={.data.password}']))
+        .stdout;
+    const before = await read();
+    expect(Buffer.from(before, 'base64').toString()).toMatch(/^[A-Za-z0-9]{32}$/);
+    await helm(cluster, ['upgrade', 'claims', CHART, '-n', ns, '--wait=false', '--reuse-values']);
+    expect(await read()).toBe(before);
   });
 
   it('refuses values of the wrong type at install time, before anything is created', async () => {

@@ -1,20 +1,26 @@
 // A private redis-server for one test file: free loopback port, no persistence,
-// a temp dir that goes away with it.
-import { mkdtempSync, rmSync } from 'node:fs';
+// a temp dir that goes away with it. Optionally with a password, TLS, or as a
+// replica of another (the Sentinel topology, redis-sentinel.ts, builds on it).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findOnPath } from './binaries.js';
 import { forgetRemoveAtExit, ManagedChild, removeAtExit } from './children.js';
 import { freePort } from './ports.js';
+import { respCommand, type RespTarget } from './resp.js';
 import { eventually } from './wait.js';
 
 export interface TestRedis {
-  /** redis://127.0.0.1:<port> */
+  /** redis://127.0.0.1:<port>, or rediss:// with TLS; never with the password in it. */
   readonly url: string;
   readonly host: string;
   readonly port: number;
   readonly pid: number;
+  /** How the harness itself reaches it (respCommand): address, password, CA. */
+  readonly target: RespTarget;
+  /** SIGKILL, as a crash: no shutdown, nothing flushed. Resolves once the process is reaped. */
+  kill(): Promise<void>;
   stop(): Promise<void>;
   /** Same as stop(). */
   close(): Promise<void>;
@@ -24,6 +30,21 @@ export interface StartRedisOptions {
   readyTimeoutMs?: number;
   /** Listen on this port (e.g. to restart a stopped one where its clients reconnect); default a free one. */
   port?: number;
+  /** `requirepass` (and `masterauth`, for a replica or a demoted primary). */
+  password?: string;
+  /** Serve TLS only (no plaintext port) with this certificate; the URL is then rediss://. */
+  tls?: RedisTls;
+  /** Start as a replica of this primary. */
+  replicaOf?: { host: string; port: number };
+  /** For messages and the temp dir's name (default "redis-server"). */
+  name?: string;
+}
+
+export interface RedisTls {
+  certPem: string;
+  keyPem: string;
+  /** The CA that signed certPem, which the harness's own checks trust (default: certPem, self-signed). */
+  caPem?: string;
 }
 
 /** One PING over a raw socket: true on +PONG. */
@@ -51,14 +72,18 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     throw new Error('redis-server not found on PATH: run `make redis` (installs the Debian redis-server package)');
   const host = '127.0.0.1';
   const port = options.port ?? (await freePort(host));
+  const name = options.name ?? 'redis-server';
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-redis-'));
   removeAtExit(dir);
   const child = new ManagedChild({
-    name: 'redis-server',
+    name,
     command,
     args: [
-      '--port',
-      String(port),
+      ...listenArgs(port, dir, options.tls),
+      ...(options.password !== undefined ? ['--requirepass', options.password, '--masterauth', options.password] : []),
+      ...(options.replicaOf !== undefined
+        ? ['--replicaof', options.replicaOf.host, String(options.replicaOf.port)]
+        : []),
       '--bind',
       host,
       '--save',
@@ -83,16 +108,55 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     rmSync(dir, { recursive: true, force: true });
     forgetRemoveAtExit(dir);
   };
+  const kill = async (): Promise<void> => {
+    child.kill('SIGKILL');
+    await child.exited;
+  };
+  const target: RespTarget = {
+    host,
+    port,
+    ...(options.password !== undefined ? { password: options.password } : {}),
+    ...(options.tls !== undefined ? { tlsCa: options.tls.caPem ?? options.tls.certPem } : {}),
+  };
   try {
-    await eventually(() => ping(host, port), {
-      timeoutMs: options.readyTimeoutMs ?? 15_000,
-      intervalMs: 50,
-      what: () => `redis-server on ${host}:${port} does not answer PING; last log lines:\n${child.logTail()}`,
-      abort: () => (child.running ? undefined : `redis-server exited (${JSON.stringify(child.exitStatus)})`),
-    });
+    await eventually(
+      () =>
+        respCommand(target, ['PING']).then(
+          (reply) => reply === 'PONG',
+          () => false,
+        ),
+      {
+        timeoutMs: options.readyTimeoutMs ?? 15_000,
+        intervalMs: 50,
+        what: () => `${name} on ${host}:${port} does not answer PING; last log lines:\n${child.logTail()}`,
+        abort: () => (child.running ? undefined : `${name} exited (${JSON.stringify(child.exitStatus)})`),
+      },
+    );
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url: `redis://${host}:${port}`, host, port, pid: child.pid, stop, close: stop };
+  const scheme = options.tls !== undefined ? 'rediss' : 'redis';
+  return { url: `${scheme}://${host}:${port}`, host, port, pid: child.pid, target, kill, stop, close: stop };
+}
+
+/** The plaintext port, or with TLS a TLS port only (clients need not present a certificate). */
+function listenArgs(port: number, dir: string, tls: RedisTls | undefined): string[] {
+  if (tls === undefined) return ['--port', String(port)];
+  const certFile = join(dir, 'tls.crt');
+  const keyFile = join(dir, 'tls.key');
+  writeFileSync(certFile, tls.certPem, { mode: 0o600 });
+  writeFileSync(keyFile, tls.keyPem, { mode: 0o600 });
+  return [
+    '--port',
+    '0',
+    '--tls-port',
+    String(port),
+    '--tls-cert-file',
+    certFile,
+    '--tls-key-file',
+    keyFile,
+    '--tls-auth-clients',
+    'no',
+  ];
 }

@@ -7,11 +7,13 @@
 import { claimEventSchema, type ClaimEvent } from '@warmpool/api';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connect, type RedisSettings } from '../redis/connection.js';
 import type { SandboxView } from './view.js';
 
 export interface ClaimFeedOptions {
-  redisUrl: string;
+  /** The claim pipeline's Redis. */
+  redis: RedisSettings;
   /** The stream's key (the claim index's eventsKey). */
   key: string;
   view: SandboxView;
@@ -33,7 +35,7 @@ export class ClaimFeed {
 
   constructor(options: ClaimFeedOptions) {
     this.#options = options;
-    this.#redis = new Redis(options.redisUrl, {
+    this.#redis = connect(options.redis, {
       maxRetriesPerRequest: null,
       lazyConnect: true,
       retryStrategy: (times) => Math.min(200 * times, 2_000),

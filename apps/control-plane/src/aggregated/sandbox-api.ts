@@ -16,6 +16,7 @@ import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import { AgentClaims } from '../provisioning/agent-claims.js';
 import type { ProvisioningPipeline } from '../provisioning/pipeline.js';
 import type { ClaimGrant } from '../provisioning/claim-service.js';
+import type { RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../token.js';
 import { KubeAccessReviewer } from '../http/claims/access-review.js';
 import { ClaimFeed } from './claim-feed.js';
@@ -44,7 +45,8 @@ export interface SandboxApiOptions {
    */
   claims?: {
     pipeline: ProvisioningPipeline;
-    redisUrl: string;
+    /** The claim pipeline's Redis, for the claim feed. */
+    redis: RedisSettings;
     eventsKey: string;
     sandboxClaims: Informer<SandboxClaim>;
   };
@@ -83,7 +85,7 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
     options.claims === undefined
       ? undefined
       : new ClaimFeed({
-          redisUrl: options.claims.redisUrl,
+          redis: options.claims.redis,
           key: options.claims.eventsKey,
           view,
           logger: logger.child({ component: 'claim-feed' }),

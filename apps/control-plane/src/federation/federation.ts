@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_FEDERATION_PREFIX, FederationKeys } from './keys.js';
 import { FederationMetrics } from './metrics.js';
+import { describeRedis, type RedisSettings } from '../redis/connection.js';
 import { hubConnection } from './redis.js';
 import { FederationReporter } from './reporter.js';
 import { FederationWatcher } from './watcher.js';
@@ -24,7 +25,8 @@ export const FEDERATION_DEFAULTS = {
 } as const;
 
 export interface HubSettings {
-  redisUrl: string;
+  /** Where the hub is and how to log in (--federation-redis-url and its password and CA files). */
+  redis: RedisSettings;
   /** Key prefix on the hub (default `warmpool:federation`). */
   prefix?: string;
 }
@@ -55,6 +57,8 @@ export class Federation {
   readonly #redis: Redis | undefined;
   readonly #subscriber: Redis | undefined;
   readonly #logger: Logger;
+  /** Where the hub is, for logs (never a password). */
+  readonly #hubDescription: string | undefined;
   #local: readonly LocalRecord[] = [];
 
   constructor(options: FederationOptions) {
@@ -71,8 +75,9 @@ export class Federation {
     const hub = options.hub;
     if (hub === undefined) return;
     this.keys = new FederationKeys(hub.prefix ?? FEDERATION_DEFAULTS.prefix);
-    this.#redis = hubConnection(hub.redisUrl);
-    this.#subscriber = hubConnection(hub.redisUrl, { subscriber: true });
+    this.#hubDescription = describeRedis(hub.redis);
+    this.#redis = hubConnection(hub.redis);
+    this.#subscriber = hubConnection(hub.redis, { subscriber: true });
     for (const connection of [this.#redis, this.#subscriber]) {
       connection.on('error', (err: Error) =>
         options.logger.debug('federation hub connection error', { err: err.message }),
@@ -130,6 +135,7 @@ export class Federation {
     await this.watcher?.start();
     this.#logger.info('federation on', {
       clusterId: this.clusterId,
+      hub: this.#hubDescription,
       prefix: this.keys?.prefix,
       intervalMs: this.intervalMs,
       ttlMs: this.ttlMs,

@@ -1,14 +1,15 @@
 // Connections to the federation hub. Commands fail at once while Redis is
 // away (nothing queues behind a reconnect: the next report or read simply
 // tries again), and reconnects back off up to a few seconds.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connect, type RedisSettings } from '../redis/connection.js';
 
 export function reconnectDelay(times: number): number {
   return Math.min(100 * 2 ** Math.min(times, 6), 5_000);
 }
 
-export function hubConnection(url: string, options: { subscriber?: boolean } = {}): Redis {
-  return new Redis(url, {
+export function hubConnection(hub: RedisSettings, options: { subscriber?: boolean } = {}): Redis {
+  return connect(hub, {
     lazyConnect: true,
     retryStrategy: reconnectDelay,
     ...(options.subscriber === true

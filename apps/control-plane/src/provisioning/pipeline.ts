@@ -16,10 +16,11 @@ import type { BatchJob, NodeInventory, SandboxTemplate, SandboxWarmPool } from '
 import type { Informer } from '@warmpool/kube';
 import { messageOf, type Clock, type Logger } from '@warmpool/runtime';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import type { NodeView } from '../controllers/warmpool/nodes.js';
+import { bullConnection, connect, describeRedis, type RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../token.js';
 import { AgentClaims } from './agent-claims.js';
 import { BatchClaimer, type AgentAddress } from './batch-claimer.js';
@@ -49,7 +50,8 @@ export const QUEUE_NAME = 'claims';
 export const DEFAULT_PREFIX = 'warmpool';
 
 export interface ProvisioningOptions extends Partial<ProvisioningSettings> {
-  redisUrl: string;
+  /** How to reach Redis (URL, password and CA files, Sentinel): every connection here is made from it. */
+  redis: RedisSettings;
   /** This replica; its reply list and job ids carry it. */
   replica: string;
   /** Key prefix of the queue, index and reply lists (default `warmpool`). */
@@ -86,10 +88,10 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const { logger } = options;
   const replica = options.replica.replaceAll(':', '_');
   const prefix = options.prefix ?? DEFAULT_PREFIX;
-  const { redis, listener, bullConnection } = connectionsOf(options.redisUrl, logger);
+  const { redis, listener, bull } = connectionsOf(options.redis, logger);
   const bullPrefix = `${prefix}:bull`;
   const queue = new Queue<BatchJob>(QUEUE_NAME, {
-    connection: { ...bullConnection, enableOfflineQueue: false },
+    connection: bullConnection(options.redis, { ...bull, enableOfflineQueue: false }),
     prefix: bullPrefix,
   });
   queue.on('error', (err: Error) => logger.debug('claim queue connection error', { err: err.message }));
@@ -157,7 +159,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   const worker = new ClaimWorker({
     queueName: QUEUE_NAME,
     prefix: bullPrefix,
-    connection: bullConnection,
+    connection: bullConnection(options.redis, bull),
     claimer,
     send: (replyTo, reply) => replies.send(replyTo, reply),
     concurrency: settings.workerConcurrency,
@@ -187,7 +189,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   const start = async (): Promise<void> => {
     // Checked on the first connection (now, or whenever Redis first answers).
-    redis.once('ready', () => warnUnlessNoEviction(redis, options.redisUrl, logger));
+    redis.once('ready', () => warnUnlessNoEviction(redis, options.redis, logger));
     await redis
       .connect()
       .catch((err: unknown) =>
@@ -201,7 +203,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       () => undefined,
     );
     controller.sync();
-    logger.info('provisioning started', { replica, redis: redactUrl(options.redisUrl), ...settings });
+    logger.info('provisioning started', { replica, redis: describeRedis(options.redis), ...settings });
   };
 
   const claim = async (order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ServedGrant> => {
@@ -309,24 +311,21 @@ function vouchedAgents(inventories: Informer<NodeInventory>, vouched: AddressChe
  * The commands connection fails at once while Redis is away (claims answer
  * 503) rather than queueing behind a reconnect, and auto-pipelines (the index
  * commands a batch issues in one tick go out in one write); the reply
- * listener blocks on a connection of its own.
+ * listener blocks on a connection of its own; BullMQ makes its own from the
+ * same settings with `bull`'s overrides.
  */
 function connectionsOf(
-  url: string,
+  settings: RedisSettings,
   logger: Logger,
-): {
-  redis: Redis;
-  listener: Redis;
-  bullConnection: { url: string; maxRetriesPerRequest: null; retryStrategy: (times: number) => number };
-} {
-  const redis = new Redis(url, {
+): { redis: Redis; listener: Redis; bull: { maxRetriesPerRequest: null; retryStrategy: (times: number) => number } } {
+  const redis = connect(settings, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     retryStrategy: reconnectDelay,
     lazyConnect: true,
     enableAutoPipelining: true,
   });
-  const listener = new Redis(url, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay, lazyConnect: true });
+  const listener = connect(settings, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay, lazyConnect: true });
   for (const [name, connection] of [
     ['commands', redis],
     ['replies', listener],
@@ -335,16 +334,16 @@ function connectionsOf(
       logger.debug('redis connection error', { connection: name, err: err.message }),
     );
   }
-  return { redis, listener, bullConnection: { url, maxRetriesPerRequest: null, retryStrategy: reconnectDelay } };
+  return { redis, listener, bull: { maxRetriesPerRequest: null, retryStrategy: reconnectDelay } };
 }
 
-function warnUnlessNoEviction(redis: Redis, url: string, logger: Logger): void {
+function warnUnlessNoEviction(redis: Redis, settings: RedisSettings, logger: Logger): void {
   checkEvictionPolicy(redis).then(
     (problem) => {
       if (problem !== undefined)
         logger.error(
           `Redis eviction policy: ${problem}. BullMQ loses jobs when Redis evicts keys; set maxmemory-policy noeviction`,
-          { redis: redactUrl(url) },
+          { redis: describeRedis(settings) },
         );
     },
     (err: unknown) => logger.warn("could not read Redis's maxmemory-policy (it must be noeviction)", { err }),
@@ -360,16 +359,6 @@ export async function checkEvictionPolicy(redis: Redis): Promise<string | undefi
 
 function reconnectDelay(times: number): number {
   return Math.min(50 * 2 ** Math.min(times, 5), 1_000);
-}
-
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(unparsable url)';
-  }
 }
 
 function settingsOf(options: Partial<ProvisioningSettings>): ProvisioningSettings {

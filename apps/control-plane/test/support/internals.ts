@@ -179,3 +179,13 @@ export {
 export { SandboxReader, type SandboxReaderOptions } from '../../src/aggregated/reader.js';
 export { sandboxObject, ServedSandbox, type SandboxFacts } from '../../src/aggregated/sandbox-object.js';
 export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from '../../src/aggregated/sandbox-api.js';
+export {
+  bullConnection,
+  connect as connectRedis,
+  describeRedis,
+  parseRedisUrl,
+  readSecretFile,
+  redactedUrl,
+  redisOptions,
+  type RedisSettings,
+} from '../../src/redis/connection.js';

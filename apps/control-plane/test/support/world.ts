@@ -107,7 +107,7 @@ export class TestWorld {
 
   /** The claim pipeline on this world's Redis, its HTTP API on loopback. */
   claimsOptions(more: Partial<ClaimsOptions> = {}): ClaimsOptions {
-    return { redisUrl: this.redis.url, listen: LOOPBACK_ANY_PORT, ...more };
+    return { redis: { url: this.redis.url }, listen: LOOPBACK_ANY_PORT, ...more };
   }
 
   /**
