@@ -1,6 +1,6 @@
 // NodeInventory → the Sandbox view: each node's published entries become
-// sandbox facts (entries without a `<namespace>/<name>` claim_ref were not
-// claimed through Kubernetes and are not Sandboxes). The pool of an entry is
+// sandbox facts (entries without a warmpool claim_ref, libs/api
+// node-claim-ref, were not claimed through warmpool and are not Sandboxes). The pool of an entry is
 // the SandboxWarmPool of its namespace whose template names the entry's key.
 import {
   poolKeyId,

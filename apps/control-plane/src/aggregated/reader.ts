@@ -12,7 +12,7 @@ export interface SandboxReaderOptions {
   view: SandboxView;
   /** The claim index (undefined: provisioning off, the view alone answers). */
   lookup?: (namespace: string, claimRef: string) => Promise<ClaimGrant | undefined>;
-  /** The node's claims under `<namespace>/<name>`; rejects on timeout or when the node cannot be asked. */
+  /** The node's claims (the reader finds the one by id); rejects on timeout or when the node cannot be asked. */
   askNode?: (node: string, claimRef: string) => Promise<SandboxRow[]>;
 }
 

@@ -1,6 +1,7 @@
 // The SandboxClaim controller: claims of driven pools go through the claim
-// pipeline (ClaimService, path 'crd', claimRef = the claim's name, so the node
-// records `<namespace>/<name>`), and the answer is written back to the claim:
+// pipeline (ClaimService, door 'crd', claimRef = the claim's name, so the node
+// records `crd:<namespace>/<name>/<uid>`), and the answer is written back to
+// the claim:
 // the Secret (token), the finalizer plus the sandbox-id annotation, then
 // Ready=True — three writes per claim. It runs on the leader only (see
 // sandboxclaims.ts for why); a new leader picks every claim up from its cache.
