@@ -157,6 +157,20 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
     expect((await callClaims(a.claimsUrl ?? '', 'DELETE', path('/mine'), alice)).status).toBe(204);
   });
 
+  it('gives one claimRef asked by two identities at once (one batch) to one of them only: the other gets 409, no token', async () => {
+    for (let round = 0; round < 5; round++) {
+      const claimRef = `race-${round}`;
+      const answers = await Promise.all([alice, bob].map((token) => claim(token, { warmPool: 'python', claimRef })));
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+      const served = claimBodySchema.parse(answers.find((a) => a.status === 200)?.body);
+      const refused = answers.find((a) => a.status === 409);
+      expect(claimErrorBodySchema.parse(refused?.body).reason).toBe('ClaimRefInUse');
+      expect(JSON.stringify(refused?.body)).not.toContain(served.token ?? '-');
+      const winner = answers[0]?.status === 200 ? alice : bob;
+      expect((await callClaims(a.claimsUrl ?? '', 'DELETE', path(`/${claimRef}`), winner)).status).toBe(204);
+    }
+  });
+
   it('gives each Redis key one owner: the claim index, the reply lists and the queue in their own key spaces', async () => {
     for (let i = 0; i < 6; i++) await claim(alice, { warmPool: 'python', claimRef: `keys-${i}` });
     const redis = new Redis(world.redis.url);

@@ -14,6 +14,8 @@
 //   the nodes are asked for the claim_ref first (once no call from before the
 //   loss can still be under way), and what they hold is adopted.
 // - A replay by another owner is refused (ClaimRefInUse) and shows nothing.
+// - Within one job a claimRef has one door and one owner (the dispatcher
+//   splits a batch where callers differ), so outcomes are keyed by claimRef.
 import {
   formatNodeClaimRef,
   parseNodeClaimRef,
@@ -83,6 +85,8 @@ interface Work {
   lastRefusal: Refusal | undefined;
   /** Keep the reservation when failing: a node may hold the claim and could not be asked. */
   keepReservation: boolean;
+  /** Looked for on every node while the index recovered (see #findOnNodes). */
+  scanned: boolean;
 }
 
 /** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
@@ -135,7 +139,13 @@ export class BatchClaimer {
         fresh.push({ work, ask: plan.ask });
       } else checks.push(this.#resume(job, work, state, ttlMs, emit));
     });
-    if (recovering !== undefined && fresh.length > 0) await this.#findOnNodes(job, fresh, recovering, emit);
+    if (recovering !== undefined && fresh.length > 0)
+      await this.#findOnNodes(
+        job,
+        fresh.map(({ work }) => work),
+        recovering,
+        emit,
+      );
     for (const { work, ask } of fresh) {
       if (work.outcome !== undefined) continue;
       if (ask !== undefined) {
@@ -148,6 +158,12 @@ export class BatchClaimer {
     for (;;) {
       const pending = works.filter((w) => w.outcome === undefined);
       if (pending.length === 0) break;
+      // A claim resumed or taken over while the index recovers may be on a node no run of it wrote down.
+      const unscanned = pending.filter((w) => !w.scanned);
+      if (recovering !== undefined && unscanned.length > 0) {
+        await this.#findOnNodes(job, unscanned, recovering, emit);
+        continue;
+      }
       if (this.#now() > job.data.deadline) {
         for (const work of pending) fail(work, 'Timeout', 'the claim was not served before its caller gave up');
         break;
@@ -186,6 +202,7 @@ export class BatchClaimer {
         outcome: undefined,
         lastRefusal: undefined,
         keepReservation: false,
+        scanned: false,
       });
     }
     return [...unique.values()];
@@ -370,13 +387,14 @@ export class BatchClaimer {
    */
   async #findOnNodes(
     job: BatchJobHandle,
-    fresh: ReadonlyArray<{ work: Work }>,
+    fresh: readonly Work[],
     since: number,
     emit: (outcome: ClaimOutcome) => void,
   ): Promise<void> {
+    for (const work of fresh) work.scanned = true;
     const settledAt = since + this.#options.nodeTimeoutMs + SETTLE_MARGIN_MS;
     if (Date.now() < settledAt) await sleep(settledAt - Date.now());
-    const byScopedRef = new Map(fresh.map(({ work }) => [scopedRefOf(work.scope, work.claim.claimRef), work]));
+    const byScopedRef = new Map(fresh.map((work) => [scopedRefOf(work.scope, work.claim.claimRef), work]));
     await Promise.all(
       this.#options.nodes().map(async (agent) => {
         let rows: SandboxRow[];
@@ -388,7 +406,7 @@ export class BatchClaimer {
             node: agent.node,
             err,
           });
-          for (const { work } of fresh) {
+          for (const work of fresh) {
             work.keepReservation = true;
             fail(work, 'Unavailable', `recovering the claim index: node ${agent.node} did not answer`, 1);
           }

@@ -47,11 +47,18 @@ export class ClaimDispatcher {
     this.#jobIdPrefix = `${options.replica}-${randomBytes(4).toString('hex')}`;
   }
 
-  /** Queues one closed batch of a pool; its callers are answered by onReply or the timeout. */
+  /**
+   * Queues one closed batch of a pool (one job, or more where one claimRef
+   * comes from different front doors or owners: within a job a claimRef has
+   * one owner); its callers are answered by onReply or the timeout.
+   */
   readonly dispatch = async (provisioner: Provisioner, batch: Batch<PendingClaim>): Promise<void> => {
-    const { metrics, claimTimeoutMs } = this.#options;
-    const items = batch.items;
-    metrics.batch(items.length, batch.windowMs);
+    this.#options.metrics.batch(batch.items.length, batch.windowMs);
+    await Promise.all(oneOwnerPerClaimRef(batch.items).map((items) => this.#queue(provisioner, items)));
+  };
+
+  async #queue(provisioner: Provisioner, items: readonly PendingClaim[]): Promise<void> {
+    const { claimTimeoutMs } = this.#options;
     const jobId = `${this.#jobIdPrefix}-${++this.#sequence}`;
     const data: BatchJob = {
       replyTo: this.#options.replica,
@@ -88,7 +95,7 @@ export class ClaimDispatcher {
       });
       for (const item of items) item.reject(failure);
     }
-  };
+  }
 
   /** Some outcomes of a job this replica queued (a job run twice may answer a claim twice: the first counts). */
   readonly onReply = (reply: BatchReply): void => {
@@ -143,4 +150,20 @@ function answer(item: PendingClaim, outcome: ClaimOutcome): void {
   }
   const retry = outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {};
   item.reject(new ClaimFailure(outcome.reason, outcome.message, retry));
+}
+
+/** The batch's claims in groups where each claimRef has one front door and one owner (most batches: one group). */
+function oneOwnerPerClaimRef(items: readonly PendingClaim[]): PendingClaim[][] {
+  const groups: Array<{ items: PendingClaim[]; owners: Map<string, string> }> = [];
+  for (const item of items) {
+    const owner = `${item.order.owner.door}/${ownerMark(item.order.owner)}`;
+    let group = groups.find((g) => (g.owners.get(item.order.claimRef) ?? owner) === owner);
+    if (group === undefined) {
+      group = { items: [], owners: new Map() };
+      groups.push(group);
+    }
+    group.items.push(item);
+    group.owners.set(item.order.claimRef, owner);
+  }
+  return groups.map((g) => g.items);
 }
