@@ -94,9 +94,11 @@ if not ok or value.job ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`;
 
-// KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: the job that served it ('' for a rebuilt record), ARGV[2]: the record,
-// ARGV[3]: its expiry (epoch ms), ARGV[4]: the id key's value, ARGV[5]: the sandbox id. Writes the record when the ref
-// is free, reserved by that job, or already names that sandbox; otherwise answers what holds it.
+// KEYS[1]: ref key, KEYS[2]: id key, KEYS[3]: the event stream. ARGV[1]: the job that served it ('' for a rebuilt
+// record), ARGV[2]: the record, ARGV[3]: its expiry (epoch ms), ARGV[4]: the id key's value, ARGV[5]: the sandbox id,
+// ARGV[6]: the stream's MINID, ARGV[7]: the claimed event. Writes the record (and appends the event, in the same
+// round trip) when the ref is free, reserved by that job, or already names that sandbox; otherwise answers what
+// holds it.
 const RECORD = `
 local found = redis.call('GET', KEYS[1])
 if found then
@@ -106,6 +108,7 @@ if found then
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
 redis.call('SET', KEYS[2], ARGV[4], 'PXAT', ARGV[3])
+redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[6], '*', 'e', ARGV[7])
 return ''`;
 
 // KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: expected id. Drops both only while the ref still names that sandbox.
@@ -338,33 +341,31 @@ export class ClaimIndex {
    */
   async record(record: ClaimRecord, job: string): Promise<RecordResult> {
     const expiresAt = this.#expiresAt(record.deadline);
+    const { token: _token, ...shown } = record;
+    const event: ClaimEvent = { op: 'claimed', record: shown };
     const found = await this.#redis.warmpoolIndexRecord(
-      2,
+      3,
       this.refKey(scopeOf(record), record.claimRef),
       this.idKey(record.namespace, record.id),
+      this.eventsKey,
       job,
       JSON.stringify(record),
       String(expiresAt),
       `${scopePath(scopeOf(record))}/${record.claimRef}`,
       record.id,
+      this.#eventsMinId(),
+      JSON.stringify(event),
     );
-    if (found !== '') return { ok: false, holder: parseValue(found) };
-    const { token: _token, ...shown } = record;
-    // After the record on the same connection: whoever reads the event finds the record.
-    await this.#appendEvent({ op: 'claimed', record: shown });
-    return { ok: true };
+    return found === '' ? { ok: true } : { ok: false, holder: parseValue(found) };
   }
 
   #appendEvent(event: ClaimEvent): Promise<unknown> {
-    return this.#redis.xadd(
-      this.eventsKey,
-      'MINID',
-      '~',
-      String(Math.max(0, this.#now() - this.#eventsWindowMs)),
-      '*',
-      'e',
-      JSON.stringify(event),
-    );
+    return this.#redis.xadd(this.eventsKey, 'MINID', '~', this.#eventsMinId(), '*', 'e', JSON.stringify(event));
+  }
+
+  /** Stream entries older than the events window are trimmed as new ones come. */
+  #eventsMinId(): string {
+    return String(Math.max(0, this.#now() - this.#eventsWindowMs));
   }
 
   /** Drops reservations of `job` for claims that failed (nothing is claimed for them anywhere). */
