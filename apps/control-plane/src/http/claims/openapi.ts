@@ -65,6 +65,11 @@ const PATHS: Json = {
       {
         '200': json('Claim', 'claimed: the sandbox, where it runs, and its own token'),
         '404': json('Error', 'PoolNotFound, EnvNotFound or NotDriven'),
+        '409': json(
+          'Error',
+          'ClaimRefInUse: the claimRef is live for another identity, pool or env (a replay answers the same sandbox ' +
+            'only to the identity that claimed it, for the same pool or env); no token is shown',
+        ),
         '429': json('Error', 'NoCapacity: no node has room (Retry-After)'),
         '502': json('Error', 'NodeRefused: the nodes asked refused'),
         '504': json('Error', 'Timeout: not answered within --claim-timeout'),
