@@ -17,12 +17,9 @@
 // - Within one job a claimRef has one door and one owner (the dispatcher
 //   splits a batch where callers differ), so outcomes are keyed by claimRef.
 import {
-  formatNodeClaimRef,
   parseNodeClaimRef,
-  type BatchClaim,
   type BatchJob,
   type BatchProgress,
-  type ClaimFailureReason,
   type ClaimOutcome,
   type ClaimRecord,
   type SandboxRow,
@@ -30,9 +27,22 @@ import {
 } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import { sleep } from '@warmpool/kube';
-import type { AgentClaims, Refusal } from './agent-claims.js';
+import type { AgentClaims } from './agent-claims.js';
+import {
+  entryOf,
+  fail,
+  failFromRefusal,
+  grantOf,
+  progressOf,
+  replayOf,
+  reservationTtlMs,
+  scopedRefOf,
+  union,
+  worksOf,
+  type Plan,
+  type Work,
+} from './batch-work.js';
 import type { ClaimIndex, Reservation, ReserveEntry, ReserveResult } from './claim-index.js';
-import type { ClaimScope } from './claim-service.js';
 import type { ProvisioningMetrics } from './metrics.js';
 import type { Placement, PlacementRound } from './placement.js';
 
@@ -71,28 +81,8 @@ export interface BatchClaimerOptions {
   now?: () => number;
 }
 
-/** Where one claim of the batch stands. */
-interface Work {
-  readonly claim: BatchClaim;
-  readonly scope: ClaimScope;
-  /** What the node records (see libs/api node-claim-ref). */
-  readonly nodeRef: string;
-  /** Every node asked for it, by any run of any job (never asked again: they refused or were checked). */
-  tried: TriedNode[];
-  /** Nodes asked by this run. */
-  asked: number;
-  outcome: ClaimOutcome | undefined;
-  lastRefusal: Refusal | undefined;
-  /** Keep the reservation when failing: a node may hold the claim and could not be asked. */
-  keepReservation: boolean;
-  /** Looked for on every node while the index recovered (see #findOnNodes). */
-  scanned: boolean;
-}
-
 /** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
 const SETTLE_MARGIN_MS = 250;
-/** A reservation outlives the longest lease of its batch by this much. */
-const RESERVATION_GRACE_MS = 30_000;
 /** How often a claim waiting on another job checks whether that job is still alive. */
 const ALIVE_CHECK_MS = 1_000;
 
@@ -118,7 +108,7 @@ export class BatchClaimer {
    * outcome, in the claims' order (a claimRef twice in a batch gets one sandbox, twice).
    */
   async serve(job: BatchJobHandle, emit: (outcome: ClaimOutcome) => void = () => {}): Promise<ClaimOutcome[]> {
-    const works = this.#worksOf(job.data);
+    const works = worksOf(job.data);
     const ttlMs = reservationTtlMs(works);
     const round = this.#options.placement.round(job.data.key);
     const plans = works.map((work) => this.#plan(job, work, round));
@@ -182,30 +172,6 @@ export class BatchClaimer {
       answered.add(claim.claimRef);
       return first ? outcome : replayOf(outcome);
     });
-  }
-
-  #worksOf(data: BatchJob): Work[] {
-    const unique = new Map<string, Work>();
-    for (const claim of data.claims) {
-      if (unique.has(claim.claimRef)) continue;
-      const scope: ClaimScope = {
-        namespace: data.namespace,
-        door: claim.door,
-        ...(claim.door === 'fed' ? { peer: claim.owner } : {}),
-      };
-      unique.set(claim.claimRef, {
-        claim,
-        scope,
-        nodeRef: nodeRefOf(data, claim),
-        tried: [],
-        asked: 0,
-        outcome: undefined,
-        lastRefusal: undefined,
-        keepReservation: false,
-        scanned: false,
-      });
-    }
-    return [...unique.values()];
   }
 
   /** Where a new claim goes, chosen before reserving so the reservation carries it (written ahead). */
@@ -547,99 +513,4 @@ export class BatchClaimer {
     work.outcome = { ok: true, claimRef: work.claim.claimRef, grant: record };
     emit(work.outcome);
   }
-}
-
-/** The outcome as a claimRef's later positions in a job get it: one sandbox, fresh for its first caller only. */
-export function replayOf(outcome: ClaimOutcome): ClaimOutcome {
-  if (!outcome.ok || outcome.fresh === undefined) return outcome;
-  const { fresh: _fresh, ...replay } = outcome;
-  return replay;
-}
-
-interface Plan {
-  tried: TriedNode[];
-  ask: TriedNode | undefined;
-}
-
-function entryOf(work: Work): ReserveEntry {
-  return { scope: work.scope, claimRef: work.claim.claimRef };
-}
-
-function scopedRefOf(scope: ClaimScope, claimRef: string): string {
-  return `${scope.door}/${scope.peer ?? ''}/${scope.namespace}/${claimRef}`;
-}
-
-function nodeRefOf(data: BatchJob, claim: BatchClaim): string {
-  const { namespace, warmPool: pool } = data;
-  switch (claim.door) {
-    case 'crd':
-      return formatNodeClaimRef({ door: 'crd', namespace, name: claim.claimRef, uid: claim.owner });
-    case 'http':
-      return formatNodeClaimRef({ door: 'http', namespace, claimRef: claim.claimRef, pool, owner: claim.owner });
-    case 'fed':
-      return formatNodeClaimRef({ door: 'fed', peer: claim.owner, namespace, claimRef: claim.claimRef, pool });
-  }
-}
-
-function progressOf(job: BatchJobHandle, works: readonly Work[], triedOf: (i: number) => TriedNode[]): BatchProgress {
-  const progress: BatchProgress = { tried: { ...(job.progress?.tried ?? {}) } };
-  works.forEach((work, i) => {
-    const tried = triedOf(i);
-    if (tried.length > 0) progress.tried[work.claim.claimRef] = tried;
-  });
-  return progress;
-}
-
-function failFromRefusal(work: Work): void {
-  const refusal = work.lastRefusal;
-  if (refusal === undefined) fail(work, 'NoCapacity', 'no node has a warm sandbox of the pool or room to boot one', 1);
-  else if (refusal.kind === 'full') fail(work, 'NoCapacity', `every node asked is full: ${refusal.message}`, 1);
-  else if (refusal.kind === 'refused')
-    fail(work, 'NodeRefused', `the node refused the claim: HTTP ${refusal.status}: ${refusal.message}`);
-  else fail(work, 'Timeout', `no node answered in time: ${refusal.message}`);
-}
-
-function fail(work: Work, reason: ClaimFailureReason, message: string, retryAfterSeconds?: number): void {
-  if (work.outcome !== undefined) return;
-  work.outcome = {
-    ok: false,
-    claimRef: work.claim.claimRef,
-    reason,
-    message,
-    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
-  };
-}
-
-function reservationTtlMs(works: readonly Work[]): number {
-  let longest = 0;
-  for (const work of works) longest = Math.max(longest, work.claim.ttlSeconds);
-  return longest * 1000 + RESERVATION_GRACE_MS;
-}
-
-function union(a: readonly TriedNode[], b: readonly TriedNode[]): TriedNode[] {
-  const out = [...a];
-  for (const node of b) if (!out.some((n) => n.node === node.node)) out.push(node);
-  return out;
-}
-
-function grantOf(
-  data: BatchJob,
-  work: Work,
-  tried: TriedNode,
-  answer: { id: string; token: string; deadline: string; owner_addr: string },
-): ClaimRecord {
-  return {
-    id: answer.id,
-    token: answer.token,
-    deadline: answer.deadline,
-    ownerAddr: answer.owner_addr,
-    node: tried.node,
-    namespace: data.namespace,
-    warmPool: data.warmPool,
-    claimRef: work.claim.claimRef,
-    tier: tried.tier,
-    door: work.claim.door,
-    owner: work.claim.owner,
-    ...(work.scope.peer !== undefined ? { peer: work.scope.peer } : {}),
-  };
 }

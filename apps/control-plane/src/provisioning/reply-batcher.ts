@@ -2,7 +2,7 @@
 // position of its claimRef in the batch; outcomes that become final in the
 // same tick share one reply (one LPUSH when the caller is another replica).
 import type { BatchJob, BatchReply, ClaimOutcome, IndexedOutcome } from '@warmpool/api';
-import { replayOf } from './batch-claimer.js';
+import { replayOf } from './batch-work.js';
 
 export class ReplyBatcher {
   readonly #jobId: string;

@@ -1,0 +1,94 @@
+// The claim index's Lua scripts: each check-and-write the index needs is one
+// atomic script, sent once and then called by its SHA (EVALSHA).
+import type { Redis } from 'ioredis';
+
+// KEYS[1]: the recovering key, KEYS[2..]: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the
+// JSON array of nodes ref key i is about to be sent to. Answers the recovering value ('' when none), then per ref
+// key '' when newly reserved, else the value found (left as it is).
+const RESERVE = `
+local out = { redis.call('GET', KEYS[1]) or '' }
+local job = cjson.encode(ARGV[1])
+for i = 2, #KEYS do
+  local found = redis.call('GET', KEYS[i])
+  if found then
+    out[i] = found
+  else
+    redis.call('SET', KEYS[i], '{"job":' .. job .. ',"tried":' .. ARGV[1 + i] .. '}', 'PX', ARGV[2])
+    out[i] = ''
+  end
+end
+return out`;
+
+// KEYS[1]: ref key. ARGV[1]: expected job, ARGV[2]: new value, ARGV[3]: TTL ms. Writes only while the reservation is
+// that job's.
+const UPDATE_IF_RESERVED = `
+local found = redis.call('GET', KEYS[1])
+if not found then return 0 end
+local ok, value = pcall(cjson.decode, found)
+if not ok or value.job ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+
+// KEYS[1]: ref key. ARGV[1]: expected job. Drops the reservation only while it is that job's.
+const DROP_IF_RESERVED = `
+local found = redis.call('GET', KEYS[1])
+if not found then return 0 end
+local ok, value = pcall(cjson.decode, found)
+if not ok or value.job ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`;
+
+// KEYS[1]: ref key, KEYS[2]: id key, KEYS[3]: the event stream. ARGV[1]: the job that served it ('' for a rebuilt
+// record), ARGV[2]: the record, ARGV[3]: its expiry (epoch ms), ARGV[4]: the id key's value, ARGV[5]: the sandbox id,
+// ARGV[6]: the stream's MINID, ARGV[7]: the claimed event. Writes the record (and appends the event, in the same
+// round trip) when the ref is free, reserved by that job, or already names that sandbox; otherwise answers what
+// holds it.
+const RECORD = `
+local found = redis.call('GET', KEYS[1])
+if found then
+  local ok, value = pcall(cjson.decode, found)
+  local mine = ok and ((value.job ~= nil and value.job == ARGV[1]) or (value.id ~= nil and value.id == ARGV[5]))
+  if not mine then return found end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[4], 'PXAT', ARGV[3])
+redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[6], '*', 'e', ARGV[7])
+return ''`;
+
+// KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: expected id. Drops both only while the ref still names that sandbox.
+const DROP_RECORD = `
+local found = redis.call('GET', KEYS[1])
+redis.call('DEL', KEYS[2])
+if not found then return 0 end
+local ok, value = pcall(cjson.decode, found)
+if ok and value.id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+return 0`;
+
+// KEYS[1]: the recovering key. ARGV[1]: the value it must still hold. Ends the recovery only if no later loss began
+// one again.
+const END_RECOVERY = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/** The scripts, sent once and then called by their SHA (EVALSHA); the first argument is the number of keys. */
+export interface Scripts {
+  warmpoolIndexReserve(...args: Array<string | number>): Promise<string[]>;
+  warmpoolIndexUpdateIfReserved(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexDropIfReserved(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexRecord(...args: Array<string | number>): Promise<string>;
+  warmpoolIndexDropRecord(...args: Array<string | number>): Promise<number>;
+  warmpoolIndexEndRecovery(...args: Array<string | number>): Promise<number>;
+}
+
+export function withScripts(redis: Redis): Redis & Scripts {
+  const scripted = redis as Redis & Partial<Scripts>;
+  if (scripted.warmpoolIndexReserve === undefined) {
+    redis.defineCommand('warmpoolIndexReserve', { lua: RESERVE });
+    redis.defineCommand('warmpoolIndexUpdateIfReserved', { lua: UPDATE_IF_RESERVED });
+    redis.defineCommand('warmpoolIndexDropIfReserved', { lua: DROP_IF_RESERVED });
+    redis.defineCommand('warmpoolIndexRecord', { lua: RECORD });
+    redis.defineCommand('warmpoolIndexDropRecord', { lua: DROP_RECORD });
+    redis.defineCommand('warmpoolIndexEndRecovery', { lua: END_RECOVERY });
+  }
+  return redis as Redis & Scripts;
+}
