@@ -134,6 +134,8 @@ interface Setup {
   intervalMs?: number;
   recoveryPollMs?: number;
   settleMs?: number;
+  /** Each node list waits for this first (a slow node). */
+  listGate?: () => Promise<void>;
 }
 
 function janitorFor(setup: Setup): {
@@ -158,11 +160,11 @@ function janitorFor(setup: Setup): {
   }
   index.down = setup.lookupFails ?? false;
   const nodeClaims: NodeClaims = {
-    list: (agent: AgentAddress) => {
+    list: async (agent: AgentAddress) => {
       listed.push(agent.node);
-      return setup.unreachable?.includes(agent.node)
-        ? Promise.reject(new Error('down'))
-        : Promise.resolve(setup.rows[agent.node] ?? []);
+      await setup.listGate?.();
+      if (setup.unreachable?.includes(agent.node)) throw new Error('down');
+      return setup.rows[agent.node] ?? [];
     },
     release: (agent: AgentAddress, id: string) => {
       releasedOnNode.push(`${agent.node}/${id}`);
@@ -196,7 +198,7 @@ function janitorFor(setup: Setup): {
 describe('the claim janitor', () => {
   it('releases, on its node, an old node claim of a SandboxClaim that does not exist', async () => {
     const { janitor, releasedOnNode, index } = janitorFor({ rows: { a: [row('sb_1', crd('gone'))] } });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
     expect(releasedOnNode).toEqual(['a/sb_1']);
     // Released, not recorded again.
     expect(index.records).toEqual([]);
@@ -214,7 +216,7 @@ describe('the claim janitor', () => {
   it('drops from the index the record of an orphan it released on its node', async () => {
     const orphan = row('sb_1', crd('gone'));
     const { janitor, releasedOnNode, index } = janitorFor({ rows: { a: [orphan] }, indexed: [orphan] });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
     expect(releasedOnNode).toEqual(['a/sb_1']);
     expect(index.dropped).toEqual(['sb_1']);
     expect(index.records).toEqual([]);
@@ -226,7 +228,7 @@ describe('the claim janitor', () => {
       rows: { a: [row('sb_1', http('lost')), row('sb_2', fed('peer-a', 'lost')), known] },
       indexed: [known],
     });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 0, recorded: 2 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 0, recorded: 2 });
     expect(releasedOnNode).toEqual([]);
     expect(index.dropped).toEqual([]);
     // Rebuilt records go in as no job's (job ''), each in its own door's key space.
@@ -244,7 +246,7 @@ describe('the claim janitor', () => {
       rows: { a: [row('sb_1', crd('alive')), row('sb_2', crd('young'), YOUNG)] },
       claims: ['alive'],
     });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 0, recorded: 2 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 0, recorded: 2 });
     expect(releasedOnNode).toEqual([]);
     expect(await index.lookup({ namespace: 'ns', door: 'crd' }, 'alive')).toMatchObject({
       id: 'sb_1',
@@ -256,7 +258,7 @@ describe('the claim janitor', () => {
     const { janitor, releasedOnNode, index, rebuilt } = janitorFor({
       rows: { a: [row('sb_1', undefined), row('sb_2', 'ns/gone'), row('sb_3', 'not a ref'), row('sb_4', 'crd:ns/x')] },
     });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 0, recorded: 0 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 0, recorded: 0 });
     expect(releasedOnNode).toEqual([]);
     expect(rebuilt).toEqual([]);
     expect(index.records).toEqual([]);
@@ -268,7 +270,7 @@ describe('the claim janitor', () => {
       rows: { a: [holder, row('sb_2', http('taken'))] },
       indexed: [holder],
     });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 0, recorded: 0 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 0, recorded: 0 });
     expect(index.records.map((r) => r.id)).toEqual(['sb_1']);
   });
 
@@ -277,21 +279,21 @@ describe('the claim janitor', () => {
       rows: { a: [row('sb_1', crd('gone'))] },
       synced: false,
     });
-    expect(await janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 0, recorded: 1 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 0, recorded: 1 });
     expect(releasedOnNode).toEqual([]);
     expect(index.records.map((r) => r.id)).toEqual(['sb_1']);
   });
 
   it('while the index cannot be asked: still releases an orphan by its uid alone, and counts the node as not swept for the rest', async () => {
     const orphan = janitorFor({ rows: { a: [row('sb_1', crd('gone'))] }, lookupFails: true });
-    expect(await orphan.janitor.sweep()).toEqual({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
+    expect(await orphan.janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
     expect(orphan.releasedOnNode).toEqual(['a/sb_1']);
     const live = janitorFor({
       rows: { a: [row('sb_2', http('live')), row('sb_3', crd('alive'))] },
       lookupFails: true,
       claims: ['alive'],
     });
-    expect(await live.janitor.sweep()).toEqual({ nodes: 1, failedNodes: 1, released: 0, recorded: 0 });
+    expect(await live.janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 1, released: 0, recorded: 0 });
     expect(live.releasedOnNode).toEqual([]);
   });
 
@@ -299,7 +301,7 @@ describe('the claim janitor', () => {
     const rows: Record<string, SandboxRow[]> = {};
     for (let n = 0; n < 40; n++) rows[`n${n}`] = [row(`sb_${n}`, crd(`gone-${n}`))];
     const { janitor } = janitorFor({ rows, unreachable: ['n3', 'n7'] });
-    expect(await janitor.sweep()).toEqual({ nodes: 40, failedNodes: 2, released: 38, recorded: 0 });
+    expect(await janitor.sweep()).toMatchObject({ nodes: 40, failedNodes: 2, released: 38, recorded: 0 });
   });
 
   describe('after the index lost entries', () => {
@@ -323,6 +325,36 @@ describe('the claim janitor', () => {
         await eventually(() => index.recovery === undefined, { what: 'the recovery ended', timeoutMs: 5_000 });
         expect(index.endedWith).toEqual([`${own.now() - 2_500}:m1`]);
         expect(index.records.map((r) => r.id)).toEqual(['sb_1']);
+      } finally {
+        await janitor.stop();
+      }
+    });
+
+    it('does not end the recovery with a sweep that began before the loss settled: it sweeps again', async () => {
+      const own = new ManualClock();
+      let open: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const { janitor, index, listed } = janitorFor({
+        rows: { a: [row('sb_1', http('lost'))] },
+        clock: own,
+        intervalMs: 3_600_000,
+        recoveryPollMs: 5,
+        settleMs: 100,
+        listGate: () => gate,
+      });
+      // A sweep under way (a slow node) when the index loses its keys.
+      const early = janitor.sweep();
+      await eventually(() => listed.length === 1, { what: 'the early sweep listing' });
+      index.recovery = { marker: `${own.now()}:m1`, since: own.now() };
+      own.advance(100);
+      janitor.start();
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        open();
+        await early;
+        await eventually(() => index.recovery === undefined, { what: 'the recovery ended', timeoutMs: 5_000 });
+        // Ended by a sweep that listed the node after the loss, not by the early one.
+        expect(listed).toEqual(['a', 'a']);
       } finally {
         await janitor.stop();
       }

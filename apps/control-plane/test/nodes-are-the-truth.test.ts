@@ -134,7 +134,37 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
     const got = await callClaims(b.claimsUrl ?? '', 'GET', path('/renewed-at-node'), alice);
     expect(got.status).toBe(200);
     expect(Date.parse(claimBodySchema.parse(got.body).deadline)).toBeGreaterThan(Date.now() + 600_000);
+    // A replay past the recorded deadline asks the node, and answers the same sandbox.
+    const replay = await claim(alice, { warmPool: 'python', claimRef: 'renewed-at-node', ttlSeconds: 2 });
+    expect(claimBodySchema.parse(replay.body)).toMatchObject({ id: sandbox.id, token: sandbox.token });
+    expect(
+      (await onNodes()).filter((row) => row.id !== sandbox.id && row.claimRef?.includes('/renewed-at-node/')),
+    ).toEqual([]);
     expect((await callClaims(a.claimsUrl ?? '', 'DELETE', path('/renewed-at-node'), alice)).status).toBe(204);
+  });
+
+  it('keeps exactly once when Redis loses its keys without a restart (FLUSHALL): a replay finds its sandbox on the nodes', async () => {
+    const mine = claimBodySchema.parse((await claim(alice, { warmPool: 'python', claimRef: 'flushed-mine' })).body);
+    const hers = claimBodySchema.parse((await claim(alice, { warmPool: 'python', claimRef: 'flushed-hers' })).body);
+    const redis = new Redis(world.redis.url);
+    try {
+      await redis.flushall();
+    } finally {
+      redis.disconnect();
+    }
+    const before = (await onNodes()).length;
+    const replay = await callClaims(b.claimsUrl ?? '', 'POST', path(), alice, {
+      warmPool: 'python',
+      claimRef: 'flushed-mine',
+    });
+    expect(claimBodySchema.parse(replay.body)).toMatchObject({ id: mine.id, token: mine.token });
+    const stolen = await claim(bob, { warmPool: 'python', claimRef: 'flushed-hers' });
+    expect(stolen.status).toBe(409);
+    expect(claimErrorBodySchema.parse(stolen.body).reason).toBe('ClaimRefInUse');
+    expect(JSON.stringify(stolen.body)).not.toContain(hers.token ?? '-');
+    expect((await onNodes()).length).toBe(before);
+    for (const ref of ['flushed-mine', 'flushed-hers'])
+      expect((await callClaims(a.claimsUrl ?? '', 'DELETE', path(`/${ref}`), alice)).status).toBe(204);
   });
 
   it('replays a claimRef only to its owner, for the same pool: anyone else gets 409 ClaimRefInUse and no token', async () => {

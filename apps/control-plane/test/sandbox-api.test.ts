@@ -420,6 +420,24 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     );
   });
 
+  it('refuses to create a Sandbox named like a SandboxClaim, even one not served yet: 409 AlreadyExists, nothing claimed', async () => {
+    // A SandboxClaim of a pool that does not exist: it exists, and is never served.
+    await apply(cluster, sandboxClaim(ns, 'twin', 'no-such-pool'));
+    await eventually(() => cp.sandboxClaims?.informer.lister.get(ns, 'twin') !== undefined, { what: 'twin cached' });
+    const before = (await claimsOnNodes(fleet, TOKEN)).length;
+    const body = {
+      apiVersion: apiVersionOf(SandboxType),
+      kind: SandboxType.kind,
+      metadata: { name: 'twin' },
+      spec: { warmPoolRef: { name: 'python' } },
+    };
+    const created = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(body) });
+    expect(created.code).not.toBe(0);
+    expect(created.stderr).toContain('AlreadyExists');
+    expect((await claimsOnNodes(fleet, TOKEN)).length).toBe(before);
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'twin', '-n', ns]);
+  });
+
   it("refuses to delete a SandboxClaim's sandbox (409 Conflict: delete the SandboxClaim instead) and releases nothing", async () => {
     await apply(cluster, sandboxClaim(ns, 'victim', 'python'));
     const readyClaim = async (): Promise<{ id: string | undefined; ready: string | undefined }> => {

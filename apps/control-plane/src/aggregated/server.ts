@@ -497,7 +497,17 @@ export class SandboxApiServer {
     // name is answered 201. Looked up first (the index or the nodes, and the view, which also holds what the nodes
     // published), then decided by the claim itself: only the one call whose order had the sandbox claimed is fresh,
     // however many replicas serve creates of that name at once.
+    // A SandboxClaim of that name owns the name too (its Sandbox appears once it is served), as the claim API refuses
+    // such a claimRef and #delete refuses to release its sandbox.
+    const sandboxClaims = this.#options.sandboxClaims;
+    if (sandboxClaims === undefined || !sandboxClaims.hasSynced())
+      throw new ApiError(
+        'ServiceUnavailable',
+        `the SandboxClaim cache is not synced yet: cannot tell whether sandbox "${name}" is a SandboxClaim's`,
+        { retryAfterSeconds: 1 },
+      );
     if (
+      sandboxClaims.get(namespace, name) !== undefined ||
       (await claims.lookup({ namespace, door: 'http' }, name)) !== undefined ||
       this.#options.view.get(namespace, name) !== undefined
     )

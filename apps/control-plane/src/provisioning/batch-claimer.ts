@@ -195,7 +195,7 @@ export class BatchClaimer {
   ): Promise<void> {
     switch (state.state) {
       case 'served':
-        this.#answer(work, state.record, emit);
+        await this.#answerServed(job, work, state.record, ttlMs, emit);
         return;
       case 'mine': {
         // This job ran before: the reservation holds what it sent where (this run's plan was not written, nor sent).
@@ -209,6 +209,54 @@ export class BatchClaimer {
           await this.#askTried(job, work, work.tried, emit);
         return;
     }
+  }
+
+  /**
+   * A served claim is answered as recorded while its deadline lies ahead. Past
+   * it, its node decides: the sandbox lives (renewed there without the index)
+   * and is answered with the node's deadline, or it is gone and the claimRef
+   * is reserved afresh for this job.
+   */
+  async #answerServed(
+    job: BatchJobHandle,
+    work: Work,
+    record: ClaimRecord,
+    ttlMs: number,
+    emit: (outcome: ClaimOutcome) => void,
+  ): Promise<void> {
+    if (Date.parse(record.deadline) > this.#now() || record.cluster !== undefined) {
+      this.#answer(work, record, emit);
+      return;
+    }
+    const agent = this.#options.nodes().find((n) => n.node === record.node);
+    let row: SandboxRow | undefined;
+    try {
+      row = agent === undefined ? undefined : await this.#options.agents.get(agent.address, record.id);
+    } catch (err) {
+      this.#options.logger.debug('cannot confirm a claim past its recorded deadline with its node', { err });
+      work.keepReservation = true;
+      fail(work, 'Unavailable', `node ${record.node} did not answer for claimRef ${work.claim.claimRef}`, 1);
+      return;
+    }
+    if (row !== undefined) {
+      const renewed = { ...record, deadline: row.deadline };
+      await this.#options.index.record(renewed, '');
+      this.#answer(work, renewed, emit);
+      return;
+    }
+    if (agent === undefined) {
+      work.keepReservation = true;
+      fail(work, 'Unavailable', `node ${record.node} of claimRef ${work.claim.claimRef} has no agent address`, 1);
+      return;
+    }
+    await this.#options.index.drop(record);
+    const [again] = (await this.#options.index.reserve([entryOf(work)], job.id, ttlMs)).states;
+    if (again?.state === 'served') this.#answer(work, again.record, emit);
+    else if (again?.state === 'busy') {
+      work.keepReservation = true;
+      fail(work, 'Unavailable', 'another request with the same claimRef is being served; retry', 1);
+    }
+    // 'new' or 'mine': pending, claimed by the next placement round.
   }
 
   /** One placement round for the claims still pending: choose a node each, write the choices ahead, ask the nodes. */

@@ -35,7 +35,7 @@ export class ClaimDirectory {
     let indexReachable = true;
     try {
       const known = await this.#options.index.lookup(scope, idOrClaimRef);
-      if (known !== undefined) return known;
+      if (known !== undefined) return await this.#confirmedPastDeadline(known);
     } catch (err) {
       indexReachable = false;
       this.#options.logger.debug('claim index not reachable: asking the nodes', { err: messageOf(err) });
@@ -84,6 +84,30 @@ export class ClaimDirectory {
     }
     await this.#options.index.drop(grant).catch(() => undefined);
     return true;
+  }
+
+  /**
+   * A record past its deadline is confirmed with its node: renewed there (its
+   * own token renews it), it is recorded again with the node's deadline; gone,
+   * it is dropped. A node that cannot be asked leaves the record as it is.
+   */
+  async #confirmedPastDeadline(record: ClaimRecord): Promise<ClaimRecord | undefined> {
+    if (Date.parse(record.deadline) > Date.now() || record.cluster !== undefined) return record;
+    const agent = this.#options.nodes().find((n) => n.node === record.node);
+    if (agent === undefined) return record;
+    let row: SandboxRow | undefined;
+    try {
+      row = await this.#options.agents.get(agent.address, record.id);
+    } catch {
+      return record;
+    }
+    if (row === undefined) {
+      await this.#options.index.drop(record).catch(() => undefined);
+      return undefined;
+    }
+    const renewed = { ...record, deadline: row.deadline };
+    await this.#options.index.record(renewed, '').catch(() => undefined);
+    return renewed;
   }
 
   /**

@@ -2,19 +2,25 @@
 // atomic script, sent once and then called by its SHA (EVALSHA).
 import type { Redis } from 'ioredis';
 
-// KEYS[1]: the recovering key, KEYS[2..]: ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[2 + i]: the
-// JSON array of nodes ref key i is about to be sent to. Answers the recovering value ('' when none), then per ref
-// key '' when newly reserved, else the value found (left as it is).
+/** The longest the index stays in recovery without a completed repair sweep. */
+export const RECOVERY_TTL_MS = 10 * 60_000;
+
+// KEYS[1]: the recovering key, KEYS[2]: the server key, KEYS[3..]: ref keys. ARGV[1]: job id, ARGV[2]: reservation
+// TTL ms, ARGV[3]: a recovery marker to start one with, ARGV[4 + i]: the JSON array of nodes the i-th ref key is about to be
+// sent to. A missing server key means the index lost its keys without a new server (FLUSHALL, eviction): a recovery
+// starts. Answers the recovering value ('' when none), then per ref key '' when newly reserved, else the value found
+// (left as it is).
 const RESERVE = `
+if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ${RECOVERY_TTL_MS}) end
 local out = { redis.call('GET', KEYS[1]) or '' }
 local job = cjson.encode(ARGV[1])
-for i = 2, #KEYS do
+for i = 3, #KEYS do
   local found = redis.call('GET', KEYS[i])
   if found then
-    out[i] = found
+    out[i - 1] = found
   else
-    redis.call('SET', KEYS[i], '{"job":' .. job .. ',"tried":' .. ARGV[1 + i] .. '}', 'PX', ARGV[2])
-    out[i] = ''
+    redis.call('SET', KEYS[i], '{"job":' .. job .. ',"tried":' .. ARGV[i + 1] .. '}', 'PX', ARGV[2])
+    out[i - 1] = ''
   end
 end
 return out`;
@@ -64,11 +70,13 @@ local ok, value = pcall(cjson.decode, found)
 if ok and value.id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0`;
 
-// KEYS[1]: the recovering key. ARGV[1]: the value it must still hold. Ends the recovery only if no later loss began
-// one again.
+// KEYS[1]: the recovering key, KEYS[2]: the server key. ARGV[1]: the value the recovering key must still hold,
+// ARGV[2]: the server's run_id. Ends the recovery only if no later loss began one again, and notes the server the
+// index is now whole on.
 const END_RECOVERY = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+return redis.call('DEL', KEYS[1])`;
 
 /** The scripts, sent once and then called by their SHA (EVALSHA); the first argument is the number of keys. */
 export interface Scripts {

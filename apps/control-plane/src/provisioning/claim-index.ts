@@ -5,7 +5,7 @@
 // exactly once. Any key may vanish at any moment: a missing record is rebuilt
 // from the nodes (ClaimDirectory, IndexRepair), never read as "released".
 //
-// Keys (records expire at the sandbox's deadline):
+// Keys (records expire a grace period after the sandbox's deadline):
 //   <prefix>ref:<scope>/<claimRef>  the record (JSON), or a reservation while a batch job serves it (the job id and
 //                                   the nodes it asked, written before asking). <scope>: crd/<ns>, http/<ns> or
 //                                   fed/<peer>/<ns>: each front door is its own key space.
@@ -21,15 +21,15 @@ import { sleep } from '@warmpool/kube';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { ClaimScope } from './claim-service.js';
-import { withScripts, type Scripts } from './claim-index-scripts.js';
+import { RECOVERY_TTL_MS, withScripts, type Scripts } from './claim-index-scripts.js';
 
 export const DEFAULT_INDEX_PREFIX = 'warmpool:index:';
 /** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
 export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
+/** How long a record outlives its deadline (several janitor sweeps, which re-record what a node renewed). */
+const RECORD_GRACE_MS = 5 * 60_000;
 /** How long a reservation waits for the identity check of a connection being (re)made. */
 const CHECK_WAIT_MS = 2_000;
-/** The longest the index stays in recovery without a completed repair sweep. */
-const RECOVERY_TTL_MS = 10 * 60_000;
 
 const reservationSchema = z.object({ job: z.string(), tried: z.array(triedNodeSchema) });
 export type Reservation = z.output<typeof reservationSchema>;
@@ -154,11 +154,10 @@ export class ClaimIndex {
     try {
       const info = await this.#redis.info('server');
       const runId = /run_id:(\w+)/.exec(info)?.[1] ?? '';
-      const serverKey = `${this.#prefix}server`;
-      const known = await this.#redis.get(serverKey);
+      const known = await this.#redis.get(this.#serverKey);
       if (known === runId) return;
-      await this.#redis.set(serverKey, runId);
-      await this.#redis.set(this.#recoveringKey, `${this.#now()}:${randomUUID()}`, 'PX', RECOVERY_TTL_MS);
+      await this.#redis.set(this.#serverKey, runId);
+      await this.#redis.set(this.#recoveringKey, this.#newMarker(), 'PX', RECOVERY_TTL_MS);
     } catch {
       // The connection dropped again: the next 'ready' checks again.
     }
@@ -171,9 +170,19 @@ export class ClaimIndex {
     return value === null ? undefined : { marker: value, since: sinceOf(value) };
   }
 
-  /** Ends a recovery after a complete repair sweep that started after it began. */
+  /** Ends a recovery after a complete repair sweep that started after it began (the caller's to ensure). */
   async endRecovery(marker: string): Promise<boolean> {
-    return (await this.#redis.warmpoolIndexEndRecovery(1, this.#recoveringKey, marker)) === 1;
+    const runId = /run_id:(\w+)/.exec(await this.#redis.info('server'))?.[1] ?? '';
+    return (await this.#redis.warmpoolIndexEndRecovery(2, this.#recoveringKey, this.#serverKey, marker, runId)) === 1;
+  }
+
+  get #serverKey(): string {
+    return `${this.#prefix}server`;
+  }
+
+  /** A recovery's marker: when the loss was seen, and a nonce so a later loss is told apart. */
+  #newMarker(): string {
+    return `${this.#now()}:${randomUUID()}`;
   }
 
   /**
@@ -186,11 +195,13 @@ export class ClaimIndex {
     const keys = entries.map((e) => this.refKey(e.scope, e.claimRef));
     const nodes = entries.map((e) => JSON.stringify(e.tried ?? []));
     const [recovering = '', ...found] = await this.#redis.warmpoolIndexReserve(
-      keys.length + 1,
+      keys.length + 2,
       this.#recoveringKey,
+      this.#serverKey,
       ...keys,
       job,
       ttlArg(ttlMs),
+      this.#newMarker(),
       ...nodes,
     );
     const states = found.map((value): ReserveResult => {
@@ -318,10 +329,15 @@ export class ClaimIndex {
     ]);
   }
 
+  /**
+   * A record outlives its deadline by RECORD_GRACE_MS: the node may have
+   * renewed the sandbox without the index (its own token renews it there), and
+   * the janitor re-records it from the node well within that grace. A record
+   * past its deadline is confirmed with its node before it is trusted.
+   */
   #expiresAt(deadline: string): number {
     const at = Date.parse(deadline);
-    // A deadline already past (or unreadable) names a sandbox the node has reaped: keep it a moment only.
-    return Number.isFinite(at) && at > this.#now() ? at : this.#now() + 1_000;
+    return (Number.isFinite(at) ? Math.max(at, this.#now()) : this.#now()) + RECORD_GRACE_MS;
   }
 }
 

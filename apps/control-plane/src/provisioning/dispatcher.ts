@@ -137,7 +137,7 @@ export class ClaimDispatcher {
     for (const outcome of reply.outcomes) {
       const item = late.items[outcome.index];
       if (item === undefined || late.answered[outcome.index] === true) continue;
-      if (outcome.ok && item.order.claimRefGenerated === true)
+      if (outcome.ok && outcome.fresh === true && item.order.claimRefGenerated === true)
         this.#options.releaseUnanswered(outcome.grant, 'answered after the caller timed out');
     }
   }

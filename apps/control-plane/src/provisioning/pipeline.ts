@@ -233,8 +233,9 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     const answer = provisioner.add(order);
     if (signal === undefined) return answer;
     // Nobody can come back for a sandbox served under a generated claimRef: released when its caller is gone.
-    const abandon = (grant: ClaimGrant): void => {
-      if (order.claimRefGenerated === true) releaseUnanswered(grant, 'the caller gave up');
+    const abandon = (grant: ServedGrant): void => {
+      // Only a sandbox claimed for this very call: a replayed one is someone else's (a generated name can collide).
+      if (order.claimRefGenerated === true && grant.fresh === true) releaseUnanswered(grant, 'the caller gave up');
     };
     if (signal.aborted) {
       void answer.then(abandon, () => undefined);

@@ -73,6 +73,8 @@ export interface SweepResult {
   released: number;
   /** Claims the index lacked, recorded again from their nodes. */
   recorded: number;
+  /** When the sweep started (clock ms): only one that started after a loss settled can end its recovery. */
+  startedAt: number;
 }
 
 export class ClaimJanitor {
@@ -126,8 +128,11 @@ export class ClaimJanitor {
     const now = this.#options.clock.now();
     const recovering = await this.#options.repair.index.recovering().catch(() => undefined);
     if (recovering !== undefined) {
-      if (now < recovering.since + this.settings.settleMs) return;
-      const result = await this.sweep();
+      const settledAt = recovering.since + this.settings.settleMs;
+      if (now < settledAt) return;
+      let result = await this.sweep();
+      // A sweep already under way may have listed nodes before the loss, against the index that was lost.
+      if (result.startedAt < settledAt) result = await this.sweep();
       if (result.failedNodes === 0 && (await this.#options.repair.index.endRecovery(recovering.marker)))
         this.#options.logger.info('claim index rebuilt from the nodes after a loss', {
           nodes: result.nodes,
@@ -140,10 +145,11 @@ export class ClaimJanitor {
 
   async #sweep(): Promise<SweepResult> {
     const { metrics, agents } = this.#options;
-    this.#lastSweepAt = this.#options.clock.now();
+    const startedAt = this.#options.clock.now();
+    this.#lastSweepAt = startedAt;
     const signal = this.#stop?.signal ?? new AbortController().signal;
     const all = agents();
-    const result: SweepResult = { nodes: all.length, failedNodes: 0, released: 0, recorded: 0 };
+    const result: SweepResult = { nodes: all.length, failedNodes: 0, released: 0, recorded: 0, startedAt };
     let next = 0;
     const lane = async (): Promise<void> => {
       while (next < all.length && !signal.aborted) {
