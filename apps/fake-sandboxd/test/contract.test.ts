@@ -138,6 +138,22 @@ describe('sandboxd contract: authentication', () => {
     expect((await open.put('/v1/pools', { pools: [{ template: 'img', warm: 0 }] }, { token: null })).status).toBe(200);
     expect((await open.get('/v1/info', { token: null })).status).toBe(200);
   });
+
+  it('on a node without a token, shows no sandbox tokens and acts on a sandbox only with its own token', async () => {
+    const { api: open } = await startNode({ apiToken: '' });
+    const granted = await open.post('/v1/claim', { template: 'img' }, { token: null });
+    const { id, token } = granted.json as { id: string; token: string };
+    const shown = await open.get(`/v1/sandboxes/${id}`, { token: null });
+    expect(shown.status).toBe(200);
+    expect(shown.json).not.toHaveProperty('token');
+    expect((await open.post(`/v1/sandboxes/${id}/release`, undefined, { token: 'anything' })).status).toBe(404);
+    expect((await open.post(`/v1/sandboxes/${id}/release`, undefined, { token })).status).toBe(204);
+  });
+
+  it('serves HEAD wherever it serves GET, as Go does', async () => {
+    const { api } = await startNode();
+    expect((await api.call('HEAD', '/v1/info')).status).toBe(200);
+  });
 });
 
 describe('sandboxd contract: PUT /v1/pools', () => {

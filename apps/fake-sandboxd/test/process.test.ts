@@ -157,7 +157,7 @@ describe('fake-sandboxd process', () => {
     expect((await fetch(`${base}/v1/info`)).status).toBe(401);
     const info = await fetch(`${base}/v1/info`, { headers: { authorization: 'Bearer env-token' } });
     expect(info.status).toBe(200);
-    expect(await info.json()).toEqual({ pools: [], claimed: 0 });
+    expect(await info.json()).toEqual({ pools: [], claimed: 0, hibernated: 0, archived: 0 });
 
     child.kill('SIGTERM');
     const exit = await exited;

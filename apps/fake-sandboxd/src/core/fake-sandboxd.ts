@@ -187,7 +187,8 @@ export class FakeSandboxd {
       if (!e.active) continue;
       pools.push({ key: { ...e.key }, warm: e.warm, refilling: e.refilling, target: e.target, golden: e.golden });
     }
-    const info: NodeInfo = { pools, claimed: this.claims.size };
+    // The daemon always reports its hibernated and archived claims; the fake has neither.
+    const info: NodeInfo = { pools, claimed: this.claims.size, hibernated: 0, archived: 0 };
     if (this.draining) info.draining = true;
     if (this.options.redirectPeers.length > 0) info.peers = [...this.options.redirectPeers];
     if (this.refillParkedForRoom()) {
