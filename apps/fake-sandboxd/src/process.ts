@@ -20,13 +20,15 @@ import {
 } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
+import { parseRedirectPeers, parseTenants } from './variant-flags.js';
 
 const FLAGS = {
   listen: {
     kind: 'string',
     description: 'Where to serve the sandboxd API: HOST:PORT, or unix:/path/to/socket (as the real sandboxd)',
     env: 'SANDBOXD_LISTEN',
-    default: '127.0.0.1:7070',
+    // The real daemon's default listen address: every interface, port 7777.
+    default: ':7777',
   },
   apiToken: {
     kind: 'string',
@@ -81,6 +83,19 @@ const FLAGS = {
     env: 'SANDBOXD_COLD_BOOT_MS',
     default: DEFAULT_OPTIONS.coldBootMs,
   },
+  cloneMs: {
+    kind: 'duration',
+    description:
+      'Latency of a warm miss on a key whose golden image is ready (a clone; the real daemon allows 15s) (default: --cold-boot-ms)',
+    env: 'SANDBOXD_CLONE_MS',
+  },
+  trimMsPerVm: {
+    kind: 'duration',
+    description:
+      'How long destroying one trimmed warm VM takes; PUT /v1/pools answers once they are gone (the real daemon allows 120s per VM)',
+    env: 'SANDBOXD_TRIM_MS_PER_VM',
+    default: 0,
+  },
   bootMs: {
     kind: 'duration',
     description: 'Duration of one refill boot (default: --cold-boot-ms)',
@@ -109,6 +124,46 @@ const FLAGS = {
     description: 'owner_addr in claim answers (default: the bound listen address)',
     env: 'SANDBOXD_ADVERTISE',
   },
+  unadvertised: {
+    kind: 'boolean',
+    description: 'No advertise address: claim answers carry no owner_addr',
+    env: 'SANDBOXD_UNADVERTISED',
+    default: false,
+  },
+  clientAdvertise: {
+    kind: 'string',
+    description: "A full http(s) origin given as owner_addr instead (the daemon's client_advertise)",
+    env: 'SANDBOXD_CLIENT_ADVERTISE',
+  },
+  egressAttachment: {
+    kind: 'boolean',
+    description: 'The node has an egress attachment; without it, net=egress claims and pools answer 409',
+    env: 'SANDBOXD_EGRESS_ATTACHMENT',
+    default: false,
+  },
+  redirectPeers: {
+    kind: 'string',
+    description:
+      'Mesh mode: HOST:PORT,... a claim is redirected to on a warm miss, at max claims or draining, unless no_redirect',
+    env: 'SANDBOXD_REDIRECT_PEERS',
+  },
+  tenants: {
+    kind: 'string',
+    description: 'Tenant tokens NAME=TOKEN,...: tenants claim and list their own; operator surfaces answer them 403',
+    env: 'SANDBOXD_TENANTS',
+  },
+  omitClaimedAt: {
+    kind: 'boolean',
+    description: 'Rows carry no claimed_at (claims recorded before the field existed)',
+    env: 'SANDBOXD_OMIT_CLAIMED_AT',
+    default: false,
+  },
+  olderDaemon: {
+    kind: 'boolean',
+    description: 'An older daemon: GET /v1/sandboxes ignores ?claim_ref=, and renew is an unknown route (404)',
+    env: 'SANDBOXD_OLDER_DAEMON',
+    default: false,
+  },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
 } satisfies FlagsSpec;
 
@@ -127,6 +182,10 @@ async function main(): Promise<void> {
   }
   const logger = createLogger('fake-sandboxd', { level: parseLogLevel(config.logLevel) });
   const listen = parseListen(config.listen);
+  if (config.unadvertised && (config.advertise !== undefined || config.clientAdvertise !== undefined))
+    throw new ConfigError('--unadvertised: not with --advertise or --client-advertise');
+  const tenants = parseTenants(config.tenants);
+  const redirectPeers = parseRedirectPeers(config.redirectPeers);
   const shutdown = new Shutdown({ logger });
   const options = {
     apiToken: config.apiToken,
@@ -139,19 +198,27 @@ async function main(): Promise<void> {
     refillConcurrency: config.refillConcurrency,
     warmClaimLatencyMs: config.warmClaimMs,
     coldBootMs: config.coldBootMs,
+    cloneMs: config.cloneMs,
+    trimMsPerVm: config.trimMsPerVm,
     bootMs: config.bootMs,
     defaultTtlSeconds: config.defaultTtl / 1000,
     bootFailureRate: config.bootFailureRate,
     claimFailureRate: config.claimFailureRate,
-    advertise: config.advertise,
+    advertise: config.unadvertised ? (false as const) : config.advertise,
+    ...(config.clientAdvertise !== undefined ? { clientAdvertise: config.clientAdvertise } : {}),
+    egressAttachment: config.egressAttachment,
+    redirectPeers,
+    ...(tenants !== undefined ? { tenants } : {}),
+    omitClaimedAt: config.omitClaimedAt,
+    olderDaemon: config.olderDaemon,
   };
   const node: RunningFakeSandboxd<HttpServer | SocketServer> =
     'socketPath' in listen
       ? await startFakeSandboxd({ ...options, socketPath: listen.socketPath })
       : await startFakeSandboxd({ ...options, host: listen.host, port: listen.port });
   shutdown.add('fake-sandboxd', node);
-  if (config.apiTokenFile === undefined && normalizeToken(config.apiToken) === undefined)
-    logger.warn('no --api-token or --api-token-file: every caller is treated as root');
+  if (config.apiTokenFile === undefined && normalizeToken(config.apiToken) === undefined && tenants === undefined)
+    logger.warn('no --api-token, --api-token-file or --tenants: every caller is treated as root');
   const address = 'address' in node.server ? formatHostPort(node.server.address) : node.server.url;
   logger.info('serving', { address, advertise: node.core.advertise });
 }

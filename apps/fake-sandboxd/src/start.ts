@@ -32,6 +32,8 @@ export interface FakeSandboxdAuthOptions {
   tokenReloadIntervalMs?: number;
   /** After apiTokenFile changed, the replaced token is still root this long (default 5 min). */
   tokenGraceMs?: number;
+  /** Tenant name → token: tenants claim and list their own claims; operator surfaces answer them 403. */
+  tenants?: Readonly<Record<string, string>>;
 }
 
 export interface StartFakeSandboxdOptions extends FakeSandboxdOptions, FakeSandboxdAuthOptions {
@@ -68,6 +70,7 @@ export async function startFakeSandboxd(
     apiTokenFile,
     tokenReloadIntervalMs,
     tokenGraceMs,
+    tenants,
     logger,
     socketPath,
     host = '127.0.0.1',
@@ -84,10 +87,10 @@ export async function startFakeSandboxd(
       throw new RangeError(`--api-token-file: cannot read ${apiTokenFile} (${messageOf(err)})`, { cause: err });
     }
     if (first === undefined) throw new RangeError(`--api-token-file: ${apiTokenFile} is empty`);
-    auth = new RootAuth(first, { graceMs: tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS });
+    auth = new RootAuth(first, { graceMs: tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS, ...(tenants ? { tenants } : {}) });
     tokenWatch = watchFile(apiTokenFile, tokenReloadIntervalMs ?? 10_000, auth, logger ?? silentLogger);
   } else {
-    auth = new RootAuth(apiToken);
+    auth = new RootAuth(apiToken, tenants ? { tenants } : {});
   }
   const core = new FakeSandboxd(coreOptions);
   const app = createSandboxdApp(core, { auth, logger });
@@ -100,7 +103,8 @@ export async function startFakeSandboxd(
     core.close();
     throw err;
   }
-  // Unless told otherwise, claims name the address the node actually bound (a socket has none: the default stands).
+  // Unless told otherwise (an address, or false for none), claims name the address the node actually bound (a socket
+  // has none: the default stands).
   if (coreOptions.advertise === undefined && 'address' in server) core.advertise = formatHostPort(server.address);
   return {
     core,

@@ -1,6 +1,7 @@
-// The sandboxd HTTP contract (shared/specs/sandboxd-api.md), over real HTTP on
-// loopback: every endpoint, every documented refusal, and that a refusal
-// changes nothing.
+// The sandboxd HTTP contract (docs/sandboxd.md), over real HTTP on loopback:
+// every endpoint, every documented refusal, and that a refusal changes
+// nothing. The real daemon's variants (mesh, tenants, an older daemon, ...)
+// are specified in variants.test.ts.
 import {
   claimResponseSchema,
   INVALID_BODY_MESSAGE,
@@ -31,6 +32,8 @@ async function startNode(
     refillConcurrency: 100,
     maxClaims: 4,
     room: 20,
+    // Most specs use the egress lane too; the node without an attachment is specified on its own.
+    egressAttachment: true,
     ...options,
   });
   running.push(node);
@@ -134,6 +137,22 @@ describe('sandboxd contract: authentication', () => {
     const { api: open } = await startNode({ apiToken: '' });
     expect((await open.put('/v1/pools', { pools: [{ template: 'img', warm: 0 }] }, { token: null })).status).toBe(200);
     expect((await open.get('/v1/info', { token: null })).status).toBe(200);
+  });
+
+  it('on a node without a token, shows no sandbox tokens and acts on a sandbox only with its own token', async () => {
+    const { api: open } = await startNode({ apiToken: '' });
+    const granted = await open.post('/v1/claim', { template: 'img' }, { token: null });
+    const { id, token } = granted.json as { id: string; token: string };
+    const shown = await open.get(`/v1/sandboxes/${id}`, { token: null });
+    expect(shown.status).toBe(200);
+    expect(shown.json).not.toHaveProperty('token');
+    expect((await open.post(`/v1/sandboxes/${id}/release`, undefined, { token: 'anything' })).status).toBe(404);
+    expect((await open.post(`/v1/sandboxes/${id}/release`, undefined, { token })).status).toBe(204);
+  });
+
+  it('serves HEAD wherever it serves GET, as Go does', async () => {
+    const { api } = await startNode();
+    expect((await api.call('HEAD', '/v1/info')).status).toBe(200);
   });
 });
 
@@ -330,7 +349,7 @@ describe('sandboxd contract: POST /v1/claim', () => {
 
   it('answers 429 at max_claims, changing nothing', async () => {
     for (let i = 0; i < 4; i++) await claim(api, { template: 'img' });
-    await expectRefused(api, () => api.post('/v1/claim', { template: 'img' }), 429, /max_claims/);
+    await expectRefused(api, () => api.post('/v1/claim', { template: 'img' }), 429, /^node claim quota reached$/);
   });
 
   it('answers 429 when nothing is warm and the node has no room to boot', async () => {
@@ -371,6 +390,7 @@ describe('sandboxd contract: sandboxes', () => {
         deadline: a.deadline,
         claimed_at: expect.any(String),
         claim_ref: 'team-a/job',
+        hibernated: false,
       },
     ]);
     expect((await list(api, '?claim_ref=team-a')).sandboxes).toEqual([]);
@@ -413,11 +433,28 @@ describe('sandboxd contract: sandboxes', () => {
     expect((await api.post(`/v1/sandboxes/${a.id}/release`)).status).toBe(204);
   });
 
-  it('answers 404 to a release with a wrong, foreign or missing token, changing nothing', async () => {
+  it('answers 404 to a release with a wrong or foreign token, changing nothing', async () => {
     const a = await claim(api, { template: 'img' });
     const b = await claim(api, { template: 'img' });
-    for (const token of ['wrong', b.token, null]) {
-      await expectRefused(api, () => api.post(`/v1/sandboxes/${a.id}/release`, undefined, { token }), 404);
+    for (const token of ['wrong', b.token]) {
+      await expectRefused(
+        api,
+        () => api.post(`/v1/sandboxes/${a.id}/release`, undefined, { token }),
+        404,
+        exactly('unknown sandbox'),
+      );
+    }
+  });
+
+  it('answers 401 to a release or renew without a bearer token, changing nothing', async () => {
+    const a = await claim(api, { template: 'img' });
+    for (const verb of ['release', 'renew']) {
+      await expectRefused(
+        api,
+        () => api.post(`/v1/sandboxes/${a.id}/${verb}`, undefined, { token: null }),
+        401,
+        exactly('missing bearer token'),
+      );
     }
   });
 
@@ -516,10 +553,15 @@ describe('sandboxd contract: metrics and the rest', () => {
     expect(answer.text).toMatch(/sandboxd_pool_warm\{template="img",net="none",size="small"\} [12]/);
   });
 
-  it('answers 404 with an error body on unknown routes', async () => {
+  it("answers unknown routes as Go's mux does: a plain-text 404, or a 405 with Allow for another method", async () => {
     const { api } = await startNode();
-    const answer = await api.get('/v2/nothing');
-    expect(answer.status).toBe(404);
-    expect(answer.json).toEqual({ error: expect.any(String) });
+    const missing = await api.get('/v2/nothing');
+    expect(missing).toMatchObject({ status: 404, text: '404 page not found\n' });
+    expect(missing.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    const wrongMethod = await api.delete('/v1/claim');
+    expect(wrongMethod).toMatchObject({ status: 405, text: 'Method Not Allowed\n' });
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+    expect((await api.put('/v1/drain')).headers.get('allow')).toBe('DELETE, POST');
+    expect((await api.post('/v1/info')).headers.get('allow')).toBe('GET, HEAD');
   });
 });

@@ -178,6 +178,29 @@ describe('FakeSandboxd claims', () => {
     expect(core.stats).toMatchObject({ claimsWarm: 0, claimsCold: 1 });
   });
 
+  it('clones on a warm miss of a key whose golden is ready, answering after cloneMs, not coldBootMs', async () => {
+    const { core, clock } = node({ coldBootMs: 90_000, cloneMs: 800, bootMs: 50 });
+    core.setPools([pool('img', 1)]);
+    clock.advance(50); // the refill boot lands: the golden is ready
+    await core.claim(claimOf('img'));
+    core.setPools([pool('img', 0)]);
+    let answered = false;
+    const clone = core.claim(claimOf('img')).then(() => (answered = true));
+    clock.advance(799);
+    await Promise.resolve();
+    expect(answered).toBe(false);
+    clock.advance(1);
+    await clone;
+    // A key without a pool (no golden) still boots cold.
+    let coldAnswered = false;
+    const cold = core.claim(claimOf('other')).then(() => (coldAnswered = true));
+    clock.advance(89_999);
+    await Promise.resolve();
+    expect(coldAnswered).toBe(false);
+    clock.advance(1);
+    await cold;
+  });
+
   it('delays a warm claim answer by warmClaimLatencyMs when configured', async () => {
     const { core, clock } = node({ warmClaimLatencyMs: 5 });
     core.setPools([pool('img', 1)]);
@@ -332,6 +355,38 @@ describe('FakeSandboxd pool set', () => {
     await cold;
     expect(core.stats.claimsCold).toBe(1);
     expect(core.info().pools.map((p) => p.key.template)).toEqual(['a']);
+  });
+
+  it('reads warm_max 0 as no ceiling above warm', () => {
+    const { core, clock } = node();
+    core.setPools([pool('a', 2, { warm_max: 0 })]);
+    clock.advance(BOOT_MS);
+    expect(poolOf(core.info(), 'a')).toMatchObject({ warm: 2, target: 2 });
+  });
+
+  it('counts the warm sandboxes a new set trims, and how long destroying them takes', async () => {
+    const { core, clock } = node({ trimMsPerVm: 1_000, refillConcurrency: 2 });
+    core.setPools([pool('a', 3), pool('b', 2)]);
+    for (let round = 0; round < 3; round++) clock.advance(BOOT_MS); // five boots, two at a time
+    const { trimmed } = core.replacePools([pool('a', 1)]);
+    expect(trimmed).toBe(4);
+    expect(core.trimDurationMs(trimmed)).toBe(2_000); // two at a time
+    let done = false;
+    const waiting = core.awaitTrim(trimmed).then(() => (done = true));
+    clock.advance(1_999);
+    await Promise.resolve();
+    expect(done).toBe(false);
+    clock.advance(1);
+    await waiting;
+  });
+
+  it('refuses a set with an egress key on a node without an egress attachment, applying none of it', () => {
+    const { core, clock } = node();
+    core.setPools([pool('a', 1)]);
+    clock.advance(BOOT_MS);
+    const before = core.info();
+    expect(() => core.setPools([pool('b', 1), pool('a', 1, { net: 'egress' })])).toThrow(SandboxdRefusal);
+    expect(core.info()).toEqual(before);
   });
 
   it('destroys the boots of a retired key when they land', () => {

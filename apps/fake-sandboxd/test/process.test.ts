@@ -71,10 +71,20 @@ describe('fake-sandboxd process', () => {
       '--boot-failure-rate',
       '--claim-failure-rate',
       '--advertise',
+      '--clone-ms',
+      '--trim-ms-per-vm',
+      '--unadvertised',
+      '--client-advertise',
+      '--egress-attachment',
+      '--redirect-peers',
+      '--tenants',
+      '--omit-claimed-at',
+      '--older-daemon',
       '--log-level',
     ]) {
       expect(stdout).toContain(flag);
     }
+    expect(stdout).toContain('(default ":7777")');
     expect(stdout).toContain('SANDBOXD_API_TOKEN');
     expect(stdout).toContain('SANDBOXD_API_TOKEN_FILE');
   });
@@ -83,6 +93,57 @@ describe('fake-sandboxd process', () => {
     const { code, stderr } = await run(['--room', 'lots']).exited;
     expect(code).toBe(2);
     expect(stderr).toMatch(/--room/);
+  });
+
+  it.each([
+    [['--tenants', 'team-a'], /--tenants: "team-a" is not NAME=TOKEN/],
+    [['--tenants', 'a=same,b=same'], /--tenants: two tenants share a token/],
+    [['--redirect-peers', 'not-an-address'], /--redirect-peers/],
+    [['--unadvertised', '--advertise', '10.0.0.5:7777'], /--unadvertised: not with --advertise/],
+    [['--client-advertise', '10.0.0.5:7777'], /clientAdvertise must be an http or https origin/],
+  ])('exits 2 on %j', async (args, why) => {
+    const { code, stderr } = await run(args).exited;
+    expect(code).toBe(2);
+    expect(stderr).toMatch(why);
+  });
+
+  it("serves the real daemon's variants from their flags", async () => {
+    const { child } = run(
+      [
+        '--listen=127.0.0.1:0',
+        '--cold-boot-ms=5ms',
+        '--unadvertised',
+        '--older-daemon',
+        '--omit-claimed-at',
+        '--redirect-peers=10.0.0.6:7777',
+        '--tenants=team-a=tok-a',
+      ],
+      { SANDBOXD_API_TOKEN: 'root' },
+    );
+    const base = `http://${await servingAddress(child)}`;
+    const call = (method: string, path: string, token: string, body?: unknown) =>
+      fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+    expect(await (await call('POST', '/v1/claim', 'tok-a', { template: 'img' })).json()).toEqual({
+      redirect: ['10.0.0.6:7777'],
+    });
+    const granted = (await (
+      await call('POST', '/v1/claim', 'tok-a', { template: 'img', no_redirect: true })
+    ).json()) as {
+      id: string;
+      token: string;
+    };
+    expect(granted).not.toHaveProperty('owner_addr');
+    expect((await call('GET', '/v1/info', 'tok-a')).status).toBe(403);
+    const rows = (await (await call('GET', '/v1/sandboxes?claim_ref=x', 'root')).json()) as {
+      sandboxes: Array<Record<string, unknown>>;
+    };
+    expect(rows.sandboxes).toEqual([expect.objectContaining({ id: granted.id, tenant: 'team-a' })]);
+    expect(rows.sandboxes[0]).not.toHaveProperty('claimed_at');
+    expect((await call('POST', `/v1/sandboxes/${granted.id}/renew`, granted.token, {})).status).toBe(404);
   });
 
   it('serves the API with the token from SANDBOXD_API_TOKEN and exits 0 on SIGTERM', async () => {
@@ -96,7 +157,7 @@ describe('fake-sandboxd process', () => {
     expect((await fetch(`${base}/v1/info`)).status).toBe(401);
     const info = await fetch(`${base}/v1/info`, { headers: { authorization: 'Bearer env-token' } });
     expect(info.status).toBe(200);
-    expect(await info.json()).toEqual({ pools: [], claimed: 0 });
+    expect(await info.json()).toEqual({ pools: [], claimed: 0, hibernated: 0, archived: 0 });
 
     child.kill('SIGTERM');
     const exit = await exited;

@@ -39,7 +39,7 @@ describe('fake-sandboxd on a unix socket', () => {
     expect(statSync(socketPath).isSocket()).toBe(true);
     expect(await getOverSocket(socketPath, '/v1/info', 'root')).toEqual({
       status: 200,
-      body: '{"pools":[],"claimed":0}',
+      body: '{"pools":[],"claimed":0,"hibernated":0,"archived":0}',
     });
     await node.close();
     expect(existsSync(socketPath)).toBe(false);

@@ -355,7 +355,7 @@ describe('claims and sandboxes', () => {
       const answer = await call<ErrorAnswer>(n.url, method, path, {
         body: method === 'POST' && path.endsWith('renew') ? {} : undefined,
       });
-      expect(answer, `${method} ${path}`).toMatchObject({ status: 404, body: { error: 'sandbox not found' } });
+      expect(answer, `${method} ${path}`).toMatchObject({ status: 404, body: { error: 'unknown sandbox' } });
     }
   });
 
@@ -364,7 +364,7 @@ describe('claims and sandboxes', () => {
     await withWarmPool(n);
     expect((await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).status).toBe(200);
     const refused = await call<ErrorAnswer>(n.url, 'POST', '/v1/claim', { body: { template: 'img' } });
-    expect(refused).toMatchObject({ status: 429, body: { error: 'node is at max_claims (1)' } });
+    expect(refused).toMatchObject({ status: 429, body: { error: 'node claim quota reached' } });
   });
 
   it("passes sandboxd's cold boot through for a key the node has no pool for", async () => {
@@ -496,7 +496,7 @@ describe('drain', () => {
     expect(drained.body.draining).toBe(true);
     expect(await call(n.url, 'POST', '/v1/claim', { body: { template: 'img' } })).toMatchObject({
       status: 429,
-      body: { error: 'node is draining' },
+      body: { error: 'node draining' },
     });
     const lifted = await call<NodeInfo>(n.url, 'DELETE', '/v1/drain');
     expect(lifted.status).toBe(200);

@@ -10,6 +10,8 @@ export type RefusalReason =
   | 'no-room'
   /** A boot or hand-over failed (injected by the failure rates). */
   | 'provisioning-failed'
+  /** `net: egress` on a node without an egress attachment. */
+  | 'no-egress'
   /** No claim with that id. */
   | 'not-found'
   /** The node was closed while the request was in flight. */

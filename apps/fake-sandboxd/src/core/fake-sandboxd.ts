@@ -5,12 +5,13 @@
 import {
   effectiveTtlSeconds,
   poolKeyId,
+  type ClaimAnswer,
+  type ClaimGrant,
   type ClaimRequest,
-  type ClaimResponse,
   type NodeInfo,
   type PoolKey,
   type PoolTarget,
-  type SandboxRow,
+  type SandboxdRow,
 } from '@warmpool/api';
 import type { Timer } from '@warmpool/runtime';
 import { DeadlineTimer } from './deadline-timer.js';
@@ -40,10 +41,21 @@ export interface Claim {
   readonly key: PoolKey;
   readonly claimedAt: number;
   readonly claimRef: string | undefined;
+  /** The tenant whose token claimed it; undefined for root. */
+  readonly tenant: string | undefined;
   /** Epoch ms when the node reaps it. */
   deadline: number;
   heapIndex: number;
 }
+
+/** What `PUT /v1/pools` did: the fresh info, and how many warm VMs it destroyed (the answer waits for them). */
+export interface PoolsReplaced {
+  info: NodeInfo;
+  trimmed: number;
+}
+
+/** The real daemon names at most two peers in a redirect (power of two choices). */
+const MAX_REDIRECT_PEERS = 2;
 
 /** Running totals, read by /metrics. */
 export interface FakeSandboxdStats {
@@ -69,8 +81,11 @@ interface Sleeper {
 }
 
 export class FakeSandboxd {
-  /** `owner_addr` of claim answers; settable because a server's port may be known only after it binds. */
-  advertise: string;
+  /**
+   * `owner_addr` of claim answers (false: none); settable because a server's port may be known only after it binds.
+   * A clientAdvertise origin wins over it.
+   */
+  advertise: string | false;
   readonly stats: FakeSandboxdStats = {
     claimsWarm: 0,
     claimsCold: 0,
@@ -113,6 +128,16 @@ export class FakeSandboxd {
 
   /** Replace the node's whole warm-target set; keys left out are drained and retire. */
   setPools(targets: readonly PoolTarget[]): NodeInfo {
+    return this.replacePools(targets).info;
+  }
+
+  /**
+   * setPools, and how many warm VMs it destroyed. The whole set is judged before any of it applies: an egress key on
+   * a node without an egress attachment refuses the set (SandboxdRefusal 'no-egress') and changes nothing.
+   */
+  replacePools(targets: readonly PoolTarget[]): PoolsReplaced {
+    for (const t of targets) this.checkAttachment(t);
+    const before = this.stats.warmDestroyed;
     const next = new Map<string, PoolEntry>();
     for (const t of targets) {
       const id = poolKeyId(t);
@@ -128,7 +153,8 @@ export class FakeSandboxd {
       };
       entry.active = true;
       entry.target = t.warm;
-      entry.cap = t.warm_max ?? t.warm;
+      // warm_max 0 means no ceiling, as absent does (the daemon omits a zero).
+      entry.cap = t.warm_max === undefined || t.warm_max === 0 ? t.warm : t.warm_max;
       this.destroyWarm(entry, entry.warm - entry.cap);
       next.set(id, entry);
     }
@@ -140,7 +166,19 @@ export class FakeSandboxd {
     }
     this.pools = next;
     this.pump();
-    return this.info();
+    return { info: this.info(), trimmed: this.stats.warmDestroyed - before };
+  }
+
+  /** How long destroying `trimmed` warm VMs takes: refillConcurrency at a time, trimMsPerVm each. */
+  trimDurationMs(trimmed: number): number {
+    if (trimmed <= 0 || this.options.trimMsPerVm === 0) return 0;
+    return Math.ceil(trimmed / Math.max(1, this.options.refillConcurrency)) * this.options.trimMsPerVm;
+  }
+
+  /** Wait (on the node's clock) until the trimmed VMs are gone; rejects if the node closes meanwhile. */
+  async awaitTrim(trimmed: number): Promise<void> {
+    const ms = this.trimDurationMs(trimmed);
+    if (ms > 0) await this.sleep(ms);
   }
 
   info(): NodeInfo {
@@ -149,8 +187,10 @@ export class FakeSandboxd {
       if (!e.active) continue;
       pools.push({ key: { ...e.key }, warm: e.warm, refilling: e.refilling, target: e.target, golden: e.golden });
     }
-    const info: NodeInfo = { pools, claimed: this.claims.size };
+    // The daemon always reports its hibernated and archived claims; the fake has neither.
+    const info: NodeInfo = { pools, claimed: this.claims.size, hibernated: 0, archived: 0 };
     if (this.draining) info.draining = true;
+    if (this.options.redirectPeers.length > 0) info.peers = [...this.options.redirectPeers];
     if (this.refillParkedForRoom()) {
       info.at_capacity = true;
       info.at_capacity_reason =
@@ -161,17 +201,33 @@ export class FakeSandboxd {
   }
 
   /**
-   * Hand over a warm sandbox of the key, or boot one cold. Refusals reject with
-   * a SandboxdRefusal and change nothing.
+   * A claim as a mesh member answers it: redirected to the configured peers on a warm miss, at max_claims or while
+   * draining, unless the claim says no_redirect; served here otherwise (see claim).
    */
-  async claim(request: ClaimRequest): Promise<ClaimResponse> {
+  async claimOrRedirect(request: ClaimRequest, tenant?: string): Promise<ClaimAnswer> {
+    const peers = this.options.redirectPeers;
+    if (peers.length > 0 && request.no_redirect !== true && !this.closed) {
+      this.checkAttachment(request);
+      const found = this.pools.get(poolKeyId(request));
+      const warmHere = found !== undefined && found.active && found.warm > 0;
+      if (!warmHere || this.draining || this.atMaxClaims()) return { redirect: peers.slice(0, MAX_REDIRECT_PEERS) };
+    }
+    return this.claim(request, tenant);
+  }
+
+  /**
+   * Hand over a warm sandbox of the key, or provision one: a clone when the key's golden is ready, a cold boot
+   * otherwise. Refusals reject with a SandboxdRefusal and change nothing.
+   */
+  async claim(request: ClaimRequest, tenant?: string): Promise<ClaimGrant> {
     if (this.closed) throw new SandboxdRefusal('closed', 'node is shutting down');
-    if (this.draining) throw new SandboxdRefusal('draining', 'node is draining');
+    this.checkAttachment(request);
+    if (this.draining) throw new SandboxdRefusal('draining', 'node draining');
     // A key outside the current pool set has no warm sandboxes: it is booted cold like any other miss.
     const found = this.pools.get(poolKeyId(request));
     const entry = found !== undefined && found.active ? found : undefined;
-    if (this.claims.size + this.coldBooting >= this.options.maxClaims) {
-      throw new SandboxdRefusal('max-claims', `node is at max_claims (${this.options.maxClaims})`);
+    if (this.atMaxClaims()) {
+      throw new SandboxdRefusal('max-claims', 'node claim quota reached');
     }
     if (this.options.claimFailureRate > 0 && this.options.random() < this.options.claimFailureRate) {
       this.stats.claimFailures++;
@@ -182,7 +238,7 @@ export class FakeSandboxd {
     if (entry !== undefined && entry.warm > 0) {
       entry.warm--;
       this.warmTotal--;
-      const claim = this.grant(entry.key, ttlSeconds, request.claim_ref);
+      const claim = this.grant(entry.key, ttlSeconds, request.claim_ref, tenant);
       this.stats.claimsWarm++;
       this.pump(entry);
       if (this.options.warmClaimLatencyMs > 0) await this.sleep(this.options.warmClaimLatencyMs);
@@ -199,7 +255,7 @@ export class FakeSandboxd {
     this.coldBooting++;
     this.pump(entry);
     try {
-      await this.sleep(this.options.coldBootMs);
+      await this.sleep(entry?.golden === true ? this.options.cloneMs : this.options.coldBootMs);
     } finally {
       this.coldBooting--;
     }
@@ -209,7 +265,7 @@ export class FakeSandboxd {
       throw new SandboxdRefusal('provisioning-failed', 'provisioning failed: cold boot failed');
     }
     if (entry !== undefined) entry.golden = true;
-    const claim = this.grant(key, ttlSeconds, request.claim_ref);
+    const claim = this.grant(key, ttlSeconds, request.claim_ref, tenant);
     this.stats.claimsCold++;
     return this.answer(claim);
   }
@@ -237,23 +293,36 @@ export class FakeSandboxd {
     return this.claims.get(id);
   }
 
-  /** Live claims in claim order; with `claimRef`, only those recorded under exactly that ref. */
-  list(claimRef?: string): SandboxRow[] {
-    const source = claimRef === undefined ? this.claims.values() : (this.claimsByRef.get(claimRef)?.values() ?? []);
-    return Array.from(source, (claim) => this.row(claim));
+  /**
+   * Live claims in claim order; with `claimRef` (non-empty), only those recorded under exactly that ref, unless the
+   * node is an older daemon, which ignores the filter; with `tenant`, only that tenant's claims.
+   */
+  list(claimRef?: string, tenant?: string): SandboxdRow[] {
+    const filtered = claimRef !== undefined && claimRef !== '' && !this.options.olderDaemon;
+    const source = filtered ? (this.claimsByRef.get(claimRef)?.values() ?? []) : this.claims.values();
+    const rows: SandboxdRow[] = [];
+    for (const claim of source) if (tenant === undefined || claim.tenant === tenant) rows.push(this.row(claim));
+    return rows;
   }
 
-  /** The wire row of a claim; the token only when asked (root callers). */
-  row(claim: Readonly<Claim>, withToken = false): SandboxRow {
-    const row: SandboxRow = {
+  /** The wire row of a claim; the token only when asked (callers with the configured root token). */
+  row(claim: Readonly<Claim>, withToken = false): SandboxdRow {
+    const row: SandboxdRow = {
       id: claim.id,
       key: { ...claim.key },
       deadline: new Date(claim.deadline).toISOString(),
-      claimed_at: new Date(claim.claimedAt).toISOString(),
+      hibernated: false,
     };
+    if (!this.options.omitClaimedAt) row.claimed_at = new Date(claim.claimedAt).toISOString();
     if (claim.claimRef !== undefined) row.claim_ref = claim.claimRef;
+    if (claim.tenant !== undefined) row.tenant = claim.tenant;
     if (withToken) row.token = claim.token;
     return row;
+  }
+
+  /** Whether this node serves renew (an older daemon has no such route). */
+  get renews(): boolean {
+    return !this.options.olderDaemon;
   }
 
   /** New claims answer 429 and warm sandboxes are destroyed; live claims keep running. */
@@ -295,16 +364,23 @@ export class FakeSandboxd {
     this.deadlines.close();
   }
 
-  private answer(claim: Claim): ClaimResponse {
-    return {
-      id: claim.id,
-      token: claim.token,
-      deadline: new Date(claim.deadline).toISOString(),
-      owner_addr: this.advertise,
-    };
+  private answer(claim: Claim): ClaimGrant {
+    const grant: ClaimGrant = { id: claim.id, token: claim.token, deadline: new Date(claim.deadline).toISOString() };
+    const owner = this.options.clientAdvertise ?? this.advertise;
+    if (owner !== false && owner !== '') grant.owner_addr = owner;
+    return grant;
   }
 
-  private grant(key: PoolKey, ttlSeconds: number, claimRef: string | undefined): Claim {
+  private checkAttachment(key: { net: string }): void {
+    if (key.net === 'egress' && !this.options.egressAttachment)
+      throw new SandboxdRefusal('no-egress', 'node has no egress attachment (bridge or network)');
+  }
+
+  private atMaxClaims(): boolean {
+    return this.claims.size + this.coldBooting >= this.options.maxClaims;
+  }
+
+  private grant(key: PoolKey, ttlSeconds: number, claimRef: string | undefined, tenant: string | undefined): Claim {
     const now = this.options.clock.now();
     const claim: Claim = {
       id: newSandboxId(),
@@ -312,6 +388,7 @@ export class FakeSandboxd {
       key,
       claimedAt: now,
       claimRef,
+      tenant,
       deadline: now + ttlSeconds * 1000,
       heapIndex: -1,
     };
