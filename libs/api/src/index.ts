@@ -10,3 +10,4 @@ export * from './sandboxes.js';
 export * from './inventory-pools.js';
 export * from './node-claim-ref.js';
 export * from './owner-addr.js';
+export * from './sandboxd-tolerant.js';
