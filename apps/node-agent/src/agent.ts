@@ -21,7 +21,7 @@ import { Gatekeeper } from './api/auth.js';
 import { createApiApp } from './api/app.js';
 import { ClaimsInFlight } from './api/claims-in-flight.js';
 import { GenerationGuard } from './generation.js';
-import { readNodeClaims } from './inventory/entries.js';
+import { nodeClaimsReader } from './inventory/entries.js';
 import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
@@ -222,7 +222,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         generations,
         currentInfo: (): NodeInfo | undefined => state.info,
         ownerAddress,
-        readClaims: () => readNodeClaims(sandboxd),
+        readClaims: nodeClaimsReader(sandboxd, logger),
         publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
         minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
         ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),

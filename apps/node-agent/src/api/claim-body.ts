@@ -56,3 +56,12 @@ export const claimBodySchema = {
     return claim !== undefined ? { success: true, data: claim } : claimRequestSchema.safeParse(json);
   },
 };
+
+/**
+ * The body the agent sends sandboxd for a validated claim: always with `no_redirect: true`. warmpool places
+ * claims itself (the control plane chooses the node), so a node must serve a claim or refuse it, never answer
+ * with peers to retry at (a redirect answer is a 200 that claimed nothing).
+ */
+export function forwardedClaimJson(claim: ClaimRequest): string {
+  return JSON.stringify({ ...claim, no_redirect: true });
+}

@@ -13,7 +13,7 @@ import { describeIssue, readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpoo
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
-import { claimBodySchema } from './claim-body.js';
+import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
 
@@ -110,7 +110,7 @@ class DirectClaim implements SandboxdReceiver {
         return;
       }
       this.#holdsSlot = true;
-      this.#deps.sandboxd.claimInto(JSON.stringify(parsed.data), this);
+      this.#deps.sandboxd.claimInto(forwardedClaimJson(parsed.data), this);
     } catch (err) {
       this.failed(err as Error);
     }
