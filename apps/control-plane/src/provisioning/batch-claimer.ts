@@ -23,7 +23,7 @@ import {
   type ClaimFailureReason,
   type ClaimOutcome,
   type ClaimRecord,
-  type SandboxRow,
+  type TolerantSandboxRow,
   type TriedNode,
 } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
@@ -283,13 +283,18 @@ export class BatchClaimer {
     const answer = await this.#options.agents.claim(tried.address, job.data.key, work.claim.ttlSeconds, work.nodeRef);
     this.#options.metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
     if (answer.ok) {
-      if (answer.claim.owner_addr !== '') this.#ownerAddrs.set(tried.node, answer.claim.owner_addr);
-      await this.#served(job, work, grantOf(job.data, work, tried, answer.claim), tried, emit, true);
+      const { id, token, deadline, ownerAddr } = answer.claim;
+      if (ownerAddr !== undefined) this.#ownerAddrs.set(tried.node, ownerAddr);
+      // A node that names no (usable) owner address: the one it answered before, or its inventory publishes.
+      const owner = ownerAddr ?? this.#ownerAddrOf(tried.node);
+      const grant = grantOf(job.data, work, tried, { id, token, deadline, owner_addr: owner });
+      await this.#served(job, work, grant, tried, emit, true);
       return;
     }
     work.lastRefusal = answer.refusal;
     if (answer.refusal.kind === 'refused') return;
-    // Full, draining, or silent: no more claims of this batch go there.
+    // Full, draining, redirecting (nothing was claimed there: no lookup) or silent: no more claims of this batch go
+    // there.
     round.exclude(tried.node);
     // Silent: it may have served the claim. Ask before any other node is tried.
     if (answer.refusal.kind === 'unreachable') await this.#askTried(job, work, [tried], emit);
@@ -308,7 +313,7 @@ export class BatchClaimer {
   ): Promise<void> {
     for (const tried of nodes) {
       if (work.outcome !== undefined) return;
-      let rows: SandboxRow[];
+      let rows: TolerantSandboxRow[];
       try {
         rows = await this.#rowsOf(tried.address, work.nodeRef);
         // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot
@@ -332,7 +337,7 @@ export class BatchClaimer {
   }
 
   /** The node's rows under exactly this claim_ref, filtered here: an older sandboxd ignores the filter. */
-  async #rowsOf(address: string, nodeRef: string): Promise<SandboxRow[]> {
+  async #rowsOf(address: string, nodeRef: string): Promise<TolerantSandboxRow[]> {
     return (await this.#options.agents.findByClaimRef(address, nodeRef)).filter((row) => row.claim_ref === nodeRef);
   }
 
@@ -341,7 +346,7 @@ export class BatchClaimer {
     job: BatchJobHandle,
     work: Work,
     tried: TriedNode,
-    rows: readonly SandboxRow[],
+    rows: readonly TolerantSandboxRow[],
     emit: (outcome: ClaimOutcome) => void,
   ): Promise<boolean> {
     const [first, ...extra] = rows;
@@ -357,8 +362,12 @@ export class BatchClaimer {
     const full = await this.#options.agents.get(tried.address, first.id);
     if (full?.token === undefined) return false;
     this.#options.metrics.adopted();
-    const ownerAddr = this.#ownerAddrs.get(tried.node) ?? this.#options.ownerAddrOf(tried.node) ?? '';
-    const answer = { id: full.id, token: full.token, deadline: full.deadline, owner_addr: ownerAddr };
+    const answer = {
+      id: full.id,
+      token: full.token,
+      deadline: full.deadline,
+      owner_addr: this.#ownerAddrOf(tried.node),
+    };
     await this.#served(job, work, grantOf(job.data, work, tried, answer), tried, emit);
     return true;
   }
@@ -379,7 +388,7 @@ export class BatchClaimer {
     const byScopedRef = new Map(fresh.map(({ work }) => [scopedRefOf(work.scope, work.claim.claimRef), work]));
     await Promise.all(
       this.#options.nodes().map(async (agent) => {
-        let rows: SandboxRow[];
+        let rows: TolerantSandboxRow[];
         try {
           rows = await this.#options.agents.list(agent.address);
         } catch (err) {
@@ -518,6 +527,11 @@ export class BatchClaimer {
     emit(work.outcome);
   }
 
+  /** The node's owner address as its last claim answer here named it, else as its inventory publishes it. */
+  #ownerAddrOf(node: string): string {
+    return this.#ownerAddrs.get(node) ?? this.#options.ownerAddrOf(node) ?? '';
+  }
+
   /** Served already (by an earlier job, or the one this waited for): answered only to its owner. */
   #answer(work: Work, record: ClaimRecord, emit: (outcome: ClaimOutcome) => void): void {
     if (work.outcome !== undefined) return;
@@ -576,6 +590,8 @@ function failFromRefusal(work: Work): void {
   const refusal = work.lastRefusal;
   if (refusal === undefined) fail(work, 'NoCapacity', 'no node has a warm sandbox of the pool or room to boot one', 1);
   else if (refusal.kind === 'full') fail(work, 'NoCapacity', `every node asked is full: ${refusal.message}`, 1);
+  else if (refusal.kind === 'redirected')
+    fail(work, 'NoCapacity', `no node asked could serve the claim itself: ${refusal.message}`, 1);
   else if (refusal.kind === 'refused')
     fail(work, 'NodeRefused', `the node refused the claim: HTTP ${refusal.status}: ${refusal.message}`);
   else fail(work, 'Timeout', `no node answered in time: ${refusal.message}`);

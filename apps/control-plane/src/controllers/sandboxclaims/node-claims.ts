@@ -1,7 +1,7 @@
 // What the janitor asks each node agent: the claims it holds
 // (`GET /v1/sandboxes`, root = fleet token, never tokens in the answer), and
 // the release of one of them (`POST /v1/sandboxes/{id}/release`, 404 = done).
-import { sandboxListSchema, type SandboxRow } from '@warmpool/api';
+import { parseSandboxRows, type TolerantSandboxRow } from '@warmpool/api';
 import type { TokenSource } from '../../token.js';
 
 export interface AgentAddress {
@@ -11,7 +11,7 @@ export interface AgentAddress {
 }
 
 export interface NodeClaims {
-  list(agent: AgentAddress, signal: AbortSignal): Promise<SandboxRow[]>;
+  list(agent: AgentAddress, signal: AbortSignal): Promise<TolerantSandboxRow[]>;
   release(agent: AgentAddress, id: string, signal: AbortSignal): Promise<void>;
 }
 
@@ -26,13 +26,14 @@ export class HttpNodeClaims implements NodeClaims {
     this.#token = token;
   }
 
-  async list(agent: AgentAddress, signal: AbortSignal): Promise<SandboxRow[]> {
+  async list(agent: AgentAddress, signal: AbortSignal): Promise<TolerantSandboxRow[]> {
     const res = await fetch(`http://${agent.address}/v1/sandboxes`, { headers: this.#headers(), signal });
     if (!res.ok) {
       await res.body?.cancel();
       throw new AgentCallFailed(`GET /v1/sandboxes on ${agent.node} answered ${res.status}`);
     }
-    return sandboxListSchema.parse(await res.json()).sandboxes;
+    // Row by row: one row without what warmpool needs (id, deadline, key) never hides the node's other claims.
+    return parseSandboxRows(await res.json()).rows;
   }
 
   async release(agent: AgentAddress, id: string, signal: AbortSignal): Promise<void> {

@@ -1,0 +1,162 @@
+// The claim pipeline meets sandboxd as the real one behaves (cocoonstack/sandbox,
+// docs/sandboxd-api.md) where fake-sandboxd does not yet: a real apiserver and
+// Redis, two real node agents each in front of a fake-sandboxd with the
+// harness's SandboxdVariant between them (redirect answers, claim answers with
+// more fields, without owner_addr or with a URL for it, a `?claim_ref=`
+// filter ignored, slow claims), and one control plane in this process.
+import { claimBodySchema, parseNodeClaimRef, type ClaimBody } from '@warmpool/api';
+import { eventually, template, warmPool } from '@warmpool/harness';
+import { silentLogger } from '@warmpool/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentClaims } from '../src/provisioning/agent-claims.js';
+import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
+import type { FleetNode } from './support/fleet.js';
+import type { ControlPlane } from './support/internals.js';
+import { apply, kubectl } from './support/objects.js';
+import { testWorld, type TestWorld } from './support/world.js';
+
+const TOKEN = 'fleet-token-for-the-real-sandboxd-spec';
+const IMAGE = 'registry.test/meet:1';
+const ELSEWHERE = ['10.9.9.9:7777'];
+
+describe('claims against sandboxd as the real one behaves', () => {
+  let world: TestWorld;
+  let cp: ControlPlane;
+  let ns: string;
+  let caller: string;
+  let node0: FleetNode;
+  let node1: FleetNode;
+
+  const claim = async (claimRef: string) => {
+    const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, caller, {
+      warmPool: 'meet',
+      claimRef,
+      ttlSeconds: 600,
+    });
+    return { status: answer.status, body: answer.body, claim: claimBodySchema.safeParse(answer.body).data };
+  };
+  /** The sandboxes the nodes' own fake-sandboxd hold for one HTTP claimRef of this spec. */
+  const heldFor = async (claimRef: string) =>
+    (await claimsOnNodes(world.fleet, TOKEN)).filter((c) => {
+      const owner = parseNodeClaimRef(c.claimRef);
+      return owner?.door === 'http' && owner.namespace === ns && owner.claimRef === claimRef;
+    });
+  const redirected = async (): Promise<number> => {
+    const line = /warmpool_controlplane_node_claims_total\{outcome="redirected"\} (\d+)/.exec(
+      await cp.metrics.render(),
+    );
+    return Number(line?.[1] ?? 0);
+  };
+  const publishedOwnerAddr = async (node: string): Promise<string | undefined> => {
+    const inventory = JSON.parse(await kubectl(world.cluster, ['get', 'nodeinventory', node, '-o', 'json'])) as {
+      status?: { ownerAddr?: string };
+    };
+    return inventory.status?.ownerAddr;
+  };
+
+  beforeAll(async () => {
+    world = await testWorld({
+      name: 'cp-meet',
+      token: TOKEN,
+      redis: true,
+      fleet: { count: 2, capacity: 40, variants: { 0: {}, 1: {} } },
+    });
+    [node0, node1] = world.fleet.nodes as [FleetNode, FleetNode];
+    ns = await world.namespace('meet');
+    caller = await serviceAccountToken(world.cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
+    await apply(world.cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'meet', 'tpl', 4));
+    cp = await world.leader('default', {
+      claims: world.claimsOptions({ settings: { claimTimeoutMs: 10_000, nodeTimeoutMs: 1_000 } }),
+    });
+    await eventually(async () => (await world.fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w === 2), {
+      what: '2 warm on each node',
+      timeoutMs: 30_000,
+    });
+    await eventually(() => cp.claims?.notReadyReasons().length === 0, { what: 'the replica ready to claim' });
+  }, 120_000);
+
+  afterAll(() => world?.close());
+
+  it('takes a redirect answer as a refusal: the claim goes to another node at once, nothing is looked up', async () => {
+    node0.variant!.behaviour = { redirectClaims: ELSEWHERE };
+    node1.variant!.behaviour = {};
+    // Placement picks among both nodes: claim until node-0 was asked at least once (and answered a redirect).
+    for (let i = 0; i < 20 && (i < 3 || (await redirected()) === 0); i++) {
+      const answer = await claim(`redirect-${i}`);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.claim?.node).toBe('node-1');
+    }
+    expect(await redirected()).toBeGreaterThan(0);
+    // A redirect claimed nothing: no lookup by claim_ref (the old ≈2 s stall), and nothing on node-0.
+    expect(node0.variant!.calls.filter((call) => call.includes('claim_ref='))).toEqual([]);
+    expect(node0.variant!.claimBodies.every((b) => (b as { no_redirect?: unknown }).no_redirect === true)).toBe(true);
+    expect((await claimsOnNodes(world.fleet, TOKEN)).filter((c) => c.node === 'node-0')).toEqual([]);
+  });
+
+  it("serves a claim answer without owner_addr (and with more fields) with the node's published owner address", async () => {
+    // The agent learns its node's owner address from a claim it passes on, and publishes it.
+    node0.variant!.behaviour = {};
+    const direct = await fetch(`${node0.agentUrl}/v1/claim`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: IMAGE, claim_ref: 'direct/learn' }),
+    });
+    expect(direct.status).toBe(200);
+    await direct.body?.cancel();
+    const advertised = `127.0.0.1:${node0.sandboxdPort}`;
+    await eventually(async () => (await publishedOwnerAddr('node-0')) === advertised, {
+      what: "node-0's published owner address",
+    });
+    node0.variant!.behaviour = {
+      ownerAddr: null,
+      claimExtras: { template_digest: 'sha256:0', volumes: [{ name: 'v', mount: '/volumes/v' }], net_route: 'r' },
+    };
+    node1.variant!.behaviour = { redirectClaims: ELSEWHERE };
+    const answer = await claim('no-owner');
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.claim).toMatchObject({ node: 'node-0', ownerAddr: advertised });
+  });
+
+  it('reduces an owner_addr given as a full https origin to host:port, in the grant and in the inventory', async () => {
+    node0.variant!.behaviour = { ownerAddr: 'https://sbx-0.example.test:8443' };
+    node1.variant!.behaviour = { redirectClaims: ELSEWHERE };
+    const answer = await claim('url-owner');
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect((answer.claim as ClaimBody).ownerAddr).toBe('sbx-0.example.test:8443');
+    await eventually(async () => (await publishedOwnerAddr('node-0')) === 'sbx-0.example.test:8443', {
+      what: 'the normalized owner address published',
+    });
+  });
+
+  it('finds a slow claim on a node that ignores the claim_ref filter, and releases none of its other claims', async () => {
+    const before = (await claimsOnNodes(world.fleet, TOKEN)).filter((c) => c.node === 'node-0');
+    expect(before.length).toBeGreaterThanOrEqual(3);
+    // Answered after 2.5 s, the node call's timeout is 1 s: the claimer looks the claim up by its claim_ref.
+    node0.variant!.behaviour = { ignoreClaimRefFilter: true, claimDelayMs: 2_500 };
+    node1.variant!.behaviour = { redirectClaims: ELSEWHERE };
+    const answer = await claim('slow');
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.claim?.node).toBe('node-0');
+    expect(node0.variant!.calls.some((call) => call.startsWith('GET /v1/sandboxes?claim_ref='))).toBe(true);
+    expect((await heldFor('slow')).map((c) => c.id)).toEqual([answer.claim?.id]);
+    const after = (await claimsOnNodes(world.fleet, TOKEN)).map((c) => c.id);
+    for (const held of before) expect(after).toContain(held.id);
+  });
+
+  it("the control plane's own lookup keeps only the claim_ref asked for, whatever the daemon answers", async () => {
+    node0.variant!.behaviour = { ignoreClaimRefFilter: true };
+    // The variant speaks the list as an agent does: ask it directly, without the agent's filter in between.
+    const agents = new AgentClaims({ token: () => TOKEN, logger: silentLogger });
+    try {
+      const address = node0.variant!.url.replace('http://', '');
+      const all = await agents.list(address);
+      expect(all.length).toBeGreaterThanOrEqual(4);
+      const one = all.find((row) => row.claim_ref !== undefined) ?? all[0];
+      const found = await agents.findByClaimRef(address, one?.claim_ref ?? '');
+      expect(found.map((row) => row.id)).toEqual([one?.id]);
+      expect(await agents.findByClaimRef(address, 'http:nobody')).toEqual([]);
+    } finally {
+      await agents.close();
+    }
+  });
+});
