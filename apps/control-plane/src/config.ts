@@ -260,6 +260,13 @@ export const FLAGS = {
     env: 'CLAIM_NODE_TIMEOUT',
     default: PROVISIONING_DEFAULTS.nodeTimeoutMs,
   },
+  claimColdNodeTimeout: {
+    kind: 'duration',
+    description:
+      "Timeout of a claim placed where no warm stock is (a cold boot takes up to sandboxd's 90 s), and how long a node whose claim call timed out may still serve it (looked up by claim_ref until then, never claimed elsewhere)",
+    env: 'CLAIM_COLD_NODE_TIMEOUT',
+    default: PROVISIONING_DEFAULTS.coldNodeTimeoutMs,
+  },
   claimAttempts: {
     kind: 'number',
     description: 'Nodes asked per claim before it fails',
@@ -566,7 +573,10 @@ function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | und
     ['--claim-lock-duration', config.claimLockDuration],
     ['--claim-stalled-interval', config.claimStalledInterval],
     ['--claim-node-timeout', config.claimNodeTimeout],
+    ['--claim-cold-node-timeout', config.claimColdNodeTimeout],
   ]);
+  if (config.claimColdNodeTimeout < config.claimNodeTimeout)
+    throw new ConfigError('--claim-cold-node-timeout must not be below --claim-node-timeout');
   if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
   countsOfAtLeastOne([
     ['--claim-batch-max-items', config.claimBatchMaxItems],

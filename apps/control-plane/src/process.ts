@@ -145,6 +145,7 @@ async function main(): Promise<void> {
               lockDurationMs: config.claimLockDuration,
               stalledIntervalMs: config.claimStalledInterval,
               nodeTimeoutMs: config.claimNodeTimeout,
+              coldNodeTimeoutMs: config.claimColdNodeTimeout,
               maxAttempts: config.claimAttempts,
             },
           },

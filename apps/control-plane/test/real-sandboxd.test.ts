@@ -160,3 +160,79 @@ describe('claims against sandboxd as the real one behaves', () => {
     }
   });
 });
+
+describe('slow claims: a node call that times out while the node boots the claim', () => {
+  let world: TestWorld;
+  let cp: ControlPlane;
+  let ns: string;
+  let caller: string;
+  let node0: FleetNode;
+  let node1: FleetNode;
+
+  const claim = async (claimRef: string) => {
+    const answer = await callClaims(cp.claimsUrl ?? '', 'POST', `/v1/namespaces/${ns}/claims`, caller, {
+      warmPool: 'slow',
+      claimRef,
+      ttlSeconds: 600,
+    });
+    return { status: answer.status, body: answer.body, claim: claimBodySchema.safeParse(answer.body).data };
+  };
+  const heldFor = async (claimRef: string) =>
+    (await claimsOnNodes(world.fleet, TOKEN)).filter((c) => {
+      const owner = parseNodeClaimRef(c.claimRef);
+      return owner?.door === 'http' && owner.namespace === ns && owner.claimRef === claimRef;
+    });
+
+  beforeAll(async () => {
+    world = await testWorld({
+      name: 'cp-slow',
+      token: TOKEN,
+      redis: true,
+      fleet: { count: 2, capacity: 40, variants: { 0: {}, 1: {} } },
+    });
+    [node0, node1] = world.fleet.nodes as [FleetNode, FleetNode];
+    ns = await world.namespace('slow');
+    caller = await serviceAccountToken(world.cluster, ns, 'claimer', ['create', 'get', 'update', 'delete']);
+    await apply(world.cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'slow', 'tpl', 4));
+    // A 1 s warm-claim timeout, callers wait 6 s.
+    cp = await world.leader('default', {
+      claims: world.claimsOptions({ settings: { claimTimeoutMs: 6_000, nodeTimeoutMs: 1_000 } }),
+    });
+    await eventually(async () => (await world.fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w === 2), {
+      what: '2 warm on each node',
+      timeoutMs: 30_000,
+    });
+    await eventually(() => cp.claims?.notReadyReasons().length === 0, { what: 'the replica ready to claim' });
+  }, 120_000);
+
+  afterAll(() => world?.close());
+
+  it('a 3 s cold claim with a 1 s warm-claim timeout yields exactly one sandbox, on the node that booted it', async () => {
+    // node-0 lands every claim 3 s late (nothing listed under its claim_ref before); node-1 would serve at once, but
+    // refuses the first claim it gets, so whichever node placement picks first, node-0 is asked.
+    node0.variant!.behaviour = { claimLandsAfterMs: 3_000 };
+    node1.variant!.behaviour = { redirectClaims: ELSEWHERE, redirectNext: 1 };
+    const answer = await claim('cold-3s');
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.claim?.node).toBe('node-0');
+    expect((await heldFor('cold-3s')).map((c) => c.id)).toEqual([answer.claim?.id]);
+  });
+
+  it('a claim that lands after its caller gave up is found by the retry with the same claimRef, once', async () => {
+    // Lands after 8 s: past the caller's 6 s; the node call timed out after 1 s.
+    node0.variant!.behaviour = { claimLandsAfterMs: 8_000 };
+    node1.variant!.behaviour = { redirectClaims: ELSEWHERE, redirectNext: 1 };
+    const first = await claim('late');
+    expect(first.status, JSON.stringify(first.body)).toBe(504);
+    expect(first.body).toMatchObject({ reason: 'Timeout' });
+    await eventually(async () => (await heldFor('late')).length === 1, {
+      what: 'the late claim to land',
+      timeoutMs: 10_000,
+    });
+    const again = await claim('late');
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    const held = await heldFor('late');
+    expect(held.map((c) => c.id)).toEqual([again.claim?.id]);
+    expect(held[0]?.node).toBe('node-0');
+  });
+});

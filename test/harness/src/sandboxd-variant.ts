@@ -12,6 +12,8 @@ import type { AddressInfo } from 'node:net';
 export interface SandboxdVariantBehaviour {
   /** Claims answer 200 `{"redirect": [...]}` and are not forwarded (nothing is claimed). */
   redirectClaims?: string[];
+  /** Only the next this many claims answer the redirect (counted down); every claim when absent. */
+  redirectNext?: number;
   /** Fields added to every served claim answer (e.g. template_digest, volumes, net_route). */
   claimExtras?: Record<string, unknown>;
   /** Replaces `owner_addr` in served claim answers; null removes it. */
@@ -28,6 +30,11 @@ export interface SandboxdVariantBehaviour {
   tenantToken?: boolean;
   /** Served claims answer this much later (the claim itself is made at once, as a slow cold boot that lands). */
   claimDelayMs?: number;
+  /**
+   * Claims reach the daemon behind only this much later (a cold boot: nothing is listed under its claim_ref until it
+   * lands), whether or not the caller is still there.
+   */
+  claimLandsAfterMs?: number;
 }
 
 export interface SandboxdVariant {
@@ -95,7 +102,11 @@ async function serve(
     return json(res, 403, { error: 'forbidden: operator route needs the root api_token' });
   if (route === 'POST /v1/claim') {
     variant.claimBodies.push(safeJson(body));
-    if (b.redirectClaims !== undefined) return json(res, 200, { redirect: b.redirectClaims });
+    if (b.redirectClaims !== undefined && (b.redirectNext === undefined || b.redirectNext > 0)) {
+      if (b.redirectNext !== undefined) b.redirectNext--;
+      return json(res, 200, { redirect: b.redirectClaims });
+    }
+    if (b.claimLandsAfterMs !== undefined) await new Promise((resolve) => setTimeout(resolve, b.claimLandsAfterMs));
   }
   if (route === 'GET /v1/sandboxes' && b.ignoreClaimRefFilter === true) url.searchParams.delete('claim_ref');
   const headers: Record<string, string> = {};

@@ -85,7 +85,14 @@ export class AgentClaims {
     this.#connections = options.connections ?? 8;
   }
 
-  async claim(address: string, key: PoolKey, ttlSeconds: number, claimRef: string): Promise<ClaimAnswer> {
+  /** `timeoutMs`: this call's deadline (a cold placement's is longer); the agents' timeout when omitted. */
+  async claim(
+    address: string,
+    key: PoolKey,
+    ttlSeconds: number,
+    claimRef: string,
+    timeoutMs = this.#timeoutMs,
+  ): Promise<ClaimAnswer> {
     const body = JSON.stringify({
       template: key.template,
       net: key.net,
@@ -97,7 +104,7 @@ export class AgentClaims {
     });
     let answer: { status: number; text: string };
     try {
-      answer = await this.#call(address, 'POST', '/v1/claim', body);
+      answer = await this.#call(address, 'POST', '/v1/claim', body, timeoutMs);
     } catch (err) {
       return { ok: false, refusal: { kind: 'unreachable', message: messageOf(err) } };
     }
@@ -128,6 +135,9 @@ export class AgentClaims {
       };
     }
     const message = errorOf(answer.text) ?? `HTTP ${answer.status}`;
+    // The agent sent it to sandboxd and got no answer (502/504 OutcomeUnknown): the node may have served it.
+    if (reasonOf(answer.text) === 'OutcomeUnknown')
+      return { ok: false, refusal: { kind: 'unreachable', message: `HTTP ${answer.status}: ${message}` } };
     return { ok: false, refusal: { kind: answer.status === 429 ? 'full' : 'refused', status: answer.status, message } };
   }
 
@@ -199,6 +209,7 @@ export class AgentClaims {
     method: 'GET' | 'POST',
     path: string,
     body?: string,
+    timeoutMs = this.#timeoutMs,
   ): Promise<{ status: number; text: string }> {
     if (this.#closed) throw new AgentCallFailed('closed');
     const token = this.#token();
@@ -211,9 +222,9 @@ export class AgentClaims {
       path,
       headers,
       body: method === 'POST' ? (body ?? '') : undefined,
-      headersTimeout: this.#timeoutMs,
-      bodyTimeout: this.#timeoutMs,
-      signal: AbortSignal.timeout(this.#timeoutMs),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
     });
     return { status: response.statusCode, text: await response.body.text() };
   }
@@ -253,5 +264,12 @@ function errorOf(text: string): string | undefined {
   const body = safeJson(text);
   if (typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string')
     return (body as { error: string }).error;
+  return undefined;
+}
+
+function reasonOf(text: string): string | undefined {
+  const body = safeJson(text);
+  if (typeof body === 'object' && body !== null && typeof (body as { reason?: unknown }).reason === 'string')
+    return (body as { reason: string }).reason;
   return undefined;
 }

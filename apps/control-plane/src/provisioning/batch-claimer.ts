@@ -32,7 +32,7 @@ import type { AgentClaims, Refusal } from './agent-claims.js';
 import type { ClaimIndex, Reservation, ReserveEntry, ReserveResult } from './claim-index.js';
 import type { ClaimScope } from './claim-service.js';
 import type { ProvisioningMetrics } from './metrics.js';
-import type { Placement, PlacementRound } from './placement.js';
+import type { Choice, Placement, PlacementRound } from './placement.js';
 
 export interface BatchJobHandle {
   readonly id: string;
@@ -66,6 +66,11 @@ export interface BatchClaimerOptions {
   pollMs?: number;
   /** The timeout of each call to a node: a node asked less than this long ago may still be serving the claim. */
   nodeTimeoutMs: number;
+  /**
+   * A cold placement's call timeout, and how long after a timed-out call the node may still serve the claim (a
+   * warm placement can turn into a clone or cold boot on the node). Default: nodeTimeoutMs.
+   */
+  coldNodeTimeoutMs?: number;
   now?: () => number;
 }
 
@@ -87,6 +92,8 @@ interface Work {
 
 /** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
 const SETTLE_MARGIN_MS = 250;
+/** How often a node that may still serve a claim is asked for it meanwhile. */
+const LOOKUP_POLL_MS = 250;
 /** A reservation outlives the longest lease of its batch by this much. */
 const RESERVATION_GRACE_MS = 30_000;
 /** How often a claim waiting on another job checks whether that job is still alive. */
@@ -97,6 +104,7 @@ export class BatchClaimer {
   readonly #maxAttempts: number;
   readonly #pollMs: number;
   readonly #now: () => number;
+  readonly #coldNodeTimeoutMs: number;
   /** The owner address each node's claim answers carried. */
   readonly #ownerAddrs = new Map<string, string>();
 
@@ -105,6 +113,7 @@ export class BatchClaimer {
     this.#maxAttempts = Math.max(1, options.maxAttempts ?? 3);
     this.#pollMs = options.pollMs ?? 20;
     this.#now = options.now ?? Date.now;
+    this.#coldNodeTimeoutMs = Math.max(options.nodeTimeoutMs, options.coldNodeTimeoutMs ?? options.nodeTimeoutMs);
   }
 
   /**
@@ -198,7 +207,7 @@ export class BatchClaimer {
     if (recorded.length > 0) return { tried: [...recorded], ask: undefined };
     const choice = round.choose();
     if (choice === undefined) return { tried: [], ask: undefined };
-    const ask: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+    const ask = this.#triedOn(choice);
     return { tried: [ask], ask };
   }
 
@@ -242,12 +251,7 @@ export class BatchClaimer {
         failFromRefusal(work);
         continue;
       }
-      const tried: TriedNode = {
-        node: choice.node.name,
-        address: choice.node.address,
-        tier: choice.tier,
-        at: Date.now(),
-      };
+      const tried = this.#triedOn(choice);
       work.tried.push(tried);
       work.asked++;
       asks.push({ work, tried });
@@ -280,7 +284,13 @@ export class BatchClaimer {
     round: PlacementRound,
     emit: (outcome: ClaimOutcome) => void,
   ): Promise<void> {
-    const answer = await this.#options.agents.claim(tried.address, job.data.key, work.claim.ttlSeconds, work.nodeRef);
+    const answer = await this.#options.agents.claim(
+      tried.address,
+      job.data.key,
+      work.claim.ttlSeconds,
+      work.nodeRef,
+      this.#callTimeoutMs(tried.tier),
+    );
     this.#options.metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
     if (answer.ok) {
       const { id, token, deadline, ownerAddr } = answer.claim;
@@ -296,8 +306,30 @@ export class BatchClaimer {
     // Full, draining, redirecting (nothing was claimed there: no lookup) or silent: no more claims of this batch go
     // there.
     round.exclude(tried.node);
-    // Silent: it may have served the claim. Ask before any other node is tried.
-    if (answer.refusal.kind === 'unreachable') await this.#askTried(job, work, [tried], emit);
+    if (answer.refusal.kind !== 'unreachable') return;
+    // Silent: it may have served the claim, or still be booting it (a warm placement can turn cold on the node), so
+    // it may serve it up to the cold deadline. Written ahead, so a retry of this claimRef asks it as long; then asked
+    // until then (or until the caller gives up: Timeout, the reservation kept) before any other node is tried.
+    tried.until = Math.max(tried.until ?? 0, tried.at + this.#coldNodeTimeoutMs);
+    await this.#writeAhead(job, [work]);
+    await this.#askTried(job, work, [tried], emit);
+  }
+
+  /** A node about to be asked, with how long it may serve the claim when that is longer than the warm timeout. */
+  #triedOn(choice: Choice): TriedNode {
+    const at = Date.now();
+    return {
+      node: choice.node.name,
+      address: choice.node.address,
+      tier: choice.tier,
+      at,
+      ...(choice.tier === 'cold' ? { until: at + this.#coldNodeTimeoutMs } : {}),
+    };
+  }
+
+  /** A claim call's deadline: a cold placement boots on the node (sandboxd's cold window), a warm one hands over. */
+  #callTimeoutMs(tier: TriedNode['tier']): number {
+    return tier === 'cold' ? this.#coldNodeTimeoutMs : this.#options.nodeTimeoutMs;
   }
 
   /**
@@ -316,11 +348,21 @@ export class BatchClaimer {
       let rows: TolerantSandboxRow[];
       try {
         rows = await this.#rowsOf(tried.address, work.nodeRef);
-        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot
-        // be.
-        const settledAt = tried.at + this.#options.nodeTimeoutMs + SETTLE_MARGIN_MS;
-        if (rows.length === 0 && Date.now() < settledAt) {
-          await sleep(settledAt - Date.now());
+        // Its call may still be under way on the node (asked by a run that died moments ago, or timed out while the
+        // node boots it): look again until it cannot be, or until the caller gives up.
+        const settledAt = (tried.until ?? tried.at + this.#options.nodeTimeoutMs) + SETTLE_MARGIN_MS;
+        while (rows.length === 0 && Date.now() < settledAt) {
+          if (this.#now() > job.data.deadline) {
+            work.keepReservation = true;
+            fail(
+              work,
+              'Timeout',
+              `node ${tried.node} may still serve the claim (a slow or cold claim); retry with the same claimRef`,
+              1,
+            );
+            return;
+          }
+          await sleep(Math.min(LOOKUP_POLL_MS, Math.max(0, settledAt - Date.now())));
           rows = await this.#rowsOf(tried.address, work.nodeRef);
         }
         if (await this.#adopt(job, work, tried, rows, emit)) return;

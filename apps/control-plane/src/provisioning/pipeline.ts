@@ -155,6 +155,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     logger: logger.child({ component: 'batch-worker' }),
     maxAttempts: settings.maxAttempts,
     nodeTimeoutMs: settings.nodeTimeoutMs,
+    coldNodeTimeoutMs: settings.coldNodeTimeoutMs,
   });
   const worker = new ClaimWorker({
     queueName: QUEUE_NAME,
