@@ -18,6 +18,7 @@ import {
   type HostPort,
   messageOf,
 } from '@warmpool/runtime';
+import { DEFAULT_PUSH_TIMEOUT_MS } from './agents/http-pool-setter.js';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
@@ -78,9 +79,16 @@ export const FLAGS = {
   },
   setPoolsTimeout: {
     kind: 'duration',
-    description: 'Timeout of each SetPools (and probe) attempt to a node agent',
+    description: 'Timeout of each probe (GET /v1/info) attempt to a node agent',
     env: 'SET_POOLS_TIMEOUT',
     default: 2_000,
+  },
+  setPoolsPushTimeout: {
+    kind: 'duration',
+    description:
+      'Timeout of each SetPools push to a node agent (a real sandboxd answers once the VMs it trims are gone); a push that timed out is not resent before the next reconcile',
+    env: 'SET_POOLS_PUSH_TIMEOUT',
+    default: DEFAULT_PUSH_TIMEOUT_MS,
   },
   setPoolsConcurrency: {
     kind: 'number',
@@ -447,6 +455,7 @@ export function validateConfig(
     ['--interval', config.interval],
     ['--stale-after', config.staleAfter],
     ['--set-pools-timeout', config.setPoolsTimeout],
+    ['--set-pools-push-timeout', config.setPoolsPushTimeout],
     ['--leader-elect-lease-duration', config.leaderElectLeaseDuration],
     ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline],
     ['--leader-elect-retry-period', config.leaderElectRetryPeriod],

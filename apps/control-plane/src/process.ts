@@ -105,6 +105,7 @@ async function main(): Promise<void> {
       failureThreshold: config.failureThreshold,
     },
     setPoolsTimeoutMs: config.setPoolsTimeout,
+    setPoolsPushTimeoutMs: config.setPoolsPushTimeout,
     setPoolsAttempts: config.setPoolsAttempts,
     listen,
     ...(probeListen ? { probeListen } : {}),

@@ -5,7 +5,7 @@
 // more fields, without owner_addr or with a URL for it, a `?claim_ref=`
 // filter ignored, slow claims), and one control plane in this process.
 import { claimBodySchema, parseNodeClaimRef, type ClaimBody } from '@warmpool/api';
-import { eventually, template, warmPool } from '@warmpool/harness';
+import { eventually, sleep, template, warmPool } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClaims } from '../src/provisioning/agent-claims.js';
@@ -235,4 +235,42 @@ describe('slow claims: a node call that times out while the node boots the claim
     expect(held.map((c) => c.id)).toEqual([again.claim?.id]);
     expect(held[0]?.node).toBe('node-0');
   });
+});
+
+describe('a slow PUT /v1/pools (sandboxd answers once the VMs it trims are gone)', () => {
+  let world: TestWorld;
+
+  beforeAll(async () => {
+    world = await testWorld({ name: 'cp-slow-put', token: TOKEN, fleet: { count: 1, variants: { 0: {} } } });
+  }, 120_000);
+
+  afterAll(() => world?.close());
+
+  it(
+    'is waited for, once per change: no resend storm, and the node stays in placement',
+    { timeout: 60_000 },
+    async () => {
+      const node = world.fleet.nodes[0] as FleetNode;
+      node.variant!.behaviour = { poolsDelayMs: 3_000 };
+      // Probes keep the specs' 1 s timeout; pushes have the default, generous one.
+      const cp = await world.leader(await world.namespace('warmpool-system'));
+      const ns = await world.namespace('slowput');
+      const puts = (): number => node.variant!.calls.filter((call) => call === 'PUT /v1/pools').length;
+      await apply(world.cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'pool', 'tpl', 3));
+      await eventually(async () => (await node.targets()).get(`${IMAGE}|none|small`) === 3, {
+        what: 'the target on the node',
+      });
+      const before = puts();
+      await apply(world.cluster, warmPool(ns, 'pool', 'tpl', 5));
+      // The push is applied at once and answered after 3 s: wait for its answer (the node's info shows it applied).
+      await eventually(async () => (await node.targets()).get(`${IMAGE}|none|small`) === 5, { what: 'the new target' });
+      for (let i = 0; i < 8; i++) {
+        await sleep(500);
+        expect(cp.reconciler.inPlacement(node.name), `after ${(i + 1) * 500} ms`).toBe(true);
+      }
+      // One push for the change (a slow answer is no failure, and nothing is resent while it is under way).
+      expect(puts() - before).toBe(1);
+      expect(await cp.metrics.render()).not.toMatch(/warmpool_controlplane_set_pools_errors_total\{[^}]*\} [1-9]/);
+    },
+  );
 });

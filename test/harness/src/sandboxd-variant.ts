@@ -35,6 +35,8 @@ export interface SandboxdVariantBehaviour {
    * lands), whether or not the caller is still there.
    */
   claimLandsAfterMs?: number;
+  /** PUT /v1/pools answers this much later (a real sandboxd waits for the VMs it trims); applied at once. */
+  poolsDelayMs?: number;
 }
 
 export interface SandboxdVariant {
@@ -120,6 +122,8 @@ async function serve(
     ...(body.length > 0 ? { body } : {}),
   });
   const text = await answer.text();
+  if (route === 'PUT /v1/pools' && b.poolsDelayMs !== undefined)
+    await new Promise((resolve) => setTimeout(resolve, b.poolsDelayMs));
   if (answer.status === 200 && route === 'POST /v1/claim') {
     const claim = safeJson(text) as Record<string, unknown>;
     Object.assign(claim, b.claimExtras ?? {});
