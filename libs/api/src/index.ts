@@ -11,3 +11,4 @@ export * from './inventory-pools.js';
 export * from './node-claim-ref.js';
 export * from './owner-addr.js';
 export * from './sandboxd-tolerant.js';
+export * from './pool-key-vocabulary.js';
