@@ -132,3 +132,25 @@ describe("the agent's owner address", () => {
     expect(owner.value).toBeUndefined();
   });
 });
+
+describe('a tenant token as the fleet token', () => {
+  it("keeps the agent unready and says why (sandboxd's 403 to /v1/info), logged once", async () => {
+    const sandboxd = await startFakeSandboxd({ apiToken: FLEET_TOKEN, coldBootMs: 5 });
+    open.push(() => sandboxd.close());
+    const variant = await startSandboxdVariant(sandboxd.url, { tenantToken: true });
+    open.push(() => variant.close());
+    const logger = recordingLogger();
+    const agent = createNodeAgent({ sandboxdUrl: variant.url, token: FLEET_TOKEN, pollIntervalMs: 20, logger });
+    const { url } = await agent.start();
+    open.push(() => agent.close());
+    const why = 'the fleet token must be the root api_token (sandboxd answered 403 to /v1/info)';
+    expect(agent.notReadyReasons()).toContain(why);
+    const ready = await call<{ reason: string; reasons: string[] }>(url, 'GET', '/readyz', { token: null });
+    expect(ready.status).toBe(503);
+    expect(ready.body).toMatchObject({ reason: 'NotReady', reasons: expect.arrayContaining([why]) });
+    // Many polls later: still one line saying so.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(variant.calls.filter((c) => c === 'GET /v1/info').length).toBeGreaterThan(3);
+    expect(logger.warnings.filter((w) => JSON.stringify(w.fields).includes(why))).toHaveLength(1);
+  });
+});
