@@ -12,7 +12,7 @@ import { AgentClaims } from '../src/provisioning/agent-claims.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { FleetNode } from './support/fleet.js';
 import type { ControlPlane } from './support/internals.js';
-import { apply, kubectl } from './support/objects.js';
+import { apply, condition, getPool, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
 const TOKEN = 'fleet-token-for-the-real-sandboxd-spec';
@@ -273,4 +273,72 @@ describe('a slow PUT /v1/pools (sandboxd answers once the VMs it trims are gone)
       expect(await cp.metrics.render()).not.toMatch(/warmpool_controlplane_set_pools_errors_total\{[^}]*\} [1-9]/);
     },
   );
+});
+
+describe("sandboxd's pool settings, set per pool with annotations", () => {
+  let world: TestWorld;
+  let node: FleetNode;
+
+  beforeAll(async () => {
+    world = await testWorld({ name: 'cp-pool-options', token: TOKEN, fleet: { count: 1, variants: { 0: {} } } });
+    node = world.fleet.nodes[0] as FleetNode;
+    await world.leader(await world.namespace('warmpool-system'));
+  }, 120_000);
+
+  afterAll(() => world?.close());
+
+  type PushedPool = Record<string, unknown> & { template: string };
+  const lastPushed = (image: string): PushedPool | undefined => {
+    const bodies = node.variant!.poolsBodies as Array<{ pools: PushedPool[] }>;
+    return bodies.at(-1)?.pools.find((p) => p.template === image);
+  };
+
+  it("reach sandboxd through the agent: the pool's annotations over its template's, warm_max never below the node's share", async () => {
+    const ns = await world.namespace('options');
+    const image = 'registry.test/options:1';
+    const tpl = template(ns, 'tpl', image, {
+      annotations: {
+        'warmpool.dev/warm-max': '1',
+        'warmpool.dev/idle-hibernate-seconds': '300',
+        'warmpool.dev/archive-after-seconds': '3600',
+      },
+    });
+    const pool = warmPool(ns, 'pool', 'tpl', 3);
+    pool.metadata.annotations = {
+      'warmpool.dev/idle-hibernate-seconds': '600',
+      'warmpool.dev/archive-delete-after-seconds': '86400',
+    };
+    await apply(world.cluster, tpl, pool);
+    await eventually(() => lastPushed(image) !== undefined, { what: 'the pool pushed' });
+    expect(lastPushed(image)).toEqual({
+      template: image,
+      net: 'none',
+      size: 'small',
+      warm: 3,
+      warm_max: 3,
+      idle_hibernate_seconds: 600,
+      archive_after_seconds: 3600,
+      archive_delete_after_seconds: 86400,
+    });
+    await eventually(async () => (await node.targets()).get(`${image}|none|small`) === 3, { what: 'the target' });
+  });
+
+  it('refuse a value that is not a non-negative integer on its pool, which is never pushed', async () => {
+    const ns = await world.namespace('bad-options');
+    const image = 'registry.test/bad-options:1';
+    const pool = warmPool(ns, 'pool', 'tpl', 2);
+    pool.metadata.annotations = { 'warmpool.dev/idle-hibernate-seconds': 'soon' };
+    await apply(world.cluster, template(ns, 'tpl', image), pool);
+    const status = await eventually(
+      async () => {
+        const p = await getPool(world.cluster, ns, 'pool');
+        return condition(p, 'Ready')?.reason === 'InvalidTemplate' ? p : undefined;
+      },
+      { what: 'an InvalidTemplate condition' },
+    );
+    expect(condition(status, 'Ready')?.message).toContain(
+      'annotation warmpool.dev/idle-hibernate-seconds "soon": must be a non-negative integer',
+    );
+    expect(node.variant!.poolsBodies.some((b) => JSON.stringify(b).includes(image))).toBe(false);
+  });
 });

@@ -154,3 +154,47 @@ describe('a tenant token as the fleet token', () => {
     expect(logger.warnings.filter((w) => JSON.stringify(w.fields).includes(why))).toHaveLength(1);
   });
 });
+
+describe('strict bodies at the agent', () => {
+  it("passes sandboxd's pool settings warmpool supports through PUT /v1/pools, and refuses any other field", async () => {
+    const { variant, url } = await stack();
+    const pool = {
+      template: 'img',
+      warm: 1,
+      warm_max: 4,
+      idle_hibernate_seconds: 60,
+      archive_after_seconds: 600,
+      archive_delete_after_seconds: 0,
+    };
+    expect((await call(url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [pool] } })).status).toBe(200);
+    expect(variant.poolsBodies).toEqual([{ pools: [{ ...pool, net: 'none', size: 'small' }] }]);
+
+    const refused = await call(url, 'PUT', '/v1/pools', {
+      body: { generation: 2, pools: [{ template: 'img', warm: 1, egress: { allow: ['x'] } }] },
+    });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: {
+        reason: 'UnsupportedField',
+        error: 'unsupported field pools.0.egress: warmpool does not support it (refused, never dropped)',
+      },
+    });
+    const top = await call(url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [], force: true } });
+    expect(top).toMatchObject({ status: 400, body: { reason: 'UnsupportedField', fields: ['force'] } });
+    // sandboxd's own rules are the agent's too: a bad pool never costs the node its whole set.
+    const rule = await call(url, 'PUT', '/v1/pools', {
+      body: { generation: 2, pools: [{ template: 'img', net: 'egress', warm: 1, idle_hibernate_seconds: 30 }] },
+    });
+    expect(rule).toMatchObject({ status: 400, body: { reason: 'BadRequest' } });
+    expect(variant.poolsBodies).toHaveLength(1);
+  });
+
+  it('refuses a renew with a field it does not support', async () => {
+    const { url } = await stack();
+    const claimed = await call<{ id: string }>(url, 'POST', '/v1/claim', { body: { template: 'img' } });
+    const renew = await call(url, 'POST', `/v1/sandboxes/${claimed.body.id}/renew`, {
+      body: { ttl_seconds: 60, keep_forever: true },
+    });
+    expect(renew).toMatchObject({ status: 400, body: { reason: 'UnsupportedField', fields: ['keep_forever'] } });
+  });
+});

@@ -46,6 +46,8 @@ export interface SandboxdVariant {
   behaviour: SandboxdVariantBehaviour;
   /** Bodies of the claims forwarded to the daemon behind it (parsed), in order. */
   readonly claimBodies: unknown[];
+  /** Bodies of the PUT /v1/pools it got (parsed), in order. */
+  readonly poolsBodies: unknown[];
   /** The paths (with query) of every call it got, in order. */
   readonly calls: string[];
   close(): Promise<void>;
@@ -59,8 +61,9 @@ export async function startSandboxdVariant(
   behaviour: SandboxdVariantBehaviour = {},
 ): Promise<SandboxdVariant> {
   const claimBodies: unknown[] = [];
+  const poolsBodies: unknown[] = [];
   const calls: string[] = [];
-  const variant: Omit<SandboxdVariant, 'url' | 'close'> = { behaviour, claimBodies, calls };
+  const variant: Omit<SandboxdVariant, 'url' | 'close'> = { behaviour, claimBodies, poolsBodies, calls };
   const server: Server = createServer((req, res) => {
     serve(upstream, variant, req, res).catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
@@ -110,6 +113,7 @@ async function serve(
     }
     if (b.claimLandsAfterMs !== undefined) await new Promise((resolve) => setTimeout(resolve, b.claimLandsAfterMs));
   }
+  if (route === 'PUT /v1/pools') variant.poolsBodies.push(safeJson(body));
   if (route === 'GET /v1/sandboxes' && b.ignoreClaimRefFilter === true) url.searchParams.delete('claim_ref');
   const headers: Record<string, string> = {};
   for (const name of ['authorization', 'content-type']) {

@@ -4,11 +4,11 @@
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import {
-  agentSetPoolsRequestSchema,
+  agentRenewRequestSchema,
+  agentSetPoolsStrictSchema,
   claimRequestSchema,
   INVALID_BODY_MESSAGE,
   MAX_BODY_BYTES,
-  renewRequestSchema,
   type StaleGenerationBody,
 } from '@warmpool/api';
 import {
@@ -32,6 +32,7 @@ import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { openApiDocument } from './openapi.js';
+import { ANY_JSON, parseBody } from './strict-body.js';
 import {
   errorReply,
   errorResponse,
@@ -162,8 +163,11 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.put(
     '/v1/pools',
     route('set_pools', async (c) => {
-      const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
-      if (!body.ok) return bodyRefused(body);
+      const raw = await readJsonBody(c, ANY_JSON, BODY);
+      if (!raw.ok) return bodyRefused(raw);
+      // Strict: sandboxd's pool fields warmpool supports pass on (warm_max, idle hibernate, archive); any other is 400.
+      const body = parseBody(agentSetPoolsStrictSchema, raw.value);
+      if (!body.ok) return toResponse(body.reply);
       const { generation, pools } = body.value;
       const json = JSON.stringify({ pools });
       const outcome = await generations.apply(
@@ -235,8 +239,10 @@ export function createApiApp(deps: ApiDependencies): Hono {
         failure: (err) => failure(err, 'POST', '/v1/claim'),
       },
       route('claim', async (c) => {
-        const body = await readJsonBody(c, claimBodySchema, BODY);
-        if (!body.ok) return bodyRefused(body);
+        const json = await readJsonBody(c, ANY_JSON, BODY);
+        if (!json.ok) return bodyRefused(json);
+        const body = parseBody(claimBodySchema, json.value);
+        if (!body.ok) return toResponse(body.reply);
         if (!inFlight.tryAcquire()) {
           refusedAtLimit();
           return toResponse(inFlight.refusal());
@@ -267,8 +273,10 @@ export function createApiApp(deps: ApiDependencies): Hono {
     route('renew', async (c, caller) => {
       const id = sandboxId(c);
       if (id instanceof Response) return id;
-      const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
-      if (!body.ok) return bodyRefused(body);
+      const json = await readJsonBody(c, ANY_JSON, { ...BODY, emptyAs: {} });
+      if (!json.ok) return bodyRefused(json);
+      const body = parseBody(agentRenewRequestSchema, json.value);
+      if (!body.ok) return toResponse(body.reply);
       return passThrough(
         await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'bearer' ? caller.authorization : undefined),
       );
