@@ -8,6 +8,7 @@ import { claimBodySchema, parseNodeClaimRef, type ClaimBody } from '@warmpool/ap
 import { eventually, sleep, template, warmPool } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpNodeClaims } from '../src/controllers/sandboxclaims/node-claims.js';
 import { AgentClaims } from '../src/provisioning/agent-claims.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { FleetNode } from './support/fleet.js';
@@ -158,6 +159,36 @@ describe('claims against sandboxd as the real one behaves', () => {
     } finally {
       await agents.close();
     }
+  });
+
+  it('reads node lists row by row (pipeline and janitor): rows without claimed_at pass, a row without an id is skipped and logged once', async () => {
+    const broken = { key: { template: IMAGE, net: 'none', size: 'small' }, deadline: '2030-01-01T00:00:00Z' };
+    node0.variant!.behaviour = {
+      dropClaimedAt: true,
+      rowExtras: { hibernated: false, volumes: [] },
+      extraRows: [broken],
+    };
+    const address = node0.variant!.url.replace('http://', '');
+    const held = (await claimsOnNodes(world.fleet, TOKEN)).filter((c) => c.node === 'node-0').map((c) => c.id);
+    const warnings: unknown[] = [];
+    const logger = { ...silentLogger, warn: (msg: string, fields?: unknown) => warnings.push({ msg, fields }) };
+    const agents = new AgentClaims({ token: () => TOKEN, logger });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const rows = await agents.list(address);
+        expect(rows.map((r) => r.id).sort()).toEqual([...held].sort());
+        expect(rows.every((r) => r.claimed_at === undefined)).toBe(true);
+      }
+    } finally {
+      await agents.close();
+    }
+    const janitorsView = await new HttpNodeClaims(() => TOKEN, logger).list(
+      { node: 'node-0', address },
+      AbortSignal.timeout(5_000),
+    );
+    expect(janitorsView.map((r) => r.id).sort()).toEqual([...held].sort());
+    // One line from the pipeline's client (twice listed), one from the janitor's.
+    expect(warnings).toHaveLength(2);
   });
 });
 
