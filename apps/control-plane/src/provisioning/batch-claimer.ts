@@ -14,6 +14,13 @@
 //   the nodes are asked for the claim_ref first (once no call from before the
 //   loss can still be under way), and what they hold is adopted.
 // - A replay by another owner is refused (ClaimRefInUse) and shows nothing.
+// - A node whose claim call got no answer may still serve the claim until its
+//   TriedNode `until` (the cold deadline, written ahead): it is asked by
+//   claim_ref until then, and no other node is asked for that claim meanwhile;
+//   when the caller's deadline comes first the claim fails Timeout and keeps
+//   its reservation, so the retry asks that node first.
+// - A refusal (429, a redirect answer) claimed nothing: the next node is asked
+//   at once, without a lookup.
 import {
   formatNodeClaimRef,
   parseNodeClaimRef,
