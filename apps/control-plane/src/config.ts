@@ -18,6 +18,7 @@ import {
   type HostPort,
   messageOf,
 } from '@warmpool/runtime';
+import { DEFAULT_PUSH_TIMEOUT_MS } from './agents/http-pool-setter.js';
 import { DEFAULT_LEASE_NAME } from './control-plane.js';
 import { SANDBOX_CLAIM_DEFAULTS } from './controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from './controllers/sandboxclaims/janitor.js';
@@ -78,9 +79,16 @@ export const FLAGS = {
   },
   setPoolsTimeout: {
     kind: 'duration',
-    description: 'Timeout of each SetPools (and probe) attempt to a node agent',
+    description: 'Timeout of each probe (GET /v1/info) attempt to a node agent',
     env: 'SET_POOLS_TIMEOUT',
     default: 2_000,
+  },
+  setPoolsPushTimeout: {
+    kind: 'duration',
+    description:
+      'Timeout of each SetPools push to a node agent (a real sandboxd answers once the VMs it trims are gone); a push that timed out is not resent before the next reconcile',
+    env: 'SET_POOLS_PUSH_TIMEOUT',
+    default: DEFAULT_PUSH_TIMEOUT_MS,
   },
   setPoolsConcurrency: {
     kind: 'number',
@@ -259,6 +267,13 @@ export const FLAGS = {
     description: 'Timeout of each claim call to a node agent',
     env: 'CLAIM_NODE_TIMEOUT',
     default: PROVISIONING_DEFAULTS.nodeTimeoutMs,
+  },
+  claimColdNodeTimeout: {
+    kind: 'duration',
+    description:
+      "Timeout of a claim placed where no warm stock is (a cold boot takes up to sandboxd's 90 s), and how long a node whose claim call timed out may still serve it (looked up by claim_ref until then, never claimed elsewhere)",
+    env: 'CLAIM_COLD_NODE_TIMEOUT',
+    default: PROVISIONING_DEFAULTS.coldNodeTimeoutMs,
   },
   claimAttempts: {
     kind: 'number',
@@ -440,6 +455,7 @@ export function validateConfig(
     ['--interval', config.interval],
     ['--stale-after', config.staleAfter],
     ['--set-pools-timeout', config.setPoolsTimeout],
+    ['--set-pools-push-timeout', config.setPoolsPushTimeout],
     ['--leader-elect-lease-duration', config.leaderElectLeaseDuration],
     ['--leader-elect-renew-deadline', config.leaderElectRenewDeadline],
     ['--leader-elect-retry-period', config.leaderElectRetryPeriod],
@@ -566,7 +582,10 @@ function validateClaims(config: ControlPlaneConfig): ValidatedClaimsConfig | und
     ['--claim-lock-duration', config.claimLockDuration],
     ['--claim-stalled-interval', config.claimStalledInterval],
     ['--claim-node-timeout', config.claimNodeTimeout],
+    ['--claim-cold-node-timeout', config.claimColdNodeTimeout],
   ]);
+  if (config.claimColdNodeTimeout < config.claimNodeTimeout)
+    throw new ConfigError('--claim-cold-node-timeout must not be below --claim-node-timeout');
   if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
   countsOfAtLeastOne([
     ['--claim-batch-max-items', config.claimBatchMaxItems],

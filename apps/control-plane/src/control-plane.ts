@@ -85,6 +85,8 @@ export interface ControlPlaneOptions {
   driver?: Partial<WarmPoolDriverSettings>;
   /** Timeout of each SetPools / probe attempt (default 2 s). */
   setPoolsTimeoutMs?: number;
+  /** Each SetPools push attempt (default 60 s: a real sandboxd answers once trimmed VMs are gone). */
+  setPoolsPushTimeoutMs?: number;
   /** Attempts per SetPools call (default 3). */
   setPoolsAttempts?: number;
   /** Serve /healthz, /readyz and /metrics here; nothing is served when omitted. */
@@ -214,6 +216,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     new HttpPoolSetter({
       token,
       ...(options.setPoolsTimeoutMs !== undefined ? { timeoutMs: options.setPoolsTimeoutMs } : {}),
+      ...(options.setPoolsPushTimeoutMs !== undefined ? { pushTimeoutMs: options.setPoolsPushTimeoutMs } : {}),
       ...(options.setPoolsAttempts !== undefined ? { attempts: options.setPoolsAttempts } : {}),
     });
   const events =

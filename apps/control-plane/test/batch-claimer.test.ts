@@ -107,7 +107,7 @@ class ScriptedNodes implements NodeAgents {
     const row = this.hold(address, claimRef);
     return {
       ok: true,
-      claim: { id: row.id, token: row.token ?? '', deadline: row.deadline, owner_addr: `${address}-sandboxes` },
+      claim: { id: row.id, token: row.token ?? '', deadline: row.deadline, ownerAddr: `${address}-sandboxes` },
     };
   }
 

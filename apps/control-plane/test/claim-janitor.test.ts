@@ -12,6 +12,7 @@ import {
   type ClaimRecord,
   type SandboxClaim,
   type SandboxRow,
+  type TolerantSandboxRow,
 } from '@warmpool/api';
 import { eventually, ManualClock } from '@warmpool/harness';
 import { Lister, ObjectStore } from '@warmpool/kube';
@@ -52,7 +53,7 @@ function row(id: string, claimRef: string | undefined, claimedAt = OLD): Sandbox
 }
 
 /** The record a node's row rebuilds (what ClaimDirectory.recordOf answers). */
-function recordOfRow(node: string, r: SandboxRow): ClaimRecord | undefined {
+function recordOfRow(node: string, r: TolerantSandboxRow): ClaimRecord | undefined {
   const owner = parseNodeClaimRef(r.claim_ref);
   if (owner === undefined) return undefined;
   return {

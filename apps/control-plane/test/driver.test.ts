@@ -200,6 +200,51 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
     expect(pool.status).toMatchObject({ replicas: 0, readyReplicas: 0 });
   });
 
+  it("refuses a template whose net or size is outside sandboxd's closed sets: a condition and an Event on its pool, nothing pushed, the node's other pools unharmed", async () => {
+    const ns = await world.namespace('closed-keys');
+    const good = keyOf('registry.test/closed-good:1');
+    await apply(
+      cluster,
+      template(ns, 'bad', 'registry.test/closed-bad:1', { annotations: { 'warmpool.dev/net': 'gpu' } }),
+      warmPool(ns, 'bad-pool', 'bad', 3),
+      template(ns, 'good', 'registry.test/closed-good:1', { annotations: { 'warmpool.dev/size': 'large' } }),
+      warmPool(ns, 'good-pool', 'good', 3),
+    );
+    const pool = await eventually(
+      async () => {
+        const p = await getPool(cluster, ns, 'bad-pool');
+        return condition(p, 'Ready')?.reason === 'InvalidTemplate' ? p : undefined;
+      },
+      { what: 'an InvalidTemplate condition' },
+    );
+    expect(condition(pool, 'Ready')?.message).toContain(
+      'annotation warmpool.dev/net "gpu": must be one of none, egress',
+    );
+    expect(condition(pool, 'Degraded')).toMatchObject({ status: 'True', reason: 'InvalidTemplate' });
+    await eventually(
+      async () => {
+        const events = JSON.parse(await kubectl(cluster, ['get', 'events', '-n', ns, '-o', 'json'])) as {
+          items: Array<{ type: string; reason: string; message: string; involvedObject: { name: string } }>;
+        };
+        return events.items.some(
+          (e) =>
+            e.type === 'Warning' &&
+            e.reason === 'InvalidTemplate' &&
+            e.involvedObject.name === 'bad-pool' &&
+            e.message.includes('warmpool.dev/net "gpu"'),
+        );
+      },
+      { what: 'a Warning InvalidTemplate Event on the pool' },
+    );
+    // The good pool of the same nodes is pushed and filled; the bad key never reached a node.
+    const goodLarge = good.replace('|small', '|large');
+    await eventually(async () => (await fleet.targetsOf(goodLarge)).join(',') === '1,1,1', {
+      what: "the good pool's targets",
+    });
+    for (const node of fleet.nodes)
+      expect([...(await node.targets()).keys()].filter((id) => id.includes('closed-bad'))).toEqual([]);
+  });
+
   it('marks a pool Degraded with the number of replicas it could not place, and clears it when they fit', async () => {
     const ns = await world.namespace('degraded');
     const key = keyOf('registry.test/degraded:1');

@@ -110,11 +110,30 @@ describe('HttpPoolSetter', () => {
     await setter.close();
   });
 
-  it('abandons an attempt that gets no answer within the timeout, and retries it', async () => {
+  it('abandons a push that gets no answer within the push timeout, and does not resend it (the node is still on it)', async () => {
     script = [() => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response('{}')), 500))];
-    const setter = new HttpPoolSetter({ token: () => 'fleet', timeoutMs: 100, retryInitialMs: 1 });
+    const setter = new HttpPoolSetter({ token: () => 'fleet', timeoutMs: 50, pushTimeoutMs: 100, retryInitialMs: 1 });
+    const err = await setter.setPools(node, 1, []).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'AgentCallError', retriable: false });
+    expect(String(err)).toContain('no answer within 100 ms');
+    expect(seen).toHaveLength(1);
+    await setter.close();
+  });
+
+  it('waits for a slow push up to the push timeout, longer than a probe waits', async () => {
+    script = [() => new Promise<Response>((resolve) => setTimeout(() => resolve(json(200, INFO)()), 300))];
+    const setter = new HttpPoolSetter({ token: () => 'fleet', timeoutMs: 100, pushTimeoutMs: 2_000 });
     await expect(setter.setPools(node, 1, [])).resolves.toEqual(INFO);
-    expect(seen).toHaveLength(2);
+    expect(seen).toHaveLength(1);
+    await setter.close();
+  });
+
+  it('does not resend a push the agent answered 504 OutcomeUnknown (sandboxd may still be applying it)', async () => {
+    script = [json(504, { error: 'sandboxd did not answer within 50000 ms', reason: 'OutcomeUnknown' })];
+    const setter = new HttpPoolSetter({ token: () => 'fleet', retryInitialMs: 1 });
+    const err = await setter.setPools(node, 1, []).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'AgentCallError', retriable: false, status: 504 });
+    expect(seen).toHaveLength(1);
     await setter.close();
   });
 

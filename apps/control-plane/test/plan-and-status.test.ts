@@ -75,7 +75,7 @@ describe('planPools', () => {
   it('defaults replicas to 1, as the CRD does, and sums pools that share a key', () => {
     const plans = planPools([poolObject('ns', 'a', 'ours', undefined), poolObject('ns', 'b', 'also-ours', 4)], lookup);
     expect([...demandsOf(plans)]).toEqual([
-      ['img:1|none|small', { key: { template: 'img:1', net: 'none', size: 'small' }, replicas: 5 }],
+      ['img:1|none|small', { key: { template: 'img:1', net: 'none', size: 'small' }, replicas: 5, options: {} }],
     ]);
   });
 });

@@ -21,7 +21,7 @@ import { Gatekeeper } from './api/auth.js';
 import { createApiApp } from './api/app.js';
 import { ClaimsInFlight } from './api/claims-in-flight.js';
 import { GenerationGuard } from './generation.js';
-import { readNodeClaims } from './inventory/entries.js';
+import { nodeClaimsReader } from './inventory/entries.js';
 import { InventoryPublisher } from './inventory/publisher.js';
 import type { InventoryWriter } from './inventory/writer.js';
 import { AgentMetrics } from './metrics.js';
@@ -61,6 +61,10 @@ export interface NodeAgentOptions {
   pollIntervalMs?: number;
   /** One deadline per sandboxd call, the wait for a connection included (default 10 s). */
   sandboxdTimeoutMs?: number;
+  /** A claim's deadline at sandboxd (default: sandboxdTimeoutMs, else 92 s: a cold boot takes up to 90 s). */
+  sandboxdClaimTimeoutMs?: number;
+  /** SetPools' deadline at sandboxd (default: sandboxdTimeoutMs, else 50 s: it answers once trimmed VMs are gone). */
+  sandboxdPoolsTimeoutMs?: number;
   /** Claims in flight to sandboxd at most; past it a claim answers 429 at once (default 256). */
   maxClaimsInFlight?: number;
   /**
@@ -105,6 +109,10 @@ export const DEFAULTS = {
   minPublishGapMs: 5_000,
   pollIntervalMs: 1_000,
   sandboxdTimeoutMs: 10_000,
+  /** Above sandboxd's 90 s cold window, below the control plane's 95 s cold claim timeout (so it hears why). */
+  sandboxdClaimTimeoutMs: 92_000,
+  /** Below the control plane's 60 s push timeout, so it hears OutcomeUnknown rather than nothing. */
+  sandboxdPoolsTimeoutMs: 50_000,
   maxClaimsInFlight: 256,
   closeTimeoutMs: 20_000,
   /** The process's default (--drain-delay); a library caller's is 0. */
@@ -129,6 +137,8 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     rootToken: token.value,
     rootTokenGraceMs: tokenGraceMs,
     timeoutMs: options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdTimeoutMs,
+    claimTimeoutMs: options.sandboxdClaimTimeoutMs ?? options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdClaimTimeoutMs,
+    setPoolsTimeoutMs: options.sandboxdPoolsTimeoutMs ?? options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdPoolsTimeoutMs,
     connections: options.sandboxdConnections ?? inFlight.limit + PER_SANDBOX_CONNECTIONS,
     ...(options.sandboxdControlConnections !== undefined
       ? { controlConnections: options.sandboxdControlConnections }
@@ -222,7 +232,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
         generations,
         currentInfo: (): NodeInfo | undefined => state.info,
         ownerAddress,
-        readClaims: () => readNodeClaims(sandboxd),
+        readClaims: nodeClaimsReader(sandboxd, logger),
         publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
         minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
         ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),

@@ -80,6 +80,18 @@ export const FLAGS = {
     env: 'SANDBOXD_TIMEOUT',
     default: DEFAULTS.sandboxdTimeoutMs,
   },
+  sandboxdClaimTimeout: {
+    kind: 'duration',
+    description: "Deadline of a claim at sandboxd (a cold boot takes up to sandboxd's 90 s cold window)",
+    env: 'SANDBOXD_CLAIM_TIMEOUT',
+    default: DEFAULTS.sandboxdClaimTimeoutMs,
+  },
+  sandboxdPoolsTimeout: {
+    kind: 'duration',
+    description: 'Deadline of PUT /v1/pools at sandboxd (it answers once the warm VMs it trims are destroyed)',
+    env: 'SANDBOXD_POOLS_TIMEOUT',
+    default: DEFAULTS.sandboxdPoolsTimeoutMs,
+  },
   maxClaimsInFlight: {
     kind: 'number',
     description: 'Claims in flight to sandboxd at most; past it a claim answers 429 with Retry-After at once',
@@ -127,6 +139,8 @@ export function validateConfig(config: AgentConfig): { listen: HostPort } {
     ['--publish-interval', config.publishInterval],
     ['--poll-interval', config.pollInterval],
     ['--sandboxd-timeout', config.sandboxdTimeout],
+    ['--sandboxd-claim-timeout', config.sandboxdClaimTimeout],
+    ['--sandboxd-pools-timeout', config.sandboxdPoolsTimeout],
   ]);
   if (config.minPublishGap < 0) throw new ConfigError('--min-publish-gap must not be negative');
   if (config.tokenGrace < 0) throw new ConfigError('--token-grace must not be negative');

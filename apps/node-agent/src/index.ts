@@ -19,5 +19,12 @@ export {
 } from './sandboxd/client.js';
 export { SandboxdUnavailableError, isSandboxdUnavailable } from './sandboxd/errors.js';
 export { AgentMetrics } from './metrics.js';
+export { OwnerAddress } from './owner-address.js';
 export { FLAGS, validateConfig, advertiseAddressOf, type AgentConfig } from './config.js';
-export { entriesOf, claimedByKeyOf, readNodeClaims, type PublishedEntries } from './inventory/entries.js';
+export {
+  entriesOf,
+  claimedByKeyOf,
+  nodeClaimsReader,
+  readNodeClaims,
+  type PublishedEntries,
+} from './inventory/entries.js';

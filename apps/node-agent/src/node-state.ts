@@ -18,6 +18,11 @@ export interface NodeStateOptions {
 
 const decoder = new TextDecoder();
 const NOT_POLLED = 'sandboxd not polled yet';
+/**
+ * sandboxd's 403 to an operator route (GET /v1/info, PUT /v1/pools, drain) means the token is a tenant's: valid,
+ * not root. The agent needs the root api_token for every one of them, so it is not ready, and says exactly that.
+ */
+export const TENANT_TOKEN_PROBLEM = 'the fleet token must be the root api_token (sandboxd answered 403 to /v1/info)';
 
 /** The info body of a 200 answer, or undefined when it is not one. */
 export function infoFromAnswer(answer: SandboxdAnswer): NodeInfo | undefined {
@@ -110,6 +115,7 @@ export class NodeState {
       if (info !== undefined) this.observe(info);
       else if (answer.status === 401)
         problem = "sandboxd refuses the agent's token (401): the agent and sandboxd must share the fleet token";
+      else if (answer.status === 403) problem = TENANT_TOKEN_PROBLEM;
       else problem = `sandboxd answered GET /v1/info with ${answer.status}`;
     } catch (err) {
       if (isSandboxdUnavailable(err)) {

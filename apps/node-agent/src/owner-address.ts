@@ -5,7 +5,7 @@
 // before a restart is taken back only while nothing fresher is known: a
 // sandboxd that names no address in its info must not have a restarted agent
 // erase the one its last claim answer gave.
-import { claimResponseSchema, ownerAddrSchema, type NodeInfo } from '@warmpool/api';
+import { normalizeOwnerAddr, tolerantClaimResponseSchema, type NodeInfo } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import type { SandboxdAnswer } from './sandboxd/client.js';
 
@@ -43,8 +43,9 @@ export class OwnerAddress {
     } catch {
       return;
     }
-    const parsed = claimResponseSchema.safeParse(body);
-    if (parsed.success) this.#learn(parsed.data.owner_addr);
+    // Tolerant: a claim answer with more fields, or none for the owner, still parses (a redirect has no id: ignored).
+    const parsed = tolerantClaimResponseSchema.safeParse(body);
+    if (parsed.success && parsed.data.owner_addr !== undefined) this.#learn(parsed.data.owner_addr);
   }
 
   learnFromInfo(info: NodeInfo): void {
@@ -54,20 +55,23 @@ export class OwnerAddress {
   /** What the node's inventory said before this agent started; ignored once sandboxd has told this run. */
   recover(published: string | undefined): void {
     if (this.#fresh || published === undefined) return;
-    const parsed = ownerAddrSchema.safeParse(published);
-    if (parsed.success) this.#set(parsed.data);
+    const normalized = normalizeOwnerAddr(published);
+    if (normalized !== undefined) this.#set(normalized);
   }
 
   #learn(raw: string): void {
-    const parsed = ownerAddrSchema.safeParse(raw);
-    if (!parsed.success) {
+    // A full http(s) origin (sandboxd's client_advertise) is published as its host:port, never raw.
+    const normalized = normalizeOwnerAddr(raw);
+    if (normalized === undefined) {
       if (this.#refused !== raw)
-        this.#logger.warn("sandboxd's owner_addr is not host:port; it is not published", { ownerAddr: raw });
+        this.#logger.warn("sandboxd's owner_addr is neither host:port nor an http(s) origin; it is not published", {
+          ownerAddr: raw,
+        });
       this.#refused = raw;
       return;
     }
     this.#fresh = true;
-    this.#set(parsed.data);
+    this.#set(normalized);
   }
 
   #set(value: string): void {

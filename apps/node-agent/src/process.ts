@@ -68,6 +68,8 @@ async function main(): Promise<void> {
     minPublishGapMs: config.minPublishGap,
     pollIntervalMs: config.pollInterval,
     sandboxdTimeoutMs: config.sandboxdTimeout,
+    sandboxdClaimTimeoutMs: config.sandboxdClaimTimeout,
+    sandboxdPoolsTimeoutMs: config.sandboxdPoolsTimeout,
     maxClaimsInFlight: config.maxClaimsInFlight,
     drainDelayMs: config.drainDelay,
     closeTimeoutMs: config.shutdownTimeout,

@@ -1,7 +1,7 @@
 // The claim body's quick check must be claimRequestSchema, only faster: same
 // verdict and same value (down to the bytes forwarded to sandboxd) on any JSON
 // a client can send.
-import { claimRequestSchema } from '@warmpool/api';
+import { agentClaimRequestSchema as claimRequestSchema } from '@warmpool/api';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { claimBodySchema, quickClaimRequest } from '../src/api/claim-body.js';
@@ -62,6 +62,7 @@ const claimLike: fc.Arbitrary<unknown> = fc.record(
     size: fc.oneof(text, anyField),
     ttl_seconds: fc.oneof(number, anyField),
     claim_ref: fc.oneof(text, anyField),
+    no_redirect: fc.oneof(fc.constant(true), anyField),
     extra: anyField,
   },
   { requiredKeys: [] },
@@ -137,13 +138,17 @@ describe('the quick claim check', () => {
     );
   });
 
-  it('fills in net and size as the schema does, and drops keys the schema does not know', () => {
-    expect(quickClaimRequest({ template: 'img', ttl_seconds: 60, extra: true })).toStrictEqual({
+  it('fills in net and size as the schema does, and leaves a key the schema does not know to zod, which refuses it', () => {
+    expect(quickClaimRequest({ template: 'img', ttl_seconds: 60, no_redirect: true })).toStrictEqual({
       template: 'img',
       net: 'none',
       size: 'small',
       ttl_seconds: 60,
+      no_redirect: true,
     });
+    expect(quickClaimRequest({ template: 'img', volumes: [{ name: 'v' }] })).toBeUndefined();
+    const refused = claimBodySchema.safeParse({ template: 'img', volumes: [{ name: 'v' }] });
+    expect(refused.error?.issues[0]).toMatchObject({ code: 'unrecognized_keys', keys: ['volumes'] });
   });
 
   it('leaves a body it does not accept to zod, whose words the 400 carries', () => {

@@ -138,20 +138,34 @@ describe('the claim route', () => {
     }
   });
 
-  it("forwards the validated claim (defaults filled in, unknown keys dropped) with the fleet token, not the client's bytes", async () => {
+  it("forwards the validated claim (defaults filled in, no_redirect set) with the fleet token, not the client's bytes", async () => {
     const { agent, url, received } = await withStub({
       status: 200,
       headers: { 'content-type': 'application/json' },
       body: '{"id":"sb_1"}',
     });
     for (const [path, send] of bothPaths(agent, url)) {
-      expect((await send('{"template":"img","ttl_seconds":60,"extra":true}')).status, path).toBe(200);
+      expect((await send('{"template":"img","ttl_seconds":60}')).status, path).toBe(200);
     }
     expect(received.map((r) => r.body)).toEqual(
-      Array(2).fill('{"template":"img","net":"none","size":"small","ttl_seconds":60}'),
+      Array(2).fill('{"template":"img","net":"none","size":"small","ttl_seconds":60,"no_redirect":true}'),
     );
     for (const { headers } of received)
       expect(headers).toMatchObject({ authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' });
+  });
+
+  it('refuses a field warmpool does not support with 400 UnsupportedField on both paths, and sends nothing', async () => {
+    const { agent, url, received } = await withStub({ status: 200, headers: {}, body: '{}' });
+    for (const [path, send] of bothPaths(agent, url)) {
+      const answer = await send('{"template":"img","volumes":[{"name":"v"}],"extra":true}');
+      expect(answer.status, path).toBe(400);
+      expect(JSON.parse(answer.body), path).toEqual({
+        error: 'unsupported fields volumes, extra: warmpool does not support them (refused, never dropped)',
+        reason: 'UnsupportedField',
+        fields: ['volumes', 'extra'],
+      });
+    }
+    expect(received).toHaveLength(0);
   });
 
   it.each([
@@ -197,7 +211,7 @@ describe('the claim route', () => {
         duplex: 'half',
       } as RequestInit);
     expect((await post(chunked(['{"temp', 'late":"im', 'g"}']))).status).toBe(200);
-    expect(received.map((r) => r.body)).toEqual(['{"template":"img","net":"none","size":"small"}']);
+    expect(received.map((r) => r.body)).toEqual(['{"template":"img","net":"none","size":"small","no_redirect":true}']);
     const tooBig = await post(
       chunked(['{"template":"img","claim_ref":"', ...Array<string>(17).fill('x'.repeat(64 * 1024)), '"}']),
     );

@@ -83,6 +83,8 @@ export const AGENT_ERROR_REASONS = [
   'BodyTooLarge',
   /** 400: the body or a parameter fails the schema. */
   'BadRequest',
+  /** 400: the body carries a field warmpool does not support (refused, never silently dropped). */
+  'UnsupportedField',
   /** 401: no bearer token, or not one this call accepts. */
   'Unauthenticated',
   /** 404: no such path. */

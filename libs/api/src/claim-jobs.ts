@@ -44,6 +44,11 @@ export const triedNodeSchema = z.object({
   tier: claimTierSchema,
   /** Epoch ms when the claim was sent to it: until that call's timeout has passed, the node may still be serving it. */
   at: z.number(),
+  /**
+   * Epoch ms until which the node may still serve it, when it differs from `at` plus the warm-claim timeout: a cold
+   * placement's longer deadline, or a call that timed out (the node may be booting the claim cold and serve it later).
+   */
+  until: z.number().optional(),
 });
 export type TriedNode = z.output<typeof triedNodeSchema>;
 

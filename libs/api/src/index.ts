@@ -10,3 +10,7 @@ export * from './sandboxes.js';
 export * from './inventory-pools.js';
 export * from './node-claim-ref.js';
 export * from './owner-addr.js';
+export * from './sandboxd-tolerant.js';
+export * from './pool-key-vocabulary.js';
+export * from './pool-options.js';
+export * from './agent-strict.js';

@@ -5,7 +5,11 @@ import {
   DEFAULT_SIZE,
   DRIVER_ANNOTATION,
   DRIVER_SANDBOXD,
+  isPoolNet,
+  isPoolSize,
   NET_ANNOTATION,
+  POOL_NETS,
+  POOL_SIZES,
   SIZE_ANNOTATION,
   poolKeySchema,
   type PoolKey,
@@ -70,7 +74,9 @@ function quoted(value: string | undefined): string {
 
 /**
  * The sandboxd pool key of a template. Throws TemplateKeyError when the
- * template has no container image or an annotation is not a valid key part.
+ * template has no container image, an annotation is not a valid key part, or
+ * `net` / `size` is outside sandboxd's closed sets (libs/api
+ * pool-key-vocabulary: a node would refuse the whole PUT for it).
  */
 export function poolKeyOf(template: SandboxTemplate): PoolKey {
   const name = templateName(template);
@@ -108,5 +114,11 @@ export function poolKeyOf(template: SandboxTemplate): PoolKey {
     });
     throw new TemplateKeyError(name, problems.join('; '));
   }
+  const closed: string[] = [];
+  if (!isPoolNet(parsed.data.net))
+    closed.push(`annotation ${NET_ANNOTATION} ${quoted(parsed.data.net)}: must be one of ${POOL_NETS.join(', ')}`);
+  if (!isPoolSize(parsed.data.size))
+    closed.push(`annotation ${SIZE_ANNOTATION} ${quoted(parsed.data.size)}: must be one of ${POOL_SIZES.join(', ')}`);
+  if (closed.length > 0) throw new TemplateKeyError(name, closed.join('; '));
   return parsed.data;
 }

@@ -51,6 +51,23 @@ describe('poolKeyOf', () => {
     expect(key).toEqual({ template: 'python:3.13', net: 'egress', size: 'medium' });
   });
 
+  it("accepts only sandboxd's closed sets for net and size, and says which annotation is wrong", () => {
+    for (const net of ['none', 'egress'])
+      for (const size of ['small', 'medium', 'large', 'xlarge', '2xlarge'])
+        expect(poolKeyOf(template({ annotations: { 'warmpool.dev/net': net, 'warmpool.dev/size': size } }))).toEqual({
+          template: 'python:3.13',
+          net,
+          size,
+        });
+    const bad = template({ annotations: { 'warmpool.dev/net': 'gpu', 'warmpool.dev/size': 'huge' } });
+    expect(() => poolKeyOf(bad)).toThrow(TemplateKeyError);
+    expect(() => poolKeyOf(bad)).toThrow(
+      'SandboxTemplate team-a/python: annotation warmpool.dev/net "gpu": must be one of none, egress; ' +
+        'annotation warmpool.dev/size "huge": must be one of small, medium, large, xlarge, 2xlarge',
+    );
+    expect(() => poolKeyOf(template({ podAnnotations: { 'warmpool.dev/size': 'Small' } }))).toThrow(/size "Small"/);
+  });
+
   it('treats an empty annotation as absent', () => {
     expect(poolKeyOf(template({ annotations: { 'warmpool.dev/net': '' } })).net).toBe('none');
   });

@@ -81,3 +81,5 @@ export { startFederatedStacks, type FederatedStacks } from './stack-federation.j
 export { writeFederationPeers, type FederationMember } from './federation-peers.js';
 export { registerAggregatedApi } from './aggregation.js';
 export type { AggregatedApiOptions } from './aggregation.js';
+export { startSandboxdVariant } from './sandboxd-variant.js';
+export type { SandboxdVariant, SandboxdVariantBehaviour } from './sandboxd-variant.js';

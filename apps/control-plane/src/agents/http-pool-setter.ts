@@ -1,8 +1,12 @@
 // The PoolSetter over HTTP: per agent address, two undici Clients of one
 // keep-alive connection each, one for pushes and one for probes; a timeout per
-// attempt, and retries with exponential backoff and jitter on network errors,
-// timeouts, 5xx and 429 — never on other 4xx, which another attempt would not
-// change. A 409 is the agent refusing a stale generation.
+// attempt (a push's generous: a real sandboxd answers PUT /v1/pools only once
+// the VMs it trims are gone), and retries with exponential backoff and jitter
+// on network errors, 5xx and 429 — never on other 4xx, which another attempt
+// would not change, and never on a push that was sent and got no answer (its
+// own timeout, or the agent's 502/504 OutcomeUnknown): the node is still
+// working on it, so resending at once only queues more of the same behind it;
+// the next reconcile pushes again. A 409 is the agent refusing a stale generation.
 //
 // Why Clients and not an undici Pool: pushes to one node never overlap (one
 // lane per node), so one connection carries them all, and a connection of its
@@ -26,14 +30,19 @@ import {
 
 export interface HttpPoolSetterOptions {
   token: TokenSource;
-  /** Each attempt is abandoned after this long (default 2 s). */
+  /** Each probe attempt is abandoned after this long (default 2 s). */
   timeoutMs?: number;
+  /** Each push attempt is abandoned after this long (default 60 s, never below timeoutMs). */
+  pushTimeoutMs?: number;
   /** Attempts per setPools call, the first included (default 3). */
   attempts?: number;
   /** First retry delay (default 100 ms), doubling, with jitter. */
   retryInitialMs?: number;
   retryMaxMs?: number;
 }
+
+/** A push waits this long by default: a real sandboxd answers once the warm VMs it trims are destroyed. */
+export const DEFAULT_PUSH_TIMEOUT_MS = 60_000;
 
 /** The two connections to one agent. */
 interface AgentConnections {
@@ -46,6 +55,7 @@ type Purpose = keyof AgentConnections;
 export class HttpPoolSetter implements PoolSetter {
   readonly #token: TokenSource;
   readonly #timeoutMs: number;
+  readonly #pushTimeoutMs: number;
   readonly #attempts: number;
   readonly #retryInitialMs: number;
   readonly #retryMaxMs: number;
@@ -55,6 +65,7 @@ export class HttpPoolSetter implements PoolSetter {
   constructor(options: HttpPoolSetterOptions) {
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs ?? 2_000;
+    this.#pushTimeoutMs = Math.max(this.#timeoutMs, options.pushTimeoutMs ?? DEFAULT_PUSH_TIMEOUT_MS);
     this.#attempts = Math.max(1, options.attempts ?? 3);
     this.#retryInitialMs = options.retryInitialMs ?? 100;
     this.#retryMaxMs = options.retryMaxMs ?? 2_000;
@@ -107,9 +118,11 @@ export class HttpPoolSetter implements PoolSetter {
   #infoFrom(node: AgentNode, answer: Answer): NodeInfo {
     if (answer.status < 200 || answer.status >= 300) {
       const reason = errorText(answer.json) ?? `HTTP ${answer.status}`;
+      // OutcomeUnknown: the agent sent it to sandboxd, which did not answer in time; it may still be applying it.
+      const outcomeUnknown = reasonText(answer.json) === 'OutcomeUnknown';
       throw new AgentCallError(node.name, `answered ${answer.status}: ${reason}`, {
         status: answer.status,
-        retriable: answer.status >= 500 || answer.status === 429,
+        retriable: (answer.status >= 500 || answer.status === 429) && !outcomeUnknown,
       });
     }
     const parsed = nodeInfoSchema.safeParse(answer.json);
@@ -160,7 +173,8 @@ export class HttpPoolSetter implements PoolSetter {
   ): Promise<Answer> {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const timeoutMs = this.#timeoutOf(purpose);
+    const timeout = AbortSignal.timeout(timeoutMs);
     try {
       const response = await this.#clientFor(node.address, purpose).request({
         method,
@@ -181,11 +195,13 @@ export class HttpPoolSetter implements PoolSetter {
       if (err instanceof AgentCallError) throw err;
       const timedOut = timeout.aborted && signal?.aborted !== true;
       const message = timedOut
-        ? `no answer within ${this.#timeoutMs} ms`
+        ? `no answer within ${timeoutMs} ms`
         : signal?.aborted === true
           ? 'call aborted'
           : `unreachable at ${node.address}: ${messageOf(err)}`;
-      throw new AgentCallError(node.name, message, { retriable: signal?.aborted !== true, cause: err });
+      // A push that timed out was sent: the node is still on it (see the header), so no resend at once.
+      const retriable = signal?.aborted !== true && !(timedOut && purpose === 'push');
+      throw new AgentCallError(node.name, message, { retriable, cause: err });
     }
   }
 
@@ -199,9 +215,13 @@ export class HttpPoolSetter implements PoolSetter {
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connect: { timeout: this.#timeoutMs },
-      headersTimeout: this.#timeoutMs,
-      bodyTimeout: this.#timeoutMs,
+      headersTimeout: this.#timeoutOf(purpose),
+      bodyTimeout: this.#timeoutOf(purpose),
     }));
+  }
+
+  #timeoutOf(purpose: Purpose): number {
+    return purpose === 'push' ? this.#pushTimeoutMs : this.#timeoutMs;
   }
 }
 
@@ -220,4 +240,10 @@ function errorText(json: unknown): string | undefined {
   if (typeof json !== 'object' || json === null) return undefined;
   const error = (json as { error?: unknown }).error;
   return typeof error === 'string' ? error : undefined;
+}
+
+function reasonText(json: unknown): string | undefined {
+  if (typeof json !== 'object' || json === null) return undefined;
+  const reason = (json as { reason?: unknown }).reason;
+  return typeof reason === 'string' ? reason : undefined;
 }

@@ -3,7 +3,7 @@
 // the claim index, and its node is asked whether it still holds it (GET
 // /v1/sandboxes?claim_ref=), with a short timeout: a node that does not
 // answer in time does not hold the request up, the index's record answers.
-import type { SandboxRow } from '@warmpool/api';
+import type { TolerantSandboxRow } from '@warmpool/api';
 import { ClaimFailure, type ClaimGrant } from '../provisioning/claim-service.js';
 import { factsOfGrant, ServedSandbox, type SandboxFacts } from './sandbox-object.js';
 import type { SandboxView } from './view.js';
@@ -13,7 +13,7 @@ export interface SandboxReaderOptions {
   /** The claim index (undefined: provisioning off, the view alone answers). */
   lookup?: (namespace: string, claimRef: string) => Promise<ClaimGrant | undefined>;
   /** The node's claims (the reader finds the one by id); rejects on timeout or when the node cannot be asked. */
-  askNode?: (node: string, claimRef: string) => Promise<SandboxRow[]>;
+  askNode?: (node: string, claimRef: string) => Promise<TolerantSandboxRow[]>;
 }
 
 export class SandboxReader {
@@ -37,7 +37,7 @@ export class SandboxReader {
     if (grant === undefined) return undefined;
     const facts: SandboxFacts = factsOfGrant(namespace, name, grant);
     if (askNode !== undefined) {
-      let rows: SandboxRow[] | undefined;
+      let rows: TolerantSandboxRow[] | undefined;
       try {
         rows = await askNode(grant.node, `${namespace}/${name}`);
       } catch {
@@ -47,7 +47,7 @@ export class SandboxReader {
         const row = rows.find((r) => r.id === grant.id);
         if (row === undefined) return undefined; // released on the node
         facts.key = row.key;
-        facts.claimedAt = row.claimed_at;
+        if (row.claimed_at !== undefined) facts.claimedAt = row.claimed_at;
         if (Date.parse(row.deadline) > Date.parse(facts.deadline)) facts.deadline = row.deadline;
       }
     }

@@ -90,7 +90,12 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
           view,
           logger: logger.child({ component: 'claim-feed' }),
         });
-  const agents = new AgentClaims({ token: options.token, timeoutMs: options.nodeTimeoutMs ?? 1_000, connections: 2 });
+  const agents = new AgentClaims({
+    token: options.token,
+    timeoutMs: options.nodeTimeoutMs ?? 1_000,
+    connections: 2,
+    logger,
+  });
   const addressOf = (node: string): string | undefined =>
     options.inventories.lister.get(node)?.spec?.address || undefined;
   const pipeline = options.claims?.pipeline;

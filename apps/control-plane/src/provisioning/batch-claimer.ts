@@ -16,13 +16,20 @@
 // - A replay by another owner is refused (ClaimRefInUse) and shows nothing.
 // - Within one job a claimRef has one door and one owner (the dispatcher
 //   splits a batch where callers differ), so outcomes are keyed by claimRef.
+// - A node whose claim call got no answer may still serve the claim until its
+//   TriedNode `until` (the cold deadline, written ahead): it is asked by
+//   claim_ref until then, and no other node is asked for that claim meanwhile;
+//   when the caller's deadline comes first the claim fails Timeout and keeps
+//   its reservation, so the retry asks that node first.
+// - A refusal (429, a redirect answer) claimed nothing: the next node is asked
+//   at once, without a lookup.
 import {
   parseNodeClaimRef,
   type BatchJob,
   type BatchProgress,
   type ClaimOutcome,
   type ClaimRecord,
-  type SandboxRow,
+  type TolerantSandboxRow,
   type TriedNode,
 } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
@@ -44,7 +51,7 @@ import {
 } from './batch-work.js';
 import type { ClaimIndex, Reservation, ReserveEntry, ReserveResult } from './claim-index.js';
 import type { ProvisioningMetrics } from './metrics.js';
-import type { Placement, PlacementRound } from './placement.js';
+import type { Choice, Placement, PlacementRound } from './placement.js';
 
 export interface BatchJobHandle {
   readonly id: string;
@@ -78,11 +85,18 @@ export interface BatchClaimerOptions {
   pollMs?: number;
   /** The timeout of each call to a node: a node asked less than this long ago may still be serving the claim. */
   nodeTimeoutMs: number;
+  /**
+   * A cold placement's call timeout, and how long after a timed-out call the node may still serve the claim (a
+   * warm placement can turn into a clone or cold boot on the node). Default: nodeTimeoutMs.
+   */
+  coldNodeTimeoutMs?: number;
   now?: () => number;
 }
 
 /** After a node call's timeout, how long before a node that did not show a claim is taken to never serve it. */
 const SETTLE_MARGIN_MS = 250;
+/** How often a node that may still serve a claim is asked for it meanwhile. */
+const LOOKUP_POLL_MS = 250;
 /** How often a claim waiting on another job checks whether that job is still alive. */
 const ALIVE_CHECK_MS = 1_000;
 
@@ -91,6 +105,7 @@ export class BatchClaimer {
   readonly #maxAttempts: number;
   readonly #pollMs: number;
   readonly #now: () => number;
+  readonly #coldNodeTimeoutMs: number;
   /** The owner address each node's claim answers carried. */
   readonly #ownerAddrs = new Map<string, string>();
 
@@ -99,6 +114,7 @@ export class BatchClaimer {
     this.#maxAttempts = Math.max(1, options.maxAttempts ?? 3);
     this.#pollMs = options.pollMs ?? 20;
     this.#now = options.now ?? Date.now;
+    this.#coldNodeTimeoutMs = Math.max(options.nodeTimeoutMs, options.coldNodeTimeoutMs ?? options.nodeTimeoutMs);
   }
 
   /**
@@ -181,7 +197,7 @@ export class BatchClaimer {
     if (recorded.length > 0) return { tried: [...recorded], ask: undefined };
     const choice = round.choose();
     if (choice === undefined) return { tried: [], ask: undefined };
-    const ask: TriedNode = { node: choice.node.name, address: choice.node.address, tier: choice.tier, at: Date.now() };
+    const ask = this.#triedOn(choice);
     return { tried: [ask], ask };
   }
 
@@ -229,7 +245,7 @@ export class BatchClaimer {
       return;
     }
     const agent = this.#options.nodes().find((n) => n.node === record.node);
-    let row: SandboxRow | undefined;
+    let row: TolerantSandboxRow | undefined;
     try {
       row = agent === undefined ? undefined : await this.#options.agents.get(agent.address, record.id);
     } catch (err) {
@@ -273,12 +289,7 @@ export class BatchClaimer {
         failFromRefusal(work);
         continue;
       }
-      const tried: TriedNode = {
-        node: choice.node.name,
-        address: choice.node.address,
-        tier: choice.tier,
-        at: Date.now(),
-      };
+      const tried = this.#triedOn(choice);
       work.tried.push(tried);
       work.asked++;
       asks.push({ work, tried });
@@ -311,19 +322,52 @@ export class BatchClaimer {
     round: PlacementRound,
     emit: (outcome: ClaimOutcome) => void,
   ): Promise<void> {
-    const answer = await this.#options.agents.claim(tried.address, job.data.key, work.claim.ttlSeconds, work.nodeRef);
+    const answer = await this.#options.agents.claim(
+      tried.address,
+      job.data.key,
+      work.claim.ttlSeconds,
+      work.nodeRef,
+      this.#callTimeoutMs(tried.tier),
+    );
     this.#options.metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
     if (answer.ok) {
-      if (answer.claim.owner_addr !== '') this.#ownerAddrs.set(tried.node, answer.claim.owner_addr);
-      await this.#served(job, work, grantOf(job.data, work, tried, answer.claim), tried, emit, true);
+      const { id, token, deadline, ownerAddr } = answer.claim;
+      if (ownerAddr !== undefined) this.#ownerAddrs.set(tried.node, ownerAddr);
+      // A node that names no (usable) owner address: the one it answered before, or its inventory publishes.
+      const owner = ownerAddr ?? this.#ownerAddrOf(tried.node);
+      const grant = grantOf(job.data, work, tried, { id, token, deadline, owner_addr: owner });
+      await this.#served(job, work, grant, tried, emit, true);
       return;
     }
     work.lastRefusal = answer.refusal;
     if (answer.refusal.kind === 'refused') return;
-    // Full, draining, or silent: no more claims of this batch go there.
+    // Full, draining, redirecting (nothing was claimed there: no lookup) or silent: no more claims of this batch go
+    // there.
     round.exclude(tried.node);
-    // Silent: it may have served the claim. Ask before any other node is tried.
-    if (answer.refusal.kind === 'unreachable') await this.#askTried(job, work, [tried], emit);
+    if (answer.refusal.kind !== 'unreachable') return;
+    // Silent: it may have served the claim, or still be booting it (a warm placement can turn cold on the node), so
+    // it may serve it up to the cold deadline. Written ahead, so a retry of this claimRef asks it as long; then asked
+    // until then (or until the caller gives up: Timeout, the reservation kept) before any other node is tried.
+    tried.until = Math.max(tried.until ?? 0, tried.at + this.#coldNodeTimeoutMs);
+    await this.#writeAhead(job, [work]);
+    await this.#askTried(job, work, [tried], emit);
+  }
+
+  /** A node about to be asked, with how long it may serve the claim when that is longer than the warm timeout. */
+  #triedOn(choice: Choice): TriedNode {
+    const at = Date.now();
+    return {
+      node: choice.node.name,
+      address: choice.node.address,
+      tier: choice.tier,
+      at,
+      ...(choice.tier === 'cold' ? { until: at + this.#coldNodeTimeoutMs } : {}),
+    };
+  }
+
+  /** A claim call's deadline: a cold placement boots on the node (sandboxd's cold window), a warm one hands over. */
+  #callTimeoutMs(tier: TriedNode['tier']): number {
+    return tier === 'cold' ? this.#coldNodeTimeoutMs : this.#options.nodeTimeoutMs;
   }
 
   /**
@@ -339,14 +383,24 @@ export class BatchClaimer {
   ): Promise<void> {
     for (const tried of nodes) {
       if (work.outcome !== undefined) return;
-      let rows: SandboxRow[];
+      let rows: TolerantSandboxRow[];
       try {
         rows = await this.#rowsOf(tried.address, work.nodeRef);
-        // Asked by a run that died moments ago: its call may still be under way on the node. Look again once it cannot
-        // be.
-        const settledAt = tried.at + this.#options.nodeTimeoutMs + SETTLE_MARGIN_MS;
-        if (rows.length === 0 && Date.now() < settledAt) {
-          await sleep(settledAt - Date.now());
+        // Its call may still be under way on the node (asked by a run that died moments ago, or timed out while the
+        // node boots it): look again until it cannot be, or until the caller gives up.
+        const settledAt = (tried.until ?? tried.at + this.#options.nodeTimeoutMs) + SETTLE_MARGIN_MS;
+        while (rows.length === 0 && Date.now() < settledAt) {
+          if (this.#now() > job.data.deadline) {
+            work.keepReservation = true;
+            fail(
+              work,
+              'Timeout',
+              `node ${tried.node} may still serve the claim (a slow or cold claim); retry with the same claimRef`,
+              1,
+            );
+            return;
+          }
+          await sleep(Math.min(LOOKUP_POLL_MS, Math.max(0, settledAt - Date.now())));
           rows = await this.#rowsOf(tried.address, work.nodeRef);
         }
         if (await this.#adopt(job, work, tried, rows, emit)) return;
@@ -363,7 +417,7 @@ export class BatchClaimer {
   }
 
   /** The node's rows under exactly this claim_ref, filtered here: an older sandboxd ignores the filter. */
-  async #rowsOf(address: string, nodeRef: string): Promise<SandboxRow[]> {
+  async #rowsOf(address: string, nodeRef: string): Promise<TolerantSandboxRow[]> {
     return (await this.#options.agents.findByClaimRef(address, nodeRef)).filter((row) => row.claim_ref === nodeRef);
   }
 
@@ -372,7 +426,7 @@ export class BatchClaimer {
     job: BatchJobHandle,
     work: Work,
     tried: TriedNode,
-    rows: readonly SandboxRow[],
+    rows: readonly TolerantSandboxRow[],
     emit: (outcome: ClaimOutcome) => void,
   ): Promise<boolean> {
     const [first, ...extra] = rows;
@@ -388,8 +442,12 @@ export class BatchClaimer {
     const full = await this.#options.agents.get(tried.address, first.id);
     if (full?.token === undefined) return false;
     this.#options.metrics.adopted();
-    const ownerAddr = this.#ownerAddrs.get(tried.node) ?? this.#options.ownerAddrOf(tried.node) ?? '';
-    const answer = { id: full.id, token: full.token, deadline: full.deadline, owner_addr: ownerAddr };
+    const answer = {
+      id: full.id,
+      token: full.token,
+      deadline: full.deadline,
+      owner_addr: this.#ownerAddrOf(tried.node),
+    };
     await this.#served(job, work, grantOf(job.data, work, tried, answer), tried, emit);
     return true;
   }
@@ -411,7 +469,7 @@ export class BatchClaimer {
     const byScopedRef = new Map(fresh.map((work) => [scopedRefOf(work.scope, work.claim.claimRef), work]));
     await Promise.all(
       this.#options.nodes().map(async (agent) => {
-        let rows: SandboxRow[];
+        let rows: TolerantSandboxRow[];
         try {
           rows = await this.#options.agents.list(agent.address);
         } catch (err) {
@@ -548,6 +606,11 @@ export class BatchClaimer {
     // Fresh only for a node claim this run made: a claim found on a node may have been served for another caller.
     work.outcome = { ok: true, claimRef: work.claim.claimRef, grant, ...(claimedNow ? { fresh: true as const } : {}) };
     emit(work.outcome);
+  }
+
+  /** The node's owner address as its last claim answer here named it, else as its inventory publishes it. */
+  #ownerAddrOf(node: string): string {
+    return this.#ownerAddrs.get(node) ?? this.#options.ownerAddrOf(node) ?? '';
   }
 
   /** Served already (by an earlier job, or the one this waited for): answered only to its owner. */

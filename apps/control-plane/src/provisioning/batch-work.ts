@@ -85,6 +85,8 @@ export function failFromRefusal(work: Work): void {
   const refusal = work.lastRefusal;
   if (refusal === undefined) fail(work, 'NoCapacity', 'no node has a warm sandbox of the pool or room to boot one', 1);
   else if (refusal.kind === 'full') fail(work, 'NoCapacity', `every node asked is full: ${refusal.message}`, 1);
+  else if (refusal.kind === 'redirected')
+    fail(work, 'NoCapacity', `no node asked could serve the claim itself: ${refusal.message}`, 1);
   else if (refusal.kind === 'refused')
     fail(work, 'NodeRefused', `the node refused the claim: HTTP ${refusal.status}: ${refusal.message}`);
   else fail(work, 'Timeout', `no node answered in time: ${refusal.message}`);

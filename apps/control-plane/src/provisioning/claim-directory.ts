@@ -4,7 +4,7 @@
 // expired before a renewal made at the node) is found on its node by its
 // claim_ref or id, recorded again, and served as before; an absence in Redis
 // never means "released".
-import { parseNodeClaimRef, type ClaimRecord, type NodeClaimOwner, type SandboxRow } from '@warmpool/api';
+import { parseNodeClaimRef, type ClaimRecord, type NodeClaimOwner, type TolerantSandboxRow } from '@warmpool/api';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import type { AgentClaims } from './agent-claims.js';
 import type { AgentAddress } from './batch-claimer.js';
@@ -95,7 +95,7 @@ export class ClaimDirectory {
     if (Date.parse(record.deadline) > Date.now() || record.cluster !== undefined) return record;
     const agent = this.#options.nodes().find((n) => n.node === record.node);
     if (agent === undefined) return record;
-    let row: SandboxRow | undefined;
+    let row: TolerantSandboxRow | undefined;
     try {
       row = await this.#options.agents.get(agent.address, record.id);
     } catch {
@@ -115,7 +115,7 @@ export class ClaimDirectory {
    * the token from GET /v1/sandboxes/{id}); undefined when the node no longer
    * holds it or the claim_ref is not warmpool's.
    */
-  async recordOf(agent: AgentAddress, row: SandboxRow): Promise<ClaimRecord | undefined> {
+  async recordOf(agent: AgentAddress, row: TolerantSandboxRow): Promise<ClaimRecord | undefined> {
     const owner = parseNodeClaimRef(row.claim_ref);
     if (owner === undefined) return undefined;
     const full = await this.#options.agents.get(agent.address, row.id);
@@ -157,7 +157,7 @@ export class ClaimDirectory {
   async #findOnNodes(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimRecord | undefined> {
     const nodes = [...this.#options.nodes()];
     const silent: string[] = [];
-    let found: { agent: AgentAddress; row: SandboxRow } | undefined;
+    let found: { agent: AgentAddress; row: TolerantSandboxRow } | undefined;
     const lane = async (): Promise<void> => {
       for (let agent = nodes.shift(); agent !== undefined && found === undefined; agent = nodes.shift()) {
         try {
@@ -178,7 +178,7 @@ export class ClaimDirectory {
   }
 }
 
-function matches(row: SandboxRow, scope: ClaimScope, idOrClaimRef: string): boolean {
+function matches(row: TolerantSandboxRow, scope: ClaimScope, idOrClaimRef: string): boolean {
   const owner = parseNodeClaimRef(row.claim_ref);
   if (owner === undefined || owner.door !== scope.door || owner.namespace !== scope.namespace) return false;
   if (owner.door === 'fed' && owner.peer !== scope.peer) return false;

@@ -8,7 +8,7 @@ import type { ClaimDoor, ClaimTier } from './claim-service.js';
 
 const PREFIX = 'warmpool_controlplane_';
 
-export type NodeClaimOutcome = 'served' | 'full' | 'refused' | 'unreachable';
+export type NodeClaimOutcome = 'served' | 'full' | 'redirected' | 'refused' | 'unreachable';
 
 export class ProvisioningMetrics {
   readonly #claimDuration: Histogram;

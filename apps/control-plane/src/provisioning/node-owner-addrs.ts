@@ -4,12 +4,13 @@
 // replica has cached none. The node's agent publishes it in its NodeInventory,
 // so every replica reads it from the cache it already keeps. Data only: it is
 // handed to clients, never called with the fleet token, so no address check.
-import { ownerAddrOf, type NodeInventory } from '@warmpool/api';
+import { normalizeOwnerAddr, ownerAddrOf, type NodeInventory } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 
 /** The owner address a node's inventory publishes; undefined when it has none yet (no claim answered there). */
 export type NodeOwnerAddr = (node: string) => string | undefined;
 
 export function nodeOwnerAddrs(inventories: Lister<NodeInventory>): NodeOwnerAddr {
-  return (node) => ownerAddrOf(inventories.get(node));
+  // An older agent may have published sandboxd's URL form (it passes the host:port rule): host:port only, here too.
+  return (node) => normalizeOwnerAddr(ownerAddrOf(inventories.get(node)));
 }

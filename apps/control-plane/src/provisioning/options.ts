@@ -12,8 +12,13 @@ export interface ProvisioningSettings {
   stalledIntervalMs: number;
   /** A caller waits this long for its claim before a Timeout (504). */
   claimTimeoutMs: number;
-  /** Each call to a node agent. */
+  /** Each call to a node agent, and a claim placed on a node's warm stock. */
   nodeTimeoutMs: number;
+  /**
+   * A claim placed where no warm stock is (a clone or cold boot on the node, up to sandboxd's 90 s cold window), and
+   * how long after a timed-out claim call the node may still serve it: its claim_ref is looked up until then.
+   */
+  coldNodeTimeoutMs: number;
   /** Nodes asked per claim before it fails. */
   maxAttempts: number;
 }
@@ -25,5 +30,6 @@ export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
   stalledIntervalMs: 2_000,
   claimTimeoutMs: 10_000,
   nodeTimeoutMs: 2_000,
+  coldNodeTimeoutMs: 95_000,
   maxAttempts: 3,
 });

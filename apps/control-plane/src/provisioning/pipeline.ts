@@ -97,7 +97,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   queue.on('error', (err: Error) => logger.debug('claim queue connection error', { err: err.message }));
 
   const index = new ClaimIndex(redis, { prefix: `${prefix}:index:` });
-  const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs });
+  const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs, logger });
   const nodes = (): AgentAddress[] => vouchedAgents(options.inventories, options.addresses());
   const ownerAddrOf = nodeOwnerAddrs(options.inventories.lister);
   const directory = new ClaimDirectory({ index, agents, nodes, ownerAddrOf, logger });
@@ -155,6 +155,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     logger: logger.child({ component: 'batch-worker' }),
     maxAttempts: settings.maxAttempts,
     nodeTimeoutMs: settings.nodeTimeoutMs,
+    coldNodeTimeoutMs: settings.coldNodeTimeoutMs,
   });
   const worker = new ClaimWorker({
     queueName: QUEUE_NAME,

@@ -7,7 +7,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { poolKeyId, type NodeInfo } from '@warmpool/api';
-import { addressInUse, eventually, nodeObject, NodeScript, quietPort } from '@warmpool/harness';
+import {
+  addressInUse,
+  eventually,
+  nodeObject,
+  NodeScript,
+  quietPort,
+  startSandboxdVariant,
+  type SandboxdVariant,
+  type SandboxdVariantBehaviour,
+} from '@warmpool/harness';
 
 const APPS = fileURLToPath(new URL('../../../', import.meta.url));
 export const NODE_AGENT_MAIN = join(APPS, 'node-agent/dist/main.js');
@@ -41,6 +50,11 @@ export interface FleetOptions {
    * `--cold-boot-ms`.
    */
   sandboxdArgs?: string[];
+  /**
+   * Per node index: its agent talks to a SandboxdVariant in front of its fake-sandboxd, which behaves like the real
+   * sandboxd where the fake does not yet (redirects, extra fields, an ignored claim_ref filter, …).
+   */
+  variants?: Record<number, SandboxdVariantBehaviour>;
 }
 
 export class FleetNode {
@@ -49,6 +63,8 @@ export class FleetNode {
   sandboxdPort: number;
   readonly #options: FleetOptions;
   sandboxd: NodeScript | undefined;
+  /** The stand-in for real-sandboxd behaviour between the agent and fake-sandboxd, when the fleet asked for one. */
+  variant: SandboxdVariant | undefined;
   agent: NodeScript | undefined;
   readonly #agents: NodeScript[] = [];
   #runs = 0;
@@ -111,6 +127,12 @@ export class FleetNode {
     return `http://127.0.0.1:${this.sandboxdPort}`;
   }
 
+  /** Puts a SandboxdVariant between this node's agent and its fake-sandboxd (before the agent starts). */
+  async startVariant(behaviour: SandboxdVariantBehaviour): Promise<SandboxdVariant> {
+    this.variant = await startSandboxdVariant(this.sandboxdUrl, behaviour);
+    return this.variant;
+  }
+
   /**
    * Starts the agent and waits until it is ready (its NodeInventory is published); another port if its port was taken.
    */
@@ -147,7 +169,7 @@ export class FleetNode {
       '--listen',
       `127.0.0.1:${this.agentPort}`,
       '--sandboxd-url',
-      this.sandboxdUrl,
+      this.variant?.url ?? this.sandboxdUrl,
       '--token-file',
       o.tokenFile,
       '--node-name',
@@ -225,6 +247,7 @@ export class FleetNode {
 
   async stop(): Promise<void> {
     await this.agent?.stop();
+    await this.variant?.close();
     await this.sandboxd?.stop();
   }
 }
@@ -269,6 +292,8 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     const core = kubeConfig.makeApiClient(CoreV1Api);
     for (const node of nodes) await core.createNode({ body: nodeObject(node.name, '127.0.0.1') });
     await Promise.all(nodes.map((node) => node.startSandboxd()));
+    for (const [i, behaviour] of Object.entries(options.variants ?? {}))
+      await nodes[Number(i)]?.startVariant(behaviour);
     await Promise.all(nodes.map((node) => node.startAgent()));
   } catch (err) {
     await fleet.stop();

@@ -2,12 +2,13 @@
 // validation) and passed through, plus SetPools' generation check, health,
 // readiness and metrics.
 import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import {
-  agentSetPoolsRequestSchema,
+  agentRenewRequestSchema,
+  agentSetPoolsStrictSchema,
   claimRequestSchema,
   INVALID_BODY_MESSAGE,
   MAX_BODY_BYTES,
-  renewRequestSchema,
   type StaleGenerationBody,
 } from '@warmpool/api';
 import {
@@ -27,10 +28,11 @@ import type { OwnerAddress } from '../owner-address.js';
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
 import { isSandboxdUnavailable } from '../sandboxd/errors.js';
 import { accessOf, ROUTE_ACCESS, type Access, type Admitted, type Gatekeeper } from './auth.js';
-import { claimBodySchema } from './claim-body.js';
+import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
 import { claimRoute } from './claim-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { openApiDocument } from './openapi.js';
+import { ANY_JSON, parseBody } from './strict-body.js';
 import {
   errorReply,
   errorResponse,
@@ -161,8 +163,11 @@ export function createApiApp(deps: ApiDependencies): Hono {
   app.put(
     '/v1/pools',
     route('set_pools', async (c) => {
-      const body = await readJsonBody(c, agentSetPoolsRequestSchema, BODY);
-      if (!body.ok) return bodyRefused(body);
+      const raw = await readJsonBody(c, ANY_JSON, BODY);
+      if (!raw.ok) return bodyRefused(raw);
+      // Strict: sandboxd's pool fields warmpool supports pass on (warm_max, idle hibernate, archive); any other is 400.
+      const body = parseBody(agentSetPoolsStrictSchema, raw.value);
+      if (!body.ok) return toResponse(body.reply);
       const { generation, pools } = body.value;
       const json = JSON.stringify({ pools });
       const outcome = await generations.apply(
@@ -234,15 +239,17 @@ export function createApiApp(deps: ApiDependencies): Hono {
         failure: (err) => failure(err, 'POST', '/v1/claim'),
       },
       route('claim', async (c) => {
-        const body = await readJsonBody(c, claimBodySchema, BODY);
-        if (!body.ok) return bodyRefused(body);
+        const json = await readJsonBody(c, ANY_JSON, BODY);
+        if (!json.ok) return bodyRefused(json);
+        const body = parseBody(claimBodySchema, json.value);
+        if (!body.ok) return toResponse(body.reply);
         if (!inFlight.tryAcquire()) {
           refusedAtLimit();
           return toResponse(inFlight.refusal());
         }
         let answer: SandboxdAnswer;
         try {
-          answer = await sandboxd.claim(JSON.stringify(body.value));
+          answer = await sandboxd.claim(forwardedClaimJson(body.value));
         } finally {
           inFlight.release();
         }
@@ -266,8 +273,10 @@ export function createApiApp(deps: ApiDependencies): Hono {
     route('renew', async (c, caller) => {
       const id = sandboxId(c);
       if (id instanceof Response) return id;
-      const body = await readJsonBody(c, renewRequestSchema, { ...BODY, emptyAs: {} });
-      if (!body.ok) return bodyRefused(body);
+      const json = await readJsonBody(c, ANY_JSON, { ...BODY, emptyAs: {} });
+      if (!json.ok) return bodyRefused(json);
+      const body = parseBody(agentRenewRequestSchema, json.value);
+      if (!body.ok) return toResponse(body.reply);
       return passThrough(
         await sandboxd.renew(id, JSON.stringify(body.value), caller.as === 'bearer' ? caller.authorization : undefined),
       );
@@ -286,6 +295,9 @@ export function createApiApp(deps: ApiDependencies): Hono {
         claimRef = parsed.data;
       }
       const answer = await sandboxd.listSandboxes(claimRef);
+      // A lookup by claim_ref is filtered here too: a sandboxd that ignores the filter answers every claim it holds,
+      // and a caller taking those for its own would adopt, or release as duplicates, other callers' sandboxes.
+      if (claimRef !== undefined && answer.status === 200) return onlyClaimRef(await text(answer.body), claimRef);
       const headers = { 'content-type': answer.contentType ?? 'application/json' };
       return new Response(Readable.toWeb(answer.body) as ReadableStream<Uint8Array>, {
         status: answer.status,
@@ -348,4 +360,25 @@ export function createApiApp(deps: ApiDependencies): Hono {
     throw new Error(`routes without a declared access in ROUTE_ACCESS: ${undeclared.join(', ')}`);
   if (app.routes.length !== ROUTE_ACCESS.size) throw new Error('ROUTE_ACCESS declares a route the API does not serve');
   return app;
+}
+
+/**
+ * sandboxd's list with only the rows recorded under exactly `claimRef`, each row as sandboxd wrote it. A body that is
+ * not a list is passed on as it came (the caller's parser words the problem).
+ */
+function onlyClaimRef(body: string, claimRef: string): Response {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    json = undefined;
+  }
+  const list = json as { sandboxes?: unknown } | undefined;
+  if (typeof list !== 'object' || list === null || !Array.isArray(list.sandboxes))
+    return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
+  const rows = list.sandboxes.filter(
+    (row: unknown) =>
+      typeof row === 'object' && row !== null && (row as { claim_ref?: unknown }).claim_ref === claimRef,
+  );
+  return jsonResponse(200, { ...list, sandboxes: rows });
 }

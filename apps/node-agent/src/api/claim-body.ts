@@ -1,4 +1,4 @@
-// The claim body, validated on every claim. `claimRequestSchema` (zod) stays
+// The claim body, validated on every claim. `agentClaimRequestSchema` (zod) stays
 // the definition; this is a hand-written check of the same rules for the
 // plain JSON a claim is, so the common valid body skips zod's generic
 // machinery. It only ever accepts: whatever it does not accept goes to zod,
@@ -7,12 +7,13 @@
 // astral characters near a limit is zod's to judge). test/claim-body.test.ts
 // checks that what it accepts, zod accepts with the same value.
 import {
-  claimRequestSchema,
+  agentClaimRequestSchema,
+  CLAIM_FIELDS,
   DEFAULT_NET,
   DEFAULT_SIZE,
   KEY_PART_MAX_LENGTH,
   PRINTABLE_KEY_PART,
-  type ClaimRequest,
+  type AgentClaimRequest,
 } from '@warmpool/api';
 import type { z } from 'zod';
 
@@ -30,14 +31,23 @@ function isKeyPart(value: unknown): value is string {
 }
 
 /** The parsed claim when `json` is a valid claim body, else undefined (it may still be valid: ask zod). */
-export function quickClaimRequest(json: unknown): ClaimRequest | undefined {
+export function quickClaimRequest(json: unknown): AgentClaimRequest | undefined {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
-  const { template, net, size, ttl_seconds: ttl, claim_ref: claimRef } = json as Record<string, unknown>;
+  // A field warmpool does not support is zod's to word (strict: refused, never dropped).
+  for (const field in json) if (!CLAIM_FIELDS.has(field)) return undefined;
+  const {
+    template,
+    net,
+    size,
+    ttl_seconds: ttl,
+    claim_ref: claimRef,
+    no_redirect: noRedirect,
+  } = json as Record<string, unknown>;
   if (!isKeyPart(template)) return undefined;
   if (net !== undefined && !isKeyPart(net)) return undefined;
   if (size !== undefined && !isKeyPart(size)) return undefined;
   // Keys in the schema's order, so the body forwarded to sandboxd is byte for byte what zod's output encodes to.
-  const claim: ClaimRequest = { template, net: net ?? DEFAULT_NET, size: size ?? DEFAULT_SIZE };
+  const claim: AgentClaimRequest = { template, net: net ?? DEFAULT_NET, size: size ?? DEFAULT_SIZE };
   if (ttl !== undefined) {
     if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) return undefined;
     claim.ttl_seconds = ttl;
@@ -46,13 +56,26 @@ export function quickClaimRequest(json: unknown): ClaimRequest | undefined {
     if (typeof claimRef !== 'string' || claimRef.length < 1 || claimRef.length > CLAIM_REF_MAX) return undefined;
     claim.claim_ref = claimRef;
   }
+  if (noRedirect !== undefined) {
+    if (noRedirect !== true) return undefined;
+    claim.no_redirect = true;
+  }
   return claim;
 }
 
-/** A drop-in for `claimRequestSchema` where the body is read: same answers, valid bodies faster. */
+/** A drop-in for `agentClaimRequestSchema` where the body is read: same answers, valid bodies faster. */
 export const claimBodySchema = {
-  safeParse(json: unknown): z.ZodSafeParseResult<ClaimRequest> {
+  safeParse(json: unknown): z.ZodSafeParseResult<AgentClaimRequest> {
     const claim = quickClaimRequest(json);
-    return claim !== undefined ? { success: true, data: claim } : claimRequestSchema.safeParse(json);
+    return claim !== undefined ? { success: true, data: claim } : agentClaimRequestSchema.safeParse(json);
   },
 };
+
+/**
+ * The body the agent sends sandboxd for a validated claim: always with `no_redirect: true`. warmpool places
+ * claims itself (the control plane chooses the node), so a node must serve a claim or refuse it, never answer
+ * with peers to retry at (a redirect answer is a 200 that claimed nothing).
+ */
+export function forwardedClaimJson(claim: AgentClaimRequest): string {
+  return claim.no_redirect === true ? JSON.stringify(claim) : JSON.stringify({ ...claim, no_redirect: true });
+}

@@ -9,13 +9,14 @@
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { INVALID_BODY_MESSAGE, MAX_BODY_BYTES } from '@warmpool/api';
-import { describeIssue, readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpool/runtime';
+import { readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpool/runtime';
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
-import { claimBodySchema } from './claim-body.js';
+import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
+import { refusalOf } from './strict-body.js';
 
 type Handler = (c: Context) => Promise<Response> | Response;
 
@@ -101,7 +102,7 @@ class DirectClaim implements SandboxdReceiver {
       }
       const parsed = claimBodySchema.safeParse(json);
       if (!parsed.success) {
-        this.#reply(errorReply(400, 'BadRequest', describeIssue(parsed.error, INVALID_BODY_MESSAGE)));
+        this.#reply(refusalOf(parsed.error));
         return;
       }
       if (!this.#deps.inFlight.tryAcquire()) {
@@ -110,7 +111,7 @@ class DirectClaim implements SandboxdReceiver {
         return;
       }
       this.#holdsSlot = true;
-      this.#deps.sandboxd.claimInto(JSON.stringify(parsed.data), this);
+      this.#deps.sandboxd.claimInto(forwardedClaimJson(parsed.data), this);
     } catch (err) {
       this.failed(err as Error);
     }

@@ -4,11 +4,11 @@
 // what the agent accepts and answers; only the route table below is written here.
 import {
   agentErrorBodySchema,
-  agentSetPoolsRequestSchema,
-  claimRequestSchema,
+  agentClaimRequestSchema,
+  agentRenewRequestSchema,
+  agentSetPoolsStrictSchema,
   claimResponseSchema,
   nodeInfoSchema,
-  renewRequestSchema,
   renewResponseSchema,
   sandboxListSchema,
   sandboxRowSchema,
@@ -30,9 +30,9 @@ const staleGenerationSchema = z.object({
 
 /** Named component schemas: the request and answer shapes of the API. */
 const COMPONENTS = {
-  SetPoolsRequest: { schema: agentSetPoolsRequestSchema, io: 'input' },
-  ClaimRequest: { schema: claimRequestSchema, io: 'input' },
-  RenewRequest: { schema: renewRequestSchema, io: 'input' },
+  SetPoolsRequest: { schema: agentSetPoolsStrictSchema, io: 'input' },
+  ClaimRequest: { schema: agentClaimRequestSchema, io: 'input' },
+  RenewRequest: { schema: agentRenewRequestSchema, io: 'input' },
   NodeInfo: { schema: nodeInfoSchema, io: 'output' },
   ClaimResponse: { schema: claimResponseSchema, io: 'output' },
   RenewResponse: { schema: renewResponseSchema, io: 'output' },

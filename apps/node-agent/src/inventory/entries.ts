@@ -8,11 +8,13 @@
 import { text } from 'node:stream/consumers';
 import {
   MAX_INVENTORY_ENTRIES,
+  parseSandboxRows,
   poolKeyId,
-  sandboxListSchema,
   type InventoryEntry,
-  type SandboxRow,
+  type SandboxRows,
+  type TolerantSandboxRow,
 } from '@warmpool/api';
+import type { Logger } from '@warmpool/runtime';
 import type { SandboxdClient } from '../sandboxd/client.js';
 
 export interface PublishedEntries {
@@ -20,10 +22,13 @@ export interface PublishedEntries {
   truncated: boolean;
 }
 
-export function entriesOf(rows: readonly SandboxRow[], cap = MAX_INVENTORY_ENTRIES): PublishedEntries {
-  const sorted = rows
-    .slice()
-    .sort((a, b) => (a.claimed_at < b.claimed_at ? -1 : a.claimed_at > b.claimed_at ? 1 : a.id < b.id ? -1 : 1));
+export function entriesOf(rows: readonly TolerantSandboxRow[], cap = MAX_INVENTORY_ENTRIES): PublishedEntries {
+  // A row without claimed_at (recorded before sandboxd had the field) is older than any that has one: it sorts first.
+  const sorted = rows.slice().sort((a, b) => {
+    const at = a.claimed_at ?? '';
+    const bt = b.claimed_at ?? '';
+    return at < bt ? -1 : at > bt ? 1 : a.id < b.id ? -1 : 1;
+  });
   const kept = sorted.slice(0, cap).map((row): InventoryEntry => ({
     id: row.id,
     template: row.key.template,
@@ -31,13 +36,13 @@ export function entriesOf(rows: readonly SandboxRow[], cap = MAX_INVENTORY_ENTRI
     size: row.key.size,
     ...(row.claim_ref !== undefined ? { claimRef: row.claim_ref } : {}),
     deadline: row.deadline,
-    claimedAt: row.claimed_at,
+    ...(row.claimed_at !== undefined ? { claimedAt: row.claimed_at } : {}),
   }));
   return { entries: kept, truncated: rows.length > cap };
 }
 
 /** Claimed sandboxes per pool key id: SandboxEnv status shows them as running. */
-export function claimedByKeyOf(rows: readonly SandboxRow[]): Map<string, number> {
+export function claimedByKeyOf(rows: readonly TolerantSandboxRow[]): Map<string, number> {
   const counts = new Map<string, number>();
   for (const row of rows) {
     const id = poolKeyId(row.key);
@@ -46,10 +51,32 @@ export function claimedByKeyOf(rows: readonly SandboxRow[]): Map<string, number>
   return counts;
 }
 
-/** Reads the node's claims from sandboxd; rejects when it does not answer 200 with a readable list. */
-export async function readNodeClaims(sandboxd: SandboxdClient): Promise<SandboxRow[]> {
+/**
+ * Reads the node's claims from sandboxd, row by row: a row without what warmpool depends on (id, deadline, key) is
+ * skipped and counted, never the whole list; rejects only when sandboxd does not answer 200 with a list.
+ */
+export async function readNodeClaims(sandboxd: SandboxdClient): Promise<SandboxRows> {
   const answer = await sandboxd.listSandboxes();
   const body = await text(answer.body);
   if (answer.status !== 200) throw new Error(`sandboxd GET /v1/sandboxes answered HTTP ${answer.status}`);
-  return sandboxListSchema.parse(JSON.parse(body)).sandboxes;
+  return parseSandboxRows(JSON.parse(body));
+}
+
+/** readNodeClaims as the publisher calls it: the rows, with skipped rows logged once per process (not once per write). */
+export function nodeClaimsReader(sandboxd: SandboxdClient, logger: Logger): () => Promise<TolerantSandboxRow[]> {
+  let logged = false;
+  return async () => {
+    const { rows, skipped, firstProblem } = await readNodeClaims(sandboxd);
+    if (skipped > 0 && !logged) {
+      logged = true;
+      logger.warn(
+        'sandboxd listed claims warmpool cannot read (no id, deadline or key): they are left out of the inventory',
+        {
+          skipped,
+          problem: firstProblem,
+        },
+      );
+    }
+    return rows;
+  };
 }

@@ -20,7 +20,7 @@
 // gives back the owner address last published: every write is a server-side
 // apply of the whole status, so a restarted agent that has not yet learned the
 // address (sandboxd's info may not name it) would otherwise erase it.
-import type { NodeInfo, OwnerReference, SandboxRow } from '@warmpool/api';
+import type { NodeInfo, OwnerReference, TolerantSandboxRow } from '@warmpool/api';
 import { Backoff } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
@@ -51,7 +51,7 @@ export interface InventoryPublisherOptions {
    * claim: they give the per-pool claimed counts and status.entries[]. A
    * failure leaves both out of that write.
    */
-  readClaims?: () => Promise<readonly SandboxRow[]>;
+  readClaims?: () => Promise<readonly TolerantSandboxRow[]>;
   publishIntervalMs: number;
   minPublishGapMs: number;
   /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
@@ -193,7 +193,7 @@ export class InventoryPublisher {
     });
   }
 
-  async #claims(): Promise<readonly SandboxRow[] | undefined> {
+  async #claims(): Promise<readonly TolerantSandboxRow[] | undefined> {
     try {
       return await this.#options.readClaims?.();
     } catch (err) {

@@ -58,6 +58,13 @@ export interface SandboxdClientOptions {
    * headers, likewise, and then each of its body chunks.
    */
   timeoutMs: number;
+  /**
+   * A claim's deadline (default timeoutMs): a cold claim legitimately takes as long as sandboxd's cold window (up to
+   * 90 s), and cutting it short only turns a claim that will land into "outcome unknown".
+   */
+  claimTimeoutMs?: number;
+  /** SetPools' deadline (default timeoutMs): a real sandboxd answers once the warm VMs it trims are destroyed. */
+  setPoolsTimeoutMs?: number;
   /** Keep-alive connections at most for claims, release, renew and lookups. */
   connections?: number;
   /** Keep-alive connections at most for info, SetPools and drain (default 4). */
@@ -107,24 +114,29 @@ export class SandboxdClient {
   /** info, SetPools, drain: what the node's health and placement hang on. */
   readonly #control: Pool;
   readonly #timeoutMs: number;
+  readonly #claimTimeoutMs: number;
+  readonly #setPoolsTimeoutMs: number;
   readonly #root: TokenRotation<RootHeaders>;
 
   constructor(options: SandboxdClientOptions) {
     const target = parseSandboxdUrl(options.url);
     this.#timeoutMs = options.timeoutMs;
-    const pool = (connections: number): Pool =>
+    this.#claimTimeoutMs = options.claimTimeoutMs ?? options.timeoutMs;
+    this.#setPoolsTimeoutMs = options.setPoolsTimeoutMs ?? options.timeoutMs;
+    const pool = (connections: number, longestCallMs: number): Pool =>
       new Pool(target.origin, {
         connections,
         pipelining: 1,
         connect: { timeout: Math.min(options.timeoutMs, 5_000) },
-        // The buffered calls' own deadline comes first; these bound the streamed list.
-        headersTimeout: options.timeoutMs,
+        // The buffered calls' own deadlines come first (so no shorter headers timeout may cut a slow claim or
+        // SetPools); these bound the streamed list.
+        headersTimeout: Math.max(options.timeoutMs, longestCallMs),
         bodyTimeout: options.timeoutMs,
         keepAliveTimeout: 30_000,
         ...(target.socketPath ? { socketPath: target.socketPath } : {}),
       });
-    this.#pool = pool(options.connections ?? 128);
-    this.#control = pool(options.controlConnections ?? 4);
+    this.#pool = pool(options.connections ?? 128, this.#claimTimeoutMs);
+    this.#control = pool(options.controlConnections ?? 4, this.#setPoolsTimeoutMs);
     this.#root = new TokenRotation(options.rootToken, {
       graceMs: options.rootTokenGraceMs ?? 0,
       derive: (token) => ({
@@ -162,16 +174,33 @@ export class SandboxdClient {
 
   /** `json` is a validated sandboxd SetPools body (no generation: that is the agent's). */
   setPools(json: string): Promise<SandboxdAnswer> {
-    return this.#call(this.#control, 'set_pools', 'PUT', '/v1/pools', json, this.#rootJsonHeaders);
+    return this.#call(
+      this.#control,
+      'set_pools',
+      'PUT',
+      '/v1/pools',
+      json,
+      this.#rootJsonHeaders,
+      this.#setPoolsTimeoutMs,
+    );
   }
 
   claim(json: string): Promise<SandboxdAnswer> {
-    return this.#call(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders);
+    return this.#call(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders, this.#claimTimeoutMs);
   }
 
   /** The claim for the API's hot path: the answer comes back through `receiver`, with no promise in between. */
   claimInto(json: string, receiver: SandboxdReceiver): void {
-    this.#dispatch(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders, receiver);
+    this.#dispatch(
+      this.#pool,
+      'claim',
+      'POST',
+      '/v1/claim',
+      json,
+      this.#rootJsonHeaders,
+      receiver,
+      this.#claimTimeoutMs,
+    );
   }
 
   /** `authorization` is the caller's own header for a sandbox-token call; root when omitted. */
@@ -230,9 +259,10 @@ export class SandboxdClient {
     path: string,
     body: string | undefined,
     headers: Headers,
+    timeoutMs = this.#timeoutMs,
   ): Promise<SandboxdAnswer> {
     return new Promise((resolve, reject) => {
-      this.#dispatch(pool, operation, method, path, body, headers, { answer: resolve, failed: reject });
+      this.#dispatch(pool, operation, method, path, body, headers, { answer: resolve, failed: reject }, timeoutMs);
     });
   }
 
@@ -249,14 +279,15 @@ export class SandboxdClient {
     body: string | undefined,
     headers: Headers,
     receiver: SandboxdReceiver,
+    timeoutMs = this.#timeoutMs,
   ): void {
     const root = this.#rootOf(headers);
     // Only while a replaced token is in grace is there anything to fall back to (and a receiver to wrap).
     const through =
       root !== undefined && this.#root.previous !== undefined
-        ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver)
+        ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver, timeoutMs)
         : receiver;
-    pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, this.#timeoutMs, through));
+    pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, timeoutMs, through));
   }
 
   /**
@@ -274,6 +305,7 @@ export class SandboxdClient {
     used: RootHeaders,
     json: boolean,
     receiver: SandboxdReceiver,
+    timeoutMs: number,
   ): SandboxdReceiver {
     const tookIt = (token: RootHeaders, answer: SandboxdAnswer): void => {
       if (answer.status !== 401) this.#root.worked(token);
@@ -288,7 +320,7 @@ export class SandboxdClient {
         }
         pool.dispatch(
           { method, path, headers: json ? other.json : other.plain, body },
-          new CollectingHandler(operation, this.#timeoutMs, {
+          new CollectingHandler(operation, timeoutMs, {
             answer: (second) => {
               tookIt(other, second);
               receiver.answer(second);

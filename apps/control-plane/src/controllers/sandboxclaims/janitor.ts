@@ -17,7 +17,7 @@ import {
   type ClaimRecord,
   type NodeClaimOwner,
   type SandboxClaim,
-  type SandboxRow,
+  type TolerantSandboxRow,
 } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
@@ -52,7 +52,7 @@ export const JANITOR_DEFAULTS: ClaimJanitorSettings = {
 /** What the janitor needs of the claim pipeline: the index, and a node's claim as the index records it. */
 export interface ClaimRepair {
   readonly index: Pick<ClaimIndex, 'lookup' | 'record' | 'drop' | 'recovering' | 'endRecovery'>;
-  recordOf(agent: AgentAddress, row: SandboxRow): Promise<ClaimRecord | undefined>;
+  recordOf(agent: AgentAddress, row: TolerantSandboxRow): Promise<ClaimRecord | undefined>;
 }
 
 export interface ClaimJanitorOptions extends Partial<ClaimJanitorSettings> {
@@ -187,16 +187,17 @@ export class ClaimJanitor {
   }
 
   /** The SandboxClaim this row was claimed for is positively gone (its uid), and the claim is past its grace. */
-  #tombstoned(owner: Extract<NodeClaimOwner, { door: 'crd' }>, row: SandboxRow): boolean {
+  #tombstoned(owner: Extract<NodeClaimOwner, { door: 'crd' }>, row: TolerantSandboxRow): boolean {
     const { cache, cacheSynced, clock } = this.#options;
     if (!cacheSynced()) return false;
     const current = cache.get(owner.namespace, owner.name);
     if (current !== undefined && current.metadata.uid === owner.uid) return false;
-    const claimedAt = Date.parse(row.claimed_at);
+    // A row without claimed_at (an older daemon) never proves it is past the grace: its node reaps it at its deadline.
+    const claimedAt = Date.parse(row.claimed_at ?? '');
     return !Number.isNaN(claimedAt) && clock.now() - claimedAt >= this.settings.graceMs;
   }
 
-  async #releaseOrphan(agent: AgentAddress, row: SandboxRow, signal: AbortSignal): Promise<void> {
+  async #releaseOrphan(agent: AgentAddress, row: TolerantSandboxRow, signal: AbortSignal): Promise<void> {
     const { nodeClaims, metrics, logger, repair } = this.#options;
     await nodeClaims.release(agent, row.id, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
     const owner = parseNodeClaimRef(row.claim_ref);

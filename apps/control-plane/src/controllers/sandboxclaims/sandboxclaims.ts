@@ -97,7 +97,7 @@ export class SandboxClaims {
           return node !== undefined && address && vouched(node, address) === undefined ? [{ node, address }] : [];
         });
       },
-      nodeClaims: options.nodeClaims ?? new HttpNodeClaims(options.token),
+      nodeClaims: options.nodeClaims ?? new HttpNodeClaims(options.token, logger),
       metrics: this.metrics,
       logger: logger.child({ subsystem: 'janitor' }),
       clock: options.clock,

@@ -4,12 +4,12 @@
 // Both run once per node per reconcile (1 000 nodes: thousands of times a
 // second during a fan-out), so neither builds a key id inside a sort
 // comparator: ids are made once per entry, then sorted as plain strings.
-import { poolKeyId, type InventoryPool, type PoolTarget } from '@warmpool/api';
+import { poolKeyId, type AgentPoolTarget, type InventoryPool } from '@warmpool/api';
 import type { KeyDemand } from './plan.js';
 
 export interface DesiredSet {
   /** Sorted by pool key id; only targets > 0 (a key left out drains on the node). */
-  pools: PoolTarget[];
+  pools: AgentPoolTarget[];
   sig: string;
 }
 
@@ -21,13 +21,17 @@ export function desiredSetOf(
   const ids: string[] = [];
   for (const [keyId, warm] of held ?? []) if (warm > 0 && demands.has(keyId)) ids.push(keyId);
   ids.sort();
-  const pools: PoolTarget[] = [];
+  const pools: AgentPoolTarget[] = [];
   let sig = '';
   for (const keyId of ids) {
-    const { key } = demands.get(keyId) as KeyDemand;
+    const { key, options } = demands.get(keyId) as KeyDemand;
     const warm = held?.get(keyId) as number;
-    pools.push({ template: key.template, net: key.net, size: key.size, warm });
-    sig += sig === '' ? `${keyId}=${warm}` : `;${keyId}=${warm}`;
+    const pool: AgentPoolTarget = { template: key.template, net: key.net, size: key.size, warm, ...options };
+    // warm_max is a cap above the node's share: never below it (sandboxd refuses warm_max < warm for the whole PUT).
+    if (pool.warm_max !== undefined && pool.warm_max < warm) pool.warm_max = warm;
+    pools.push(pool);
+    const entry = optionsSig(pool) === '' ? `${keyId}=${warm}` : `${keyId}=${warm}${optionsSig(pool)}`;
+    sig += sig === '' ? entry : `;${entry}`;
   }
   return { pools, sig };
 }
@@ -40,4 +44,14 @@ export function reportedSig(pools: readonly InventoryPool[]): string {
   // compared with other reportedSig()s, never with a desired set's sig.
   entries.sort();
   return entries.join(';');
+}
+
+/** The options part of a pool's signature ('' when it has none, so sets without options keep their old signatures). */
+function optionsSig(pool: AgentPoolTarget): string {
+  let sig = '';
+  if (pool.warm_max !== undefined) sig += `,max=${pool.warm_max}`;
+  if (pool.idle_hibernate_seconds !== undefined) sig += `,hib=${pool.idle_hibernate_seconds}`;
+  if (pool.archive_after_seconds !== undefined) sig += `,arc=${pool.archive_after_seconds}`;
+  if (pool.archive_delete_after_seconds !== undefined) sig += `,del=${pool.archive_delete_after_seconds}`;
+  return sig;
 }

@@ -1,7 +1,14 @@
 // What the driver makes of the pools it sees: which it drives (their template
 // opts in and names a valid pool key), which it reports a problem on, and the
 // demand per sandboxd pool key. Pure; reads nothing but its arguments.
-import { poolKeyId, type PoolKey, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
+import {
+  poolKeyId,
+  poolOptionsOf,
+  type PoolKey,
+  type PoolOptions,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
 import { isDriven, poolKeyOf, replicasOf, TemplateKeyError } from '@warmpool/pool-model';
 
 interface PlanBase {
@@ -11,7 +18,14 @@ interface PlanBase {
 }
 
 export type PoolPlan =
-  | (PlanBase & { kind: 'driven'; key: PoolKey; keyId: string; replicas: number })
+  | (PlanBase & {
+      kind: 'driven';
+      key: PoolKey;
+      keyId: string;
+      replicas: number;
+      /** sandboxd's per-pool settings from the pool's annotations, else its template's (libs/api pool-options). */
+      options: PoolOptions;
+    })
   /**
    * The referenced SandboxTemplate does not exist: whose pool this is cannot be told, so only a condition is written.
    */
@@ -42,7 +56,27 @@ export function planPools(pools: readonly SandboxWarmPool[], template: TemplateL
     if (!isDriven(found)) continue;
     try {
       const key = poolKeyOf(found);
-      plans.push({ kind: 'driven', pool, ref, key, keyId: poolKeyId(key), replicas: replicasOf(pool) });
+      // A bad setting is refused like a bad key: reported on this pool, never pushed (sandboxd would refuse the node's
+      // whole PUT for it).
+      const options = poolOptionsOf(pool.metadata?.annotations, found.metadata?.annotations);
+      if (!options.ok) {
+        plans.push({
+          kind: 'invalid-template',
+          pool,
+          ref,
+          message: `SandboxWarmPool ${ref}: ${options.problems.join('; ')}`,
+        });
+        continue;
+      }
+      plans.push({
+        kind: 'driven',
+        pool,
+        ref,
+        key,
+        keyId: poolKeyId(key),
+        replicas: replicasOf(pool),
+        options: options.options,
+      });
     } catch (err) {
       if (!(err instanceof TemplateKeyError)) throw err;
       plans.push({ kind: 'invalid-template', pool, ref, message: err.message });
@@ -55,6 +89,8 @@ export interface KeyDemand {
   key: PoolKey;
   /** Σ replicas of the driven pools with this key: pools sharing a key share the node-level pool. */
   replicas: number;
+  /** The node-level pool's settings: those of the first pool (by namespace/name) sharing the key. */
+  options: PoolOptions;
 }
 
 export function demandsOf(plans: readonly PoolPlan[]): Map<string, KeyDemand> {
@@ -62,7 +98,8 @@ export function demandsOf(plans: readonly PoolPlan[]): Map<string, KeyDemand> {
   for (const plan of plans) {
     if (plan.kind !== 'driven') continue;
     const demand = demands.get(plan.keyId);
-    if (demand === undefined) demands.set(plan.keyId, { key: plan.key, replicas: plan.replicas });
+    if (demand === undefined)
+      demands.set(plan.keyId, { key: plan.key, replicas: plan.replicas, options: plan.options });
     else demand.replicas += plan.replicas;
   }
   return demands;
