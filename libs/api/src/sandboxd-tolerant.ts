@@ -13,51 +13,33 @@
 // rows with `claimed_at` optional, a list parsed row by row).
 import { z } from 'zod';
 import { ownerAddrSchema } from './owner-addr.js';
+import {
+  claimGrantSchema,
+  claimRedirectSchema,
+  sandboxdRowSchema,
+  type ClaimGrant,
+  type ClaimRedirect,
+  type SandboxdRow,
+} from './sandboxd.js';
 
-/** A claim sandboxd served. Only id, token and deadline are required; everything else it adds passes. */
-export const tolerantClaimResponseSchema = z
-  .object({
-    id: z.string().min(1),
-    token: z.string().min(1),
-    deadline: z.string().min(1),
-    /** host:port, or (with `client_advertise`) a full http(s) origin; absent on some daemons. */
-    owner_addr: z.string().optional(),
-  })
-  .loose();
-export type TolerantClaimResponse = z.output<typeof tolerantClaimResponseSchema>;
+// The shapes themselves are written once, in sandboxd.ts; these names say how warmpool reads them (extra fields
+// pass, only what warmpool depends on is required).
 
-/**
- * A claim sandboxd did not serve but points elsewhere (a warm miss with warm
- * peers, no golden, or at max_claims). warmpool places claims itself and
- * sends `no_redirect: true`, so this should not come back; when it does (an
- * older daemon), it is a refusal with candidates, never a served claim.
- */
-export const redirectAnswerSchema = z
-  .object({
-    redirect: z.array(z.string()),
-    require_promoted: z.boolean().optional(),
-  })
-  .loose();
-export type RedirectAnswer = z.output<typeof redirectAnswerSchema>;
+/** A claim sandboxd served (sandboxd.ts claimGrantSchema). */
+export const tolerantClaimResponseSchema = claimGrantSchema;
+export type TolerantClaimResponse = ClaimGrant;
 
 /**
- * One row of `GET /v1/sandboxes`, as warmpool reads it: id, deadline and the
- * pool key are what it depends on (lookups, leases, the inventory's entries
- * and per-key counts); `claimed_at` is optional (absent on claims recorded
- * before the field existed); anything else passes.
+ * A claim sandboxd did not serve but points elsewhere (sandboxd.ts claimRedirectSchema). warmpool places claims
+ * itself and sends `no_redirect: true`, so this should not come back; when it does, it is a refusal with
+ * candidates, never a served claim.
  */
-export const tolerantSandboxRowSchema = z
-  .object({
-    id: z.string().min(1),
-    key: z.object({ template: z.string(), net: z.string(), size: z.string() }).loose(),
-    deadline: z.string().min(1),
-    claimed_at: z.string().optional(),
-    claim_ref: z.string().optional(),
-    /** Only on `GET /v1/sandboxes/{id}` with the root token. */
-    token: z.string().optional(),
-  })
-  .loose();
-export type TolerantSandboxRow = z.output<typeof tolerantSandboxRowSchema>;
+export const redirectAnswerSchema = claimRedirectSchema;
+export type RedirectAnswer = ClaimRedirect;
+
+/** One row of `GET /v1/sandboxes` (sandboxd.ts sandboxdRowSchema): `claimed_at` optional, anything else passes. */
+export const tolerantSandboxRowSchema = sandboxdRowSchema;
+export type TolerantSandboxRow = SandboxdRow;
 
 /** The rows warmpool could read, and how many it had to skip (each lacked what warmpool depends on). */
 export interface SandboxRows {
