@@ -36,6 +36,10 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
         '500ms',
         '--claim-timeout',
         '30s',
+        // The daemon here boots cold in COLD_BOOT_MS: a node asked for a cold claim may serve it up to then (a worker
+        // that died after writing its choice ahead leaves the survivor waiting that long before trying elsewhere).
+        '--claim-cold-node-timeout',
+        `${COLD_BOOT_MS * 2}ms`,
         ...extraArgs,
       ],
       timeoutMs: 30_000,

@@ -221,8 +221,9 @@ export class BatchClaimer {
         return;
       }
       case 'busy':
+        // Taken over from a job that is gone: what its nodes hold was claimed for that job's callers, not fresh here.
         if ((await this.#waitForOther(job, work, state.reservation, ttlMs, emit)) && work.tried.length > 0)
-          await this.#askTried(job, work, work.tried, emit);
+          await this.#askTried(job, work, work.tried, emit, false);
         return;
     }
   }
@@ -380,6 +381,7 @@ export class BatchClaimer {
     work: Work,
     nodes: readonly TriedNode[],
     emit: (outcome: ClaimOutcome) => void,
+    sentByThisJob = true,
   ): Promise<void> {
     for (const tried of nodes) {
       if (work.outcome !== undefined) return;
@@ -403,7 +405,7 @@ export class BatchClaimer {
           await sleep(Math.min(LOOKUP_POLL_MS, Math.max(0, settledAt - Date.now())));
           rows = await this.#rowsOf(tried.address, work.nodeRef);
         }
-        if (await this.#adopt(job, work, tried, rows, emit)) return;
+        if (await this.#adopt(job, work, tried, rows, emit, sentByThisJob)) return;
       } catch (err) {
         this.#options.logger.warn(
           'cannot ask a node whether it holds a claim: failing it Timeout, its reservation kept',
@@ -428,6 +430,8 @@ export class BatchClaimer {
     tried: TriedNode,
     rows: readonly TolerantSandboxRow[],
     emit: (outcome: ClaimOutcome) => void,
+    /** The node claim was this job's own (any run of it): the adopted sandbox is fresh for its callers. */
+    sentByThisJob = false,
   ): Promise<boolean> {
     const [first, ...extra] = rows;
     for (const row of extra) {
@@ -448,7 +452,7 @@ export class BatchClaimer {
       deadline: full.deadline,
       owner_addr: this.#ownerAddrOf(tried.node),
     };
-    await this.#served(job, work, grantOf(job.data, work, tried, answer), tried, emit);
+    await this.#served(job, work, grantOf(job.data, work, tried, answer), tried, emit, sentByThisJob);
     return true;
   }
 
@@ -581,6 +585,7 @@ export class BatchClaimer {
     grant: ClaimRecord,
     tried: TriedNode,
     emit: (outcome: ClaimOutcome) => void,
+    /** Claimed on a node for this job (its callers'), not found there for someone else. */
     claimedNow = false,
   ): Promise<void> {
     if (work.outcome !== undefined) return;
@@ -603,7 +608,7 @@ export class BatchClaimer {
       work.keepReservation = true;
       return;
     }
-    // Fresh only for a node claim this run made: a claim found on a node may have been served for another caller.
+    // Fresh only for a node claim this job made: one found on a node may have been served for another caller.
     work.outcome = { ok: true, claimRef: work.claim.claimRef, grant, ...(claimedNow ? { fresh: true as const } : {}) };
     emit(work.outcome);
   }

@@ -11,13 +11,15 @@ import {
   CLAIM_FIELDS,
   DEFAULT_NET,
   DEFAULT_SIZE,
+  isSandboxNet,
+  isSandboxSize,
   KEY_PART_MAX_LENGTH,
   PRINTABLE_KEY_PART,
   type AgentClaimRequest,
 } from '@warmpool/api';
 import type { z } from 'zod';
 
-// The schema's rules, restated: keyPart is a printable string of 1..253 chars. A string
+// The schema's rules, restated: keyPart is a printable string of 1..253 chars; net and size are closed sets. A string
 // within the limits in UTF-16 units is within them in code points too.
 const CLAIM_REF_MAX = 512;
 
@@ -44,8 +46,9 @@ export function quickClaimRequest(json: unknown): AgentClaimRequest | undefined 
     no_redirect: noRedirect,
   } = json as Record<string, unknown>;
   if (!isKeyPart(template)) return undefined;
-  if (net !== undefined && !isKeyPart(net)) return undefined;
-  if (size !== undefined && !isKeyPart(size)) return undefined;
+  // net and size are closed sets (sandboxd refuses any other value).
+  if (net !== undefined && !(typeof net === 'string' && isSandboxNet(net))) return undefined;
+  if (size !== undefined && !(typeof size === 'string' && isSandboxSize(size))) return undefined;
   // Keys in the schema's order, so the body forwarded to sandboxd is byte for byte what zod's output encodes to.
   const claim: AgentClaimRequest = { template, net: net ?? DEFAULT_NET, size: size ?? DEFAULT_SIZE };
   if (ttl !== undefined) {
