@@ -499,15 +499,9 @@ export class SandboxApiServer {
     // however many replicas serve creates of that name at once.
     // A SandboxClaim of that name owns the name too (its Sandbox appears once it is served), as the claim API refuses
     // such a claimRef and #delete refuses to release its sandbox.
-    const sandboxClaims = this.#options.sandboxClaims;
-    if (sandboxClaims === undefined || !sandboxClaims.hasSynced())
-      throw new ApiError(
-        'ServiceUnavailable',
-        `the SandboxClaim cache is not synced yet: cannot tell whether sandbox "${name}" is a SandboxClaim's`,
-        { retryAfterSeconds: 1 },
-      );
+    const heldByClaim = this.#sandboxClaimNamed(namespace, name);
     if (
-      sandboxClaims.get(namespace, name) !== undefined ||
+      heldByClaim ||
       (await claims.lookup({ namespace, door: 'http' }, name)) !== undefined ||
       this.#options.view.get(namespace, name) !== undefined
     )
@@ -538,14 +532,8 @@ export class SandboxApiServer {
         'MethodNotAllowed',
         'delete needs provisioning (--redis-url): this control plane cannot release',
       );
-    const sandboxClaims = this.#options.sandboxClaims;
-    if (sandboxClaims === undefined || !sandboxClaims.hasSynced())
-      throw new ApiError(
-        'ServiceUnavailable',
-        `the SandboxClaim cache is not synced yet: cannot tell whether sandbox "${name}" is a SandboxClaim's`,
-        { retryAfterSeconds: 1 },
-      );
-    if (sandboxClaims.get(namespace, name) !== undefined)
+    const heldByClaim = this.#sandboxClaimNamed(namespace, name);
+    if (heldByClaim)
       throw new ApiError(
         'Conflict',
         `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (its finalizer releases the sandbox)`,
@@ -566,6 +554,18 @@ export class SandboxApiServer {
       code: 200,
     };
     this.#sendJson(res, 200, done);
+  }
+
+  /** Whether a SandboxClaim holds the name (its cache must be synced to tell: 503 until then). */
+  #sandboxClaimNamed(namespace: string, name: string): boolean {
+    const sandboxClaims = this.#options.sandboxClaims;
+    if (sandboxClaims === undefined || !sandboxClaims.hasSynced())
+      throw new ApiError(
+        'ServiceUnavailable',
+        `the SandboxClaim cache is not synced yet: cannot tell whether sandbox "${name}" is a SandboxClaim's`,
+        { retryAfterSeconds: 1 },
+      );
+    return sandboxClaims.get(namespace, name) !== undefined;
   }
 
   #sendCached(req: IncomingMessage, res: ServerResponse, document: unknown, etag: string): void {
