@@ -502,7 +502,7 @@ export class SandboxApiServer {
     const heldByClaim = this.#sandboxClaimNamed(namespace, name);
     if (
       heldByClaim ||
-      (await claims.lookup({ namespace, door: 'http' }, name)) !== undefined ||
+      (await claims.lookup({ namespace, door: 'http' }, name, { indexOnly: true })) !== undefined ||
       this.#options.view.get(namespace, name) !== undefined
     )
       throw alreadyExists(name);

@@ -120,7 +120,7 @@ export class EnvClaimRouter {
     const { registry } = this.#o;
     this.#env(order.namespace, order.env);
     // The same claimRef again answers the claim it already has, wherever it is served.
-    const known = await this.#o.claims.lookup(order.scope, order.claimRef);
+    const known = await this.#o.claims.lookup(order.scope, order.claimRef, { indexOnly: true });
     if (known !== undefined) {
       if (known.owner !== ownerMark(order.owner))
         throw new ClaimFailure('ClaimRefInUse', `claimRef ${order.claimRef} is held by another owner`);

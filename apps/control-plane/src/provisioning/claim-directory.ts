@@ -9,7 +9,7 @@ import { messageOf, type Logger } from '@warmpool/runtime';
 import type { AgentClaims } from './agent-claims.js';
 import type { AgentAddress } from './batch-claimer.js';
 import type { ClaimIndex } from './claim-index.js';
-import { ClaimFailure, type ClaimGrant, type ClaimScope } from './claim-service.js';
+import { ClaimFailure, type ClaimGrant, type ClaimScope, type LookupOptions } from './claim-service.js';
 
 export interface ClaimDirectoryOptions {
   index: ClaimIndex;
@@ -31,7 +31,7 @@ export class ClaimDirectory {
   }
 
   /** The live claim by id or claimRef within its scope; undefined when no node holds it. */
-  async lookup(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimGrant | undefined> {
+  async lookup(scope: ClaimScope, idOrClaimRef: string, options: LookupOptions = {}): Promise<ClaimGrant | undefined> {
     let indexReachable = true;
     try {
       const known = await this.#options.index.lookup(scope, idOrClaimRef);
@@ -40,6 +40,7 @@ export class ClaimDirectory {
       indexReachable = false;
       this.#options.logger.debug('claim index not reachable: asking the nodes', { err: messageOf(err) });
     }
+    if (options.indexOnly === true) return undefined;
     const found = await this.#findOnNodes(scope, idOrClaimRef);
     if (found !== undefined && indexReachable)
       await this.#options.index

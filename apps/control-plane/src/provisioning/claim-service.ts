@@ -106,6 +106,14 @@ export interface ServedGrant extends ClaimGrant {
   fresh?: true;
 }
 
+export interface LookupOptions {
+  /**
+   * Only the index, never the nodes: for a "was it served already?" check in front of a claim, which settles
+   * exactly once itself (a miss that lists every node would cost each new claim a fleet-wide listing).
+   */
+  indexOnly?: boolean;
+}
+
 export interface ClaimCallOptions {
   /** The caller gave up: an unanswered claim is released when it lands (see claim()). */
   signal?: AbortSignal;
@@ -142,7 +150,7 @@ export interface ClaimService {
    * shared index, else from the nodes (the source of truth; what they hold is
    * recorded again). Undefined when no node holds it.
    */
-  lookup(scope: ClaimScope, idOrClaimRef: string): Promise<ClaimGrant | undefined>;
+  lookup(scope: ClaimScope, idOrClaimRef: string, options?: LookupOptions): Promise<ClaimGrant | undefined>;
   /** Renews on its node; answers the granted deadline. Rejects ClaimFailure('ClaimNotFound') when gone. */
   renew(scope: ClaimScope, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }>;
   /** Releases on its node and drops it from the index; false when there was nothing to release. */

@@ -34,6 +34,7 @@ import {
   type ClaimOrder,
   type ClaimScope,
   type ClaimService,
+  type LookupOptions,
 } from './claim-service.js';
 import { ClaimWorker } from './claim-worker.js';
 import { ProvisionerController } from './controller.js';
@@ -292,7 +293,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     claimEventsKey: index.eventsKey,
     start,
     claim,
-    lookup: (scope: ClaimScope, id: string) => directory.lookup(scope, id),
+    lookup: (scope: ClaimScope, id: string, lookupOptions?: LookupOptions) =>
+      directory.lookup(scope, id, lookupOptions),
     renew: (scope: ClaimScope, id: string, ttlSeconds: number) => directory.renew(scope, id, ttlSeconds),
     release: (scope: ClaimScope, id: string) => directory.release(scope, id),
     notReadyReasons,
