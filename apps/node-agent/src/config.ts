@@ -23,9 +23,10 @@ export const FLAGS = {
   },
   sandboxdUrl: {
     kind: 'string',
-    description: "This node's sandboxd: http://HOST:PORT or unix:/path/to/socket",
+    description:
+      "This node's sandboxd: http://HOST:PORT or unix:/path/to/socket (default: sandboxd's own default listen, :7777, on loopback)",
     env: 'SANDBOXD_URL',
-    default: 'http://127.0.0.1:7070',
+    default: 'http://127.0.0.1:7777',
   },
   tokenFile: {
     kind: 'string',

@@ -11,7 +11,7 @@ describe('node agent configuration', () => {
     const config = configOf(['--node-name', 'n1']);
     expect(config).toMatchObject({
       listen: '0.0.0.0:7071',
-      sandboxdUrl: 'http://127.0.0.1:7070',
+      sandboxdUrl: 'http://127.0.0.1:7777',
       publishInterval: 30_000,
       minPublishGap: 5_000,
       pollInterval: 1_000,

@@ -1,42 +1,28 @@
-// SandboxdVariant: a scripted stand-in for behaviours of the real sandboxd
-// (cocoonstack/sandbox, docs/sandboxd-api.md) that fake-sandboxd does not
-// have yet. It sits in front of a real fake-sandboxd (which keeps the state:
-// pools, claims, leases) and rewrites what goes by: a redirect answer instead
-// of a claim, claim answers with extra fields or another owner_addr, list rows
-// with extra fields and without claimed_at, a `?claim_ref=` filter ignored, a
-// tenant token's 403 on the operator routes, slow claims. Interim, for the
-// specs of "Meet the real sandboxd", until fake-sandboxd's own switches land.
+// SandboxdVariant: a scripted stand-in in front of a real fake-sandboxd (which
+// keeps the state: pools, claims, leases), only for answers the fake cannot
+// give. Every variant of the real daemon the fake has a switch for (mesh,
+// owner_addr absent or a URL, rows without claimed_at, an older daemon,
+// tenants, slow boots and trims: docs/sandboxd.md) is tested on the fake
+// itself. What is left here: a redirect answer despite `no_redirect` (the real
+// daemon and the fake honour it), claim answers with fields the fake never
+// adds (template_digest, volumes, net_route) or an owner_addr switched in
+// mid-life, list rows with extra fields or broken (no id), and a record of the
+// claim and pool bodies the agent forwards (the fake, as the daemon, echoes no
+// pool settings).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface SandboxdVariantBehaviour {
-  /** Claims answer 200 `{"redirect": [...]}` and are not forwarded (nothing is claimed). */
+  /** Claims answer 200 `{"redirect": [...]}` even with `no_redirect`, and are not forwarded (nothing is claimed). */
   redirectClaims?: string[];
-  /** Only the next this many claims answer the redirect (counted down); every claim when absent. */
-  redirectNext?: number;
   /** Fields added to every served claim answer (e.g. template_digest, volumes, net_route). */
   claimExtras?: Record<string, unknown>;
   /** Replaces `owner_addr` in served claim answers; null removes it. */
   ownerAddr?: string | null;
   /** Fields added to every list row. */
   rowExtras?: Record<string, unknown>;
-  /** List rows lose `claimed_at`. */
-  dropClaimedAt?: boolean;
   /** Rows appended to every list as they are (e.g. one without an id). */
   extraRows?: unknown[];
-  /** `GET /v1/sandboxes?claim_ref=` answers the whole list (an older daemon). */
-  ignoreClaimRefFilter?: boolean;
-  /** The operator routes (/v1/info, PUT /v1/pools, drain) answer 403, as to a tenant token. */
-  tenantToken?: boolean;
-  /** Served claims answer this much later (the claim itself is made at once, as a slow cold boot that lands). */
-  claimDelayMs?: number;
-  /**
-   * Claims reach the daemon behind only this much later (a cold boot: nothing is listed under its claim_ref until it
-   * lands), whether or not the caller is still there.
-   */
-  claimLandsAfterMs?: number;
-  /** PUT /v1/pools answers this much later (a real sandboxd waits for the VMs it trims); applied at once. */
-  poolsDelayMs?: number;
 }
 
 export interface SandboxdVariant {
@@ -52,8 +38,6 @@ export interface SandboxdVariant {
   readonly calls: string[];
   close(): Promise<void>;
 }
-
-const OPERATOR_ROUTES = /^(GET \/v1\/info|PUT \/v1\/pools|POST \/v1\/drain|DELETE \/v1\/drain)$/;
 
 /** Starts a SandboxdVariant on loopback in front of `upstream` (a fake-sandboxd's http:// URL). */
 export async function startSandboxdVariant(
@@ -103,18 +87,11 @@ async function serve(
   variant.calls.push(`${req.method ?? ''} ${url.pathname}${url.search}`);
   const body = await readBody(req);
   const route = `${req.method ?? ''} ${url.pathname}`;
-  if (b.tenantToken === true && OPERATOR_ROUTES.test(route))
-    return json(res, 403, { error: 'forbidden: operator route needs the root api_token' });
   if (route === 'POST /v1/claim') {
     variant.claimBodies.push(safeJson(body));
-    if (b.redirectClaims !== undefined && (b.redirectNext === undefined || b.redirectNext > 0)) {
-      if (b.redirectNext !== undefined) b.redirectNext--;
-      return json(res, 200, { redirect: b.redirectClaims });
-    }
-    if (b.claimLandsAfterMs !== undefined) await new Promise((resolve) => setTimeout(resolve, b.claimLandsAfterMs));
+    if (b.redirectClaims !== undefined) return json(res, 200, { redirect: b.redirectClaims });
   }
   if (route === 'PUT /v1/pools') variant.poolsBodies.push(safeJson(body));
-  if (route === 'GET /v1/sandboxes' && b.ignoreClaimRefFilter === true) url.searchParams.delete('claim_ref');
   const headers: Record<string, string> = {};
   for (const name of ['authorization', 'content-type']) {
     const value = req.headers[name];
@@ -126,23 +103,16 @@ async function serve(
     ...(body.length > 0 ? { body } : {}),
   });
   const text = await answer.text();
-  if (route === 'PUT /v1/pools' && b.poolsDelayMs !== undefined)
-    await new Promise((resolve) => setTimeout(resolve, b.poolsDelayMs));
   if (answer.status === 200 && route === 'POST /v1/claim') {
     const claim = safeJson(text) as Record<string, unknown>;
     Object.assign(claim, b.claimExtras ?? {});
     if (b.ownerAddr === null) delete claim['owner_addr'];
     else if (b.ownerAddr !== undefined) claim['owner_addr'] = b.ownerAddr;
-    if (b.claimDelayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, b.claimDelayMs));
     return json(res, 200, claim);
   }
   if (answer.status === 200 && route === 'GET /v1/sandboxes') {
     const list = safeJson(text) as { sandboxes: Array<Record<string, unknown>> };
-    const rows: unknown[] = list.sandboxes.map((row) => {
-      const out = { ...row, ...(b.rowExtras ?? {}) };
-      if (b.dropClaimedAt === true) delete out['claimed_at'];
-      return out;
-    });
+    const rows: unknown[] = list.sandboxes.map((row) => ({ ...row, ...(b.rowExtras ?? {}) }));
     rows.push(...(b.extraRows ?? []));
     return json(res, 200, { sandboxes: rows });
   }

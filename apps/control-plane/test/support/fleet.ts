@@ -51,14 +51,22 @@ export interface FleetOptions {
    */
   sandboxdArgs?: string[];
   /**
-   * Per node index: its agent talks to a SandboxdVariant in front of its fake-sandboxd, which behaves like the real
-   * sandboxd where the fake does not yet (redirects, extra fields, an ignored claim_ref filter, …).
+   * Per node index: fake-sandboxd flags for that node only (after sandboxdArgs, so they win), e.g. one of the real
+   * daemon's variants (`['--older-daemon']`, `['--redirect-peers', '10.0.0.6:7777']`, `['--cold-boot-ms', '3000']`).
+   */
+  nodeSandboxdArgs?: Record<number, string[]>;
+  /**
+   * Per node index: its agent talks to a SandboxdVariant in front of its fake-sandboxd, for the answers the fake
+   * cannot give (a redirect despite `no_redirect`, fields the fake never adds, a row without an id) and to record the
+   * bodies the agent forwards. Every variant the fake has a switch for is set with nodeSandboxdArgs instead.
    */
   variants?: Record<number, SandboxdVariantBehaviour>;
 }
 
 export class FleetNode {
   readonly name: string;
+  /** Its index in the fleet (node-<index>). */
+  readonly index: number;
   agentPort: number;
   sandboxdPort: number;
   readonly #options: FleetOptions;
@@ -69,9 +77,10 @@ export class FleetNode {
   readonly #agents: NodeScript[] = [];
   #runs = 0;
 
-  constructor(options: FleetOptions, name: string, agentPort: number, sandboxdPort: number) {
+  constructor(options: FleetOptions, index: number, agentPort: number, sandboxdPort: number) {
     this.#options = options;
-    this.name = name;
+    this.index = index;
+    this.name = `node-${index}`;
     this.agentPort = agentPort;
     this.sandboxdPort = sandboxdPort;
   }
@@ -94,6 +103,7 @@ export class FleetNode {
           '--log-level',
           'warn',
           ...(this.#options.sandboxdArgs ?? []),
+          ...(this.#options.nodeSandboxdArgs?.[this.index] ?? []),
         ],
         logFile: join(this.#options.dir, `${this.name}-sandboxd-${++this.#runs}.log`),
       });
@@ -283,8 +293,7 @@ export class Fleet {
 export async function startFleet(options: FleetOptions): Promise<Fleet> {
   requireBuilt();
   const nodes: FleetNode[] = [];
-  for (let i = 0; i < options.count; i++)
-    nodes.push(new FleetNode(options, `node-${i}`, await quietPort(), await quietPort()));
+  for (let i = 0; i < options.count; i++) nodes.push(new FleetNode(options, i, await quietPort(), await quietPort()));
   const fleet = new Fleet(nodes);
   try {
     const kubeConfig = new KubeConfig();
