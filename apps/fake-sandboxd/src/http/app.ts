@@ -16,7 +16,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { SandboxdRefusal, type RefusalReason } from '../core/errors.js';
 import type { FakeSandboxd } from '../core/fake-sandboxd.js';
 import { RootAuth, type Caller } from './auth.js';
-import { GoMuxFallback } from './go-mux.js';
+import { goMuxFallback } from './go-mux.js';
 import { NodeMetrics } from './metrics.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
@@ -61,9 +61,7 @@ export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOption
   const logger = options.logger ?? silentLogger;
   let metrics: NodeMetrics | undefined;
   const app = new Hono<Env>();
-  const fallback = new GoMuxFallback();
   const route = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, ...handlers: Handler<Env>[]): void => {
-    fallback.add(method, path);
     app.on(method, [path], ...handlers);
   };
 
@@ -177,7 +175,7 @@ export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOption
     return c.text(await metrics.render(), 200, { 'content-type': metrics.contentType });
   });
 
-  app.notFound((c) => fallback.answer(c));
+  app.notFound(goMuxFallback(app));
   app.onError((err, c) => {
     logger.error('request failed', { err, path: c.req.path });
     return fail(c, 500, 'internal error');
