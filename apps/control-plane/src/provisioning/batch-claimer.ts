@@ -24,6 +24,7 @@
 // - A refusal (429, a redirect answer) claimed nothing: the next node is asked
 //   at once, without a lookup.
 import {
+  claimNameOf,
   parseNodeClaimRef,
   type BatchJob,
   type BatchProgress,
@@ -49,7 +50,13 @@ import {
   type Plan,
   type Work,
 } from './batch-work.js';
-import type { ClaimIndex, Reservation, ReserveEntry, ReserveResult } from './claim-index.js';
+import {
+  scopeOfNodeClaim,
+  type ClaimIndex,
+  type Reservation,
+  type ReserveEntry,
+  type ReserveResult,
+} from './claim-index.js';
 import type { ProvisioningMetrics } from './metrics.js';
 import type { Choice, Placement, PlacementRound } from './placement.js';
 
@@ -492,12 +499,7 @@ export class BatchClaimer {
         for (const row of rows) {
           const owner = parseNodeClaimRef(row.claim_ref);
           if (owner === undefined || owner.namespace !== job.data.namespace) continue;
-          const work = byScopedRef.get(
-            scopedRefOf(
-              { namespace: owner.namespace, door: owner.door, ...(owner.door === 'fed' ? { peer: owner.peer } : {}) },
-              owner.door === 'crd' ? owner.name : owner.claimRef,
-            ),
-          );
+          const work = byScopedRef.get(scopedRefOf(scopeOfNodeClaim(owner), claimNameOf(owner).name));
           if (work === undefined || work.outcome !== undefined) continue;
           if (row.claim_ref !== work.nodeRef) {
             fail(work, 'ClaimRefInUse', `claimRef ${work.claim.claimRef} is held by another owner`);

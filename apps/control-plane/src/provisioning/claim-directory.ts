@@ -4,7 +4,13 @@
 // expired before a renewal made at the node) is found on its node by its
 // claim_ref or id, recorded again, and served as before; an absence in Redis
 // never means "released".
-import { parseNodeClaimRef, type ClaimRecord, type NodeClaimOwner, type TolerantSandboxRow } from '@warmpool/api';
+import {
+  claimNameOf,
+  parseNodeClaimRef,
+  type ClaimRecord,
+  type NodeClaimOwner,
+  type TolerantSandboxRow,
+} from '@warmpool/api';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import type { AgentClaims } from './agent-claims.js';
 import type { AgentAddress } from './batch-claimer.js';
@@ -130,7 +136,7 @@ export class ClaimDirectory {
       namespace: owner.namespace,
       // A SandboxClaim's pool is in its spec, not on the node.
       warmPool: owner.door === 'crd' ? '' : owner.pool,
-      claimRef: owner.door === 'crd' ? owner.name : owner.claimRef,
+      claimRef: claimNameOf(owner).name,
       tier: 'warm',
       door: owner.door,
       owner: markOf(owner),
@@ -183,7 +189,7 @@ function matches(row: TolerantSandboxRow, scope: ClaimScope, idOrClaimRef: strin
   const owner = parseNodeClaimRef(row.claim_ref);
   if (owner === undefined || owner.door !== scope.door || owner.namespace !== scope.namespace) return false;
   if (owner.door === 'fed' && owner.peer !== scope.peer) return false;
-  return row.id === idOrClaimRef || (owner.door === 'crd' ? owner.name : owner.claimRef) === idOrClaimRef;
+  return row.id === idOrClaimRef || claimNameOf(owner).name === idOrClaimRef;
 }
 
 export function markOf(owner: NodeClaimOwner): string {

@@ -16,7 +16,14 @@
 //                                   new reservation is not proof that no node holds the claim until IndexRepair has
 //                                   swept every node again
 import { randomUUID } from 'node:crypto';
-import { claimRecordSchema, triedNodeSchema, type ClaimEvent, type ClaimRecord, type TriedNode } from '@warmpool/api';
+import {
+  claimRecordSchema,
+  triedNodeSchema,
+  type ClaimEvent,
+  type ClaimRecord,
+  type NodeClaimOwner,
+  type TriedNode,
+} from '@warmpool/api';
 import { sleep } from '@warmpool/kube';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -73,6 +80,15 @@ export function scopeOf(record: Pick<ClaimRecord, 'namespace' | 'door' | 'peer'>
     door: record.door,
     ...(record.peer !== undefined ? { peer: record.peer } : {}),
   };
+}
+
+/** The scope a node's claim_ref names (its front door, namespace and peer). */
+export function scopeOfNodeClaim(owner: NodeClaimOwner): ClaimScope {
+  return scopeOf({
+    namespace: owner.namespace,
+    door: owner.door,
+    ...(owner.door === 'fed' ? { peer: owner.peer } : {}),
+  });
 }
 
 /**

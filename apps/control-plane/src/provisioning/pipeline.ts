@@ -18,7 +18,7 @@ import { messageOf, type Clock, type Logger } from '@warmpool/runtime';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
+import { vouchedAgents, type AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import type { NodeView } from '../controllers/warmpool/nodes.js';
 import { bullConnection, connect, describeRedis, type RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../token.js';
@@ -99,7 +99,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   const index = new ClaimIndex(redis, { prefix: `${prefix}:index:` });
   const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs, logger });
-  const nodes = (): AgentAddress[] => vouchedAgents(options.inventories, options.addresses());
+  const nodes = (): AgentAddress[] => vouchedAgents(options.inventories.lister, options.addresses());
   const ownerAddrOf = nodeOwnerAddrs(options.inventories.lister);
   const directory = new ClaimDirectory({ index, agents, nodes, ownerAddrOf, logger });
   const metrics = new ProvisioningMetrics(options.registry, async () => {
@@ -300,15 +300,6 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     notReadyReasons,
     close,
   };
-}
-
-/** The node agents whose NodeInventory address their Node vouches for. */
-function vouchedAgents(inventories: Informer<NodeInventory>, vouched: AddressCheck): AgentAddress[] {
-  return inventories.lister.list().flatMap((inventory) => {
-    const node = inventory.metadata?.name;
-    const address = inventory.spec?.address;
-    return node !== undefined && address && vouched(node, address) === undefined ? [{ node, address }] : [];
-  });
 }
 
 /**

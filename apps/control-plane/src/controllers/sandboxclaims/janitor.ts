@@ -21,7 +21,7 @@ import {
 } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
-import { scopeOf, type ClaimIndex } from '../../provisioning/claim-index.js';
+import { scopeOfNodeClaim, type ClaimIndex } from '../../provisioning/claim-index.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import type { AgentAddress, NodeClaims } from './node-claims.js';
 
@@ -179,7 +179,7 @@ export class ClaimJanitor {
         result.released++;
         continue;
       }
-      const known = await repair.index.lookup(scopeOfOwner(owner), row.id);
+      const known = await repair.index.lookup(scopeOfNodeClaim(owner), row.id);
       if (known !== undefined) continue;
       const record = await repair.recordOf(agent, row);
       if (record !== undefined && (await repair.index.record(record, '')).ok) result.recorded++;
@@ -202,7 +202,7 @@ export class ClaimJanitor {
     await nodeClaims.release(agent, row.id, AbortSignal.any([signal, AbortSignal.timeout(this.settings.timeoutMs)]));
     const owner = parseNodeClaimRef(row.claim_ref);
     if (owner !== undefined) {
-      const known = await repair.index.lookup(scopeOfOwner(owner), row.id).catch(() => undefined);
+      const known = await repair.index.lookup(scopeOfNodeClaim(owner), row.id).catch(() => undefined);
       if (known !== undefined) await repair.index.drop(known).catch(() => undefined);
     }
     metrics.janitorReleased();
@@ -212,12 +212,4 @@ export class ClaimJanitor {
       claimRef: row.claim_ref,
     });
   }
-}
-
-function scopeOfOwner(owner: NodeClaimOwner): ReturnType<typeof scopeOf> {
-  return scopeOf({
-    namespace: owner.namespace,
-    door: owner.door,
-    ...(owner.door === 'fed' ? { peer: owner.peer } : {}),
-  });
 }

@@ -22,7 +22,7 @@ import {
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
-import type { AddressCheck } from '../warmpool/node-addresses.js';
+import { vouchedAgents, type AddressCheck } from '../warmpool/node-addresses.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { ClaimRepair } from './janitor.js';
 import type { TokenSource } from '../../token.js';
@@ -89,14 +89,7 @@ export class SandboxClaims {
       repair: options.repair,
       cache: this.informer.lister,
       cacheSynced: () => this.informer.hasSynced(),
-      agents: () => {
-        const vouched = options.addresses();
-        return options.inventories.lister.list().flatMap((inventory) => {
-          const node = inventory.metadata.name;
-          const address = inventory.spec?.address;
-          return node !== undefined && address && vouched(node, address) === undefined ? [{ node, address }] : [];
-        });
-      },
+      agents: () => vouchedAgents(options.inventories.lister, options.addresses()),
       nodeClaims: options.nodeClaims ?? new HttpNodeClaims(options.token, logger),
       metrics: this.metrics,
       logger: logger.child({ subsystem: 'janitor' }),

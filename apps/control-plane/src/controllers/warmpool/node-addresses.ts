@@ -6,7 +6,8 @@
 // the host network, or the local stack), or the IP of a node-agent pod the
 // apiserver has scheduled on that node (the chart's DaemonSet advertises its
 // pod IP). Neither is writable with an agent's token.
-import type { KubeNode, KubeObject, KubePod } from '@warmpool/api';
+import type { KubeNode, KubeObject, KubePod, NodeInventory } from '@warmpool/api';
+import type { Lister } from '@warmpool/kube';
 import { parseHostPort } from '@warmpool/runtime';
 
 /** Why `address` is not `node`'s, or undefined when it is. */
@@ -113,4 +114,16 @@ export function podPlacementChanged(old: KubePod, next: KubePod): boolean {
     old.status?.phase !== next.status?.phase ||
     old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp
   );
+}
+
+/** The node agents whose NodeInventory address their Node vouches for: the only ones called with the fleet token. */
+export function vouchedAgents(
+  inventories: Lister<NodeInventory>,
+  vouched: AddressCheck,
+): Array<{ node: string; address: string }> {
+  return inventories.list().flatMap((inventory) => {
+    const node = inventory.metadata?.name;
+    const address = inventory.spec?.address;
+    return node !== undefined && address && vouched(node, address) === undefined ? [{ node, address }] : [];
+  });
 }
