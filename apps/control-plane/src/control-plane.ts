@@ -45,7 +45,7 @@ import type { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import { GenerationSource, type EpochStore } from './generation/generation.js';
 import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
-import type { AccessReviewer } from './http/claims/access-review.js';
+import type { AccessReviewer } from '@warmpool/kube';
 import { createServedClaimApi } from './http/claims/served.js';
 import { createHealthApp, replicaHealth } from './http/health.js';
 import { Campaign } from './leadership/campaign.js';

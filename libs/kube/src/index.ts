@@ -13,3 +13,4 @@ export * from './lister.js';
 export * from './informer.js';
 export * from './leader-election.js';
 export * from './kubeconfig.js';
+export * from './access-review.js';

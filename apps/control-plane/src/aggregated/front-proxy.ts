@@ -12,7 +12,7 @@ import type { KubeTransport } from '@warmpool/kube';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import { z } from 'zod';
-import type { UserInfo } from '../http/claims/access-review.js';
+import type { UserInfo } from '@warmpool/kube';
 
 export const AUTHENTICATION_CONFIGMAP = {
   namespace: 'kube-system',

@@ -18,7 +18,7 @@ import type { ProvisioningPipeline } from '../provisioning/pipeline.js';
 import type { ClaimGrant } from '../provisioning/claim-service.js';
 import type { RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../token.js';
-import { KubeAccessReviewer } from '../http/claims/access-review.js';
+import { KubeAccessReviewer } from '@warmpool/kube';
 import { ClaimFeed } from './claim-feed.js';
 import { RequestHeaderSource } from './front-proxy.js';
 import { enrichFromIndex } from './index-enricher.js';

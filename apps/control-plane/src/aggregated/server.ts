@@ -21,7 +21,7 @@ import {
 } from '@warmpool/api';
 import { messageOf, readIncomingJson, UNREADABLE, type HostPort, type Logger } from '@warmpool/runtime';
 import { randomBytes } from 'node:crypto';
-import { ReviewUnavailable, type UserInfo } from '../http/claims/access-review.js';
+import { ReviewUnavailable, type UserInfo } from '@warmpool/kube';
 import { ClaimFailure, type ClaimService } from '../provisioning/claim-service.js';
 import {
   API_GROUP,

@@ -33,7 +33,7 @@ import {
   type ClaimService,
 } from '../../provisioning/claim-service.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
-import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from './access-review.js';
+import { ReviewUnavailable, type AccessReviewer, type ClaimVerb, type UserInfo } from '@warmpool/kube';
 import { claimApiDocument } from './openapi.js';
 
 const MAX_BODY_BYTES = 64 * 1024;

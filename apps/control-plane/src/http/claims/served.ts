@@ -11,7 +11,7 @@ import type { Federation } from '../../federation/federation.js';
 import { EnvClaimRouter, type EnvClaimRouterOptions } from '../../federation/router.js';
 import type { PeerCredentials } from '../../federation/peers.js';
 import type { ProvisioningPipeline } from '../../provisioning/pipeline.js';
-import { KubeAccessReviewer, type AccessReviewer } from './access-review.js';
+import { KubeAccessReviewer, type AccessReviewer } from '@warmpool/kube';
 import { createClaimApi } from './app.js';
 
 export interface ServedClaimApiOptions {

@@ -1,14 +1,13 @@
 // Who is calling and what they may do, asked of the apiserver: a TokenReview
-// for the bearer token, a SubjectAccessReview for (namespace, verb) on
-// sandboxclaims.extensions.agents.x-k8s.io — the same RBAC that lets someone
-// create SandboxClaims lets them claim over HTTP. Decisions (allow and deny
+// for the bearer token, a SubjectAccessReview for (namespace, verb) on one
+// resource (sandboxclaims.extensions.agents.x-k8s.io by default — the same RBAC
+// that lets someone create SandboxClaims lets them claim over HTTP). Decisions (allow and deny
 // alike) are cached for at most `ttlMs` (10 s by default, the most the API
 // promises), keyed by a hash of the token, never the token itself;
 // concurrent identical questions share one review.
 import { createHash } from 'node:crypto';
 import { EXTENSIONS_GROUP } from '@warmpool/api';
-import type { KubeTransport } from '@warmpool/kube';
-import { messageOf } from '@warmpool/runtime';
+import type { KubeTransport } from './transport.js';
 
 export const CLAIM_RESOURCE = 'sandboxclaims';
 export type ClaimVerb = 'create' | 'get' | 'update' | 'delete';
@@ -116,7 +115,10 @@ export class KubeAccessReviewer implements AccessReviewer {
     try {
       return await this.#transport.request<T>({ method: 'POST', path, body });
     } catch (err) {
-      throw new ReviewUnavailable(`the apiserver could not review the request: ${messageOf(err)}`, { cause: err });
+      throw new ReviewUnavailable(
+        `the apiserver could not review the request: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
   }
 
