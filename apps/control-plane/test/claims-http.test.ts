@@ -1,4 +1,4 @@
-// The HTTP claim API end to end (shared/specs/api.md, "The claim API"): a real
+// The HTTP claim API end to end (docs/claim-api.md): a real
 // kube-apiserver (TokenReview, SubjectAccessReview, RBAC), a real Redis, three
 // real node agents each in front of a fake-sandboxd, and two control-plane
 // replicas in this process sharing that Redis. What the nodes hold is read

@@ -1,4 +1,4 @@
-// The federation record (api.md, "Federation records"): one per (cluster,
+// The federation record (docs/federation.md, "Keys on the hub"): one per (cluster,
 // namespace, env, member pool), shared through Redis keys with a TTL, never
 // through etcd. Written once here: the Redis transport validates what it reads
 // with the schema, the registry core holds it, SandboxEnv status mirrors it.

@@ -1,4 +1,4 @@
-// The HTTP claim API (shared/specs/api.md, "The claim API"), served by every
+// The HTTP claim API (docs/claim-api.md), served by every
 // replica. Every request is authenticated first, whatever its path: a
 // configured peer cluster's token makes it that peer's (no TokenReview), any
 // other token is reviewed by the apiserver (TokenReview). Each route then
