@@ -67,7 +67,7 @@ describe('examples/', () => {
       },
       { timeoutMs: 60_000, what: 'SandboxWarmPool team-a/python ready' },
     );
-  });
+  }, 90_000);
 
   it("the SandboxClaim turns Ready and its Secret holds the sandbox's token", async () => {
     await eventually(
@@ -90,7 +90,7 @@ describe('examples/', () => {
     expect(Object.keys(data).sort()).toEqual(['deadline', 'id', 'node', 'ownerAddr', 'token']);
     expect(data['id']).toMatch(/^sb_/);
     expect(data['token']).not.toBe('');
-  });
+  }, 90_000);
 
   it('the SandboxEnv gets its scaling groups in status', async () => {
     await eventually(
@@ -100,7 +100,7 @@ describe('examples/', () => {
       },
       { timeoutMs: 60_000, what: 'SandboxEnv team-a/python status' },
     );
-  });
+  }, 90_000);
 
   it("the claimer's RBAC allows what the claim API and SandboxClaims need, and no more", async () => {
     const canI = async (verb: string, resource: string): Promise<string> => {
