@@ -60,7 +60,11 @@ export function valuesTable(text) {
       above.unshift(comment[2].trim());
     }
     const description = [...above, inline].filter((part) => part !== '').join(' ');
-    const section = value === '' && at(values, path) !== null && typeof at(values, path) === 'object' && !Array.isArray(at(values, path));
+    const section =
+      value === '' &&
+      at(values, path) !== null &&
+      typeof at(values, path) === 'object' &&
+      !Array.isArray(at(values, path));
     if (section && Object.keys(at(values, path)).length > 0) {
       if (description !== '') rows.push(`| \`${path.join('.')}\` | | ${cell(description)} |`);
       continue;
