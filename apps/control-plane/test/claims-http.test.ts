@@ -156,7 +156,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       );
     });
 
-    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404, and neither without a token', async () => {
+    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404 NotFound, and neither without a token', async () => {
       const cases: Array<[string, string, string]> = [
         ['PUT', claimsPath(), 'POST'],
         ['GET', claimsPath(), 'POST'],
@@ -172,6 +172,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       }
       const unknown = await callClaims(urlOf(a), 'GET', '/v2/claims', allowed);
       expect(unknown.status).toBe(404);
+      expect(claimErrorBodySchema.parse(unknown.body).reason).toBe('NotFound');
       // Authentication comes first: a caller without a token learns nothing about the routes.
       expect((await callClaims(urlOf(a), 'PUT', claimsPath(), undefined)).status).toBe(401);
     });

@@ -39,6 +39,7 @@ CLAIM_FAILURE_REASONS = frozenset(
         "Unavailable",
         "Timeout",
         "MethodNotAllowed",
+        "NotFound",
     }
 )
 

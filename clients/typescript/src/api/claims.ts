@@ -99,6 +99,8 @@ export const CLAIM_FAILURE_REASONS = [
   'Timeout',
   // HTTP only: the path exists, the method does not (the answer's Allow lists the ones that do).
   'MethodNotAllowed',
+  // HTTP only: no such path.
+  'NotFound',
 ] as const;
 export type ClaimFailureReason = (typeof CLAIM_FAILURE_REASONS)[number];
 
