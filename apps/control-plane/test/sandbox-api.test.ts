@@ -607,6 +607,44 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     }
   });
 
+  it("through the aggregator, a watch with nothing to report gets its headers at once, and a bookmark when it asks (client-go's Watch() with a deadline)", async () => {
+    // As upstream's Go client does: list, then watch from the list's resourceVersion, in a namespace where nothing
+    // happens. The apiserver's proxy passes the headers on only once the extension server has sent them.
+    const empty = await world.namespace('no-sandboxes');
+    const list = JSON.parse(
+      await kubectl(cluster, ['get', '--raw', `/apis/agents.x-k8s.io/v1beta1/namespaces/${empty}/sandboxes`]),
+    ) as { metadata: { resourceVersion: string } };
+    const rv = list.metadata.resourceVersion;
+    expect(rv).not.toBe('');
+    const apiserverPort = Number(new URL(cluster.server).port);
+    const open = (query: string) =>
+      watchDirect(
+        apiserverPort,
+        cluster.pki.ca.certPem,
+        `/apis/agents.x-k8s.io/v1beta1/namespaces/${empty}/sandboxes?watch=true&resourceVersion=${rv}&timeoutSeconds=600${query}`,
+        { client: cluster.pki.admin },
+      );
+    const plain = open('');
+    const bookmarked = open('&allowWatchBookmarks=true');
+    try {
+      await eventually(() => plain.response !== undefined, {
+        what: 'the response headers of a watch with nothing to report, through the apiserver',
+        timeoutMs: 5_000,
+      });
+      expect(plain.response?.status).toBe(200);
+      expect(plain.events()).toEqual([]);
+      await eventually(() => bookmarked.events().some((e) => e.type === 'BOOKMARK'), {
+        what: 'a BOOKMARK on a watch that asked for bookmarks, through the apiserver',
+        timeoutMs: 5_000,
+      });
+      expect(bookmarked.events().every((e) => e.type === 'BOOKMARK')).toBe(true);
+      expect(plain.ended || bookmarked.ended).toBe(false);
+    } finally {
+      plain.close();
+      bookmarked.close();
+    }
+  });
+
   it('keeps a watch open for a timeoutSeconds past what a timer holds (capped, never overflowing)', async () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error): void => void warnings.push(warning.name);
