@@ -175,7 +175,23 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     );
     const wide = await kubectl(cluster, ['get', 'sandboxes', '-n', ns, '-o', 'wide']);
     expect(wide.split('\n')[0]).toMatch(/^NAME\s+NODE\s+POOL\s+TIER\s+DEADLINE\s+AGE\s+OWNER\s+SANDBOX ID\s+KEY\s*$/);
-    expect(wide).toContain(claimed.id);
+    expect(wide).toMatch(
+      new RegExp(`^printed-1\\s.*${claimed.id}\\s+${IMAGE.replace(/[.]/g, '\\.')}/none/small\\s*$`, 'm'),
+    );
+    // The KEY comes with the claim, not only with the node's next publish: the claimed event carries it.
+    const admin = new Redis(redis.url);
+    try {
+      const events = (await admin.xrevrange(cp.claims?.index.eventsKey ?? '', '+', '-', 'COUNT', 50)).map(
+        ([, f]) => JSON.parse(f[1] ?? '{}') as { op: string; record?: { id: string; key?: unknown } },
+      );
+      expect(events.find((e) => e.op === 'claimed' && e.record?.id === claimed.id)?.record?.key).toEqual({
+        template: IMAGE,
+        net: 'none',
+        size: 'small',
+      });
+    } finally {
+      admin.disconnect();
+    }
     const all = await kubectl(cluster, ['get', 'sandboxes', '-A']);
     expect(all.split('\n')[0]).toMatch(/^NAMESPACE\s+NAME\s+NODE/);
     expect(all).toMatch(new RegExp(`^${ns}\\s+printed-1\\s+${claimed.node}`, 'm'));
