@@ -13,7 +13,7 @@ NODE_DIR := $(CACHE)/node-24
 export PATH := $(NODE_DIR)/bin:$(CACHE)/bin:$(PATH)
 export WARMPOOL_CACHE := $(CACHE)
 
-WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
+WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json clients/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
 .PHONY: help node deps build lint format typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e kind-delete clean
