@@ -5,6 +5,7 @@
 // `/v1/sandboxes/{id}/runtime/` with its own token. Written once here: the
 // router and fake-sandboxd both read it.
 import { z } from 'zod';
+import { SANDBOX_SECRET_TYPE } from './crds.js';
 
 /** The five operations, as upstream's legacy runtime names its routes. */
 export const RUNTIME_OPERATIONS = ['execute', 'upload', 'download', 'list', 'exists'] as const;
@@ -144,3 +145,27 @@ export function decodePathSegment(encoded: string): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * The Secret the SandboxClaim controller writes for a served claim (named after it, controlled by it): what the router
+ * reads to reach the sandbox. Values are base64, as the API serves them.
+ */
+export const claimSecretSchema = z
+  .object({
+    type: z.literal(SANDBOX_SECRET_TYPE),
+    metadata: z
+      .object({
+        name: z.string(),
+        ownerReferences: z
+          .array(
+            z
+              .object({ kind: z.string(), name: z.string(), uid: z.string(), controller: z.boolean().optional() })
+              .loose(),
+          )
+          .optional(),
+      })
+      .loose(),
+    data: z.object({ id: z.string(), token: z.string(), ownerAddr: z.string(), deadline: z.string() }).loose(),
+  })
+  .loose();
+export type ClaimSecret = z.output<typeof claimSecretSchema>;
