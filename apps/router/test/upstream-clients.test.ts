@@ -179,7 +179,7 @@ describe('the router with upstream’s Python client', () => {
   }, 60_000);
 
   describe('bad requests: each refused with upstream’s status, nothing forwarded to a node', () => {
-    it('refuses traversal, oversize bodies, bad headers, unknown, foreign and expired sandboxes', async () => {
+    it('refuses traversal, oversize bodies, bad headers, unknown, foreign, forged and expired sandboxes', async () => {
       const namespace = stack.description.namespace;
       const sandboxId = await createSandbox(namespace);
       const foreign = await createSandbox(OTHER_NAMESPACE);
@@ -221,6 +221,37 @@ describe('the router with upstream’s Python client', () => {
         'Forbidden',
       );
       await expectRefused(await upstream.run({ ...conn, sandboxId: expiring }, 'pwd'), 410, 'SandboxExpired');
+      // A forged Secret shaped like a claim's, pointing at a node: no Sandbox names it, so it routes nowhere.
+      const b64 = (v: string): string => Buffer.from(v).toString('base64');
+      await kubectl(
+        ['create', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          type: 'warmpool.dev/sandbox',
+          metadata: {
+            name: 'forged',
+            namespace,
+            ownerReferences: [
+              {
+                apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+                kind: 'SandboxClaim',
+                name: 'forged',
+                uid: '00000000-0000-0000-0000-000000000000',
+                controller: true,
+              },
+            ],
+          },
+          data: {
+            id: b64('sb_forged'),
+            token: b64('forged-token'),
+            ownerAddr: b64(stack.description.nodes[0]?.sandboxdUrl.replace('http://', '') ?? ''),
+            deadline: b64(new Date(Date.now() + 3_600_000).toISOString()),
+            node: b64('warmpool-node-1'),
+          },
+        }),
+      );
+      await expectRefused(await upstream.run({ ...conn, sandboxId: 'forged' }, 'pwd'), 404, 'SandboxNotFound');
       // Not a route of the router.
       await expectRefused(await fetch(`${routerUrl}/v1/sandboxes`), 404, 'RouteNotFound');
 
