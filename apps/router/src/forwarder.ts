@@ -67,10 +67,14 @@ export class Forwarder {
       if (value !== undefined) headers[name] = value;
     }
     let tooLarge = false;
+    // A declared length was checked against the cap already (and undici sends no more than it): the body passes as
+    // is. Only a body without one (chunked) is counted on its way.
     const body =
       request.body === null || request.operation.maxBodyBytes === 0
         ? null
-        : request.body.pipe(capped(request.operation.maxBodyBytes, () => (tooLarge = true)));
+        : headers['content-length'] !== undefined
+          ? request.body
+          : request.body.pipe(capped(request.operation.maxBodyBytes, () => (tooLarge = true)));
     let answer: Dispatcher.ResponseData;
     try {
       answer = await this.#agent.request({
