@@ -1,7 +1,7 @@
 // The router composed: the caller gate, the resolver and the forwarder behind
-// the app, served; close() stops taking requests (readiness first), lets calls
-// in flight finish within the shutdown timeout, then closes the node
-// connections.
+// the app, served; close() turns /readyz to 503 and stops taking requests,
+// lets calls in flight finish within the shutdown timeout, then closes the
+// node connections.
 import { SandboxType } from '@warmpool/api';
 import { KubeAccessReviewer, type KubeTransport } from '@warmpool/kube';
 import { serveApp, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';

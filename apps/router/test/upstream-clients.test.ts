@@ -178,6 +178,35 @@ describe('the router with upstream’s Python client', () => {
     await kubectl(['delete', 'sandboxclaim', sandboxId, '-n', namespace]);
   }, 60_000);
 
+  it('gives up at the client’s X-Sandbox-Timeout (504), and cuts a chunked body at its cap (413)', async () => {
+    const namespace = stack.description.namespace;
+    const sandboxId = await createSandbox(namespace);
+    const conn = { baseUrl: routerUrl, sandboxId, namespace };
+    const slow = await fetch(`${routerUrl}/execute`, {
+      method: 'POST',
+      headers: { ...upstream.routerHeaders(conn, 0.5), 'content-type': 'application/json' },
+      body: '{"command": "sleep 3"}',
+    });
+    await expectRefused(slow, 504, 'BackendTimeout');
+    // No Content-Length: the router counts the bytes on their way and stops at 1 MiB.
+    const chunks = Array.from({ length: 40 }, () => new TextEncoder().encode(' '.repeat(64 * 1024)));
+    const chunked = await fetch(`${routerUrl}/execute`, {
+      method: 'POST',
+      headers: { ...upstream.routerHeaders(conn), 'content-type': 'application/json' },
+      body: new ReadableStream({
+        pull(controller) {
+          const next = chunks.shift();
+          if (next === undefined) controller.close();
+          else controller.enqueue(next);
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    await expectRefused(chunked, 413, 'PayloadTooLarge');
+    expect((await upstream.run(conn, 'echo still fine')).status).toBe(200);
+    await kubectl(['delete', 'sandboxclaim', sandboxId, '-n', namespace]);
+  }, 60_000);
+
   describe('bad requests: each refused with upstream’s status, nothing forwarded to a node', () => {
     it('refuses traversal, oversize bodies, bad headers, unknown, foreign, forged and expired sandboxes', async () => {
       const namespace = stack.description.namespace;
