@@ -1,7 +1,6 @@
 // The sandbox runtime contract (docs/sandbox-runtime.md) as fake-sandboxd
 // simulates it, over real HTTP on loopback: upstream's five operations per
 // sandbox, its own token only, the path rules and the limits.
-import { request } from 'node:http';
 import {
   claimGrantSchema,
   executeResponseSchema,
@@ -12,6 +11,7 @@ import {
   runtimeBasePath,
   runtimeErrorSchema,
 } from '@warmpool/api';
+import { postDeclaringOnly } from '@warmpool/harness';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSandboxd, type RunningFakeSandboxd } from '../src/index.js';
 
@@ -154,24 +154,15 @@ describe('fake-sandboxd sandbox runtime', () => {
 
   it('refuses a file over 256 MiB by its Content-Length, before reading it (413)', async () => {
     const sb = await claim();
-    const url = new URL(`${sb.base}/upload`);
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(url, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${sb.token}`,
-          'content-type': 'multipart/form-data; boundary=x',
-          'content-length': String(MAX_FILE_BYTES * 2),
-        },
-      });
-      req.on('response', (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('error', reject);
-      req.write('--x\r\n');
-    });
+    const answer = await postDeclaringOnly(
+      `${sb.base}/upload`,
+      {
+        authorization: `Bearer ${sb.token}`,
+        'content-type': 'multipart/form-data; boundary=x',
+        'content-length': String(MAX_FILE_BYTES * 2),
+      },
+      '--x\r\n',
+    );
     expect(answer.status).toBe(413);
     expect(runtimeErrorSchema.parse(JSON.parse(answer.body)).reason).toBe('PayloadTooLarge');
   });

@@ -5,7 +5,6 @@
 // (./upstream-python-client.ts), and every bad request refused by the router
 // with upstream's status while no node sees a byte of it.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -16,7 +15,7 @@ import {
   runtimeErrorSchema,
   type SandboxClaim,
 } from '@warmpool/api';
-import { eventually, startStack, type LocalStack } from '@warmpool/harness';
+import { eventually, postDeclaringOnly, startStack, type LocalStack } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as upstream from './upstream-python-client.js';
 
@@ -67,20 +66,6 @@ async function runtimeRequestsOnNodes(): Promise<number> {
       if (line.startsWith('sandboxd_runtime_requests_total{')) total += Number(line.split(' ').pop());
   }
   return total;
-}
-
-/** A POST that declares a body it never sends (past its first bytes): the answer must come anyway. */
-function declaredOnly(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(new URL(url), { method: 'POST', headers });
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.write('--x\r\n');
-  });
 }
 
 async function expectRefused(res: Response, status: number, reason: string): Promise<void> {
@@ -230,11 +215,15 @@ describe('the router with upstream’s Python client', () => {
       await expectRefused(await upstream.list(conn, 'a/../../etc'), 400, 'InvalidPath');
       await expectRefused(await upstream.exists(conn, 'x\u0000/../../y'), 400, 'InvalidPath');
       // A body over the limits, refused by its Content-Length before a byte is read.
-      const oversize = await declaredOnly(`${routerUrl}/upload`, {
-        ...upstream.routerHeaders(conn),
-        'content-type': 'multipart/form-data; boundary=x',
-        'content-length': String(MAX_FILE_BYTES * 2),
-      });
+      const oversize = await postDeclaringOnly(
+        `${routerUrl}/upload`,
+        {
+          ...upstream.routerHeaders(conn),
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': String(MAX_FILE_BYTES * 2),
+        },
+        '--x\r\n',
+      );
       expect(oversize.status).toBe(413);
       expect(runtimeErrorSchema.parse(JSON.parse(oversize.body)).reason).toBe('PayloadTooLarge');
       const bigCommand = await upstream.run(conn, 'echo ' + 'x'.repeat(2 * 1024 * 1024));
