@@ -1,4 +1,4 @@
-// The HTTP claim API end to end (apps/control-plane/README.md): a real
+// The HTTP claim API end to end (docs/claim-api.md): a real
 // kube-apiserver (TokenReview, SubjectAccessReview, RBAC), a real Redis, three
 // real node agents each in front of a fake-sandboxd, and two control-plane
 // replicas in this process sharing that Redis. What the nodes hold is read
@@ -159,7 +159,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       );
     });
 
-    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404, and neither without a token', async () => {
+    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404 NotFound, and neither without a token', async () => {
       const cases: Array<[string, string, string]> = [
         ['PUT', claimsPath(), 'POST'],
         ['GET', claimsPath(), 'POST'],
@@ -175,6 +175,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       }
       const unknown = await callClaims(urlOf(a), 'GET', '/v2/claims', allowed);
       expect(unknown.status).toBe(404);
+      expect(claimErrorBodySchema.parse(unknown.body).reason).toBe('NotFound');
       // Authentication comes first: a caller without a token learns nothing about the routes.
       expect((await callClaims(urlOf(a), 'PUT', claimsPath(), undefined)).status).toBe(401);
     });

@@ -1,5 +1,5 @@
-// The federation record (api.md, "Federation records"): one per (cluster,
-// namespace, env, member pool), shared through Redis keys with a TTL, never
+// The federation record (docs/federation.md, "The record"): one per (cluster,
+// namespace, env, member pool), shared through the Redis hub, never
 // through etcd. Written once here: the Redis transport validates what it reads
 // with the schema, the registry core holds it, SandboxEnv status mirrors it.
 import { z } from 'zod';
@@ -26,17 +26,6 @@ export const federationRecordSchema = z.object({
 });
 export type FederationRecord = z.output<typeof federationRecordSchema>;
 
-/**
- * What a federation record key holds: the record and the TTL it was written
- * with, so a reader takes its age from Redis's own clock (ttlMs minus the
- * key's remaining PTTL), never from the writer's wall clock.
- */
-export const federationEntrySchema = z.object({
-  ttlMs: z.number().int().positive(),
-  record: federationRecordSchema,
-});
-export type FederationEntry = z.output<typeof federationEntrySchema>;
-
-/** Published on the hint channel after each report: which cluster just wrote. */
+/** Published on the hint channel after a report that changed records: which cluster just wrote. */
 export const federationHintSchema = z.object({ clusterId: z.string().min(1) });
 export type FederationHint = z.output<typeof federationHintSchema>;
