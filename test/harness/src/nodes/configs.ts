@@ -142,6 +142,9 @@ failSwapOn: false
 makeIPTablesUtilChains: ${options.ownsIptablesChains}
 hairpinMode: hairpin-veth
 serializeImagePulls: false
+# Secret volumes follow a change at the next pod sync: every 10 s here rather
+# than every minute, so a rotated fleet token reaches the pods in a test's time.
+syncFrequency: 10s
 # Images are imported, never pulled: nothing may evict them.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -158,12 +161,16 @@ staticPodPath: ""
 `;
 }
 
-export function kubeProxyConfig(kubeconfig: string, hostname: string): string {
+export function kubeProxyConfig(kubeconfig: string, node: NodeAddresses): string {
   return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: ${kubeconfig}
-hostnameOverride: ${hostname}
+hostnameOverride: ${node.name}
+# Its node's IP from the start: a kube-proxy that learns it later (from the Node
+# object, once kubelet registered it) exits to start afresh.
+bindAddress: ${node.ip}
+nodePortAddresses: [primary]
 mode: iptables
 iptables:
   # The bridge does not pass through iptables (no br_netfilter): replies of a

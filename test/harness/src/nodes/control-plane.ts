@@ -15,7 +15,7 @@ import { corefile, kubeProxyConfig } from './configs.js';
 import type { ClusterNamespace } from './namespace.js';
 import type { NodeClusterPki } from './node-pki.js';
 import { startInside } from './processes.js';
-import { APISERVER_IP, APISERVER_PORT, SERVICE_CIDR } from './topology.js';
+import { APISERVER_IP, APISERVER_PORT, SERVICE_CIDR, type NodeAddresses } from './topology.js';
 
 /** The apiserver as components inside the namespace reach it. */
 export const INSIDE_SERVER = `https://127.0.0.1:${APISERVER_PORT}`;
@@ -137,11 +137,11 @@ export function startKubeProxy(
   dir: string,
   pki: NodeClusterPki,
   logDir: string,
-  hostname: string,
+  node: NodeAddresses,
 ): ManagedChild {
   const kubeconfig = componentKubeconfig(dir, 'kube-proxy', pki.ca, pki.kubeProxy);
   const config = join(dir, 'kube-proxy.yaml');
-  writeFileSync(config, kubeProxyConfig(kubeconfig, hostname));
+  writeFileSync(config, kubeProxyConfig(kubeconfig, node));
   return startInside(ns, logDir, 'kube-proxy', findNodeBinary('kube-proxy'), [`--config=${config}`]);
 }
 

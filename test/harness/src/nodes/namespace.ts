@@ -2,7 +2,7 @@
 // apiserver's and the nodes' addresses (no dummy device: the kernel here has
 // none), and forwarding is on (a per-namespace switch: the host's stays as it is).
 import { execFileSync } from 'node:child_process';
-import { APISERVER_IP, nodeAddresses } from './topology.js';
+import { APISERVER_IP, nodeAddresses, SERVICE_CIDR } from './topology.js';
 
 export interface ClusterNamespace {
   readonly name: string;
@@ -22,6 +22,9 @@ export function createClusterNamespace(name: string, nodes: number): ClusterName
   ip('-n', name, 'link', 'set', 'lo', 'up');
   ip('-n', name, 'addr', 'add', `${APISERVER_IP}/32`, 'dev', 'lo');
   for (let i = 1; i <= nodes; i++) ip('-n', name, 'addr', 'add', `${nodeAddresses(i).ip}/32`, 'dev', 'lo');
+  // No default route in here: programs of the namespace itself (the apiserver calling an aggregated API) need a
+  // route to the Service range to get as far as kube-proxy's DNAT, which then sends them on to a pod.
+  ip('-n', name, 'route', 'add', SERVICE_CIDR, 'dev', 'lo', 'src', APISERVER_IP);
   run('sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
   return { name, enter, run };
 }

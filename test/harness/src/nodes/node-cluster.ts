@@ -79,6 +79,8 @@ export interface NodeCluster {
   readonly nodeNames: string[];
   readonly timings: NodeClusterTimings;
   kubectl(args: string[], options?: KubectlOptions): Promise<KubectlResult>;
+  /** Components (etcd, kubelets, containerd, ...) that exited while the cluster ran, with their logs' tails. */
+  unexpectedExits(): string[];
   /** Runs a program inside the cluster's network namespace (for probes of pod addresses). */
   inside(command: string, args: string[]): string;
   close(): Promise<void>;
@@ -144,6 +146,13 @@ class RunningNodeCluster implements NodeCluster {
     return this.ns.run(command, args);
   }
 
+  unexpectedExits(): string[] {
+    if (this.#closed) return [];
+    return [...this.children, ...this.nodes.flatMap((node) => (node.kubelet ? [node.kubelet] : []))]
+      .filter((child) => !child.running)
+      .map((child) => `${child.name} exited (${JSON.stringify(child.exitStatus)}):\n${child.logTail(10)}`);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -204,7 +213,7 @@ async function startControlPlane(cluster: RunningNodeCluster): Promise<void> {
   await waitReady(cluster, 'kube-apiserver /readyz', ['get', '--raw=/readyz'], 90_000);
   cluster.children.push(startControllerManager(ns, pkiDir, pki, files, logDir));
   cluster.children.push(startScheduler(ns, pkiDir, pki, logDir));
-  cluster.children.push(startKubeProxy(ns, pkiDir, pki, logDir, nodeAddresses(1).name));
+  cluster.children.push(startKubeProxy(ns, pkiDir, pki, logDir, nodeAddresses(1)));
   cluster.children.push(startCoreDns(ns, pkiDir, files, logDir));
 }
 
