@@ -4,8 +4,13 @@
 // I/O: the control plane's controller and the benchmark's simulation drive
 // the same code.
 //
-// - Rate: claims per second over the last claim window (sliding), so a burst
-//   shows fully within one window and partly at the next step.
+// - Rate: claims per second over the last claim window (sliding). A burst
+//   shows at the very next step: when the claims of the latest interval alone
+//   are more than the window's rate makes plausible (beyond its Poisson
+//   quantile at 1 − BURST_SIGNIFICANCE), that interval's own rate stands as a
+//   floor for one claim window (by then the window holds the burst itself), so
+//   a crowd is answered one interval after it starts rather than diluted over
+//   the window; noise trips it about once in 1/BURST_SIGNIFICANCE intervals.
 // - Lead time: Little's law over the refills owed (lead-time.ts).
 // - Recommendation: the base stock for the hit-ratio target (recommend.ts),
 //   clamped to [minReplicas, maxReplicas].
@@ -17,8 +22,12 @@
 //   cut also waits out a full window after the counts are whole again.
 import { ClaimWindow } from './claim-window.js';
 import { LeadTimeEstimator, type LeadTimeSettings } from './lead-time.js';
+import { poissonQuantile } from './poisson.js';
 import { baseStock, clampReplicas, type Limit } from './recommend.js';
 import { ScaleDownStabilizer } from './stabilizer.js';
+
+/** How unlikely, under the window's rate, the latest interval's claims must be to count as a burst. */
+export const BURST_SIGNIFICANCE = 1e-4;
 
 export interface DemandSettings {
   minReplicas: number;
@@ -68,8 +77,10 @@ export interface DemandDecision {
   replicas: number;
   /** The clamped recommendation before stabilisation. */
   recommended: number;
-  /** Claims per second over the claim window. */
+  /** Claims per second: over the claim window, or over the latest interval when it is a burst. */
   claimRate: number;
+  /** True when the latest interval was a burst and set the rate. */
+  burst: boolean;
   leadTimeSeconds: number;
   /** Whether the lead time was measured (false: still the configured initial value). */
   leadTimeObserved: boolean;
@@ -96,6 +107,8 @@ export class DemandScaler {
   readonly #stabilizer: ScaleDownStabilizer;
   readonly #hitRatioSeconds: number;
   #lastAt: number | undefined;
+  /** The latest burst's rate, a floor of the rate until `until`. */
+  #burst: { rate: number; until: number } | undefined;
   /** Counts are incomplete until this time (one claim window after the last incomplete observation). */
   #incompleteUntil = Number.NEGATIVE_INFINITY;
 
@@ -119,8 +132,7 @@ export class DemandScaler {
     if (!observation.countsComplete) this.#incompleteUntil = at + this.settings.windowSeconds;
     const incomplete = at < this.#incompleteUntil;
 
-    const { windowSeconds } = this.settings;
-    const claimRate = this.#claims.rate(at, windowSeconds);
+    const { rate: claimRate, burst } = this.#rate(at, since);
     const leadTimeSeconds = this.#leadTime.seconds;
     const stock = baseStock(claimRate, leadTimeSeconds, this.settings.targetHitRatio);
     const { replicas: recommended, limit } = clampReplicas(stock, this.settings);
@@ -140,12 +152,28 @@ export class DemandScaler {
       replicas,
       recommended,
       claimRate,
+      burst,
       leadTimeSeconds,
       leadTimeObserved: this.#leadTime.observed,
       hitRatio: this.#claims.hitRatio(at, this.#hitRatioSeconds),
       reason,
       message,
     };
+  }
+
+  #rate(at: number, since: number): { rate: number; burst: boolean } {
+    const { windowSeconds } = this.settings;
+    const windowRate = this.#claims.rate(at, windowSeconds);
+    const interval = at - since;
+    if (interval > 0 && interval < windowSeconds) {
+      const { warm, cold } = this.#claims.counts(at, interval);
+      const latest = warm + cold;
+      if (latest > poissonQuantile(windowRate * interval, 1 - BURST_SIGNIFICANCE) && latest / interval > windowRate)
+        this.#burst = { rate: latest / interval, until: at + windowSeconds };
+    }
+    if (this.#burst !== undefined && at >= this.#burst.until) this.#burst = undefined;
+    if (this.#burst !== undefined && this.#burst.rate > windowRate) return { rate: this.#burst.rate, burst: true };
+    return { rate: windowRate, burst: false };
   }
 }
 

@@ -1,5 +1,6 @@
 export { ClaimWindow } from './claim-window.js';
 export {
+  BURST_SIGNIFICANCE,
   DemandScaler,
   checkDemandSettings,
   type DemandDecision,

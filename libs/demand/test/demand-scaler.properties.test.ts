@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { baseStock, DemandScaler, type DemandSettings } from '../src/index.js';
+import { BURST_SIGNIFICANCE, baseStock, DemandScaler, poissonQuantile, type DemandSettings } from '../src/index.js';
 
 const RUNS = { numRuns: 200 };
 
@@ -114,6 +114,11 @@ describe('DemandScaler (properties)', () => {
         for (let i = 0; i < run.ticks(scenario.settings.windowSeconds); i++) {
           const replicas = run.step(high);
           expect(replicas).toBeGreaterThanOrEqual(previous);
+          // A burst (implausible under the window's rate) is answered in full at the first observation.
+          const windowTicks = run.ticks(scenario.settings.windowSeconds);
+          const expected = (low * (windowTicks - 1) + high) / windowTicks;
+          if (i === 0 && high > poissonQuantile(expected, 1 - BURST_SIGNIFICANCE))
+            expect(replicas).toBe(run.model(high));
           previous = replicas;
         }
         expect(run.replicas).toBe(run.model(high));
