@@ -3,6 +3,7 @@
 //  - the warm-pool driver (controllers/warmpool/driver.ts: informers,
 //    reconciler, watch wiring), its pool setter, events and generations;
 //  - the SandboxEnv controller and autoscaler (controllers/sandboxenvs);
+//  - the SandboxWarmPoolAutoscaler (controllers/pool-autoscaler), with claims;
 //  - federation (federation/setup.ts);
 //  - the claim pipeline (provisioning/pipeline.ts), the claim API
 //    (http/claims/served.ts) and the SandboxClaim controller and janitor
@@ -33,6 +34,8 @@ import { HttpPoolSetter } from './agents/http-pool-setter.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { SandboxClaimSettings } from './controllers/sandboxclaims/controller.js';
 import type { ClaimJanitorSettings } from './controllers/sandboxclaims/janitor.js';
+import type { PoolAutoscalerSettings } from './controllers/pool-autoscaler/controller.js';
+import { PoolAutoscaler } from './controllers/pool-autoscaler/pool-autoscaler.js';
 import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
 import type { EnvAutoscaler, ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
 import type { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
@@ -132,6 +135,8 @@ export interface ControlPlaneOptions {
   envScaleDownDelayMs?: number;
   /** Default: the SandboxWarmPool scale subresource. */
   scaleTarget?: ScaleTarget;
+  /** The SandboxWarmPoolAutoscaler controller (leader-only, with claims): its tick and initial lead time. */
+  poolAutoscaler?: Partial<PoolAutoscalerSettings>;
   /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
   sandboxApi?: SandboxApiServing;
 }
@@ -180,6 +185,8 @@ export interface ControlPlane {
   readonly claimsUrl: string | undefined;
   readonly envs: SandboxEnvReconciler;
   readonly autoscaler: EnvAutoscaler;
+  /** The SandboxWarmPoolAutoscaler controller and claim recorder, when provisioning is on. */
+  readonly poolAutoscaler: PoolAutoscaler | undefined;
   readonly federation: Federation;
   /** The Sandbox API, when served. */
   readonly sandboxApi: SandboxApi | undefined;
@@ -291,6 +298,24 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   });
 
   const claimsOptions = options.claims;
+  const poolAutoscaler =
+    claimsOptions === undefined
+      ? undefined
+      : new PoolAutoscaler({
+          kubeConfig: options.kubeConfig,
+          pools,
+          templates,
+          inventories,
+          redis: claimsOptions.redis,
+          prefix: claimsOptions.prefix ?? 'warmpool',
+          registry: metrics.registry,
+          staleAfterMs: reconciler.settings.staleAfterMs,
+          settings: options.poolAutoscaler,
+          scaleTarget: options.scaleTarget,
+          clock,
+          logger,
+          kubeLogger,
+        });
   const claims =
     claimsOptions === undefined
       ? undefined
@@ -309,6 +334,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
           staleAfterMs: reconciler.settings.staleAfterMs,
           token,
           registry: metrics.registry,
+          ...(poolAutoscaler !== undefined ? { onServed: poolAutoscaler.served } : {}),
           clock,
           logger: logger.child({ subsystem: 'provisioning' }),
         });
@@ -383,6 +409,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     envs.informer,
     ...driver.driverOnly,
     ...(sandboxClaims !== undefined ? [sandboxClaims.informer] : []),
+    ...(poolAutoscaler !== undefined ? [poolAutoscaler.informer] : []),
   ] as Array<Informer<KubeObject>>;
 
   let server: HttpServer | undefined;
@@ -412,7 +439,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   // claim router), the federation watcher, the claim pipeline (its BullMQ batch workers included), the claim API
   // and the Sandbox API; start() below.
   // Leader-only, for one term (drive() to stopLeading()): the warm-pool driver, the SandboxClaim controller and
-  // claim janitor, SandboxEnv status writes and the autoscaler, and the federation reporter.
+  // claim janitor, SandboxEnv status writes and the autoscaler, the pool autoscaler, and the federation reporter.
   const drive = async (signal: AbortSignal): Promise<void> => {
     leading = true;
     metrics.leading(true);
@@ -430,6 +457,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     }
     reconciler.startDriving(signal);
     envs.reconciler.startLeading();
+    poolAutoscaler?.controller.startLeading(signal);
     federation.startReporting();
   };
 
@@ -439,6 +467,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     reconciler.stopDriving();
     void sandboxClaims?.stopLeading();
     envs.reconciler.stopLeading();
+    poolAutoscaler?.controller.stopLeading();
     void federation.stopReporting();
   };
 
@@ -490,6 +519,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
       ['reconciler', () => reconciler.close()],
       ['sandbox claims', async () => sandboxClaims?.stopLeading()],
       ['sandboxenvs', () => envs.reconciler.close()],
+      ['pool autoscaler', async () => poolAutoscaler?.close()],
       ['federation', () => federation.close()],
       // Stop taking claims, then answer the ones enqueued (they need the caches and Redis).
       ['claim API', async () => claimsServer?.close()],
@@ -530,6 +560,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     },
     envs: envs.reconciler,
     autoscaler: envs.autoscaler,
+    poolAutoscaler,
     federation,
     sandboxApi,
     notReadyReasons,
