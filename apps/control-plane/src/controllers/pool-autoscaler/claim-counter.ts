@@ -10,8 +10,8 @@
 // last saw it (Redis restarted empty, or was flushed): the scaler then raises
 // on what it sees but cuts nothing until a full claim window has been counted
 // again (libs/demand DemandScaler). A single bucket evicted under memory
-// pressure is not detected, which is why Redis must run with
-// `maxmemory-policy noeviction` (docs/redis.md); the claim pipeline checks it.
+// pressure is not detected: the claim pipeline already requires
+// `maxmemory-policy noeviction` and checks it at start.
 //
 // Buckets are whole seconds of the recording replica's clock; the leader reads
 // a second only once it is READ_LAG_SECONDS old, so a peer whose clock is a
