@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { claimBodySchema, claimErrorBodySchema, formatNodeClaimRef, type FederationEntry } from '@warmpool/api';
+import { claimBodySchema, claimErrorBodySchema, formatNodeClaimRef } from '@warmpool/api';
 import {
   ensureFaketime,
   eventually,
@@ -31,7 +31,7 @@ import { Redis } from 'ioredis';
 import { silentLogger } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PeerDirectory } from '../src/federation/peers.js';
-import { FederationKeys, type ControlPlane } from './support/internals.js';
+import { FederationKeys, FederationReporter, type ControlPlane } from './support/internals.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, getEnv, kubectl, patch } from './support/objects.js';
@@ -269,21 +269,23 @@ describe.skipIf('missing' in faketime)(
       const trapUrl = `http://127.0.0.1:${(trap.address() as AddressInfo).port}`;
       const raw = new Redis(hub.url);
       const keys = new FederationKeys(PREFIX);
-      const forged: FederationEntry = {
+      // Anyone who can write to the hub can report as a cluster id of their choosing.
+      const forger = new FederationReporter({
+        redis: raw,
+        keys,
+        clusterId: 'evil',
+        intervalMs: 600_000,
         ttlMs: 60_000,
-        record: {
-          clusterId: 'evil',
-          ...federationRecord({ namespace: NS, envName: 'python', memberPool: 'py-evil', scalingGroup: 'cpu' }, 100),
-        },
-      };
-      const recordKey = keys.record(forged.record);
+        records: () => [
+          federationRecord({ namespace: NS, envName: 'python', memberPool: 'py-evil', scalingGroup: 'cpu' }, 100),
+        ],
+        logger: silentLogger,
+      });
       // What a hub writer could once steer claims with: a claim URL per cluster id, B's included.
       const urlKeys = ['evil', 'b'].map((id) => `${PREFIX}:claims-url:${encodeURIComponent(id)}`);
       try {
-        await raw.set(recordKey, JSON.stringify(forged), 'PX', 60_000);
-        await raw.set(keys.index('evil'), JSON.stringify([recordKey]), 'PX', 60_000);
+        await forger.report();
         for (const key of urlKeys) await raw.set(key, `${trapUrl}/?swallow=`, 'PX', 60_000);
-        await raw.publish(keys.hintChannel, JSON.stringify({ clusterId: 'evil' }));
         await eventually(
           () => a.cp.federation.registry.foreignMembers(NS, 'python').some((m) => m.clusterId === 'evil'),
           { what: "A to read the forged record (it ranks above B's)", timeoutMs: 30_000 },
@@ -299,7 +301,8 @@ describe.skipIf('missing' in faketime)(
         );
         expect(received).toEqual([]);
       } finally {
-        await raw.del(recordKey, keys.index('evil'), ...urlKeys);
+        await raw.del(keys.records('evil'), keys.changes('evil'), ...urlKeys);
+        await raw.hdel(keys.directory, 'evil');
         raw.disconnect();
         trap.closeAllConnections();
         trap.close();

@@ -26,17 +26,6 @@ export const federationRecordSchema = z.object({
 });
 export type FederationRecord = z.output<typeof federationRecordSchema>;
 
-/**
- * What a federation record key holds: the record and the TTL it was written
- * with, so a reader takes its age from Redis's own clock (ttlMs minus the
- * key's remaining PTTL), never from the writer's wall clock.
- */
-export const federationEntrySchema = z.object({
-  ttlMs: z.number().int().positive(),
-  record: federationRecordSchema,
-});
-export type FederationEntry = z.output<typeof federationEntrySchema>;
-
-/** Published on the hint channel after each report: which cluster just wrote. */
+/** Published on the hint channel after a report that changed records: which cluster just wrote. */
 export const federationHintSchema = z.object({ clusterId: z.string().min(1) });
 export type FederationHint = z.output<typeof federationHintSchema>;

@@ -39,8 +39,8 @@ export interface CapacityRegistryOptions {
 }
 
 interface StoredRecord {
-  capacity: Readonly<Capacity>;
-  /** Local monotonic time of the observation: now - age at upsert. */
+  readonly capacity: Readonly<Capacity>;
+  /** Local monotonic time of the observation: now - age at upsert; only ever moved later (renew). */
   observedAt: number;
 }
 
@@ -77,6 +77,8 @@ export class CapacityRegistry {
   readonly ttlMs: number;
   readonly #now: MonotonicClock;
   readonly #byEnv = new Map<string, EnvBucket>();
+  /** Every held record of each cluster, so a cluster's report renews them without a copy each. */
+  readonly #byCluster = new Map<string, Set<StoredRecord>>();
   #size = 0;
 
   constructor(options: CapacityRegistryOptions) {
@@ -120,9 +122,51 @@ export class CapacityRegistry {
       const held = bucket.members.get(recordKey);
       if (held !== undefined && held.observedAt > observedAt) continue;
       if (held === undefined) this.#size++;
-      bucket.members.set(recordKey, { capacity: Object.freeze(copyCapacity(item)), observedAt });
+      else this.#byCluster.get(held.capacity.clusterId)?.delete(held);
+      const record: StoredRecord = { capacity: Object.freeze(copyCapacity(item)), observedAt };
+      bucket.members.set(recordKey, record);
       bucket.oldestObservedAt = Math.min(bucket.oldestObservedAt, observedAt);
+      let mine = this.#byCluster.get(item.clusterId);
+      if (mine === undefined) this.#byCluster.set(item.clusterId, (mine = new Set()));
+      mine.add(record);
     }
+  }
+
+  /** Drops the records of these members at once (their cluster no longer reports them); answers how many went. */
+  remove(members: Iterable<Pick<Capacity, 'clusterId' | 'namespace' | 'envName' | 'memberPool'>>): number {
+    let removed = 0;
+    for (const member of members) {
+      const envKey = compositeKey(member.namespace, member.envName);
+      const bucket = this.#byEnv.get(envKey);
+      const recordKey = compositeKey(member.clusterId, member.memberPool);
+      const held = bucket?.members.get(recordKey);
+      if (bucket === undefined || held === undefined) continue;
+      bucket.members.delete(recordKey);
+      this.#forget(held);
+      this.#size--;
+      removed++;
+      if (bucket.members.size === 0) this.#byEnv.delete(envKey);
+    }
+    return removed;
+  }
+
+  /**
+   * Every live record of `clusterId` was confirmed `ageMs` ago (its cluster
+   * reported them unchanged): each is renewed to that age unless it is already
+   * younger. Records already expired stay so. Answers how many live records of
+   * the cluster are held.
+   */
+  renew(clusterId: string, ageMs: number): number {
+    if (Number.isNaN(ageMs)) throw new RangeError(`ageMs is NaN for cluster ${clusterId}`);
+    const now = this.#now();
+    const observedAt = now - Math.max(0, ageMs);
+    let live = 0;
+    for (const record of this.#byCluster.get(clusterId) ?? []) {
+      if (!this.#live(record.observedAt, now)) continue;
+      live++;
+      if (record.observedAt < observedAt) record.observedAt = observedAt;
+    }
+    return live;
   }
 
   /** Drops every expired record; returns how many went. */
@@ -211,6 +255,7 @@ export class CapacityRegistry {
         oldest = Math.min(oldest, record.observedAt);
       } else {
         bucket.members.delete(recordKey);
+        this.#forget(record);
         removed++;
       }
     }
@@ -218,6 +263,12 @@ export class CapacityRegistry {
     this.#size -= removed;
     if (bucket.members.size === 0) this.#byEnv.delete(envKey);
     return removed;
+  }
+
+  #forget(record: StoredRecord): void {
+    const mine = this.#byCluster.get(record.capacity.clusterId);
+    mine?.delete(record);
+    if (mine?.size === 0) this.#byCluster.delete(record.capacity.clusterId);
   }
 
   #live(observedAt: number, now: number): boolean {

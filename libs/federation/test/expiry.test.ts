@@ -173,3 +173,45 @@ describe('CapacityRegistry pruning', () => {
     expect(registry.size).toBe(0);
   });
 });
+
+describe('renewing and removing a cluster’s records (its unchanged and deleted members)', () => {
+  it("renews every live record of one cluster to the age its cluster reported, and no other cluster's", () => {
+    const { registry, clock } = registryWithClock();
+    registry.upsert([member({ clusterId: 'east', memberPool: 'a' }), member({ clusterId: 'west', memberPool: 'b' })]);
+    clock.advance(TTL_MS - 1);
+    expect(registry.renew('east', 100)).toBe(1);
+    clock.advance(2);
+    expect(registry.snapshot().map((r) => [r.clusterId, r.ageMs])).toEqual([['east', 102]]);
+  });
+
+  it('never makes a record older, nor revives one that has expired', () => {
+    const { registry, clock } = registryWithClock();
+    registry.upsert([{ ...member({ clusterId: 'east' }), ageMs: 0 }]);
+    expect(registry.renew('east', 5_000)).toBe(1);
+    expect(registry.snapshot()[0]?.ageMs).toBe(0);
+    clock.advance(TTL_MS);
+    expect(registry.renew('east', 0)).toBe(0);
+    expect(registry.snapshot()).toEqual([]);
+  });
+
+  it('renews the record that replaced an older one, not the one it replaced', () => {
+    const { registry, clock } = registryWithClock();
+    registry.upsert([member({ clusterId: 'east', idle: 1 })]);
+    registry.upsert([member({ clusterId: 'east', idle: 2 })]);
+    clock.advance(TTL_MS - 1);
+    expect(registry.renew('east', 0)).toBe(1);
+    clock.advance(TTL_MS - 1);
+    expect(registry.snapshot().map((r) => r.idle)).toEqual([2]);
+    expect(registry.size).toBe(1);
+  });
+
+  it('removes named members at once and leaves the rest', () => {
+    const { registry } = registryWithClock();
+    registry.upsert([member({ clusterId: 'east', memberPool: 'a' }), member({ clusterId: 'east', memberPool: 'b' })]);
+    expect(registry.remove([{ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'a' }])).toBe(1);
+    expect(registry.remove([{ clusterId: 'east', namespace: 'ns', envName: 'env', memberPool: 'a' }])).toBe(0);
+    expect(registry.snapshot().map((r) => r.memberPool)).toEqual(['b']);
+    expect(registry.size).toBe(1);
+    expect(registry.renew('east', 0)).toBe(1);
+  });
+});

@@ -1,14 +1,20 @@
-// Where federation lives in Redis, under one configurable prefix:
-//   <prefix>:rec:<cluster>/<ns>/<env>/<pool>  one federation record (FederationEntry JSON), PX TTL
-//   <prefix>:index:<cluster>                  that cluster's record keys (JSON array), PX TTL
-//   <prefix>:hint                             channel: a cluster just reported (FederationHint JSON)
-// Every part is URI-encoded, so ids holding '/' or ':' cannot collide.
+// Where federation lives in Redis, under one configurable prefix (hub protocol 2):
+//   <prefix>:v2:clusters            hash: cluster id → its directory entry (see hub-scripts.ts)
+//   <prefix>:v2:records:<cluster>   hash: record field → FederationRecord JSON, PX TTL
+//   <prefix>:v2:changes:<cluster>   sorted set: record field → the version that last changed it, PX TTL
+//   <prefix>:v2:hint                channel: a cluster's records just changed (FederationHint JSON)
+// Ids are URI-encoded, so ids holding '/' or ':' cannot collide.
 // No key says where a cluster is reached: anyone who can write to the hub
 // could point it anywhere, so peers' claim API URLs and tokens are configured
 // per cluster (the peers file) and the hub only carries capacity.
 import type { FederationRecord } from '@warmpool/api';
 
 export const DEFAULT_FEDERATION_PREFIX = 'warmpool:federation';
+
+/** The field of a record in its cluster's records hash. */
+export function recordField(record: Pick<FederationRecord, 'namespace' | 'envName' | 'memberPool'>): string {
+  return [record.namespace, record.envName, record.memberPool].map(encodeURIComponent).join('/');
+}
 
 export class FederationKeys {
   readonly prefix: string;
@@ -17,31 +23,19 @@ export class FederationKeys {
     this.prefix = prefix;
   }
 
-  record(record: Pick<FederationRecord, 'clusterId' | 'namespace' | 'envName' | 'memberPool'>): string {
-    return `${this.prefix}:rec:${[record.clusterId, record.namespace, record.envName, record.memberPool].map(encodeURIComponent).join('/')}`;
+  get directory(): string {
+    return `${this.prefix}:v2:clusters`;
   }
 
-  index(clusterId: string): string {
-    return `${this.prefix}:index:${encodeURIComponent(clusterId)}`;
+  records(clusterId: string): string {
+    return `${this.prefix}:v2:records:${encodeURIComponent(clusterId)}`;
   }
 
-  /** SCAN pattern of every cluster's index key (glob characters in the prefix escaped). */
-  get indexPattern(): string {
-    return `${this.prefix.replace(/[*?[\]\\]/g, '\\$&')}:index:*`;
-  }
-
-  /** The cluster id of an index key, or undefined when it is not one. */
-  clusterOfIndex(key: string): string | undefined {
-    const head = `${this.prefix}:index:`;
-    if (!key.startsWith(head)) return undefined;
-    try {
-      return decodeURIComponent(key.slice(head.length));
-    } catch {
-      return undefined;
-    }
+  changes(clusterId: string): string {
+    return `${this.prefix}:v2:changes:${encodeURIComponent(clusterId)}`;
   }
 
   get hintChannel(): string {
-    return `${this.prefix}:hint`;
+    return `${this.prefix}:v2:hint`;
   }
 }
