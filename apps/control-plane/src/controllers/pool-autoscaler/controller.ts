@@ -20,7 +20,7 @@ import type { Lister } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
 import { kubeTime } from '../../clock.js';
 import type { ScaleTarget } from '../sandboxenvs/autoscaler.js';
-import { countPools, observeKeys, refOf } from '../sandboxenvs/counts.js';
+import { countPools, observeKeys, refOf, type PoolCounts } from '../sandboxenvs/counts.js';
 import { READ_LAG_SECONDS, type ClaimCounter } from './claim-counter.js';
 import type { AutoscalerReading, PoolAutoscalerMetrics } from './metrics.js';
 import { statusOf, worthWriting, type StepOutcome } from './status.js';
@@ -128,12 +128,24 @@ export class PoolAutoscalerController {
     const now = this.#o.clock.now();
     const seen = new Set<string>();
     const readings: AutoscalerReading[] = [];
+    const autoscalers = this.#o.autoscalers.list();
+    // Every pool's warm sandboxes, once per pass (shared keys shared out as SandboxWarmPool status does).
+    const counts =
+      autoscalers.length === 0
+        ? new Map<string, PoolCounts>()
+        : countPools(
+            this.#o.pools.list(),
+            (ns, name) => this.#o.templates.get(ns, name),
+            observeKeys(this.#o.inventories.list(), now, this.#o.staleAfterMs),
+          );
     await Promise.all(
-      this.#o.autoscalers.list().map(async (autoscaler) => {
+      autoscalers.map(async (autoscaler) => {
         const uid = autoscaler.metadata?.uid ?? '';
         seen.add(uid);
         try {
-          const reading = await this.#stepOne(autoscaler, now, signal);
+          const idle = (pool: string): number =>
+            counts.get(refOf(autoscaler.metadata?.namespace ?? '', pool))?.idle ?? 0;
+          const reading = await this.#stepOne(autoscaler, idle, now, signal);
           if (reading !== undefined) readings.push(reading);
         } catch (err) {
           if (!signal.aborted)
@@ -148,6 +160,7 @@ export class PoolAutoscalerController {
 
   async #stepOne(
     autoscaler: SandboxWarmPoolAutoscaler,
+    idleOf: (pool: string) => number,
     now: number,
     signal: AbortSignal,
   ): Promise<AutoscalerReading | undefined> {
@@ -195,7 +208,7 @@ export class PoolAutoscalerController {
     const [counts] = (await this.#o.counter.read([{ namespace, pool: poolName }], tracked.readFrom, toSecond)).counts;
     const since = tracked.readFrom;
     tracked.readFrom = toSecond;
-    const idle = this.#idleOf(pool);
+    const idle = idleOf(poolName);
     const decision = tracked.scaler.step({
       at: toSecond,
       since,
@@ -252,13 +265,6 @@ export class PoolAutoscalerController {
       const message = `could not set replicas ${decision.replicas}: ${err instanceof Error ? err.message : String(err)}`;
       return { able: { ok: false, reason: 'FailedUpdateScale', message }, decision, currentReplicas: current };
     }
-  }
-
-  /** The pool's warm sandboxes on fresh nodes (shared keys are shared out as SandboxWarmPool status does). */
-  #idleOf(pool: SandboxWarmPool): number {
-    const keys = observeKeys(this.#o.inventories.list(), this.#o.clock.now(), this.#o.staleAfterMs);
-    const counts = countPools(this.#o.pools.list(), (ns, name) => this.#o.templates.get(ns, name), keys);
-    return counts.get(refOf(pool.metadata?.namespace ?? '', pool.metadata?.name ?? ''))?.idle ?? 0;
   }
 
   async #write(
