@@ -15,3 +15,4 @@ export * from './pool-key-vocabulary.js';
 export * from './pool-options.js';
 export * from './agent-strict.js';
 export * from './pool-autoscaler.js';
+export * from './sandbox-runtime.js';

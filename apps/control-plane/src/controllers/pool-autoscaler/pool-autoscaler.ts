@@ -1,10 +1,12 @@
 // The SandboxWarmPoolAutoscaler, composed: the informer over autoscalers
 // (every replica keeps it: the claim recorder counts only autoscaled pools),
 // the claim recorder (every replica, on each fresh claim the pipeline serves),
-// the leader-only controller and its watch wiring. Needs the claim pipeline's
-// Redis: without claims there is nothing to size from.
+// the leader-only controller and its watch wiring, and the two runnables the
+// manager runs. Needs the claim pipeline's Redis: without claims there is
+// nothing to size from.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  type KubeObject,
   SandboxWarmPoolAutoscalerType,
   type NodeInventory,
   type SandboxTemplate,
@@ -15,6 +17,10 @@ import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
+import type { ControlPlaneOptions } from '../../options.js';
+import { cachesSynced, type Runnable } from '../../manager/runnable.js';
+import type { Shared } from '../../subsystems.js';
+import type { WarmPoolDriver } from '../warmpool/driver.js';
 import type { ClaimOrder, ServedGrant } from '../../provisioning/claim-service.js';
 import { redisOptions, type RedisSettings } from '../../redis/connection.js';
 import { KubeScaleTarget, type ScaleTarget } from '../sandboxenvs/autoscaler.js';
@@ -109,4 +115,59 @@ export class PoolAutoscaler {
     await this.controller.close();
     this.#redis.disconnect();
   }
+}
+
+/** Undefined without claims (no `claims` settings: no Redis, no claims to count). */
+export function createPoolAutoscalerOf(
+  shared: Shared,
+  options: Pick<ControlPlaneOptions, 'claims' | 'poolAutoscaler' | 'scaleTarget'>,
+  driver: Pick<WarmPoolDriver, 'pools' | 'templates' | 'inventories' | 'reconciler'>,
+): PoolAutoscaler | undefined {
+  const claims = options.claims;
+  if (claims === undefined) return undefined;
+  return new PoolAutoscaler({
+    kubeConfig: shared.kubeConfig,
+    pools: driver.pools,
+    templates: driver.templates,
+    inventories: driver.inventories,
+    redis: claims.redis,
+    prefix: claims.prefix ?? 'warmpool',
+    registry: shared.metrics.registry,
+    staleAfterMs: driver.reconciler.settings.staleAfterMs,
+    settings: options.poolAutoscaler,
+    scaleTarget: options.scaleTarget,
+    clock: shared.clock,
+    logger: shared.logger,
+    kubeLogger: shared.kubeLogger,
+  });
+}
+
+/**
+ * As the manager runs it: the claim counts in every replica (listed before the claim pipeline, so their Redis
+ * connection closes after it), and the controller on the leader once its caches and the ones it `reads` (pools,
+ * templates, inventories) have synced.
+ */
+export function poolAutoscalerRunnables(
+  autoscaler: PoolAutoscaler,
+  reads: ReadonlyArray<Informer<KubeObject>>,
+): [counts: Runnable, controller: Runnable] {
+  const caches = [autoscaler.informer, ...reads] as Array<Informer<KubeObject>>;
+  return [
+    {
+      name: 'pool autoscaler claim counts',
+      needsLeader: false,
+      start: () => undefined,
+      close: () => autoscaler.close(),
+    },
+    {
+      name: 'pool autoscaler',
+      needsLeader: true,
+      async start(signal) {
+        if (!(await cachesSynced(caches, signal))) return;
+        signal.addEventListener('abort', () => autoscaler.controller.stopLeading(), { once: true });
+        autoscaler.controller.startLeading(signal);
+      },
+      close: () => autoscaler.controller.close(),
+    },
+  ];
 }
