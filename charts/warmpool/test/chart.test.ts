@@ -96,7 +96,7 @@ describe('the Helm chart, rendered', () => {
     ).resolves.toContain('kind: DaemonSet');
   });
 
-  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, six CRDs and the aggregated Sandbox API by default', async () => {
+  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, six CRDs, the aggregated Sandbox API and the uninstall hooks by default', async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
       'APIService',
@@ -104,23 +104,31 @@ describe('the Helm chart, rendered', () => {
       'ClusterRole',
       'ClusterRole',
       'ClusterRole',
-      'ClusterRole',
+      'ClusterRole', // uninstall hooks
+      'ClusterRole', // pool autoscaler
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding',
-      'ClusterRoleBinding',
+      'ClusterRoleBinding', // uninstall hooks
+      'ClusterRoleBinding', // pool autoscaler
+      'ConfigMap', // uninstall hooks' script
       ...Array(6).fill('CustomResourceDefinition'),
       'DaemonSet',
       'Deployment',
+      'Job', // pre-delete: release claims
+      'Job', // post-delete: forget the nodes
       'PodDisruptionBudget',
       'Role',
+      'Role', // uninstall hooks
       'RoleBinding',
       'RoleBinding',
+      'RoleBinding', // uninstall hooks
       'Secret',
       'Service',
       'Service',
       'ServiceAccount',
       'ServiceAccount',
+      'ServiceAccount', // uninstall hooks
       'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicyBinding',
     ]);
@@ -137,6 +145,12 @@ describe('the Helm chart, rendered', () => {
     ]) {
       expect(out).toContain(line);
     }
+  });
+
+  it('leaves the uninstall hooks out with uninstallHooks.enabled=false', async () => {
+    const out = await helmTemplate(['fakeSandboxd.enabled=true', 'uninstallHooks.enabled=false']);
+    expect(kinds(out)).not.toContain('Job');
+    expect(out).not.toContain('pre-delete');
   });
 
   it("installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream's Sandboxes)", async () => {

@@ -533,6 +533,9 @@ export class WarmPoolReconciler {
     for (const view of views) {
       counts[nodeStateOf(view)]++;
       const known = term.placement.has(view.name);
+      // An inventory whose agent has not written its status yet (created a moment before its first publish) says
+      // nothing about the node: no verdict until it does, so its first publish is "in placement", not "back".
+      if (!known && view.exclusion === 'stale' && view.observation === undefined) continue;
       const before = term.placement.get(view.name);
       term.placement.set(view.name, view.exclusion);
       if (known && before === view.exclusion) continue;
