@@ -7,6 +7,7 @@ import type { KubeObject } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { silentLogger, systemClock } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME, defaultIdentity } from './config/settings.js';
+import { createPoolAutoscalerOf, poolAutoscalerRunnables } from './controllers/pool-autoscaler/pool-autoscaler.js';
 import { sandboxClaimsRunnable } from './controllers/sandboxclaims/sandboxclaims.js';
 import { createSandboxEnvs, sandboxEnvRunnables } from './controllers/sandboxenvs/sandboxenvs.js';
 import { warmPoolRunnable } from './controllers/warmpool/runnable.js';
@@ -70,11 +71,20 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     staleAfterMs: reconciler.settings.staleAfterMs,
     intervalMs: Math.min(federation.federation.intervalMs, reconciler.settings.intervalMs),
   });
-  const claims = createClaimSide(shared, options, { identity, driver, envs, federation });
+  const poolAutoscaler = createPoolAutoscalerOf(shared, options, driver);
+  const onServed = poolAutoscaler?.served;
+  const claims = createClaimSide(shared, options, { identity, driver, envs, federation, onServed });
   const sandboxApi = createSandboxApiOf(shared, options.sandboxApi, driver, claims);
 
   const reads = [pools, templates, inventories] as Array<Informer<KubeObject>>;
-  const caches = [...reads, envs.informer, ...driver.driverOnly, ...(claims ? [claims.sandboxClaims.informer] : [])];
+  const caches = [
+    ...reads,
+    envs.informer,
+    ...driver.driverOnly,
+    ...(claims ? [claims.sandboxClaims.informer] : []),
+    ...(poolAutoscaler ? [poolAutoscaler.informer] : []),
+  ];
+  const [claimCounts, poolAutoscaling] = poolAutoscaler ? poolAutoscalerRunnables(poolAutoscaler, reads) : [];
   const servers = new HealthServers({
     listen: options.listen,
     probeListen: options.probeListen,
@@ -87,7 +97,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const [envCapacity, envStatus] = sandboxEnvRunnables(envs, reads);
   const [federationWatcher, federationReporter] = federationRunnables(federation, [...reads, envs.informer], logger);
   manager.add(servers, cachesRunnable(caches), envCapacity, federationWatcher);
-  manager.add(claims?.pipeline, claims?.api, sandboxApi);
+  manager.add(claimCounts, claims?.pipeline, claims?.api, sandboxApi);
   manager.add(
     warmPoolRunnable({
       driver,
@@ -99,6 +109,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     }),
     claims && sandboxClaimsRunnable(claims.sandboxClaims),
     envStatus,
+    poolAutoscaling,
     federationReporter,
   );
 

@@ -96,7 +96,7 @@ describe('the Helm chart, rendered', () => {
     ).resolves.toContain('kind: DaemonSet');
   });
 
-  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs, the aggregated Sandbox API and the uninstall hooks by default', async () => {
+  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, six CRDs, the aggregated Sandbox API and the uninstall hooks by default', async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
       'APIService',
@@ -105,12 +105,14 @@ describe('the Helm chart, rendered', () => {
       'ClusterRole',
       'ClusterRole',
       'ClusterRole', // uninstall hooks
+      'ClusterRole', // pool autoscaler
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding', // uninstall hooks
+      'ClusterRoleBinding', // pool autoscaler
       'ConfigMap', // uninstall hooks' script
-      ...Array(5).fill('CustomResourceDefinition'),
+      ...Array(6).fill('CustomResourceDefinition'),
       'DaemonSet',
       'Deployment',
       'Job', // pre-delete: release claims
@@ -153,7 +155,7 @@ describe('the Helm chart, rendered', () => {
 
   it("installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream's Sandboxes)", async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true', 'sandboxApi.mode=crd']);
-    expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(6);
+    expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(7);
     expect(out).toContain('name: sandboxes.agents.x-k8s.io');
     expect(kinds(out)).not.toContain('APIService');
     expect(out).not.toContain('--aggregated-listen');
@@ -203,6 +205,7 @@ describe('the Helm chart, rendered', () => {
     expect(await crds(['crds.upstream.install=false'])).toEqual([
       'nodeinventories.warmpool.dev',
       'sandboxenvs.warmpool.dev',
+      'sandboxwarmpoolautoscalers.warmpool.dev',
     ]);
     expect(await crds(['crds.warmpool.install=false'])).toEqual([
       'sandboxclaims.extensions.agents.x-k8s.io',
@@ -946,6 +949,10 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    // The pool autoscaler reads its objects and writes only their status.
+    expect(await can('watch', 'sandboxwarmpoolautoscalers.warmpool.dev', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev', 'warmpool-control-plane')).toBe(false);
     // The SandboxEnv autoscaler moves replicas through the scale subresource only.
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(
       true,
@@ -976,6 +983,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
       'sandboxclaims.extensions.agents.x-k8s.io',
       'sandboxenvs.warmpool.dev',
       'sandboxtemplates.extensions.agents.x-k8s.io',
+      'sandboxwarmpoolautoscalers.warmpool.dev',
       'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
     // (sandboxes are served by the control plane behind the APIService, which no replica serves in this test.)
