@@ -11,6 +11,7 @@ import {
   packageVersion,
   parseConfig,
   parseLogLevel,
+  parseLogFormat,
   runMain,
   Shutdown,
   TokenRotation,
@@ -36,7 +37,10 @@ async function main(): Promise<void> {
     return;
   }
   const { listen, probeListen, namespace, claims, federation, aggregated } = validateConfig(config);
-  const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
+  const logger = createLogger('control-plane', {
+    level: parseLogLevel(config.logLevel),
+    format: parseLogFormat(config.logFormat),
+  });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
   let token: TokenSource;
