@@ -3,6 +3,8 @@
 // real node agents each in front of a fake-sandboxd, and two control-plane
 // replicas in this process sharing that Redis. What the nodes hold is read
 // straight from each fake-sandboxd.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, parseNodeClaimRef, type ClaimBody } from '@warmpool/api';
 import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -392,9 +394,11 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
   });
 
   it('serves the claim API over TLS when given a certificate and key', async () => {
-    const secure = await world.controlPlane('default', {
-      claims: world.claimsOptions({ tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } }),
-    });
+    const certFile = join(world.dir, 'claims-serving.crt');
+    const keyFile = join(world.dir, 'claims-serving.key');
+    writeFileSync(certFile, cluster.pki.serving.certPem);
+    writeFileSync(keyFile, cluster.pki.serving.keyPem, { mode: 0o600 });
+    const secure = await world.controlPlane('default', { claims: world.claimsOptions({ tls: { certFile, keyFile } }) });
     const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
     try {
       expect(secure.claimsUrl).toMatch(/^https:\/\//);
