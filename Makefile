@@ -2,6 +2,7 @@
 #   make up     runs the local stack (real kube-apiserver + etcd, Redis, control plane, node agents);
 #               make up CLUSTERS=2 runs two of them, federated
 #   make test   lint, typecheck and every test, against real parts
+#   make cluster  the chart on a cluster with real nodes (kubelet, containerd, runc), no Docker needed
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -13,16 +14,17 @@ NODE_DIR := $(CACHE)/node-24
 export PATH := $(NODE_DIR)/bin:$(CACHE)/bin:$(PATH)
 export WARMPOOL_CACHE := $(CACHE)
 
-WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
+WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json clients/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
-.PHONY: help node deps build lint format typecheck kube-binaries redis test test-unit up bench image-tools images kind-e2e kind-delete clean
+.PHONY: help node deps build lint format typecheck kube-binaries node-binaries redis test test-unit up cluster bench image-tools images kind-e2e kind-delete clean
 
 help:
 	@echo "make up      run the local stack (see README)"
 	@echo "make test    lint, typecheck and the whole test suite"
 	@echo "make bench   run every benchmark under bench/"
 	@echo "make images  build the OCI image archives into .local/images (no Docker needed)"
+	@echo "make cluster   the chart on 3 real nodes of this machine (kubelet, containerd, runc; no Docker)"
 	@echo "make kind-e2e  kind cluster + images + chart + the e2e spec (needs Docker and kind)"
 
 node: $(NODE_DIR)/bin/node
@@ -65,6 +67,11 @@ typecheck: build
 kube-binaries:
 	@test/harness/kube-binaries.sh >/dev/null
 
+# What real nodes add (kubelet, kube-controller-manager, kube-scheduler, kube-proxy,
+# CoreDNS, containerd 2, crictl; runc and the CNI plugins from Debian): once per machine.
+node-binaries:
+	@test/harness/kube-binaries.sh --nodes >/dev/null
+
 redis:
 	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null || { \
 	  echo "==> installing redis-server and redis-sentinel (Debian packages)"; \
@@ -75,7 +82,7 @@ redis:
 	done
 
 # The image test builds the images itself (images/build.sh, cached).
-test: build lint typecheck kube-binaries redis image-tools
+test: build lint typecheck kube-binaries node-binaries redis image-tools
 	@echo "==> test"
 	@mkdir -p .local
 	@npx vitest run --reporter=default --reporter=json --outputFile.json=$(REPORT)
@@ -87,6 +94,11 @@ test-unit: deps
 # CLUSTERS=2: two federated clusters sharing one Redis hub (see README).
 up: build kube-binaries redis
 	@node test/harness/dist/stack-main.js $(if $(CLUSTERS),--clusters=$(CLUSTERS))
+
+# The chart on a cluster with real nodes, from the images this checkout builds (see README).
+cluster: build node-binaries image-tools
+	@images/build.sh control-plane node-agent fake-sandboxd pause redis
+	@node test/harness/dist/nodes/cluster-main.js
 
 bench: build
 	@for f in bench/*.bench.ts; do echo "==> $$f"; node "$$f"; done

@@ -4,6 +4,10 @@
 #   images/build.sh [APP...]     # default: control-plane node-agent fake-sandboxd router
 #   -> .local/images/<app>.oci.tar   (an OCI image layout in a tar, named
 #      $IMAGE_REGISTRY/<app>:$IMAGE_TAG; `docker load` / `kind load image-archive`)
+#   images/build.sh pause redis  # what the harness's real nodes need besides the apps:
+#   -> .local/images/pause.oci.tar (localhost/warmpool/pause:1, the pod sandbox;
+#      images/pause/pause.go, static) and .local/images/redis.oci.tar
+#      (localhost/warmpool/redis:7-bookworm, Debian's redis-server, uid 999)
 #
 # Nothing is pulled from a registry. The root filesystem is glibc and libstdc++
 # from Debian's packages (mmdebstrap --variant=extract: the packages' files, no
@@ -98,6 +102,36 @@ stage_app() {
   done <<<"$paths"
 }
 
+# Commits the directory $3 as the image $2 with the buildah config options that
+# follow, into the archive $4, and records the inputs' hash $6 in $5.
+commit_image() {
+  local app=$1 name=$2 stage=$3 archive=$4 stamp=$5 inputs=$6
+  shift 6
+  local config=("$@")
+  local revision; revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+  # Named per process: builds in other checkouts on this machine share buildah's storage.
+  local ctr="warmpool-image-$app-$$"
+  "${BUILDAH[@]}" from --name "$ctr" scratch >/dev/null
+  WORKING_CONTAINERS+=("$ctr")
+  "${BUILDAH[@]}" copy --quiet "$ctr" "$stage" / >/dev/null
+  "${BUILDAH[@]}" config "${config[@]}" --label "org.opencontainers.image.revision=$revision" "$ctr"
+  local layout="$OUT/work/$app"
+  rm -rf "$layout"; mkdir -p "$(dirname "$layout")"
+  "${BUILDAH[@]}" commit --quiet --format oci --disable-compression=false --identity-label=false --timestamp "$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)" \
+    "$ctr" "oci:$layout:$name" >/dev/null
+  # Name the image for both loaders: containerd (kind, Docker ≥ 25 with the
+  # containerd store) reads io.containerd.image.name; the OCI ref name is the full reference too.
+  node -e '
+    const fs = require("fs"); const [file, name] = process.argv.slice(1);
+    const index = JSON.parse(fs.readFileSync(file, "utf8"));
+    for (const m of index.manifests) m.annotations = { ...m.annotations, "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name };
+    fs.writeFileSync(file, JSON.stringify(index));' "$layout/index.json" "$name"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$layout" -cf "$archive.tmp" oci-layout index.json blobs
+  mv "$archive.tmp" "$archive"
+  echo "$inputs" >"$stamp"
+  rm -rf "$layout" "$stage"
+}
+
 build_image() {
   local app=$1 rootfs=$2
   local name="$REGISTRY/$app:$TAG"
@@ -120,7 +154,6 @@ build_image() {
   chown $UID_GID:$UID_GID "$stage/home/nonroot"
   stage_app "$app" "$stage"
 
-  local revision; revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
   local description; description=$(cd "$ROOT" && node -p "require('./apps/$app/package.json').description")
   local config=(
     --entrypoint "[\"/usr/local/bin/node\", \"/app/apps/$app/dist/main.js\"]"
@@ -147,28 +180,50 @@ build_image() {
   fi
 
   log "$app: committing $name"
-  # Named per process: builds in other checkouts on this machine share buildah's storage.
-  local ctr="warmpool-image-$app-$$"
-  "${BUILDAH[@]}" from --name "$ctr" scratch >/dev/null
-  WORKING_CONTAINERS+=("$ctr")
-  "${BUILDAH[@]}" copy --quiet "$ctr" "$stage" / >/dev/null
-  "${BUILDAH[@]}" config "${config[@]}" --label "org.opencontainers.image.revision=$revision" "$ctr"
-  local layout="$OUT/work/$app"
-  rm -rf "$layout"; mkdir -p "$(dirname "$layout")"
-  "${BUILDAH[@]}" commit --quiet --format oci --disable-compression=false --identity-label=false --timestamp "$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)" \
-    "$ctr" "oci:$layout:$name" >/dev/null
-  # Name the image for both loaders: containerd (kind, Docker ≥ 25 with the
-  # containerd store) reads io.containerd.image.name; the OCI ref name is the full reference too.
-  node -e '
-    const fs = require("fs"); const [file, name] = process.argv.slice(1);
-    const index = JSON.parse(fs.readFileSync(file, "utf8"));
-    for (const m of index.manifests) m.annotations = { ...m.annotations, "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name };
-    fs.writeFileSync(file, JSON.stringify(index));' "$layout/index.json" "$name"
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$layout" -cf "$archive.tmp" oci-layout index.json blobs
-  mv "$archive.tmp" "$archive"
-  echo "$inputs" >"$stamp"
-  rm -rf "$layout" "$stage"
+  commit_image "$app" "$name" "$stage" "$archive" "$stamp" "$inputs" "${config[@]}"
   log "$app: $(du -h "$archive" | cut -f1) -> $archive"
+}
+
+# The pod sandbox image for the harness's real nodes: one static Go program.
+build_pause() {
+  local name=localhost/warmpool/pause:1 archive="$OUT/pause.oci.tar" stamp="$OUT/pause.inputs.sha256"
+  local stage="$OUT/stage/pause"
+  command -v go >/dev/null || { echo "images: the pause image needs the Go toolchain" >&2; exit 1; }
+  rm -rf "$stage"; mkdir -p "$stage"
+  (cd "$ROOT/images/pause" && CGO_ENABLED=0 GOFLAGS= GO111MODULE=off go build -trimpath -ldflags '-s -w' -o "$stage/pause" pause.go)
+  local config=(--entrypoint '["/pause"]' --cmd '' --user 65535:65535 --label "org.opencontainers.image.title=warmpool-pause")
+  local inputs; inputs=$(cd "$ROOT/images/pause" && { sha256sum pause.go; go version; printf '%s\n' "$name" "${config[@]}"; } | sha256sum | cut -d' ' -f1)
+  if [[ -f "$archive" && -f "$stamp" && $(cat "$stamp") == "$inputs" ]]; then log "pause: up to date ($archive)"; rm -rf "$stage"; return; fi
+  log "pause: committing $name"
+  commit_image pause "$name" "$stage" "$archive" "$stamp" "$inputs" "${config[@]}"
+  log "pause: $(du -h "$archive" | cut -f1) -> $archive"
+}
+
+# The chart's optional in-chart Redis (redis.enabled) for the harness's nodes:
+# Debian's redis-server and the libraries it links, run as the chart's uid 999.
+REDIS_PACKAGES="redis-server,redis-tools,libc6,libssl3,libjemalloc2,liblzf1,libsystemd0,libcap2,libgcrypt20,libgpg-error0,liblz4-1,liblzma5,libzstd1,base-files,netbase"
+build_redis() {
+  local name=localhost/warmpool/redis:7-bookworm archive="$OUT/redis.oci.tar" stamp="$OUT/redis.inputs.sha256"
+  local key; key=$(printf '%s\n' "$SUITE" "$REDIS_PACKAGES" "$MIRROR" "$SECURITY_MIRROR" | sha256sum | cut -c1-16)
+  local config=(--entrypoint '["/usr/bin/redis-server"]' --cmd '' --user 999:999 --workingdir /data
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    --label "org.opencontainers.image.title=warmpool-redis"
+    --label "dev.warmpool.image.base=debian:$SUITE (packages: $REDIS_PACKAGES)")
+  local inputs; inputs=$(printf '%s\n' "$key" "$name" "${config[@]}" | sha256sum | cut -d' ' -f1)
+  if [[ -f "$archive" && -f "$stamp" && $(cat "$stamp") == "$inputs" ]]; then log "redis: up to date ($archive)"; return; fi
+  local stage="$OUT/stage/redis"
+  rm -rf "$stage"; mkdir -p "$stage"
+  log "redis: assembling Debian $SUITE's redis-server"
+  mmdebstrap --quiet --mode=root --format=directory --variant=extract --include="$REDIS_PACKAGES" --skip=output/dev \
+    "$SUITE" "$stage" "deb $MIRROR $SUITE main" "deb $MIRROR $SUITE-updates main" "deb $SECURITY_MIRROR $SUITE-security main" >&2
+  rm -rf "$stage/dev" "$stage/etc/apt" "$stage/var/cache/apt" "$stage/var/lib/apt" "$stage/usr/share/doc" "$stage/usr/share/man" "$stage/usr/share/locale"
+  mkdir -p "$stage/data" "$stage/tmp"; chmod 1777 "$stage/tmp"; chown 999:999 "$stage/data"
+  printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nredis:x:999:999:redis:/data:/usr/sbin/nologin\n' >"$stage/etc/passwd"
+  printf 'root:x:0:\nredis:x:999:\n' >"$stage/etc/group"
+  [[ -x "$stage/usr/bin/redis-server" ]] || { echo "images: redis-server is missing from the staged Debian packages" >&2; exit 1; }
+  log "redis: committing $name"
+  commit_image redis "$name" "$stage" "$archive" "$stamp" "$inputs" "${config[@]}"
+  log "redis: $(du -h "$archive" | cut -f1) -> $archive"
 }
 
 # Working containers are removed however the script ends.
@@ -178,5 +233,11 @@ trap remove_working_containers EXIT
 
 apps=("$@")
 [[ ${#apps[@]} -gt 0 ]] || apps=(control-plane node-agent fake-sandboxd router)
-rootfs=$(debian_rootfs)
-for app in "${apps[@]}"; do build_image "$app" "$rootfs"; done
+rootfs=
+for app in "${apps[@]}"; do
+  case "$app" in
+    pause) build_pause ;;
+    redis) build_redis ;;
+    *) [[ -n "$rootfs" ]] || rootfs=$(debian_rootfs); build_image "$app" "$rootfs" ;;
+  esac
+done

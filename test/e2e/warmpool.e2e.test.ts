@@ -147,7 +147,8 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
 
       const node = Buffer.from(secret.data['node'] ?? '', 'base64').toString('utf8');
       const holder = (await listInventories(target)).find((inventory) => inventory.metadata.name === node);
-      const address = holder?.spec.address ?? '';
+      // Through the target's way to that agent (a port-forward on a cluster): never the pod IP from here.
+      const address = holder === undefined ? '' : await target.agentAddress(holder);
       expect((await getSandbox(address, target.token, id ?? '')).status).toBe(200);
       await kubectlOk(target, [
         'delete',

@@ -2,14 +2,30 @@
 # Builds the real Kubernetes parts the tests run against (kube-apiserver, etcd,
 # kubectl, helm) from their Go modules, once per machine. Nothing is downloaded
 # but Go modules; binaries are cached outside the repo so later runs start at once.
+# With --nodes it also builds what real nodes need (kubelet, kube-controller-manager,
+# kube-scheduler, containerd 2 and its runc shim, crictl) and installs runc and the
+# CNI plugins from Debian's packages when missing.
 #
-#   test/harness/kube-binaries.sh            # build what is missing, print the bin dir
-#   test/harness/kube-binaries.sh --check    # exit 1 if anything is missing
+#   test/harness/kube-binaries.sh                    # build what is missing, print the bin dir
+#   test/harness/kube-binaries.sh --check            # exit 1 if anything is missing
+#   test/harness/kube-binaries.sh --nodes [--check]  # the same, node parts included
 set -euo pipefail
+
+nodes=false check=false
+for arg in "$@"; do
+  case "$arg" in
+    --nodes) nodes=true ;;
+    --check) check=true ;;
+    *) echo "kube-binaries: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 
 KUBE_VERSION="${WARMPOOL_KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${WARMPOOL_ETCD_VERSION:-v3.6.16}"
 HELM_VERSION="${WARMPOOL_HELM_VERSION:-v3.22.0}"
+CONTAINERD_VERSION="${WARMPOOL_CONTAINERD_VERSION:-v2.4.2}"
+CRICTL_VERSION="${WARMPOOL_CRICTL_VERSION:-v1.37.0}"
+COREDNS_VERSION="${WARMPOOL_COREDNS_VERSION:-v1.15.0}"
 CACHE="${WARMPOOL_CACHE:-$HOME/.cache/warmpool}"
 BIN="$CACHE/bin"
 mkdir -p "$BIN"
@@ -20,9 +36,23 @@ want=(
   "etcd-$ETCD_VERSION"
   "helm-$HELM_VERSION-kube$KUBE_VERSION"
 )
+node_want=(
+  "kubelet-$KUBE_VERSION"
+  "kube-controller-manager-$KUBE_VERSION"
+  "kube-scheduler-$KUBE_VERSION"
+  "kube-proxy-$KUBE_VERSION"
+  "coredns-$COREDNS_VERSION"
+  "containerd-$CONTAINERD_VERSION"
+  "containerd-shim-runc-v2-$CONTAINERD_VERSION"
+  "ctr-$CONTAINERD_VERSION"
+  "crictl-$CRICTL_VERSION"
+)
+$nodes && want+=("${node_want[@]}")
+CNI_BIN=/usr/lib/cni
 
-if [[ "${1:-}" == "--check" ]]; then
+if $check; then
   for b in "${want[@]}"; do [[ -x "$BIN/$b" ]] || exit 1; done
+  if $nodes; then command -v runc >/dev/null && [[ -x $CNI_BIN/bridge ]] || exit 1; fi
   exit 0
 fi
 
@@ -64,14 +94,14 @@ wrapper_module() {
 }
 
 build() {
-  local name=$1 module=$2 version=$3 sibling_version=$4 pkg=$5 ldflags=$6 suffix=${7:-}
+  local name=$1 module=$2 version=$3 sibling_version=$4 pkg=$5 ldflags=$6 suffix=${7:-} tags=${8:-}
   local out="$BIN/$name-$version$suffix"
   [[ -x "$out" ]] && return 0
   local dir="$CACHE/build/$name"
   log "building $name $version from $module (first time on this machine; a few minutes)"
   local t0=$SECONDS
   wrapper_module "$dir" "$module" "$version" "$sibling_version"
-  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
   mv "$out.tmp" "$out"
   log "built $name in $((SECONDS - t0))s -> $out"
 }
@@ -107,5 +137,68 @@ helm_ldflags() {
 }
 build helm helm.sh/helm/v3 "$HELM_VERSION" "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "$(helm_ldflags)" "-kube$KUBE_VERSION"
 
-for b in "${want[@]}"; do ln -sf "$BIN/$b" "$BIN/${b%%-v*}"; done
+# CoreDNS with only the plugins a test cluster's DNS needs (kubernetes, no
+# forward: nothing is resolved outside the cluster). Its main package registers
+# every plugin, so the binary is built from a main of our own that picks them.
+build_coredns() {
+  local out="$BIN/coredns-$COREDNS_VERSION"
+  [[ -x "$out" ]] && return 0
+  local dir="$CACHE/build/coredns"
+  log "building coredns $COREDNS_VERSION (kubernetes plugin only; first time on this machine)"
+  local t0=$SECONDS
+  wrapper_module "$dir" github.com/coredns/coredns "$COREDNS_VERSION" "$COREDNS_VERSION"
+  cat >"$dir/main.go" <<'GO'
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() {
+	// Upstream's order (core/dnsserver/zdirectives.go), restricted to these plugins.
+	dnsserver.Directives = []string{"bind", "ready", "health", "errors", "kubernetes", "loadbalance"}
+}
+
+func main() { coremain.Run() }
+GO
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out.tmp" .)
+  mv "$out.tmp" "$out"
+  log "built coredns in $((SECONDS - t0))s -> $out"
+}
+
+if $nodes; then
+  # runc and the CNI plugins (bridge, host-local, loopback, portmap) are Debian's.
+  command -v runc >/dev/null && [[ -x $CNI_BIN/bridge ]] || {
+    log "installing runc and containernetworking-plugins (Debian packages)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc containernetworking-plugins >/dev/null
+  }
+  build kubelet k8s.io/kubernetes "$KUBE_VERSION" "$staging_version" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
+  build kube-scheduler k8s.io/kubernetes "$KUBE_VERSION" "$staging_version" k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags)"
+  build kube-controller-manager k8s.io/kubernetes "$KUBE_VERSION" "$staging_version" \
+    k8s.io/kubernetes/cmd/kube-controller-manager "$(kube_ldflags)"
+  build kube-proxy k8s.io/kubernetes "$KUBE_VERSION" "$staging_version" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
+  build_coredns
+  containerd_ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+  containerd_ldflags+=" -X github.com/containerd/containerd/v2/version.Revision=warmpool-build"
+  # Static (CGO off) and without the snapshotters that need C libraries; overlayfs and native remain.
+  build containerd github.com/containerd/containerd/v2 "$CONTAINERD_VERSION" "$CONTAINERD_VERSION" \
+    github.com/containerd/containerd/v2/cmd/containerd "$containerd_ldflags" "" "no_btrfs no_devmapper no_zfs"
+  build containerd-shim-runc-v2 github.com/containerd/containerd/v2 "$CONTAINERD_VERSION" "$CONTAINERD_VERSION" \
+    github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$containerd_ldflags" "" "no_btrfs no_devmapper no_zfs"
+  build ctr github.com/containerd/containerd/v2 "$CONTAINERD_VERSION" "$CONTAINERD_VERSION" \
+    github.com/containerd/containerd/v2/cmd/ctr "$containerd_ldflags" "" "no_btrfs no_devmapper no_zfs"
+  build crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION" "$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl \
+    "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
+fi
+
+# The shortest "-v<digit>..." suffix is the version: containerd-shim-runc-v2-v2.4.2 -> containerd-shim-runc-v2.
+for b in "${want[@]}"; do ln -sf "$BIN/$b" "$BIN/${b%-v[0-9]*}"; done
 echo "$BIN"

@@ -1,14 +1,10 @@
 // The control plane's public surface: the composition root and its config.
 // Specs reach the internals through test/support/internals.ts.
-export {
-  createControlPlane,
-  defaultIdentity,
-  COMPONENT,
-  DEFAULT_LEASE_NAME,
-  type ControlPlane,
-  type ControlPlaneOptions,
-} from './control-plane.js';
-export { FLAGS, SUMMARY, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from './config.js';
+export { createControlPlane, COMPONENT } from './control-plane.js';
+export type { ControlPlane, ControlPlaneOptions } from './options.js';
+export { DEFAULT_LEASE_NAME, defaultIdentity, type ControlPlaneSettings } from './config/settings.js';
+export { FLAGS, SUMMARY, type ControlPlaneConfig } from './config/flags.js';
+export { validateConfig, type ValidatedConfig } from './config/validate.js';
 
 // What the benchmarks (bench/) drive in-process: the Sandbox API's view and reader, the federation transport.
 export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './aggregated/view.js';

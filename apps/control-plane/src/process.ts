@@ -1,7 +1,6 @@
 // The control plane as a process (a Deployment pod): flags and env, the fleet
 // token, Kubernetes access, health/metrics, and a SIGTERM that stops pushing,
 // releases the lease (a standby takes over at once) and closes everything.
-import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
 import {
@@ -17,8 +16,9 @@ import {
   versionLine,
   watchTokenFile,
 } from '@warmpool/runtime';
-import { FLAGS, SUMMARY, validateConfig } from './config.js';
-import { createControlPlane, defaultIdentity } from './control-plane.js';
+import { FLAGS, SUMMARY } from './config/flags.js';
+import { validateConfig } from './config/validate.js';
+import { createControlPlane } from './control-plane.js';
 import { PeerDirectory } from './federation/peers.js';
 import { rotatingToken, staticToken, type TokenSource } from './token.js';
 
@@ -35,7 +35,8 @@ async function main(): Promise<void> {
     process.stdout.write(versionLine('control-plane', version));
     return;
   }
-  const { listen, probeListen, namespace, claims, federation, aggregated } = validateConfig(config);
+  const settings = validateConfig(config);
+  const federation = settings.federation;
   const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
   }
 
   let peers: PeerDirectory | undefined;
-  if (federation?.peersFile !== undefined) {
+  if (federation.peersFile !== undefined && federation.clusterId !== undefined) {
     peers = new PeerDirectory(federation.peersFile, {
       clusterId: federation.clusterId,
       graceMs: config.tokenGrace,
@@ -72,12 +73,12 @@ async function main(): Promise<void> {
     logger.info('federation peers loaded', { file: peers.file, peers: peers.ids });
     shutdown.add('federation-peers-file', peers);
   }
-  if (federation === undefined && (config.clusterId || config.federationRedisUrl)) {
+  if (federation.hub === undefined && (config.clusterId || config.federationRedisUrl)) {
     logger.warn('federation needs both --cluster-id and --federation-redis-url: running as a single cluster', {
       clusterId: config.clusterId ?? null,
     });
   }
-  if (federation !== undefined && peers === undefined) {
+  if (federation.hub !== undefined && peers === undefined) {
     logger.warn(
       'federation without --federation-peers-file: capacity is shared and shown, but no claim spills to a peer and none is accepted from one',
     );
@@ -87,86 +88,16 @@ async function main(): Promise<void> {
   // Node's process_* / nodejs_* metrics under their standard names, so stock dashboards work.
   collectDefaultMetrics({ register: registry });
   const controlPlane = createControlPlane({
+    ...settings,
+    federation: { ...settings.federation, ...(peers !== undefined ? { peers } : {}) },
     kubeConfig: loadKubeConfig(config.kubeconfig),
     token,
-    namespace,
-    identity: config.identity || defaultIdentity(),
-    leaderElection: config.leaderElect,
-    leaseName: config.leaderElectResourceName,
-    ...(config.agentPodSelector ? { agentPodSelector: config.agentPodSelector } : {}),
-    leaseDurationMs: config.leaderElectLeaseDuration,
-    renewDeadlineMs: config.leaderElectRenewDeadline,
-    retryPeriodMs: config.leaderElectRetryPeriod,
     version,
-    driver: {
-      intervalMs: config.interval,
-      staleAfterMs: config.staleAfter,
-      agentCallConcurrency: config.setPoolsConcurrency,
-      failureThreshold: config.failureThreshold,
-    },
-    setPoolsTimeoutMs: config.setPoolsTimeout,
-    setPoolsPushTimeoutMs: config.setPoolsPushTimeout,
-    setPoolsAttempts: config.setPoolsAttempts,
-    listen,
-    ...(probeListen ? { probeListen } : {}),
-    stallTimeoutMs: config.stallTimeout,
     logger,
     registry,
-    envScaleDownDelayMs: config.envScaleDownDelay,
-    federation: {
-      ...(config.clusterId ? { clusterId: config.clusterId } : {}),
-      intervalMs: config.federationInterval,
-      ...(federation !== undefined
-        ? {
-            ttlMs: federation.ttlMs,
-            hub: {
-              redis: federation.redis,
-              prefix: config.federationPrefix,
-            },
-          }
-        : {}),
-      ...(peers !== undefined ? { peers } : {}),
-    },
-    ...(claims !== undefined
-      ? {
-          claims: {
-            redis: claims.redis,
-            listen: claims.listen,
-            ...(claims.tls !== undefined
-              ? { tls: { cert: readFileSync(claims.tls.certFile), key: readFileSync(claims.tls.keyFile) } }
-              : {}),
-            settings: {
-              batcher: {
-                idleMs: config.claimBatchIdle,
-                maxDurationMs: config.claimBatchMax,
-                maxItems: config.claimBatchMaxItems,
-              },
-              claimTimeoutMs: config.claimTimeout,
-              workerConcurrency: config.claimWorkerConcurrency,
-              lockDurationMs: config.claimLockDuration,
-              stalledIntervalMs: config.claimStalledInterval,
-              nodeTimeoutMs: config.claimNodeTimeout,
-              coldNodeTimeoutMs: config.claimColdNodeTimeout,
-              maxAttempts: config.claimAttempts,
-            },
-          },
-        }
-      : {}),
-    sandboxClaims: {
-      controller: { leaseSeconds: Math.ceil(config.sandboxclaimLease / 1000) },
-      janitor: { intervalMs: config.claimJanitorInterval, graceMs: config.claimJanitorGrace },
-    },
-    ...(aggregated !== undefined
-      ? {
-          sandboxApi: {
-            listen: aggregated.listen,
-            ...(aggregated.tls !== undefined ? { tls: aggregated.tls } : {}),
-            selfSignedNames: aggregated.selfSignedNames,
-          },
-        }
-      : {}),
   });
-  if (claims === undefined) logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
+  if (settings.claims === undefined)
+    logger.info('provisioning is off (no --redis-url): no claim API, no batch workers');
   shutdown.add('control-plane', controlPlane);
   await controlPlane.start();
 }

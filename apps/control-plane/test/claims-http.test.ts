@@ -1,8 +1,10 @@
-// The HTTP claim API end to end (shared/specs/api.md, "The claim API"): a real
+// The HTTP claim API end to end (docs/claim-api.md): a real
 // kube-apiserver (TokenReview, SubjectAccessReview, RBAC), a real Redis, three
 // real node agents each in front of a fake-sandboxd, and two control-plane
 // replicas in this process sharing that Redis. What the nodes hold is read
 // straight from each fake-sandboxd.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { claimBodySchema, claimErrorBodySchema, parseNodeClaimRef, type ClaimBody } from '@warmpool/api';
 import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -156,7 +158,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       );
     });
 
-    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404, and neither without a token', async () => {
+    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404 NotFound, and neither without a token', async () => {
       const cases: Array<[string, string, string]> = [
         ['PUT', claimsPath(), 'POST'],
         ['GET', claimsPath(), 'POST'],
@@ -172,6 +174,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       }
       const unknown = await callClaims(urlOf(a), 'GET', '/v2/claims', allowed);
       expect(unknown.status).toBe(404);
+      expect(claimErrorBodySchema.parse(unknown.body).reason).toBe('NotFound');
       // Authentication comes first: a caller without a token learns nothing about the routes.
       expect((await callClaims(urlOf(a), 'PUT', claimsPath(), undefined)).status).toBe(401);
     });
@@ -391,9 +394,11 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
   });
 
   it('serves the claim API over TLS when given a certificate and key', async () => {
-    const secure = await world.controlPlane('default', {
-      claims: world.claimsOptions({ tls: { cert: cluster.pki.serving.certPem, key: cluster.pki.serving.keyPem } }),
-    });
+    const certFile = join(world.dir, 'claims-serving.crt');
+    const keyFile = join(world.dir, 'claims-serving.key');
+    writeFileSync(certFile, cluster.pki.serving.certPem);
+    writeFileSync(keyFile, cluster.pki.serving.keyPem, { mode: 0o600 });
+    const secure = await world.controlPlane('default', { claims: world.claimsOptions({ tls: { certFile, keyFile } }) });
     const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
     try {
       expect(secure.claimsUrl).toMatch(/^https:\/\//);

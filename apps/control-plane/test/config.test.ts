@@ -24,11 +24,21 @@ describe('control plane flags', () => {
       leaderElectResourceName: 'warmpool-control-plane',
       logLevel: 'info',
     });
-    expect(validateConfig(config, noNamespaceFile)).toEqual({
+    const settings = validateConfig(config, noNamespaceFile);
+    expect(settings).toMatchObject({
       listen: { host: '0.0.0.0', port: 8080 },
-      probeListen: undefined,
       namespace: 'default',
+      leaderElection: true,
+      leaseName: 'warmpool-control-plane',
+      leaseDurationMs: 15_000,
+      driver: { intervalMs: 5_000, staleAfterMs: 90_000, agentCallConcurrency: 256 },
+      stallTimeoutMs: 120_000,
+      federation: { intervalMs: 2_000 },
     });
+    expect(settings.probeListen).toBeUndefined();
+    expect(settings.claims).toBeUndefined();
+    expect(settings.sandboxApi).toBeUndefined();
+    expect(settings.federation.hub).toBeUndefined();
   });
 
   it('accepts every flag the Helm chart passes', () => {
@@ -48,11 +58,13 @@ describe('control plane flags', () => {
   it('turns provisioning on with --redis-url, serving the claim API on --claims-listen', () => {
     const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
     expect(parse().claims).toBeUndefined();
-    expect(parse('--redis-url=redis://127.0.0.1:6379').claims).toEqual({
+    const plain = parse('--redis-url=redis://127.0.0.1:6379').claims;
+    expect(plain).toMatchObject({
       redis: { url: 'redis://127.0.0.1:6379' },
       listen: { host: '0.0.0.0', port: 8081 },
-      tls: undefined,
+      settings: { claimTimeoutMs: 10_000, maxAttempts: 3 },
     });
+    expect(plain?.tls).toBeUndefined();
     expect(
       parse(
         '--redis-url=rediss://r:6380',
@@ -60,7 +72,7 @@ describe('control plane flags', () => {
         '--claims-tls-cert-file=c.pem',
         '--claims-tls-key-file=k.pem',
       ).claims,
-    ).toEqual({
+    ).toMatchObject({
       redis: { url: 'rediss://r:6380' },
       listen: { host: '127.0.0.1', port: 9443 },
       tls: { certFile: 'c.pem', keyFile: 'k.pem' },
@@ -133,7 +145,7 @@ describe('control plane flags', () => {
         '--federation-redis-url=rediss://hub:6380',
         '--federation-redis-password-file=/hub-pw',
         '--federation-redis-ca-file=/hub-ca.crt',
-      ).federation?.redis,
+      ).federation.hub?.redis,
     ).toEqual({ url: 'rediss://hub:6380', passwordFile: '/hub-pw', caFile: '/hub-ca.crt' });
     expect(() => parse('--federation-redis-password-file=/hub-pw')).toThrow(
       '--federation-redis-password-file needs --federation-redis-url',
@@ -183,15 +195,14 @@ describe('control plane flags', () => {
 
   it('federates only with both --cluster-id and --federation-redis-url, and checks the federation timings and URLs', () => {
     const parse = (...argv: string[]) => validateConfig(parseConfig(FLAGS, argv, {}).config, noNamespaceFile);
-    expect(parse().federation).toBeUndefined();
-    expect(parse('--cluster-id=east').federation).toBeUndefined();
-    expect(parse('--federation-redis-url=redis://hub:6379').federation).toBeUndefined();
+    expect(parse().federation).toEqual({ intervalMs: 2_000 });
+    expect(parse('--cluster-id=east').federation).toEqual({ clusterId: 'east', intervalMs: 2_000 });
+    expect(parse('--federation-redis-url=redis://hub:6379').federation).toEqual({ intervalMs: 2_000 });
     expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({
       clusterId: 'east',
-      redis: { url: 'redis://hub:6379' },
+      hub: { redis: { url: 'redis://hub:6379' }, prefix: 'warmpool:federation' },
       intervalMs: 2_000,
       ttlMs: 6_000,
-      peersFile: undefined,
     });
     expect(
       parse(
@@ -206,7 +217,7 @@ describe('control plane flags', () => {
     expect(() => parse('--federation-interval=0s')).toThrow(/--federation-interval/);
     expect(
       parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379', '--federation-peers-file=/p.json')
-        .federation?.peersFile,
+        .federation.peersFile,
     ).toBe('/p.json');
     expect(() => parse('--federation-peers-file=/p.json')).toThrow(/--federation-peers-file needs --cluster-id/);
   });

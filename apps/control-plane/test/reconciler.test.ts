@@ -215,7 +215,7 @@ class World {
   }
 
   drive(): void {
-    this.reconciler.startDriving(this.leadership.signal);
+    this.reconciler.lead(this.leadership.signal);
   }
 
   /** Until no call to a fake is in flight and no run or call has started for a few turns. */

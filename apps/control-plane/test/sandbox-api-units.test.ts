@@ -2,7 +2,8 @@
 // proxy's settings, the Table, a watch's parameters and the flags.
 import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
-import { FLAGS, validateConfig } from '../src/config.js';
+import { FLAGS } from '../src/config/flags.js';
+import { validateConfig } from '../src/config/validate.js';
 import { requestHeaderConfigOf } from '../src/aggregated/front-proxy.js';
 import { ApiError, representationOf, tableOf } from '../src/aggregated/responses.js';
 import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/aggregated/sandbox-object.js';
@@ -146,15 +147,14 @@ describe('the Sandbox API flags', () => {
     validateConfig(parseConfig(FLAGS, argv, {}).config, () => undefined);
 
   it('serves it only with --aggregated-listen, self-signed unless given a certificate and key', () => {
-    expect(parse().aggregated).toBeUndefined();
-    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=svc.ns.svc, other').aggregated).toEqual({
+    expect(parse().sandboxApi).toBeUndefined();
+    expect(parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-sans=svc.ns.svc, other').sandboxApi).toEqual({
       listen: { host: '0.0.0.0', port: 8443 },
-      tls: undefined,
       selfSignedNames: ['svc.ns.svc', 'other'],
     });
     expect(
       parse('--aggregated-listen=0.0.0.0:8443', '--aggregated-tls-cert-file=/c', '--aggregated-tls-key-file=/k')
-        .aggregated?.tls,
+        .sandboxApi?.tls,
     ).toEqual({ certFile: '/c', keyFile: '/k' });
   });
 

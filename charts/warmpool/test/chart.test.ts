@@ -96,7 +96,7 @@ describe('the Helm chart, rendered', () => {
     ).resolves.toContain('kind: DaemonSet');
   });
 
-  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs and the aggregated Sandbox API by default', async () => {
+  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs, the aggregated Sandbox API and the uninstall hooks by default', async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
       'APIService',
@@ -104,21 +104,29 @@ describe('the Helm chart, rendered', () => {
       'ClusterRole',
       'ClusterRole',
       'ClusterRole',
+      'ClusterRole', // uninstall hooks
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding',
+      'ClusterRoleBinding', // uninstall hooks
+      'ConfigMap', // uninstall hooks' script
       ...Array(5).fill('CustomResourceDefinition'),
       'DaemonSet',
       'Deployment',
+      'Job', // pre-delete: release claims
+      'Job', // post-delete: forget the nodes
       'PodDisruptionBudget',
       'Role',
+      'Role', // uninstall hooks
       'RoleBinding',
       'RoleBinding',
+      'RoleBinding', // uninstall hooks
       'Secret',
       'Service',
       'Service',
       'ServiceAccount',
       'ServiceAccount',
+      'ServiceAccount', // uninstall hooks
       'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicyBinding',
     ]);
@@ -135,6 +143,12 @@ describe('the Helm chart, rendered', () => {
     ]) {
       expect(out).toContain(line);
     }
+  });
+
+  it('leaves the uninstall hooks out with uninstallHooks.enabled=false', async () => {
+    const out = await helmTemplate(['fakeSandboxd.enabled=true', 'uninstallHooks.enabled=false']);
+    expect(kinds(out)).not.toContain('Job');
+    expect(out).not.toContain('pre-delete');
   });
 
   it("installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream's Sandboxes)", async () => {

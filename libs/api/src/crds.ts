@@ -1,4 +1,4 @@
-// The custom resources warmpool serves and consumes (shared/specs/api.md),
+// The custom resources warmpool serves and consumes (docs/crds.md),
 // written once. The upstream agent-sandbox shapes are fixed by upstream; ours
 // live in warmpool.dev/v1alpha1. The schemas the apiserver enforces are in
 // charts/warmpool/crds/ and must agree with these types.

@@ -68,3 +68,20 @@ export class Shutdown {
     logger.info('shutdown complete');
   }
 }
+
+/** One named step of a close: its own failure is logged and never skips the steps after it. */
+export type CloseStep = readonly [name: string, close: () => unknown];
+
+/**
+ * Runs every step in order, each isolated: a step that throws (or rejects) is
+ * logged under `what` and the next one still runs.
+ */
+export async function closeInOrder(what: string, steps: ReadonlyArray<CloseStep>, logger: Logger): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (err) {
+      logger.warn(`closing ${what}: a step failed`, { step: name, err });
+    }
+  }
+}

@@ -24,6 +24,7 @@ export async function portForward(
   namespace: string,
   pod: string,
   remotePort: number,
+  kind: 'pod' | 'svc' = 'pod',
 ): Promise<PortForward> {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-e2e-port-forward-'));
   const child = new ManagedChild({
@@ -35,7 +36,7 @@ export async function portForward(
       '-n',
       namespace,
       '--address=127.0.0.1',
-      `pod/${pod}`,
+      `${kind}/${pod}`,
       `:${remotePort}`,
     ],
     logFile: join(dir, 'port-forward.log'),

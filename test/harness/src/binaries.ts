@@ -7,6 +7,17 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export type KubeBinary = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm';
+/** What real nodes add (kube-binaries.sh --nodes). */
+export type NodeBinary =
+  | 'kubelet'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kube-proxy'
+  | 'coredns'
+  | 'containerd'
+  | 'containerd-shim-runc-v2'
+  | 'ctr'
+  | 'crictl';
 
 /** `$WARMPOOL_CACHE/bin`, default `~/.cache/warmpool/bin` (same rule as kube-binaries.sh). */
 export function binDir(): string {
@@ -64,4 +75,32 @@ export function findOnPath(name: string): string | undefined {
     if (isExecutable(path)) return path;
   }
   return undefined;
+}
+
+/**
+ * Builds what real nodes need when any of it is missing (kube-binaries.sh
+ * --nodes: kubelet, kube-controller-manager, kube-scheduler, kube-proxy,
+ * CoreDNS, containerd 2, crictl; runc and the CNI plugins from Debian's
+ * packages). Tens of minutes the first time on a machine, a no-op after.
+ */
+export function ensureNodeBinaries(): void {
+  try {
+    execFileSync(BUILD_SCRIPT, ['--nodes', '--check'], { stdio: 'ignore' });
+    return;
+  } catch {
+    // missing: build below
+  }
+  process.stderr.write(`warmpool: building the node binaries into ${binDir()} (once per machine)...\n`);
+  execFileSync(BUILD_SCRIPT, ['--nodes'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, WARMPOOL_CACHE: join(binDir(), '..') },
+  });
+}
+
+/** A node binary's path (built first when missing, unless WARMPOOL_NO_BUILD=1). */
+export function findNodeBinary(name: NodeBinary): string {
+  const path = join(binDir(), name);
+  if (!isExecutable(path) && process.env.WARMPOOL_NO_BUILD !== '1') ensureNodeBinaries();
+  if (isExecutable(path)) return path;
+  throw new Error(`${name} not found at ${path}: run \`test/harness/kube-binaries.sh --nodes\``);
 }

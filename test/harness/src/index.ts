@@ -83,3 +83,7 @@ export { registerAggregatedApi } from './aggregation.js';
 export type { AggregatedApiOptions } from './aggregation.js';
 export { startSandboxdVariant } from './sandboxd-variant.js';
 export type { SandboxdVariant, SandboxdVariantBehaviour } from './sandboxd-variant.js';
+export { startNodeCluster } from './nodes/node-cluster.js';
+export type { NodeCluster, NodeClusterTimings, StartNodeClusterOptions } from './nodes/node-cluster.js';
+export { CLUSTER_RANGES } from './nodes/machine-state.js';
+export { PAUSE_IMAGE } from './nodes/configs.js';

@@ -10,8 +10,9 @@ import {
   type SandboxWarmPool,
 } from '@warmpool/api';
 import type { Informer, KubeTransport } from '@warmpool/kube';
-import type { HostPort, Logger } from '@warmpool/runtime';
+import { closeInOrder, type HostPort, type Logger } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
+import type { Runnable } from '../manager/runnable.js';
 import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
 import { AgentClaims } from '../provisioning/agent-claims.js';
 import type { ProvisioningPipeline } from '../provisioning/pipeline.js';
@@ -62,7 +63,8 @@ export interface SandboxApiOptions {
   logger: Logger;
 }
 
-export interface SandboxApi {
+/** A runnable in every replica; its own readiness is its /readyz, not the replica's. */
+export interface SandboxApi extends Runnable {
   readonly view: SandboxView;
   readonly url: string | undefined;
   /** Whether it serves a self-signed certificate (the APIService must then skip verification). */
@@ -170,6 +172,8 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
   let sweeper: NodeJS.Timeout | undefined;
 
   return {
+    name: 'Sandbox API',
+    needsLeader: false,
     view,
     get url() {
       return server.url;
@@ -190,21 +194,18 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
     },
     async close() {
       clearInterval(sweeper);
-      const steps: Array<[string, () => Promise<unknown> | unknown]> = [
-        ['server', () => server.close()],
-        ['front proxy settings', () => requestHeaders.close()],
-        ['claim feed', () => feed?.close()],
-        ['inventory feed', () => stopInventories()],
-        ['index enricher', () => stopEnriching?.()],
-        ['agents', () => agents.close()],
-      ];
-      for (const [name, step] of steps) {
-        try {
-          await step();
-        } catch (err) {
-          logger.warn('closing the Sandbox API: a step failed', { step: name, err });
-        }
-      }
+      await closeInOrder(
+        'the Sandbox API',
+        [
+          ['server', () => server.close()],
+          ['front proxy settings', () => requestHeaders.close()],
+          ['claim feed', () => feed?.close()],
+          ['inventory feed', () => stopInventories()],
+          ['index enricher', () => stopEnriching?.()],
+          ['agents', () => agents.close()],
+        ],
+        logger,
+      );
     },
   };
 }

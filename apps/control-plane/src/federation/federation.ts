@@ -5,7 +5,7 @@
 // Watcher (every replica, for its claim router).
 import type { FederationRecord, ForeignClusterMember } from '@warmpool/api';
 import { FederationGauges, publishMetrics, CapacityRegistry, toForeignClusterMember } from '@warmpool/federation';
-import type { Logger } from '@warmpool/runtime';
+import { closeInOrder, type Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
 import type { Registry as PromRegistry } from 'prom-client';
 import { DEFAULT_FEDERATION_PREFIX, FederationKeys } from './keys.js';
@@ -142,31 +142,30 @@ export class Federation {
     });
   }
 
-  /** Leader-only: report this cluster's capacity. */
-  startReporting(): void {
+  /** Leader-only: report this cluster's capacity for the term `signal` bounds. */
+  lead(signal: AbortSignal): void {
+    if (signal.aborted) return;
+    signal.addEventListener('abort', () => void this.stopLeading(), { once: true });
     this.reporter?.start();
   }
 
-  async stopReporting(): Promise<void> {
+  async stopLeading(): Promise<void> {
     await this.reporter?.stop();
   }
 
   async close(): Promise<void> {
-    const steps: Array<[string, () => Promise<unknown>]> = [
-      ['reporter', async () => this.reporter?.stop()],
-      ['watcher', async () => this.watcher?.stop()],
-      ['hub', async () => this.#redis?.disconnect()],
-      ['hub subscriber', async () => this.#subscriber?.disconnect()],
-      ['gauges', async () => this.#gauges.close()],
-      ['metrics', async () => this.metrics.close()],
-    ];
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (err) {
-        this.#logger.warn('closing federation: a step failed', { step: name, err });
-      }
-    }
+    await closeInOrder(
+      'federation',
+      [
+        ['reporter', () => this.reporter?.stop()],
+        ['watcher', () => this.watcher?.stop()],
+        ['hub', () => this.#redis?.disconnect()],
+        ['hub subscriber', () => this.#subscriber?.disconnect()],
+        ['gauges', () => this.#gauges.close()],
+        ['metrics', () => this.metrics.close()],
+      ],
+      this.#logger,
+    );
   }
 
   #publish(): void {

@@ -3,9 +3,12 @@
 // Registry still holds this cluster's records for the Env claim router).
 // Which clusters claims are forwarded to and accepted from is the peers'
 // business (peers.ts), never the hub's.
+import type { KubeObject } from '@warmpool/api';
+import type { Informer } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
 import type { Registry as PromRegistry } from 'prom-client';
 import { Federation, FEDERATION_DEFAULTS, type HubSettings } from './federation.js';
+import { cachesSynced, type Runnable } from '../manager/runnable.js';
 import type { PeerCredentials } from './peers.js';
 
 export interface FederationSettings {
@@ -43,4 +46,37 @@ export function createFederation(
     logger: deps.logger,
   });
   return { federation, multiCluster };
+}
+
+/**
+ * Federation as the manager runs it: the hub connection and the watcher in every replica (multi-cluster mode only),
+ * the reporter on the leader once `caches` have synced (it reports what the SandboxEnv runs computed from them).
+ */
+export function federationRunnables(
+  { federation, multiCluster }: FederationSetup,
+  caches: ReadonlyArray<Informer<KubeObject>>,
+  logger: Logger,
+): Runnable[] {
+  return [
+    {
+      name: 'federation watcher',
+      needsLeader: false,
+      async start() {
+        if (multiCluster) await federation.start();
+        else
+          logger.info(
+            'single cluster: federation is off (it needs both --cluster-id and --federation-redis-url); nothing is reported or watched',
+          );
+      },
+      close: () => federation.close(),
+    },
+    {
+      name: 'federation reporter',
+      needsLeader: true,
+      async start(signal) {
+        if (await cachesSynced(caches, signal)) federation.lead(signal);
+      },
+      close: () => federation.stopLeading(),
+    },
+  ];
 }

@@ -1,15 +1,12 @@
 // Liveness, readiness and metrics. Readiness says whether this replica could
 // drive (caches synced, a fleet token present); a standby is ready too, so a
 // rollout does not wait on who holds the lease. Liveness fails only when a
-// restart can help: the leader's reconcile loop is wedged.
-import { FLEET_TOKEN_ENV } from '@warmpool/runtime';
-import type { KubeObject } from '@warmpool/api';
-import type { Informer } from '@warmpool/kube';
+// restart can help: the leader's reconcile loop is wedged. The answers are
+// the manager's, which collects them from its runnables.
+import { serveApp, type HostPort, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
-import type { Clock } from '@warmpool/runtime';
-import type { WarmPoolReconciler } from '../controllers/warmpool/reconciler.js';
+import type { Runnable } from '../manager/runnable.js';
 import type { ControlPlaneMetrics } from '../metrics.js';
-import type { TokenSource } from '../token.js';
 
 export interface HealthAppOptions {
   /** Serve /metrics too (the metrics address); omitted on the probe-only address. */
@@ -26,46 +23,6 @@ export interface HealthAppOptions {
    * claim API still answers (503 with the reason) rather than vanishing.
    */
   claimsNotReadyReasons?(): string[];
-}
-
-export interface ReplicaHealthOptions {
-  token: TokenSource;
-  /** Every cache this replica keeps: not ready until each has synced. */
-  informers: ReadonlyArray<Pick<Informer<KubeObject>, 'hasSynced' | 'type'>>;
-  driver: Pick<WarmPoolReconciler, 'notReadyReasons' | 'stalledMs'>;
-  clock: Clock;
-  /** Not live when, while leading, no reconcile finished for this long. */
-  stallTimeoutMs: number;
-}
-
-export interface ReplicaHealth {
-  /** Why this replica is not ready (empty when it is): no token, caches not synced, the driver's own reasons. */
-  notReadyReasons(): string[];
-  /** Why it should be restarted (empty when live): a wedged reconcile loop while leading. */
-  notLiveReasons(): string[];
-}
-
-/** What /readyz and /healthz answer, from what the replica runs. */
-export function replicaHealth(options: ReplicaHealthOptions): ReplicaHealth {
-  const { token, informers, driver, clock, stallTimeoutMs } = options;
-  return {
-    notReadyReasons: () => {
-      const reasons: string[] = [];
-      if (token() === undefined)
-        reasons.push(`no fleet token configured (--token-file or ${FLEET_TOKEN_ENV}): fail-closed, nothing is pushed`);
-      for (const informer of informers)
-        if (!informer.hasSynced()) reasons.push(`${informer.type.kind} cache not synced yet`);
-      reasons.push(...driver.notReadyReasons());
-      return reasons;
-    },
-    notLiveReasons: () => {
-      const stalled = driver.stalledMs(clock.now());
-      if (stalled === undefined || stalled <= stallTimeoutMs) return [];
-      return [
-        `leading, but no reconcile finished for ${Math.round(stalled / 1000)} s (--stall-timeout ${Math.round(stallTimeoutMs / 1000)} s): the loop is wedged`,
-      ];
-    },
-  };
 }
 
 export function createHealthApp(options: HealthAppOptions): Hono {
@@ -96,4 +53,47 @@ export function createHealthApp(options: HealthAppOptions): Hono {
   }
   app.notFound((c) => c.json({ error: 'not found', reason: 'NotFound' }, 404));
   return app;
+}
+
+export interface HealthServersOptions extends HealthAppOptions {
+  listen: HostPort | undefined;
+  probeListen: HostPort | undefined;
+}
+
+/**
+ * The health/metrics app (everything in `options`) at `listen`, and the probe-only app (/healthz, /readyz) at
+ * `probeListen`, each served only when given.
+ */
+export class HealthServers implements Runnable {
+  readonly name = 'health and metrics servers';
+  readonly needsLeader = false;
+  readonly app: Hono;
+  readonly #served: Array<{ app: Hono; listen: HostPort | undefined; server?: HttpServer }>;
+
+  constructor(options: HealthServersOptions) {
+    const { notReadyReasons, notLiveReasons, describe } = options;
+    this.app = createHealthApp(options);
+    const probeApp = createHealthApp({ notReadyReasons, notLiveReasons, ...(describe ? { describe } : {}) });
+    this.#served = [
+      { app: this.app, listen: options.listen },
+      { app: probeApp, listen: options.probeListen },
+    ];
+  }
+
+  get url(): string | undefined {
+    return this.#served[0]?.server?.url;
+  }
+
+  get probeUrl(): string | undefined {
+    return this.#served[1]?.server?.url;
+  }
+
+  async start(): Promise<void> {
+    for (const served of this.#served)
+      if (served.listen !== undefined) served.server = await serveApp(served.app, served.listen);
+  }
+
+  async close(): Promise<void> {
+    for (const served of this.#served) await served.server?.close();
+  }
 }

@@ -66,6 +66,13 @@ export class Campaign {
     return this.#elector?.leader ?? null;
   }
 
+  /** Fail-closed: without the fleet token this replica neither campaigns nor counts as ready. */
+  notReadyReasons(): string[] {
+    return this.#o.token() === undefined
+      ? [`no fleet token configured (--token-file or ${FLEET_TOKEN_ENV}): fail-closed, nothing is pushed`]
+      : [];
+  }
+
   /** Campaigns now if the token is there, and follows the token from then on. */
   start(): void {
     if (this.#o.token() !== undefined) this.#campaign();

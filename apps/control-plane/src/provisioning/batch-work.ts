@@ -131,6 +131,7 @@ export function grantOf(
     warmPool: data.warmPool,
     claimRef: work.claim.claimRef,
     tier: tried.tier,
+    key: data.key,
     door: work.claim.door,
     owner: work.claim.owner,
     ...(work.scope.peer !== undefined ? { peer: work.scope.peer } : {}),

@@ -138,6 +138,7 @@ export class ClaimDirectory {
       warmPool: owner.door === 'crd' ? '' : owner.pool,
       claimRef: claimNameOf(owner).name,
       tier: 'warm',
+      key: row.key,
       door: owner.door,
       owner: markOf(owner),
       ...(owner.door === 'fed' ? { peer: owner.peer } : {}),

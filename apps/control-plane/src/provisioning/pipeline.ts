@@ -14,7 +14,7 @@
 //   <prefix>:bull:*     the claim queue (BullMQ)
 import type { BatchJob, NodeInventory, SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
-import { messageOf, type Clock, type Logger } from '@warmpool/runtime';
+import { closeInOrder, messageOf, type Clock, type Logger } from '@warmpool/runtime';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
@@ -46,6 +46,7 @@ import { nodeSnapshotSource } from './node-snapshots.js';
 import { Placement } from './placement.js';
 import { ReplyChannel } from './reply-channel.js';
 import { watchProvisioners } from './watch.js';
+import type { Runnable } from '../manager/runnable.js';
 
 export const QUEUE_NAME = 'claims';
 export const DEFAULT_PREFIX = 'warmpool';
@@ -71,7 +72,8 @@ export interface ProvisioningOptions extends Partial<ProvisioningSettings> {
   logger: Logger;
 }
 
-export interface ProvisioningPipeline extends ClaimService {
+/** A runnable in every replica: each replica's workers serve batches, whoever leads. */
+export interface ProvisioningPipeline extends ClaimService, Runnable {
   readonly controller: ProvisionerController;
   /** The shared claim index (the Env claim router records spilled claims in it; the janitor repairs it). */
   readonly index: ClaimIndex;
@@ -266,22 +268,19 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
 
   const close = async (): Promise<void> => {
     stopping.abort();
-    const steps: Array<[string, () => Promise<unknown>]> = [
-      ['provisioners', () => controller.close()],
-      ['worker', () => worker.close()],
-      ['queue', () => queue.close()],
-      ['replies', () => replies.close()],
-      ['agents', () => agents.close()],
-      ['index', async () => index.close()],
-      ['redis', async () => redis.disconnect()],
-    ];
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (err) {
-        logger.warn('closing the provisioning pipeline: a step failed', { step: name, err });
-      }
-    }
+    await closeInOrder(
+      'the provisioning pipeline',
+      [
+        ['provisioners', () => controller.close()],
+        ['worker', () => worker.close()],
+        ['queue', () => queue.close()],
+        ['replies', () => replies.close()],
+        ['agents', () => agents.close()],
+        ['index', () => index.close()],
+        ['redis', () => redis.disconnect()],
+      ],
+      logger,
+    );
     dispatcher.close();
   };
 
@@ -291,6 +290,8 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     directory,
     settings,
     claimEventsKey: index.eventsKey,
+    name: 'claim pipeline',
+    needsLeader: false,
     start,
     claim,
     lookup: (scope: ClaimScope, id: string, lookupOptions?: LookupOptions) =>

@@ -32,7 +32,7 @@ export async function startControlPlane(
     leaseDurationMs: FAST.leaseDurationMs,
     renewDeadlineMs: FAST.renewDeadlineMs,
     retryPeriodMs: FAST.retryPeriodMs,
-    setPoolsTimeoutMs: 1_000,
+    setPools: { timeoutMs: 1_000 },
     listen: { host: '127.0.0.1', port: 0 },
     logger: createLogger('control-plane', { level: 'debug', write: (line) => appendFileSync(logFile, line + '\n') }),
     ...overrides,

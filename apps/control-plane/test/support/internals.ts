@@ -1,14 +1,10 @@
 // The control plane's internals, for its specs: one entry so that src/index.ts
 // stays the small public surface (the composition root and its config).
-export {
-  createControlPlane,
-  defaultIdentity,
-  COMPONENT,
-  DEFAULT_LEASE_NAME,
-  type ControlPlane,
-  type ControlPlaneOptions,
-} from '../../src/control-plane.js';
-export { FLAGS, SUMMARY, validateConfig, type ControlPlaneConfig, type ValidatedConfig } from '../../src/config.js';
+export { createControlPlane, COMPONENT } from '../../src/control-plane.js';
+export type { ControlPlane, ControlPlaneOptions } from '../../src/options.js';
+export { DEFAULT_LEASE_NAME, defaultIdentity } from '../../src/config/settings.js';
+export { FLAGS, SUMMARY, type ControlPlaneConfig } from '../../src/config/flags.js';
+export { validateConfig, type ValidatedConfig } from '../../src/config/validate.js';
 export {
   ControlPlaneMetrics,
   NODE_STATES,

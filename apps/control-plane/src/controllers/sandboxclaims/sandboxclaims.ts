@@ -23,6 +23,7 @@ import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
 import { vouchedAgents, type AddressCheck } from '../warmpool/node-addresses.js';
+import type { Runnable } from '../../manager/runnable.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { ClaimRepair } from './janitor.js';
 import type { TokenSource } from '../../token.js';
@@ -101,9 +102,10 @@ export class SandboxClaims {
 
   /**
    * On becoming leader: starts once the SandboxClaim, pool and template caches have synced, unless the term ended
-   * first.
+   * first; stops when `signal` ends the term.
    */
   async lead(signal: AbortSignal): Promise<void> {
+    signal.addEventListener('abort', () => void this.stopLeading(), { once: true });
     try {
       await Promise.all(
         [this.informer, this.#pools, this.#templates, this.#inventories].map((informer) =>
@@ -121,4 +123,14 @@ export class SandboxClaims {
   async stopLeading(): Promise<void> {
     await Promise.all([this.controller.stop(), this.janitor.stop()]);
   }
+}
+
+/** The SandboxClaim controller and the claim janitor as the manager runs them: on the leader only. */
+export function sandboxClaimsRunnable(sandboxClaims: SandboxClaims): Runnable {
+  return {
+    name: 'SandboxClaim controller and janitor',
+    needsLeader: true,
+    start: (signal) => sandboxClaims.lead(signal),
+    close: () => sandboxClaims.stopLeading(),
+  };
 }

@@ -90,10 +90,18 @@ export class SandboxEnvReconciler {
     this.#trigger.poke(reason);
   }
 
-  /** Leader-only from here on: status writes and the autoscaler. */
-  startLeading(): void {
-    if (this.#term !== undefined || this.#closed) return;
-    this.#term = new AbortController();
+  /** Leader-only for the term `signal` bounds: status writes and the autoscaler. */
+  lead(signal: AbortSignal): void {
+    if (this.#term !== undefined || this.#closed || signal.aborted) return;
+    const term = new AbortController();
+    this.#term = term;
+    signal.addEventListener(
+      'abort',
+      () => {
+        if (this.#term === term) this.stopLeading();
+      },
+      { once: true },
+    );
     this.poke('leading');
   }
 

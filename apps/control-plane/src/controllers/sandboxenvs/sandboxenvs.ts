@@ -1,10 +1,11 @@
 // The SandboxEnv controller, composed: the informer over SandboxEnvs, the
 // reconciler (every replica runs it: each Env's local capacity feeds its claim
 // router and the federation records), its status writes and the autoscaler
-// (the leader only, SandboxEnvReconciler.startLeading), and the watch wiring.
+// (the leader only, SandboxEnvReconciler.lead), and the watch wiring.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   SandboxEnvType,
+  type KubeObject,
   type NodeInventory,
   type SandboxEnv,
   type SandboxTemplate,
@@ -13,6 +14,7 @@ import {
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Federation } from '../../federation/federation.js';
+import { cachesSynced, type Runnable } from '../../manager/runnable.js';
 import { EnvAutoscaler, KubeScaleTarget, type ScaleTarget } from './autoscaler.js';
 import { SandboxEnvReconciler } from './reconciler.js';
 import { KubeEnvStatusWriter, type EnvStatusWriter } from './status-writer.js';
@@ -72,4 +74,31 @@ export function createSandboxEnvs(options: SandboxEnvsOptions): SandboxEnvs {
   });
   watchSandboxEnvs(reconciler, informer, pools, options.templates, options.inventories);
   return { informer, reconciler, autoscaler };
+}
+
+/**
+ * The SandboxEnv controller as the manager runs it: the capacity runs in every replica (each Env's local capacity
+ * feeds the claim router), the status writes and the autoscaler on the leader only; both once the SandboxEnv cache
+ * and the ones it `reads` (pools, templates, inventories) have synced.
+ */
+export function sandboxEnvRunnables(envs: SandboxEnvs, reads: ReadonlyArray<Informer<KubeObject>>): Runnable[] {
+  const { reconciler } = envs;
+  const caches = [envs.informer, ...reads] as Array<Informer<KubeObject>>;
+  return [
+    {
+      name: 'SandboxEnv capacity',
+      needsLeader: false,
+      // The runs read the caches: the first waits for them, later ones see them filled.
+      start: () => void cachesSynced(caches).then((synced) => synced && reconciler.start()),
+      close: () => reconciler.close(),
+    },
+    {
+      name: 'SandboxEnv status and autoscaler',
+      needsLeader: true,
+      async start(signal) {
+        if (await cachesSynced(caches, signal)) reconciler.lead(signal);
+      },
+      close: async () => reconciler.stopLeading(),
+    },
+  ];
 }

@@ -2,7 +2,7 @@
 // inventories; the Nodes and agent pods that vouch for agents' addresses; the
 // SandboxWarmPool CRD whose schema decides which status fields are written),
 // the reconciler over them and the watch wiring that pokes it. Every replica
-// keeps the caches; only the leader drives (WarmPoolReconciler.startDriving).
+// keeps the caches; only the leader drives (WarmPoolReconciler.lead).
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   CustomResourceDefinitionType,

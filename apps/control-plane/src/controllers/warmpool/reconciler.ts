@@ -12,7 +12,7 @@
 // when a push or a probe round settles, and every interval, after a probe
 // round (GET /v1/info on every node, sampler.ts) has sampled the warm counts.
 // Statuses are written behind the run's back (status-queue.ts). Only the
-// leader drives: startDriving() begins a term, stopDriving() ends it and
+// leader drives: lead() begins a term, stopLeading() ends it and
 // aborts every call in flight, its probes and status writes included.
 //
 // Fencing: every push attempt first asks leadership.holding() (within the renew
@@ -181,7 +181,7 @@ export class WarmPoolReconciler {
   }
 
   /** Begins a leadership term: takes a generation epoch, then drives. `signal` ends the term. */
-  startDriving(signal: AbortSignal): void {
+  lead(signal: AbortSignal): void {
     if (this.#closed || this.#term !== undefined || signal.aborted) return;
     const controller = new AbortController();
     const pushers = new Pushers({
@@ -228,7 +228,7 @@ export class WarmPoolReconciler {
     signal.addEventListener(
       'abort',
       () => {
-        if (this.#term === term) this.stopDriving();
+        if (this.#term === term) this.stopLeading();
       },
       { once: true },
     );
@@ -259,7 +259,7 @@ export class WarmPoolReconciler {
   }
 
   /** Ends the term at once: calls in flight are aborted, nothing more is pushed or written. */
-  stopDriving(): void {
+  stopLeading(): void {
     const term = this.#term;
     if (term === undefined) return;
     this.#term = undefined;
@@ -297,7 +297,7 @@ export class WarmPoolReconciler {
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.stopDriving();
+    this.stopLeading();
     await this.#trigger.close();
   }
 
@@ -533,6 +533,9 @@ export class WarmPoolReconciler {
     for (const view of views) {
       counts[nodeStateOf(view)]++;
       const known = term.placement.has(view.name);
+      // An inventory whose agent has not written its status yet (created a moment before its first publish) says
+      // nothing about the node: no verdict until it does, so its first publish is "in placement", not "back".
+      if (!known && view.exclusion === 'stale' && view.observation === undefined) continue;
       const before = term.placement.get(view.name);
       term.placement.set(view.name, view.exclusion);
       if (known && before === view.exclusion) continue;

@@ -6,7 +6,10 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { SandboxEnv } from '@warmpool/api';
 import { transportFor, type Lister } from '@warmpool/kube';
-import type { Logger } from '@warmpool/runtime';
+import { readFile } from 'node:fs/promises';
+import { serveApp, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
+import type { TlsFiles } from '../../config/settings.js';
+import type { Runnable } from '../../manager/runnable.js';
 import type { Federation } from '../../federation/federation.js';
 import { EnvClaimRouter, type EnvClaimRouterOptions } from '../../federation/router.js';
 import type { PeerCredentials } from '../../federation/peers.js';
@@ -52,4 +55,39 @@ export function createServedClaimApi(options: ServedClaimApiOptions): ReturnType
     ...(options.sandboxClaimNamed !== undefined ? { sandboxClaimNamed: options.sandboxClaimNamed } : {}),
     ...(peers !== undefined ? { peers } : {}),
   });
+}
+
+type ServedApp = Parameters<typeof serveApp>[0];
+
+/** The claim API served at `listen` (over TLS with `tls`'s PEM files, read at start); nothing when not given. */
+export class ClaimApiServer implements Runnable {
+  readonly name = 'claim API';
+  readonly needsLeader = false;
+  readonly #app: ServedApp;
+  readonly #listen: HostPort | undefined;
+  readonly #tls: TlsFiles | undefined;
+  #server: HttpServer | undefined;
+
+  constructor(app: ServedApp, listen: HostPort | undefined, tls: TlsFiles | undefined) {
+    this.#app = app;
+    this.#listen = listen;
+    this.#tls = tls;
+  }
+
+  get url(): string | undefined {
+    return this.#server?.url;
+  }
+
+  async start(): Promise<void> {
+    if (this.#listen === undefined) return;
+    const tls =
+      this.#tls !== undefined
+        ? { cert: await readFile(this.#tls.certFile), key: await readFile(this.#tls.keyFile) }
+        : undefined;
+    this.#server = await serveApp(this.#app, { ...this.#listen, ...(tls !== undefined ? { tls } : {}) });
+  }
+
+  async close(): Promise<void> {
+    await this.#server?.close();
+  }
 }

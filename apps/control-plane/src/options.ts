@@ -1,0 +1,83 @@
+// What createControlPlane takes and gives: the settings (config/settings.ts)
+// plus what a process, a spec or a benchmark injects (Kubernetes access, the
+// fleet token, logger, clock, metrics registry, and fakes at the process edge).
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Clock, Logger } from '@warmpool/runtime';
+import type { Hono } from 'hono';
+import type { Registry } from 'prom-client';
+import type { PoolSetter } from './agents/pool-setter.js';
+import type { ControlPlaneSettings } from './config/settings.js';
+import type { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
+import type { EnvAutoscaler, ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
+import type { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
+import type { EventRecorder } from './controllers/warmpool/events.js';
+import type { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
+import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
+import type { Federation } from './federation/federation.js';
+import type { EpochStore } from './generation/generation.js';
+import type { ControlPlaneMetrics } from './metrics.js';
+import type { SandboxApi } from './aggregated/sandbox-api.js';
+import type { ClaimService } from './provisioning/claim-service.js';
+import type { ProvisioningPipeline } from './provisioning/pipeline.js';
+import type { TokenSource } from './token.js';
+
+export interface ControlPlaneOptions extends ControlPlaneSettings {
+  kubeConfig: KubeConfig;
+  /** The fleet token, or where to read it at each call. None (or empty): fail-closed, see the README. */
+  token: TokenSource | string | undefined;
+  /** For warmpool_build_info. */
+  version?: string;
+  logger?: Logger;
+  clock?: Clock;
+  /** Metrics go here (default: a registry of the control plane's own). */
+  registry?: Registry;
+  /** Default: HTTP to each agent's spec.address. */
+  poolSetter?: PoolSetter;
+  /** Default: status server-side applied to the apiserver. */
+  statusWriter?: PoolStatusWriter;
+  /** Default: core/v1 Events. */
+  events?: EventRecorder;
+  /** Default: an annotation on the election Lease, written only while holding it. */
+  epochStore?: EpochStore;
+  /** The claim pipeline the SandboxClaim controller uses instead of the one built from `claims`. */
+  claimService?: ClaimService;
+  /** Default: a merge patch of the SandboxEnv status subresource. */
+  envStatusWriter?: EnvStatusWriter;
+  /** Default: the SandboxWarmPool scale subresource. */
+  scaleTarget?: ScaleTarget;
+}
+
+export interface ControlPlane {
+  readonly identity: string;
+  readonly metrics: ControlPlaneMetrics;
+  readonly registry: Registry;
+  /** The health/metrics app (served at `url` when `listen` was given). */
+  readonly app: Hono;
+  readonly reconciler: WarmPoolReconciler;
+  /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
+  readonly sandboxClaims: SandboxClaims | undefined;
+  /** The bound URL of the health server, once started with `listen`. */
+  readonly url: string | undefined;
+  /** The bound URL of the probe-only server, once started with `probeListen`. */
+  readonly probeUrl: string | undefined;
+  /** Why /healthz fails (empty when live): a wedged reconcile loop while leading. */
+  notLiveReasons(): string[];
+  /** The claim pipeline (a ClaimService), when provisioning is on. */
+  readonly claims: ProvisioningPipeline | undefined;
+  /** The bound URL of the claim API, once started with `claims.listen`. */
+  readonly claimsUrl: string | undefined;
+  readonly envs: SandboxEnvReconciler;
+  readonly autoscaler: EnvAutoscaler;
+  readonly federation: Federation;
+  /** The Sandbox API, when served. */
+  readonly sandboxApi: SandboxApi | undefined;
+  /** Why this replica is not ready (empty when it is): no token, caches not synced. */
+  notReadyReasons(): string[];
+  ready(): boolean;
+  /** True while this replica holds the lease and drives. */
+  isLeader(): boolean;
+  start(): Promise<void>;
+  /** Stops pushing at once, releases the lease (a standby takes over without waiting for expiry), closes everything. */
+  close(): Promise<void>;
+}
