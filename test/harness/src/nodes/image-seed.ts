@@ -12,6 +12,9 @@ import type { ClusterNamespace } from './namespace.js';
 import { containerdRoot, importImages, nodePaths, startContainerd } from './node.js';
 import { nodeAddresses } from './topology.js';
 
+/** Seeds of other image sets kept besides the current one. */
+const KEPT_SEEDS = 2;
+
 function seedsDir(): string {
   return join(binDir(), '..', 'containerd-seeds');
 }
@@ -44,8 +47,12 @@ export async function imageSeed(
   } finally {
     await containerd.stop('SIGTERM', 10_000);
   }
-  for (const old of existsSync(seedsDir()) ? readdirSync(seedsDir()) : [])
-    if (old !== key) rmSync(join(seedsDir(), old), { recursive: true, force: true });
+  // Older seeds go, but the newest others stay: another checkout or spec may be planting one right now.
+  const others = (existsSync(seedsDir()) ? readdirSync(seedsDir()) : [])
+    .filter((name) => name !== key && !name.endsWith('.building'))
+    .map((name) => ({ name, mtime: statSync(join(seedsDir(), name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const old of others.slice(KEPT_SEEDS)) rmSync(join(seedsDir(), old.name), { recursive: true, force: true });
   const building = `${seed}.building`;
   rmSync(building, { recursive: true, force: true });
   mkdirSync(building, { recursive: true });
