@@ -14,7 +14,7 @@ NODE_DIR := $(CACHE)/node-24
 export PATH := $(NODE_DIR)/bin:$(CACHE)/bin:$(PATH)
 export WARMPOOL_CACHE := $(CACHE)
 
-WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json test/*/package.json bench/package.json)
+WORKSPACE_MANIFESTS := package.json $(wildcard libs/*/package.json apps/*/package.json clients/*/package.json test/*/package.json bench/package.json)
 REPORT := .local/test-report.json
 
 .PHONY: help node deps build lint format typecheck kube-binaries node-binaries redis test test-unit up cluster bench image-tools images kind-e2e kind-delete clean
@@ -125,7 +125,7 @@ KIND_NAMESPACE ?= warmpool-system
 kind-e2e: images kube-binaries
 	@command -v kind >/dev/null || { echo "kind-e2e needs kind (https://kind.sigs.k8s.io) and a Docker engine"; exit 1; }
 	@kind get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)' || kind create cluster --name $(KIND_CLUSTER) --config kind-config.yaml
-	@for app in control-plane node-agent fake-sandboxd; do kind load image-archive .local/images/$$app.oci.tar --name $(KIND_CLUSTER); done
+	@for app in control-plane node-agent fake-sandboxd router; do kind load image-archive .local/images/$$app.oci.tar --name $(KIND_CLUSTER); done
 	@kind get kubeconfig --name $(KIND_CLUSTER) > .local/kind.kubeconfig
 	@KUBECONFIG=.local/kind.kubeconfig helm upgrade --install warmpool charts/warmpool -n $(KIND_NAMESPACE) --create-namespace \
 	  --set fakeSandboxd.enabled=true --set image.pullPolicy=Never --set image.registry=$(IMAGE_REGISTRY) \

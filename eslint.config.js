@@ -3,6 +3,7 @@ import tseslint from 'typescript-eslint';
 
 const CONTROL_PLANE = ['@warmpool/control-plane', '**/apps/control-plane/**', '**/control-plane/src/**'];
 const NODE_AGENT = ['@warmpool/node-agent', '**/apps/node-agent/**', '**/node-agent/src/**'];
+const ROUTER = ['@warmpool/router', '**/apps/router/**', '**/router/src/**'];
 const FAKE_SANDBOXD_FILES = ['**/apps/fake-sandboxd/**', '**/fake-sandboxd/src/**'];
 const FAKE_SANDBOXD = ['@warmpool/fake-sandboxd', ...FAKE_SANDBOXD_FILES];
 const HARNESS = ['@warmpool/harness', '**/test/harness/**', '**/harness/src/**'];
@@ -28,14 +29,19 @@ export default tseslint.config(
   // (node-agent's: @warmpool/fake-sandboxd), never reach into their files.
   // ESLint keeps one no-restricted-imports per file (the last matching block), so
   // every block below lists all that its files may not import.
-  { files: ['libs/*/src/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD, HARNESS) },
-  { files: ['libs/*/test/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD) },
-  { files: ['apps/control-plane/src/**/*.ts'], rules: restrict(NODE_AGENT, FAKE_SANDBOXD, HARNESS) },
-  { files: ['apps/control-plane/test/**/*.ts'], rules: restrict(NODE_AGENT, FAKE_SANDBOXD) },
-  { files: ['apps/node-agent/src/**/*.ts'], rules: restrict(CONTROL_PLANE, FAKE_SANDBOXD, HARNESS) },
-  { files: ['apps/node-agent/test/**/*.ts'], rules: restrict(CONTROL_PLANE, FAKE_SANDBOXD_FILES) },
-  { files: ['apps/fake-sandboxd/src/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, HARNESS) },
-  { files: ['apps/fake-sandboxd/test/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT) },
+  { files: ['libs/*/src/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD, HARNESS, ROUTER) },
+  { files: ['libs/*/test/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD, ROUTER) },
+  { files: ['apps/control-plane/src/**/*.ts'], rules: restrict(NODE_AGENT, FAKE_SANDBOXD, HARNESS, ROUTER) },
+  { files: ['apps/control-plane/test/**/*.ts'], rules: restrict(NODE_AGENT, FAKE_SANDBOXD, ROUTER) },
+  { files: ['apps/node-agent/src/**/*.ts'], rules: restrict(CONTROL_PLANE, FAKE_SANDBOXD, HARNESS, ROUTER) },
+  { files: ['apps/node-agent/test/**/*.ts'], rules: restrict(CONTROL_PLANE, FAKE_SANDBOXD_FILES, ROUTER) },
+  { files: ['apps/fake-sandboxd/src/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, HARNESS, ROUTER) },
+  { files: ['apps/fake-sandboxd/test/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, ROUTER) },
+  { files: ['apps/router/src/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD, HARNESS) },
+  { files: ['apps/router/test/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD_FILES) },
   // The harness starts apps by their dist paths; the e2e spec only uses what a user has.
-  { files: ['test/harness/**/*.ts', 'test/e2e/**/*.ts'], rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD) },
+  {
+    files: ['test/harness/**/*.ts', 'test/e2e/**/*.ts'],
+    rules: restrict(CONTROL_PLANE, NODE_AGENT, FAKE_SANDBOXD, ROUTER),
+  },
 );

@@ -28,6 +28,9 @@ export default defineConfig({
       'charts/*/test/**/*.test.ts',
       'test/e2e/**/*.test.ts',
       'images/test/**/*.test.ts',
+      'test/repo/**/*.test.ts',
+      'examples/test/**/*.test.ts',
+      'clients/*/test/**/*.test.ts',
     ],
     pool: 'forks',
     // Two cores: integration files each start real processes (apiserver, etcd).

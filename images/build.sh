@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one small, non-root OCI image per app without a container engine:
 #
-#   images/build.sh [APP...]     # default: control-plane node-agent fake-sandboxd
+#   images/build.sh [APP...]     # default: control-plane node-agent fake-sandboxd router
 #   -> .local/images/<app>.oci.tar   (an OCI image layout in a tar, named
 #      $IMAGE_REGISTRY/<app>:$IMAGE_TAG; `docker load` / `kind load image-archive`)
 #   images/build.sh pause redis  # what the harness's real nodes need besides the apps:
@@ -232,7 +232,7 @@ remove_working_containers() { for c in "${WORKING_CONTAINERS[@]}"; do "${BUILDAH
 trap remove_working_containers EXIT
 
 apps=("$@")
-[[ ${#apps[@]} -gt 0 ]] || apps=(control-plane node-agent fake-sandboxd)
+[[ ${#apps[@]} -gt 0 ]] || apps=(control-plane node-agent fake-sandboxd router)
 rootfs=
 for app in "${apps[@]}"; do
   case "$app" in

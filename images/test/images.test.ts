@@ -19,7 +19,7 @@ async function run(command: string, args: string[], timeoutMs = 60_000): Promise
 }
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const BUILD = join(REPO, 'images/build.sh');
-const APPS = ['control-plane', 'node-agent', 'fake-sandboxd'] as const;
+const APPS = ['control-plane', 'node-agent', 'fake-sandboxd', 'router'] as const;
 type App = (typeof APPS)[number];
 const archiveOf = (app: App) => join(REPO, '.local/images', `${app}.oci.tar`);
 

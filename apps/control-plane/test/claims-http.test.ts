@@ -1,4 +1,4 @@
-// The HTTP claim API end to end (shared/specs/api.md, "The claim API"): a real
+// The HTTP claim API end to end (docs/claim-api.md): a real
 // kube-apiserver (TokenReview, SubjectAccessReview, RBAC), a real Redis, three
 // real node agents each in front of a fake-sandboxd, and two control-plane
 // replicas in this process sharing that Redis. What the nodes hold is read
@@ -14,6 +14,7 @@ import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-claim-tests';
 const IMAGE = 'registry.test/claims:1';
@@ -79,7 +80,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       },
       { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 },
     );
-    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+    await eventually(async () => (await claimsReady(a)) && (await claimsReady(b)), {
       what: 'both replicas ready to claim',
     });
   });
@@ -158,7 +159,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       );
     });
 
-    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404, and neither without a token', async () => {
+    it('answers a wrong method on a served path 405 MethodNotAllowed with Allow, an unknown path 404 NotFound, and neither without a token', async () => {
       const cases: Array<[string, string, string]> = [
         ['PUT', claimsPath(), 'POST'],
         ['GET', claimsPath(), 'POST'],
@@ -174,6 +175,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       }
       const unknown = await callClaims(urlOf(a), 'GET', '/v2/claims', allowed);
       expect(unknown.status).toBe(404);
+      expect(claimErrorBodySchema.parse(unknown.body).reason).toBe('NotFound');
       // Authentication comes first: a caller without a token learns nothing about the routes.
       expect((await callClaims(urlOf(a), 'PUT', claimsPath(), undefined)).status).toBe(401);
     });
@@ -401,7 +403,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
     try {
       expect(secure.claimsUrl).toMatch(/^https:\/\//);
-      await eventually(() => secure.claims?.notReadyReasons().length === 0, { what: 'the TLS replica ready to claim' });
+      await eventually(() => claimsReady(secure), { what: 'the TLS replica ready to claim' });
       const res = await undiciFetch(`${secure.claimsUrl}${claimsPath()}`, {
         method: 'POST',
         dispatcher,

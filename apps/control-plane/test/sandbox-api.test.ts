@@ -175,7 +175,23 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     );
     const wide = await kubectl(cluster, ['get', 'sandboxes', '-n', ns, '-o', 'wide']);
     expect(wide.split('\n')[0]).toMatch(/^NAME\s+NODE\s+POOL\s+TIER\s+DEADLINE\s+AGE\s+OWNER\s+SANDBOX ID\s+KEY\s*$/);
-    expect(wide).toContain(claimed.id);
+    expect(wide).toMatch(
+      new RegExp(`^printed-1\\s.*${claimed.id}\\s+${IMAGE.replace(/[.]/g, '\\.')}/none/small\\s*$`, 'm'),
+    );
+    // The KEY comes with the claim, not only with the node's next publish: the claimed event carries it.
+    const admin = new Redis(redis.url);
+    try {
+      const events = (await admin.xrevrange(cp.claims?.index.eventsKey ?? '', '+', '-', 'COUNT', 50)).map(
+        ([, f]) => JSON.parse(f[1] ?? '{}') as { op: string; record?: { id: string; key?: unknown } },
+      );
+      expect(events.find((e) => e.op === 'claimed' && e.record?.id === claimed.id)?.record?.key).toEqual({
+        template: IMAGE,
+        net: 'none',
+        size: 'small',
+      });
+    } finally {
+      admin.disconnect();
+    }
     const all = await kubectl(cluster, ['get', 'sandboxes', '-A']);
     expect(all.split('\n')[0]).toMatch(/^NAMESPACE\s+NAME\s+NODE/);
     expect(all).toMatch(new RegExp(`^${ns}\\s+printed-1\\s+${claimed.node}`, 'm'));
@@ -604,6 +620,44 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       expect(watch.ended).toBe(false);
     } finally {
       watch.close();
+    }
+  });
+
+  it("through the aggregator, a watch with nothing to report gets its headers at once, and a bookmark when it asks (client-go's Watch() with a deadline)", async () => {
+    // As upstream's Go client does: list, then watch from the list's resourceVersion, in a namespace where nothing
+    // happens. The apiserver's proxy passes the headers on only once the extension server has sent them.
+    const empty = await world.namespace('no-sandboxes');
+    const list = JSON.parse(
+      await kubectl(cluster, ['get', '--raw', `/apis/agents.x-k8s.io/v1beta1/namespaces/${empty}/sandboxes`]),
+    ) as { metadata: { resourceVersion: string } };
+    const rv = list.metadata.resourceVersion;
+    expect(rv).not.toBe('');
+    const apiserverPort = Number(new URL(cluster.server).port);
+    const open = (query: string) =>
+      watchDirect(
+        apiserverPort,
+        cluster.pki.ca.certPem,
+        `/apis/agents.x-k8s.io/v1beta1/namespaces/${empty}/sandboxes?watch=true&resourceVersion=${rv}&timeoutSeconds=600${query}`,
+        { client: cluster.pki.admin },
+      );
+    const plain = open('');
+    const bookmarked = open('&allowWatchBookmarks=true');
+    try {
+      await eventually(() => plain.response !== undefined, {
+        what: 'the response headers of a watch with nothing to report, through the apiserver',
+        timeoutMs: 5_000,
+      });
+      expect(plain.response?.status).toBe(200);
+      expect(plain.events()).toEqual([]);
+      await eventually(() => bookmarked.events().some((e) => e.type === 'BOOKMARK'), {
+        what: 'a BOOKMARK on a watch that asked for bookmarks, through the apiserver',
+        timeoutMs: 5_000,
+      });
+      expect(bookmarked.events().every((e) => e.type === 'BOOKMARK')).toBe(true);
+      expect(plain.ended || bookmarked.ended).toBe(false);
+    } finally {
+      plain.close();
+      bookmarked.close();
     }
   });
 

@@ -19,6 +19,7 @@ import {
   type SocketServer,
 } from '@warmpool/runtime';
 import { DEFAULT_OPTIONS } from './core/options.js';
+import { RUNTIME_DEFAULTS } from './core/runtime/runtimes.js';
 import { startFakeSandboxd, type RunningFakeSandboxd } from './start.js';
 import { parseRedirectPeers, parseTenants } from './variant-flags.js';
 
@@ -164,6 +165,19 @@ const FLAGS = {
     env: 'SANDBOXD_OLDER_DAEMON',
     default: false,
   },
+  execTimeout: {
+    kind: 'duration',
+    description:
+      'A simulated command still running after this long is stopped (exit 1, as upstream runtime answers a timeout)',
+    env: 'SANDBOXD_EXEC_TIMEOUT',
+    default: RUNTIME_DEFAULTS.execTimeoutMs,
+  },
+  noRuntime: {
+    kind: 'boolean',
+    description: 'Do not serve the sandbox runtime routes (/v1/sandboxes/{id}/runtime/...)',
+    env: 'SANDBOXD_NO_RUNTIME',
+    default: false,
+  },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
 } satisfies FlagsSpec;
 
@@ -211,6 +225,7 @@ async function main(): Promise<void> {
     ...(tenants !== undefined ? { tenants } : {}),
     omitClaimedAt: config.omitClaimedAt,
     olderDaemon: config.olderDaemon,
+    runtime: config.noRuntime ? (false as const) : { execTimeoutMs: config.execTimeout },
   };
   const node: RunningFakeSandboxd<HttpServer | SocketServer> =
     'socketPath' in listen

@@ -19,6 +19,7 @@ import { FakeSandboxd } from './core/fake-sandboxd.js';
 import type { FakeSandboxdOptions } from './core/options.js';
 import { createSandboxdApp } from './http/app.js';
 import { RootAuth } from './http/auth.js';
+import { SandboxRuntimes, type RuntimeSettings } from './core/runtime/runtimes.js';
 
 /** The node's root token: fixed, or read from a file and re-read when it changes (a rotated Secret). */
 export interface FakeSandboxdAuthOptions {
@@ -36,7 +37,14 @@ export interface FakeSandboxdAuthOptions {
   tenants?: Readonly<Record<string, string>>;
 }
 
-export interface StartFakeSandboxdOptions extends FakeSandboxdOptions, FakeSandboxdAuthOptions {
+/** The simulated sandbox runtimes (docs/sandbox-runtime.md): on by default. */
+export interface FakeSandboxdRuntimeOptions {
+  /** false: no runtime routes (the daemon's claim contract only). */
+  runtime?: Partial<RuntimeSettings> | false;
+}
+
+export interface StartFakeSandboxdOptions
+  extends FakeSandboxdOptions, FakeSandboxdAuthOptions, FakeSandboxdRuntimeOptions {
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0: any free port. */
@@ -44,7 +52,8 @@ export interface StartFakeSandboxdOptions extends FakeSandboxdOptions, FakeSandb
   logger?: Logger;
 }
 
-export interface StartFakeSandboxdOnSocketOptions extends FakeSandboxdOptions, FakeSandboxdAuthOptions {
+export interface StartFakeSandboxdOnSocketOptions
+  extends FakeSandboxdOptions, FakeSandboxdAuthOptions, FakeSandboxdRuntimeOptions {
   /** Serve here instead of on a TCP address. */
   socketPath: string;
   logger?: Logger;
@@ -52,6 +61,8 @@ export interface StartFakeSandboxdOnSocketOptions extends FakeSandboxdOptions, F
 
 export interface RunningFakeSandboxd<Server extends HttpServer | SocketServer = HttpServer> {
   readonly core: FakeSandboxd;
+  /** The simulated sandbox runtimes; undefined with `runtime: false`. */
+  readonly runtimes: SandboxRuntimes | undefined;
   readonly server: Server;
   /** Base URL, e.g. http://127.0.0.1:41234, or unix:/run/sandboxd.sock on a socket. */
   readonly url: string;
@@ -73,6 +84,7 @@ export async function startFakeSandboxd(
     tenants,
     logger,
     socketPath,
+    runtime,
     host = '127.0.0.1',
     port = 0,
     ...coreOptions
@@ -93,13 +105,15 @@ export async function startFakeSandboxd(
     auth = new RootAuth(apiToken, tenants ? { tenants } : {});
   }
   const core = new FakeSandboxd(coreOptions);
-  const app = createSandboxdApp(core, { auth, logger });
+  const runtimes = runtime === false ? undefined : new SandboxRuntimes(core, runtime);
+  const app = createSandboxdApp(core, { auth, ...(logger ? { logger } : {}), ...(runtimes ? { runtimes } : {}) });
   let server: HttpServer | SocketServer;
   try {
     server =
       socketPath !== undefined ? await serveAppOnSocket(app, { socketPath }) : await serveApp(app, { host, port });
   } catch (err) {
     tokenWatch?.close();
+    runtimes?.close();
     core.close();
     throw err;
   }
@@ -108,11 +122,13 @@ export async function startFakeSandboxd(
   if (coreOptions.advertise === undefined && 'address' in server) core.advertise = formatHostPort(server.address);
   return {
     core,
+    runtimes,
     server,
     url: server.url,
     async close() {
       tokenWatch?.close();
       await server.close();
+      runtimes?.close();
       core.close();
     },
   };

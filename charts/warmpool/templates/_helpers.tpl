@@ -33,14 +33,46 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
-{{- /* (dict "root" . "name" "node-agent" "image" .Values.nodeAgent.image): repository[:tag][@digest]. */ -}}
+{{- /*
+(dict "root" . "repository" "docker.io/library/redis"): the repository with its
+registry replaced by global.imageRegistry when that is set. The registry is the
+first path component when it names a host (has a "." or ":", or is
+"localhost"), as Docker reads an image reference; without one, the image is
+Docker Hub's and global.imageRegistry is put in front.
+*/ -}}
+{{- define "warmpool.withRegistry" -}}
+{{- $registry := (.root.Values.global | default dict).imageRegistry | default "" -}}
+{{- if $registry -}}
+{{- $parts := splitn "/" 2 .repository -}}
+{{- $first := $parts._0 -}}
+{{- $rest := $parts._1 | default "" -}}
+{{- $isHost := and (ne $rest "") (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- printf "%s/%s" (trimSuffix "/" $registry) (ternary $rest .repository $isHost) -}}
+{{- else -}}
+{{- .repository -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* (dict "root" . "name" "node-agent" "image" .Values.nodeAgent.image): repository[:tag][@digest], under global.imageRegistry when set. */ -}}
 {{- define "warmpool.image" -}}
 {{- $img := .image | default dict -}}
-{{- $repo := $img.repository | default (printf "%s/%s" .root.Values.image.registry .name) -}}
+{{- $repo := include "warmpool.withRegistry" (dict "root" .root "repository" ($img.repository | default (printf "%s/%s" .root.Values.image.registry .name))) -}}
 {{- if $img.digest -}}
 {{ $repo }}@{{ $img.digest }}
 {{- else -}}
 {{ $repo }}:{{ $img.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{- /* (dict "root" . "component" "control-plane" "serviceAccount" .Values.controlPlane.serviceAccount): the ServiceAccount a component runs as. */ -}}
+{{- define "warmpool.serviceAccountName" -}}
+{{- $sa := .serviceAccount | default dict -}}
+{{- if $sa.name -}}
+{{- $sa.name -}}
+{{- else if (hasKey $sa "create" | ternary $sa.create true) -}}
+{{- printf "%s-%s" (include "warmpool.fullname" .root) .component -}}
+{{- else -}}
+default
 {{- end -}}
 {{- end -}}
 
@@ -122,5 +154,14 @@ name: {{ $f.redisPasswordSecret.name }}
 key: {{ $f.redisPasswordSecret.key }}
 {{- else if and .Values.redis.enabled (not $f.redisUrl) -}}
 {{ include "warmpool.inChartRedisSecret" . }}
+{{- end -}}
+{{- end -}}
+
+{{- /* The Secret of the Sandbox API's serving certificate: sandboxApi.tlsSecret, or cert-manager's; empty = self-signed at start. */ -}}
+{{- define "warmpool.sandboxApiTlsSecret" -}}
+{{- if .Values.sandboxApi.certManager.enabled -}}
+{{- printf "%s-sandbox-api-tls" (include "warmpool.fullname" .) -}}
+{{- else -}}
+{{- .Values.sandboxApi.tlsSecret -}}
 {{- end -}}
 {{- end -}}

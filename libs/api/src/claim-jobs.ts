@@ -76,6 +76,11 @@ export const claimRecordSchema = z.object({
   peer: z.string().min(1).optional(),
   /** Set when a peer cluster serves the claim (an Env claim that spilled): renew and release go to it. */
   cluster: z.string().min(1).optional(),
+  /**
+   * The sandboxd pool key it was claimed under, so a Sandbox shows it before its node publishes it; absent in records
+   * written before it was kept, and for a spilled claim (the peer's key).
+   */
+  key: poolKeySchema.optional(),
 });
 export type ClaimRecord = z.output<typeof claimRecordSchema>;
 

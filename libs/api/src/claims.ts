@@ -1,4 +1,4 @@
-// The claim API (shared/specs/api.md, "The claim API"): every body the control
+// The claim API (docs/claim-api.md): every body the control
 // plane's HTTP claim API accepts or answers, and the reasons a claim fails,
 // which the SandboxClaim controller writes into the Ready condition too.
 import { z } from 'zod';
@@ -98,6 +98,8 @@ export const CLAIM_FAILURE_REASONS = [
   'Timeout',
   // HTTP only: the path exists, the method does not (the answer's Allow lists the ones that do).
   'MethodNotAllowed',
+  // HTTP only: no such path.
+  'NotFound',
 ] as const;
 export type ClaimFailureReason = (typeof CLAIM_FAILURE_REASONS)[number];
 

@@ -1,4 +1,4 @@
-// The custom resources warmpool serves and consumes (shared/specs/api.md),
+// The custom resources warmpool serves and consumes (docs/crds.md),
 // written once. The upstream agent-sandbox shapes are fixed by upstream; ours
 // live in warmpool.dev/v1alpha1. The schemas the apiserver enforces are in
 // charts/warmpool/crds/ and must agree with these types.
@@ -151,6 +151,8 @@ export const SANDBOX_ID_ANNOTATION = 'warmpool.dev/sandbox-id';
 /** The keys of the Secret named after a served SandboxClaim (owned by it) that carries the sandbox's token. */
 export const SANDBOX_SECRET_KEYS = ['id', 'token', 'ownerAddr', 'deadline', 'node'] as const;
 export type SandboxSecretKey = (typeof SANDBOX_SECRET_KEYS)[number];
+/** That Secret's `type`, so tools (and the router) can tell it from a user's Secret of the same name. */
+export const SANDBOX_SECRET_TYPE = 'warmpool.dev/sandbox';
 
 // ---- Sandbox (agents.x-k8s.io/v1beta1) --------------------------------------
 // warmpool never writes these to etcd (etcd stores intent, not one object per

@@ -1,5 +1,5 @@
-// The federation record (api.md, "Federation records"): one per (cluster,
-// namespace, env, member pool), shared through Redis keys with a TTL, never
+// The federation record (docs/federation.md, "The record"): one per (cluster,
+// namespace, env, member pool), shared through the Redis hub, never
 // through etcd. Written once here: the Redis transport validates what it reads
 // with the schema, the registry core holds it, SandboxEnv status mirrors it.
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 // A SandboxTemplate names a sandboxd pool by (template, net, size)
-// (shared/specs/api.md): the first container's image, and two annotations.
+// (docs/crds.md, "SandboxTemplate"): the first container's image, and two annotations.
 import {
   DEFAULT_NET,
   DEFAULT_SIZE,

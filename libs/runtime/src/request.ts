@@ -53,24 +53,25 @@ export function describeIssue(error: z.ZodError, fallback: string): string {
 }
 
 /**
- * The body as text, TOO_LARGE, or UNREADABLE (the client went away). Served
+ * The body as bytes, TOO_LARGE, or UNREADABLE (the client went away). Served
  * by @hono/node-server it is read off Node's request with the rules of
  * ./incoming-body.ts, never past the cap; elsewhere (app.request() in a test)
  * off the Web stream, with the same cap.
  */
-async function readCapped(c: Context, maxBytes: number): Promise<string | typeof TOO_LARGE | typeof UNREADABLE> {
+export async function readBodyBytes(
+  c: Context,
+  maxBytes: number,
+): Promise<Buffer | typeof TOO_LARGE | typeof UNREADABLE> {
   const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
-  if (incoming !== undefined) {
-    const body = await new Promise<IncomingBody>((resolve) => readIncomingBody(incoming, maxBytes, resolve));
-    return typeof body === 'symbol' ? body : decodeBody(body);
-  }
+  if (incoming !== undefined)
+    return new Promise<IncomingBody>((resolve) => readIncomingBody(incoming, maxBytes, resolve));
   const declared = c.req.header('content-length');
   if (declared !== undefined && c.req.header('transfer-encoding') === undefined) {
     const length = Number(declared);
-    return Number.isSafeInteger(length) && length <= maxBytes ? c.req.text() : TOO_LARGE;
+    return Number.isSafeInteger(length) && length <= maxBytes ? Buffer.from(await c.req.arrayBuffer()) : TOO_LARGE;
   }
   const stream = c.req.raw.body;
-  if (stream === null) return '';
+  if (stream === null) return Buffer.alloc(0);
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -84,7 +85,12 @@ async function readCapped(c: Context, maxBytes: number): Promise<string | typeof
     }
     chunks.push(value);
   }
-  return decodeBody(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
+}
+
+async function readCapped(c: Context, maxBytes: number): Promise<string | typeof TOO_LARGE | typeof UNREADABLE> {
+  const body = await readBodyBytes(c, maxBytes);
+  return typeof body === 'symbol' ? body : decodeBody(body);
 }
 
 /** Read, parse and validate a JSON body. */

@@ -1,5 +1,6 @@
 // One HTTP call as the specs make them against warmpool's apps: a bearer token,
 // a JSON (or raw) body, and the answer read whole.
+import { request } from 'node:http';
 
 export interface HttpAnswer<T = unknown> {
   status: number;
@@ -48,4 +49,25 @@ export async function httpCall<T = unknown>(
   }
   const declaredJson = (res.headers.get('content-type') ?? '').includes('json') && text !== '';
   return { status: res.status, headers: res.headers, text, json, body: (declaredJson ? JSON.parse(text) : text) as T };
+}
+
+/**
+ * A POST whose headers declare a body (say a Content-Length far over a cap) of which only `firstBytes` are ever sent:
+ * the answer must come without the rest, as a server that refuses by the declared size answers.
+ */
+export function postDeclaringOnly(
+  url: string,
+  headers: Record<string, string>,
+  firstBytes: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(url), { method: 'POST', headers });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.write(firstBytes);
+  });
 }

@@ -72,7 +72,7 @@ export type { EventuallyOptions } from './wait.js';
 export { ManualClock } from './manual-clock.js';
 export { InFlight } from './in-flight.js';
 export type { QuietOptions } from './in-flight.js';
-export { httpCall } from './http-call.js';
+export { httpCall, postDeclaringOnly } from './http-call.js';
 export type { HttpAnswer, HttpCallOptions } from './http-call.js';
 export { tearDown } from './teardown.js';
 export type { TeardownStep } from './teardown.js';

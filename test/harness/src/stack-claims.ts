@@ -1,10 +1,11 @@
 // What `make up` sets up for trying claims: a ServiceAccount `warmpool-demo`
 // whose Role may create, read, renew and release sandbox claims in its
-// namespace (the same RBAC gates SandboxClaims and the HTTP claim API), and a
-// SandboxClaim example of the sample pool.
+// namespace (the same RBAC gates SandboxClaims and the HTTP claim API) and
+// read Sandboxes (what upstream's clients read, and what the sandbox router
+// authorizes by), and a SandboxClaim example of the sample pool.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { apiVersionOf, SandboxClaimType } from '@warmpool/api';
+import { apiVersionOf, SandboxClaimType, SandboxType } from '@warmpool/api';
 import type { TestCluster } from './cluster.js';
 
 export const DEMO_ACCOUNT = 'warmpool-demo';
@@ -24,6 +25,7 @@ export function demoAccessManifest(namespace: string): string {
           resources: [SandboxClaimType.plural],
           verbs: ['create', 'get', 'list', 'watch', 'update', 'delete'],
         },
+        { apiGroups: [SandboxType.group], resources: [SandboxType.plural], verbs: ['get', 'list', 'watch'] },
       ],
     },
     {

@@ -67,6 +67,7 @@ export async function startFederatedStacks(
           loopbackPrefix: `127.0.${i}`,
           controlPlanePort: (options.controlPlanePort ?? 8080) + shift,
           claimsPort: claimsPorts[i - 1] ?? 0,
+          routerPort: (options.routerPort ?? 8090) + shift,
           redis,
           redisDb: i,
           federation: { clusterId: `cluster-${i}`, hubUrl: redis.url, peersFile: peersFiles.get(`cluster-${i}`) },

@@ -28,6 +28,7 @@ Flags:
   --interval <duration>     the control plane's reconcile interval (default 2s)
   --control-plane-port <n>  default 8080 (a free port if taken; 0 = any)
   --claims-port <n>         the control plane's claim API, default 8081 (a free port if taken; 0 = any)
+  --router-port <n>         the sandbox router (upstream's router API), default 8090 (a free port if taken; 0 = any)
   --exit-when-ready         stop once every pool is READY = DESIRED, exit 0 [env WARMPOOL_STACK_EXIT_WHEN_READY=1]
   --ready-timeout <seconds> with --exit-when-ready: give up after this long, exit 1 (default 120)
   --help                    show this help
@@ -42,6 +43,7 @@ interface MainOptions {
   interval: string | undefined;
   controlPlanePort: number | undefined;
   claimsPort: number | undefined;
+  routerPort: number | undefined;
   exitWhenReady: boolean;
   readyTimeoutMs: number;
 }
@@ -66,6 +68,7 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
       interval: { type: 'string' },
       'control-plane-port': { type: 'string' },
       'claims-port': { type: 'string' },
+      'router-port': { type: 'string' },
       'exit-when-ready': { type: 'boolean' },
       'ready-timeout': { type: 'string' },
       help: { type: 'boolean' },
@@ -84,6 +87,7 @@ function parseOptions(argv: string[]): MainOptions | 'help' {
     interval: values.interval,
     controlPlanePort: integer('control-plane-port', values['control-plane-port'], 0),
     claimsPort: integer('claims-port', values['claims-port'], 0),
+    routerPort: integer('router-port', values['router-port'], 0),
     exitWhenReady: values['exit-when-ready'] === true || process.env['WARMPOOL_STACK_EXIT_WHEN_READY'] === '1',
     readyTimeoutMs: (integer('ready-timeout', values['ready-timeout'], 1) ?? 120) * 1000,
   };
@@ -108,6 +112,7 @@ function instructions(d: StackDescription, startupMs: number): string {
     `  control plane  ${d.controlPlaneUrl ?? 'not started'}  (/metrics, /readyz)`,
     `  claim API      ${d.claimsUrl ?? 'not started'}  (POST /v1/namespaces/{ns}/claims)`,
     `  Sandbox API    ${d.sandboxApiUrl ?? 'not started'}  (kubectl get sandboxes -A, through the aggregation layer)`,
+    `  router         ${d.routerUrl ?? 'not started'}  (upstream's router API: POST /execute, /upload; GET /download|list|exists/{path})`,
     ...d.nodes.map(
       (n, i) =>
         `  ${i === 0 ? 'nodes        ' : '             '}  ${n.name}  agent ${n.agentAddress}  sandboxd ${n.sandboxdUrl.replace('http://', '')}`,
@@ -137,6 +142,8 @@ function instructions(d: StackDescription, startupMs: number): string {
         ]
       : []),
   ];
+  if (d.routerUrl !== undefined && d.sample && d.claims)
+    lines.push(...routerInstructions(d.routerUrl, d.sample.name, d.claims.account));
   if (first) {
     lines.push(`  curl -H "Authorization: Bearer ${token}" ${first.agentUrl}/v1/info`);
     if (d.sample) {
@@ -150,6 +157,25 @@ function instructions(d: StackDescription, startupMs: number): string {
   }
   lines.push('', 'Ctrl-C stops everything.', '');
   return lines.join('\n');
+}
+
+/** Upstream's Python client, unmodified, through the router: without a token it acts as the demo ServiceAccount. */
+function routerInstructions(routerUrl: string, pool: string, account: string): string[] {
+  const script = [
+    'from k8s_agent_sandbox import SandboxClient',
+    'from k8s_agent_sandbox.models import SandboxDirectConnectionConfig',
+    `client = SandboxClient(connection_config=SandboxDirectConnectionConfig(api_url="${routerUrl}"))`,
+    `sandbox = client.create_sandbox(warmpool="${pool}")`,
+    'print(sandbox.commands.run("echo hello").stdout)',
+    'sandbox.files.write("notes.txt", "round trip")',
+    'print(sandbox.files.read("notes.txt"))',
+    'client.delete_all()',
+  ].join('; ');
+  return [
+    `  # upstream's Python client (pip install k8s-agent-sandbox) through the router, as ${account} (no token needed here):`,
+    `  python3 -c '${script}'`,
+    `  # with a token instead: api_url="http://token:$(kubectl create token ${account})@${routerUrl.replace('http://', '')}"`,
+  ];
 }
 
 /**
@@ -283,6 +309,7 @@ async function main(): Promise<number> {
     ...(options.interval !== undefined ? { interval: options.interval } : {}),
     ...(options.controlPlanePort !== undefined ? { controlPlanePort: options.controlPlanePort } : {}),
     ...(options.claimsPort !== undefined ? { claimsPort: options.claimsPort } : {}),
+    ...(options.routerPort !== undefined ? { routerPort: options.routerPort } : {}),
     sample:
       options.replicas === 0
         ? (false as const)

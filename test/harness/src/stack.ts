@@ -14,7 +14,7 @@ import { ManagedChild } from './children.js';
 import { startCluster, type TestCluster } from './cluster.js';
 import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
-import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
+import { DEMO_ACCOUNT, setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
 import { freePort } from './ports.js';
 import { preferredOrFreePort } from './stack-ports.js';
@@ -27,6 +27,7 @@ export const APP_ENTRYPOINTS = {
   fakeSandboxd: join(REPO_ROOT, 'apps/fake-sandboxd/dist/main.js'),
   nodeAgent: join(REPO_ROOT, 'apps/node-agent/dist/main.js'),
   controlPlane: join(REPO_ROOT, 'apps/control-plane/dist/main.js'),
+  router: join(REPO_ROOT, 'apps/router/dist/main.js'),
 } as const;
 
 export interface StackSampleOptions {
@@ -51,6 +52,8 @@ export interface StartStackOptions {
   controlPlanePort?: number;
   /** The control plane's claim API (--claims-listen); 0 = any free port (default 8081). */
   claimsPort?: number;
+  /** The sandbox router (upstream's router API); 0 = any free port (default 8090). Needs the control plane. */
+  routerPort?: number;
   /** The control plane's reconcile interval, a Go-style duration (default `2s`). */
   interval?: string;
   /** How often each agent may write its NodeInventory on change (default `1s`). */
@@ -121,6 +124,11 @@ export interface StackDescription {
    * The Sandbox API behind the APIService v1beta1.agents.x-k8s.io (self-signed); undefined without the control plane.
    */
   sandboxApiUrl?: string | undefined;
+  /**
+   * The sandbox router (POST /execute, ...); undefined without the control plane. A request without a token acts as
+   * the `warmpool-demo` ServiceAccount (`--tokenless-user`), so upstream's clients work unmodified.
+   */
+  routerUrl?: string | undefined;
   redisUrl: string;
   namespace: string;
   nodes: StackNode[];
@@ -168,6 +176,7 @@ const DEFAULTS = {
   agentPort: 7071,
   controlPlanePort: 8080,
   claimsPort: 8081,
+  routerPort: 8090,
   interval: '2s',
   minPublishGap: '1s',
   namespace: 'default',
@@ -369,6 +378,25 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       });
     }
 
+    let routerUrl: string | undefined;
+    if (controlPlaneUrl !== undefined) {
+      const wantedRouter = options.routerPort ?? DEFAULTS.routerPort;
+      const routerPort = await preferredOrFreePort('127.0.0.1', wantedRouter);
+      routerUrl = `http://127.0.0.1:${routerPort.port}`;
+      log(
+        `starting the sandbox router on ${routerUrl}${routerPort.preferred ? '' : ` (port ${wantedRouter} was taken)`}`,
+      );
+      const router = track(
+        startApp(logsDir, 'router', APP_ENTRYPOINTS.router, [
+          `--kubeconfig=${kubeconfig}`,
+          `--listen=127.0.0.1:${routerPort.port}`,
+          `--tokenless-user=system:serviceaccount:${namespace}:${DEMO_ACCOUNT}`,
+        ]),
+      );
+      pids[router.name] = router.pid;
+      await waitForHttp(router, `${routerUrl}/readyz`);
+    }
+
     let sample: StackSample | undefined;
     if (options.sample !== false) {
       const wanted = {
@@ -407,6 +435,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       controlPlaneUrl,
       claimsUrl,
       sandboxApiUrl,
+      routerUrl,
       clusterId: options.federation?.clusterId,
       redisUrl: claimsRedisUrl,
       namespace,

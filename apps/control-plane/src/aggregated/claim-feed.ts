@@ -128,6 +128,7 @@ export class ClaimFeed {
             ownerAddr: record.ownerAddr,
             tier: record.tier,
             ...(record.warmPool !== '' ? { pool: record.warmPool } : {}),
+            ...(record.key !== undefined ? { key: record.key } : {}),
           },
           atMs,
         );

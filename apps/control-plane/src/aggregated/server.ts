@@ -421,7 +421,9 @@ export class SandboxApiServer {
     for (const served of initial) chunk += encode('ADDED', served, served.resourceVersion);
     for (const change of replay) chunk += deliver(change) ?? '';
     const bookmarks = query.get('allowWatchBookmarks') === 'true';
-    if (query.get('sendInitialEvents') === 'true' && bookmarks) chunk += bookmark(true);
+    // A bookmark at once (the end of the initial events when they were asked for): a watch with nothing to report
+    // still shows its client a current resourceVersion, and every proxy in between a first byte of body.
+    if (bookmarks) chunk += bookmark(query.get('sendInitialEvents') === 'true');
     if (chunk !== '') res.write(chunk);
 
     const unsubscribe = view.subscribe((change) => {

@@ -11,7 +11,7 @@ import {
   type ClaimRecord,
   type TriedNode,
 } from '@warmpool/api';
-import type { Refusal } from './agent-claims.js';
+import type { Refusal } from '../agents/answers.js';
 import type { ReserveEntry } from './claim-index.js';
 import type { ClaimScope } from './claim-service.js';
 
@@ -131,6 +131,7 @@ export function grantOf(
     warmPool: data.warmPool,
     claimRef: work.claim.claimRef,
     tier: tried.tier,
+    key: data.key,
     door: work.claim.door,
     owner: work.claim.owner,
     ...(work.scope.peer !== undefined ? { peer: work.scope.peer } : {}),

@@ -106,6 +106,7 @@ export class FakeSandboxd {
   private readonly bucket: TokenBucket;
   private readonly bootBatches = new Set<BootBatch>();
   private readonly sleepers = new Set<Sleeper>();
+  private readonly goneListeners = new Set<(id: string) => void>();
   private pumpTimer: Timer | undefined;
   private roundRobin = 0;
   private warmTotal = 0;
@@ -293,6 +294,12 @@ export class FakeSandboxd {
     return this.claims.get(id);
   }
 
+  /** Calls `listener` with the id of every claim that ends (released or reaped); the returned function unsubscribes. */
+  onClaimGone(listener: (id: string) => void): () => void {
+    this.goneListeners.add(listener);
+    return () => this.goneListeners.delete(listener);
+  }
+
   /**
    * Live claims in claim order; with `claimRef` (non-empty), only those recorded under exactly that ref, unless the
    * node is an older daemon, which ignores the filter; with `tenant`, only that tenant's claims.
@@ -404,6 +411,7 @@ export class FakeSandboxd {
 
   private forget(claim: Claim): void {
     this.claims.delete(claim.id);
+    for (const listener of this.goneListeners) listener(claim.id);
     this.deadlines.remove(claim);
     if (claim.claimRef !== undefined) {
       const set = this.claimsByRef.get(claim.claimRef);

@@ -18,6 +18,8 @@ import type { FakeSandboxd } from '../core/fake-sandboxd.js';
 import { RootAuth, type Caller } from './auth.js';
 import { goMuxFallback } from './go-mux.js';
 import { NodeMetrics } from './metrics.js';
+import { mountRuntimeRoutes } from './runtime-routes.js';
+import type { SandboxRuntimes } from '../core/runtime/runtimes.js';
 
 const BODY = { maxBytes: MAX_BODY_BYTES, invalidMessage: INVALID_BODY_MESSAGE };
 
@@ -29,6 +31,8 @@ export interface SandboxdAppOptions {
   /** The credentials themselves (win over apiToken and tenants), for a caller that rotates the root token. */
   auth?: RootAuth;
   logger?: Logger;
+  /** Serve the sandbox runtime contract (docs/sandbox-runtime.md) over these simulated runtimes. */
+  runtimes?: SandboxRuntimes;
 }
 
 const STATUS_OF: Record<RefusalReason, ContentfulStatusCode> = {
@@ -170,8 +174,10 @@ export function createSandboxdApp(core: FakeSandboxd, options: SandboxdAppOption
     return c.json(core.undrain());
   });
 
+  if (options.runtimes !== undefined) mountRuntimeRoutes(app, core, options.runtimes);
+
   route('GET', '/metrics', rootOnly, async (c) => {
-    metrics ??= new NodeMetrics(core);
+    metrics ??= new NodeMetrics(core, options.runtimes);
     return c.text(await metrics.render(), 200, { 'content-type': metrics.contentType });
   });
 

@@ -3,13 +3,14 @@
 // claim path never touches a metric.
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { FakeSandboxd } from '../core/fake-sandboxd.js';
+import type { SandboxRuntimes } from '../core/runtime/runtimes.js';
 
 const POOL_LABELS = ['template', 'net', 'size'] as const;
 
 export class NodeMetrics {
   readonly registry = new Registry();
 
-  constructor(core: FakeSandboxd) {
+  constructor(core: FakeSandboxd, runtimes?: SandboxRuntimes) {
     const registers = [this.registry];
     const perPool = (
       name: string,
@@ -87,6 +88,13 @@ export class NodeMetrics {
       undefined,
       () => ({ all: stats.warmDestroyed }),
     );
+    if (runtimes !== undefined)
+      total(
+        'sandboxd_runtime_requests_total',
+        'Requests that reached the sandbox runtime routes (refused ones too), by operation.',
+        'operation',
+        () => Object.fromEntries(runtimes.served),
+      );
   }
 
   render(): Promise<string> {

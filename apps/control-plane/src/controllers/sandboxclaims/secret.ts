@@ -6,6 +6,7 @@
 // annotation.
 import {
   apiVersionOf,
+  SANDBOX_SECRET_TYPE,
   SandboxClaimType,
   type KubeObject,
   type ObjectMeta,
@@ -22,8 +23,7 @@ export const SecretType: ResourceType = {
   kind: 'Secret',
   namespaced: true,
 };
-/** The Secret's `type`, so tools can find sandbox Secrets. */
-export const SANDBOX_SECRET_TYPE = 'warmpool.dev/sandbox';
+export { SANDBOX_SECRET_TYPE };
 /** Label on the Secret naming its claim. */
 export const CLAIM_LABEL = 'warmpool.dev/sandboxclaim';
 

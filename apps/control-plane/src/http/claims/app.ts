@@ -1,4 +1,4 @@
-// The HTTP claim API (shared/specs/api.md, "The claim API"), served by every
+// The HTTP claim API (docs/claim-api.md), served by every
 // replica. Every request is authenticated first, whatever its path: a
 // configured peer cluster's token makes it that peer's (no TokenReview), any
 // other token is reviewed by the apiserver (TokenReview). Each route then
@@ -59,6 +59,7 @@ const STATUS_OF: Record<ClaimFailureReason, ContentfulStatusCode> = {
   Unavailable: 503,
   Timeout: 504,
   MethodNotAllowed: 405,
+  NotFound: 404,
 };
 
 /** `peer`: the id of the peer cluster whose token the request bears; undefined for any other caller. */
@@ -257,7 +258,7 @@ export function createClaimApi(options: ClaimApiOptions): Hono<Env> {
         { allow },
       );
     return c.json<ClaimErrorBody>(
-      { error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'BadRequest' },
+      { error: `no such endpoint: ${c.req.method} ${c.req.path}`, reason: 'NotFound' },
       404,
     );
   });

@@ -1,0 +1,13 @@
+export { ClaimClient, newClaimRef } from './client.js';
+export type { Claim, ClaimClientOptions, ClaimRequest, RenewClaimResponse } from './client.js';
+export { ClaimApiError, ConfigurationError, TransportError } from './errors.js';
+export { DEFAULT_RETRY, isRetryable } from './retry.js';
+export type { RetryPolicy } from './retry.js';
+export { defaultTokenSource, IN_CLUSTER_TOKEN_FILE, tokenFromFile, tokenFromKubeconfig } from './token.js';
+export type { TokenSource } from './token.js';
+export { defaultKubeconfigPath, readKubeContext } from './kubeconfig.js';
+export type { KubeContext } from './kubeconfig.js';
+export { listSandboxes } from './sandboxes.js';
+export type { SandboxSummary } from './sandboxes.js';
+export { CLAIM_FAILURE_REASONS, DEFAULT_CLAIM_TTL_SECONDS, MAX_CLAIM_TTL_SECONDS } from './api/claims.js';
+export type { ClaimFailureReason } from './api/claims.js';
