@@ -7,7 +7,6 @@ import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { ControlPlaneSettings } from './config/settings.js';
-import type { PoolAutoscaler } from './controllers/pool-autoscaler/pool-autoscaler.js';
 import type { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
 import type { ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
 import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
