@@ -48,6 +48,11 @@ for tool in buildah mmdebstrap; do
 done
 [[ -x "$NODE_BIN" ]] || { echo "images: no Node.js at $NODE_BIN (make node)" >&2; exit 1; }
 mkdir -p "$OUT/cache"
+# One build at a time per checkout: specs running side by side (the images',
+# the chart's on real nodes, the harness's) each ask for the images; the
+# later ones then find them up to date instead of committing over each other.
+exec 9>"$OUT/.build.lock"
+flock 9
 
 # The Debian part, shared by every image.
 debian_rootfs() {
