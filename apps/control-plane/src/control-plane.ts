@@ -131,7 +131,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     metrics,
     registry: metrics.registry,
     app: servers.app,
-    reconciler,
     sandboxClaims: claims?.sandboxClaims,
     get url() {
       return servers.url;
@@ -144,10 +143,6 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     get claimsUrl() {
       return claims?.api.url;
     },
-    envs: envs.reconciler,
-    autoscaler: envs.autoscaler,
-    poolAutoscaler,
-    federation: federation.federation,
     sandboxApi,
     notReadyReasons: () => manager.notReadyReasons(),
     ready: () => manager.notReadyReasons().length === 0,

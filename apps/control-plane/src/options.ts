@@ -7,19 +7,14 @@ import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { ControlPlaneSettings } from './config/settings.js';
-import type { PoolAutoscaler } from './controllers/pool-autoscaler/pool-autoscaler.js';
 import type { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
-import type { EnvAutoscaler, ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
-import type { SandboxEnvReconciler } from './controllers/sandboxenvs/reconciler.js';
+import type { ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
 import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
 import type { EventRecorder } from './controllers/warmpool/events.js';
-import type { WarmPoolReconciler } from './controllers/warmpool/reconciler.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
-import type { Federation } from './federation/federation.js';
 import type { EpochStore } from './generation/generation.js';
 import type { ControlPlaneMetrics } from './metrics.js';
 import type { SandboxApi } from './aggregated/sandbox-api.js';
-import type { ClaimService } from './provisioning/claim-service.js';
 import type { ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
 
@@ -41,8 +36,6 @@ export interface ControlPlaneOptions extends ControlPlaneSettings {
   events?: EventRecorder;
   /** Default: an annotation on the election Lease, written only while holding it. */
   epochStore?: EpochStore;
-  /** The claim pipeline the SandboxClaim controller uses instead of the one built from `claims`. */
-  claimService?: ClaimService;
   /** Default: a merge patch of the SandboxEnv status subresource. */
   envStatusWriter?: EnvStatusWriter;
   /** Default: the SandboxWarmPool scale subresource. */
@@ -55,7 +48,6 @@ export interface ControlPlane {
   readonly registry: Registry;
   /** The health/metrics app (served at `url` when `listen` was given). */
   readonly app: Hono;
-  readonly reconciler: WarmPoolReconciler;
   /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
   readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
@@ -68,11 +60,6 @@ export interface ControlPlane {
   readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
-  readonly envs: SandboxEnvReconciler;
-  readonly autoscaler: EnvAutoscaler;
-  /** The SandboxWarmPoolAutoscaler controller and claim recorder, when provisioning is on. */
-  readonly poolAutoscaler: PoolAutoscaler | undefined;
-  readonly federation: Federation;
   /** The Sandbox API, when served. */
   readonly sandboxApi: SandboxApi | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */

@@ -15,7 +15,7 @@ import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/ev
 import { GenerationSource } from './generation/generation.js';
 import { LeaseEpochStore, UnelectedLease } from './generation/lease-epoch-store.js';
 import type { Manager } from './manager/manager.js';
-import { HttpPoolSetter } from './agents/http-pool-setter.js';
+import { AgentClient } from './agents/client.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { FederationSetup } from './federation/setup.js';
 import { ClaimApiServer, createServedClaimApi } from './http/claims/served.js';
@@ -64,7 +64,7 @@ export function createDriverSide(
   const { namespace, leaseName, manager } = inputs;
   const lease = inputs.elect ? manager.heldLease : new UnelectedLease(kubeConfig, namespace, leaseName);
   const epochs = new LeaseEpochStore({ lease, kubeConfig, namespace, legacyName: `${leaseName}-generation` });
-  const setter = options.poolSetter ?? new HttpPoolSetter({ token, ...options.setPools });
+  const setter = options.poolSetter ?? new AgentClient({ token, ...options.setPools });
   const events =
     options.events ??
     new KubeEventRecorder({ kubeConfig, component: shared.component, instance: inputs.identity, logger, clock });
@@ -103,7 +103,7 @@ export interface ClaimSideInputs {
 /** Undefined when provisioning is off (no `claims` settings). */
 export function createClaimSide(
   shared: Shared,
-  options: Pick<ControlPlaneOptions, 'claims' | 'federation' | 'sandboxClaims' | 'claimService'>,
+  options: Pick<ControlPlaneOptions, 'claims' | 'federation' | 'sandboxClaims'>,
   inputs: ClaimSideInputs,
 ): ClaimSide | undefined {
   const { kubeConfig, token, metrics, logger, clock } = shared;
@@ -130,7 +130,7 @@ export function createClaimSide(
   });
   const sandboxClaims = new SandboxClaims({
     kubeConfig,
-    claims: options.claimService ?? pipeline,
+    claims: pipeline,
     repair: { index: pipeline.index, recordOf: (agent, row) => pipeline.directory.recordOf(agent, row) },
     pools,
     templates,

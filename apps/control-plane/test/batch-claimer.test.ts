@@ -19,12 +19,13 @@ import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AgentClaims, ClaimAnswer } from '../src/provisioning/agent-claims.js';
+import type { AgentClient, ClaimAnswer } from '../src/agents/client.js';
 import { BatchClaimer, type BatchJobHandle } from '../src/provisioning/batch-claimer.js';
 import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import type { ClaimScope } from '../src/provisioning/claim-service.js';
 import { ProvisioningMetrics } from '../src/provisioning/metrics.js';
-import { Placement, type NodeSnapshot } from '../src/provisioning/placement.js';
+import { Placement } from '../src/provisioning/placement.js';
+import type { NodeSnapshot } from '../src/nodes/snapshots.js';
 
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const KEY_ID = 'img|none|small';
@@ -79,7 +80,7 @@ function job(id: string, claims: BatchClaim[], progress?: BatchProgress): BatchJ
 }
 
 /** The verbs BatchClaimer calls on the node agents. */
-type NodeAgents = Pick<AgentClaims, 'claim' | 'findByClaimRef' | 'list' | 'get' | 'release'>;
+type NodeAgents = Pick<AgentClient, 'claim' | 'findByClaimRef' | 'list' | 'get' | 'release'>;
 
 interface Call {
   verb: 'claim' | 'findByClaimRef' | 'list' | 'get' | 'release';
@@ -199,7 +200,7 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
     return new BatchClaimer({
       index: on,
       // The scripted stand-in implements every verb BatchClaimer calls; the options name the HTTP client class.
-      agents: agents as unknown as AgentClaims,
+      agents: agents as unknown as AgentClient,
       placement: new Placement(
         () => nodes,
         () => 0,

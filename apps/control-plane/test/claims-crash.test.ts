@@ -11,6 +11,7 @@ import type { ControlPlane } from './support/internals.js';
 import { burstOnNodes, claimBurst, releaseBurst, serviceAccountToken, type ClaimBurst } from './support/claims.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-crash-tests';
 const IMAGE = 'registry.test/crash:1';
@@ -48,7 +49,7 @@ describe('claims through a Redis crash (real apiserver, Redis, agents; two repli
   afterAll(() => world?.close());
 
   async function readyToClaim(): Promise<void> {
-    await eventually(() => replicas.every((r) => r.claims?.notReadyReasons().length === 0), {
+    await eventually(async () => (await Promise.all(replicas.map(claimsReady))).every(Boolean), {
       what: 'every replica ready to claim',
       timeoutMs: 30_000,
     });

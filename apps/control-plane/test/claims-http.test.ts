@@ -14,6 +14,7 @@ import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-claim-tests';
 const IMAGE = 'registry.test/claims:1';
@@ -79,7 +80,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
       },
       { what: 'the inventories to show 2 warm on every node', timeoutMs: 30_000 },
     );
-    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+    await eventually(async () => (await claimsReady(a)) && (await claimsReady(b)), {
       what: 'both replicas ready to claim',
     });
   });
@@ -402,7 +403,7 @@ describe('the HTTP claim API (real apiserver, Redis, agents and fake-sandboxd; t
     const dispatcher = new Agent({ connect: { ca: cluster.pki.ca.certPem } });
     try {
       expect(secure.claimsUrl).toMatch(/^https:\/\//);
-      await eventually(() => secure.claims?.notReadyReasons().length === 0, { what: 'the TLS replica ready to claim' });
+      await eventually(() => claimsReady(secure), { what: 'the TLS replica ready to claim' });
       const res = await undiciFetch(`${secure.claimsUrl}${claimsPath()}`, {
         method: 'POST',
         dispatcher,

@@ -29,6 +29,7 @@ import {
 } from './support/claims.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-sentinel-tests';
 const IMAGE = 'registry.test/sentinel:1';
@@ -71,7 +72,7 @@ describe('claims through a Sentinel failover (real apiserver, Redis + Sentinels,
       what: '10 warm on every node',
       timeoutMs: 30_000,
     });
-    await eventually(() => replicas.every((r) => r.claims?.notReadyReasons().length === 0), {
+    await eventually(async () => (await Promise.all(replicas.map(claimsReady))).every(Boolean), {
       what: 'every replica ready to claim through the Sentinels',
       timeoutMs: 30_000,
     });

@@ -8,6 +8,7 @@
 // with a token of its own, B accepts A and a third peer C (whose token the
 // specs use to play a peer that leaked its token), and neither names any other
 // cluster, whatever the hub says.
+import { FEDERATION_METRIC_NAMES } from '@warmpool/federation';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,6 +38,7 @@ import type { Fleet } from './support/fleet.js';
 import { apply, getEnv, kubectl, patch } from './support/objects.js';
 import { startReplica, type Replica } from './support/replicas.js';
 import { testWorlds, type TestWorld } from './support/world.js';
+import { claimsReady, metricSamples } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-federation-tests';
 /** What A presents to B, and what the third peer C presents to B. */
@@ -44,6 +46,7 @@ const A_TO_B = 'token-a-presents-to-b';
 const C_TO_B = 'token-c-presents-to-b';
 const IMAGE = 'registry.test/federation:1';
 const NS = 'fed';
+const IDLE_METRIC = FEDERATION_METRIC_NAMES.idle;
 const INTERVAL_MS = 500;
 const TTL_MS = 1_500;
 const PREFIX = 'test:federation';
@@ -64,7 +67,18 @@ describe.skipIf('missing' in faketime)(
     const claimsA = (): string => a.cp.claimsUrl ?? '';
     const envClaim = (body: Record<string, unknown> = {}): ReturnType<typeof callClaims> =>
       callClaims(claimsA(), 'POST', `/v1/namespaces/${NS}/claims`, user, { env: 'python', ...body });
-    const foreignSeenByA = (): number => a.cp.federation.registry.foreignMembers(NS, 'python').length;
+    /** Idle per cluster of the python Env, as A's federation gauges show its registry. */
+    const idleSeenByA = async (): Promise<Map<string, number>> =>
+      new Map(
+        (await metricSamples(a.cp, IDLE_METRIC, { namespace: NS, env: 'python' })).map((sample) => [
+          sample.labels.get('cluster') ?? '',
+          sample.value,
+        ]),
+      );
+    /** How many other clusters A sees members of. */
+    const foreignSeenByA = async (): Promise<number> =>
+      [...(await idleSeenByA()).keys()].filter((c) => c !== 'a').length;
+    const localIdleOfA = async (): Promise<number> => (await idleSeenByA()).get('a') ?? 0;
 
     /**
      * Cluster B's control plane: a process, its clock CLOCK_OFFSET off, its claim queue in A's claim Redis (db 2). It
@@ -160,11 +174,11 @@ describe.skipIf('missing' in faketime)(
         },
       });
       a = { cluster: clusterA, fleet: worldA.fleet, cp };
-      await eventually(() => a.cp.claims?.notReadyReasons().length === 0, { what: 'A ready to claim' });
-      await eventually(
-        () => a.cp.federation.registry.foreignMembers(NS, 'python').find((m) => m.clusterId === 'b' && m.idle === 3),
-        { what: "A to see B's 3 idle sandboxes", timeoutMs: 60_000 },
-      );
+      await eventually(() => claimsReady(a.cp), { what: 'A ready to claim' });
+      await eventually(async () => (await idleSeenByA()).get('b') === 3, {
+        what: "A to see B's 3 idle sandboxes",
+        timeoutMs: 60_000,
+      });
     }, 240_000);
 
     afterAll(() => tearDown({ dir: undefined, what: 'federation' }, ...worlds.map((world) => () => world.close())));
@@ -286,10 +300,10 @@ describe.skipIf('missing' in faketime)(
       try {
         await forger.report();
         for (const key of urlKeys) await raw.set(key, `${trapUrl}/?swallow=`, 'PX', 60_000);
-        await eventually(
-          () => a.cp.federation.registry.foreignMembers(NS, 'python').some((m) => m.clusterId === 'evil'),
-          { what: "A to read the forged record (it ranks above B's)", timeoutMs: 30_000 },
-        );
+        await eventually(async () => (await idleSeenByA()).has('evil'), {
+          what: "A to read the forged record (it ranks above B's)",
+          timeoutMs: 30_000,
+        });
         const answer = await envClaim({ claimRef: 'forged-1', ttlSeconds: 60 });
         expect(answer.status, JSON.stringify(answer.body)).toBe(200);
         const claim = claimBodySchema.parse(answer.body);
@@ -307,7 +321,10 @@ describe.skipIf('missing' in faketime)(
         trap.closeAllConnections();
         trap.close();
       }
-      await eventually(() => foreignSeenByA() === 1, { what: 'the forged record to age out', timeoutMs: 30_000 });
+      await eventually(async () => (await foreignSeenByA()) === 1, {
+        what: 'the forged record to age out',
+        timeoutMs: 30_000,
+      });
     });
 
     it("keeps each peer to the claims it created: peer c's token neither reads, renews nor releases a's claim or a claim of B's own caller", async () => {
@@ -400,7 +417,7 @@ describe.skipIf('missing' in faketime)(
 
     it('keeps a claim local while A has idle sandboxes (cluster: a)', async () => {
       await patch(a.cluster, 'swp', NS, 'py-a', { spec: { replicas: 2 } });
-      await eventually(() => a.cp.federation.registry.localIdle(NS, 'python') === 2, {
+      await eventually(async () => (await localIdleOfA()) === 2, {
         what: "A's member to have 2 idle",
         timeoutMs: 30_000,
       });
@@ -408,18 +425,18 @@ describe.skipIf('missing' in faketime)(
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       expect(claimBodySchema.parse(answer.body)).toMatchObject({ cluster: 'a', memberPool: 'py-a' });
       await patch(a.cluster, 'swp', NS, 'py-a', { spec: { replicas: 0 } });
-      await eventually(() => a.cp.federation.registry.localIdle(NS, 'python') === 0, {
+      await eventually(async () => (await localIdleOfA()) === 0, {
         what: "A's member drained again",
         timeoutMs: 30_000,
       });
     });
 
     it("ages B's records out by Redis's TTL when B stops reporting, although B's clock is minutes off; claims then answer 429 NoCapacity, and spill again once B is back", async () => {
-      expect(foreignSeenByA()).toBe(1);
+      expect(await foreignSeenByA()).toBe(1);
       b.proc.kill('SIGSTOP');
       const stoppedAt = Date.now();
       try {
-        await eventually(() => foreignSeenByA() === 0, {
+        await eventually(async () => (await foreignSeenByA()) === 0, {
           what: "B's records to expire in A's view",
           timeoutMs: 30_000,
           intervalMs: 20,
@@ -434,7 +451,10 @@ describe.skipIf('missing' in faketime)(
       } finally {
         b.proc.kill('SIGCONT');
       }
-      await eventually(() => foreignSeenByA() === 1, { what: "B's records back in A's view", timeoutMs: 30_000 });
+      await eventually(async () => (await foreignSeenByA()) === 1, {
+        what: "B's records back in A's view",
+        timeoutMs: 30_000,
+      });
       const again = await envClaim();
       expect(again.status, JSON.stringify(again.body)).toBe(200);
       expect(claimBodySchema.parse(again.body).cluster).toBe('b');
@@ -442,7 +462,7 @@ describe.skipIf('missing' in faketime)(
 
     it('survives the hub being killed and restarted: local claims never fail, the foreign view ages out and comes back', async () => {
       await patch(a.cluster, 'swp', NS, 'py-a', { spec: { replicas: 3 } });
-      await eventually(() => a.cp.federation.registry.localIdle(NS, 'python') >= 1, {
+      await eventually(async () => (await localIdleOfA()) >= 1, {
         what: "A's member to have idle",
         timeoutMs: 30_000,
       });
@@ -464,9 +484,9 @@ describe.skipIf('missing' in faketime)(
       expect(statuses.length).toBeGreaterThan(0);
       expect(new Set(statuses)).toEqual(new Set([200]));
       expect(new Set(clusters)).toEqual(new Set(['a']));
-      expect(foreignSeenByA()).toBe(0);
+      expect(await foreignSeenByA()).toBe(0);
       hub = await startRedis({ port });
-      await eventually(() => foreignSeenByA() === 1, {
+      await eventually(async () => (await foreignSeenByA()) === 1, {
         what: 'federation to recover after the hub restarted',
         timeoutMs: 60_000,
       });

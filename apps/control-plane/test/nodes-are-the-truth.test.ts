@@ -12,6 +12,7 @@ import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims
 import type { Fleet } from './support/fleet.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-truth-tests';
 const IMAGE = 'registry.test/truth:1';
@@ -61,7 +62,7 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
       what: '4 warm on every node',
       timeoutMs: 30_000,
     });
-    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+    await eventually(async () => (await claimsReady(a)) && (await claimsReady(b)), {
       what: 'both replicas ready to claim',
       timeoutMs: 30_000,
     });
@@ -80,7 +81,7 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
 
     await world.redis.stop();
     await world.startRedisAgain();
-    await eventually(() => a.claims?.notReadyReasons().length === 0 && b.claims?.notReadyReasons().length === 0, {
+    await eventually(async () => (await claimsReady(a)) && (await claimsReady(b)), {
       what: 'both replicas connected to the new Redis',
       timeoutMs: 15_000,
     });

@@ -6,10 +6,11 @@ import { describe, expect, it } from 'vitest';
 import type { NodeInventory } from '@warmpool/api';
 import { inventoryObject } from '@warmpool/harness';
 import type { Lister } from '@warmpool/kube';
-import type { AddressCheck } from '../src/controllers/warmpool/node-addresses.js';
-import type { NodeView } from '../src/controllers/warmpool/nodes.js';
-import { nodeSnapshotSource } from '../src/provisioning/node-snapshots.js';
-import { Placement, type NodeSnapshot } from '../src/provisioning/placement.js';
+import type { AddressCheck } from '../src/nodes/addresses.js';
+import type { NodeView } from '../src/nodes/tracker.js';
+import { nodeSnapshotSource } from '../src/nodes/snapshots.js';
+import { Placement } from '../src/provisioning/placement.js';
+import type { NodeSnapshot } from '../src/nodes/snapshots.js';
 
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const KEY_ID = 'img|none|small';

@@ -23,6 +23,7 @@ import { callClaims, serviceAccountToken } from './support/claims.js';
 import type { Fleet, FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-sandboxclaim-tests';
 const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
@@ -57,10 +58,8 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     });
     const started = controlPlane;
     await eventually(
-      () =>
-        started.isLeader() &&
-        started.sandboxClaims?.controller.running &&
-        started.claims?.notReadyReasons().length === 0,
+      async () =>
+        started.isLeader() && started.sandboxClaims?.controller.running === true && (await claimsReady(started)),
       { what: 'the control plane to lead, ready to claim' },
     );
     return started;

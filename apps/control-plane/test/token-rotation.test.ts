@@ -5,11 +5,11 @@
 import { serveApp, TokenRotation, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HttpPoolSetter, rotatingToken, type AgentNode } from './support/internals.js';
+import { AgentClient, rotatingToken, type AgentNode } from './support/internals.js';
 
 const INFO = { pools: [], claimed: 0 };
 
-describe('HttpPoolSetter across a token rotation', () => {
+describe('AgentClient across a token rotation', () => {
   let server: HttpServer;
   let node: AgentNode;
   let agentAccepts = new Set<string>();
@@ -40,7 +40,7 @@ describe('HttpPoolSetter across a token rotation', () => {
 
   it('falls back to the replaced token while the agent has not read the new one, and keeps presenting what worked', async () => {
     const rotation = controlPlaneTokens('old');
-    const setter = new HttpPoolSetter({ token: rotatingToken(rotation), attempts: 1 });
+    const setter = new AgentClient({ token: rotatingToken(rotation), attempts: 1 });
     agentAccepts = new Set(['old']);
     rotation.set('new');
     await expect(setter.setPools(node, 1, [])).resolves.toEqual(INFO);
@@ -57,7 +57,7 @@ describe('HttpPoolSetter across a token rotation', () => {
 
   it('still answers a 401 when neither token is taken: a wrong token is not retried for ever', async () => {
     const rotation = controlPlaneTokens('old');
-    const setter = new HttpPoolSetter({ token: rotatingToken(rotation), attempts: 3, retryInitialMs: 1 });
+    const setter = new AgentClient({ token: rotatingToken(rotation), attempts: 3, retryInitialMs: 1 });
     agentAccepts = new Set(['something-else']);
     rotation.set('new');
     await expect(setter.setPools(node, 1, [])).rejects.toMatchObject({ status: 401, retriable: false });
@@ -66,7 +66,7 @@ describe('HttpPoolSetter across a token rotation', () => {
   });
 
   it('presents only the token it has without a rotation', async () => {
-    const setter = new HttpPoolSetter({ token: rotatingToken(controlPlaneTokens('only')), attempts: 1 });
+    const setter = new AgentClient({ token: rotatingToken(controlPlaneTokens('only')), attempts: 1 });
     agentAccepts = new Set(['other']);
     await expect(setter.info(node)).rejects.toMatchObject({ status: 401 });
     expect(presented).toEqual(['only']);

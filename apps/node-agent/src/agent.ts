@@ -4,6 +4,7 @@
 import type { NodeInfo } from '@warmpool/api';
 import {
   AcceptedToken,
+  closeInOrder,
   DEFAULT_TOKEN_GRACE_MS,
   formatHostPort,
   readTokenFile,
@@ -132,18 +133,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   });
   const metrics = new AgentMetrics(options.registry);
   const inFlight = new ClaimsInFlight(options.maxClaimsInFlight ?? DEFAULTS.maxClaimsInFlight);
-  const sandboxd = new SandboxdClient({
-    url: options.sandboxdUrl,
-    rootToken: token.value,
-    rootTokenGraceMs: tokenGraceMs,
-    timeoutMs: options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdTimeoutMs,
-    claimTimeoutMs: options.sandboxdClaimTimeoutMs ?? options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdClaimTimeoutMs,
-    setPoolsTimeoutMs: options.sandboxdPoolsTimeoutMs ?? options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdPoolsTimeoutMs,
-    connections: options.sandboxdConnections ?? inFlight.limit + PER_SANDBOX_CONNECTIONS,
-    ...(options.sandboxdControlConnections !== undefined
-      ? { controlConnections: options.sandboxdControlConnections }
-      : {}),
-  });
+  const sandboxd = sandboxdClientOf(options, token, tokenGraceMs, inFlight.limit);
   // With an inventory, the generation applied before a restart lives there and must be read back first.
   const generations = new GenerationGuard({ recovered: options.inventory === undefined });
   const state = new NodeState({
@@ -199,49 +189,15 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   const start = async (): Promise<{ url: string; address: HostPort }> => {
     if (!token.configured)
       logger.warn('no API token configured: every call except health, readiness and metrics answers 503');
-    if (options.tokenFile !== undefined) {
-      const file = options.tokenFile;
-      tokenWatch = watchTokenFile(file, options.tokenReloadIntervalMs ?? 10_000, {
-        onChange: (value) => {
-          token.set(value);
-          sandboxd.setRootToken(token.value);
-          logger.info(
-            'API token reloaded; the replaced one is still accepted, and tried with sandboxd, during the grace',
-            { tokenFile: file, configured: token.configured, graceMs: tokenGraceMs },
-          );
-        },
-        onError: (err) =>
-          logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
-      });
-    }
+    tokenWatch = followTokenFile(options, token, sandboxd, tokenGraceMs, logger);
     server = await serveApp(app, {
       host: options.listen?.host ?? '127.0.0.1',
       port: options.listen?.port ?? 0,
       closeTimeoutMs: options.closeTimeoutMs ?? DEFAULTS.closeTimeoutMs,
     });
     await state.start();
-    if (options.inventory !== undefined && options.nodeName) {
-      const advertise = options.advertiseAddress;
-      const address =
-        typeof advertise === 'function' ? advertise(server.address) : (advertise ?? formatHostPort(server.address));
-      publisher = new InventoryPublisher({
-        writer: options.inventory,
-        nodeName: options.nodeName,
-        address,
-        ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
-        generations,
-        currentInfo: (): NodeInfo | undefined => state.info,
-        ownerAddress,
-        readClaims: nodeClaimsReader(sandboxd, logger),
-        publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
-        minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
-        ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),
-        ...(options.publishRetryMaxMs !== undefined ? { retryMaxMs: options.publishRetryMaxMs } : {}),
-        logger,
-        metrics,
-      });
-      publisher.start();
-    }
+    publisher = publisherOf(options, server.address, { generations, state, ownerAddress, sandboxd, logger, metrics });
+    publisher?.start();
     logger.info('node agent serving', {
       url: server.url,
       sandboxd: options.sandboxdUrl,
@@ -260,11 +216,17 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
       await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
     }
     // Requests in flight still need sandboxd, so the server goes first and the sandboxd pool last.
-    await server?.close();
-    await publisher?.close();
-    await state.close();
-    tokenWatch?.close();
-    await sandboxd.close();
+    await closeInOrder(
+      'the node agent',
+      [
+        ['server', () => server?.close()],
+        ['inventory publisher', () => publisher?.close()],
+        ['node state', () => state.close()],
+        ['token file watch', () => tokenWatch?.close()],
+        ['sandboxd client', () => sandboxd.close()],
+      ],
+      logger,
+    );
   };
 
   return {
@@ -279,4 +241,82 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     start: () => (started ??= start()),
     close: () => (closing ??= close()),
   };
+}
+
+function sandboxdClientOf(
+  options: NodeAgentOptions,
+  token: AcceptedToken,
+  tokenGraceMs: number,
+  claimsInFlight: number,
+): SandboxdClient {
+  return new SandboxdClient({
+    url: options.sandboxdUrl,
+    rootToken: token.value,
+    rootTokenGraceMs: tokenGraceMs,
+    timeoutMs: options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdTimeoutMs,
+    claimTimeoutMs: options.sandboxdClaimTimeoutMs ?? options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdClaimTimeoutMs,
+    setPoolsTimeoutMs: options.sandboxdPoolsTimeoutMs ?? options.sandboxdTimeoutMs ?? DEFAULTS.sandboxdPoolsTimeoutMs,
+    connections: options.sandboxdConnections ?? claimsInFlight + PER_SANDBOX_CONNECTIONS,
+    ...(options.sandboxdControlConnections !== undefined
+      ? { controlConnections: options.sandboxdControlConnections }
+      : {}),
+  });
+}
+
+/** With a token file: re-read it, and pass each new token to sandboxd too (the replaced one stays for the grace). */
+function followTokenFile(
+  options: NodeAgentOptions,
+  token: AcceptedToken,
+  sandboxd: SandboxdClient,
+  tokenGraceMs: number,
+  logger: Logger,
+): TokenFileWatch | undefined {
+  const file = options.tokenFile;
+  if (file === undefined) return undefined;
+  return watchTokenFile(file, options.tokenReloadIntervalMs ?? 10_000, {
+    onChange: (value) => {
+      token.set(value);
+      sandboxd.setRootToken(token.value);
+      logger.info('API token reloaded; the replaced one is still accepted, and tried with sandboxd, during the grace', {
+        tokenFile: file,
+        configured: token.configured,
+        graceMs: tokenGraceMs,
+      });
+    },
+    onError: (err) => logger.warn('cannot re-read the token file; keeping the last token', { tokenFile: file, err }),
+  });
+}
+
+/** With an inventory writer: the publisher of this node's NodeInventory, advertising where the agent listens. */
+function publisherOf(
+  options: NodeAgentOptions,
+  listening: HostPort,
+  deps: {
+    generations: GenerationGuard;
+    state: NodeState;
+    ownerAddress: OwnerAddress;
+    sandboxd: SandboxdClient;
+    logger: Logger;
+    metrics: AgentMetrics;
+  },
+): InventoryPublisher | undefined {
+  if (options.inventory === undefined || !options.nodeName) return undefined;
+  const { state, logger } = deps;
+  const advertise = options.advertiseAddress;
+  return new InventoryPublisher({
+    writer: options.inventory,
+    nodeName: options.nodeName,
+    address: typeof advertise === 'function' ? advertise(listening) : (advertise ?? formatHostPort(listening)),
+    ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
+    generations: deps.generations,
+    currentInfo: (): NodeInfo | undefined => state.info,
+    ownerAddress: deps.ownerAddress,
+    readClaims: nodeClaimsReader(deps.sandboxd, logger),
+    publishIntervalMs: options.publishIntervalMs ?? DEFAULTS.publishIntervalMs,
+    minPublishGapMs: options.minPublishGapMs ?? DEFAULTS.minPublishGapMs,
+    ...(options.publishRetryInitialMs !== undefined ? { retryInitialMs: options.publishRetryInitialMs } : {}),
+    ...(options.publishRetryMaxMs !== undefined ? { retryMaxMs: options.publishRetryMaxMs } : {}),
+    logger,
+    metrics: deps.metrics,
+  });
 }

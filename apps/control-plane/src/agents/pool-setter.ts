@@ -1,6 +1,6 @@
-// The boundary between the driver and the node agents: replace a node's whole
-// warm-target set, or look at the node. The HTTP implementation is in
-// http-pool-setter.ts; tests and benchmarks may put anything else behind it.
+// The driver's port to the node agents: replace a node's whole warm-target
+// set, or look at the node. The agent client (client.ts) implements it over
+// HTTP; benchmarks and specs may put a fake at this process edge.
 import type { NodeInfo, PoolTarget } from '@warmpool/api';
 
 /** A node agent as the driver addresses it: the NodeInventory's name and spec.address. */
@@ -25,41 +25,4 @@ export interface PoolSetter {
   /** Drops whatever is kept for an address no node uses any more (connections). */
   forget?(address: string): void;
   close(): Promise<void>;
-}
-
-/** The agent has applied a later generation than the one pushed (409): nothing changed on the node. */
-export class StaleGenerationError extends Error {
-  override name = 'StaleGenerationError';
-  readonly appliedGeneration: number;
-
-  constructor(node: string, generation: number, appliedGeneration: number) {
-    super(`node ${node} refused generation ${generation}: it has applied ${appliedGeneration}`);
-    this.appliedGeneration = appliedGeneration;
-  }
-}
-
-/** A call that got no usable answer. `status` is the HTTP status when there was one. */
-export class AgentCallError extends Error {
-  override name = 'AgentCallError';
-  readonly node: string;
-  readonly status: number | undefined;
-  /** Worth another attempt: network errors, timeouts, 5xx, 429. */
-  readonly retriable: boolean;
-
-  constructor(node: string, message: string, options: { status?: number; retriable: boolean; cause?: unknown }) {
-    super(`node ${node}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
-    this.node = node;
-    this.status = options.status;
-    this.retriable = options.retriable;
-  }
-}
-
-/** The caller no longer leads (CallOptions.proceed said so): nothing was sent. */
-export class NotLeadingError extends Error {
-  override name = 'NotLeadingError';
-}
-
-/** No fleet token: the driver is fail-closed and never calls an agent unauthenticated. */
-export class NoTokenError extends Error {
-  override name = 'NoTokenError';
 }

@@ -13,8 +13,8 @@ import type { Informer, KubeTransport } from '@warmpool/kube';
 import { closeInOrder, type HostPort, type Logger } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
 import type { Runnable } from '../manager/runnable.js';
-import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
-import { AgentClaims } from '../provisioning/agent-claims.js';
+import type { AddressCheck } from '../nodes/addresses.js';
+import { AgentClient } from '../agents/client.js';
 import type { ProvisioningPipeline } from '../provisioning/pipeline.js';
 import type { ClaimGrant } from '../provisioning/claim-service.js';
 import type { RedisSettings } from '../redis/connection.js';
@@ -92,7 +92,7 @@ export function createSandboxApi(options: SandboxApiOptions): SandboxApi {
           view,
           logger: logger.child({ component: 'claim-feed' }),
         });
-  const agents = new AgentClaims({
+  const agents = new AgentClient({
     token: options.token,
     timeoutMs: options.nodeTimeoutMs ?? 1_000,
     connections: 2,

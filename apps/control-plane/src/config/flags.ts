@@ -3,7 +3,7 @@
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { DEFAULT_TOKEN_GRACE_MS, FLEET_TOKEN_ENV, type ConfigOf, type FlagsSpec } from '@warmpool/runtime';
-import { DEFAULT_PUSH_TIMEOUT_MS } from '../agents/http-pool-setter.js';
+import { DEFAULT_PUSH_TIMEOUT_MS } from '../agents/client.js';
 import { SANDBOX_CLAIM_DEFAULTS } from '../controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from '../controllers/sandboxclaims/janitor.js';
 import { AUTOSCALER_DEFAULTS } from '../controllers/sandboxenvs/autoscaler.js';
@@ -151,6 +151,12 @@ export const FLAGS = {
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
   },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
+  logFormat: {
+    kind: 'string',
+    description: 'json (one object per line) | text (one readable line, stacks below)',
+    env: 'LOG_FORMAT',
+    default: 'json',
+  },
   redisUrl: {
     kind: 'string',
     description:

@@ -41,7 +41,7 @@ export interface ControlPlaneSettings {
   /** false: drive at once without a Lease (a single replica by construction, e.g. a benchmark). Default true. */
   leaderElection?: boolean;
   driver?: Partial<WarmPoolDriverSettings>;
-  /** How the driver calls the node agents (SetPools pushes and probes); see HttpPoolSetter. */
+  /** How the driver calls the node agents (SetPools pushes and probes); see agents/client.ts. */
   setPools?: SetPoolsSettings;
   /** Serve /healthz, /readyz and /metrics here; nothing is served when omitted. */
   listen?: HostPort;

@@ -103,7 +103,14 @@ export class Manager {
     if (this.#term !== undefined || this.#closing !== undefined) return;
     const term = new AbortController();
     this.#term = term;
-    electorSignal.addEventListener('abort', () => this.#stopLeading('lost'), { once: true });
+    // Only this term: an elector's signal may abort after its term was already ended (resigned) and another began.
+    electorSignal.addEventListener(
+      'abort',
+      () => {
+        if (this.#term === term) this.#stopLeading('lost');
+      },
+      { once: true },
+    );
     this.#onLeading(true);
     this.#logger.info('leading: starting the leader-only runnables', {
       runnables: this.#runnables.filter((r) => r.needsLeader).map((r) => r.name),

@@ -35,7 +35,8 @@ import {
 } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import { sleep } from '@warmpool/kube';
-import type { AgentClaims } from './agent-claims.js';
+import type { AgentClient } from '../agents/client.js';
+import type { AgentAddress } from '../nodes/addresses.js';
 import {
   entryOf,
   fail,
@@ -68,15 +69,9 @@ export interface BatchJobHandle {
   updateProgress(progress: BatchProgress): Promise<void>;
 }
 
-/** A node agent as the NodeInventories name it. */
-export interface AgentAddress {
-  node: string;
-  address: string;
-}
-
 export interface BatchClaimerOptions {
   index: ClaimIndex;
-  agents: AgentClaims;
+  agents: AgentClient;
   placement: Placement;
   /** Every node with an agent address (asked by claim_ref while the index recovers). */
   nodes(): readonly AgentAddress[];

@@ -11,7 +11,7 @@ import {
   type ClaimRecord,
   type TriedNode,
 } from '@warmpool/api';
-import type { Refusal } from './agent-claims.js';
+import type { Refusal } from '../agents/answers.js';
 import type { ReserveEntry } from './claim-index.js';
 import type { ClaimScope } from './claim-service.js';
 

@@ -12,14 +12,14 @@ import {
   type TolerantSandboxRow,
 } from '@warmpool/api';
 import { messageOf, type Logger } from '@warmpool/runtime';
-import type { AgentClaims } from './agent-claims.js';
-import type { AgentAddress } from './batch-claimer.js';
+import type { AgentClient } from '../agents/client.js';
+import type { AgentAddress } from '../nodes/addresses.js';
 import type { ClaimIndex } from './claim-index.js';
 import { ClaimFailure, type ClaimGrant, type ClaimScope, type LookupOptions } from './claim-service.js';
 
 export interface ClaimDirectoryOptions {
   index: ClaimIndex;
-  agents: AgentClaims;
+  agents: AgentClient;
   /** Every node with an agent address. */
   nodes(): readonly AgentAddress[];
   /** A node's sandbox address, as its NodeInventory publishes it. */

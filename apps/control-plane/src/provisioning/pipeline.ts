@@ -18,12 +18,12 @@ import { closeInOrder, messageOf, type Clock, type Logger } from '@warmpool/runt
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import { vouchedAgents, type AddressCheck } from '../controllers/warmpool/node-addresses.js';
-import type { NodeView } from '../controllers/warmpool/nodes.js';
+import { vouchedAgents, type AddressCheck, type AgentAddress } from '../nodes/addresses.js';
+import type { NodeView } from '../nodes/tracker.js';
 import { bullConnection, connect, describeRedis, type RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../token.js';
-import { AgentClaims } from './agent-claims.js';
-import { BatchClaimer, type AgentAddress } from './batch-claimer.js';
+import { AgentClient } from '../agents/client.js';
+import { BatchClaimer } from './batch-claimer.js';
 import { ClaimDirectory } from './claim-directory.js';
 import { ClaimIndex, scopeOf } from './claim-index.js';
 import {
@@ -42,7 +42,7 @@ import { ClaimDispatcher } from './dispatcher.js';
 import { PROVISIONING_DEFAULTS, type ProvisioningSettings } from './options.js';
 import { ProvisioningMetrics } from './metrics.js';
 import { nodeOwnerAddrs } from './node-owner-addrs.js';
-import { nodeSnapshotSource } from './node-snapshots.js';
+import { nodeSnapshotSource } from '../nodes/snapshots.js';
 import { Placement } from './placement.js';
 import { ReplyChannel } from './reply-channel.js';
 import { watchProvisioners } from './watch.js';
@@ -102,7 +102,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   queue.on('error', (err: Error) => logger.debug('claim queue connection error', { err: err.message }));
 
   const index = new ClaimIndex(redis, { prefix: `${prefix}:index:` });
-  const agents = new AgentClaims({ token: options.token, timeoutMs: settings.nodeTimeoutMs, logger });
+  const agents = new AgentClient({ token: options.token, timeoutMs: settings.nodeTimeoutMs, logger });
   const nodes = (): AgentAddress[] => vouchedAgents(options.inventories.lister, options.addresses());
   const ownerAddrOf = nodeOwnerAddrs(options.inventories.lister);
   const directory = new ClaimDirectory({ index, agents, nodes, ownerAddrOf, logger });

@@ -9,23 +9,8 @@
 // drain it while the others stay full. With no warm anywhere: a cold boot on
 // the least-loaded node that has room.
 import { poolKeyId, type PoolKey } from '@warmpool/api';
+import type { NodeSnapshot } from '../nodes/snapshots.js';
 import type { ClaimTier } from './claim-service.js';
-
-/** One node as the latest report shows it. */
-export interface NodeSnapshot {
-  name: string;
-  /** The agent's host:port. */
-  address: string;
-  /**
-   * Changes whenever the counts below come from a newer report; what was taken since the last one is then forgotten.
-   */
-  stamp: string;
-  /** Warm sandboxes per pool key id. */
-  warm: ReadonlyMap<string, number>;
-  claimed: number;
-  /** Sandboxes the node can still boot cold (capacity − warm − claimed − refilling); Infinity when unknown. */
-  coldRoom: number;
-}
 
 export interface Choice {
   node: NodeSnapshot;

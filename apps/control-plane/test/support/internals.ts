@@ -14,16 +14,9 @@ export {
 } from '../../src/metrics.js';
 export { kubeTime } from '../../src/clock.js';
 export { rotatingToken, staticToken, type TokenSource } from '../../src/token.js';
-export { HttpPoolSetter, type HttpPoolSetterOptions } from '../../src/agents/http-pool-setter.js';
-export {
-  AgentCallError,
-  NoTokenError,
-  NotLeadingError,
-  StaleGenerationError,
-  type AgentNode,
-  type CallOptions,
-  type PoolSetter,
-} from '../../src/agents/pool-setter.js';
+export { AgentClient, type AgentClientOptions, type ClaimAnswer } from '../../src/agents/client.js';
+export { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError } from '../../src/agents/errors.js';
+export type { AgentNode, CallOptions, PoolSetter } from '../../src/agents/pool-setter.js';
 export {
   COUNTER_BITS,
   EPOCH_SPAN,
@@ -58,21 +51,17 @@ export {
   type KeyDemand,
   type TemplateLookup,
 } from '../../src/controllers/warmpool/plan.js';
-export { desiredSetOf, reportedSig, type DesiredSet } from '../../src/controllers/warmpool/desired.js';
+export { desiredSetOf, type DesiredSet } from '../../src/controllers/warmpool/desired.js';
 export {
   NodeTracker,
   observationOf,
+  reportedSig,
   type NodeView,
   type Exclusion,
   type Observation,
   type NodeTrackerOptions,
-} from '../../src/controllers/warmpool/nodes.js';
-export {
-  addressCheckOf,
-  slimNode,
-  type AddressCheck,
-  type NodeAddressSources,
-} from '../../src/controllers/warmpool/node-addresses.js';
+} from '../../src/nodes/tracker.js';
+export { addressCheckOf, slimNode, type AddressCheck, type NodeAddressSources } from '../../src/nodes/addresses.js';
 export { fitStatus, statusFieldsOf, type StatusFields } from '../../src/controllers/warmpool/status-schema.js';
 export { StatusLane, type StatusBatch } from '../../src/controllers/warmpool/status-queue.js';
 export {
@@ -113,6 +102,7 @@ export {
   type ClaimRepair,
   type ClaimJanitorSettings,
   type ClaimJanitorOptions,
+  type NodeClaims,
   type SweepResult,
 } from '../../src/controllers/sandboxclaims/janitor.js';
 export {
@@ -144,7 +134,7 @@ export {
   type KubeSecret,
 } from '../../src/controllers/sandboxclaims/secret.js';
 export { KeyedQueue, type KeyedQueueOptions, type WorkOutcome } from '../../src/controllers/sandboxclaims/queue.js';
-export { HttpNodeClaims, type AgentAddress, type NodeClaims } from '../../src/controllers/sandboxclaims/node-claims.js';
+export type { AgentAddress } from '../../src/nodes/addresses.js';
 export { SandboxClaimMetrics } from '../../src/controllers/sandboxclaims/metrics.js';
 export {
   Federation,

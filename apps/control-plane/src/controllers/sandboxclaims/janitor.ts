@@ -23,7 +23,8 @@ import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { scopeOfNodeClaim, type ClaimIndex } from '../../provisioning/claim-index.js';
 import type { SandboxClaimMetrics } from './metrics.js';
-import type { AgentAddress, NodeClaims } from './node-claims.js';
+import type { AgentClient } from '../../agents/client.js';
+import type { AgentAddress } from '../../nodes/addresses.js';
 
 export interface ClaimJanitorSettings {
   /** Between sweeps (default 60 s). */
@@ -50,6 +51,22 @@ export const JANITOR_DEFAULTS: ClaimJanitorSettings = {
 };
 
 /** What the janitor needs of the claim pipeline: the index, and a node's claim as the index records it. */
+/** What the janitor asks each node agent: the claims it holds, and the release of one (already gone: done). */
+export interface NodeClaims {
+  list(agent: AgentAddress, signal: AbortSignal): Promise<TolerantSandboxRow[]>;
+  release(agent: AgentAddress, id: string, signal: AbortSignal): Promise<void>;
+}
+
+/** The janitor's questions, asked through the agent client. */
+export function nodeClaimsOf(client: Pick<AgentClient, 'list' | 'release'>): NodeClaims {
+  return {
+    list: (agent, signal) => client.list(agent.address, { signal }),
+    release: async (agent, id, signal) => {
+      await client.release(agent.address, id, { signal });
+    },
+  };
+}
+
 export interface ClaimRepair {
   readonly index: Pick<ClaimIndex, 'lookup' | 'record' | 'drop' | 'recovering' | 'endRecovery'>;
   recordOf(agent: AgentAddress, row: TolerantSandboxRow): Promise<ClaimRecord | undefined>;

@@ -22,15 +22,15 @@ import {
 import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
-import { vouchedAgents, type AddressCheck } from '../warmpool/node-addresses.js';
+import { vouchedAgents, type AddressCheck } from '../../nodes/addresses.js';
 import type { Runnable } from '../../manager/runnable.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { ClaimRepair } from './janitor.js';
 import type { TokenSource } from '../../token.js';
 import { SandboxClaimController, type SandboxClaimSettings } from './controller.js';
-import { ClaimJanitor, type ClaimJanitorSettings } from './janitor.js';
+import { ClaimJanitor, JANITOR_DEFAULTS, nodeClaimsOf, type ClaimJanitorSettings } from './janitor.js';
+import { AgentClient } from '../../agents/client.js';
 import { SandboxClaimMetrics } from './metrics.js';
-import { HttpNodeClaims, type NodeClaims } from './node-claims.js';
 import { watchSandboxClaims } from './watch.js';
 import { ClaimWriter } from './writer.js';
 
@@ -53,8 +53,6 @@ export interface SandboxClaimsOptions {
   clock: Clock;
   controller?: Partial<SandboxClaimSettings>;
   janitor?: Partial<ClaimJanitorSettings>;
-  /** Default: HTTP to each agent's spec.address with the fleet token. */
-  nodeClaims?: NodeClaims;
 }
 
 export class SandboxClaims {
@@ -65,6 +63,7 @@ export class SandboxClaims {
   readonly #pools: Informer<SandboxWarmPool>;
   readonly #templates: Informer<SandboxTemplate>;
   readonly #inventories: Informer<NodeInventory>;
+  readonly #agents: AgentClient;
 
   constructor(options: SandboxClaimsOptions) {
     this.#pools = options.pools;
@@ -86,12 +85,15 @@ export class SandboxClaims {
       clock: options.clock,
       ...options.controller,
     });
+    const janitorTimeoutMs = options.janitor?.timeoutMs ?? JANITOR_DEFAULTS.timeoutMs;
+    this.#agents = new AgentClient({ token: options.token, timeoutMs: janitorTimeoutMs, logger });
     this.janitor = new ClaimJanitor({
       repair: options.repair,
       cache: this.informer.lister,
       cacheSynced: () => this.informer.hasSynced(),
       agents: () => vouchedAgents(options.inventories.lister, options.addresses()),
-      nodeClaims: options.nodeClaims ?? new HttpNodeClaims(options.token, logger),
+      // The janitor bounds each call itself (its timeoutMs); the client's own bound is the same.
+      nodeClaims: nodeClaimsOf(this.#agents),
       metrics: this.metrics,
       logger: logger.child({ subsystem: 'janitor' }),
       clock: options.clock,
@@ -123,6 +125,11 @@ export class SandboxClaims {
   async stopLeading(): Promise<void> {
     await Promise.all([this.controller.stop(), this.janitor.stop()]);
   }
+
+  async close(): Promise<void> {
+    await this.stopLeading();
+    await this.#agents.close();
+  }
 }
 
 /** The SandboxClaim controller and the claim janitor as the manager runs them: on the leader only. */
@@ -131,6 +138,6 @@ export function sandboxClaimsRunnable(sandboxClaims: SandboxClaims): Runnable {
     name: 'SandboxClaim controller and janitor',
     needsLeader: true,
     start: (signal) => sandboxClaims.lead(signal),
-    close: () => sandboxClaims.stopLeading(),
+    close: () => sandboxClaims.close(),
   };
 }

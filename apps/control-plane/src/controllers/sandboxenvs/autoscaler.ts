@@ -130,15 +130,9 @@ interface GroupMemory {
 export class EnvAutoscaler {
   readonly #options: EnvAutoscalerOptions;
   readonly #memory = new Map<string, GroupMemory>();
-  #scales = 0;
 
   constructor(options: EnvAutoscalerOptions) {
     this.#options = options;
-  }
-
-  /** Scale writes made so far. */
-  get scales(): number {
-    return this.#scales;
   }
 
   /** One pass over every Env (after a SandboxEnv run on the leader). */
@@ -207,9 +201,7 @@ export class EnvAutoscaler {
           if (replicas === members.find((m) => m.pool === pool)?.replicas) continue;
           writes.push(
             this.#options.target.scale(namespace, pool, replicas, signal).then(
-              () => {
-                this.#scales++;
-              },
+              () => undefined,
               (err: unknown) => {
                 if (!signal.aborted)
                   this.#options.logger.warn('could not scale a member pool', {

@@ -53,7 +53,6 @@ export class SandboxEnvReconciler {
   #timer: NodeJS.Timeout | undefined;
   #term: AbortController | undefined;
   #records: ReadonlyArray<Omit<FederationRecord, 'clusterId'>> = [];
-  #writes = 0;
   #closed = false;
 
   constructor(options: SandboxEnvReconcilerOptions) {
@@ -67,11 +66,6 @@ export class SandboxEnvReconciler {
   /** This cluster's records as of the last run. */
   get records(): ReadonlyArray<Omit<FederationRecord, 'clusterId'>> {
     return this.#records;
-  }
-
-  /** Status writes made (for tests: a run that changes nothing writes nothing). */
-  get writes(): number {
-    return this.#writes;
   }
 
   get leading(): boolean {
@@ -152,7 +146,6 @@ export class SandboxEnvReconciler {
     if (statusSig(status) === statusSig(env.status)) return;
     try {
       await this.#options.writer.write(env, status, signal);
-      this.#writes++;
     } catch (err) {
       if (!signal.aborted)
         this.#options.logger.warn('could not write SandboxEnv status', { env: `${namespace}/${name}`, err });

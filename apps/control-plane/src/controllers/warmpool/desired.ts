@@ -4,7 +4,7 @@
 // Both run once per node per reconcile (1 000 nodes: thousands of times a
 // second during a fan-out), so neither builds a key id inside a sort
 // comparator: ids are made once per entry, then sorted as plain strings.
-import { poolKeyId, type AgentPoolTarget, type InventoryPool } from '@warmpool/api';
+import type { AgentPoolTarget } from '@warmpool/api';
 import type { KeyDemand } from './plan.js';
 
 export interface DesiredSet {
@@ -34,16 +34,6 @@ export function desiredSetOf(
     sig += sig === '' ? entry : `;${entry}`;
   }
   return { pools, sig };
-}
-
-/** The signature of what a node reports as its targets (target > 0 only). */
-export function reportedSig(pools: readonly InventoryPool[]): string {
-  const entries: string[] = [];
-  for (const pool of pools) if (pool.target > 0) entries.push(`${poolKeyId(pool)}=${pool.target}`);
-  // Sorting the entries themselves is canonical too (equal sets, equal strings); it is only ever
-  // compared with other reportedSig()s, never with a desired set's sig.
-  entries.sort();
-  return entries.join(';');
 }
 
 /** The options part of a pool's signature ('' when it has none, so sets without options keep their old signatures). */

@@ -27,7 +27,7 @@ import type { GenerationSource } from '../../generation/generation.js';
 import type { ControlPlaneMetrics } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';
 import type { EventRecorder } from './events.js';
-import { addressCheckOf, slimNode, slimPod, type AddressCheck } from './node-addresses.js';
+import { addressCheckOf, slimNode, slimPod, type AddressCheck } from '../../nodes/addresses.js';
 import type { WarmPoolDriverSettings } from './options.js';
 import { WarmPoolReconciler, type Leadership } from './reconciler.js';
 import { describeFields, statusFieldsOf, type StatusFields } from './status-schema.js';

@@ -6,7 +6,7 @@ import type { NodeInfo } from '@warmpool/api';
 import type { AgentNode, PoolSetter } from '../../agents/pool-setter.js';
 import type { DesiredSet } from './desired.js';
 import { Limiter } from './limiter.js';
-import { observationOf } from './nodes.js';
+import { observationOf } from '../../nodes/tracker.js';
 
 export interface Acknowledged {
   sig: string;

@@ -34,14 +34,15 @@ import { Backoff, sleep, type Lister } from '@warmpool/kube';
 import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
 import type { Logger } from '@warmpool/runtime';
 import { FLEET_TOKEN_ENV, formatDuration, systemClock, type Clock } from '@warmpool/runtime';
-import { NoTokenError, NotLeadingError, StaleGenerationError, type PoolSetter } from '../../agents/pool-setter.js';
+import { NoTokenError, NotLeadingError, StaleGenerationError } from '../../agents/errors.js';
+import type { PoolSetter } from '../../agents/pool-setter.js';
 import { GenerationExhaustedError, majorityApplied, type GenerationSource } from '../../generation/generation.js';
 import { NODE_STATES, type ControlPlaneMetrics, type NodeStateLabel, type PoolState } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';
 import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
-import type { AddressCheck } from './node-addresses.js';
-import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from './nodes.js';
+import type { AddressCheck } from '../../nodes/addresses.js';
+import { nodeStateOf, NodeTracker, type Exclusion, type NodeView } from '../../nodes/tracker.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, planPools, type KeyDemand, type PoolPlan } from './plan.js';
 import { Pushers, type PushJob, type PushOutcome } from './pushers.js';
@@ -168,11 +169,6 @@ export class WarmPoolReconciler {
   notReadyReasons(): string[] {
     const exhausted = this.#term?.exhausted;
     return exhausted === undefined ? [] : [`no generation left, nothing can be pushed: ${exhausted}`];
-  }
-
-  /** Reconciles started so far. */
-  get runs(): number {
-    return this.#trigger.runs;
   }
 
   /** Something changed: reconcile soon (coalesced with every other poke). */

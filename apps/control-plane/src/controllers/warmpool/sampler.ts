@@ -3,11 +3,12 @@
 // reconcile on what it found. One sampler per leadership term: it stops when
 // the term's signal aborts, and a probe of an ended term records nothing.
 import type { Logger } from '@warmpool/runtime';
-import { NoTokenError, type PoolSetter } from '../../agents/pool-setter.js';
+import { NoTokenError } from '../../agents/errors.js';
+import type { PoolSetter } from '../../agents/pool-setter.js';
 import type { ControlPlaneMetrics } from '../../metrics.js';
 import type { TokenSource } from '../../token.js';
 import { forEachLimited } from './limiter.js';
-import type { NodeTracker } from './nodes.js';
+import type { NodeTracker } from '../../nodes/tracker.js';
 
 export interface ProbeSamplerOptions {
   setter: Pick<PoolSetter, 'info'>;

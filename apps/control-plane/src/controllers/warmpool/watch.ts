@@ -12,8 +12,8 @@ import type {
   SandboxWarmPool,
 } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
-import { reportedSig } from './desired.js';
-import { nodeAddressesChanged, podPlacementChanged } from './node-addresses.js';
+import { reportedSig } from '../../nodes/tracker.js';
+import { nodeAddressesChanged, podPlacementChanged } from '../../nodes/addresses.js';
 import type { WarmPoolReconciler } from './reconciler.js';
 
 /**

@@ -6,12 +6,21 @@
 // agent's publishedAt with our wall clock (beyond a first look): we note when
 // we saw publishedAt change, and an inventory is stale once --stale-after has
 // passed since without another change. Agents republish well within that.
-import { inventoryPoolsOf, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
+import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
 import { nodeRoom } from '@warmpool/pool-model';
 import { messageOf, parseHostPort, type Clock } from '@warmpool/runtime';
-import type { NodeStateLabel } from '../../metrics.js';
-import { reportedSig } from './desired.js';
-import type { AddressCheck } from './node-addresses.js';
+import type { NodeStateLabel } from '../metrics.js';
+import type { AddressCheck } from './addresses.js';
+
+/** The signature of what a node reports as its targets (target > 0 only). */
+export function reportedSig(pools: readonly InventoryPool[]): string {
+  const entries: string[] = [];
+  for (const pool of pools) if (pool.target > 0) entries.push(`${poolKeyId(pool)}=${pool.target}`);
+  // Sorting the entries themselves is canonical too (equal sets, equal strings); it is only ever
+  // compared with other reportedSig()s, never with a desired set's sig.
+  entries.sort();
+  return entries.join(';');
+}
 
 export type Exclusion =
   'stale' | 'failing' | 'draining' | 'no-address' | 'unverified-address' | 'impossible-generation';

@@ -11,6 +11,13 @@ import type { Lister } from '@warmpool/kube';
 import { parseHostPort } from '@warmpool/runtime';
 
 /** Why `address` is not `node`'s, or undefined when it is. */
+/** A node's agent at an address its Node vouches for. */
+export interface AgentAddress {
+  node: string;
+  /** host:port */
+  address: string;
+}
+
 export type AddressCheck = (node: string, address: string) => string | undefined;
 
 export interface NodeAddressSources {
@@ -117,10 +124,7 @@ export function podPlacementChanged(old: KubePod, next: KubePod): boolean {
 }
 
 /** The node agents whose NodeInventory address their Node vouches for: the only ones called with the fleet token. */
-export function vouchedAgents(
-  inventories: Lister<NodeInventory>,
-  vouched: AddressCheck,
-): Array<{ node: string; address: string }> {
+export function vouchedAgents(inventories: Lister<NodeInventory>, vouched: AddressCheck): AgentAddress[] {
   return inventories.list().flatMap((inventory) => {
     const node = inventory.metadata?.name;
     const address = inventory.spec?.address;

@@ -10,9 +10,24 @@
 import { poolKeyId, type InventoryPool, type NodeInventory } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Clock } from '@warmpool/runtime';
-import type { AddressCheck } from '../controllers/warmpool/node-addresses.js';
-import type { NodeView } from '../controllers/warmpool/nodes.js';
-import type { NodeSnapshot } from './placement.js';
+import type { AddressCheck } from './addresses.js';
+import type { NodeView } from './tracker.js';
+
+/** One node as the latest report shows it. */
+export interface NodeSnapshot {
+  name: string;
+  /** The agent's host:port. */
+  address: string;
+  /**
+   * Changes whenever the counts below come from a newer report; what was taken since the last one is then forgotten.
+   */
+  stamp: string;
+  /** Warm sandboxes per pool key id. */
+  warm: ReadonlyMap<string, number>;
+  claimed: number;
+  /** Sandboxes the node can still boot cold (capacity − warm − claimed − refilling); Infinity when unknown. */
+  coldRoom: number;
+}
 
 export interface NodeSnapshotSourceOptions {
   inventories: Lister<NodeInventory>;

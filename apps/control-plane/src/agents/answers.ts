@@ -1,0 +1,112 @@
+// Reading the node agents' answers: tolerant of what a real sandboxd adds or
+// omits (libs/api sandboxd-tolerant), never trusting a body's shape.
+import { normalizeOwnerAddr, redirectAnswerSchema, tolerantClaimResponseSchema, type PoolKey } from '@warmpool/api';
+
+/** What came back from one HTTP call to an agent. */
+export interface Answer {
+  status: number;
+  text: string;
+}
+
+/** A claim a node served, as warmpool reads it. */
+export interface NodeClaim {
+  id: string;
+  token: string;
+  deadline: string;
+  /** host:port (a URL the node answered is reduced to it); undefined when the node named none usable. */
+  ownerAddr: string | undefined;
+}
+
+/** How a node answered a claim it did not serve. */
+export type Refusal =
+  /** 429: full, at max_claims or draining. Another node may take it. */
+  | { kind: 'full'; status: number; message: string }
+  /**
+   * 200 `{"redirect": [...]}`: the node did not serve it and named peers (it ignored `no_redirect`). Nothing was
+   * claimed there: like full, another node may take it, and there is nothing to look up.
+   */
+  | { kind: 'redirected'; status: number; message: string; candidates: string[] }
+  /** Another status: the node refused (bad key, provisioning failed, ...). */
+  | { kind: 'refused'; status: number; message: string }
+  /** No answer in time, or the connection failed: the node MAY have served it. */
+  | { kind: 'unreachable'; message: string };
+
+export type ClaimAnswer = { ok: true; claim: NodeClaim } | { ok: false; refusal: Refusal };
+
+/** The body of POST /v1/claim: warmpool places claims itself, so a node answers for itself, never with peers. */
+export function claimBody(key: PoolKey, ttlSeconds: number, claimRef: string): string {
+  return JSON.stringify({
+    template: key.template,
+    net: key.net,
+    size: key.size,
+    ttl_seconds: ttlSeconds,
+    claim_ref: claimRef,
+    no_redirect: true,
+  });
+}
+
+export function claimAnswerOf(answer: Answer): ClaimAnswer {
+  if (answer.status === 200) {
+    const json = jsonOf(answer.text);
+    const redirect = redirectAnswerSchema.safeParse(json);
+    if (redirect.success) {
+      const candidates = redirect.data.redirect;
+      return {
+        ok: false,
+        refusal: {
+          kind: 'redirected',
+          status: 200,
+          message: `the node did not serve the claim and named other nodes (${candidates.join(', ') || 'none'})`,
+          candidates,
+        },
+      };
+    }
+    const parsed = tolerantClaimResponseSchema.safeParse(json);
+    if (parsed.success) {
+      const { id, token, deadline, owner_addr: ownerAddr } = parsed.data;
+      return { ok: true, claim: { id, token, deadline, ownerAddr: normalizeOwnerAddr(ownerAddr) } };
+    }
+    // Served, but we cannot read what: ask the node by claim_ref, as after a timeout.
+    return {
+      ok: false,
+      refusal: { kind: 'unreachable', message: `unreadable claim answer: ${answer.text.slice(0, 200)}` },
+    };
+  }
+  const message = errorText(answer.text) ?? `HTTP ${answer.status}`;
+  // The agent sent it to sandboxd and got no answer (502/504 OutcomeUnknown): the node may have served it.
+  if (reasonText(answer.text) === 'OutcomeUnknown')
+    return { ok: false, refusal: { kind: 'unreachable', message: `HTTP ${answer.status}: ${message}` } };
+  return { ok: false, refusal: { kind: answer.status === 429 ? 'full' : 'refused', status: answer.status, message } };
+}
+
+export function jsonOf(text: string): unknown {
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `error` of an error body, if it has one. */
+export function errorText(text: string): string | undefined {
+  return stringField(jsonOf(text), 'error');
+}
+
+/** The machine-readable `reason` of an error body, if it has one. */
+export function reasonText(text: string): string | undefined {
+  return stringField(jsonOf(text), 'reason');
+}
+
+/** The generation a 409 says the agent has applied. */
+export function appliedGenerationIn(text: string): number | undefined {
+  const json = jsonOf(text);
+  if (typeof json !== 'object' || json === null) return undefined;
+  const applied = (json as { appliedGeneration?: unknown }).appliedGeneration;
+  return typeof applied === 'number' && Number.isSafeInteger(applied) ? applied : undefined;
+}
+
+function stringField(json: unknown, field: string): string | undefined {
+  if (typeof json !== 'object' || json === null) return undefined;
+  const value = (json as Record<string, unknown>)[field];
+  return typeof value === 'string' ? value : undefined;
+}

@@ -1,0 +1,38 @@
+// What a control plane says about itself over HTTP and on /metrics, for specs
+// that observe it there rather than reaching into it.
+import type { ControlPlane } from './internals.js';
+
+export interface Sample {
+  labels: ReadonlyMap<string, string>;
+  value: number;
+}
+
+/** Every sample of `name` whose labels include `labels`. */
+export async function metricSamples(
+  cp: ControlPlane,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<Sample[]> {
+  const samples: Sample[] = [];
+  for (const line of (await cp.metrics.render()).split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (match?.[1] !== name) continue;
+    const given = new Map([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? '']));
+    if (Object.entries(labels).every(([key, value]) => given.get(key) === value))
+      samples.push({ labels: given, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+/** The sum of every sample of `name` whose labels include `labels`. */
+export async function metricSum(cp: ControlPlane, name: string, labels: Record<string, string> = {}): Promise<number> {
+  return (await metricSamples(cp, name, labels)).reduce((total, sample) => total + sample.value, 0);
+}
+
+/** Whether the replica's claim API can claim (Redis, caches): its /readyz/claims answers 200. */
+export async function claimsReady(cp: ControlPlane): Promise<boolean> {
+  if (cp.url === undefined) throw new Error('the control plane serves no health address');
+  const res = await fetch(`${cp.url}/readyz/claims`);
+  await res.body?.cancel();
+  return res.status === 200;
+}
