@@ -64,6 +64,8 @@ describe('SandboxWarmPoolAutoscaler (real apiserver, Redis, agents and fake-sand
       poolAutoscaler: { tickMs: 500, initialLeadTimeSeconds: 1 },
     });
     await eventually(() => cp.claims?.notReadyReasons().length === 0, { what: 'the claim API ready' });
+    // The autoscaler cache is one of the replica's caches: it syncs, so readiness does not wait on it.
+    await eventually(() => cp.notReadyReasons().length === 0, { what: 'the replica ready' });
   });
 
   afterAll(() => world?.close());
