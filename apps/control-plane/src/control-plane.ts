@@ -3,8 +3,9 @@
 // term. Leadership, readiness, liveness and the ordered close are the manager's.
 import type { KubeObject } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
-import { silentLogger, systemClock, type Logger } from '@warmpool/runtime';
+import { silentLogger, systemClock } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME, defaultIdentity } from './config/settings.js';
+import { createPoolAutoscalerOf, poolAutoscalerRunnables } from './controllers/pool-autoscaler/pool-autoscaler.js';
 import { sandboxClaimsRunnable } from './controllers/sandboxclaims/sandboxclaims.js';
 import { sandboxEnvRunnables } from './controllers/sandboxenvs/sandboxenvs.js';
 import { warmPoolRunnable } from './controllers/warmpool/runnable.js';
@@ -52,11 +53,15 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     logger: logger.child({ subsystem: 'federation' }),
   });
   const envs = createEnvSide(shared, options, driver, federation);
-  const claims = createClaimSide(shared, options, { identity, driver, envs, federation });
+  const poolAutoscaler = createPoolAutoscalerOf(shared, options, driver);
+  const onServed = poolAutoscaler?.served;
+  const claims = createClaimSide(shared, options, { identity, driver, envs, federation, onServed });
   const sandboxApi = createSandboxApiOf(shared, options.sandboxApi, driver, claims);
 
   const reads = [pools, templates, inventories] as Array<Informer<KubeObject>>;
-  const caches = [...reads, envs.informer, ...driver.driverOnly, ...(claims ? [claims.sandboxClaims.informer] : [])];
+  const optional = [claims?.sandboxClaims.informer, poolAutoscaler?.informer].filter((i) => i !== undefined);
+  const caches = [...reads, envs.informer, ...driver.driverOnly, ...optional] as Array<Informer<KubeObject>>;
+  const [claimCounts, poolAutoscaling] = poolAutoscaler ? poolAutoscalerRunnables(poolAutoscaler, reads) : [];
   const servers = new HealthServers({
     listen: options.listen,
     probeListen: options.probeListen,
@@ -69,34 +74,23 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const [envCapacity, envStatus] = sandboxEnvRunnables(envs, reads);
   const [federationWatcher, federationReporter] = federationRunnables(federation, [...reads, envs.informer], logger);
   manager.add(servers, cachesRunnable(caches), envCapacity, federationWatcher);
-  manager.add(claims?.pipeline, claims?.api, sandboxApi);
+  manager.add(claimCounts, claims?.pipeline, claims?.api, sandboxApi);
   manager.add(
     warmPoolRunnable({ driver, clock, stallTimeoutMs: options.stallTimeoutMs ?? 120_000, logger }),
     claims && sandboxClaimsRunnable(claims.sandboxClaims),
     envStatus,
+    poolAutoscaling,
     federationReporter,
   );
 
-  return controlPlaneOf({
-    identity,
-    namespace,
-    leaseName,
-    logger,
-    metrics,
-    manager,
-    servers,
-    driver,
-    claims,
-    sandboxApi,
-  });
+  return controlPlaneOf({ shared, identity, namespace, leaseName, manager, servers, driver, claims, sandboxApi });
 }
 
 interface Composed {
   identity: string;
   namespace: string;
   leaseName: string;
-  logger: Logger;
-  metrics: ControlPlaneMetrics;
+  shared: Shared;
   manager: Manager;
   servers: HealthServers;
   driver: DriverSide;
@@ -106,7 +100,8 @@ interface Composed {
 
 /** The control plane as its callers see it: what the manager and the servers say, start and close. */
 function controlPlaneOf(composed: Composed): ControlPlane {
-  const { identity, namespace, leaseName, logger, metrics, manager, servers, claims, sandboxApi } = composed;
+  const { identity, namespace, leaseName, manager, servers, claims, sandboxApi } = composed;
+  const { logger, metrics } = composed.shared;
   const { reconciler } = composed.driver;
   const start = async (): Promise<void> => {
     await manager.start();

@@ -10,6 +10,7 @@ import {
   packageVersion,
   parseConfig,
   parseLogLevel,
+  parseLogFormat,
   runMain,
   Shutdown,
   TokenRotation,
@@ -37,7 +38,10 @@ async function main(): Promise<void> {
   }
   const settings = validateConfig(config);
   const federation = settings.federation;
-  const logger = createLogger('control-plane', { level: parseLogLevel(config.logLevel) });
+  const logger = createLogger('control-plane', {
+    level: parseLogLevel(config.logLevel),
+    format: parseLogFormat(config.logFormat),
+  });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
   let token: TokenSource;

@@ -22,6 +22,7 @@ import { ClaimApiServer, createServedClaimApi } from './http/claims/served.js';
 import type { ControlPlaneMetrics } from './metrics.js';
 import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
 import type { ControlPlaneOptions } from './options.js';
+import type { ClaimOrder, ServedGrant } from './provisioning/claim-service.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
 
@@ -118,6 +119,8 @@ export interface ClaimSideInputs {
   driver: WarmPoolDriver;
   envs: SandboxEnvs;
   federation: FederationSetup;
+  /** Told of every served claim (the pool autoscaler's claim counts). */
+  onServed?: ((order: ClaimOrder, grant: ServedGrant) => void) | undefined;
 }
 
 /** Undefined when provisioning is off (no `claims` settings). */
@@ -144,6 +147,7 @@ export function createClaimSide(
     staleAfterMs: reconciler.settings.staleAfterMs,
     token,
     registry: metrics.registry,
+    ...(inputs.onServed !== undefined ? { onServed: inputs.onServed } : {}),
     clock,
     logger: logger.child({ subsystem: 'provisioning' }),
   });

@@ -566,6 +566,23 @@ describe('WarmPoolReconciler', () => {
     expect(w.reconciler.nodes().map((v) => v.exclusion)).toEqual([undefined, undefined, 'failing']);
   });
 
+  it("passes no verdict on an inventory its agent has not written yet: its first publish is no node's return", async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    // The agent creates its NodeInventory, then writes its status a moment later.
+    await w.change('node changed', () => {
+      w.nodes.upsert(kubeNodeObject('node-d'));
+      w.inventories.upsert(inventoryObject('node-d'));
+    });
+    await w.change('node changed', () =>
+      w.inventories.upsert(inventoryObject('node-d', { publishedAt: w.clock.iso() })),
+    );
+    expect(w.events.events.filter((e) => e.name === 'node-d')).toEqual([]);
+    expect(w.reconciler.nodes().find((v) => v.name === 'node-d')?.exclusion).toBeUndefined();
+  });
+
   it("moves a stale node's share to the others, and back once it republishes", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));

@@ -174,7 +174,9 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       ),
     );
     const wide = await kubectl(cluster, ['get', 'sandboxes', '-n', ns, '-o', 'wide']);
-    expect(wide.split('\n')[0]).toMatch(/^NAME\s+NODE\s+POOL\s+TIER\s+DEADLINE\s+AGE\s+OWNER\s+SANDBOX ID\s+KEY\s*$/);
+    expect(wide.split('\n')[0]).toMatch(
+      /^NAME\s+NODE\s+POOL\s+TIER\s+DEADLINE\s+AGE\s+OWNER\s+SANDBOX ID\s+KEY\s+CLUSTER\s*$/,
+    );
     expect(wide).toMatch(
       new RegExp(`^printed-1\\s.*${claimed.id}\\s+${IMAGE.replace(/[.]/g, '\\.')}/none/small\\s*$`, 'm'),
     );

@@ -4,7 +4,7 @@ import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it, vi } from 'vitest';
 import { enrichFromIndex } from '../src/aggregated/index-enricher.js';
 import { SandboxReader } from '../src/aggregated/reader.js';
-import type { SandboxFacts } from '../src/aggregated/sandbox-object.js';
+import { tableCells, type SandboxFacts } from '../src/aggregated/sandbox-object.js';
 import { SandboxView, type SandboxChange } from '../src/aggregated/view.js';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
@@ -46,6 +46,21 @@ describe('SandboxView', () => {
       key: { template: 'img' },
     });
     expect(view.owningNode('team', 'job-1')).toBe('node-a');
+  });
+
+  it("shows a sandbox another cluster serves under that cluster, and never drops it for a local node's publish", () => {
+    const { view, clock } = setup();
+    // This cluster has a node of the same name as the peer's node that serves the spilled claim.
+    view.applyNode('node-a', { publishedAtMs: T0 - 10_000, partial: false, entries: [] });
+    view.applyClaimed(facts('spilled', { cluster: 'west', pool: 'python', ownerAddr: '10.1.0.5:9000' }), T0);
+    clock.now = T0 + 30_000;
+    view.applyNode('node-a', { publishedAtMs: T0 + 30_000, partial: false, entries: [] });
+    const served = view.get('team', 'spilled');
+    expect(served?.object.status).toMatchObject({ nodeName: 'west/node-a', cluster: 'west' });
+    expect(tableCells(served!, clock.now)[1]).toBe('west/node-a');
+    expect(tableCells(served!, clock.now).at(-1)).toBe('west');
+    view.applyReleased('team', 'spilled', 'sb_spilled', T0 + 31_000);
+    expect(view.get('team', 'spilled')).toBeUndefined();
   });
 
   it('drops a sandbox released on its node once a publish after the claim no longer lists it', () => {

@@ -10,6 +10,7 @@ import {
   parseConfig,
   normalizeToken,
   parseLogLevel,
+  parseLogFormat,
   runMain,
   Shutdown,
   versionLine,
@@ -179,6 +180,12 @@ const FLAGS = {
     default: false,
   },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
+  logFormat: {
+    kind: 'string',
+    description: 'json (one object per line) | text (one readable line, stacks below)',
+    env: 'LOG_FORMAT',
+    default: 'json',
+  },
 } satisfies FlagsSpec;
 
 const SUMMARY =
@@ -194,7 +201,10 @@ async function main(): Promise<void> {
     process.stdout.write(helpText('fake-sandboxd', SUMMARY, FLAGS));
     return;
   }
-  const logger = createLogger('fake-sandboxd', { level: parseLogLevel(config.logLevel) });
+  const logger = createLogger('fake-sandboxd', {
+    level: parseLogLevel(config.logLevel),
+    format: parseLogFormat(config.logFormat),
+  });
   const listen = parseListen(config.listen);
   if (config.unadvertised && (config.advertise !== undefined || config.clientAdvertise !== undefined))
     throw new ConfigError('--unadvertised: not with --advertise or --client-advertise');

@@ -117,6 +117,12 @@ export const FLAGS = {
     default: DEFAULTS.closeTimeoutMs,
   },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
+  logFormat: {
+    kind: 'string',
+    description: 'json (one object per line) | text (one readable line, stacks below)',
+    env: 'LOG_FORMAT',
+    default: 'json',
+  },
 } satisfies FlagsSpec;
 
 export type AgentConfig = ConfigOf<typeof FLAGS>;

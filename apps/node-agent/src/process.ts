@@ -11,6 +11,7 @@ import {
   packageVersion,
   parseConfig,
   parseLogLevel,
+  parseLogFormat,
   readTokenFile,
   runMain,
   Shutdown,
@@ -39,7 +40,10 @@ async function main(): Promise<void> {
       throw new ConfigError(`--token-file: cannot read ${config.tokenFile} (${messageOf(err)})`);
     }
   }
-  const logger = createLogger('node-agent', { level: parseLogLevel(config.logLevel) });
+  const logger = createLogger('node-agent', {
+    level: parseLogLevel(config.logLevel),
+    format: parseLogFormat(config.logFormat),
+  });
   if (!config.noInventory) advertiseAddressOf(config, listen);
   const inventory = !config.noInventory ? new KubeInventoryWriter(loadKubeConfig(config.kubeconfig)) : undefined;
   const registry = new Registry();

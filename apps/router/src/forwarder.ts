@@ -23,6 +23,8 @@ export interface ForwardRequest {
   /** The request body as it arrives (null for none). */
   body: Readable | null;
   timeoutMs: number;
+  /** Aborted when the caller went away: the call to the node is dropped with it. */
+  callerGone?: AbortSignal;
 }
 
 export interface SandboxAnswer {
@@ -32,7 +34,7 @@ export interface SandboxAnswer {
 }
 
 /** Why a forward failed before the sandbox answered. */
-export type ForwardFailure = 'unreachable' | 'timeout' | 'too-large';
+export type ForwardFailure = 'unreachable' | 'timeout' | 'too-large' | 'caller-gone';
 
 export class ForwardError extends Error {
   override name = 'ForwardError';
@@ -83,12 +85,17 @@ export class Forwarder {
         method: request.method,
         headers,
         body,
-        signal: AbortSignal.timeout(request.timeoutMs),
+        signal:
+          request.callerGone === undefined
+            ? AbortSignal.timeout(request.timeoutMs)
+            : AbortSignal.any([AbortSignal.timeout(request.timeoutMs), request.callerGone]),
         // The runtime answers when the command ends: its wait is bounded by the signal, not by undici's defaults.
         headersTimeout: 0,
         bodyTimeout: 0,
       });
     } catch (err) {
+      if (request.callerGone?.aborted === true)
+        throw new ForwardError('caller-gone', 'the caller went away', { cause: err });
       if (tooLarge) throw new ForwardError('too-large', 'the body exceeded its cap', { cause: err });
       if (isTimeout(err)) throw new ForwardError('timeout', 'the sandbox did not answer in time', { cause: err });
       throw new ForwardError('unreachable', `the sandbox's node could not be reached: ${messageOf(err)}`, {

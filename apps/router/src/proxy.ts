@@ -49,6 +49,9 @@ export async function proxy(c: Context<{ Bindings: HttpBindings }>, p: ProxyCont
   const env = c.env as Partial<HttpBindings> | undefined;
   const incoming = env?.incoming;
   const body = p.method === 'GET' ? null : (incoming ?? bodyOf(c));
+  // A caller that hangs up mid-call (before its answer was written) takes the call to the node with it.
+  const callerGone = new AbortController();
+  env?.outgoing?.once('close', () => callerGone.abort());
   let answer: SandboxAnswer;
   try {
     answer = await p.forwarder.forward({
@@ -58,9 +61,14 @@ export async function proxy(c: Context<{ Bindings: HttpBindings }>, p: ProxyCont
       headers: p.header,
       body,
       timeoutMs: Math.min(target.clientTimeoutMs ?? p.proxyTimeoutMs, p.proxyTimeoutMs),
+      callerGone: callerGone.signal,
     });
   } catch (err) {
     if (!(err instanceof ForwardError)) throw err;
+    if (err.failure === 'caller-gone') {
+      p.logger.debug('caller went away', { namespace: target.namespace, name: target.name });
+      return p.refuse(refusal('BackendUnavailable', 'the caller went away'));
+    }
     p.logger.warn('forward failed', { namespace: target.namespace, name: target.name, failure: err.failure, err });
     if (err.failure === 'too-large')
       return p.refuse(refusal('PayloadTooLarge', `${operation.name} takes at most ${operation.maxBodyBytes} bytes`));

@@ -278,4 +278,27 @@ describe('the router with upstream’s Python client', () => {
       await kubectl(['delete', 'sandboxclaim', foreign, '-n', OTHER_NAMESPACE]);
     }, 90_000);
   });
+
+  // Last: it kills a node.
+  it('answers 502 when the sandbox’s node is gone (upstream clients retry that), and says nothing else', async () => {
+    const namespace = stack.description.namespace;
+    const sandboxId = await createSandbox(namespace);
+    const secret = JSON.parse(await kubectl(['get', 'secret', sandboxId, '-n', namespace, '-o', 'json'])) as {
+      data: { ownerAddr: string };
+    };
+    const ownerAddr = Buffer.from(secret.data.ownerAddr, 'base64').toString('utf8');
+    const index = stack.description.nodes.findIndex((n) => n.sandboxdUrl === `http://${ownerAddr}`);
+    const pid = stack.description.pids[`fake-sandboxd-${index + 1}`];
+    expect(pid, `the fake-sandboxd at ${ownerAddr}`).toBeDefined();
+    process.kill(pid as number, 'SIGKILL');
+    await eventually(
+      async () => (await upstream.run({ baseUrl: routerUrl, sandboxId, namespace }, 'pwd')).status === 502,
+      { timeoutMs: 10_000, what: 'a 502 from the router' },
+    );
+    await expectRefused(
+      await upstream.run({ baseUrl: routerUrl, sandboxId, namespace }, 'pwd'),
+      502,
+      'BackendUnavailable',
+    );
+  }, 60_000);
 });

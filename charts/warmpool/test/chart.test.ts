@@ -2,6 +2,8 @@
 // become Established, and its RBAC grants each component exactly what it needs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
+// The wire form as plain data (client-node's loaders type objects: `from` becomes `_from`).
+import { load as loadYamlPlain } from 'js-yaml';
 import { Redis } from 'ioredis';
 import {
   findOnPath,
@@ -96,7 +98,7 @@ describe('the Helm chart, rendered', () => {
     ).resolves.toContain('kind: DaemonSet');
   });
 
-  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, five CRDs, the aggregated Sandbox API and the uninstall hooks by default', async () => {
+  it('renders the control plane, its PDB, the agent DaemonSet, RBAC, the token Secret, six CRDs, the aggregated Sandbox API and the uninstall hooks by default', async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(kinds(out)).toEqual([
       'APIService',
@@ -105,12 +107,14 @@ describe('the Helm chart, rendered', () => {
       'ClusterRole',
       'ClusterRole',
       'ClusterRole', // uninstall hooks
+      'ClusterRole', // pool autoscaler
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding',
       'ClusterRoleBinding', // uninstall hooks
+      'ClusterRoleBinding', // pool autoscaler
       'ConfigMap', // uninstall hooks' script
-      ...Array(5).fill('CustomResourceDefinition'),
+      ...Array(6).fill('CustomResourceDefinition'),
       'DaemonSet',
       'Deployment',
       'Job', // pre-delete: release claims
@@ -153,7 +157,7 @@ describe('the Helm chart, rendered', () => {
 
   it("installs the Sandbox CRD instead of the APIService with sandboxApi.mode=crd (clusters that keep upstream's Sandboxes)", async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true', 'sandboxApi.mode=crd']);
-    expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(6);
+    expect(kinds(out).filter((k) => k === 'CustomResourceDefinition')).toHaveLength(7);
     expect(out).toContain('name: sandboxes.agents.x-k8s.io');
     expect(kinds(out)).not.toContain('APIService');
     expect(out).not.toContain('--aggregated-listen');
@@ -203,6 +207,7 @@ describe('the Helm chart, rendered', () => {
     expect(await crds(['crds.upstream.install=false'])).toEqual([
       'nodeinventories.warmpool.dev',
       'sandboxenvs.warmpool.dev',
+      'sandboxwarmpoolautoscalers.warmpool.dev',
     ]);
     expect(await crds(['crds.warmpool.install=false'])).toEqual([
       'sandboxclaims.extensions.agents.x-k8s.io',
@@ -372,9 +377,13 @@ describe('the Helm chart, rendered', () => {
     expect(await checksum('one')).not.toBe(await checksum('two'));
   });
 
-  it("renders an optional NetworkPolicy: only the control plane reaches the agents' port", async () => {
+  it("renders an optional NetworkPolicy: only the control plane (and the metrics scrapers) reach the agents' port", async () => {
     expect((await render()).some((o) => o.kind === 'NetworkPolicy')).toBe(false);
-    const policy = find(await render(['networkPolicy.enabled=true']), 'NetworkPolicy');
+    const policy = find(
+      await render(['networkPolicy.enabled=true', 'networkPolicy.metricsIngressFrom=null']),
+      'NetworkPolicy',
+      '-node-agent',
+    );
     // client-node types the object (`from` becomes `_from`): compare its wire form.
     expect(dumpYaml(policy)).toMatch(
       /ingress:\n\s+- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 7071\n\s+protocol: TCP/,
@@ -793,7 +802,7 @@ describe('the Helm chart, rendered', () => {
     }
   });
 
-  it('opens the claim API to the sources in networkPolicy.claimsIngressFrom, keeps metrics and probes open, and admits only the control plane to the in-chart Redis', async () => {
+  it('opens the claim API to the sources in networkPolicy.claimsIngressFrom, /metrics only to metricsIngressFrom, keeps probes and the Sandbox API open, and admits only the control plane to the in-chart Redis', async () => {
     const policies = (set: string[]) =>
       render(['networkPolicy.enabled=true', ...set]).then((objects) =>
         objects
@@ -801,20 +810,35 @@ describe('the Helm chart, rendered', () => {
           .map((o) => o.metadata.name)
           .sort(),
       );
-    expect(await policies([])).toEqual(['warmpool-node-agent']);
-    // Provisioning on, no claimsIngressFrom: nothing selects the control plane, so every client reaches the
-    // (authenticated) claim API.
-    expect(await policies(['redis.enabled=true'])).toEqual(['warmpool-node-agent', 'warmpool-redis']);
+    expect(await policies([])).toEqual(['warmpool-control-plane', 'warmpool-node-agent']);
+    expect(await policies(['redis.enabled=true'])).toEqual([
+      'warmpool-control-plane',
+      'warmpool-node-agent',
+      'warmpool-redis',
+    ]);
+    type Rule = { ports: Array<{ port: number }>; from?: unknown[] };
+    const rulesOf = (objects: Rendered[]): Rule[] =>
+      (loadYamlPlain(dumpYaml(find(objects, 'NetworkPolicy', '-control-plane'))) as { spec: { ingress: Rule[] } }).spec
+        .ingress;
+    const ruleFor = (rules: Rule[], port: number): Rule | undefined =>
+      rules.find((r) => r.ports.some((p) => p.port === port));
+    // By default: the claim API open to every client (it authenticates each call), /metrics only from namespaces
+    // labelled metrics: enabled, the probes and the Sandbox API (kube-apiserver) open.
+    const byDefault = rulesOf(await render(['networkPolicy.enabled=true', 'redis.enabled=true']));
+    expect(ruleFor(byDefault, 8081)?.from).toBeUndefined();
+    expect(ruleFor(byDefault, 8080)?.from).toEqual([{ namespaceSelector: { matchLabels: { metrics: 'enabled' } } }]);
+    expect(ruleFor(byDefault, 9440)?.from).toBeUndefined();
+    expect(ruleFor(byDefault, 8443)?.from).toBeUndefined();
     const objects = await render([
       'networkPolicy.enabled=true',
       'redis.enabled=true',
       'networkPolicy.claimsIngressFrom[0].namespaceSelector.matchLabels.team=sandboxes',
     ]);
-    const claims = dumpYaml(find(objects, 'NetworkPolicy', '-control-plane'));
-    expect(claims).toMatch(
-      /- from:\n\s+- namespaceSelector:\n\s+matchLabels:\n\s+team: sandboxes\n\s+ports:\n\s+- port: 8081/,
-    );
-    expect(claims).toMatch(/- ports:\n\s+- port: 8080\n\s+protocol: TCP\n\s+- port: 9440/);
+    expect(ruleFor(rulesOf(objects), 8081)?.from).toEqual([
+      { namespaceSelector: { matchLabels: { team: 'sandboxes' } } },
+    ]);
+    // The agents serve /metrics on their API port: the same scrapers reach it.
+    expect(dumpYaml(find(objects, 'NetworkPolicy', '-node-agent'))).toMatch(/metrics: enabled/);
     const redis = dumpYaml(find(objects, 'NetworkPolicy', '-redis'));
     expect(redis).toMatch(
       /- from:\n\s+- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/instance: warmpool\n\s+app\.kubernetes\.io\/component: control-plane\n\s+ports:\n\s+- port: 6379/,
@@ -946,6 +970,10 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    // The pool autoscaler reads its objects and writes only their status.
+    expect(await can('watch', 'sandboxwarmpoolautoscalers.warmpool.dev', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev', 'warmpool-control-plane')).toBe(false);
     // The SandboxEnv autoscaler moves replicas through the scale subresource only.
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(
       true,
@@ -976,6 +1004,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
       'sandboxclaims.extensions.agents.x-k8s.io',
       'sandboxenvs.warmpool.dev',
       'sandboxtemplates.extensions.agents.x-k8s.io',
+      'sandboxwarmpoolautoscalers.warmpool.dev',
       'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
     // (sandboxes are served by the control plane behind the APIService, which no replica serves in this test.)

@@ -81,14 +81,18 @@ describe('chart knobs', () => {
       'nodeAgent.serviceAccount.name=agents',
       'nodeAgent.serviceAccount.annotations.iam\\.example/role=sandbox-nodes',
     ]);
-    expect(own.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata.name)).toEqual(['agents']);
+    // The uninstall hook's own account (a Job that runs only at helm uninstall) is not a component's.
+    const components = (name: string): boolean => name !== 'warmpool-uninstall';
+    expect(
+      own.filter((o) => o.kind === 'ServiceAccount' && components(o.metadata.name)).map((o) => o.metadata.name),
+    ).toEqual(['agents']);
     expect(find(own, 'ServiceAccount', 'agents').metadata.annotations).toEqual({ 'iam.example/role': 'sandbox-nodes' });
     expect(pod(own, 'Deployment', 'warmpool-control-plane').serviceAccountName).toBe('platform-cp');
     expect(pod(own, 'DaemonSet', 'warmpool-node-agent').serviceAccountName).toBe('agents');
     const subjects = own
       .filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
       .flatMap((o) => o.subjects ?? [])
-      .filter((s) => s.kind === 'ServiceAccount')
+      .filter((s) => s.kind === 'ServiceAccount' && components(s.name))
       .map((s) => s.name);
     expect(new Set(subjects)).toEqual(new Set(['platform-cp', 'agents']));
     const policy = find(own, 'ValidatingAdmissionPolicy', 'warmpool-node-agent-own-inventory');

@@ -171,6 +171,8 @@ export interface Sandbox extends KubeObject {
   };
   status?: {
     conditions?: Condition[];
+    /** The peer cluster serving it (a spilled Env claim); nodeName is then `<cluster>/<node>`. */
+    cluster?: string;
     nodeName?: string;
     podIPs?: string[];
     /**

@@ -14,4 +14,5 @@ export * from './sandboxd-tolerant.js';
 export * from './pool-key-vocabulary.js';
 export * from './pool-options.js';
 export * from './agent-strict.js';
+export * from './pool-autoscaler.js';
 export * from './sandbox-runtime.js';

@@ -1,7 +1,14 @@
 // Structured logs: one JSON object per line on stderr, so a log pipeline
-// (kubectl logs | jq, Loki, ...) can filter on fields rather than parse prose.
+// (kubectl logs | jq, Loki, ...) can filter on fields rather than parse prose;
+// or, with the text format, one readable line per record for a person at a
+// terminal. An error is logged with its name, message, code, stack and the
+// whole cause chain (AggregateError's errors too), in either format.
+
+import { ConfigError } from './config.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFormat = 'json' | 'text';
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'text'];
 export type LogFields = Record<string, unknown>;
 
 const LEVEL_RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -19,24 +26,77 @@ export interface LoggerOptions {
   level?: LogLevel;
   /** Where lines go; stderr by default (stdout stays free for program output). */
   write?: (line: string) => void;
+  /** json (default): one JSON object per line; text: `ts LEVEL component msg key=value …`, a stack indented below. */
+  format?: LogFormat;
+}
+
+/** A `--log-format` value; throws (with the choices) on anything else, as a bad flag should. */
+export function parseLogFormat(value: string | undefined): LogFormat {
+  if (value === undefined || value === '') return 'json';
+  if ((LOG_FORMATS as readonly string[]).includes(value)) return value as LogFormat;
+  throw new ConfigError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, not ${JSON.stringify(value)}`);
 }
 
 export function parseLogLevel(value: string | undefined, fallback: LogLevel = 'info'): LogLevel {
   return value !== undefined && value in LEVEL_RANK ? (value as LogLevel) : fallback;
 }
 
-function serializeError(err: unknown): unknown {
-  if (err instanceof Error) {
-    const out: LogFields = { message: err.message, name: err.name };
-    if (err.cause !== undefined) out['cause'] = serializeError(err.cause);
-    return out;
+/** The causes followed at most this deep (a cause chain may loop). */
+const MAX_CAUSE_DEPTH = 8;
+
+function serializeError(err: unknown, depth = 0): unknown {
+  if (!(err instanceof Error)) return err;
+  const out: LogFields = { name: err.name, message: err.message };
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') out['code'] = code;
+  if (err.stack !== undefined) out['stack'] = err.stack;
+  if (depth < MAX_CAUSE_DEPTH) {
+    if (err instanceof AggregateError) out['errors'] = err.errors.map((e: unknown) => serializeError(e, depth + 1));
+    if (err.cause !== undefined) out['cause'] = serializeError(err.cause, depth + 1);
   }
-  return err;
+  return out;
+}
+
+/** A serialized error as text lines: its stack (or name: message), then each cause, indented. */
+function errorLines(err: unknown, indent = '    '): string[] {
+  if (err === null || typeof err !== 'object') return [`${indent}${String(err)}`];
+  const e = err as LogFields;
+  const head =
+    typeof e['stack'] === 'string'
+      ? (e['stack'] as string).split('\n')
+      : [`${String(e['name'])}: ${String(e['message'])}`];
+  const lines = head.map((line, i) => `${indent}${i === 0 ? '' : '  '}${line.trim()}`);
+  if (e['code'] !== undefined) lines[0] += ` [${String(e['code'])}]`;
+  for (const inner of (e['errors'] as unknown[] | undefined) ?? [])
+    lines.push(`${indent}  error:`, ...errorLines(inner, `${indent}    `));
+  if (e['cause'] !== undefined) lines.push(`${indent}caused by:`, ...errorLines(e['cause'], indent));
+  return lines;
+}
+
+function textValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return /^[^\s"=]+$/.test(text ?? '') ? (text ?? '') : JSON.stringify(text);
+}
+
+/** `ts LEVEL component msg key=value …`; errors' stacks and causes on the lines below. */
+function textLine(record: LogFields): string {
+  const { ts, level, component, msg, ...fields } = record;
+  const parts = [String(ts), String(level).toUpperCase().padEnd(5), String(component), String(msg)];
+  const below: string[] = [];
+  for (const [key, value] of Object.entries(fields)) {
+    if (value !== null && typeof value === 'object' && 'message' in value && 'name' in value) {
+      const e = value as LogFields;
+      parts.push(`${key}=${textValue(`${String(e['name'])}: ${String(e['message'])}`)}`);
+      below.push(...errorLines(value));
+    } else parts.push(`${key}=${textValue(value)}`);
+  }
+  return [parts.join(' '), ...below].join('\n');
 }
 
 export function createLogger(component: string, options: LoggerOptions = {}): Logger {
   const min = LEVEL_RANK[options.level ?? parseLogLevel(process.env['LOG_LEVEL'])];
   const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const render = options.format === 'text' ? textLine : (record: LogFields): string => JSON.stringify(record);
 
   const make = (base: LogFields): Logger => {
     const emit = (level: LogLevel, msg: string, fields?: LogFields): void => {
@@ -45,7 +105,7 @@ export function createLogger(component: string, options: LoggerOptions = {}): Lo
       if (fields)
         for (const [k, v] of Object.entries(fields))
           record[k] = k === 'err' || v instanceof Error ? serializeError(v) : v;
-      write(JSON.stringify(record));
+      write(render(record));
     };
     return {
       debug: (m, f) => emit('debug', m, f),

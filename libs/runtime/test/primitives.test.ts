@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, formatDuration, messageOf, parseDuration, parseHostPort } from '../src/index.js';
+import { createLogger, formatDuration, messageOf, parseDuration, parseHostPort, parseLogFormat } from '../src/index.js';
 
 describe('parseDuration', () => {
   it.each([
@@ -49,6 +49,61 @@ describe('createLogger', () => {
       err: { message: 'boom', name: 'Error' },
     });
     expect(typeof record['ts']).toBe('string');
+  });
+});
+
+describe('createLogger with errors', () => {
+  const failure = (): Error => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
+    return new Error('claim failed', { cause: new AggregateError([refused], 'fetch failed') });
+  };
+
+  it('logs an error with its stack, code and whole cause chain (an AggregateError with its errors), as JSON', () => {
+    const lines: string[] = [];
+    createLogger('cp', { write: (l) => lines.push(l) }).error('request failed', { err: failure() });
+    const { err } = JSON.parse(lines[0] as string) as { err: Record<string, unknown> };
+    expect(err).toMatchObject({
+      name: 'Error',
+      message: 'claim failed',
+      stack: expect.stringMatching(/^Error: claim failed\n\s+at /),
+      cause: {
+        name: 'AggregateError',
+        message: 'fetch failed',
+        errors: [{ message: 'connect ECONNREFUSED 127.0.0.1:6379', code: 'ECONNREFUSED', stack: expect.any(String) }],
+      },
+    });
+  });
+
+  it('writes the text format as one readable line, the stack and causes indented below', () => {
+    const lines: string[] = [];
+    createLogger('cp', { format: 'text', write: (l) => lines.push(l) }).warn('slow node', {
+      node: 'n 1',
+      ms: 12,
+      err: failure(),
+    });
+    const [head, ...below] = (lines[0] as string).split('\n');
+    expect(head).toMatch(/^\S+Z WARN {2}cp slow node node="n 1" ms=12 err="Error: claim failed"$/);
+    expect(below[0]).toBe('    Error: claim failed');
+    expect(below).toContain('    caused by:');
+    expect(below.some((line) => line.includes('connect ECONNREFUSED 127.0.0.1:6379 [ECONNREFUSED]'))).toBe(true);
+  });
+
+  it('takes json or text for --log-format, and refuses anything else', () => {
+    expect([parseLogFormat(undefined), parseLogFormat('json'), parseLogFormat('text')]).toEqual([
+      'json',
+      'json',
+      'text',
+    ]);
+    expect(() => parseLogFormat('yaml')).toThrow(/--log-format must be one of json, text/);
+  });
+
+  it('follows a cause chain that loops only so deep', () => {
+    const a = new Error('a');
+    const b = new Error('b', { cause: a });
+    (a as { cause?: unknown }).cause = b;
+    const lines: string[] = [];
+    createLogger('cp', { write: (l) => lines.push(l) }).error('loop', { err: a });
+    expect(lines[0]?.length).toBeLessThan(20_000);
   });
 });
 

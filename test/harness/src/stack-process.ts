@@ -174,7 +174,7 @@ function routerInstructions(routerUrl: string, pool: string, account: string): s
   return [
     `  # upstream's Python client (pip install k8s-agent-sandbox) through the router, as ${account} (no token needed here):`,
     `  python3 -c '${script}'`,
-    `  # with a token instead: api_url="http://token:$(kubectl create token ${account})@${routerUrl.replace('http://', '')}"`,
+    `  # with a token instead: extra_headers={"Authorization": "Bearer <kubectl create token ${account}>"}, or api_url="http://token:<token>@${routerUrl.replace('http://', '')}"`,
   ];
 }
 

@@ -129,6 +129,7 @@ export class ClaimFeed {
             tier: record.tier,
             ...(record.warmPool !== '' ? { pool: record.warmPool } : {}),
             ...(record.key !== undefined ? { key: record.key } : {}),
+            ...(record.cluster !== undefined ? { cluster: record.cluster } : {}),
           },
           atMs,
         );

@@ -79,8 +79,20 @@ function schemas(ref: (name: string) => string): Record<string, unknown> {
         status: {
           type: 'object',
           properties: {
-            nodeName: { ...str, description: 'The node holding the sandbox.' },
-            podIPs: { type: 'array', items: str, description: "The host of the sandbox's owner address." },
+            nodeName: {
+              ...str,
+              description: 'The node holding the sandbox; <cluster>/<node> when another cluster serves it.',
+            },
+            cluster: {
+              ...str,
+              description: 'The peer cluster that serves it (a spilled Env claim); absent for this one.',
+            },
+            podIPs: {
+              type: 'array',
+              items: str,
+              description:
+                "The host of the sandbox's owner address: its node daemon's, shared by that node's sandboxes. Dial it with ownerAddr's port and the sandbox's token; it does not identify one sandbox.",
+            },
             ownerAddr: { ...str, description: 'host:port to reach the sandbox.' },
             deadline: { ...str, format: 'date-time', description: 'When the node reaps it unless renewed.' },
             tier: { ...str, description: 'warm or cold.' },

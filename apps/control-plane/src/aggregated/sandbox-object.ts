@@ -24,6 +24,16 @@ export interface SandboxFacts {
   ownerAddr?: string;
   /** RFC 3339. */
   claimedAt?: string;
+  /**
+   * The peer cluster that serves it (a spilled Env claim); `node` is then that cluster's node, which no node of this
+   * cluster publishes.
+   */
+  cluster?: string;
+}
+
+/** The node as a Sandbox names it: `<cluster>/<node>` for a sandbox another cluster serves, so it never looks local. */
+export function nodeNameOf(facts: SandboxFacts): string {
+  return facts.cluster === undefined ? facts.node : `${facts.cluster}/${facts.node}`;
 }
 
 /** What the claim index says of a served claim, as a Sandbox's facts. */
@@ -37,6 +47,7 @@ export function factsOfGrant(namespace: string, name: string, grant: ClaimGrant)
     pool: grant.warmPool,
     tier: grant.tier,
     ownerAddr: grant.ownerAddr,
+    ...(grant.cluster !== undefined ? { cluster: grant.cluster } : {}),
   };
 }
 
@@ -65,17 +76,21 @@ export function sandboxObject(facts: SandboxFacts, resourceVersion: string): San
         type: 'Ready',
         status: 'True',
         reason: 'Claimed',
-        message: `claimed on node ${facts.node}`,
+        message:
+          facts.cluster === undefined
+            ? `claimed on node ${facts.node}`
+            : `claimed on node ${facts.node} of cluster ${facts.cluster}`,
         ...(facts.claimedAt !== undefined ? { lastTransitionTime: facts.claimedAt } : {}),
       },
     ],
-    nodeName: facts.node,
+    nodeName: nodeNameOf(facts),
     podIPs: facts.ownerAddr !== undefined ? [hostOf(facts.ownerAddr)] : [],
     deadline: facts.deadline,
     sandboxID: facts.id,
   };
   if (facts.ownerAddr !== undefined) status.ownerAddr = facts.ownerAddr;
   if (facts.tier !== undefined) status.tier = facts.tier;
+  if (facts.cluster !== undefined) status.cluster = facts.cluster;
   return {
     apiVersion: SANDBOX_API_VERSION,
     kind: SandboxType.kind,
@@ -103,6 +118,7 @@ export function sameFacts(a: SandboxFacts, b: SandboxFacts): boolean {
     a.tier === b.tier &&
     a.ownerAddr === b.ownerAddr &&
     a.claimedAt === b.claimedAt &&
+    a.cluster === b.cluster &&
     a.key?.template === b.key?.template &&
     a.key?.net === b.key?.net &&
     a.key?.size === b.key?.size
@@ -137,6 +153,13 @@ export const TABLE_COLUMNS: TableColumn[] = [
   { name: 'Owner', type: 'string', format: '', description: 'host:port of the sandbox', priority: 1 },
   { name: 'Sandbox ID', type: 'string', format: '', description: "sandboxd's id", priority: 1 },
   { name: 'Key', type: 'string', format: '', description: 'The pool key: template/net/size', priority: 1 },
+  {
+    name: 'Cluster',
+    type: 'string',
+    format: '',
+    description: 'The peer cluster that serves it (a spilled Env claim); empty for this cluster',
+    priority: 1,
+  },
 ];
 
 /**
@@ -162,7 +185,7 @@ export function tableCells(served: ServedSandbox, now: number): unknown[] {
   const { facts } = served;
   return [
     facts.name,
-    facts.node,
+    nodeNameOf(facts),
     facts.pool ?? '<unknown>',
     facts.tier ?? '<unknown>',
     facts.deadline,
@@ -170,6 +193,7 @@ export function tableCells(served: ServedSandbox, now: number): unknown[] {
     facts.ownerAddr ?? '<unknown>',
     facts.id,
     facts.key === undefined ? '<unknown>' : `${facts.key.template}/${facts.key.net}/${facts.key.size}`,
+    facts.cluster ?? '',
   ];
 }
 

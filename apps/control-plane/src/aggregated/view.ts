@@ -130,7 +130,8 @@ export class SandboxView {
     for (const key of before?.entries.keys() ?? []) if (this.#entryNode.get(key) === node) this.#entryNode.delete(key);
     for (const key of this.#nodes.get(node)?.entries.keys() ?? []) this.#entryNode.set(key, node);
     // Claim events on this node are judged against the new publish too.
-    for (const [key, record] of this.#feed) if (record.facts.node === node) touched.add(key);
+    for (const [key, record] of this.#feed)
+      if (record.facts.node === node && record.facts.cluster === undefined) touched.add(key);
     for (const key of touched) this.#recompute(key);
   }
 
@@ -226,6 +227,8 @@ export class SandboxView {
   }
 
   #feedStands(key: string, record: FeedRecord): boolean {
+    // Another cluster's node never publishes here: its claim stands until its release event or its deadline.
+    if (record.facts.cluster !== undefined) return true;
     const state = this.#nodes.get(record.facts.node);
     if (state === undefined || state.publishedAtMs === undefined || state.partial) return true;
     if (state.entries.get(key)?.id === record.facts.id) return true;

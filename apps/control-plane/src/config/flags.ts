@@ -151,6 +151,12 @@ export const FLAGS = {
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
   },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
+  logFormat: {
+    kind: 'string',
+    description: 'json (one object per line) | text (one readable line, stacks below)',
+    env: 'LOG_FORMAT',
+    default: 'json',
+  },
   redisUrl: {
     kind: 'string',
     description:

@@ -9,6 +9,7 @@ import type { WarmPoolDriverSettings } from '../controllers/warmpool/options.js'
 import type { FederationSettings } from '../federation/setup.js';
 import type { ProvisioningSettings } from '../provisioning/options.js';
 import type { RedisSettings } from '../redis/connection.js';
+import type { PoolAutoscalerSettings } from '../controllers/pool-autoscaler/controller.js';
 
 export type { FederationSettings } from '../federation/setup.js';
 
@@ -61,6 +62,8 @@ export interface ControlPlaneSettings {
   federation?: FederationSettings;
   /** The Env autoscaler (leader-only): no scale-down until this long after a scale-up (default 60 s). */
   envScaleDownDelayMs?: number;
+  /** The SandboxWarmPoolAutoscaler controller (leader-only, with claims): its step period and initial lead time. */
+  poolAutoscaler?: Partial<PoolAutoscalerSettings>;
   /** Serve the Sandbox API (agents.x-k8s.io/v1beta1 sandboxes, behind an APIService) here; off when omitted. */
   sandboxApi?: SandboxApiSettings;
 }

@@ -68,6 +68,8 @@ export interface ProvisioningOptions extends Partial<ProvisioningSettings> {
   staleAfterMs: number;
   token: TokenSource;
   registry: Registry;
+  /** Told of every served claim (after the metrics), e.g. the pool autoscaler's claim counts. Must not throw. */
+  onServed?: (order: ClaimOrder, grant: ServedGrant) => void;
   clock: Clock;
   logger: Logger;
 }
@@ -215,6 +217,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     try {
       const grant = await submit(order, callOptions.signal);
       metrics.served(order.owner.door, grant.tier, (performance.now() - started) / 1000);
+      options.onServed?.(order, grant);
       return grant;
     } catch (err) {
       const failure =

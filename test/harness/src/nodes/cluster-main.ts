@@ -130,7 +130,10 @@ async function main(): Promise<number> {
     writeFileSync(join(dir, 'token'), Buffer.from(token.stdout, 'base64').toString('utf8'), { mode: 0o600 });
     copyFileSync(cluster.kubeconfigPath, join(dir, 'kubeconfig'));
     console.log(guide(cluster, dir, replicas, performance.now() - started));
+    // The cluster's children and relay do not hold the process open (a test's would not end otherwise): this does.
+    const keepAlive = setInterval(() => undefined, 3_600_000);
     const signal = await signalled;
+    clearInterval(keepAlive);
     console.log(`\n${signal}: stopping the cluster`);
     await stop();
     console.log('stopped; the machine is as it was');

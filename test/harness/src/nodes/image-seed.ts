@@ -12,6 +12,9 @@ import type { ClusterNamespace } from './namespace.js';
 import { containerdRoot, importImages, nodePaths, startContainerd } from './node.js';
 import { nodeAddresses } from './topology.js';
 
+/** Seeds of other image sets kept besides the current one. */
+const KEPT_SEEDS = 2;
+
 function seedsDir(): string {
   return join(binDir(), '..', 'containerd-seeds');
 }
@@ -44,14 +47,27 @@ export async function imageSeed(
   } finally {
     await containerd.stop('SIGTERM', 10_000);
   }
-  for (const old of existsSync(seedsDir()) ? readdirSync(seedsDir()) : [])
-    if (old !== key) rmSync(join(seedsDir(), old), { recursive: true, force: true });
-  const building = `${seed}.building`;
-  rmSync(building, { recursive: true, force: true });
+  // Older seeds go, but the newest others stay: another checkout or spec may be planting one right now.
+  const others = (existsSync(seedsDir()) ? readdirSync(seedsDir()) : [])
+    .filter((name) => name !== key && !name.includes('.building'))
+    .map((name) => ({ name, mtime: statSync(join(seedsDir(), name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const old of others.slice(KEPT_SEEDS)) rmSync(join(seedsDir(), old.name), { recursive: true, force: true });
+  // A seed left half-made by a killed run.
+  for (const name of existsSync(seedsDir()) ? readdirSync(seedsDir()) : [])
+    if (name.includes('.building') && Date.now() - statSync(join(seedsDir(), name)).mtimeMs > 3_600_000)
+      rmSync(join(seedsDir(), name), { recursive: true, force: true });
+  // Made aside and renamed into place: a cluster starting meanwhile sees no seed or a whole one. When two made the
+  // same seed at once, the first rename wins and the other's copy goes.
+  const building = `${seed}.building-${process.pid}-${Date.now()}`;
   mkdirSync(building, { recursive: true });
   renameSync(containerdRoot(paths), join(building, 'root'));
   writeFileSync(join(building, 'complete'), `${archives.join('\n')}\n`);
-  rmSync(seed, { recursive: true, force: true });
-  renameSync(building, seed);
+  try {
+    renameSync(building, seed);
+  } catch {
+    rmSync(building, { recursive: true, force: true });
+    if (!existsSync(join(seed, 'complete'))) throw new Error(`image seed ${seed} is incomplete: remove it`);
+  }
   return join(seed, 'root');
 }
