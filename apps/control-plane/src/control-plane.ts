@@ -1,23 +1,30 @@
-// The composition root: builds each subsystem through its own factory and
-// lists them as runnables for the manager (manager/manager.ts), which owns
-// leadership, readiness, liveness and the ordered close. The list's order is
-// the start order of the every-replica runnables (close runs it backwards);
-// the leader-only ones start together at each term.
+// The composition root: builds each subsystem and lists it as a runnable for the manager (manager/manager.ts). The
+// list's order is the every-replica runnables' start order (close runs it backwards); leader-only ones start at each
+// term. Leadership, readiness, liveness and the ordered close are the manager's.
 import type { KubeObject } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { silentLogger, systemClock } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME, defaultIdentity } from './config/settings.js';
 import { createPoolAutoscalerOf, poolAutoscalerRunnables } from './controllers/pool-autoscaler/pool-autoscaler.js';
 import { sandboxClaimsRunnable } from './controllers/sandboxclaims/sandboxclaims.js';
-import { createSandboxEnvs, sandboxEnvRunnables } from './controllers/sandboxenvs/sandboxenvs.js';
+import { sandboxEnvRunnables } from './controllers/sandboxenvs/sandboxenvs.js';
 import { warmPoolRunnable } from './controllers/warmpool/runnable.js';
 import { createFederation, federationRunnables } from './federation/setup.js';
 import { HealthServers } from './http/health.js';
 import { cachesRunnable } from './manager/caches.js';
-import { Manager } from './manager/manager.js';
+import { leaseTimingsOf, Manager } from './manager/manager.js';
 import { ControlPlaneMetrics } from './metrics.js';
 import type { ControlPlane, ControlPlaneOptions } from './options.js';
-import { createClaimSide, createDriverSide, createSandboxApiOf, type Shared } from './subsystems.js';
+import type { SandboxApi } from './aggregated/sandbox-api.js';
+import {
+  createClaimSide,
+  createDriverSide,
+  createEnvSide,
+  createSandboxApiOf,
+  type ClaimSide,
+  type DriverSide,
+  type Shared,
+} from './subsystems.js';
 import { staticToken } from './token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
@@ -30,25 +37,12 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const namespace = options.namespace ?? 'default';
   const identity = options.identity ?? defaultIdentity();
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
-  const metrics = new ControlPlaneMetrics(options.registry, {
-    ...(options.version ? { version: options.version } : {}),
-  });
+  const metrics = new ControlPlaneMetrics(options.registry, options.version ? { version: options.version } : {});
   const kubeLogger = logger.child({ subsystem: 'kube' });
   const shared: Shared = { kubeConfig, token, metrics, logger, kubeLogger, clock, component: COMPONENT };
-  const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options;
   const elect = options.leaderElection !== false;
   const manager = new Manager({
-    election: {
-      kubeConfig,
-      namespace,
-      leaseName,
-      identity,
-      leaseDurationMs,
-      renewDeadlineMs,
-      retryPeriodMs,
-      elect,
-      token,
-    },
+    election: { kubeConfig, namespace, leaseName, identity, elect, token, ...leaseTimingsOf(options) },
     logger,
     onLeading: (leading) => metrics.leading(leading),
   });
@@ -58,32 +52,15 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
     promRegistry: metrics.registry,
     logger: logger.child({ subsystem: 'federation' }),
   });
-  const envs = createSandboxEnvs({
-    ...shared,
-    pools,
-    templates,
-    inventories,
-    federation: federation.federation,
-    multiCluster: federation.multiCluster,
-    writer: options.envStatusWriter,
-    scaleTarget: options.scaleTarget,
-    scaleDownDelayMs: options.envScaleDownDelayMs,
-    staleAfterMs: reconciler.settings.staleAfterMs,
-    intervalMs: Math.min(federation.federation.intervalMs, reconciler.settings.intervalMs),
-  });
+  const envs = createEnvSide(shared, options, driver, federation);
   const poolAutoscaler = createPoolAutoscalerOf(shared, options, driver);
   const onServed = poolAutoscaler?.served;
   const claims = createClaimSide(shared, options, { identity, driver, envs, federation, onServed });
   const sandboxApi = createSandboxApiOf(shared, options.sandboxApi, driver, claims);
 
   const reads = [pools, templates, inventories] as Array<Informer<KubeObject>>;
-  const caches = [
-    ...reads,
-    envs.informer,
-    ...driver.driverOnly,
-    ...(claims ? [claims.sandboxClaims.informer] : []),
-    ...(poolAutoscaler ? [poolAutoscaler.informer] : []),
-  ];
+  const optional = [claims?.sandboxClaims.informer, poolAutoscaler?.informer].filter((i) => i !== undefined);
+  const caches = [...reads, envs.informer, ...driver.driverOnly, ...optional] as Array<Informer<KubeObject>>;
   const [claimCounts, poolAutoscaling] = poolAutoscaler ? poolAutoscalerRunnables(poolAutoscaler, reads) : [];
   const servers = new HealthServers({
     listen: options.listen,
@@ -99,20 +76,33 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   manager.add(servers, cachesRunnable(caches), envCapacity, federationWatcher);
   manager.add(claimCounts, claims?.pipeline, claims?.api, sandboxApi);
   manager.add(
-    warmPoolRunnable({
-      driver,
-      setter: driver.setter,
-      events: driver.events,
-      clock,
-      stallTimeoutMs: options.stallTimeoutMs ?? 120_000,
-      logger,
-    }),
+    warmPoolRunnable({ driver, clock, stallTimeoutMs: options.stallTimeoutMs ?? 120_000, logger }),
     claims && sandboxClaimsRunnable(claims.sandboxClaims),
     envStatus,
     poolAutoscaling,
     federationReporter,
   );
 
+  return controlPlaneOf({ shared, identity, namespace, leaseName, manager, servers, driver, claims, sandboxApi });
+}
+
+interface Composed {
+  identity: string;
+  namespace: string;
+  leaseName: string;
+  shared: Shared;
+  manager: Manager;
+  servers: HealthServers;
+  driver: DriverSide;
+  claims: ClaimSide | undefined;
+  sandboxApi: SandboxApi | undefined;
+}
+
+/** The control plane as its callers see it: what the manager and the servers say, start and close. */
+function controlPlaneOf(composed: Composed): ControlPlane {
+  const { identity, namespace, leaseName, manager, servers, claims, sandboxApi } = composed;
+  const { logger, metrics } = composed.shared;
+  const { reconciler } = composed.driver;
   const start = async (): Promise<void> => {
     await manager.start();
     logger.info('control plane started', {

@@ -9,7 +9,7 @@ import { transportFor, type KubeLogger } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
 import type { SandboxApiSettings, ClaimsSettings } from './config/settings.js';
 import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
-import type { SandboxEnvs } from './controllers/sandboxenvs/sandboxenvs.js';
+import { createSandboxEnvs, type SandboxEnvs } from './controllers/sandboxenvs/sandboxenvs.js';
 import { createWarmPoolDriver, type WarmPoolDriver } from './controllers/warmpool/driver.js';
 import { KubeEventRecorder, type EventRecorder } from './controllers/warmpool/events.js';
 import { GenerationSource } from './generation/generation.js';
@@ -80,6 +80,29 @@ export function createDriverSide(
     settings: options.driver,
   });
   return { ...driver, setter, events };
+}
+
+/** The SandboxEnv controller over the driver's caches, reporting to federation. */
+export function createEnvSide(
+  shared: Shared,
+  options: Pick<ControlPlaneOptions, 'envStatusWriter' | 'scaleTarget' | 'envScaleDownDelayMs'>,
+  driver: WarmPoolDriver,
+  federation: FederationSetup,
+): SandboxEnvs {
+  const { reconciler } = driver;
+  return createSandboxEnvs({
+    ...shared,
+    pools: driver.pools,
+    templates: driver.templates,
+    inventories: driver.inventories,
+    federation: federation.federation,
+    multiCluster: federation.multiCluster,
+    writer: options.envStatusWriter,
+    scaleTarget: options.scaleTarget,
+    scaleDownDelayMs: options.envScaleDownDelayMs,
+    staleAfterMs: reconciler.settings.staleAfterMs,
+    intervalMs: Math.min(federation.federation.intervalMs, reconciler.settings.intervalMs),
+  });
 }
 
 export interface ClaimSide {

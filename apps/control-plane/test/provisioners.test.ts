@@ -8,7 +8,7 @@ import type { Lister } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
 import { ClaimFailure, ownerMark, type ClaimOrder } from '../src/provisioning/claim-service.js';
-import { ProvisionerController } from '../src/provisioning/controller.js';
+import { ProvisionerRegistry } from '../src/provisioning/provisioners.js';
 import type { PendingClaim, Provisioner } from '../src/provisioning/provisioner.js';
 
 function lister<T extends { metadata?: { namespace?: string; name?: string } }>(items: () => T[]): Lister<T> {
@@ -30,7 +30,7 @@ const order = (warmPool: string, claimRef: string): ClaimOrder => ({
   owner: { door: 'http', digest: '0123456789abcdef0123456789abcdef' },
 });
 
-describe('ProvisionerController', () => {
+describe('ProvisionerRegistry', () => {
   function setup() {
     let pools: SandboxWarmPool[] = [
       poolObject('ns', 'py', 'py-tpl', 2),
@@ -63,7 +63,7 @@ describe('ProvisionerController', () => {
         });
       }
     };
-    const controller = new ProvisionerController({
+    const controller = new ProvisionerRegistry({
       pools: lister(() => pools),
       templates: lister(() => templates),
       dispatch,

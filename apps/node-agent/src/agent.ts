@@ -13,6 +13,7 @@ import {
   watchTokenFile,
   type HostPort,
   type HttpServer,
+  type ServeOptions,
   type Logger,
   type TokenFileWatch,
 } from '@warmpool/runtime';
@@ -128,20 +129,15 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     throw new Error('a node name is required to publish the NodeInventory');
   const logger = options.logger ?? silentLogger;
   const tokenGraceMs = options.tokenGraceMs ?? DEFAULT_TOKEN_GRACE_MS;
-  const token = new AcceptedToken(options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token, {
-    graceMs: tokenGraceMs,
-  });
+  const initialToken = options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token;
+  const token = new AcceptedToken(initialToken, { graceMs: tokenGraceMs });
   const metrics = new AgentMetrics(options.registry);
   const inFlight = new ClaimsInFlight(options.maxClaimsInFlight ?? DEFAULTS.maxClaimsInFlight);
   const sandboxd = sandboxdClientOf(options, token, tokenGraceMs, inFlight.limit);
   // With an inventory, the generation applied before a restart lives there and must be read back first.
   const generations = new GenerationGuard({ recovered: options.inventory === undefined });
-  const state = new NodeState({
-    client: sandboxd,
-    pollIntervalMs: options.pollIntervalMs ?? DEFAULTS.pollIntervalMs,
-    logger,
-    metrics,
-  });
+  const pollIntervalMs = options.pollIntervalMs ?? DEFAULTS.pollIntervalMs;
+  const state = new NodeState({ client: sandboxd, pollIntervalMs, logger, metrics });
   const ownerAddress = new OwnerAddress(logger);
   let publisher: InventoryPublisher | undefined;
   let server: HttpServer | undefined;
@@ -149,54 +145,22 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
   let started: Promise<{ url: string; address: HostPort }> | undefined;
   let closing: Promise<void> | undefined;
 
-  const notReadyReasons = (): string[] => {
-    const reasons: string[] = [];
-    if (closing !== undefined) reasons.push('shutting down');
-    if (!token.configured) reasons.push('no API token configured');
-    if (!state.answering) reasons.push(state.problem ?? 'sandboxd not answering');
-    if (options.inventory !== undefined && !publisher?.publishedOnce) {
-      reasons.push(
-        publisher?.lastError
-          ? `NodeInventory not published yet: ${publisher.lastError}`
-          : 'NodeInventory not published yet',
-      );
-    }
-    return reasons;
-  };
+  const publishes = options.inventory !== undefined;
+  const notReadyReasons = (): string[] =>
+    notReadyOf({ closing: closing !== undefined, token, state, publishes, publisher });
 
-  const app = createApiApp({
-    sandboxd,
-    gatekeeper: new Gatekeeper(token),
-    generations,
-    state,
-    ownerAddress,
-    metrics,
-    inFlight,
-    notReadyReasons,
-    logger,
-  });
+  const parts = { sandboxd, generations, state, ownerAddress, metrics, logger };
+  const app = createApiApp({ ...parts, gatekeeper: new Gatekeeper(token), inFlight, notReadyReasons });
 
-  generations.onApplied((generation) => {
-    metrics.appliedGeneration(generation);
-    publisher?.changed();
-  });
-  state.onInfo((info) => {
-    ownerAddress.learnFromInfo(info);
-    publisher?.changed();
-  });
-  ownerAddress.onChange(() => publisher?.changed());
+  republishOnChange(parts, () => publisher);
 
   const start = async (): Promise<{ url: string; address: HostPort }> => {
     if (!token.configured)
       logger.warn('no API token configured: every call except health, readiness and metrics answers 503');
     tokenWatch = followTokenFile(options, token, sandboxd, tokenGraceMs, logger);
-    server = await serveApp(app, {
-      host: options.listen?.host ?? '127.0.0.1',
-      port: options.listen?.port ?? 0,
-      closeTimeoutMs: options.closeTimeoutMs ?? DEFAULTS.closeTimeoutMs,
-    });
+    server = await serveApp(app, serveOptionsOf(options));
     await state.start();
-    publisher = publisherOf(options, server.address, { generations, state, ownerAddress, sandboxd, logger, metrics });
+    publisher = publisherOf(options, server.address, parts);
     publisher?.start();
     logger.info('node agent serving', {
       url: server.url,
@@ -210,11 +174,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     // A start still under way finishes first, so nothing it opens is left behind.
     await started?.catch(() => undefined);
     // Unready first (closing is set), still serving: probes and callers see the agent leave before its listener does.
-    const drainDelayMs = options.drainDelayMs ?? 0;
-    if (server !== undefined && drainDelayMs > 0) {
-      logger.info('unready; serving on for the drain delay', { drainDelayMs });
-      await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
-    }
+    if (server !== undefined) await drainDelay(options.drainDelayMs ?? 0, logger);
     // Requests in flight still need sandboxd, so the server goes first and the sandboxd pool last.
     await closeInOrder(
       'the node agent',
@@ -319,4 +279,54 @@ function publisherOf(
     logger,
     metrics: deps.metrics,
   });
+}
+
+/** Why the agent is not ready (empty when it is). */
+function notReadyOf(o: {
+  closing: boolean;
+  token: AcceptedToken;
+  state: NodeState;
+  publishes: boolean;
+  publisher: InventoryPublisher | undefined;
+}): string[] {
+  const reasons: string[] = [];
+  if (o.closing) reasons.push('shutting down');
+  if (!o.token.configured) reasons.push('no API token configured');
+  if (!o.state.answering) reasons.push(o.state.problem ?? 'sandboxd not answering');
+  if (o.publishes && !o.publisher?.publishedOnce) {
+    const error = o.publisher?.lastError;
+    reasons.push(error ? `NodeInventory not published yet: ${error}` : 'NodeInventory not published yet');
+  }
+  return reasons;
+}
+
+/** Every change the NodeInventory shows (an applied generation, fresh info, the owner address) republishes it. */
+function republishOnChange(
+  sources: { generations: GenerationGuard; state: NodeState; ownerAddress: OwnerAddress; metrics: AgentMetrics },
+  publisher: () => InventoryPublisher | undefined,
+): void {
+  const { generations, state, ownerAddress, metrics } = sources;
+  generations.onApplied((generation) => {
+    metrics.appliedGeneration(generation);
+    publisher()?.changed();
+  });
+  state.onInfo((info) => {
+    ownerAddress.learnFromInfo(info);
+    publisher()?.changed();
+  });
+  ownerAddress.onChange(() => publisher()?.changed());
+}
+
+async function drainDelay(drainDelayMs: number, logger: Logger): Promise<void> {
+  if (drainDelayMs <= 0) return;
+  logger.info('unready; serving on for the drain delay', { drainDelayMs });
+  await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+}
+
+function serveOptionsOf(options: NodeAgentOptions): ServeOptions {
+  return {
+    host: options.listen?.host ?? '127.0.0.1',
+    port: options.listen?.port ?? 0,
+    closeTimeoutMs: options.closeTimeoutMs ?? DEFAULTS.closeTimeoutMs,
+  };
 }

@@ -33,17 +33,17 @@ export interface Exchange {
 }
 
 export class AgentConnections {
-  readonly #o: AgentConnectionsOptions;
+  readonly #options: AgentConnectionsOptions;
   readonly #agents = new Map<string, PerAgent>();
   #closed = false;
 
   constructor(options: AgentConnectionsOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** On the driver's lane `purpose` to `node`, with that lane's timeout. */
   async send(node: AgentNode, purpose: Purpose, exchange: Exchange): Promise<Answer> {
-    const timeoutMs = this.#o.timeoutOf(purpose);
+    const timeoutMs = this.#options.timeoutOf(purpose);
     const { signal } = exchange;
     const timeout = AbortSignal.timeout(timeoutMs);
     try {
@@ -51,7 +51,7 @@ export class AgentConnections {
       const client = (agent[purpose] ??= new Client(`http://${node.address}`, {
         pipelining: 1,
         keepAliveTimeout: 30_000,
-        connect: { timeout: this.#o.connectTimeoutMs },
+        connect: { timeout: this.#options.connectTimeoutMs },
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       }));
@@ -76,7 +76,7 @@ export class AgentConnections {
     try {
       const agent = this.#agent(address, address);
       const pool = (agent.claims ??= new Pool(`http://${address}`, {
-        connections: this.#o.claimConnections,
+        connections: this.#options.claimConnections,
         pipelining: 1,
         keepAliveTimeout: 30_000,
       }));

@@ -93,34 +93,36 @@ export interface EnvClaimRouterOptions {
 }
 
 export class EnvClaimRouter {
-  readonly #o: EnvClaimRouterOptions;
+  readonly #options: EnvClaimRouterOptions;
   /** Cluster ids on the hub that are no configured peer, each logged once. */
   readonly #strangers = new Set<string>();
 
   constructor(options: EnvClaimRouterOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   get clusterId(): string {
-    return this.#o.registry.localClusterId;
+    return this.#options.registry.localClusterId;
   }
 
   async claim(order: EnvClaimOrder, options: ClaimCallOptions = {}): Promise<EnvGrant> {
     try {
       const served = await this.#claim(order, options);
-      this.#o.metrics?.envClaim(served.cluster === this.clusterId ? 'local' : 'spilled');
+      this.#options.metrics?.envClaim(served.cluster === this.clusterId ? 'local' : 'spilled');
       return served;
     } catch (err) {
-      this.#o.metrics?.envClaim(err instanceof ClaimFailure && err.reason === 'NoCapacity' ? 'no_capacity' : 'failed');
+      this.#options.metrics?.envClaim(
+        err instanceof ClaimFailure && err.reason === 'NoCapacity' ? 'no_capacity' : 'failed',
+      );
       throw err;
     }
   }
 
   async #claim(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant> {
-    const { registry } = this.#o;
+    const { registry } = this.#options;
     this.#env(order.namespace, order.env);
     // The same claimRef again answers the claim it already has, wherever it is served.
-    const known = await this.#o.claims.lookup(order.scope, order.claimRef, { indexOnly: true });
+    const known = await this.#options.claims.lookup(order.scope, order.claimRef, { indexOnly: true });
     if (known !== undefined) {
       if (known.owner !== ownerMark(order.owner))
         throw new ClaimFailure('ClaimRefInUse', `claimRef ${order.claimRef} is held by another owner`);
@@ -179,7 +181,7 @@ export class EnvClaimRouter {
         'PoolNotFound',
         `${pinned.memberPool} is not a member pool of SandboxEnv ${order.namespace}/${order.env}`,
       );
-    const record = this.#o
+    const record = this.#options
       .localRecords()
       .find((r) => r.namespace === order.namespace && r.envName === order.env && r.memberPool === pinned.memberPool);
     if (record === undefined || !schedulable(record)) {
@@ -203,12 +205,12 @@ export class EnvClaimRouter {
   /** Renews a claim, on the cluster that serves it. */
   async renew(scope: ClaimScope, idOrClaimRef: string, ttlSeconds: number): Promise<{ deadline: string }> {
     const { namespace } = scope;
-    const grant = await this.#o.claims.lookup(scope, idOrClaimRef);
+    const grant = await this.#options.claims.lookup(scope, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
-      return this.#o.claims.renew(scope, idOrClaimRef, ttlSeconds);
+      return this.#options.claims.renew(scope, idOrClaimRef, ttlSeconds);
     const answer = await this.#forward(grant.cluster, 'POST', [namespace, grant.id, 'renew'], { ttlSeconds });
     if (answer.status === 404) {
-      await this.#o.index.drop(grant).catch(() => undefined);
+      await this.#options.index.drop(grant).catch(() => undefined);
       throw new ClaimFailure(
         'ClaimNotFound',
         `claim ${namespace}/${idOrClaimRef} is gone from cluster ${grant.cluster}`,
@@ -216,25 +218,25 @@ export class EnvClaimRouter {
     }
     if (answer.status !== 200) throw failureOf(answer, `cluster ${grant.cluster} did not renew`);
     const deadline = String((answer.body as { deadline?: unknown }).deadline ?? '');
-    await this.#o.index.renewed(grant, deadline).catch(() => undefined);
+    await this.#options.index.renewed(grant, deadline).catch(() => undefined);
     return { deadline };
   }
 
   /** Releases a claim, on the cluster that serves it; false when there was none. */
   async release(scope: ClaimScope, idOrClaimRef: string): Promise<boolean> {
     const { namespace } = scope;
-    const grant = await this.#o.claims.lookup(scope, idOrClaimRef);
+    const grant = await this.#options.claims.lookup(scope, idOrClaimRef);
     if (grant?.cluster === undefined || grant.cluster === this.clusterId)
-      return this.#o.claims.release(scope, idOrClaimRef);
+      return this.#options.claims.release(scope, idOrClaimRef);
     const answer = await this.#forward(grant.cluster, 'DELETE', [namespace, grant.id]);
     if (answer.status !== 204 && answer.status !== 404)
       throw failureOf(answer, `cluster ${grant.cluster} did not release`);
-    await this.#o.index.drop(grant);
+    await this.#options.index.drop(grant);
     return true;
   }
 
   #env(namespace: string, name: string): SandboxEnv {
-    const env = this.#o.envs.get(namespace, name);
+    const env = this.#options.envs.get(namespace, name);
     if (env === undefined || env.metadata?.deletionTimestamp !== undefined)
       throw new ClaimFailure('EnvNotFound', `SandboxEnv ${namespace}/${name} not found`);
     return env;
@@ -243,7 +245,7 @@ export class EnvClaimRouter {
   /** The local member with the most idle; without idle, the first whose group can grow. */
   #localMember(namespace: string, env: string, group: string): string | undefined {
     let best: LocalRecord | undefined;
-    for (const r of this.#o.localRecords()) {
+    for (const r of this.#options.localRecords()) {
       if (
         r.namespace !== namespace ||
         r.envName !== env ||
@@ -257,7 +259,7 @@ export class EnvClaimRouter {
   }
 
   #claimLocal(order: EnvClaimOrder, memberPool: string, options: ClaimCallOptions): Promise<ClaimGrant> {
-    return this.#o.claims.claim(
+    return this.#options.claims.claim(
       {
         namespace: order.namespace,
         warmPool: memberPool,
@@ -271,14 +273,14 @@ export class EnvClaimRouter {
   }
 
   async #spill(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant | undefined> {
-    const { registry, logger } = this.#o;
-    if (this.#o.peers === undefined) return undefined;
+    const { registry, logger } = this.#options;
+    if (this.#options.peers === undefined) return undefined;
     const group = order.scalingGroup;
     const candidates = registry
       .foreignMembers(order.namespace, order.env)
       .filter((m) => (group === '' || m.scalingGroup === group) && schedulable(m) && this.#isPeer(m.clusterId))
       .sort(compareForeignCandidates)
-      .slice(0, this.#o.maxForeignAttempts ?? 3);
+      .slice(0, this.#options.maxForeignAttempts ?? 3);
     for (const candidate of candidates) {
       if (options.signal?.aborted === true) throw new ClaimFailure('Timeout', 'the caller gave up');
       const target = formatPinnedTarget(candidate);
@@ -299,12 +301,12 @@ export class EnvClaimRouter {
           order.claimRefGenerated,
         );
       } catch (err) {
-        this.#o.metrics?.forward('unreachable');
+        this.#options.metrics?.forward('unreachable');
         logger.info('a foreign member could not be asked: trying the next', { target, err: messageOf(err) });
         continue;
       }
       if (answer.status !== 200) {
-        this.#o.metrics?.forward('refused');
+        this.#options.metrics?.forward('refused');
         logger.info('a foreign member did not serve the claim: trying the next', {
           target,
           status: answer.status,
@@ -314,14 +316,14 @@ export class EnvClaimRouter {
       }
       const body = claimBodySchema.safeParse(answer.body);
       if (!body.success) {
-        this.#o.metrics?.forward('refused');
+        this.#options.metrics?.forward('refused');
         logger.warn('a foreign member answered an unreadable claim: trying the next', { target });
         continue;
       }
-      this.#o.metrics?.forward('served');
+      this.#options.metrics?.forward('served');
       const grant = grantOf(body.data, candidate.clusterId, order);
       try {
-        const recorded = await this.#o.index.record(grant, '');
+        const recorded = await this.#options.index.record(grant, '');
         if (!recorded.ok) {
           // Another request took this claimRef meanwhile: the peer's sandbox is the extra one.
           await this.#forward(candidate.clusterId, 'DELETE', [order.namespace, grant.id]).catch(() => undefined);
@@ -345,12 +347,15 @@ export class EnvClaimRouter {
 
   /** Whether records of `clusterId` may be forwarded to: a configured peer. Anything else is logged once. */
   #isPeer(clusterId: string): boolean {
-    if (this.#o.peers?.outbound(clusterId) !== undefined) return true;
+    if (this.#options.peers?.outbound(clusterId) !== undefined) return true;
     if (!this.#strangers.has(clusterId)) {
       this.#strangers.add(clusterId);
-      this.#o.logger.warn('the hub holds records of a cluster that is no configured peer: never forwarding to it', {
-        clusterId,
-      });
+      this.#options.logger.warn(
+        'the hub holds records of a cluster that is no configured peer: never forwarding to it',
+        {
+          clusterId,
+        },
+      );
     }
     return false;
   }
@@ -368,14 +373,14 @@ export class EnvClaimRouter {
     signal?: AbortSignal,
     generatedRef = false,
   ): Promise<Answer> {
-    const peer = this.#o.peers?.outbound(clusterId);
+    const peer = this.#options.peers?.outbound(clusterId);
     if (peer === undefined)
       throw new ClaimFailure('Unavailable', `cluster ${clusterId} is no configured peer (--federation-peers-file)`, {
         retryAfterSeconds: 1,
       });
     const url = claimsUrl(peer, namespace, claim);
     const call = async (token: string): Promise<Answer> => {
-      const timeout = AbortSignal.timeout(this.#o.forwardTimeoutMs ?? 15_000);
+      const timeout = AbortSignal.timeout(this.#options.forwardTimeoutMs ?? 15_000);
       const res = await fetch(url, {
         method,
         redirect: 'error',

@@ -38,7 +38,7 @@ export interface CampaignOptions {
 }
 
 export class Campaign {
-  readonly #o: CampaignOptions;
+  readonly #options: CampaignOptions;
   #elector: LeaderElector | undefined;
   #standalone: AbortController | undefined;
   #tokenWatch: NodeJS.Timeout | undefined;
@@ -53,12 +53,13 @@ export class Campaign {
 
   /** Standalone (no election) always leads; otherwise ask the elector campaigning now. */
   readonly leadership: Leadership = {
-    holding: () => !this.#o.elect || this.#elector?.holding() === true,
-    confirm: async (signal) => !this.#o.elect || (this.#elector !== undefined && (await this.#elector.confirm(signal))),
+    holding: () => !this.#options.elect || this.#elector?.holding() === true,
+    confirm: async (signal) =>
+      !this.#options.elect || (this.#elector !== undefined && (await this.#elector.confirm(signal))),
   };
 
   constructor(options: CampaignOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** The Lease's holder as last seen, or null. */
@@ -68,16 +69,16 @@ export class Campaign {
 
   /** Fail-closed: without the fleet token this replica neither campaigns nor counts as ready. */
   notReadyReasons(): string[] {
-    return this.#o.token() === undefined
+    return this.#options.token() === undefined
       ? [`no fleet token configured (--token-file or ${FLEET_TOKEN_ENV}): fail-closed, nothing is pushed`]
       : [];
   }
 
   /** Campaigns now if the token is there, and follows the token from then on. */
   start(): void {
-    if (this.#o.token() !== undefined) this.#campaign();
+    if (this.#options.token() !== undefined) this.#campaign();
     else
-      this.#o.logger.error(
+      this.#options.logger.error(
         `no fleet token configured (--token-file or ${FLEET_TOKEN_ENV}): not campaigning for leadership, pushing nothing, reporting not ready`,
       );
     this.#tokenWatch = setInterval(() => this.#followToken(), 1_000);
@@ -91,7 +92,7 @@ export class Campaign {
 
   /** Stops driving and campaigning; a held lease is released so a standby takes over at once. */
   async resign(): Promise<void> {
-    this.#o.onStoppedLeading('resigned');
+    this.#options.onStoppedLeading('resigned');
     this.#standalone?.abort();
     this.#standalone = undefined;
     const stopping = this.#elector;
@@ -100,7 +101,7 @@ export class Campaign {
   }
 
   #campaign(): void {
-    const o = this.#o;
+    const o = this.#options;
     if (o.closing() || this.#elector !== undefined || this.#standalone !== undefined) return;
     if (!o.elect) {
       this.#standalone = new AbortController();
@@ -126,12 +127,12 @@ export class Campaign {
   }
 
   #followToken(): void {
-    const present = this.#o.token() !== undefined;
+    const present = this.#options.token() !== undefined;
     if (present && this.#elector === undefined && this.#standalone === undefined) {
-      this.#o.logger.info('fleet token present: campaigning for leadership');
+      this.#options.logger.info('fleet token present: campaigning for leadership');
       this.#campaign();
     } else if (!present && (this.#elector !== undefined || this.#standalone !== undefined)) {
-      this.#o.logger.error('fleet token gone: stepping down (fail-closed); nothing is pushed until it is back');
+      this.#options.logger.error('fleet token gone: stepping down (fail-closed); nothing is pushed until it is back');
       void this.resign();
     }
   }

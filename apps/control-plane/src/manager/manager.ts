@@ -18,6 +18,14 @@ export type ElectionSettings = Omit<
   'closing' | 'onStartedLeading' | 'onStoppedLeading' | 'logger' | 'kubeLogger'
 >;
 
+/** The Lease timings of the settings, as the campaign takes them (each default: client-go's). */
+export function leaseTimingsOf(
+  settings: Pick<ElectionSettings, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>,
+): Pick<ElectionSettings, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'> {
+  const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = settings;
+  return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
+}
+
 export interface ManagerOptions {
   election: ElectionSettings;
   logger: Logger;

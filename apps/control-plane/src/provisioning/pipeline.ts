@@ -37,7 +37,7 @@ import {
   type LookupOptions,
 } from './claim-service.js';
 import { ClaimWorker } from './claim-worker.js';
-import { ProvisionerController } from './controller.js';
+import { ProvisionerRegistry } from './provisioners.js';
 import { ClaimDispatcher } from './dispatcher.js';
 import { PROVISIONING_DEFAULTS, type ProvisioningSettings } from './options.js';
 import { ProvisioningMetrics } from './metrics.js';
@@ -76,7 +76,7 @@ export interface ProvisioningOptions extends Partial<ProvisioningSettings> {
 
 /** A runnable in every replica: each replica's workers serve batches, whoever leads. */
 export interface ProvisioningPipeline extends ClaimService, Runnable {
-  readonly controller: ProvisionerController;
+  readonly provisioners: ProvisionerRegistry;
   /** The shared claim index (the Env claim router records spilled claims in it; the janitor repairs it). */
   readonly index: ClaimIndex;
   /** Where live claims are: the index, else the nodes. */
@@ -174,14 +174,14 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     metrics,
     logger,
   });
-  const controller = new ProvisionerController({
+  const provisioners = new ProvisionerRegistry({
     pools: options.pools.lister,
     templates: options.templates.lister,
     dispatch: dispatcher.dispatch,
     batcher: settings.batcher,
     logger: logger.child({ component: 'provisioners' }),
   });
-  watchProvisioners(controller, options.pools, options.templates);
+  watchProvisioners(provisioners, options.pools, options.templates);
   const stopping = new AbortController();
 
   const notReadyReasons = (): string[] => {
@@ -208,7 +208,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       () => worker.start(),
       () => undefined,
     );
-    controller.sync();
+    provisioners.sync();
     logger.info('provisioning started', { replica, redis: describeRedis(options.redis), ...settings });
   };
 
@@ -234,9 +234,9 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
       return Promise.reject(
         new ClaimFailure('Unavailable', `not ready to claim: ${reasons.join('; ')}`, { retryAfterSeconds: 1 }),
       );
-    const provisioner = controller.get(order.namespace, order.warmPool);
+    const provisioner = provisioners.get(order.namespace, order.warmPool);
     if (provisioner === undefined || !provisioner.accepting)
-      return Promise.reject(controller.refusal(order.namespace, order.warmPool));
+      return Promise.reject(provisioners.refusal(order.namespace, order.warmPool));
     const answer = provisioner.add(order);
     if (signal === undefined) return answer;
     // Nobody can come back for a sandbox served under a generated claimRef: released when its caller is gone.
@@ -274,7 +274,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
     await closeInOrder(
       'the provisioning pipeline',
       [
-        ['provisioners', () => controller.close()],
+        ['provisioners', () => provisioners.close()],
         ['worker', () => worker.close()],
         ['queue', () => queue.close()],
         ['replies', () => replies.close()],
@@ -288,7 +288,7 @@ export function createProvisioning(options: ProvisioningOptions): ProvisioningPi
   };
 
   return {
-    controller,
+    provisioners,
     index,
     directory,
     settings,

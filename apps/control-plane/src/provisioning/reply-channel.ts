@@ -1,19 +1,8 @@
-// How a batch's answer gets back to the replica whose callers wait for it,
-// whichever replica's worker served the job: a reply list per replica in
-// Redis (`<prefix>replies:<replica>`). The worker LPUSHes one reply per job;
-// the waiting replica BLPOPs its own list on a connection of its own.
-//
-// Why not BullMQ's QueueEvents: it reads the queue's one event stream, where
-// every replica would read every event of every job (added, active, progress,
-// completed with the whole batch's answer), O(replicas × jobs), and the stream
-// is trimmed, so a reader that falls behind under load misses completions. A
-// list per replica is addressed (each reply read once, by the one replica that
-// waits), and a listener that reconnects finds what arrived meanwhile (the
-// list expires only when nobody has read it for a minute). Not pub/sub either:
-// a message published while the subscriber reconnects is gone.
-//
-// A job served by this replica's own worker is answered in-process, without
-// Redis.
+// How a batch's answer gets back to the replica whose callers wait for it:
+// a reply list per replica in Redis (`<prefix>replies:<replica>`), each reply
+// read once, by that replica; a job served by the replica's own worker is
+// answered in-process. Why not BullMQ's QueueEvents nor pub/sub:
+// docs/architecture.md, "Replies".
 import { batchReplySchema, type BatchReply } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
@@ -39,18 +28,18 @@ export interface ReplyChannelOptions {
 }
 
 export class ReplyChannel {
-  readonly #o: ReplyChannelOptions;
+  readonly #options: ReplyChannelOptions;
   readonly #key: string;
   #closed = false;
   #loop: Promise<void> | undefined;
 
   constructor(options: ReplyChannelOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#key = this.listKey(options.replica);
   }
 
   listKey(replica: string): string {
-    return `${this.#o.prefix}replies:${replica}`;
+    return `${this.#options.prefix}replies:${replica}`;
   }
 
   start(): void {
@@ -59,22 +48,22 @@ export class ReplyChannel {
 
   /** Delivers a job's reply to the replica that waits for it. */
   async send(replyTo: string, reply: BatchReply): Promise<void> {
-    if (replyTo === this.#o.replica) {
-      this.#o.onReply(reply);
+    if (replyTo === this.#options.replica) {
+      this.#options.onReply(reply);
       return;
     }
     const key = this.listKey(replyTo);
-    await this.#o.redis.multi().lpush(key, JSON.stringify(reply)).pexpire(key, REPLY_LIST_TTL_MS).exec();
+    await this.#options.redis.multi().lpush(key, JSON.stringify(reply)).pexpire(key, REPLY_LIST_TTL_MS).exec();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#o.listener.disconnect();
+    this.#options.listener.disconnect();
     await this.#loop;
   }
 
   async #listen(): Promise<void> {
-    const { listener, logger } = this.#o;
+    const { listener, logger } = this.#options;
     while (!this.#closed) {
       try {
         const popped = await listener.blpop(this.#key, BLOCK_SECONDS);
@@ -99,9 +88,9 @@ export class ReplyChannel {
     try {
       reply = batchReplySchema.parse(JSON.parse(raw));
     } catch (err) {
-      this.#o.logger.error('dropping an unreadable batch reply', { err });
+      this.#options.logger.error('dropping an unreadable batch reply', { err });
       return;
     }
-    this.#o.onReply(reply);
+    this.#options.onReply(reply);
   }
 }

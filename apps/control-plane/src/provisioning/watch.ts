@@ -4,10 +4,10 @@
 // set, O(pools), coalesced to once per tick of events.
 import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
-import type { ProvisionerController } from './controller.js';
+import type { ProvisionerRegistry } from './provisioners.js';
 
 export function watchProvisioners(
-  controller: ProvisionerController,
+  provisioners: ProvisionerRegistry,
   pools: Informer<SandboxWarmPool>,
   templates: Informer<SandboxTemplate>,
 ): void {
@@ -17,7 +17,7 @@ export function watchProvisioners(
     queued = true;
     queueMicrotask(() => {
       queued = false;
-      controller.sync();
+      provisioners.sync();
     });
   };
   pools.addEventHandler({

@@ -1,27 +1,9 @@
-// The warm-pool driver: one global reconcile over SandboxWarmPools,
-// SandboxTemplates and NodeInventories, read from informer caches only.
-//
-// A run: sync the node records from the inventories; plan the pools; spread
-// the demand per pool key over the eligible nodes (pool-model); hand every
-// node whose desired set differs from what it acknowledged to its push lane;
-// write the status of every pool whose would-be status differs from its
-// current one; emit Events on transitions. Cost O(pools + nodes) plus the
-// placed targets, never per sandbox.
-//
-// Runs are coalesced (trigger.ts); they happen on informer events (watch.ts),
-// when a push or a probe round settles, and every interval, after a probe
-// round (GET /v1/info on every node, sampler.ts) has sampled the warm counts.
-// Statuses are written behind the run's back (status-queue.ts). Only the
-// leader drives: lead() begins a term, stopLeading() ends it and
-// aborts every call in flight, its probes and status writes included.
-//
-// Fencing: every push attempt first asks leadership.holding() (within the renew
-// deadline of the last successful renewal), so a leader that was paused sends
-// nothing once it resumes. A 409 from an agent never moves the epoch: it is
-// either our own later push that got there first, or a number no leader of
-// ours issued — then leadership is re-checked on the Lease (a later leader's
-// push ends our term), and if we still lead, the number is forged and only
-// that node leaves placement (generation.ts states the bound).
+// The warm-pool driver: one global, coalesced reconcile over the pool,
+// template and inventory caches, on the leader only. Invariants: a run costs
+// O(pools + nodes), never per sandbox; every push attempt first asks
+// leadership.holding(), so a paused leader sends nothing once it resumes; a
+// 409 never moves the epoch (generation.ts states the bound). The run, step
+// by step, and the fencing: docs/architecture.md, "The warm-pool driver".
 import {
   NodeInventoryType,
   poolKeyId,
@@ -111,7 +93,7 @@ interface Term {
 }
 
 export class WarmPoolReconciler {
-  readonly #o: WarmPoolReconcilerOptions;
+  readonly #options: WarmPoolReconcilerOptions;
   readonly #settings: WarmPoolDriverSettings;
   readonly #clock: Clock;
   readonly #tracker: NodeTracker;
@@ -125,7 +107,7 @@ export class WarmPoolReconciler {
   #closed = false;
 
   constructor(options: WarmPoolReconcilerOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#settings = {
       intervalMs: options.intervalMs ?? DRIVER_DEFAULTS.intervalMs,
       staleAfterMs: options.staleAfterMs ?? DRIVER_DEFAULTS.staleAfterMs,
@@ -144,7 +126,7 @@ export class WarmPoolReconciler {
     });
     this.#trigger = new CoalescingTrigger({
       run: (reasons) => this.#reconcile(reasons),
-      onError: (err) => this.#o.logger.error('reconcile failed', { err }),
+      onError: (err) => this.#options.logger.error('reconcile failed', { err }),
     });
     this.#statuses = new PoolStatusQueue({
       writer: options.statusWriter,
@@ -181,7 +163,7 @@ export class WarmPoolReconciler {
     if (this.#closed || this.#term !== undefined || signal.aborted) return;
     const controller = new AbortController();
     const pushers = new Pushers({
-      setter: this.#o.setter,
+      setter: this.#options.setter,
       concurrency: this.#settings.agentCallConcurrency,
       signal: controller.signal,
       now: () => this.#clock.now(),
@@ -190,11 +172,11 @@ export class WarmPoolReconciler {
       onIdle: () => this.#onPushesSettled(controller.signal),
     });
     const sampler = new ProbeSampler({
-      setter: this.#o.setter,
+      setter: this.#options.setter,
       tracker: this.#tracker,
-      token: this.#o.token,
-      metrics: this.#o.metrics,
-      logger: this.#o.logger,
+      token: this.#options.token,
+      metrics: this.#options.metrics,
+      logger: this.#options.logger,
       intervalMs: this.#settings.intervalMs,
       concurrency: this.#settings.agentCallConcurrency,
       signal: controller.signal,
@@ -229,13 +211,13 @@ export class WarmPoolReconciler {
       { once: true },
     );
 
-    const inventories = this.#o.inventories.list();
-    this.#tracker.sync(inventories, this.#o.addresses());
+    const inventories = this.#options.inventories.list();
+    this.#tracker.sync(inventories, this.#options.addresses());
     term.previous = heldTargets(this.#tracker.views());
     const floor = majorityApplied(inventories.map((inventory) => inventory.status?.appliedGeneration));
     this.#advance(term, floor);
     term.sampler.start();
-    this.#o.logger.info('driving the warm pools', {
+    this.#options.logger.info('driving the warm pools', {
       nodes: this.#tracker.size,
       majorityAppliedGeneration: floor ?? null,
     });
@@ -262,9 +244,9 @@ export class WarmPoolReconciler {
     term.controller.abort(new Error('leadership ended'));
     term.sampler.stop();
     clearTimeout(term.refresh);
-    this.#o.generations.reset();
-    this.#o.metrics.forgetPools();
-    this.#o.logger.info('stopped driving the warm pools');
+    this.#options.generations.reset();
+    this.#options.metrics.forgetPools();
+    this.#options.logger.info('stopped driving the warm pools');
   }
 
   /** Whether the node is in placement (known, fresh, answering, not draining). */
@@ -282,7 +264,7 @@ export class WarmPoolReconciler {
 
   /** Whether a node reporting `generation` as applied reports one no leader issued (it would leave placement). */
   unissued(generation: number | undefined): boolean {
-    const issued = this.#o.generations.highestIssued;
+    const issued = this.#options.generations.highestIssued;
     return generation !== undefined && issued !== undefined && generation > issued;
   }
 
@@ -308,44 +290,46 @@ export class WarmPoolReconciler {
   async #reconcileOnce(reasons: ReadonlySet<string>): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
-      this.#o.metrics.reconciled(0, 'skipped', this.#clock.now());
+      this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
       return;
     }
-    if (this.#o.token() === undefined) {
+    if (this.#options.token() === undefined) {
       // Fail-closed: without the fleet token nothing is pushed, probed or written.
       if (!this.#noTokenReported) {
-        this.#o.logger.error(
+        this.#options.logger.error(
           `no fleet token: pushing nothing to any node (fail-closed); set --token-file or ${FLEET_TOKEN_ENV}`,
         );
         this.#noTokenReported = true;
       }
-      this.#o.metrics.reconciled(0, 'skipped', this.#clock.now());
+      this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
       return;
     }
     this.#noTokenReported = false;
     const started = performance.now();
     try {
       await this.#run(term);
-      this.#o.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
-      this.#o.logger.debug('reconciled', { reasons: [...reasons], ms: Math.round(performance.now() - started) });
+      this.#options.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
+      this.#options.logger.debug('reconciled', { reasons: [...reasons], ms: Math.round(performance.now() - started) });
     } catch (err) {
-      this.#o.metrics.reconciled((performance.now() - started) / 1000, 'error', this.#clock.now());
+      this.#options.metrics.reconciled((performance.now() - started) / 1000, 'error', this.#clock.now());
       throw err;
     }
   }
 
   async #run(term: Term): Promise<void> {
     const now = this.#clock.now();
-    for (const gone of this.#tracker.sync(this.#o.inventories.list(), this.#o.addresses())) {
+    for (const gone of this.#tracker.sync(this.#options.inventories.list(), this.#options.addresses())) {
       term.pushers.forget(gone.name);
       term.placement.delete(gone.name);
-      if (gone.address !== '') this.#o.setter.forget?.(gone.address);
-      this.#o.metrics.forgetNode(gone.name);
-      this.#o.logger.info('node gone (its NodeInventory was deleted)', { node: gone.name });
+      if (gone.address !== '') this.#options.setter.forget?.(gone.address);
+      this.#options.metrics.forgetNode(gone.name);
+      this.#options.logger.info('node gone (its NodeInventory was deleted)', { node: gone.name });
     }
-    for (const address of this.#tracker.takeRetiredAddresses()) this.#o.setter.forget?.(address);
+    for (const address of this.#tracker.takeRetiredAddresses()) this.#options.setter.forget?.(address);
     const views = this.#tracker.views();
-    const plans = planPools(this.#o.pools.list(), (namespace, name) => this.#o.templates.get(namespace, name));
+    const plans = planPools(this.#options.pools.list(), (namespace, name) =>
+      this.#options.templates.get(namespace, name),
+    );
     const demands = demandsOf(plans);
     const result = spread(
       [...demands].map(([id, demand]) => ({ id, replicas: demand.replicas })),
@@ -369,12 +353,12 @@ export class WarmPoolReconciler {
         // A paused leader resuming must not push before its renew loop has noticed it lost the Lease.
         if (!this.#leadership.holding()) return;
         // One generation per round: every node pushed in this round gets the same, higher than any before.
-        generation = this.#o.generations.next();
+        generation = this.#options.generations.next();
         if (generation === undefined) {
           this.#advance(term);
           return;
         }
-        this.#o.metrics.generation(generation);
+        this.#options.metrics.generation(generation);
       }
       term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
     }
@@ -394,7 +378,7 @@ export class WarmPoolReconciler {
     const term = this.#term;
     // A push of an ended term has nothing to say to the current one.
     if (term === undefined || term.signal !== termSignal) return;
-    const { logger, metrics } = this.#o;
+    const { logger, metrics } = this.#options;
     const node = job.node.name;
     if (outcome.kind === 'applied') {
       this.#tracker.recordAnswer(node, outcome.info);
@@ -421,7 +405,7 @@ export class WarmPoolReconciler {
     if (err instanceof NotLeadingError) return;
     if (err instanceof StaleGenerationError) {
       metrics.setPools(node, 'stale_generation', seconds);
-      const issued = this.#o.generations.highestIssued;
+      const issued = this.#options.generations.highestIssued;
       if (issued !== undefined && err.appliedGeneration <= issued) {
         // Our own later push reached the node first; its answer covers this one.
         logger.debug('node had already applied a later push of ours', {
@@ -473,10 +457,10 @@ export class WarmPoolReconciler {
     if (term.confirming !== undefined) return;
     term.confirming = (async () => {
       const leading = await this.#leadership.confirm(term.signal);
-      if (!leading && !term.signal.aborted) this.#o.logger.warn('another replica leads: stopping');
+      if (!leading && !term.signal.aborted) this.#options.logger.warn('another replica leads: stopping');
     })()
       .catch((err: unknown) => {
-        if (!term.signal.aborted) this.#o.logger.warn('cannot re-check leadership', { err });
+        if (!term.signal.aborted) this.#options.logger.warn('cannot re-check leadership', { err });
       })
       .finally(() => {
         term.confirming = undefined;
@@ -497,9 +481,9 @@ export class WarmPoolReconciler {
       const exhaustedBackoff = new Backoff(EXHAUSTED_RETRY);
       while (!term.signal.aborted) {
         try {
-          const epoch = await this.#o.generations.advance(atLeastAbove, term.signal);
-          if (!term.signal.aborted) this.#o.logger.info('took a generation epoch', { epoch });
-          if (term.exhausted !== undefined) this.#o.logger.info('generations available again');
+          const epoch = await this.#options.generations.advance(atLeastAbove, term.signal);
+          if (!term.signal.aborted) this.#options.logger.info('took a generation epoch', { epoch });
+          if (term.exhausted !== undefined) this.#options.logger.info('generations available again');
           term.exhausted = undefined;
           return;
         } catch (err) {
@@ -508,12 +492,15 @@ export class WarmPoolReconciler {
           const delay = exhausted ? exhaustedBackoff.next() : backoff.next();
           if (exhausted) {
             term.exhausted = err.message;
-            this.#o.logger.error(
+            this.#options.logger.error(
               'no generation left: nothing can be pushed, reporting not ready; see the README (generations)',
               { err, retryInMs: Math.round(delay) },
             );
           } else {
-            this.#o.logger.warn('cannot take a generation epoch; retrying', { err, retryInMs: Math.round(delay) });
+            this.#options.logger.warn('cannot take a generation epoch; retrying', {
+              err,
+              retryInMs: Math.round(delay),
+            });
           }
           await sleep(delay, term.signal);
         }
@@ -537,7 +524,7 @@ export class WarmPoolReconciler {
       if (known && before === view.exclusion) continue;
       const fields = { node: view.name, address: view.address };
       if (view.exclusion === undefined) {
-        this.#o.logger.info(known ? 'node back in placement' : 'node in placement', fields);
+        this.#options.logger.info(known ? 'node back in placement' : 'node in placement', fields);
         if (known)
           this.#nodeEvent(
             view.name,
@@ -548,7 +535,7 @@ export class WarmPoolReconciler {
         continue;
       }
       const why = this.#exclusionMessage(view);
-      this.#o.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
+      this.#options.logger.warn('node out of placement', { ...fields, reason: view.exclusion, why });
       if (view.exclusion === 'unverified-address') {
         // A push still queued for it (to an address vouched for when queued, no longer) is not sent.
         term.pushers.forget(view.name);
@@ -574,7 +561,7 @@ export class WarmPoolReconciler {
         );
       }
     }
-    this.#o.metrics.nodes(counts);
+    this.#options.metrics.nodes(counts);
   }
 
   #exclusionMessage(view: NodeView): string {
@@ -590,7 +577,7 @@ export class WarmPoolReconciler {
       case 'impossible-generation':
         return [
           `node ${view.name} reports applied generation ${view.appliedGeneration},`,
-          `above any generation a leader has issued (${this.#o.generations.highestIssued}):`,
+          `above any generation a leader has issued (${this.#options.generations.highestIssued}):`,
           'forged or corrupted, so its agent would refuse every push;',
           'to recover it (control-plane README, "A node with an impossible generation"):',
           `\`kubectl annotate nodeinventory ${view.name}`,
@@ -605,10 +592,10 @@ export class WarmPoolReconciler {
   }
 
   #nodeEvent(name: string, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    const inventory = this.#o.inventories.get(name);
+    const inventory = this.#options.inventories.get(name);
     if (inventory === undefined) return;
-    this.#o.events.record(inventory, NodeInventoryType, type, reason, message);
-    this.#o.metrics.event(reason);
+    this.#options.events.record(inventory, NodeInventoryType, type, reason, message);
+    this.#options.metrics.event(reason);
   }
 
   #noteKeyChanges(term: Term, plans: readonly PoolPlan[]): void {
@@ -621,9 +608,9 @@ export class WarmPoolReconciler {
       term.keys.set(uid, plan.keyId);
       if (before === undefined || before === plan.keyId) continue;
       const message = `pool key changed from ${before} to ${plan.keyId}: the new key fills, the old one drains on every node`;
-      this.#o.logger.info('pool moved to a new key', { pool: plan.ref, from: before, to: plan.keyId });
-      this.#o.events.record(plan.pool, SandboxWarmPoolType, 'Normal', 'PoolKeyChanged', message);
-      this.#o.metrics.event('PoolKeyChanged');
+      this.#options.logger.info('pool moved to a new key', { pool: plan.ref, from: before, to: plan.keyId });
+      this.#options.events.record(plan.pool, SandboxWarmPoolType, 'Normal', 'PoolKeyChanged', message);
+      this.#options.metrics.event('PoolKeyChanged');
     }
     for (const uid of term.keys.keys()) if (!seen.has(uid)) term.keys.delete(uid);
   }
@@ -640,7 +627,7 @@ export class WarmPoolReconciler {
     result: Spread,
     now: number,
   ): void {
-    const { metrics } = this.#o;
+    const { metrics } = this.#options;
     const counting = views.filter((v) => v.eligible && v.observation !== undefined);
     const observed = observePools(counting.map((v) => v.observation));
     const statuses = statusesOf({

@@ -9,10 +9,8 @@ import type { WarmPoolDriver } from './driver.js';
 import type { EventRecorder } from './events.js';
 
 export interface WarmPoolRunnableOptions {
-  driver: WarmPoolDriver;
-  /** Closed with the driver: only the driver calls agents' SetPools and records pool Events. */
-  setter: PoolSetter;
-  events: EventRecorder;
+  /** With its agent client and Event recorder, closed with it: only the driver pushes and records pool Events. */
+  driver: WarmPoolDriver & { setter: PoolSetter; events: EventRecorder };
   clock: Clock;
   stallTimeoutMs: number;
   logger: Logger;
@@ -41,8 +39,8 @@ export function warmPoolRunnable(options: WarmPoolRunnableOptions): Runnable {
         'the warm-pool driver',
         [
           ['reconciler', () => reconciler.close()],
-          ['pool setter', () => options.setter.close()],
-          ['events', () => options.events.close()],
+          ['pool setter', () => driver.setter.close()],
+          ['events', () => driver.events.close()],
         ],
         options.logger,
       ),

@@ -32,16 +32,16 @@ export interface ProbeSamplerOptions {
 }
 
 export class ProbeSampler {
-  readonly #o: ProbeSamplerOptions;
+  readonly #options: ProbeSamplerOptions;
   #timer: NodeJS.Timeout | undefined;
   #sampling: Promise<void> | undefined;
 
   constructor(options: ProbeSamplerOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   start(): void {
-    this.#timer ??= setInterval(() => this.#sample(), this.#o.intervalMs);
+    this.#timer ??= setInterval(() => this.#sample(), this.#options.intervalMs);
   }
 
   stop(): void {
@@ -49,9 +49,9 @@ export class ProbeSampler {
   }
 
   #sample(): void {
-    const { signal, setter, tracker, metrics, logger } = this.#o;
-    if (this.#sampling !== undefined || signal.aborted || this.#o.token() === undefined) {
-      if (this.#sampling === undefined) this.#o.onSkipped();
+    const { signal, setter, tracker, metrics, logger } = this.#options;
+    if (this.#sampling !== undefined || signal.aborted || this.#options.token() === undefined) {
+      if (this.#sampling === undefined) this.#options.onSkipped();
       return;
     }
     // Stale nodes come back with a fresh inventory, not a probe; nodes with a push on the way will answer that.
@@ -63,9 +63,9 @@ export class ProbeSampler {
           v.exclusion !== 'stale' &&
           v.exclusion !== 'no-address' &&
           v.exclusion !== 'unverified-address' &&
-          !this.#o.pushing(v.name),
+          !this.#options.pushing(v.name),
       );
-    this.#sampling = forEachLimited(probed, this.#o.concurrency, async (view) => {
+    this.#sampling = forEachLimited(probed, this.#options.concurrency, async (view) => {
       try {
         const info = await setter.info({ name: view.name, address: view.address }, { signal });
         if (signal.aborted) return;
@@ -79,7 +79,7 @@ export class ProbeSampler {
       }
     }).finally(() => {
       this.#sampling = undefined;
-      this.#o.onSampled();
+      this.#options.onSampled();
     });
   }
 }

@@ -47,11 +47,11 @@ interface Written {
 }
 
 export class PoolStatusQueue {
-  readonly #o: PoolStatusQueueOptions;
+  readonly #options: PoolStatusQueueOptions;
   readonly #written = new Map<string, Written>();
 
   constructor(options: PoolStatusQueueOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** A term's lane: it writes only while `signal` (the term's) is not aborted. */
@@ -61,7 +61,7 @@ export class PoolStatusQueue {
 
   /** Writes each status of the batch that differs from the pool's current one, then emits its transition events. */
   async #write(batch: StatusBatch, signal: AbortSignal): Promise<void> {
-    const { metrics, logger, writer, events } = this.#o;
+    const { metrics, logger, writer, events } = this.#options;
     const live = new Set<string>();
     const writes: Array<{
       pool: SandboxWarmPool;
@@ -90,9 +90,9 @@ export class PoolStatusQueue {
     }
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
 
-    await forEachLimited(writes, this.#o.concurrency, async (write) => {
+    await forEachLimited(writes, this.#options.concurrency, async (write) => {
       // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
-      if (signal.aborted || !this.#o.mayWrite()) return;
+      if (signal.aborted || !this.#options.mayWrite()) return;
       try {
         const written = await writer.write(write.pool, write.stored, signal);
         if (written === undefined) {

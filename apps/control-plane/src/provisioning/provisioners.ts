@@ -1,5 +1,5 @@
-// Keeps one Provisioner per driven SandboxWarmPool (seeds-summary §3's
-// Controller): apply() creates or updates one, delete() stops one (claims
+// The registry of Provisioners, one per driven SandboxWarmPool (a registry,
+// not a Kubernetes controller): apply() creates or updates one, delete() stops one (claims
 // already enqueued are still served), list() answers them in a stable order.
 // sync() brings the set in line with the pool and template caches; watch.ts
 // calls it when a pool or template changes.
@@ -11,7 +11,7 @@ import type { BatcherOptions } from '@warmpool/batcher';
 import { ClaimFailure } from './claim-service.js';
 import { Provisioner, type BatchDispatch } from './provisioner.js';
 
-export interface ProvisionerControllerOptions {
+export interface ProvisionerRegistryOptions {
   pools: Lister<SandboxWarmPool>;
   templates: Lister<SandboxTemplate>;
   dispatch: BatchDispatch;
@@ -19,14 +19,14 @@ export interface ProvisionerControllerOptions {
   logger: Logger;
 }
 
-export class ProvisionerController {
-  readonly #o: ProvisionerControllerOptions;
+export class ProvisionerRegistry {
+  readonly #options: ProvisionerRegistryOptions;
   readonly #provisioners = new Map<string, Provisioner>();
   readonly #stopping = new Set<Promise<void>>();
   #closed = false;
 
-  constructor(options: ProvisionerControllerOptions) {
-    this.#o = options;
+  constructor(options: ProvisionerRegistryOptions) {
+    this.#options = options;
   }
 
   /** Creates the pool's Provisioner, or points the existing one at the pool's current key. */
@@ -41,11 +41,11 @@ export class ProvisionerController {
       namespace,
       name,
       key,
-      dispatch: this.#o.dispatch,
-      ...(this.#o.batcher !== undefined ? { batcher: this.#o.batcher } : {}),
+      dispatch: this.#options.dispatch,
+      ...(this.#options.batcher !== undefined ? { batcher: this.#options.batcher } : {}),
     });
     this.#provisioners.set(id, provisioner);
-    this.#o.logger.info('provisioner started', { pool: id, key });
+    this.#options.logger.info('provisioner started', { pool: id, key });
     return provisioner;
   }
 
@@ -58,7 +58,7 @@ export class ProvisionerController {
     const stopping = provisioner.stop();
     this.#stopping.add(stopping);
     void stopping.finally(() => this.#stopping.delete(stopping));
-    this.#o.logger.info('provisioner stopped', { pool: id });
+    this.#options.logger.info('provisioner stopped', { pool: id });
   }
 
   /** Every Provisioner, by namespace then name. */
@@ -76,7 +76,7 @@ export class ProvisionerController {
   sync(): void {
     if (this.#closed) return;
     const wanted = new Set<string>();
-    for (const pool of this.#o.pools.list()) {
+    for (const pool of this.#options.pools.list()) {
       const namespace = pool.metadata?.namespace;
       const name = pool.metadata?.name;
       if (namespace === undefined || name === undefined || pool.metadata?.deletionTimestamp !== undefined) continue;
@@ -93,11 +93,11 @@ export class ProvisionerController {
 
   /** Why a claim of this pool has no Provisioner: PoolNotFound or NotDriven. */
   refusal(namespace: string, name: string): ClaimFailure {
-    const pool = this.#o.pools.get(namespace, name);
+    const pool = this.#options.pools.get(namespace, name);
     if (pool === undefined || pool.metadata?.deletionTimestamp !== undefined)
       return new ClaimFailure('PoolNotFound', `SandboxWarmPool ${namespace}/${name} not found`);
     const templateName = pool.spec?.sandboxTemplateRef?.name ?? '';
-    const template = this.#o.templates.get(namespace, templateName);
+    const template = this.#options.templates.get(namespace, templateName);
     if (template === undefined)
       return new ClaimFailure(
         'NotDriven',
@@ -129,7 +129,10 @@ export class ProvisionerController {
   }
 
   #drivenKey(pool: SandboxWarmPool): PoolKey | undefined {
-    const template = this.#o.templates.get(pool.metadata?.namespace ?? '', pool.spec?.sandboxTemplateRef?.name ?? '');
+    const template = this.#options.templates.get(
+      pool.metadata?.namespace ?? '',
+      pool.spec?.sandboxTemplateRef?.name ?? '',
+    );
     if (template === undefined || !isDriven(template)) return undefined;
     try {
       return poolKeyOf(template);
