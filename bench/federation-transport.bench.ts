@@ -24,6 +24,7 @@ import { CapacityRegistry } from '@warmpool/federation';
 import {
   federationRecord,
   freePort,
+  redisCommandStats,
   sandboxEnv,
   sleep,
   startCluster,
@@ -138,15 +139,6 @@ rows.push(
 );
 
 // ---- 2. commands/s at 100 Envs × 10 members per cluster, beside the model ------------
-async function commandStats(redis: Redis): Promise<Map<string, number>> {
-  const text = await redis.info('commandstats');
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-    if (m !== null) out.set(m[1] ?? '', Number(m[2]));
-  }
-  return out;
-}
 
 const INTERVAL_MS = 2_000;
 const RECORDS_PER_CLUSTER = 1_000;
@@ -214,12 +206,12 @@ async function hubLoad(clusters: number, share: number): Promise<void> {
   }
   await sleep(2 * INTERVAL_MS);
   const admin = connect();
-  const before = await commandStats(admin);
+  const before = await redisCommandStats(admin);
   const cpuBefore = process.cpuUsage();
   const t0 = performance.now();
   await sleep(LOAD_MS);
   const elapsed = (performance.now() - t0) / 1000;
-  const after = await commandStats(admin);
+  const after = await redisCommandStats(admin);
   const cpu = process.cpuUsage(cpuBefore);
   const deltas = [...after]
     .map(([name, calls]) => [name, calls - (before.get(name) ?? 0)] as const)

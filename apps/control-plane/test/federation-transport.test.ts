@@ -3,7 +3,14 @@
 // slightly changed fleet costs the hub, how a record's age is taken from the
 // hub's own clock, and what happens when the hub loses keys.
 import { CapacityRegistry } from '@warmpool/federation';
-import { eventually, federationRecord, startRedis, type MemberRecord, type TestRedis } from '@warmpool/harness';
+import {
+  eventually,
+  federationRecord,
+  redisCommandStats,
+  startRedis,
+  type MemberRecord,
+  type TestRedis,
+} from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -80,7 +87,7 @@ describe('the federation transport (real redis-server)', () => {
 
   /** Calls per command on the hub since `before` (INFO commandstats; a script's own calls included). */
   async function callsSince(before: Map<string, number>): Promise<Map<string, number>> {
-    const after = await commandStats(connection());
+    const after = await redisCommandStats(connection());
     return new Map([...after].map(([name, calls]) => [name, calls - (before.get(name) ?? 0)]));
   }
 
@@ -178,7 +185,7 @@ describe('the federation transport (real redis-server)', () => {
     const { registry, watcher: w } = await watcher('west', keys);
     await w.readAll();
     expect(registry.foreignMembers('ns', 'env')).toHaveLength(200);
-    const before = await commandStats(connection());
+    const before = await redisCommandStats(connection());
     await east.report();
     await w.readAll();
     const calls = await callsSince(before);
@@ -196,7 +203,7 @@ describe('the federation transport (real redis-server)', () => {
     const { registry, watcher: w } = await watcher('west', keys);
     await w.readAll();
     many = [...many.slice(1, 199), record('p199', 7)];
-    const before = await commandStats(connection());
+    const before = await redisCommandStats(connection());
     await east.report();
     await w.readAll();
     const calls = await callsSince(before);
@@ -237,7 +244,7 @@ describe('the federation transport (real redis-server)', () => {
     await new Promise((resolve) => setTimeout(resolve, 400));
     await w.readAll();
     expect(registry.foreignMembers('ns', 'env')).toEqual([]);
-    const before = await commandStats(connection());
+    const before = await redisCommandStats(connection());
     await east.report();
     await w.readAll();
     const calls = await callsSince(before);
@@ -281,13 +288,3 @@ describe('the federation transport (real redis-server)', () => {
     expect(registry.foreignMembers('ns', 'env').map((m) => [m.memberPool, m.idle])).toEqual([['a', 2]]);
   });
 });
-
-async function commandStats(redis: Redis): Promise<Map<string, number>> {
-  const text = await redis.info('commandstats');
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-    if (m !== null) out.set(m[1] ?? '', Number(m[2]));
-  }
-  return out;
-}

@@ -4,7 +4,7 @@ export { runKubectl } from './kubectl.js';
 export type { KubectlOptions, KubectlResult } from './kubectl.js';
 export { runHelm } from './helm.js';
 export type { HelmOptions } from './helm.js';
-export { startRedis, ping as redisPing } from './redis.js';
+export { commandStats as redisCommandStats, startRedis, ping as redisPing } from './redis.js';
 export type { RedisTls, StartRedisOptions, TestRedis } from './redis.js';
 export { startSentinelTopology } from './redis-sentinel.js';
 export type { SentinelAddress, StartSentinelOptions, TestSentinelTopology } from './redis-sentinel.js';

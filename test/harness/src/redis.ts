@@ -160,3 +160,17 @@ function listenArgs(port: number, dir: string, tls: RedisTls | undefined): strin
     'no',
   ];
 }
+
+/**
+ * Calls per command since the server started (INFO commandstats), commands a
+ * Lua script runs included: what a spec or benchmark counts a protocol's cost in.
+ */
+export async function commandStats(redis: { info(section: string): Promise<string> }): Promise<Map<string, number>> {
+  const text = await redis.info('commandstats');
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
+    if (m !== null) out.set(m[1] ?? '', Number(m[2]));
+  }
+  return out;
+}
