@@ -113,6 +113,7 @@ describe('the CRDs', () => {
       'sandboxenvs.warmpool.dev',
       'sandboxes.agents.x-k8s.io',
       'sandboxtemplates.extensions.agents.x-k8s.io',
+      'sandboxwarmpoolautoscalers.warmpool.dev',
       'sandboxwarmpools.extensions.agents.x-k8s.io',
     ]);
     const resources = await cluster.kubectl(['api-resources', '-o', 'wide', '--api-group=extensions.agents.x-k8s.io']);
