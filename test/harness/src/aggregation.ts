@@ -25,13 +25,17 @@ export interface AggregatedApiOptions {
 
 /** Registers and waits until the aggregator calls the APIService Available; kubectl's discovery cache is dropped. */
 export async function registerAggregatedApi(cluster: TestCluster, options: AggregatedApiOptions): Promise<void> {
-  const run = async (args: string[], input?: string): Promise<string> => {
-    const result = await cluster.kubectl(args, input === undefined ? {} : { input });
+  const run = async (args: string[], input?: string, timeoutMs?: number): Promise<string> => {
+    const result = await cluster.kubectl(args, {
+      ...(input === undefined ? {} : { input }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    });
     if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
     return result.stdout;
   };
   if (options.replacesCrd !== undefined)
-    await run(['delete', 'crd', options.replacesCrd, '--ignore-not-found', '--wait=true']);
+    // Deleting a CRD waits for its objects to go; on a loaded machine that outlasts kubectl's usual 60 s watchdog.
+    await run(['delete', 'crd', options.replacesCrd, '--ignore-not-found', '--wait=true'], undefined, 300_000);
   const namespace = options.serviceNamespace ?? 'kube-system';
   const name = options.serviceName ?? `${options.version}-${options.group.replaceAll('.', '-')}`.slice(0, 63);
   const apiServiceName = `${options.version}.${options.group}`;
