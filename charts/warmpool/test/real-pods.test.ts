@@ -15,6 +15,7 @@ import {
   sandboxClaim,
   startNodeCluster,
   type NodeCluster,
+  LOCAL_CHART_VALUES as VALUES,
 } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { info } from '../../../test/e2e/helpers/agent.js';
@@ -27,14 +28,6 @@ const IMAGES = `${ROOT}.local/images`;
 const APPS = ['control-plane', 'node-agent', 'fake-sandboxd'];
 const AGENT_PORT = 7071;
 const LABEL = 'warmpool.dev/sandbox-node';
-const VALUES = [
-  'fakeSandboxd.enabled=true',
-  'image.pullPolicy=Never',
-  'redis.enabled=true',
-  'redis.image.repository=localhost/warmpool/redis',
-  'redis.image.tag=7-bookworm',
-  'redis.image.pullPolicy=Never',
-];
 const CONVERGE_MS = 90_000;
 
 interface PodJson {

@@ -86,4 +86,4 @@ export type { SandboxdVariant, SandboxdVariantBehaviour } from './sandboxd-varia
 export { startNodeCluster } from './nodes/node-cluster.js';
 export type { NodeCluster, NodeClusterTimings, StartNodeClusterOptions } from './nodes/node-cluster.js';
 export { CLUSTER_RANGES } from './nodes/machine-state.js';
-export { PAUSE_IMAGE } from './nodes/configs.js';
+export { LOCAL_CHART_VALUES, PAUSE_IMAGE } from './nodes/configs.js';

@@ -4,6 +4,7 @@
 // the images built from this checkout, `helm install` with the fake sandboxd
 // and the in-chart Redis, a sample pool; then how to use it, until Ctrl-C
 // tears everything down and puts the machine back as it was.
+import { LOCAL_CHART_VALUES as VALUES } from './configs.js';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,14 +31,6 @@ const NAMESPACE = 'warmpool-system';
 const SAMPLE_NAMESPACE = 'default';
 const IMAGES = join(REPO_ROOT, '.local', 'images');
 const APPS = ['control-plane', 'node-agent', 'fake-sandboxd'];
-const VALUES = [
-  'fakeSandboxd.enabled=true',
-  'image.pullPolicy=Never',
-  'redis.enabled=true',
-  'redis.image.repository=localhost/warmpool/redis',
-  'redis.image.tag=7-bookworm',
-  'redis.image.pullPolicy=Never',
-];
 
 function guide(cluster: NodeCluster, dir: string, replicas: number, startupMs: number): string {
   const kubeconfig = join(dir, 'kubeconfig');

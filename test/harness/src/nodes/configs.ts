@@ -3,6 +3,19 @@
 // CAP_SYS_RESOURCE and with cgroup v1 is said where it is set.
 import { CLUSTER_DOMAIN, DNS_IP, type NodeAddresses } from './topology.js';
 
+/**
+ * Helm values that run the chart on these nodes from the images built here (nothing is pulled): the fake
+ * sandboxd beside each agent and the in-chart Redis from images/build.sh's Redis image.
+ */
+export const LOCAL_CHART_VALUES: readonly string[] = [
+  'fakeSandboxd.enabled=true',
+  'image.pullPolicy=Never',
+  'redis.enabled=true',
+  'redis.image.repository=localhost/warmpool/redis',
+  'redis.image.tag=7-bookworm',
+  'redis.image.pullPolicy=Never',
+];
+
 export const PAUSE_IMAGE = 'localhost/warmpool/pause:1';
 
 export interface NodePaths {
