@@ -98,8 +98,8 @@ describe('ProvisionerRegistry', () => {
     expect(batches).toEqual([{ pool: 'py', claimRefs: ['a', 'b', 'c'] }]);
   });
 
-  it("sends a claim at once while none of its pool's batches is out, and gathers claims while one is", async () => {
-    const { controller, batches, release } = setup({ idleMs: 60_000, maxDurationMs: 60_000 });
+  it('with idle 0, sends a claim at the end of its turn while no batch is out, and holds claims until the out batch is answered', async () => {
+    const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 });
     controller.sync();
     const provisioner = controller.get('ns', 'py') as Provisioner;
     const first = provisioner.add(order('py', 'a'));
