@@ -145,7 +145,7 @@ export {
 export { FederationKeys, DEFAULT_FEDERATION_PREFIX } from '../../src/federation/keys.js';
 export { FederationReporter, type ReporterOptions } from '../../src/federation/reporter.js';
 export { FederationWatcher, type WatcherOptions } from '../../src/federation/watcher.js';
-export { EnvClaimRouter, type EnvClaimOrder, type EnvGrant } from '../../src/federation/router.js';
+export { EnvClaimRouter, type EnvClaimOrder, type EnvGrant } from '../../src/provisioning/env-claim-router.js';
 export {
   SandboxEnvReconciler,
   type SandboxEnvReconcilerOptions,
