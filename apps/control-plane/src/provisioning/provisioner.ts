@@ -1,7 +1,7 @@
-// One Provisioner per driven SandboxWarmPool (Karpenter's Provisioner, after
-// seeds-summary §3): it owns a Batcher, waits for enqueued claims, and hands
-// each closed batch to the dispatcher (one BullMQ job per batch). add()
-// answers with that claim's own result once its batch is done.
+// One Provisioner per driven SandboxWarmPool (after Karpenter's Provisioner):
+// it owns a Batcher, waits for enqueued claims, and hands each closed batch to
+// the dispatcher (one BullMQ job per batch). add() answers with that claim's
+// own result once its batch is done.
 //
 // Batches are dispatched without waiting for the previous one's answer: the
 // window bounds how long a claim waits to be sent, not how many batches are
