@@ -7,7 +7,7 @@ import { claimBodySchema, claimErrorBodySchema } from '@warmpool/api';
 import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { Fleet } from './support/fleet.js';
 import { apply } from './support/objects.js';

@@ -8,7 +8,7 @@ import { eventually, template, warmPool, type TestCluster } from '@warmpool/harn
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callClaims, serviceAccountToken } from './support/claims.js';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { apply, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
 
