@@ -161,10 +161,10 @@ export {
   type SandboxChange,
   type NodeReport,
   type SandboxViewOptions,
-} from '../../src/aggregated/view.js';
-export { SandboxReader, type SandboxReaderOptions } from '../../src/aggregated/reader.js';
-export { sandboxObject, ServedSandbox, type SandboxFacts } from '../../src/aggregated/sandbox-object.js';
-export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from '../../src/aggregated/sandbox-api.js';
+} from '../../src/sandbox-api/view.js';
+export { SandboxReader, type SandboxReaderOptions } from '../../src/sandbox-api/reader.js';
+export { sandboxObject, ServedSandbox, type SandboxFacts } from '../../src/sandbox-api/sandbox-object.js';
+export { createSandboxApi, type SandboxApi, type SandboxApiOptions } from '../../src/sandbox-api/sandbox-api.js';
 export {
   bullConnection,
   connect as connectRedis,
