@@ -4,7 +4,7 @@ import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
 import { FLAGS } from '../src/config/flags.js';
 import { validateConfig } from '../src/config/validate.js';
-import { requestHeaderConfigOf } from '../src/sandbox-api/front-proxy.js';
+import { requestHeaderConfigOf } from '../src/http/access/front-proxy.js';
 import { ApiError, representationOf, tableOf } from '../src/sandbox-api/responses.js';
 import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/sandbox-api/sandbox-object.js';
 import { fieldMatcher, labelMatcher, SelectorError } from '../src/sandbox-api/selectors.js';
