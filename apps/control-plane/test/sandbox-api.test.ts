@@ -314,6 +314,8 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       input: JSON.stringify({ ...body, metadata: { name: 'no-pool' }, spec: { warmPoolRef: { name: 'missing' } } }),
     });
     expect(noPool.code).not.toBe(0);
+    // The status the claim API answers PoolNotFound with (404), as a Status naming the field.
+    expect(noPool.stderr).toContain('(NotFound)');
     expect(noPool.stderr).toContain('spec.warmPoolRef.name');
 
     const generated = await kubectl(
