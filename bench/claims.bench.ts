@@ -136,17 +136,30 @@ function cpuMs(pid: number): number {
 }
 
 /** Commands Redis has run so far, and how many of them were scripts (EVALSHA / EVAL): BullMQ's and the index's. */
-async function redisCalls(): Promise<{ total: number; scripts: number }> {
+async function redisCalls(): Promise<{ total: number; scripts: number; byCommand: Map<string, number> }> {
   const info = infoFields(await respCommand(redis.target, ['INFO', 'commandstats']));
   let total = 0;
   let scripts = 0;
+  const byCommand = new Map<string, number>();
   for (const [name, value] of Object.entries(info)) {
     if (!name.startsWith('cmdstat_')) continue;
     const calls = Number(/calls=(\d+)/.exec(value)?.[1] ?? 0);
     total += calls;
+    byCommand.set(name.slice('cmdstat_'.length), calls);
     if (name === 'cmdstat_evalsha' || name === 'cmdstat_eval') scripts += calls;
   }
-  return { total, scripts };
+  return { total, scripts, byCommand };
+}
+
+/** The commands run between two readings, most first: `name count`. */
+function topCommands(before: Map<string, number>, after: Map<string, number>, per: number): string {
+  return [...after]
+    .map(([name, n]): [string, number] => [name, n - (before.get(name) ?? 0)])
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([name, n]) => `${name} ${(n / Math.max(1, per)).toFixed(2)}`)
+    .join(', ');
 }
 
 function batchStats(text: string): { count: number; sum: number } {
@@ -214,7 +227,7 @@ try {
     let batches = { count: 0, sum: 0 };
     let writes = { total: 0, perClaimKinds: 0, byResource: '' };
     let cpu = { controlPlane: 0, redis: 0 };
-    let calls = { total: 0, scripts: 0 };
+    let calls = { total: 0, scripts: 0, top: '' };
     for (let round = 0; round < ROUNDS; round++) {
       // Direct: the same number in flight, split over the agents (at 1 in flight, the first agent only).
       const shares = agentPools.map((_, a) => Math.floor(concurrency / NODES) + (a < concurrency % NODES ? 1 : 0));
@@ -247,6 +260,7 @@ try {
       calls = {
         total: calls.total + callsAfter.total - callsBefore.total,
         scripts: calls.scripts + callsAfter.scripts - callsBefore.scripts,
+        top: topCommands(callsBefore.byCommand, callsAfter.byCommand, http[http.length - 1]?.claims ?? 0),
       };
       cpu = {
         controlPlane: cpu.controlPlane + cpuMs(controlPlane.pid) - cpuBefore.controlPlane,
@@ -293,7 +307,7 @@ try {
       ],
       [
         `Redis commands per HTTP claim, ${concurrency} in flight`,
-        `${(calls.total / Math.max(1, h.claims)).toFixed(2)}, of which scripts ${(calls.scripts / Math.max(1, h.claims)).toFixed(2)} (load-independent: what the claim path asks of Redis)`,
+        `${(calls.total / Math.max(1, h.claims)).toFixed(2)}, of which scripts ${(calls.scripts / Math.max(1, h.claims)).toFixed(2)} (last round: ${calls.top})`,
         '',
         '',
         '',
