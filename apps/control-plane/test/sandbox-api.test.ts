@@ -29,7 +29,7 @@ import {
 } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';

@@ -10,7 +10,7 @@ import { ReviewUnavailable, type AccessReviewer } from '@warmpool/kube';
 import { methodNotAllowed, type Logger } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import type { PeerCredentials } from '../../federation/peers.js';
-import type { EnvClaimRouter } from '../../federation/router.js';
+import type { EnvClaimRouter } from '../../provisioning/env-claim-router.js';
 import { ClaimFailure, type ClaimService } from '../../provisioning/claim-service.js';
 import { claimAccess } from './access.js';
 import { fail, type ClaimApiEnv } from './answers.js';

@@ -6,7 +6,7 @@ import { renewClaimRequestSchema, DEFAULT_CLAIM_TTL_SECONDS, type ClaimBody } fr
 import type { ClaimVerb } from '@warmpool/kube';
 import { readJsonBody } from '@warmpool/runtime';
 import { Hono } from 'hono';
-import type { EnvClaimRouter } from '../../federation/router.js';
+import type { EnvClaimRouter } from '../../provisioning/env-claim-router.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { RouteAccess } from '../access/route-access.js';
 import { bodyOf, claimId, fail, scopeOf, type ClaimApiEnv } from './answers.js';

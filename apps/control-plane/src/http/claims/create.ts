@@ -13,7 +13,7 @@ import {
 import type { ClaimVerb } from '@warmpool/kube';
 import { readJsonBody, requestHeader } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
-import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
+import type { EnvClaimRouter, EnvGrant } from '../../provisioning/env-claim-router.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { RouteAccess } from '../access/route-access.js';
