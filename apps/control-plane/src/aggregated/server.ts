@@ -76,8 +76,8 @@ export interface SandboxApiServerOptions {
   /** create and delete claim and release through it; without it they answer 405. */
   claims?: ClaimService;
   /**
-   * The SandboxClaim cache: a SandboxClaim's sandbox is released only by deleting the SandboxClaim (its finalizer
-   * releases it and its Secret names it), never behind its back; delete answers 503 until the cache is synced.
+   * The SandboxClaim cache: a SandboxClaim's sandbox is released only by deleting the SandboxClaim (the SandboxClaim
+   * controller then releases it and deletes the Secret that names it), never behind its back; delete answers 503 until the cache is synced.
    */
   sandboxClaims?: SandboxClaimCache;
   metrics?: SandboxApiMetrics;
@@ -538,7 +538,7 @@ export class SandboxApiServer {
     if (heldByClaim)
       throw new ApiError(
         'Conflict',
-        `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (its finalizer releases the sandbox)`,
+        `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (that releases the sandbox)`,
         { name, group: AGENTS_GROUP, kind: PLURAL },
       );
     // Only an HTTP claim's Sandbox is released here (a SandboxClaim's is in another key space), and by its id: exactly

@@ -108,6 +108,7 @@ export {
 export {
   addressedToWarmpool,
   hasFinalizer,
+  isServed,
   ownershipOf,
   type ClaimCaches,
   type ClaimOwnership,
