@@ -14,7 +14,7 @@ import type { EventRecorder } from './controllers/warmpool/events.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import type { EpochStore } from './generation/generation.js';
 import type { ControlPlaneMetrics } from './metrics.js';
-import type { SandboxApi } from './aggregated/sandbox-api.js';
+import type { SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
 

@@ -20,7 +20,7 @@ import type { PoolSetter } from './agents/pool-setter.js';
 import type { FederationSetup } from './federation/setup.js';
 import { ClaimApiServer, createServedClaimApi } from './http/claims/served.js';
 import type { ControlPlaneMetrics } from './metrics.js';
-import { createSandboxApi, type SandboxApi } from './aggregated/sandbox-api.js';
+import { createSandboxApi, type SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ControlPlaneOptions } from './options.js';
 import type { ClaimOrder, ServedGrant } from './provisioning/claim-service.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';

@@ -19,13 +19,9 @@ import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import {
-  ClaimJanitor,
-  SandboxClaimMetrics,
-  type AgentAddress,
-  type ClaimRepair,
-  type NodeClaims,
-} from './support/internals.js';
+import { ClaimJanitor, type ClaimRepair, type NodeClaims } from '../src/controllers/sandboxclaims/janitor.js';
+import { SandboxClaimMetrics } from '../src/controllers/sandboxclaims/metrics.js';
+import type { AgentAddress } from '../src/nodes/addresses.js';
 import { ClaimFailure, type ClaimScope } from '../src/provisioning/claim-service.js';
 
 const clock = new ManualClock();

@@ -19,25 +19,23 @@ import type {
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { StaleGenerationError } from '../src/agents/errors.js';
+import type { AgentNode, PoolSetter } from '../src/agents/pool-setter.js';
+import type { EventRecorder } from '../src/controllers/warmpool/events.js';
+import { WarmPoolReconciler } from '../src/controllers/warmpool/reconciler.js';
+import { fitStatus, type StatusFields } from '../src/controllers/warmpool/status-schema.js';
+import type { PoolStatusWriter } from '../src/controllers/warmpool/status-writer.js';
 import {
-  addressCheckOf,
-  ControlPlaneMetrics,
-  createHealthApp,
-  fitStatus,
   generationOf,
   GenerationSource,
   MAX_EPOCH,
   MemoryEpochStore,
-  StaleGenerationError,
-  WarmPoolReconciler,
-  type AgentNode,
   type EpochStore,
-  type EventRecorder,
-  type PoolSetter,
-  type PoolStatusWriter,
-  type StatusFields,
-} from './support/internals.js';
-import { AgentCallError } from './support/internals.js';
+} from '../src/generation/generation.js';
+import { createHealthApp } from '../src/http/health.js';
+import { ControlPlaneMetrics } from '../src/metrics.js';
+import { addressCheckOf } from '../src/nodes/addresses.js';
+import { AgentCallError } from '../src/agents/errors.js';
 import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {

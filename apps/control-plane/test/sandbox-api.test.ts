@@ -29,7 +29,7 @@ import {
 } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';
@@ -314,6 +314,8 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       input: JSON.stringify({ ...body, metadata: { name: 'no-pool' }, spec: { warmPoolRef: { name: 'missing' } } }),
     });
     expect(noPool.code).not.toBe(0);
+    // The status the claim API answers PoolNotFound with (404), as a Status naming the field.
+    expect(noPool.stderr).toContain('(NotFound)');
     expect(noPool.stderr).toContain('spec.warmPoolRef.name');
 
     const generated = await kubectl(

@@ -12,25 +12,17 @@ import {
 } from '@warmpool/api';
 import { eventually, poolObject, templateObject } from '@warmpool/harness';
 import { describe, expect, it } from 'vitest';
+import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from '../src/controllers/sandboxclaims/lifetime.js';
+import { isServed, ownershipOf, type ClaimCaches } from '../src/controllers/sandboxclaims/ownership.js';
+import { KeyedQueue, type WorkOutcome } from '../src/controllers/sandboxclaims/queue.js';
+import { isClaimSecret, sandboxSecret, secretMatches } from '../src/controllers/sandboxclaims/secret.js';
 import {
   claimedStatus,
   failedStatus,
   ipOf,
-  isClaimSecret,
-  isExpired,
   isRetryable,
-  isServed,
-  KeyedQueue,
-  ownershipOf,
-  renewalAt,
-  sandboxSecret,
-  secretMatches,
-  shutdownAt,
   statusDiffers,
-  ttlSecondsFor,
-  type ClaimCaches,
-  type WorkOutcome,
-} from './support/internals.js';
+} from '../src/controllers/sandboxclaims/status.js';
 import type { ClaimGrant } from '../src/provisioning/claim-service.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');

@@ -18,7 +18,8 @@ import {
 import { eventually, sandboxClaim, sandboxEnv, sleep, template, type TestCluster, warmPool } from '@warmpool/harness';
 import { ignoreNotFound, ResourceClient } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane, KubeSecret } from './support/internals.js';
+import type { KubeSecret } from '../src/controllers/sandboxclaims/secret.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
 import type { Fleet, FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';

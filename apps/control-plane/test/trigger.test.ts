@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CoalescingTrigger } from './support/internals.js';
+import { CoalescingTrigger } from '../src/controllers/warmpool/trigger.js';
 
 /** A run that stays in flight until released, recording the reasons it was given. */
 function gatedRuns(): { runs: Array<string[]>; release(): void; trigger: CoalescingTrigger } {

@@ -3,7 +3,8 @@
 // address or on a unix socket (how node-local daemons are reached).
 import { lstatSync, unlinkSync } from 'node:fs';
 import { connect, type AddressInfo } from 'node:net';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
+import type { SecureContextOptions } from 'node:tls';
 import {
   ServerResponse,
   type IncomingMessage,
@@ -20,7 +21,19 @@ export interface HttpServer {
   /** The bound address (the real port when 0 was asked for). */
   readonly address: HostPort;
   readonly url: string;
+  /** Served over TLS: the certificate settings every new connection gets from now on (throws when served plainly). */
+  updateTls(tls: TlsServing): void;
   close(): Promise<void>;
+}
+
+export interface TlsServing {
+  cert: string | Buffer;
+  key: string | Buffer;
+  /**
+   * Ask every client for a certificate, verified against this CA bundle (none yet: every one is unverified). TLS
+   * refuses no client for it: the app reads `socket.authorized` and decides.
+   */
+  clientCertificates?: { ca: string | undefined };
 }
 
 export interface SocketServer {
@@ -39,7 +52,7 @@ export interface ServeTuning {
 
 export interface ServeOptions extends HostPort, ServeTuning {
   /** Serve HTTPS with this certificate and key (PEM); plain HTTP when absent. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  tls?: TlsServing;
 }
 
 export interface SocketServeOptions extends ServeTuning {
@@ -87,7 +100,7 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: Serve
       : createAdaptorServer({
           fetch: app.fetch,
           createServer: createHttpsServer,
-          serverOptions: { ServerResponse: DrainingResponse, cert: tls.cert, key: tls.key },
+          serverOptions: { ServerResponse: DrainingResponse, ...tlsOptionsOf(tls) },
         })
   ) as Server;
   server.keepAliveTimeout = keepAliveTimeoutMs ?? 65_000;
@@ -97,6 +110,18 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: Serve
       closing = true;
       return closeServer(server, timeoutMs);
     },
+  };
+}
+
+function tlsOptionsOf(tls: TlsServing): SecureContextOptions & { requestCert?: boolean; rejectUnauthorized?: boolean } {
+  const clients = tls.clientCertificates;
+  if (clients === undefined) return { cert: tls.cert, key: tls.key };
+  return {
+    cert: tls.cert,
+    key: tls.key,
+    ...(clients.ca !== undefined ? { ca: clients.ca } : {}),
+    requestCert: true,
+    rejectUnauthorized: false,
   };
 }
 
@@ -112,6 +137,10 @@ export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServe
       resolve({
         address: { host: info.address, port: info.port },
         url: `${scheme}://${host}:${info.port}`,
+        updateTls: (tls) => {
+          if (!(server instanceof HttpsServer)) throw new Error('this server is served without TLS');
+          server.setSecureContext(tlsOptionsOf(tls));
+        },
         close: () => close(options.closeTimeoutMs ?? 10_000),
       });
     });

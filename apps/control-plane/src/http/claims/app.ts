@@ -24,7 +24,7 @@ import { bearerToken, methodNotAllowed, readJsonBody, requestHeader, type Logger
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { PeerCredentials } from '../../federation/peers.js';
-import type { EnvClaimRouter, EnvGrant } from '../../federation/router.js';
+import type { EnvClaimRouter, EnvGrant } from '../../provisioning/env-claim-router.js';
 import {
   ClaimFailure,
   type ClaimGrant,

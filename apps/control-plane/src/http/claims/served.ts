@@ -11,7 +11,7 @@ import { serveApp, type HostPort, type HttpServer, type Logger } from '@warmpool
 import type { TlsFiles } from '../../config/settings.js';
 import type { Runnable } from '../../manager/runnable.js';
 import type { Federation } from '../../federation/federation.js';
-import { EnvClaimRouter, type EnvClaimRouterOptions } from '../../federation/router.js';
+import { EnvClaimRouter, type EnvClaimRouterOptions } from '../../provisioning/env-claim-router.js';
 import type { PeerCredentials } from '../../federation/peers.js';
 import type { ProvisioningPipeline } from '../../provisioning/pipeline.js';
 import { KubeAccessReviewer, type AccessReviewer } from '@warmpool/kube';

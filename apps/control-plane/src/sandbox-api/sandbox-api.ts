@@ -21,12 +21,13 @@ import type { RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../token.js';
 import { KubeAccessReviewer } from '@warmpool/kube';
 import { ClaimFeed } from './claim-feed.js';
-import { RequestHeaderSource } from './front-proxy.js';
+import { RequestHeaderSource } from '../http/access/front-proxy.js';
 import { enrichFromIndex } from './index-enricher.js';
 import { followInventories } from './inventory-feed.js';
 import { SandboxApiMetrics } from './metrics.js';
 import { SandboxReader } from './reader.js';
-import { SandboxApiServer, type SandboxAuthorizer } from './server.js';
+import type { SandboxAuthorizer } from './access.js';
+import { SandboxApiServer } from './server.js';
 import { servingCert } from './serving-cert.js';
 import { SandboxView } from './view.js';
 
