@@ -18,7 +18,7 @@ import type { Manager } from './manager/manager.js';
 import { AgentClient } from './agents/client.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { FederationSetup } from './federation/setup.js';
-import { ClaimApiServer, createServedClaimApi } from './http/claims/served.js';
+import { ClaimApiServer, createReplicaClaimApi } from './http/claims/server.js';
 import type { ControlPlaneMetrics } from './metrics.js';
 import { createSandboxApi, type SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ControlPlaneOptions } from './options.js';
@@ -109,7 +109,7 @@ export interface ClaimSide {
   settings: ClaimsSettings;
   pipeline: ProvisioningPipeline;
   api: ClaimApiServer;
-  app: ReturnType<typeof createServedClaimApi>;
+  app: ReturnType<typeof createReplicaClaimApi>;
   sandboxClaims: SandboxClaims;
 }
 
@@ -166,7 +166,7 @@ export function createClaimSide(
     clock,
     ...options.sandboxClaims,
   });
-  const app = createServedClaimApi({
+  const app = createReplicaClaimApi({
     kubeConfig,
     claims: pipeline,
     envs: inputs.envs.informer.lister,
