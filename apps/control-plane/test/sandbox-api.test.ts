@@ -460,18 +460,19 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
 
   it("refuses to delete a SandboxClaim's sandbox (409 Conflict: delete the SandboxClaim instead) and releases nothing", async () => {
     await apply(cluster, sandboxClaim(ns, 'victim', 'python'));
-    const readyClaim = async (): Promise<{ id: string | undefined; ready: string | undefined }> => {
+    const readyClaim = async (): Promise<string | undefined> => {
       const claim = JSON.parse(await kubectl(cluster, ['get', 'sandboxclaim', 'victim', '-n', ns, '-o', 'json'])) as {
-        metadata: { annotations?: Record<string, string> };
         status?: { conditions?: Array<{ type: string; status: string }> };
       };
-      return {
-        id: claim.metadata.annotations?.['warmpool.dev/sandbox-id'],
-        ready: claim.status?.conditions?.find((c) => c.type === 'Ready')?.status,
-      };
+      return claim.status?.conditions?.find((c) => c.type === 'Ready')?.status;
     };
-    await eventually(async () => (await readyClaim()).ready === 'True', { what: 'SandboxClaim victim Ready' });
-    const { id } = await readyClaim();
+    await eventually(async () => (await readyClaim()) === 'True', { what: 'SandboxClaim victim Ready' });
+    // The sandbox id, from the claim's Secret.
+    const id = Buffer.from(
+      await kubectl(cluster, ['get', 'secret', 'victim', '-n', ns, '-o', 'jsonpath={.data.id}']),
+      'base64',
+    ).toString('utf8');
+    expect(id).toMatch(/^sb_/);
     // Someone who may delete Sandboxes and nothing else: no rights on SandboxClaims.
     await kubectl(cluster, [
       'create',
