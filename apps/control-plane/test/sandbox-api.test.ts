@@ -599,7 +599,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     }
   });
 
-  it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number', async () => {
+  it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number, and 405 to a HEAD watch', async () => {
     const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true`;
     for (const query of ['resourceVersion=abc', 'resourceVersion=-1', 'timeoutSeconds=abc', 'timeoutSeconds=1.5']) {
       const answer = await callDirect(port, pki.ca.certPem, `${path}&${query}`, {
@@ -608,6 +608,13 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       });
       expect(answer, query).toMatchObject({ status: 400, body: { kind: 'Status', reason: 'BadRequest', code: 400 } });
     }
+    // HEAD would open a stream that nobody reads: refused (405) before it starts.
+    const head = await callDirect(port, pki.ca.certPem, path, {
+      method: 'HEAD',
+      client: cluster.pki.frontProxyClient,
+      headers: { 'x-remote-user': 'viewer' },
+    });
+    expect(head.status).toBe(405);
   });
 
   it("sends a watch's response headers at once, before any event (client-go's Watch() waits for them)", async () => {
