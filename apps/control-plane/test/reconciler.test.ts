@@ -4,7 +4,7 @@
 //
 // World.settle() knows the reconciler has gone quiet from outside: between
 // its collaborators' calls (agents, status writes, the epoch store, the Lease
-// re-check), all tracked by an InFlight, and the trigger's setTimeout(0), a run
+// re-check), all tracked by an InFlight, and the work queue's setImmediate, a run
 // is synchronous. It cannot see a real-time wait (the epoch backoff, the probe
 // interval): tests that need one wait for its effect with vi.waitFor.
 import type {
@@ -17,12 +17,14 @@ import type {
   SandboxWarmPoolStatus,
 } from '@warmpool/api';
 import { Lister, ObjectStore } from '@warmpool/kube';
+import { Registry } from 'prom-client';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   addressCheckOf,
-  ControlPlaneMetrics,
+  WarmPoolMetrics,
   createHealthApp,
+  registerBuildInfo,
   fitStatus,
   generationOf,
   GenerationSource,
@@ -141,7 +143,7 @@ class RecordedEvents implements EventRecorder {
 }
 
 /** The driver's metrics, counting the reconciles it reports (every run reports one outcome). */
-class CountingMetrics extends ControlPlaneMetrics {
+class CountingMetrics extends WarmPoolMetrics {
   runs = 0;
 
   override reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
@@ -169,7 +171,7 @@ class World {
   holding = true;
   leaseHolder = 'us';
   confirms = 0;
-  readonly metrics = new CountingMetrics();
+  readonly metrics = new CountingMetrics(new Registry());
   /** Every call the reconciler makes to the fakes below, so settle() can tell when it has gone quiet. */
   readonly calls = new InFlight();
 
@@ -701,7 +703,7 @@ describe('WarmPoolReconciler', () => {
   it("reports each pool's ready and desired replicas as gauges, and drops a deleted pool's series", async () => {
     const w = world();
     const series = async () =>
-      (await w.metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
+      (await w.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
     await w.settle();
@@ -755,7 +757,9 @@ describe('the health endpoints', () => {
       reasons: ['no reconcile finished for 300 s'],
     });
     expect((await probes.request('/metrics')).status).toBe(404);
-    const withMetrics = createHealthApp({ ...options, metrics: new ControlPlaneMetrics() });
+    const registry = new Registry();
+    registerBuildInfo(registry, undefined);
+    const withMetrics = createHealthApp({ ...options, metrics: registry });
     const metrics = await (await withMetrics.request('/metrics')).text();
     expect(metrics).toMatch(/^warmpool_build_info\{component="control-plane",version="unknown",node_version="v\d+/m);
   });

@@ -6,12 +6,12 @@ export { DEFAULT_LEASE_NAME, defaultIdentity } from '../../src/config/settings.j
 export { FLAGS, SUMMARY, type ControlPlaneConfig } from '../../src/config/flags.js';
 export { validateConfig, type ValidatedConfig } from '../../src/config/validate.js';
 export {
-  ControlPlaneMetrics,
+  WarmPoolMetrics,
   NODE_STATES,
   POOL_STATES,
   type NodeStateLabel,
   type PoolState,
-} from '../../src/metrics.js';
+} from '../../src/controllers/warmpool/metrics.js';
 export { kubeTime } from '../../src/clock.js';
 export { rotatingToken, staticToken, type TokenSource } from '../../src/token.js';
 export { AgentClient, type AgentClientOptions, type ClaimAnswer } from '../../src/agents/client.js';
@@ -42,7 +42,6 @@ export {
   type Leadership,
   type WarmPoolReconcilerOptions,
 } from '../../src/controllers/warmpool/reconciler.js';
-export { CoalescingTrigger, type CoalescingTriggerOptions } from '../../src/controllers/warmpool/trigger.js';
 export { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from '../../src/controllers/warmpool/options.js';
 export {
   planPools,
@@ -88,7 +87,7 @@ export {
   type EventType,
   type KubeEventRecorderOptions,
 } from '../../src/controllers/warmpool/events.js';
-export { createHealthApp, type HealthAppOptions } from '../../src/http/health.js';
+export { createHealthApp, registerBuildInfo, type HealthAppOptions } from '../../src/http/health.js';
 export { SandboxClaims, type SandboxClaimsOptions } from '../../src/controllers/sandboxclaims/sandboxclaims.js';
 export {
   SandboxClaimController,
@@ -133,7 +132,6 @@ export {
   secretMatches,
   type KubeSecret,
 } from '../../src/controllers/sandboxclaims/secret.js';
-export { KeyedQueue, type KeyedQueueOptions, type WorkOutcome } from '../../src/controllers/sandboxclaims/queue.js';
 export type { AgentAddress } from '../../src/nodes/addresses.js';
 export { SandboxClaimMetrics } from '../../src/controllers/sandboxclaims/metrics.js';
 export {

@@ -15,7 +15,7 @@
 //   write is covered twice: the claimRef is idempotent (the next leader gets
 //   the same sandbox for the claim), and the janitor releases the sandboxes of
 //   claims that no longer exist.
-// - One key is never worked on twice at once (KeyedQueue), so a deletion is
+// - One key is never worked on twice at once (WorkQueue), so a deletion is
 //   handled after the claim in flight for it has settled.
 // - The token is written only into the claim's own Secret, and that Secret
 //   never outlives the claim, garbage collector or not: it is written only
@@ -31,13 +31,12 @@
 //   unless the apiserver still has the claim controlling it (the cache may
 //   lag; a namesake's Secret is never touched).
 import { SANDBOX_ID_ANNOTATION, type ClaimFailureReason, type SandboxClaim } from '@warmpool/api';
-import type { Lister } from '@warmpool/kube';
+import { WorkQueue, type Lister, type WorkOutcome } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { ClaimFailure, type ClaimGrant, type ClaimScope, type ClaimService } from '../../provisioning/claim-service.js';
 import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './lifetime.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import { hasFinalizer, ownershipOf, type ClaimCaches } from './ownership.js';
-import { KeyedQueue, type WorkOutcome } from './queue.js';
 import { claimedStatus, failedStatus, isReadyClaimed, isRetryable, readyOf, statusDiffers } from './status.js';
 import { SecretTakenError, type ClaimWriter } from './writer.js';
 
@@ -82,7 +81,7 @@ function splitKey(key: string): { namespace: string; name: string } {
 export class SandboxClaimController {
   readonly settings: SandboxClaimSettings;
   readonly #options: SandboxClaimControllerOptions;
-  readonly #queue: KeyedQueue;
+  readonly #queue: WorkQueue;
   /**
    * The leases this replica granted or renewed during its term, by key: what
    * it renews by, and proof that it wrote the claim's Secret and status itself
@@ -108,7 +107,7 @@ export class SandboxClaimController {
       retryMaxMs: options.retryMaxMs ?? SANDBOX_CLAIM_DEFAULTS.retryMaxMs,
       unservableRecheckMs: options.unservableRecheckMs ?? SANDBOX_CLAIM_DEFAULTS.unservableRecheckMs,
     };
-    this.#queue = new KeyedQueue({
+    this.#queue = new WorkQueue({
       concurrency: this.settings.concurrency,
       retryInitialMs: this.settings.retryInitialMs,
       retryMaxMs: this.settings.retryMaxMs,

@@ -12,14 +12,14 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { Backoff, sleep, type Lister } from '@warmpool/kube';
+import { Backoff, DONE, sleep, WorkQueue, type Lister, type WorkOutcome } from '@warmpool/kube';
 import { observePools, spread, type Spread, type Targets } from '@warmpool/pool-model';
 import type { Logger } from '@warmpool/runtime';
 import { FLEET_TOKEN_ENV, formatDuration, systemClock, type Clock } from '@warmpool/runtime';
 import { NoTokenError, NotLeadingError, StaleGenerationError } from '../../agents/errors.js';
 import type { PoolSetter } from '../../agents/pool-setter.js';
 import { GenerationExhaustedError, majorityApplied, type GenerationSource } from '../../generation/generation.js';
-import { NODE_STATES, type ControlPlaneMetrics, type NodeStateLabel, type PoolState } from '../../metrics.js';
+import { NODE_STATES, type WarmPoolMetrics, type NodeStateLabel, type PoolState } from './metrics.js';
 import type { TokenSource } from '../../token.js';
 import { desiredSetOf, type DesiredSet } from './desired.js';
 import type { EventRecorder } from './events.js';
@@ -32,7 +32,6 @@ import { ProbeSampler } from './sampler.js';
 import { PoolStatusQueue, type StatusLane } from './status-queue.js';
 import type { PoolStatusWriter } from './status-writer.js';
 import { statusesOf } from './status.js';
-import { CoalescingTrigger } from './trigger.js';
 
 /** While pushes are still settling, status catches up with the answers at most this late. */
 const PUSHED_REFRESH_MS = 1_000;
@@ -46,6 +45,9 @@ export interface Leadership {
 }
 
 const ALWAYS_LEADING: Leadership = { holding: () => true, confirm: () => Promise.resolve(true) };
+
+/** The work queue's one key: the reconcile reads the whole world from the caches. */
+const RUN = 'reconcile';
 
 /** Retrying after the generations ran out: slow, since only a human fixes that. */
 const EXHAUSTED_RETRY = { initialMs: 5_000, maxMs: 60_000 };
@@ -61,7 +63,7 @@ export interface WarmPoolReconcilerOptions extends Partial<WarmPoolDriverSetting
   events: EventRecorder;
   generations: GenerationSource;
   token: TokenSource;
-  metrics: ControlPlaneMetrics;
+  metrics: WarmPoolMetrics;
   logger: Logger;
   clock?: Clock;
   leadership?: Leadership;
@@ -97,7 +99,10 @@ export class WarmPoolReconciler {
   readonly #settings: WarmPoolDriverSettings;
   readonly #clock: Clock;
   readonly #tracker: NodeTracker;
-  readonly #trigger: CoalescingTrigger;
+  /** One key, the global run: coalesced, never two at once, retried with backoff when it throws. */
+  readonly #queue: WorkQueue;
+  /** Why the next run runs (for its debug log). */
+  #reasons = new Set<string>();
   readonly #statuses: PoolStatusQueue;
   readonly #leadership: Leadership;
   #term: Term | undefined;
@@ -124,10 +129,11 @@ export class WarmPoolReconciler {
       agentObservationTtlMs: 2 * this.#settings.intervalMs,
       highestIssued: () => options.generations.highestIssued,
     });
-    this.#trigger = new CoalescingTrigger({
-      run: (reasons) => this.#reconcile(reasons),
-      onError: (err) => this.#options.logger.error('reconcile failed', { err }),
+    this.#queue = new WorkQueue({
+      work: () => this.#reconcile(),
+      onError: (_key, err) => this.#options.logger.error('reconcile failed', { err }),
     });
+    this.#queue.start();
     this.#statuses = new PoolStatusQueue({
       writer: options.statusWriter,
       events: options.events,
@@ -155,7 +161,8 @@ export class WarmPoolReconciler {
 
   /** Something changed: reconcile soon (coalesced with every other poke). */
   poke(reason: string): void {
-    this.#trigger.poke(reason);
+    this.#reasons.add(reason);
+    this.#queue.add(RUN);
   }
 
   /** Begins a leadership term: takes a generation epoch, then drives. `signal` ends the term. */
@@ -276,12 +283,15 @@ export class WarmPoolReconciler {
   async close(): Promise<void> {
     this.#closed = true;
     this.stopLeading();
-    await this.#trigger.close();
+    await this.#queue.stop();
   }
 
-  async #reconcile(reasons: ReadonlySet<string>): Promise<void> {
+  async #reconcile(): Promise<WorkOutcome> {
+    const reasons = this.#reasons;
+    this.#reasons = new Set();
     try {
       await this.#reconcileOnce(reasons);
+      return DONE;
     } finally {
       this.#lastRunEnded = this.#clock.now();
     }
