@@ -16,7 +16,7 @@ import { cachesRunnable } from './manager/caches.js';
 import { leaseTimingsOf, Manager } from './manager/manager.js';
 import { WarmPoolMetrics } from './controllers/warmpool/metrics.js';
 import type { ControlPlane, ControlPlaneOptions } from './options.js';
-import type { SandboxApi } from './aggregated/sandbox-api.js';
+import type { SandboxApi } from './sandbox-api/sandbox-api.js';
 import {
   createClaimSide,
   createDriverSide,

@@ -7,9 +7,9 @@ export { FLAGS, SUMMARY, type ControlPlaneConfig } from './config/flags.js';
 export { validateConfig, type ValidatedConfig } from './config/validate.js';
 
 // What the benchmarks (bench/) drive in-process: the Sandbox API's view and reader, the federation transport.
-export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './aggregated/view.js';
-export { SandboxReader, type SandboxReaderOptions } from './aggregated/reader.js';
-export { type SandboxFacts } from './aggregated/sandbox-object.js';
+export { SandboxView, type SandboxChange, type NodeReport, type SandboxViewOptions } from './sandbox-api/view.js';
+export { SandboxReader, type SandboxReaderOptions } from './sandbox-api/reader.js';
+export { type SandboxFacts } from './sandbox-api/sandbox-object.js';
 export { FederationKeys, DEFAULT_FEDERATION_PREFIX } from './federation/keys.js';
 export { FederationReporter, type ReporterOptions } from './federation/reporter.js';
 export { FederationWatcher, type WatcherOptions } from './federation/watcher.js';

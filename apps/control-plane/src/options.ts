@@ -13,7 +13,7 @@ import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js
 import type { EventRecorder } from './controllers/warmpool/events.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import type { EpochStore } from './generation/generation.js';
-import type { SandboxApi } from './aggregated/sandbox-api.js';
+import type { SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
 

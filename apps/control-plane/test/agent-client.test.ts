@@ -2,13 +2,9 @@
 import { serveApp, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  AgentCallError,
-  AgentClient,
-  NoTokenError,
-  StaleGenerationError,
-  type AgentNode,
-} from './support/internals.js';
+import { AgentClient } from '../src/agents/client.js';
+import { AgentCallError, NoTokenError, StaleGenerationError } from '../src/agents/errors.js';
+import type { AgentNode } from '../src/agents/pool-setter.js';
 
 interface Seen {
   method: string;

@@ -7,7 +7,7 @@
 import { eventually, sleep, template, warmPool } from '@warmpool/harness';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { metricSum } from './support/metrics.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';

@@ -7,7 +7,7 @@
 // over fake-sandboxd and two control-plane replicas.
 import { eventually, sleep, template, warmPool } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { burstOnNodes, claimBurst, releaseBurst, serviceAccountToken, type ClaimBurst } from './support/claims.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';

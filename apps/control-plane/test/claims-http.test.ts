@@ -9,7 +9,7 @@ import { claimBodySchema, claimErrorBodySchema, parseNodeClaimRef, type ClaimBod
 import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';

@@ -18,7 +18,7 @@ import {
   type TestSentinelTopology,
 } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import {
   burstOnNodes,
   claimBurst,

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
-import { FLAGS, validateConfig } from './support/internals.js';
+import { FLAGS } from '../src/config/flags.js';
+import { validateConfig } from '../src/config/validate.js';
 
 const noNamespaceFile = (): undefined => undefined;
 

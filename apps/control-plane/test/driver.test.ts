@@ -4,7 +4,7 @@
 // each fake-sandboxd.
 import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane, ControlPlaneOptions } from './support/internals.js';
+import type { ControlPlane, ControlPlaneOptions } from '../src/options.js';
 import type { Fleet } from './support/fleet.js';
 import { metricSum } from './support/metrics.js';
 import { apply, condition, getPool, kubectl, leaseHolder, patch } from './support/objects.js';

@@ -16,7 +16,7 @@ import { silentLogger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PeerDirectory } from '../src/federation/peers.js';
-import { EnvClaimRouter, type EnvClaimOrder } from '../src/federation/router.js';
+import { EnvClaimRouter, type EnvClaimOrder } from '../src/provisioning/env-claim-router.js';
 import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import {
   ClaimFailure,

@@ -9,7 +9,7 @@ import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { eventually, sleep, template, warmPool, type KubectlResult, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { epochOf, MAX_EPOCH } from './support/internals.js';
+import { epochOf, MAX_EPOCH } from '../src/generation/generation.js';
 import type { Fleet, FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';
 import {

@@ -9,7 +9,7 @@ import {
   MAX_EPOCH,
   MemoryEpochStore,
   type EpochStore,
-} from './support/internals.js';
+} from '../src/generation/generation.js';
 
 describe('GenerationSource', () => {
   it('hands out nothing before its first epoch, then strictly growing generations', async () => {

@@ -4,7 +4,8 @@
 import { startCluster, type TestCluster } from '@warmpool/harness';
 import { LeaderElector, LeaseType, NotLeaderError, ResourceClient, type Lease } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EPOCH_ANNOTATION, GenerationExhaustedError, LeaseEpochStore, MAX_EPOCH } from './support/internals.js';
+import { GenerationExhaustedError, MAX_EPOCH } from '../src/generation/generation.js';
+import { EPOCH_ANNOTATION, LeaseEpochStore } from '../src/generation/lease-epoch-store.js';
 
 const timing = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 200 };
 

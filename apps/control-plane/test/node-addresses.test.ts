@@ -1,6 +1,6 @@
 import type { KubeNode, KubePod } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { addressCheckOf, slimNode } from './support/internals.js';
+import { addressCheckOf, slimNode } from '../src/nodes/addresses.js';
 
 function node(name: string, ...addresses: string[]): KubeNode {
   return {

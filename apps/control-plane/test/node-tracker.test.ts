@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInventory } from '@warmpool/api';
 import { infoOf, inventoryObject, ManualClock } from '@warmpool/harness';
-import { NodeTracker, type AddressCheck } from './support/internals.js';
+import type { AddressCheck } from '../src/nodes/addresses.js';
+import { NodeTracker } from '../src/nodes/tracker.js';
 
 /** Every address is its node's here; node-addresses.test.ts specifies the check itself. */
 const vouchedFor: AddressCheck = () => undefined;

@@ -7,12 +7,13 @@ import { claimBodySchema, claimErrorBodySchema } from '@warmpool/api';
 import { eventually, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
+import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { Fleet } from './support/fleet.js';
 import { apply } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
-import { claimsReady } from './support/metrics.js';
+import { claimsReady, metricSum } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-truth-tests';
 const IMAGE = 'registry.test/truth:1';
@@ -33,7 +34,7 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
   async function replica(): Promise<ControlPlane> {
     return world.controlPlane('default', {
       claims: world.claimsOptions({ settings: { claimTimeoutMs: 10_000 } }),
-      sandboxClaims: { janitor: { intervalMs: 3_600_000, recoveryPollMs: 200, settleMs: 2_500 } },
+      sandboxClaims: { janitor: { intervalMs: 1_000, recoveryPollMs: 200, settleMs: 2_500 } },
     });
   }
 
@@ -86,11 +87,17 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
       timeoutMs: 15_000,
     });
     // The leader's janitor sweeps at once while the index recovers: it must release nothing.
-    const leader = a.isLeader() ? a : b;
-    await eventually(async () => (await leader.claims?.index.recovering()) === undefined, {
-      what: 'the index rebuilt from the nodes',
-      timeoutMs: 20_000,
-    });
+    const admin = new Redis(world.redis.url);
+    try {
+      // The recovery marker, read where the replicas keep it.
+      const index = new ClaimIndex(admin);
+      await eventually(async () => (await index.recovering()) === undefined, {
+        what: 'the index rebuilt from the nodes',
+        timeoutMs: 20_000,
+      });
+    } finally {
+      admin.disconnect();
+    }
     expect((await onNodes()).length).toBe(before);
 
     for (const [i, sandbox] of served.entries()) {
@@ -129,8 +136,15 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
     expect(res.status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 2_500)); // the index key expired at the old deadline
     const leader = a.isLeader() ? a : b;
-    const swept = await leader.sandboxClaims?.janitor.sweep();
-    expect(swept?.released).toBe(0);
+    const releasedBefore = await metricSum(leader, 'warmpool_controlplane_claim_janitor_releases_total');
+    const sweepsBefore = await metricSum(leader, 'warmpool_controlplane_claim_janitor_sweeps_total', { outcome: 'ok' });
+    await eventually(
+      async () =>
+        (await metricSum(leader, 'warmpool_controlplane_claim_janitor_sweeps_total', { outcome: 'ok' })) >
+        sweepsBefore + 1,
+      { what: 'a whole janitor sweep after the index entry expired' },
+    );
+    expect(await metricSum(leader, 'warmpool_controlplane_claim_janitor_releases_total')).toBe(releasedBefore);
     expect((await onNodes()).some((row) => row.id === sandbox.id)).toBe(true);
     const got = await callClaims(b.claimsUrl ?? '', 'GET', path('/renewed-at-node'), alice);
     expect(got.status).toBe(200);

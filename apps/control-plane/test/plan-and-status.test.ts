@@ -1,14 +1,7 @@
 import type { PoolObservation } from '@warmpool/pool-model';
 import { describe, expect, it } from 'vitest';
-import {
-  demandsOf,
-  planPools,
-  statusesOf,
-  statusSig,
-  transitionEvents,
-  withTransitionTimes,
-  type PoolPlan,
-} from './support/internals.js';
+import { demandsOf, planPools, type PoolPlan } from '../src/controllers/warmpool/plan.js';
+import { statusesOf, statusSig, transitionEvents, withTransitionTimes } from '../src/controllers/warmpool/status.js';
 import { poolObject, templateObject } from '@warmpool/harness';
 
 const templates = new Map([

@@ -8,9 +8,10 @@ import { eventually, template, warmPool, type TestCluster } from '@warmpool/harn
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callClaims, serviceAccountToken } from './support/claims.js';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { apply, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
+import { claimsReady } from './support/metrics.js';
 
 const TOKEN = 'fleet-token-for-pool-autoscaler-tests';
 const IMAGE = 'registry.test/pool-autoscaler:1';
@@ -63,7 +64,7 @@ describe('SandboxWarmPoolAutoscaler (real apiserver, Redis, agents and fake-sand
       claims: world.claimsOptions({ settings: { claimTimeoutMs: 10_000 } }),
       poolAutoscaler: { tickMs: 500, initialLeadTimeSeconds: 1 },
     });
-    await eventually(() => cp.claims?.notReadyReasons().length === 0, { what: 'the claim API ready' });
+    await eventually(() => claimsReady(cp), { what: 'the claim API ready' });
     // The autoscaler cache is one of the replica's caches: it syncs, so readiness does not wait on it.
     await eventually(() => cp.notReadyReasons().length === 0, { what: 'the replica ready' });
   });

@@ -31,7 +31,7 @@ const order = (warmPool: string, claimRef: string): ClaimOrder => ({
 });
 
 describe('ProvisionerRegistry', () => {
-  function setup() {
+  function setup(batcher = { idleMs: 5, maxDurationMs: 50 }) {
     let pools: SandboxWarmPool[] = [
       poolObject('ns', 'py', 'py-tpl', 2),
       poolObject('ns', 'up', 'up-tpl', 1),
@@ -67,7 +67,7 @@ describe('ProvisionerRegistry', () => {
       pools: lister(() => pools),
       templates: lister(() => templates),
       dispatch,
-      batcher: { idleMs: 5, maxDurationMs: 50 },
+      batcher,
       logger: silentLogger,
     });
     return { controller, batches, release, setPools: (next: SandboxWarmPool[]) => (pools = next) };
@@ -96,6 +96,26 @@ describe('ProvisionerRegistry', () => {
     release();
     expect((await answers).map((g) => g.id)).toEqual(['sb_a', 'sb_b', 'sb_c']);
     expect(batches).toEqual([{ pool: 'py', claimRefs: ['a', 'b', 'c'] }]);
+  });
+
+  it('with idle 0, sends a claim at the end of its turn while no batch is out, and holds claims until the out batch is answered', async () => {
+    const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 });
+    controller.sync();
+    const provisioner = controller.get('ns', 'py') as Provisioner;
+    const first = provisioner.add(order('py', 'a'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([{ pool: 'py', claimRefs: ['a'] }]);
+    const later = ['b', 'c'].map((ref) => provisioner.add(order('py', ref)));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toHaveLength(1);
+    release();
+    await expect(first).resolves.toMatchObject({ id: 'sb_a' });
+    expect((await Promise.all(later)).map((g) => g.id)).toEqual(['sb_b', 'sb_c']);
+    expect(batches).toEqual([
+      { pool: 'py', claimRefs: ['a'] },
+      { pool: 'py', claimRefs: ['b', 'c'] },
+    ]);
+    await controller.close();
   });
 
   it('deleting a pool stops its Provisioner: new claims are refused, enqueued ones are still served', async () => {

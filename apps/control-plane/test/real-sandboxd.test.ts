@@ -18,7 +18,7 @@ import { AgentClient } from '../src/agents/client.js';
 import { nodeClaimsOf } from '../src/controllers/sandboxclaims/janitor.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import type { FleetNode } from './support/fleet.js';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { apply, condition, getPool, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';
 

@@ -20,26 +20,23 @@ import { Lister, ObjectStore } from '@warmpool/kube';
 import { Registry } from 'prom-client';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { StaleGenerationError } from '../src/agents/errors.js';
+import type { AgentNode, PoolSetter } from '../src/agents/pool-setter.js';
+import type { EventRecorder } from '../src/controllers/warmpool/events.js';
+import { WarmPoolReconciler } from '../src/controllers/warmpool/reconciler.js';
+import { fitStatus, type StatusFields } from '../src/controllers/warmpool/status-schema.js';
+import type { PoolStatusWriter } from '../src/controllers/warmpool/status-writer.js';
 import {
-  addressCheckOf,
-  WarmPoolMetrics,
-  createHealthApp,
-  registerBuildInfo,
-  fitStatus,
   generationOf,
   GenerationSource,
   MAX_EPOCH,
   MemoryEpochStore,
-  StaleGenerationError,
-  WarmPoolReconciler,
-  type AgentNode,
   type EpochStore,
-  type EventRecorder,
-  type PoolSetter,
-  type PoolStatusWriter,
-  type StatusFields,
-} from './support/internals.js';
-import { AgentCallError } from './support/internals.js';
+} from '../src/generation/generation.js';
+import { WarmPoolMetrics } from '../src/controllers/warmpool/metrics.js';
+import { createHealthApp, registerBuildInfo } from '../src/http/health.js';
+import { addressCheckOf } from '../src/nodes/addresses.js';
+import { AgentCallError } from '../src/agents/errors.js';
 import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {

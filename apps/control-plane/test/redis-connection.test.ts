@@ -10,13 +10,13 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bullConnection,
-  connectRedis,
+  connect as connectRedis,
   describeRedis,
   parseRedisUrl,
   readSecretFile,
   redisOptions,
   type RedisSettings,
-} from './support/internals.js';
+} from '../src/redis/connection.js';
 
 const PASSWORD = 'correct horse battery staple';
 

@@ -12,7 +12,7 @@ import { parseHostPort } from '@warmpool/runtime';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bullConnection, connectRedis, type RedisSettings } from './support/internals.js';
+import { bullConnection, connect as connectRedis, type RedisSettings } from '../src/redis/connection.js';
 
 const PASSWORD = 'data-node-secret';
 const SENTINEL_PASSWORD = 'sentinel-secret';

@@ -4,11 +4,11 @@ import { ConfigError, parseConfig } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
 import { FLAGS } from '../src/config/flags.js';
 import { validateConfig } from '../src/config/validate.js';
-import { requestHeaderConfigOf } from '../src/aggregated/front-proxy.js';
-import { ApiError, representationOf, tableOf } from '../src/aggregated/responses.js';
-import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/aggregated/sandbox-object.js';
-import { fieldMatcher, labelMatcher, SelectorError } from '../src/aggregated/selectors.js';
-import { watchStartOf, watchTimeoutMs } from '../src/aggregated/watch-params.js';
+import { requestHeaderConfigOf } from '../src/http/access/front-proxy.js';
+import { ApiError, representationOf, tableOf } from '../src/sandbox-api/responses.js';
+import { sandboxObject, hostOf, humanDuration, ServedSandbox } from '../src/sandbox-api/sandbox-object.js';
+import { fieldMatcher, labelMatcher, SelectorError } from '../src/sandbox-api/selectors.js';
+import { watchStartOf, watchTimeoutMs } from '../src/sandbox-api/watch-params.js';
 
 const sandbox = sandboxObject(
   {

@@ -29,7 +29,7 @@ import {
 } from '@warmpool/harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';
@@ -314,6 +314,8 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       input: JSON.stringify({ ...body, metadata: { name: 'no-pool' }, spec: { warmPoolRef: { name: 'missing' } } }),
     });
     expect(noPool.code).not.toBe(0);
+    // The status the claim API answers PoolNotFound with (404), as a Status naming the field.
+    expect(noPool.stderr).toContain('(NotFound)');
     expect(noPool.stderr).toContain('spec.warmPoolRef.name');
 
     const generated = await kubectl(
@@ -458,18 +460,19 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
 
   it("refuses to delete a SandboxClaim's sandbox (409 Conflict: delete the SandboxClaim instead) and releases nothing", async () => {
     await apply(cluster, sandboxClaim(ns, 'victim', 'python'));
-    const readyClaim = async (): Promise<{ id: string | undefined; ready: string | undefined }> => {
+    const readyClaim = async (): Promise<string | undefined> => {
       const claim = JSON.parse(await kubectl(cluster, ['get', 'sandboxclaim', 'victim', '-n', ns, '-o', 'json'])) as {
-        metadata: { annotations?: Record<string, string> };
         status?: { conditions?: Array<{ type: string; status: string }> };
       };
-      return {
-        id: claim.metadata.annotations?.['warmpool.dev/sandbox-id'],
-        ready: claim.status?.conditions?.find((c) => c.type === 'Ready')?.status,
-      };
+      return claim.status?.conditions?.find((c) => c.type === 'Ready')?.status;
     };
-    await eventually(async () => (await readyClaim()).ready === 'True', { what: 'SandboxClaim victim Ready' });
-    const { id } = await readyClaim();
+    await eventually(async () => (await readyClaim()) === 'True', { what: 'SandboxClaim victim Ready' });
+    // The sandbox id, from the claim's Secret.
+    const id = Buffer.from(
+      await kubectl(cluster, ['get', 'secret', 'victim', '-n', ns, '-o', 'jsonpath={.data.id}']),
+      'base64',
+    ).toString('utf8');
+    expect(id).toMatch(/^sb_/);
     // Someone who may delete Sandboxes and nothing else: no rights on SandboxClaims.
     await kubectl(cluster, [
       'create',

@@ -2,10 +2,10 @@
 // claim events, the changes (with resourceVersions) a watch gets, and get.
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it, vi } from 'vitest';
-import { enrichFromIndex } from '../src/aggregated/index-enricher.js';
-import { SandboxReader } from '../src/aggregated/reader.js';
-import { tableCells, type SandboxFacts } from '../src/aggregated/sandbox-object.js';
-import { SandboxView, type SandboxChange } from '../src/aggregated/view.js';
+import { enrichFromIndex } from '../src/sandbox-api/index-enricher.js';
+import { SandboxReader } from '../src/sandbox-api/reader.js';
+import { tableCells, type SandboxFacts } from '../src/sandbox-api/sandbox-object.js';
+import { SandboxView, type SandboxChange } from '../src/sandbox-api/view.js';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const iso = (ms: number): string => new Date(ms).toISOString();

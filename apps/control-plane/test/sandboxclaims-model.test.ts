@@ -12,22 +12,16 @@ import {
 } from '@warmpool/api';
 import { poolObject, templateObject } from '@warmpool/harness';
 import { describe, expect, it } from 'vitest';
+import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from '../src/controllers/sandboxclaims/lifetime.js';
+import { isServed, ownershipOf, type ClaimCaches } from '../src/controllers/sandboxclaims/ownership.js';
+import { isClaimSecret, sandboxSecret, secretMatches } from '../src/controllers/sandboxclaims/secret.js';
 import {
   claimedStatus,
   failedStatus,
   ipOf,
-  isClaimSecret,
-  isExpired,
   isRetryable,
-  ownershipOf,
-  renewalAt,
-  sandboxSecret,
-  secretMatches,
-  shutdownAt,
   statusDiffers,
-  ttlSecondsFor,
-  type ClaimCaches,
-} from './support/internals.js';
+} from '../src/controllers/sandboxclaims/status.js';
 import type { ClaimGrant } from '../src/provisioning/claim-service.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
@@ -121,6 +115,40 @@ describe('whose SandboxClaim it is', () => {
     expect(
       ownershipOf(claim('c', 'upstream', { annotations: { [SANDBOX_ID_ANNOTATION]: 'sb_1' } }), caches),
     ).toMatchObject({ kind: 'unservable', reason: 'NotDriven' });
+  });
+
+  it("knows a claim warmpool served by its Ready=True Claimed status (or an earlier version's annotation), and keeps answering it after its pool went", () => {
+    const served: SandboxClaim['status'] = {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'Claimed',
+          message: 'sandbox sb_1',
+          lastTransitionTime: '2030-01-01T00:00:00Z',
+        },
+      ],
+    };
+    const other: SandboxClaim['status'] = {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'DependenciesReady',
+          message: '',
+          lastTransitionTime: '2030-01-01T00:00:00Z',
+        },
+      ],
+    };
+    expect(isServed(claim('c', 'driven', { status: served }))).toBe(true);
+    expect(isServed(claim('c', 'driven', { annotations: { [SANDBOX_ID_ANNOTATION]: 'sb_1' } }))).toBe(true);
+    expect(isServed(claim('c', 'driven'))).toBe(false);
+    expect(isServed(claim('c', 'upstream', { status: other })), "upstream's Ready is not warmpool's").toBe(false);
+    expect(ownershipOf(claim('c', 'nowhere', { status: served }), caches)).toMatchObject({
+      kind: 'unservable',
+      reason: 'PoolNotFound',
+    });
+    expect(ownershipOf(claim('c', 'upstream', { status: other }), caches)).toEqual({ kind: 'not-ours' });
   });
 
   it('does not count another value of the driver annotation as addressed to warmpool', () => {

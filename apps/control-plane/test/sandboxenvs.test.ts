@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distribute, nextTotal, type GroupScaleInput } from '../src/controllers/sandboxenvs/autoscaler.js';
 import type { PoolCounts } from '../src/controllers/sandboxenvs/counts.js';
 import { coarseDuration, envCapacity, SaturationTracker } from '../src/controllers/sandboxenvs/status.js';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
 import { apply, getEnv, getPool, kubectl } from './support/objects.js';
 import { testWorld, type TestWorld } from './support/world.js';

@@ -1,7 +1,7 @@
 // A term's status lane: the latest batch wins, one loop writes, and no batch
 // handed over is left behind while the term lasts.
 import { describe, expect, it, vi } from 'vitest';
-import { StatusLane, type StatusBatch } from './support/internals.js';
+import { StatusLane, type StatusBatch } from '../src/controllers/warmpool/status-queue.js';
 
 const batch = (now: number): StatusBatch => ({ statuses: [], now });
 

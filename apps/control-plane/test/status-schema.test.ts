@@ -1,6 +1,6 @@
 import type { CustomResourceDefinition, JsonSchemaProps, SandboxWarmPoolStatus } from '@warmpool/api';
 import { describe, expect, it } from 'vitest';
-import { fitStatus, statusFieldsOf } from './support/internals.js';
+import { fitStatus, statusFieldsOf } from '../src/controllers/warmpool/status-schema.js';
 
 function crd(status: JsonSchemaProps | undefined, version = 'v1beta1'): CustomResourceDefinition {
   return {

@@ -5,7 +5,9 @@
 import { serveApp, TokenRotation, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AgentClient, rotatingToken, type AgentNode } from './support/internals.js';
+import { AgentClient } from '../src/agents/client.js';
+import type { AgentNode } from '../src/agents/pool-setter.js';
+import { rotatingToken } from '../src/token.js';
 
 const INFO = { pools: [], claimed: 0 };
 

@@ -8,7 +8,7 @@ import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/a
 import { eventually, nodeObject, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlane } from './support/internals.js';
+import type { ControlPlane } from '../src/options.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, condition, getPool, kubectl, patch } from './support/objects.js';
 import { chartPoolCrd, upstreamPoolCrd } from './support/upstream-crd.js';

@@ -460,7 +460,7 @@ describe('the Helm chart, rendered', () => {
       '--claims-listen=0.0.0.0:8081',
       '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt',
       '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key',
-      '--claim-batch-idle=2ms',
+      '--claim-batch-idle=0ms',
       '--claim-batch-max=20ms',
       '--claim-timeout=10s',
     ]) {

@@ -3,15 +3,17 @@
 // address or on a unix socket (how node-local daemons are reached).
 import { lstatSync, unlinkSync } from 'node:fs';
 import { connect, type AddressInfo } from 'node:net';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
+import type { SecureContextOptions } from 'node:tls';
 import {
+  createServer as createHttpServer,
   ServerResponse,
   type IncomingMessage,
   type OutgoingHttpHeader,
   type OutgoingHttpHeaders,
   type Server,
 } from 'node:http';
-import { createAdaptorServer } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HostPort } from './address.js';
 import { bodyLeftUnread } from './incoming-body.js';
@@ -20,7 +22,19 @@ export interface HttpServer {
   /** The bound address (the real port when 0 was asked for). */
   readonly address: HostPort;
   readonly url: string;
+  /** Served over TLS: the certificate settings every new connection gets from now on (throws when served plainly). */
+  updateTls(tls: TlsServing): void;
   close(): Promise<void>;
+}
+
+export interface TlsServing {
+  cert: string | Buffer;
+  key: string | Buffer;
+  /**
+   * Ask every client for a certificate, verified against this CA bundle (none yet: every one is unverified). TLS
+   * refuses no client for it: the app reads `socket.authorized` and decides.
+   */
+  clientCertificates?: { ca: string | undefined };
 }
 
 export interface SocketServer {
@@ -30,16 +44,25 @@ export interface SocketServer {
   close(): Promise<void>;
 }
 
+/**
+ * A handler that answers some requests on Node's own objects, ahead of the app: true when it took the request (it
+ * then answers it, and must not throw), false to leave it to the app. For a hot path that gains from skipping the
+ * app's routing and its Web Request/Response (the node agent's claim).
+ */
+export type AheadOfApp = (incoming: IncomingMessage, outgoing: ServerResponse) => boolean;
+
 export interface ServeTuning {
   /** Keep-alive idle timeout; above typical client pools' idle timeouts to avoid races. */
   keepAliveTimeoutMs?: number;
   /** After this, in-flight requests are cut at close(). */
   closeTimeoutMs?: number;
+  /** Tried on every request before the app. */
+  ahead?: AheadOfApp;
 }
 
 export interface ServeOptions extends HostPort, ServeTuning {
   /** Serve HTTPS with this certificate and key (PEM); plain HTTP when absent. */
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  tls?: TlsServing;
 }
 
 export interface SocketServeOptions extends ServeTuning {
@@ -70,7 +93,7 @@ interface Adapted {
  * more promise (and it holds for handlers that write on Node's response
  * directly).
  */
-function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: ServeOptions['tls']): Adapted {
+function adapt(app: AnyHono, tuning: ServeTuning, tls?: ServeOptions['tls']): Adapted {
   let closing = false;
   class DrainingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
     override writeHead(statusCode: number, statusMessage?: string | HeadFields, headers?: HeadFields): this {
@@ -81,16 +104,20 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: Serve
         : super.writeHead(statusCode, statusMessage);
     }
   }
-  const server = (
+  const appListener = getRequestListener(app.fetch);
+  const { ahead } = tuning;
+  const listener =
+    ahead === undefined
+      ? appListener
+      : (incoming: IncomingMessage, outgoing: ServerResponse): void => {
+          if (!ahead(incoming, outgoing)) void appListener(incoming, outgoing);
+        };
+  // What @hono/node-server's createAdaptorServer builds, with the listener above.
+  const server: Server =
     tls === undefined
-      ? createAdaptorServer({ fetch: app.fetch, serverOptions: { ServerResponse: DrainingResponse } })
-      : createAdaptorServer({
-          fetch: app.fetch,
-          createServer: createHttpsServer,
-          serverOptions: { ServerResponse: DrainingResponse, cert: tls.cert, key: tls.key },
-        })
-  ) as Server;
-  server.keepAliveTimeout = keepAliveTimeoutMs ?? 65_000;
+      ? createHttpServer({ ServerResponse: DrainingResponse }, listener)
+      : createHttpsServer({ ServerResponse: DrainingResponse, ...tlsOptionsOf(tls) }, listener);
+  server.keepAliveTimeout = tuning.keepAliveTimeoutMs ?? 65_000;
   return {
     server,
     close: (timeoutMs) => {
@@ -100,8 +127,20 @@ function adapt(app: AnyHono, keepAliveTimeoutMs: number | undefined, tls?: Serve
   };
 }
 
+function tlsOptionsOf(tls: TlsServing): SecureContextOptions & { requestCert?: boolean; rejectUnauthorized?: boolean } {
+  const clients = tls.clientCertificates;
+  if (clients === undefined) return { cert: tls.cert, key: tls.key };
+  return {
+    cert: tls.cert,
+    key: tls.key,
+    ...(clients.ca !== undefined ? { ca: clients.ca } : {}),
+    requestCert: true,
+    rejectUnauthorized: false,
+  };
+}
+
 export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServer> {
-  const { server, close } = adapt(app, options.keepAliveTimeoutMs, options.tls);
+  const { server, close } = adapt(app, options, options.tls);
   const scheme = options.tls === undefined ? 'http' : 'https';
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -112,6 +151,10 @@ export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServe
       resolve({
         address: { host: info.address, port: info.port },
         url: `${scheme}://${host}:${info.port}`,
+        updateTls: (tls) => {
+          if (!(server instanceof HttpsServer)) throw new Error('this server is served without TLS');
+          server.setSecureContext(tlsOptionsOf(tls));
+        },
         close: () => close(options.closeTimeoutMs ?? 10_000),
       });
     });
@@ -126,7 +169,7 @@ export function serveApp(app: AnyHono, options: ServeOptions): Promise<HttpServe
 export async function serveAppOnSocket(app: AnyHono, options: SocketServeOptions): Promise<SocketServer> {
   const { socketPath } = options;
   await removeStaleSocket(socketPath);
-  const { server, close } = adapt(app, options.keepAliveTimeoutMs);
+  const { server, close } = adapt(app, options);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(socketPath, () => {

@@ -211,9 +211,10 @@ export const FLAGS = {
   },
   claimBatchIdle: {
     kind: 'duration',
-    description: 'A claim batch closes after this long without a new claim',
+    description:
+      "While none of its batches is out, a pool's claim batch closes after this long without a new claim (0: at the end of the event-loop turn); while one is out, claims wait for its answer (at most the max duration)",
     env: 'CLAIM_BATCH_IDLE',
-    default: DEFAULT_BATCH_OPTIONS.idleMs,
+    default: PROVISIONING_DEFAULTS.batcher.idleMs,
   },
   claimBatchMax: {
     kind: 'duration',

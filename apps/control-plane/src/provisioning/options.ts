@@ -2,8 +2,8 @@
 import type { BatcherOptions } from '@warmpool/batcher';
 
 export interface ProvisioningSettings {
-  /** Claim batching windows (default: libs/batcher's claim-tuned 2 ms idle, 20 ms max, 2 000 items). */
-  batcher: Partial<BatcherOptions>;
+  /** Claim batching windows (default: idle 0, see provisioner.ts; libs/batcher's 20 ms max, 2 000 items). */
+  batcher: Partial<BatcherOptions> & Pick<BatcherOptions, 'idleMs'>;
   /** Batch jobs one replica's worker serves at once. */
   workerConcurrency: number;
   /** A worker's lock on a job; a dead worker's job is taken over within about this plus the stalled interval. */
@@ -24,7 +24,7 @@ export interface ProvisioningSettings {
 }
 
 export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
-  batcher: {},
+  batcher: { idleMs: 0 },
   workerConcurrency: 64,
   lockDurationMs: 5_000,
   stalledIntervalMs: 2_000,
@@ -33,3 +33,12 @@ export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
   coldNodeTimeoutMs: 95_000,
   maxAttempts: 3,
 });
+
+/** The defaults with every setting `options` gives in their place. */
+export function provisioningSettings(options: Partial<ProvisioningSettings>): ProvisioningSettings {
+  const settings: ProvisioningSettings = { ...PROVISIONING_DEFAULTS };
+  for (const name of Object.keys(PROVISIONING_DEFAULTS) as Array<keyof ProvisioningSettings>) {
+    if (options[name] !== undefined) Object.assign(settings, { [name]: options[name] });
+  }
+  return settings;
+}

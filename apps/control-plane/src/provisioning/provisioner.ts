@@ -1,11 +1,15 @@
-// One Provisioner per driven SandboxWarmPool (Karpenter's Provisioner, after
-// seeds-summary §3): it owns a Batcher, waits for enqueued claims, and hands
-// each closed batch to the dispatcher (one BullMQ job per batch). add()
-// answers with that claim's own result once its batch is done.
+// One Provisioner per driven SandboxWarmPool: it owns a Batcher and hands
+// each batch to the dispatcher (one BullMQ job per batch); add() answers with
+// that claim's own result.
 //
-// Batches are dispatched without waiting for the previous one's answer: the
-// window bounds how long a claim waits to be sent, not how many batches are
-// out at once.
+// When a batch goes:
+// - no batch of the pool is out (sent, a claim of it unanswered): after the
+//   Batcher's idle gap; idle 0 sends at the end of the event-loop turn the
+//   claims arrived in (claims read in one turn are one burst);
+// - a batch is out: the claims gather until it is answered, the batch holds
+//   max items, or the first of them has waited the max duration. Per-batch
+//   costs (the job's Redis round trips) are then shared by every claim that
+//   arrived meanwhile, and no claim waits longer than the max duration.
 import { Batcher, type Batch, type BatcherOptions } from '@warmpool/batcher';
 import type { PoolKey } from '@warmpool/api';
 import { ClaimFailure, type ClaimOrder, type ServedGrant } from './claim-service.js';
@@ -30,21 +34,37 @@ export interface ProvisionerOptions {
   dispatch: BatchDispatch;
 }
 
+/** A sent batch, until every claim in it is answered. */
+interface OutBatch {
+  unanswered: number;
+}
+
+interface QueuedClaim extends PendingClaim {
+  out: OutBatch | undefined;
+  settled: boolean;
+}
+
 export class Provisioner {
   readonly namespace: string;
   readonly name: string;
-  readonly #batcher: Batcher<PendingClaim>;
+  readonly #batcher: Batcher<QueuedClaim>;
   readonly #dispatch: BatchDispatch;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #loop: Promise<void>;
   #key: PoolKey;
+  /** Batches sent with a claim still unanswered. */
+  #out = 0;
+  #flushScheduled = false;
+  /** Set while the loop holds claims back because a batch is out. */
+  #endHold: (() => void) | undefined;
+  #holdTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ProvisionerOptions) {
     this.namespace = options.namespace;
     this.name = options.name;
     this.#key = options.key;
     this.#dispatch = options.dispatch;
-    this.#batcher = new Batcher<PendingClaim>(options.batcher);
+    this.#batcher = new Batcher<QueuedClaim>(options.batcher);
     this.#loop = this.#run();
   }
 
@@ -77,26 +97,98 @@ export class Provisioner {
         new ClaimFailure('PoolNotFound', `SandboxWarmPool ${this.namespace}/${this.name} is going away`),
       );
     return new Promise<ServedGrant>((resolve, reject) => {
-      this.#batcher.add({ order, addedAt: performance.now(), resolve, reject });
+      const claim: QueuedClaim = {
+        order,
+        addedAt: performance.now(),
+        out: undefined,
+        settled: false,
+        resolve: (grant) => {
+          resolve(grant);
+          this.#answered(claim);
+        },
+        reject: (failure) => {
+          reject(failure);
+          this.#answered(claim);
+        },
+      };
+      this.#batcher.add(claim);
+      this.#afterAdd();
     });
   }
 
   /** Takes no new claims; resolves when every claim already enqueued has its answer. */
   async stop(): Promise<void> {
     this.#batcher.close();
+    this.#releaseHold();
     await this.#loop;
     await Promise.allSettled([...this.#inFlight]);
   }
 
+  #afterAdd(): void {
+    const { idleMs, maxItems, maxDurationMs } = this.#batcher.options;
+    if (this.#endHold === undefined) {
+      if (idleMs === 0) this.#flushAtEndOfTurn();
+    } else if (this.#batcher.size >= maxItems) this.#releaseHold();
+    else this.#holdTimer ??= setTimeout(() => this.#releaseHold(), maxDurationMs);
+  }
+
+  #flushAtEndOfTurn(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      if (this.#endHold === undefined) this.#batcher.flush();
+    });
+  }
+
+  #answered(claim: QueuedClaim): void {
+    if (claim.settled) return;
+    claim.settled = true;
+    const out = claim.out;
+    if (out === undefined || --out.unanswered > 0) return;
+    if (--this.#out === 0) this.#releaseHold();
+  }
+
+  /** Resolves at once unless a batch is out; then when the hold ends (see the header). */
+  async #hold(): Promise<void> {
+    if (this.#out === 0 || this.#batcher.closed) return;
+    await new Promise<void>((resolve) => {
+      this.#endHold = resolve;
+      if (this.#batcher.size > 0)
+        this.#holdTimer = setTimeout(() => this.#releaseHold(), this.#batcher.options.maxDurationMs);
+    });
+  }
+
+  #releaseHold(): void {
+    clearTimeout(this.#holdTimer);
+    this.#holdTimer = undefined;
+    const end = this.#endHold;
+    this.#endHold = undefined;
+    end?.();
+  }
+
   async #run(): Promise<void> {
     for (;;) {
+      const held = this.#out > 0;
+      await this.#hold();
+      // Claims held back behind an answered batch have waited long enough: they go now, without a window.
+      if (held) this.#batcher.flush();
       const batch = await this.#batcher.wait();
-      if (batch.items.length > 0) {
-        const running = this.#dispatch(this, batch).catch(() => undefined);
-        this.#inFlight.add(running);
-        void running.finally(() => this.#inFlight.delete(running));
-      }
+      if (batch.items.length > 0) this.#send(batch);
       if (this.#batcher.closed && this.#batcher.size === 0) return;
     }
+  }
+
+  #send(batch: Batch<QueuedClaim>): void {
+    const out: OutBatch = { unanswered: 0 };
+    for (const claim of batch.items) {
+      if (claim.settled) continue;
+      claim.out = out;
+      out.unanswered++;
+    }
+    if (out.unanswered > 0) this.#out++;
+    const running = this.#dispatch(this, batch).catch(() => undefined);
+    this.#inFlight.add(running);
+    void running.finally(() => this.#inFlight.delete(running));
   }
 }

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { TestCluster } from '@warmpool/harness';
 import { loadKubeConfig } from '@warmpool/kube';
 import { createLogger } from '@warmpool/runtime';
-import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './internals.js';
+import { createControlPlane } from '../../src/control-plane.js';
+import type { ControlPlane, ControlPlaneOptions } from '../../src/options.js';
 
 export const FAST = {
   intervalMs: 500,

@@ -1,6 +1,6 @@
 // What a control plane says about itself over HTTP and on /metrics, for specs
 // that observe it there rather than reaching into it.
-import type { ControlPlane } from './internals.js';
+import type { ControlPlane } from '../../src/options.js';
 
 export interface Sample {
   labels: ReadonlyMap<string, string>;

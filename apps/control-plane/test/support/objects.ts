@@ -2,7 +2,7 @@
 import { SandboxEnvType, SandboxWarmPoolType, type SandboxEnv, type SandboxWarmPool } from '@warmpool/api';
 import type { TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
-import { DEFAULT_LEASE_NAME } from './internals.js';
+import { DEFAULT_LEASE_NAME } from '../../src/config/settings.js';
 
 export async function kubectl(cluster: TestCluster, args: string[], input?: string): Promise<string> {
   const result = await cluster.kubectl(args, input === undefined ? {} : { input });

@@ -21,7 +21,7 @@ import {
 } from '@warmpool/harness';
 import { startControlPlane } from './control-plane.js';
 import { startFleet, type Fleet, type FleetOptions } from './fleet.js';
-import type { ControlPlane, ControlPlaneOptions } from './internals.js';
+import type { ControlPlane, ControlPlaneOptions } from '../../src/options.js';
 import { kubectl } from './objects.js';
 import { PROCESS_LEASE, type LeaseTiming, type ReplicaOptions } from './replicas.js';
 

@@ -75,7 +75,7 @@ interface Written {
 
 export class PoolAutoscalerController {
   readonly settings: PoolAutoscalerSettings;
-  readonly #o: PoolAutoscalerControllerOptions;
+  readonly #options: PoolAutoscalerControllerOptions;
   readonly #tracked = new Map<string, Tracked>();
   readonly #written = new Map<string, Written>();
   #timer: NodeJS.Timeout | undefined;
@@ -83,7 +83,7 @@ export class PoolAutoscalerController {
   #signal: AbortSignal | undefined;
 
   constructor(options: PoolAutoscalerControllerOptions) {
-    this.#o = options;
+    this.#options = options;
     this.settings = { ...POOL_AUTOSCALER_SETTINGS, ...options.settings };
   }
 
@@ -115,7 +115,7 @@ export class PoolAutoscalerController {
     this.#signal = undefined;
     this.#tracked.clear();
     this.#written.clear();
-    this.#o.metrics.readings([]);
+    this.#options.metrics.readings([]);
   }
 
   async close(): Promise<void> {
@@ -125,18 +125,18 @@ export class PoolAutoscalerController {
 
   /** One pass over every autoscaler (exposed for tests). */
   async step(signal: AbortSignal): Promise<void> {
-    const now = this.#o.clock.now();
+    const now = this.#options.clock.now();
     const seen = new Set<string>();
     const readings: AutoscalerReading[] = [];
-    const autoscalers = this.#o.autoscalers.list();
+    const autoscalers = this.#options.autoscalers.list();
     // Every pool's warm sandboxes, once per pass (shared keys shared out as SandboxWarmPool status does).
     const counts =
       autoscalers.length === 0
         ? new Map<string, PoolCounts>()
         : countPools(
-            this.#o.pools.list(),
-            (ns, name) => this.#o.templates.get(ns, name),
-            observeKeys(this.#o.inventories.list(), now, this.#o.staleAfterMs),
+            this.#options.pools.list(),
+            (ns, name) => this.#options.templates.get(ns, name),
+            observeKeys(this.#options.inventories.list(), now, this.#options.staleAfterMs),
           );
     await Promise.all(
       autoscalers.map(async (autoscaler) => {
@@ -149,13 +149,13 @@ export class PoolAutoscalerController {
           if (reading !== undefined) readings.push(reading);
         } catch (err) {
           if (!signal.aborted)
-            this.#o.logger.warn('a pool autoscaler step failed', { autoscaler: nameOf(autoscaler), err });
+            this.#options.logger.warn('a pool autoscaler step failed', { autoscaler: nameOf(autoscaler), err });
         }
       }),
     );
     for (const uid of this.#tracked.keys()) if (!seen.has(uid)) this.#tracked.delete(uid);
     for (const uid of this.#written.keys()) if (!seen.has(uid)) this.#written.delete(uid);
-    this.#o.metrics.readings(readings);
+    this.#options.metrics.readings(readings);
   }
 
   async #stepOne(
@@ -174,7 +174,7 @@ export class PoolAutoscalerController {
     }
     const spec = parsed.data;
     const poolName = spec.scaleTargetRef.name;
-    const pool = this.#o.pools.get(namespace, poolName);
+    const pool = this.#options.pools.get(namespace, poolName);
     const key = JSON.stringify([autoscaler.metadata?.generation, spec]);
     let tracked = this.#tracked.get(uid);
     const toSecond = Math.floor(now / 1000) - READ_LAG_SECONDS;
@@ -205,7 +205,8 @@ export class PoolAutoscalerController {
     }
     if (toSecond <= tracked.readFrom) return undefined; // less than a second since the last step
     const current = Math.max(0, pool.spec?.replicas ?? 1);
-    const [counts] = (await this.#o.counter.read([{ namespace, pool: poolName }], tracked.readFrom, toSecond)).counts;
+    const [counts] = (await this.#options.counter.read([{ namespace, pool: poolName }], tracked.readFrom, toSecond))
+      .counts;
     const since = tracked.readFrom;
     tracked.readFrom = toSecond;
     const idle = idleOf(poolName);
@@ -244,9 +245,9 @@ export class PoolAutoscalerController {
     if (decision.replicas === current)
       return { able: { ok: true, reason: 'ReadyForNewScale' }, decision, currentReplicas: current };
     try {
-      await this.#o.target.scale(namespace, pool, decision.replicas, signal);
-      this.#o.metrics.scaled('ok');
-      this.#o.logger.info('scaled a pool for its demand', {
+      await this.#options.target.scale(namespace, pool, decision.replicas, signal);
+      this.#options.metrics.scaled('ok');
+      this.#options.logger.info('scaled a pool for its demand', {
         pool: refOf(namespace, pool),
         from: current,
         to: decision.replicas,
@@ -261,7 +262,7 @@ export class PoolAutoscalerController {
         lastScaleTime: kubeTime(now),
       };
     } catch (err) {
-      this.#o.metrics.scaled('error');
+      this.#options.metrics.scaled('error');
       const message = `could not set replicas ${decision.replicas}: ${err instanceof Error ? err.message : String(err)}`;
       return { able: { ok: false, reason: 'FailedUpdateScale', message }, decision, currentReplicas: current };
     }
@@ -281,7 +282,7 @@ export class PoolAutoscalerController {
       this.#written.set(uid, { ...written, lastScaleTime });
       return;
     }
-    await this.#o.writer.write(autoscaler, status, signal);
+    await this.#options.writer.write(autoscaler, status, signal);
     this.#written.set(uid, { status, at: now, lastScaleTime });
   }
 }

@@ -146,78 +146,109 @@ export class EnvAutoscaler {
     const seen = new Set<string>();
     const writes: Array<Promise<void>> = [];
     for (const { env, capacity } of envs) {
-      const namespace = env.metadata?.namespace ?? '';
-      const name = env.metadata?.name ?? '';
       for (const group of capacity.groups) {
-        if (group.name === '') continue;
-        const autoscaling = autoscalingOf(env, group.name);
+        const autoscaling = group.name === '' ? undefined : autoscalingOf(env, group.name);
         if (autoscaling === undefined) continue;
-        const key = `${namespace}/${name}/${group.name}`;
-        seen.add(key);
-        const memberPools = (env.spec?.members ?? [])
-          .filter((m) => m.scalingGroup === group.name)
-          .flatMap((m) => {
-            const pool = pools(namespace, m.pool);
-            return pool === undefined ? [] : [{ pool: m.pool, object: pool }];
-          });
-        if (memberPools.length === 0) continue;
-        const members = memberPools.map((m) => ({
-          pool: m.pool,
-          replicas: counts.get(refOf(namespace, m.pool))?.desired ?? 0,
-        }));
-        const unapplied = memberPools.reduce(
-          (n, m) => n + Math.max(0, (m.object.spec?.replicas ?? 1) - (m.object.status?.replicas ?? 0)),
-          0,
-        );
-        const memory = this.#memory.get(key) ?? { running: group.running, lastScaleUpAt: Number.NEGATIVE_INFINITY };
-        const delay = this.#options.scaleDownDelayMs ?? AUTOSCALER_DEFAULTS.scaleDownDelayMs;
-        const next = nextTotal({
-          total: group.desired,
-          idle: group.idle,
-          pending: group.pending,
-          unapplied,
-          claimedSinceLast: Math.max(0, group.running - memory.running),
-          minReplicas: autoscaling.minReplicas ?? 0,
-          maxReplicas: autoscaling.maxReplicas ?? Number.POSITIVE_INFINITY,
-          targetIdle: autoscaling.targetIdle ?? AUTOSCALER_DEFAULTS.targetIdle,
-          mayScaleDown: now - memory.lastScaleUpAt >= delay,
-          mayScaleUp:
-            now - memory.lastScaleUpAt >= (this.#options.scaleUpCooldownMs ?? AUTOSCALER_DEFAULTS.scaleUpCooldownMs),
-        });
-        this.#memory.set(key, {
-          running: group.running,
-          lastScaleUpAt: next > group.desired ? now : memory.lastScaleUpAt,
-        });
-        if (next === group.desired) continue;
-        this.#options.logger.info('scaling an Env group', {
-          env: `${namespace}/${name}`,
-          group: group.name,
-          from: group.desired,
-          to: next,
-          idle: group.idle,
-          pending: group.pending,
-        });
-        for (const [pool, replicas] of distribute(members, next)) {
-          if (replicas === members.find((m) => m.pool === pool)?.replicas) continue;
-          writes.push(
-            this.#options.target.scale(namespace, pool, replicas, signal).then(
-              () => undefined,
-              (err: unknown) => {
-                if (!signal.aborted)
-                  this.#options.logger.warn('could not scale a member pool', {
-                    pool: `${namespace}/${pool}`,
-                    replicas,
-                    err,
-                  });
-              },
-            ),
-          );
-        }
+        const scaled = { env, group, autoscaling, now };
+        seen.add(groupKeyOf(scaled));
+        const members = membersOf(scaled, counts, pools);
+        if (members.length > 0) writes.push(...this.#scaleGroup(scaled, members, signal));
       }
     }
     for (const key of this.#memory.keys()) if (!seen.has(key)) this.#memory.delete(key);
     await Promise.all(writes);
   }
+
+  /** The scale writes one group needs now (none when its total stays); remembers what the next run compares to. */
+  #scaleGroup(scaled: ScaledGroup, members: readonly GroupMember[], signal: AbortSignal): Array<Promise<void>> {
+    const { env, group, autoscaling, now } = scaled;
+    const key = groupKeyOf(scaled);
+    const memory = this.#memory.get(key) ?? { running: group.running, lastScaleUpAt: Number.NEGATIVE_INFINITY };
+    const delay = this.#options.scaleDownDelayMs ?? AUTOSCALER_DEFAULTS.scaleDownDelayMs;
+    const cooldown = this.#options.scaleUpCooldownMs ?? AUTOSCALER_DEFAULTS.scaleUpCooldownMs;
+    const next = nextTotal({
+      total: group.desired,
+      idle: group.idle,
+      pending: group.pending,
+      unapplied: members.reduce((n, m) => n + m.unapplied, 0),
+      claimedSinceLast: Math.max(0, group.running - memory.running),
+      minReplicas: autoscaling.minReplicas ?? 0,
+      maxReplicas: autoscaling.maxReplicas ?? Number.POSITIVE_INFINITY,
+      targetIdle: autoscaling.targetIdle ?? AUTOSCALER_DEFAULTS.targetIdle,
+      mayScaleDown: now - memory.lastScaleUpAt >= delay,
+      mayScaleUp: now - memory.lastScaleUpAt >= cooldown,
+    });
+    this.#memory.set(key, { running: group.running, lastScaleUpAt: next > group.desired ? now : memory.lastScaleUpAt });
+    if (next === group.desired) return [];
+    const namespace = env.metadata?.namespace ?? '';
+    this.#options.logger.info('scaling an Env group', {
+      env: `${namespace}/${env.metadata?.name ?? ''}`,
+      group: group.name,
+      from: group.desired,
+      to: next,
+      idle: group.idle,
+      pending: group.pending,
+    });
+    const writes: Array<Promise<void>> = [];
+    for (const [pool, replicas] of distribute(members, next)) {
+      if (replicas === members.find((m) => m.pool === pool)?.replicas) continue;
+      writes.push(this.#scale(namespace, pool, replicas, signal));
+    }
+    return writes;
+  }
+
+  /** One member pool's scale write; a failure is logged (the next run tries again), never thrown. */
+  async #scale(namespace: string, pool: string, replicas: number, signal: AbortSignal): Promise<void> {
+    try {
+      await this.#options.target.scale(namespace, pool, replicas, signal);
+    } catch (err) {
+      if (!signal.aborted)
+        this.#options.logger.warn('could not scale a member pool', { pool: `${namespace}/${pool}`, replicas, err });
+    }
+  }
+}
+
+type EnvGroup = EnvCapacity['groups'][number];
+
+/** One autoscaled group of an Env, in one run. */
+interface ScaledGroup {
+  env: SandboxEnv;
+  group: EnvGroup;
+  autoscaling: NonNullable<ReturnType<typeof autoscalingOf>>;
+  now: number;
+}
+
+/** A member pool of a group: the replicas the nodes were asked for, and those not applied yet. */
+interface GroupMember {
+  pool: string;
+  replicas: number;
+  unapplied: number;
+}
+
+function groupKeyOf({ env, group }: ScaledGroup): string {
+  return `${env.metadata?.namespace ?? ''}/${env.metadata?.name ?? ''}/${group.name}`;
+}
+
+/** The group's member pools that exist. `unapplied`: Σ max(0, spec.replicas − status.replicas). */
+function membersOf(
+  { env, group }: ScaledGroup,
+  counts: ReadonlyMap<string, PoolCounts>,
+  pools: (namespace: string, name: string) => SandboxWarmPool | undefined,
+): GroupMember[] {
+  const namespace = env.metadata?.namespace ?? '';
+  return (env.spec?.members ?? [])
+    .filter((m) => m.scalingGroup === group.name)
+    .flatMap((m) => {
+      const object = pools(namespace, m.pool);
+      if (object === undefined) return [];
+      return [
+        {
+          pool: m.pool,
+          replicas: counts.get(refOf(namespace, m.pool))?.desired ?? 0,
+          unapplied: Math.max(0, (object.spec?.replicas ?? 1) - (object.status?.replicas ?? 0)),
+        },
+      ];
+    });
 }
 
 /** Scales a SandboxWarmPool through its scale subresource (what HPA and KEDA use too). */

@@ -2,6 +2,8 @@
 // Labels: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a,b)`.
 // Fields: `=`, `==`, `!=` on the fields a Sandbox supports (FIELD_LABELS).
 import type { Sandbox } from '@warmpool/api';
+import { ApiError } from './responses.js';
+import type { ServedSandbox } from './sandbox-object.js';
 
 export class SelectorError extends Error {
   override name = 'SelectorError';
@@ -98,4 +100,28 @@ function parseLabelRequirement(part: string): (labels: Record<string, string>) =
     return match[1] === '!' ? (l) => l[key] === undefined : (l) => l[key] !== undefined;
   }
   throw new SelectorError(`invalid label selector: ${JSON.stringify(part)}`);
+}
+
+/**
+ * A list's or watch's selectors over a served Sandbox (a bad one is 400 BadRequest); without selectors the object is
+ * not even built.
+ */
+export function selectionOf(query: {
+  labelSelector: string | undefined;
+  fieldSelector: string | undefined;
+}): (served: ServedSandbox) => boolean {
+  const labelSelector = query.labelSelector ?? '';
+  const fieldSelector = query.fieldSelector ?? '';
+  if (labelSelector.trim() === '' && fieldSelector.trim() === '') return () => true;
+  try {
+    const labels = labelMatcher(labelSelector);
+    const fields = fieldMatcher(fieldSelector);
+    return (served) => {
+      const sandbox = served.object;
+      return labels(sandbox) && fields(sandbox);
+    };
+  } catch (err) {
+    if (err instanceof SelectorError) throw new ApiError('BadRequest', err.message);
+    throw err;
+  }
 }

@@ -1,6 +1,7 @@
 // The apiserver's answer shapes: Status for errors, Table and
 // PartialObjectMetadata for the Accept forms kubectl and controllers ask for.
 import { AGENTS_GROUP, SandboxType, type KubeStatus, type KubeTable } from '@warmpool/api';
+import type { Context } from 'hono';
 import { TABLE_COLUMNS, tableCells, type ServedSandbox } from './sandbox-object.js';
 
 export type StatusReason =
@@ -40,15 +41,14 @@ export class ApiError extends Error {
   override name = 'ApiError';
   readonly reason: StatusReason;
   readonly details: KubeStatus['details'];
+  /** The reason's own code unless another of the same class is meant (502 is an InternalError, as client-go reads it). */
+  readonly code: number;
 
-  constructor(reason: StatusReason, message: string, details?: KubeStatus['details']) {
+  constructor(reason: StatusReason, message: string, details?: KubeStatus['details'], code?: number) {
     super(message);
     this.reason = reason;
     this.details = details;
-  }
-
-  get code(): number {
-    return STATUS_CODES[this.reason];
+    this.code = code ?? STATUS_CODES[reason];
   }
 }
 
@@ -63,6 +63,21 @@ export function statusOf(error: ApiError): KubeStatus {
     ...(error.details !== undefined ? { details: error.details } : {}),
     code: error.code,
   };
+}
+
+/** The error as the Status it answers, with Retry-After when its details say when to come back. */
+export function statusResponse(c: Context, error: ApiError): Response {
+  const retry = error.details?.retryAfterSeconds;
+  return jsonResponse(c, error.code, statusOf(error), retry !== undefined ? { 'retry-after': String(retry) } : {});
+}
+
+export function jsonResponse(
+  c: Context,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return c.newResponse(JSON.stringify(body), status as 200, { ...headers, 'content-type': 'application/json' });
 }
 
 export function notFound(name: string): ApiError {
