@@ -44,6 +44,10 @@ export class WarmPoolMetrics {
     this.#reconcile.leader.set(0);
   }
 
+  spreadRun(kind: 'incremental' | 'full'): void {
+    this.#reconcile.spreads.inc({ kind });
+  }
+
   reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
     this.#reconcile.runs.inc({ outcome });
     if (outcome === 'skipped') return;
@@ -133,6 +137,12 @@ function reconcileSeries(registers: Registers) {
       name: `${PREFIX}reconciles_total`,
       help: 'Reconciles run, by outcome',
       labelNames: ['outcome'],
+      registers,
+    }),
+    spreads: new Counter({
+      name: `${PREFIX}spread_runs_total`,
+      help: 'Spreads run by reconciles: incremental (only the pools an event changed) or full (a resync, a node set change, or room short somewhere)',
+      labelNames: ['kind'],
       registers,
     }),
     lastSuccess: new Gauge({

@@ -186,7 +186,7 @@ export class WarmPoolReconciler {
       controller,
       signal,
       pushers,
-      spread: new IncrementalSpread(held),
+      spread: new IncrementalSpread(held, (kind) => this.#options.metrics.spreadRun(kind)),
       placement: new Map(),
       keys: new Map(),
       sampler,

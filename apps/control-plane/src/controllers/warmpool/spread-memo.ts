@@ -14,6 +14,9 @@ import { spread, type PoolDemand, type Spread, type SpreadNode, type Targets } f
 
 type Held = ReadonlyMap<string, number>;
 
+/** How a run went: only the pools that changed, or the full spread. */
+export type SpreadKind = 'incremental' | 'full';
+
 interface Ideal {
   replicas: number;
   /** node → units (> 0). */
@@ -27,21 +30,19 @@ export class IncrementalSpread {
   readonly #ideals = new Map<string, Ideal>();
   /** The pool → ideal the previous targets were built from, when they were all ideal. */
   #built: Map<string, Ideal> | undefined;
-  #fullRuns = 0;
   #forceFull = false;
 
-  constructor(previous?: Targets) {
+  readonly #onRun: (kind: SpreadKind) => void;
+
+  /** `onRun` hears which way each run went (for the metrics). */
+  constructor(previous?: Targets, onRun: (kind: SpreadKind) => void = () => undefined) {
     this.#previous = previous;
+    this.#onRun = onRun;
   }
 
   /** The last run's targets (or what the term began from). */
   get previous(): Targets | undefined {
     return this.#previous;
-  }
-
-  /** Runs that fell back to the full spread (room short somewhere, or the eligible nodes changed). */
-  get fullRuns(): number {
-    return this.#fullRuns;
   }
 
   /**
@@ -64,16 +65,14 @@ export class IncrementalSpread {
     // Without an eligible node nothing is placed: the ideal (every replica placed) does not apply.
     const ideals = fresh || this.#forceFull || eligible.length === 0 ? undefined : this.#idealsOf(pools, eligible);
     this.#forceFull = false;
-    const result =
-      ideals !== undefined && this.#fits(ideals, eligible)
-        ? this.#fromIdeals(ideals, eligible)
-        : this.#full(pools, nodes);
+    const incremental = ideals !== undefined && this.#fits(ideals, eligible);
+    const result = incremental ? this.#fromIdeals(ideals, eligible) : this.#full(pools, nodes);
+    this.#onRun(incremental ? 'incremental' : 'full');
     this.#previous = result.targets;
     return result;
   }
 
   #full(pools: readonly PoolDemand[], nodes: readonly SpreadNode[]): Spread {
-    this.#fullRuns++;
     this.#built = undefined;
     return spread(pools, nodes, this.#previous);
   }
