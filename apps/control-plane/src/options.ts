@@ -13,7 +13,6 @@ import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js
 import type { EventRecorder } from './controllers/warmpool/events.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import type { EpochStore } from './generation/generation.js';
-import type { ControlPlaneMetrics } from './metrics.js';
 import type { SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
@@ -44,7 +43,6 @@ export interface ControlPlaneOptions extends ControlPlaneSettings {
 
 export interface ControlPlane {
   readonly identity: string;
-  readonly metrics: ControlPlaneMetrics;
   readonly registry: Registry;
   /** The health/metrics app (served at `url` when `listen` was given). */
   readonly app: Hono;

@@ -19,7 +19,7 @@ import { AgentClient } from './agents/client.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { FederationSetup } from './federation/setup.js';
 import { ClaimApiServer, createReplicaClaimApi } from './http/claims/server.js';
-import type { ControlPlaneMetrics } from './metrics.js';
+import type { WarmPoolMetrics } from './controllers/warmpool/metrics.js';
 import { createSandboxApi, type SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ControlPlaneOptions } from './options.js';
 import type { ClaimOrder, ServedGrant } from './provisioning/claim-service.js';
@@ -31,7 +31,7 @@ export interface Shared {
   /** Who writes Events (core/v1 source.component). */
   component: string;
   token: TokenSource;
-  metrics: ControlPlaneMetrics;
+  metrics: WarmPoolMetrics;
   logger: Logger;
   kubeLogger: KubeLogger;
   clock: Clock;
