@@ -122,7 +122,6 @@ function controlPlaneOf(composed: Composed): ControlPlane {
   return {
     identity,
     registry: metrics.registry,
-    app: servers.app,
     sandboxClaims: claims?.sandboxClaims,
     get url() {
       return servers.url;
@@ -135,7 +134,9 @@ function controlPlaneOf(composed: Composed): ControlPlane {
     get claimsUrl() {
       return claims?.api.url;
     },
-    sandboxApi,
+    get sandboxApiUrl() {
+      return sandboxApi?.url;
+    },
     notReadyReasons: () => manager.notReadyReasons(),
     ready: () => manager.notReadyReasons().length === 0,
     isLeader: () => manager.leading && reconciler.driving,
