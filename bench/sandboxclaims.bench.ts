@@ -13,9 +13,10 @@ import { claimBodySchema, SandboxClaimType, type SandboxClaim } from '@warmpool/
 import { sleep, startCluster, startRedis } from '@warmpool/harness';
 import { createInformer, ResourceClient } from '@warmpool/kube';
 import { scrapeWrites, total, writesBetween } from './lib/apiserver-metrics.ts';
-import { startControlPlaneProcess } from './lib/control-plane.ts';
+import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
 import { fleetTotals, startFleet } from './lib/fleet.ts';
 import { Pools } from './lib/pools.ts';
+import { cpuMsOf } from './lib/proc.ts';
 import { histogram, histogramDelta, parseSamples, type HistogramSnapshot } from './lib/prom-text.ts';
 import { machineNote, ms, pass, printTable, quantile } from './lib/table.ts';
 import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
@@ -40,10 +41,15 @@ const fleet = await startFleet({
   agent: { pollIntervalMs: 2_000, minPublishGapMs: 1_000 },
 });
 const claimsPort = 20_000 + Math.floor(Math.random() * 20_000);
+// CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
+const profileDir = process.env['CPU_PROF'];
 const controlPlane = await startControlPlaneProcess({
   cluster,
   token,
   interval: '5s',
+  ...(profileDir !== undefined
+    ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
+    : {}),
   extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`],
 });
 const claimsUrl = `http://127.0.0.1:${claimsPort}/v1/namespaces/${NAMESPACE}/claims`;
@@ -88,6 +94,19 @@ const direct: number[] = [];
 let crdTimeouts = 0;
 let httpErrors = 0;
 let directErrors = 0;
+/** CPU each process used while the measured SandboxClaims went from create to Ready (the round's first phase), ms. */
+const crdCpu = { apiserver: 0, etcd: 0, controlPlane: 0, bench: 0, wallMs: 0 };
+function cpuNow(): typeof crdCpu {
+  const { apiserver, etcd } = cluster.pids();
+  const own = process.cpuUsage();
+  return {
+    apiserver: cpuMsOf(apiserver),
+    etcd: cpuMsOf(etcd),
+    controlPlane: cpuMsOf(controlPlane.pid),
+    bench: (own.user + own.system) / 1000,
+    wallMs: performance.now(),
+  };
+}
 let writes: { apiserver: Map<string, number>; controller: Map<string, number>; claims: number } | undefined;
 try {
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: 3 * CONCURRENT });
@@ -127,6 +146,7 @@ try {
   const round = async (r: number, measure: boolean): Promise<void> => {
     // SandboxClaims: create 20 at once, each timed to its Ready as a watch sees it.
     const names = Array.from({ length: CONCURRENT }, (_, i) => `r${r}-c${i}`);
+    const cpuBefore = cpuNow();
     const latencies = await Promise.all(
       names.map(async (name) => {
         const ready = new Promise<number>((resolve) => readyAt.set(name, resolve));
@@ -136,6 +156,10 @@ try {
         return done === undefined ? undefined : done - started;
       }),
     );
+    if (measure) {
+      const cpuAfter = cpuNow();
+      for (const k of Object.keys(crdCpu) as Array<keyof typeof crdCpu>) crdCpu[k] += cpuAfter[k] - cpuBefore[k];
+    }
     for (const latency of latencies) {
       if (latency === undefined) crdTimeouts += measure ? 1 : 0;
       else if (measure) crd.push(latency);
@@ -248,6 +272,8 @@ const per = (n: number | undefined): string =>
 const kinds = ['metadata', 'secret', 'status', 'delete'];
 const controllerPerClaim = kinds.map((k) => `${k} ${per(writes?.controller.get(k) ?? 0)}`).join(', ');
 const controllerTotal = kinds.reduce((sum, k) => sum + (writes?.controller.get(k) ?? 0), 0);
+// Every controller write but the deletes comes before Ready (the metadata kind only lifts an earlier version's finalizer).
+const toReady = controllerTotal - (writes?.controller.get('delete') ?? 0);
 // The bench's own writes: one create and one delete per SandboxClaim; the HTTP claims write nothing.
 const benchOwn = 2 * (writes?.claims ?? 0);
 const apiserverTotal = writes === undefined ? Number.NaN : total(writes.apiserver);
@@ -257,7 +283,7 @@ printTable(
   [
     `${NODES} simulated nodes (node agent + fake-sandboxd in this process; instant refill, every claim a warm hit), control plane as a process (--redis-url,`,
     `the claim API, the chart's V8 flags), real kube-apiserver v1.37.2 + etcd, real Redis. ${ROUNDS} SandboxClaims one at a time (after one warm-up), then ${ROUNDS} rounds (after one) of ${CONCURRENT} created at once`,
-    '(clock: create request sent → Ready=True seen by a watch in this process), then deleted (finalizer: release) before the same',
+    '(clock: create request sent → Ready=True seen by a watch in this process), then deleted (the controller releases) before the same',
     `${CONCURRENT} over the HTTP claim API (POST → 200) and ${CONCURRENT} straight to the agents (POST /v1/claim → 200), each released after.`,
   ],
   [
@@ -285,6 +311,22 @@ printTable(
     ],
     ['  of which the pipeline: claim() of path crd, mean', ms(meanMs(stageDeltas?.pipeline)), 'info', '', ''],
     [
+      '  CPU per SandboxClaim, create → Ready: apiserver / etcd / control plane / this process (client + nodes)',
+      (['apiserver', 'etcd', 'controlPlane', 'bench'] as const)
+        .map((k) => ms(crdCpu[k] / (ROUNDS * CONCURRENT)))
+        .join(' / '),
+      'info',
+      '',
+      '',
+    ],
+    [
+      '  CPU busy while 20 SandboxClaims go to Ready, all four processes (cores)',
+      ((crdCpu.apiserver + crdCpu.etcd + crdCpu.controlPlane + crdCpu.bench) / crdCpu.wallMs).toFixed(2),
+      'info',
+      '',
+      '',
+    ],
+    [
       `HTTP claim API p50 / p99, ${CONCURRENT} concurrent (same pipeline, no apiserver)`,
       `${ms(quantile(http, 0.5))} / ${ms(quantile(http, 0.99))}`,
       'info',
@@ -297,6 +339,13 @@ printTable(
       'info',
       '',
       '',
+    ],
+    [
+      'controller apiserver writes per SandboxClaim before Ready (Secret + status)',
+      per(toReady),
+      '≤ 3',
+      '',
+      pass(writes !== undefined && toReady <= 3 * writes.claims),
     ],
     [
       'controller apiserver writes per SandboxClaim (claim + delete)',

@@ -131,16 +131,16 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
       const claim = JSON.parse(
         await kubectlOk(target, ['get', 'sandboxclaim', name, '-n', target.namespace, '-o', 'json']),
       ) as {
-        metadata: { uid: string; annotations?: Record<string, string> };
+        metadata: { uid: string };
         status?: { sandbox?: { name?: string } };
       };
-      const id = claim.metadata.annotations?.['warmpool.dev/sandbox-id'];
-      expect(id).toMatch(/^sb_/);
       expect(claim.status?.sandbox?.name).toBe(name);
       const secret = JSON.parse(
         await kubectlOk(target, ['get', 'secret', name, '-n', target.namespace, '-o', 'json']),
       ) as { metadata: { ownerReferences?: Array<{ uid: string }> }; data: Record<string, string> };
       expect(secret.metadata.ownerReferences?.map((ref) => ref.uid)).toEqual([claim.metadata.uid]);
+      const id = Buffer.from(secret.data['id'] ?? '', 'base64').toString('utf8');
+      expect(id).toMatch(/^sb_/);
       const token = Buffer.from(secret.data['token'] ?? '', 'base64').toString('utf8');
       expect(token).not.toBe('');
       expect(JSON.stringify(claim)).not.toContain(token);

@@ -141,8 +141,10 @@ function janitorFor(setup: Setup): {
   releasedOnNode: string[];
   listed: string[];
   rebuilt: string[];
+  secretsDeleted: string[];
 } {
   const releasedOnNode: string[] = [];
+  const secretsDeleted: string[] = [];
   const listed: string[] = [];
   const rebuilt: string[] = [];
   const store = new ObjectStore<SandboxClaim>();
@@ -181,6 +183,10 @@ function janitorFor(setup: Setup): {
     cacheSynced: () => setup.synced ?? true,
     agents: () => Object.keys(setup.rows).map((node) => ({ node, address: `${node}:1` })),
     nodeClaims,
+    deleteSecret: (ref, owner) => {
+      secretsDeleted.push(`${ref.namespace}/${ref.name}@${owner}`);
+      return Promise.resolve();
+    },
     metrics: new SandboxClaimMetrics(new Registry()),
     logger: silentLogger,
     clock: setup.clock ?? clock,
@@ -189,25 +195,27 @@ function janitorFor(setup: Setup): {
     ...(setup.recoveryPollMs !== undefined ? { recoveryPollMs: setup.recoveryPollMs } : {}),
     ...(setup.settleMs !== undefined ? { settleMs: setup.settleMs } : {}),
   });
-  return { janitor, index, releasedOnNode, listed, rebuilt };
+  return { janitor, index, releasedOnNode, listed, rebuilt, secretsDeleted };
 }
 
 describe('the claim janitor', () => {
-  it('releases, on its node, an old node claim of a SandboxClaim that does not exist', async () => {
-    const { janitor, releasedOnNode, index } = janitorFor({ rows: { a: [row('sb_1', crd('gone'))] } });
+  it("releases, on its node, an old node claim of a SandboxClaim that does not exist, and deletes that claim's Secret", async () => {
+    const { janitor, releasedOnNode, index, secretsDeleted } = janitorFor({ rows: { a: [row('sb_1', crd('gone'))] } });
     expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 1, recorded: 0 });
     expect(releasedOnNode).toEqual(['a/sb_1']);
+    expect(secretsDeleted).toEqual([`ns/gone@${uidOf('gone')}`]);
     // Released, not recorded again.
     expect(index.records).toEqual([]);
   });
 
-  it('releases the sandbox of a SandboxClaim whose name lives on with another uid (a re-created namesake)', async () => {
-    const { janitor, releasedOnNode } = janitorFor({
+  it("releases the sandbox of a SandboxClaim whose name lives on with another uid (a re-created namesake), and deletes only the gone uid's Secret", async () => {
+    const { janitor, releasedOnNode, secretsDeleted } = janitorFor({
       rows: { a: [row('sb_1', crd('again', uidOf('first')))] },
       claims: [{ name: 'again', uid: uidOf('second') }],
     });
     expect((await janitor.sweep()).released).toBe(1);
     expect(releasedOnNode).toEqual(['a/sb_1']);
+    expect(secretsDeleted).toEqual([`ns/again@${uidOf('first')}`]);
   });
 
   it('drops from the index the record of an orphan it released on its node', async () => {
@@ -221,12 +229,13 @@ describe('the claim janitor', () => {
 
   it('never releases an HTTP or federated claim, even one the index lacks: it records it again instead', async () => {
     const known = row('sb_3', http('known'));
-    const { janitor, releasedOnNode, index } = janitorFor({
+    const { janitor, releasedOnNode, index, secretsDeleted } = janitorFor({
       rows: { a: [row('sb_1', http('lost')), row('sb_2', fed('peer-a', 'lost')), known] },
       indexed: [known],
     });
     expect(await janitor.sweep()).toMatchObject({ nodes: 1, failedNodes: 0, released: 0, recorded: 2 });
     expect(releasedOnNode).toEqual([]);
+    expect(secretsDeleted).toEqual([]);
     expect(index.dropped).toEqual([]);
     // Rebuilt records go in as no job's (job ''), each in its own door's key space.
     expect(index.recordedBy.sort()).toEqual(['sb_1:', 'sb_2:']);

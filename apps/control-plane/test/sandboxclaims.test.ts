@@ -149,11 +149,14 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
 
     expect(ready(claim)).toMatchObject({ status: 'True', reason: 'Claimed' });
     expect(claim.status?.sandbox).toEqual({ name: 'one', podIPs: ['127.0.0.1'] });
-    expect(claim.metadata.finalizers).toContain(SANDBOX_CLAIM_FINALIZER);
-    const id = claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION];
-    expect(id).toMatch(/^sb_/);
+    // Two writes to Ready (the Secret, then the status): no finalizer, no annotation on the claim.
+    expect(claim.metadata.finalizers ?? []).toEqual([]);
+    expect(claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION]).toBeUndefined();
 
     const secret = await getSecret(ns, 'one');
+    const id = decode(secret as KubeSecret)['id'];
+    expect(id).toMatch(/^sb_/);
+    expect(ready(claim)?.message).toContain(`sandbox ${id} `);
     expect(secret?.metadata.ownerReferences).toEqual([
       expect.objectContaining({ kind: 'SandboxClaim', name: 'one', uid: claim.metadata.uid, controller: true }),
     ]);
@@ -184,11 +187,13 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const node = fleet.nodes.find((n) => n.name === nodeName) as FleetNode;
     const before = (await node.info()).claimed;
 
-    await kubectl(cluster, ['delete', 'sandboxclaim', 'gone', '-n', ns, '--wait=false']);
-    await eventually(async () => (await getClaim(ns, 'gone')) === undefined, { what: 'the claim to be deleted' });
-    expect(await heldAnywhere(`${ns}/gone`)).toEqual([]);
+    // No finalizer: the claim goes at once, and the controller releases its sandbox as it sees the deletion.
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'gone', '-n', ns]);
+    expect(await getClaim(ns, 'gone')).toBeUndefined();
+    await eventually(async () => (await heldAnywhere(`${ns}/gone`)).length === 0, { what: 'the sandbox released' });
     expect((await node.info()).claimed).toBeLessThan(before);
-    expect(await getSecret(ns, 'gone')).toBeUndefined();
+    // No garbage collector runs here: the controller deletes the Secret itself.
+    await eventually(async () => (await getSecret(ns, 'gone')) === undefined, { what: 'the Secret deleted' });
     expect(claim.metadata.uid).toBeDefined();
   });
 
@@ -198,12 +203,10 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const names = Array.from({ length: 20 }, (_, i) => `c${i}`);
     await apply(cluster, ...names.map((name) => sandboxClaim(ns, name, 'pool')));
     const ready20 = await Promise.all(names.map((name) => readyClaim(ns, name, 60_000)));
-    const ids = ready20.map((c) => c.metadata.annotations?.[SANDBOX_ID_ANNOTATION]);
-    expect(new Set(ids).size).toBe(20);
-    const tokens = await Promise.all(
-      names.map(async (name) => decode((await getSecret(ns, name)) as KubeSecret)['token']),
-    );
-    expect(new Set(tokens).size).toBe(20);
+    expect(ready20.map((c) => c.metadata.uid)).toHaveLength(20);
+    const secrets = await Promise.all(names.map(async (name) => decode((await getSecret(ns, name)) as KubeSecret)));
+    expect(new Set(secrets.map((data) => data['id'])).size).toBe(20);
+    expect(new Set(secrets.map((data) => data['token'])).size).toBe(20);
     const held = await Promise.all(names.map((name) => heldAnywhere(`${ns}/${name}`)));
     expect(held.map((rows) => rows.length)).toEqual(names.map(() => 1));
     expect(held.map((rows) => parseNodeClaimRef(rows[0]?.claim_ref)?.door)).toEqual(names.map(() => 'crd'));
@@ -305,7 +308,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     const ns = await world.namespace('inflight');
     await drivenPool(ns, 'pool');
     const vanished = await metric('warmpool_controlplane_sandboxclaim_releases_total', '{cause="vanished"}');
-    // The agents are paused: the claim's job waits on a node while the claim is deleted (it has no finalizer yet).
+    // The agents are paused: the claim's job waits on a node while the claim is deleted.
     for (const node of fleet.nodes) node.agent?.kill('SIGSTOP');
     try {
       await apply(cluster, sandboxClaim(ns, 'racing', 'pool'));
@@ -330,7 +333,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     for (const [round, deleteAfterMs] of rounds.entries()) {
       const names = Array.from({ length: 20 }, (_, i) => `r${round}-c${i}`);
       // The agents are paused while the claims' batch reaches them; they resume and the claims are deleted a little
-      // later each round, so deletions land before, while and after the answers (no finalizer on them yet).
+      // later each round, so deletions land before, while and after the answers.
       for (const node of fleet.nodes) node.agent?.kill('SIGSTOP');
       try {
         await Promise.all(names.map((name) => claimClient.create(sandboxClaim(ns, name, 'pool'))));
@@ -377,7 +380,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(await heldInNamespace(), 'no sandbox claimed late').toEqual([]);
   });
 
-  it('releases the sandbox of a claim deleted while the control plane was down, once it is back (finalizer)', async () => {
+  it('releases the sandbox of a claim deleted while the control plane was down, and deletes its Secret (the janitor, once it is back)', async () => {
     const ns = await world.namespace('down');
     await drivenPool(ns, 'pool');
     await apply(cluster, sandboxClaim(ns, 'orphaned', 'pool'));
@@ -385,14 +388,38 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await controlPlane?.close();
     controlPlane = undefined;
 
-    await kubectl(cluster, ['delete', 'sandboxclaim', 'orphaned', '-n', ns, '--wait=false']);
-    await sleep(500);
-    expect((await getClaim(ns, 'orphaned'))?.metadata.deletionTimestamp).toBeDefined();
+    // No finalizer holds the claim: it goes at once, with nobody there to release its sandbox or delete its Secret.
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'orphaned', '-n', ns]);
+    expect(await getClaim(ns, 'orphaned')).toBeUndefined();
     expect(await heldAnywhere(`${ns}/orphaned`)).toHaveLength(1);
+    expect(await getSecret(ns, 'orphaned'), 'no garbage collector runs here').toBeDefined();
 
-    await start();
-    await eventually(async () => (await getClaim(ns, 'orphaned')) === undefined, { what: 'the claim to be finalized' });
+    const back = await start();
+    // The janitor's sweep (by hand here; every --claim-janitor-interval in production) finds the uid gone.
+    const swept = await back.sandboxClaims?.janitor.sweep();
+    expect(swept?.failedNodes).toBe(0);
+    expect(swept?.released).toBeGreaterThanOrEqual(1);
     expect(await heldAnywhere(`${ns}/orphaned`)).toEqual([]);
+    expect(await getSecret(ns, 'orphaned')).toBeUndefined();
+  });
+
+  it('lifts the finalizer of a claim an earlier version served once its sandbox is released, and deletes its Secret', async () => {
+    const ns = await world.namespace('legacy');
+    await drivenPool(ns, 'pool');
+    await apply(cluster, sandboxClaim(ns, 'old', 'pool'));
+    await readyClaim(ns, 'old');
+    const id = decode((await getSecret(ns, 'old')) as KubeSecret)['id'] ?? '';
+    // What an earlier version wrote beside the status: its finalizer and the sandbox-id annotation.
+    await patch(cluster, 'sandboxclaim', ns, 'old', {
+      metadata: { finalizers: [SANDBOX_CLAIM_FINALIZER], annotations: { [SANDBOX_ID_ANNOTATION]: id } },
+    });
+    await sleep(300);
+    expect(await heldAnywhere(`${ns}/old`)).toHaveLength(1);
+
+    await kubectl(cluster, ['delete', 'sandboxclaim', 'old', '-n', ns, '--wait=false']);
+    await eventually(async () => (await getClaim(ns, 'old')) === undefined, { what: 'the finalizer to be lifted' });
+    expect(await heldAnywhere(`${ns}/old`)).toEqual([]);
+    expect(await getSecret(ns, 'old')).toBeUndefined();
   });
 
   it('has the janitor release node claims of SandboxClaims that no longer exist, and nothing else', async () => {
@@ -401,7 +428,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await apply(cluster, sandboxClaim(ns, 'alive', 'pool'));
     await readyClaim(ns, 'alive');
     const node = fleet.nodes[0] as FleetNode;
-    // An orphan made straight on a node, as a crash between the node claim and the finalizer would leave it.
+    // An orphan made straight on a node, as a crash between the node claim and the claim's answer would leave it.
     const res = await fetch(`${node.agentUrl}/v1/claim`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },

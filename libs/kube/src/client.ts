@@ -224,9 +224,21 @@ export class ResourceClient<T extends KubeObject> implements ListerWatcher<T> {
     return this.#patch(ref, '', patch, MERGE_PATCH, writeQuery(options), options.signal);
   }
 
-  /** JSON merge patch of `status` on the status subresource. */
-  async patchStatus(ref: ObjectRef, status: Partial<StatusOf<T>>, options: WriteOptions = {}): Promise<T> {
-    return this.#patch(ref, '/status', { status }, MERGE_PATCH, writeQuery(options), options.signal);
+  /**
+   * JSON merge patch of `status` on the status subresource. With `resourceVersion` the write is refused (409) unless
+   * the object is still at that version: the status subresource ignores every other metadata field, a uid included,
+   * so this is the only way to make sure a status lands on the object it was computed from.
+   */
+  async patchStatus(
+    ref: ObjectRef,
+    status: Partial<StatusOf<T>>,
+    options: WriteOptions & { resourceVersion?: string } = {},
+  ): Promise<T> {
+    const body =
+      options.resourceVersion === undefined
+        ? { status }
+        : { metadata: { resourceVersion: options.resourceVersion }, status };
+    return this.#patch(ref, '/status', body, MERGE_PATCH, writeQuery(options), options.signal);
   }
 
   /** Server-side apply: the server merges `obj` in as `fieldManager`'s intent. Creates the object if missing. */

@@ -43,8 +43,8 @@ export function demoAccessManifest(namespace: string): string {
 export function sandboxClaimExample(namespace: string, pool: string): string {
   return [
     '# A SandboxClaim warmpool serves from a warm pool: Ready=True within milliseconds,',
-    "# the sandbox id in the annotation warmpool.dev/sandbox-id, the owner address's IP in",
-    '# status.sandbox.podIPs, and id/token/ownerAddr/deadline/node in the Secret named after it.',
+    "# the owner address's IP in status.sandbox.podIPs, and id/token/ownerAddr/deadline/node",
+    '# in the Secret named after it.',
     '#   kubectl apply -f <this file>',
     `#   kubectl get sandboxclaim ${EXAMPLE_CLAIM_NAME} -n ${namespace}`,
     `#   kubectl get secret ${EXAMPLE_CLAIM_NAME} -n ${namespace} -o jsonpath='{.data.token}' | base64 -d`,

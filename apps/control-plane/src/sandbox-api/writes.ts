@@ -1,7 +1,7 @@
 // create and delete of sandboxes: a create is an HTTP-door claim of the
 // requesting user, named by the Sandbox's name (its claimRef); a delete
 // releases it on its node. A SandboxClaim's sandbox is never released here
-// (its finalizer does, when the SandboxClaim is deleted), and a name a
+// (the SandboxClaim controller does, when the SandboxClaim is deleted), and a name a
 // SandboxClaim holds is never created.
 import {
   AGENTS_GROUP,
@@ -36,8 +36,8 @@ export interface WriteOptions {
   /** create and delete claim and release through it; without it they answer 405. */
   claims?: ClaimService | undefined;
   /**
-   * The SandboxClaim cache: a SandboxClaim's sandbox is released only by deleting the SandboxClaim (its finalizer
-   * releases it and its Secret names it), never behind its back; delete answers 503 until the cache is synced.
+   * The SandboxClaim cache: a SandboxClaim's sandbox is released only by deleting the SandboxClaim (the SandboxClaim
+   * controller then releases it and deletes the Secret that names it), never behind its back; delete answers 503 until the cache is synced.
    */
   sandboxClaims?: SandboxClaimCache | undefined;
   now: () => number;
@@ -113,7 +113,7 @@ async function remove(c: Context<SandboxApiEnv>, options: WriteOptions): Promise
   if (sandboxClaimNamed(options, namespace, name))
     throw new ApiError(
       'Conflict',
-      `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (its finalizer releases the sandbox)`,
+      `sandboxes.${AGENTS_GROUP} "${name}" is held by the SandboxClaim "${name}": delete the SandboxClaim instead (that releases the sandbox)`,
       { name, group: AGENTS_GROUP, kind: PLURAL },
     );
   // Only an HTTP claim's Sandbox is released here (a SandboxClaim's is in another key space), and by its id: exactly

@@ -1,12 +1,15 @@
 // helm uninstall's hooks, run by Node in the control-plane image with the
 // hook's ServiceAccount (the chart's templates/uninstall-hooks.yaml):
 //
-//   release-claims  (pre-delete) deletes every SandboxClaim that carries
-//                   warmpool's finalizer while the control plane still runs,
-//                   so it releases each sandbox on its node and lifts the
-//                   finalizer; any still held at the deadline loses the
-//                   finalizer here (logged: its sandbox may outlive it)
-//                   instead of blocking its namespace and the CRD forever.
+//   release-claims  (pre-delete) deletes every SandboxClaim warmpool serves
+//                   (Ready=True with warmpool's reason Claimed, or the
+//                   finalizer earlier versions put on the claims they served)
+//                   while the control plane still runs, so it releases each
+//                   sandbox on its node as it sees the deletion, and waits
+//                   until they are gone; a claim still held by an earlier
+//                   version's finalizer at the deadline loses it here (logged:
+//                   its sandbox may outlive it) instead of blocking its
+//                   namespace and the CRD forever.
 //   forget-nodes    (post-delete) waits until the release's node agents are
 //                   gone, then deletes the NodeInventories they published.
 import { readFileSync } from 'node:fs';
@@ -59,7 +62,10 @@ async function list(path) {
   return res.json.items ?? [];
 }
 
-const ours = (claim) => (claim.metadata.finalizers ?? []).includes(FINALIZER);
+const held = (claim) => (claim.metadata.finalizers ?? []).includes(FINALIZER);
+const served = (claim) =>
+  (claim.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True' && c.reason === 'Claimed');
+const ours = (claim) => held(claim) || served(claim);
 const where = (o) => `${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 const itemPath = (base, o) =>
   o.metadata.namespace
@@ -74,11 +80,14 @@ async function releaseClaims() {
     if (res.status >= 300 && res.status !== 404)
       log('cannot delete claim', { claim: where(claim), status: res.status });
   }
+  const deleted = new Set(claims.map((claim) => claim.metadata.uid));
   for (;;) {
-    const left = (await list(CLAIMS)).filter(ours);
-    if (left.length === 0) return log('every claim released');
+    const left = (await list(CLAIMS)).filter((claim) => deleted.has(claim.metadata.uid));
+    // Without an earlier version's finalizer a claim goes at once: the control plane releases its sandbox as it sees
+    // the deletion, within milliseconds, long before helm gets to stopping it.
+    if (left.length === 0) return log('every claim deleted');
     if (Date.now() >= deadline) {
-      for (const claim of left) {
+      for (const claim of left.filter(held)) {
         log('claim not released in time: lifting its finalizer; its sandbox may outlive it', { claim: where(claim) });
         const finalizers = (claim.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
         await call('PATCH', itemPath(CLAIMS, claim), {

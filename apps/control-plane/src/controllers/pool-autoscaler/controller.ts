@@ -205,7 +205,8 @@ export class PoolAutoscalerController {
     }
     if (toSecond <= tracked.readFrom) return undefined; // less than a second since the last step
     const current = Math.max(0, pool.spec?.replicas ?? 1);
-    const [counts] = (await this.#options.counter.read([{ namespace, pool: poolName }], tracked.readFrom, toSecond)).counts;
+    const [counts] = (await this.#options.counter.read([{ namespace, pool: poolName }], tracked.readFrom, toSecond))
+      .counts;
     const since = tracked.readFrom;
     tracked.readFrom = toSecond;
     const idle = idleOf(poolName);

@@ -1,46 +1,45 @@
 // The SandboxClaim controller: claims of driven pools go through the claim
 // pipeline (ClaimService, door 'crd', claimRef = the claim's name, so the node
 // records `crd:<namespace>/<name>/<uid>`), and the answer is written back to
-// the claim:
-// the Secret (token), the finalizer plus the sandbox-id annotation, then
-// Ready=True — three writes per claim. It runs on the leader only (see
+// the claim in two writes, one after the other: the Secret (token), then
+// Ready=True Claimed, which is also what marks the claim served. No finalizer,
+// no annotation: a write less on the way to Ready, and deleting a claim never
+// waits on a control plane that is gone. It runs on the leader only (see
 // sandboxclaims.ts for why); a new leader picks every claim up from its cache.
 //
 // Invariants:
-// - A sandbox is never leaked by a deleted claim: a claim deleted while its
-//   batch ran is released when the answer lands (the cache no longer has it,
-//   or the finalizer cannot be added any more); once served, the finalizer
-//   makes the apiserver wait until the release went through, also across a
-//   control-plane outage. A crash between the node claim and the finalizer
-//   write is covered twice: the claimRef is idempotent (the next leader gets
-//   the same sandbox for the claim), and the janitor releases the sandboxes of
-//   claims that no longer exist.
-// - One key is never worked on twice at once (KeyedQueue), so a deletion is
-//   handled after the claim in flight for it has settled.
-// - The token is written only into the claim's own Secret, and that Secret
-//   never outlives the claim, garbage collector or not: it is written only
-//   once the finalizer is on the claim, and #finalize deletes it before it
-//   removes the finalizer; a claim being deleted or gone gets none.
-// - The finalizer alone does not hold a claim: a delete the apiserver began
-//   while the claim had none completes even if the finalizer lands meanwhile
-//   (it re-checks only its preconditions). So a claim can vanish right after
-//   it was served, without #finalize. Its deletion always enqueues its key,
-//   which runs after the serve in flight: a key whose claim is gone has its
-//   sandbox released (a CRD claim under that claimRef can only be a gone
-//   claim's, since claims are served from this cache) and its Secret deleted
-//   unless the apiserver still has the claim controlling it (the cache may
-//   lag; a namesake's Secret is never touched).
-import { SANDBOX_ID_ANNOTATION, type ClaimFailureReason, type SandboxClaim } from '@warmpool/api';
-import type { Lister } from '@warmpool/kube';
+// - A sandbox is never leaked by a deleted claim. Its deletion always
+//   enqueues its key (the informer reports deletes, also those a relist
+//   finds), and the key runs after the serve in flight (WorkQueue: one key
+//   is never worked on twice at once): a key whose claim is gone, or being
+//   deleted, has its sandbox released (a CRD claim under that claimRef can
+//   only be a gone claim's, since claims are served from this cache). A
+//   claim deleted while no leader ran (an outage, a leader change before the
+//   new cache saw it) is the janitor's: it releases the node claims of
+//   SandboxClaim uids that no longer exist, and deletes their Secrets. A
+//   crash between the node claim and the Ready write is covered by the
+//   claimRef being idempotent: the next attempt gets the same sandbox.
+// - The token is written only into the claim's own Secret (controlled by the
+//   claim's uid), and that Secret does not outlive the claim: whoever releases
+//   the sandbox deletes it (the controller on the deletion, the janitor after
+//   an outage), and its owner reference lets the garbage collector delete it
+//   too. A Secret is deleted only when the claim of its owner uid is gone
+//   from the apiserver; a namesake's or a user's Secret is never touched.
+// - Ready=True is written only onto the claim it was computed for (the write
+//   carries its resourceVersion), after the Secret exists: a client that sees
+//   Ready finds its Secret.
+// - Claims served by earlier versions carry the finalizer
+//   `warmpool.dev/release-sandbox` and the sandbox-id annotation: they stay
+//   served, and #finalize lifts that finalizer once the sandbox is released.
+import type { ClaimFailureReason, SandboxClaim } from '@warmpool/api';
+import { WorkQueue, type Lister, type WorkOutcome } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { ClaimFailure, type ClaimGrant, type ClaimScope, type ClaimService } from '../../provisioning/claim-service.js';
 import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './lifetime.js';
 import type { SandboxClaimMetrics } from './metrics.js';
-import { hasFinalizer, ownershipOf, type ClaimCaches } from './ownership.js';
-import { KeyedQueue, type WorkOutcome } from './queue.js';
+import { hasFinalizer, isServed, ownershipOf, type ClaimCaches } from './ownership.js';
 import { claimedStatus, failedStatus, isReadyClaimed, isRetryable, readyOf, statusDiffers } from './status.js';
 import { SecretTakenError, type ClaimWriter } from './writer.js';
-
 export interface SandboxClaimSettings {
   /** Lease of a sandbox whose claim has no shutdownTime, renewed at half (default 1 h). */
   leaseSeconds: number;
@@ -82,7 +81,7 @@ function splitKey(key: string): { namespace: string; name: string } {
 export class SandboxClaimController {
   readonly settings: SandboxClaimSettings;
   readonly #options: SandboxClaimControllerOptions;
-  readonly #queue: KeyedQueue;
+  readonly #queue: WorkQueue;
   /**
    * The leases this replica granted or renewed during its term, by key: what
    * it renews by, and proof that it wrote the claim's Secret and status itself
@@ -108,7 +107,7 @@ export class SandboxClaimController {
       retryMaxMs: options.retryMaxMs ?? SANDBOX_CLAIM_DEFAULTS.retryMaxMs,
       unservableRecheckMs: options.unservableRecheckMs ?? SANDBOX_CLAIM_DEFAULTS.unservableRecheckMs,
     };
-    this.#queue = new KeyedQueue({
+    this.#queue = new WorkQueue({
       concurrency: this.settings.concurrency,
       retryInitialMs: this.settings.retryInitialMs,
       retryMaxMs: this.settings.retryMaxMs,
@@ -146,8 +145,7 @@ export class SandboxClaimController {
     const { namespace, name } = claim.metadata;
     if (namespace === undefined || name === undefined) return;
     const key = `${namespace}/${name}`;
-    if (!this.#seen.has(key) && claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === undefined)
-      this.#seen.set(key, performance.now());
+    if (!this.#seen.has(key) && !isServed(claim)) this.#seen.set(key, performance.now());
     this.#queue.add(key);
   }
 
@@ -164,13 +162,13 @@ export class SandboxClaimController {
     const { namespace, name } = splitKey(key);
     const claim = this.#options.cache.get(namespace, name);
     if (claim === undefined) {
-      // Gone: finalized, or it vanished without #finalize (see the file comment) and what it held goes now. Nothing is
-      // left to release after #finalize; a leader that never saw the deletion leaves it to the janitor.
+      // Gone: what it held goes now (nothing is left after #finalize of an earlier version's claim). A leader that never
+      // saw the deletion leaves it to the janitor.
       this.#seen.delete(key);
       this.#refused.delete(key);
       this.#leases.delete(key);
       // Only the SandboxClaim key space: an HTTP claim of the same name is never this claim's.
-      await this.#release(key, 'vanished');
+      await this.#release(key, 'deleted');
       await this.#options.writer.deleteOrphanSecret(namespace, name);
       return { kind: 'done' };
     }
@@ -183,7 +181,8 @@ export class SandboxClaimController {
     ) {
       return { kind: 'done' };
     }
-    if (claim.metadata.deletionTimestamp !== undefined) return this.#finalize(key, claim);
+    if (claim.metadata.deletionTimestamp !== undefined)
+      return hasFinalizer(claim) ? this.#finalize(key, claim) : this.#vanished(key, claim, 'deleted');
     const ownership = ownershipOf(claim, this.#options.caches);
     if (ownership.kind === 'not-ours') {
       this.#seen.delete(key);
@@ -192,7 +191,9 @@ export class SandboxClaimController {
 
     const now = this.#options.clock.now();
     const shutdown = shutdownAt(claim);
-    const served = claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] !== undefined;
+    // Served: it says so (Ready=True Claimed, or an earlier version's annotation), or this replica wrote that in its
+    // term and the cache has not caught up yet.
+    const served = isServed(claim) || this.#leases.get(key)?.uid === claim.metadata.uid;
     // Terminal: an expired claim stays so; a refused one until its spec changes.
     const ready = readyOf(claim);
     if (ready?.reason === 'Expired') return { kind: 'done' };
@@ -250,26 +251,26 @@ export class SandboxClaimController {
       await this.#release(key, 'vanished');
       return { kind: 'done' };
     }
-    // Marked by an earlier attempt and now being deleted: finalized like any served claim.
+    // Being deleted: the sandbox goes back at once (and an earlier version's finalizer is lifted once it has).
     if (current.metadata.deletionTimestamp !== undefined)
       return hasFinalizer(current) ? this.#finalize(key, current) : this.#vanished(key, claim);
-    // The finalizer before the Secret, never side by side: a claim deleted meanwhile cannot be marked ('gone', so no
-    // Secret is written), and a marked one cannot vanish before #finalize has deleted its Secret.
-    if ((await writer.markServed(claim, grant.id)) === 'gone') return this.#vanished(key, claim);
+    // The Secret, then Ready (the two writes on the way to Ready): a client that sees Ready finds its Secret. A claim
+    // deleted or replaced meanwhile gets no Ready (the write carries the claim's resourceVersion), its sandbox back and
+    // the Secret just written for it deleted; one the cache still showed when the Secret was written is cleaned up the
+    // same way when its deletion runs after this serve.
     try {
       await writer.ensureSecret(claim, grant);
     } catch (err) {
-      if (!(err instanceof SecretTakenError)) throw err; // retried: the claim is marked, #maintain writes the Secret
-      // Not ours to overwrite: hand the sandbox back, unmark the claim and say why (until its spec changes).
-      // The status first: the unmarking's watch event must find the claim already refused.
+      if (!(err instanceof SecretTakenError)) throw err; // retried: the same claimRef gets the same sandbox
+      // Not ours to overwrite: hand the sandbox back and say why (until its spec changes).
       this.#refuse(key, claim);
       await this.#release(key, 'vanished');
       await this.#fail(claim, 'BadRequest', err.message, this.#options.clock.now());
-      await writer.unmarkServed(claim);
       return { kind: 'done' };
     }
     const written = this.#options.clock.now();
-    await writer.writeStatus(claim, claimedStatus(claim, grant, written));
+    if ((await writer.writeStatusOf(current, (c) => claimedStatus(c, grant, written))) === 'gone')
+      return this.#vanished(key, claim);
     const seen = this.#seen.get(key);
     this.#seen.delete(key);
     metrics.claimed(seen === undefined ? undefined : (performance.now() - seen) / 1000);
@@ -357,11 +358,11 @@ export class SandboxClaimController {
   }
 
   /**
-   * The claim vanished (or is being deleted without our finalizer) while its sandbox was being claimed: the sandbox
-   * goes back, and a Secret an earlier attempt of this claim may have written goes with it.
+   * The claim is being deleted (without an earlier version's finalizer), or vanished or was replaced while its sandbox
+   * was being claimed: the sandbox goes back, and the Secret written for this claim goes with it.
    */
-  async #vanished(key: string, claim: SandboxClaim): Promise<WorkOutcome> {
-    await this.#release(key, 'vanished');
+  async #vanished(key: string, claim: SandboxClaim, cause: 'deleted' | 'vanished' = 'vanished'): Promise<WorkOutcome> {
+    await this.#release(key, cause);
     await this.#options.writer.deleteSecret(claim);
     return { kind: 'done' };
   }

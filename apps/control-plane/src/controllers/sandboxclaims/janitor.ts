@@ -4,8 +4,10 @@
 // - released, when it is a SandboxClaim's sandbox and that SandboxClaim's uid
 //   is positively gone from the apiserver (the synced cache has no claim of
 //   that name, or one with another uid) and the node claimed it more than
-//   `graceMs` ago: a crash between the node claim and the finalizer, a
-//   finalizer removed by hand;
+//   `graceMs` ago: a claim deleted while no leader ran (an outage, a leader
+//   change before the new cache saw it), a crash between the node claim and
+//   the claim's answer. The claim's Secret goes with it (the one controlled
+//   by that uid; the garbage collector would delete it too);
 // - or recorded again in the claim index when the index lacks it: the nodes
 //   are the truth and Redis may lose any key.
 // HTTP and federated claims are never released here: they end by release or
@@ -79,6 +81,8 @@ export interface ClaimJanitorOptions extends Partial<ClaimJanitorSettings> {
   /** The agents to sweep (from the NodeInventory cache). */
   agents(): AgentAddress[];
   nodeClaims: NodeClaims;
+  /** Deletes the sandbox Secret `ref` if the claim of uid `owner` controls it (ClaimWriter.deleteSecretOf). */
+  deleteSecret(ref: { namespace: string; name: string }, owner: string): Promise<void>;
   metrics: SandboxClaimMetrics;
   logger: Logger;
   clock: Clock;
@@ -222,6 +226,18 @@ export class ClaimJanitor {
       const known = await repair.index.lookup(scopeOfNodeClaim(owner), row.id).catch(() => undefined);
       if (known !== undefined) await repair.index.drop(known).catch(() => undefined);
     }
+    if (owner?.door === 'crd')
+      await this.#options
+        .deleteSecret({ namespace: owner.namespace, name: owner.name }, owner.uid)
+        .catch((err: unknown) =>
+          logger.warn(
+            'claim janitor: the Secret of a released SandboxClaim sandbox not deleted (its owner reference lets the garbage collector)',
+            {
+              claimRef: row.claim_ref,
+              err,
+            },
+          ),
+        );
     metrics.janitorReleased();
     logger.info('claim janitor released a sandbox whose SandboxClaim no longer exists', {
       node: agent.node,

@@ -35,13 +35,13 @@ export class SandboxClaimMetrics {
     });
     this.#writes = new Counter({
       name: `${PREFIX}sandboxclaim_api_writes_total`,
-      help: 'apiserver writes the SandboxClaim controller made, by kind (metadata: finalizer and sandbox-id annotation; status; secret; delete)',
+      help: 'apiserver writes the SandboxClaim controller made, by kind (status; secret; delete; metadata: lifting the finalizer of claims an earlier version served)',
       labelNames: ['kind'],
       registers,
     });
     this.#releases = new Counter({
       name: `${PREFIX}sandboxclaim_releases_total`,
-      help: 'Sandboxes released for SandboxClaims, by cause (deleted: the claim was deleted; vanished: it went while its batch ran; expired)',
+      help: 'Sandboxes released for SandboxClaims, by cause (deleted: the claim was deleted once served; vanished: it went while its batch ran; expired)',
       labelNames: ['cause'],
       registers,
     });

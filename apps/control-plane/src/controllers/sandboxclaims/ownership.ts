@@ -7,8 +7,9 @@
 //
 // A claim can only be told "PoolNotFound" or "NotDriven" by warmpool when it is
 // addressed to warmpool beyond doubt:
-// - it carries our finalizer or sandbox-id annotation (we took it earlier, and
-//   its pool was deleted or opted out before it was served), or
+// - warmpool served it (Ready=True with warmpool's reason Claimed, or the
+//   finalizer or sandbox-id annotation earlier versions wrote), and its pool
+//   was deleted or opted out since, or
 // - it carries `warmpool.dev/driver: sandboxd` itself (the user asked warmpool
 //   explicitly, e.g. to be told about a typo in the pool name rather than hear
 //   nothing when upstream's controller is not installed).
@@ -24,6 +25,7 @@ import {
   type SandboxWarmPool,
 } from '@warmpool/api';
 import { isDriven } from '@warmpool/pool-model';
+import { isReadyClaimed } from './status.js';
 
 export interface ClaimCaches {
   pool(namespace: string, name: string): SandboxWarmPool | undefined;
@@ -36,18 +38,23 @@ export type ClaimOwnership =
   | { kind: 'unservable'; reason: 'PoolNotFound' | 'NotDriven'; message: string }
   | { kind: 'not-ours' };
 
+/** The finalizer earlier versions put on the claims they served (this one puts none, but lifts it). */
 export function hasFinalizer(claim: SandboxClaim): boolean {
   return claim.metadata.finalizers?.includes(SANDBOX_CLAIM_FINALIZER) === true;
+}
+
+/**
+ * Whether warmpool served the claim and it still holds its sandbox: Ready=True with warmpool's reason Claimed (only
+ * warmpool writes that reason), or the sandbox-id annotation an earlier version wrote.
+ */
+export function isServed(claim: SandboxClaim): boolean {
+  return isReadyClaimed(claim) || claim.metadata.annotations?.[SANDBOX_ID_ANNOTATION] !== undefined;
 }
 
 /** Whether the claim is addressed to warmpool whatever its pool says (see the file comment). */
 export function addressedToWarmpool(claim: SandboxClaim): boolean {
   const annotations = claim.metadata.annotations ?? {};
-  return (
-    hasFinalizer(claim) ||
-    annotations[SANDBOX_ID_ANNOTATION] !== undefined ||
-    annotations[DRIVER_ANNOTATION] === DRIVER_SANDBOXD
-  );
+  return isServed(claim) || hasFinalizer(claim) || annotations[DRIVER_ANNOTATION] === DRIVER_SANDBOXD;
 }
 
 export function ownershipOf(claim: SandboxClaim, caches: ClaimCaches): ClaimOwnership {

@@ -72,6 +72,7 @@ export class SandboxClaims {
     this.metrics = new SandboxClaimMetrics(options.registry);
     this.informer = createInformer<SandboxClaim>(options.kubeConfig, SandboxClaimType, { logger: options.kubeLogger });
     const logger = options.logger.child({ controller: 'sandboxclaims' });
+    const writer = new ClaimWriter(options.kubeConfig, this.metrics);
     this.controller = new SandboxClaimController({
       claims: options.claims,
       cache: this.informer.lister,
@@ -79,7 +80,7 @@ export class SandboxClaims {
         pool: (namespace, name) => options.pools.lister.get(namespace, name),
         template: (namespace, name) => options.templates.lister.get(namespace, name),
       },
-      writer: new ClaimWriter(options.kubeConfig, this.metrics),
+      writer,
       metrics: this.metrics,
       logger,
       clock: options.clock,
@@ -94,6 +95,7 @@ export class SandboxClaims {
       agents: () => vouchedAgents(options.inventories.lister, options.addresses()),
       // The janitor bounds each call itself (its timeoutMs); the client's own bound is the same.
       nodeClaims: nodeClaimsOf(this.#agents),
+      deleteSecret: (ref, owner) => writer.deleteSecretOf(ref, owner),
       metrics: this.metrics,
       logger: logger.child({ subsystem: 'janitor' }),
       clock: options.clock,

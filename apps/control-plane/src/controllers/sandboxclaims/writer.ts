@@ -1,16 +1,10 @@
 // Every apiserver write the SandboxClaim controller makes, in one place so
 // they are counted (writes per claim is a benchmark figure) and each guards
 // against the claim having been deleted and recreated under the same name:
-// metadata patches carry the resourceVersion they were computed from, deletes
-// a uid precondition.
+// metadata patches and the Ready write carry the resourceVersion they were
+// computed from, deletes a uid precondition.
 import type { KubeConfig } from '@kubernetes/client-node';
-import {
-  SANDBOX_CLAIM_FINALIZER,
-  SANDBOX_ID_ANNOTATION,
-  SandboxClaimType,
-  type SandboxClaim,
-  type ShutdownPolicy,
-} from '@warmpool/api';
+import { SANDBOX_CLAIM_FINALIZER, SandboxClaimType, type SandboxClaim, type ShutdownPolicy } from '@warmpool/api';
 import {
   ignoreNotFound,
   isAlreadyExists,
@@ -50,70 +44,7 @@ export class ClaimWriter {
     this.#metrics = metrics;
   }
 
-  /**
-   * Adds the finalizer and the sandbox-id annotation in one write, once the
-   * sandbox is claimed. 'gone' when the claim was deleted, is being deleted
-   * (no finalizer can be added then) or was replaced by a namesake: the caller
-   * releases the sandbox.
-   */
-  async markServed(claim: SandboxClaim, sandboxId: string): Promise<'marked' | 'gone'> {
-    try {
-      return await retryOnConflict(async (attempt) => {
-        const current =
-          attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
-        if (current.metadata.uid !== claim.metadata.uid || current.metadata.deletionTimestamp !== undefined)
-          return 'gone';
-        const finalizers = current.metadata.finalizers ?? [];
-        if (
-          finalizers.includes(SANDBOX_CLAIM_FINALIZER) &&
-          current.metadata.annotations?.[SANDBOX_ID_ANNOTATION] === sandboxId
-        )
-          return 'marked';
-        this.#metrics.write('metadata');
-        await this.#claims.patch(
-          refOf(claim),
-          {
-            metadata: {
-              resourceVersion: current.metadata.resourceVersion,
-              finalizers: finalizers.includes(SANDBOX_CLAIM_FINALIZER)
-                ? finalizers
-                : [...finalizers, SANDBOX_CLAIM_FINALIZER],
-              annotations: { [SANDBOX_ID_ANNOTATION]: sandboxId },
-            },
-          },
-          { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
-        );
-        return 'marked';
-      });
-    } catch (err) {
-      if (isNotFound(err)) return 'gone';
-      throw err;
-    }
-  }
-
-  /** Undoes markServed when the sandbox had to be handed back before the claim was answered. */
-  async unmarkServed(claim: SandboxClaim): Promise<void> {
-    await ignoreNotFound(
-      retryOnConflict(async () => {
-        const current = await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
-        if (current.metadata.uid !== claim.metadata.uid) return;
-        this.#metrics.write('metadata');
-        await this.#claims.patch(
-          refOf(claim),
-          {
-            metadata: {
-              resourceVersion: current.metadata.resourceVersion,
-              finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== SANDBOX_CLAIM_FINALIZER),
-              annotations: { [SANDBOX_ID_ANNOTATION]: null },
-            },
-          },
-          { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) },
-        );
-      }),
-    );
-  }
-
-  /** Lets the apiserver finish deleting the claim. */
+  /** Lets the apiserver finish deleting a claim that carries the finalizer of earlier versions. */
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
     await ignoreNotFound(
       retryOnConflict(async (attempt) => {
@@ -149,18 +80,67 @@ export class ClaimWriter {
   }
 
   /**
+   * Writes the status `statusOf` computes, only onto this very claim: the write carries the resourceVersion it was
+   * computed from (the status subresource ignores a uid). 'gone' when the claim was deleted, is being deleted or was
+   * replaced by a namesake: nothing is written then.
+   */
+  async writeStatusOf(
+    claim: SandboxClaim,
+    statusOf: (claim: SandboxClaim) => ClaimStatusPatch,
+  ): Promise<'written' | 'gone'> {
+    try {
+      return await retryOnConflict(async (attempt) => {
+        const current =
+          attempt === 1 ? claim : await this.#claims.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+        if (current.metadata.uid !== claim.metadata.uid || current.metadata.deletionTimestamp !== undefined)
+          return 'gone';
+        this.#metrics.write('status');
+        await this.#claims.patchStatus(
+          refOf(claim),
+          statusOf(current) as unknown as Partial<NonNullable<SandboxClaim['status']>>,
+          {
+            fieldManager: FIELD_MANAGER,
+            resourceVersion: current.metadata.resourceVersion,
+            signal: AbortSignal.timeout(TIMEOUT_MS),
+          },
+        );
+        return 'written';
+      });
+    } catch (err) {
+      if (isNotFound(err)) return 'gone';
+      throw err;
+    }
+  }
+
+  /**
    * Creates the claim's Secret, or brings an earlier one up to date. Throws SecretTakenError for a Secret that is not a
    * claim's.
    */
   async ensureSecret(claim: SandboxClaim, grant: ClaimGrant): Promise<void> {
-    const wanted = sandboxSecret(claim, grant);
+    if ((await this.createSecret(claim, grant)) === 'exists') await this.updateSecret(claim, grant);
+  }
+
+  /** Creates the claim's Secret; 'exists' when a Secret of that name is already there, which is left untouched. */
+  async createSecret(claim: SandboxClaim, grant: ClaimGrant): Promise<'created' | 'exists'> {
     try {
       this.#metrics.write('secret');
-      await this.#secrets.create(wanted, { fieldManager: FIELD_MANAGER, signal: AbortSignal.timeout(TIMEOUT_MS) });
-      return;
+      await this.#secrets.create(sandboxSecret(claim, grant), {
+        fieldManager: FIELD_MANAGER,
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
+      return 'created';
     } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
+      if (isAlreadyExists(err)) return 'exists';
+      throw err;
     }
+  }
+
+  /**
+   * Brings the existing Secret of the claim's name up to date (an earlier attempt's, or an earlier claim's of that
+   * name). Throws SecretTakenError for a Secret that is not a claim's.
+   */
+  async updateSecret(claim: SandboxClaim, grant: ClaimGrant): Promise<void> {
+    const wanted = sandboxSecret(claim, grant);
     await retryOnConflict(async () => {
       const existing = await this.#secrets.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
       if (!isClaimSecret(existing))
@@ -199,13 +179,21 @@ export class ClaimWriter {
    * the garbage collector: the token must not outlive the sandbox's claim.
    */
   async deleteSecret(claim: SandboxClaim): Promise<void> {
+    await this.deleteSecretOf(refOf(claim), claim.metadata.uid ?? '');
+  }
+
+  /**
+   * Deletes the sandbox Secret `ref` if the claim of uid `owner` controls it; a user's Secret, or one of another claim
+   * of that name, is left alone.
+   */
+  async deleteSecretOf(ref: { namespace: string; name: string }, owner: string): Promise<void> {
     try {
-      const existing = await this.#secrets.get(refOf(claim), { signal: AbortSignal.timeout(TIMEOUT_MS) });
+      const existing = await this.#secrets.get(ref, { signal: AbortSignal.timeout(TIMEOUT_MS) });
       if (!isClaimSecret(existing)) return;
-      const owner = existing.metadata.ownerReferences?.find((ref) => ref.controller === true);
-      if (owner?.uid !== claim.metadata.uid) return;
+      const controller = existing.metadata.ownerReferences?.find((r) => r.controller === true);
+      if (controller?.uid !== owner) return;
       this.#metrics.write('delete');
-      await this.#secrets.delete(refOf(claim), {
+      await this.#secrets.delete(ref, {
         preconditions: { uid: existing.metadata.uid ?? '' },
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
