@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { freePort, sleep, startCluster, startRedis } from '@warmpool/harness';
+import { freePort, infoFields, respCommand, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { Pool } from 'undici';
 import { scrapeWrites, type WriteCounts } from './lib/apiserver-metrics.ts';
@@ -135,6 +135,20 @@ function cpuMs(pid: number): number {
   }
 }
 
+/** Commands Redis has run so far, and how many of them were scripts (EVALSHA / EVAL): BullMQ's and the index's. */
+async function redisCalls(): Promise<{ total: number; scripts: number }> {
+  const info = infoFields(await respCommand(redis.target, ['INFO', 'commandstats']));
+  let total = 0;
+  let scripts = 0;
+  for (const [name, value] of Object.entries(info)) {
+    if (!name.startsWith('cmdstat_')) continue;
+    const calls = Number(/calls=(\d+)/.exec(value)?.[1] ?? 0);
+    total += calls;
+    if (name === 'cmdstat_evalsha' || name === 'cmdstat_eval') scripts += calls;
+  }
+  return { total, scripts };
+}
+
 function batchStats(text: string): { count: number; sum: number } {
   const count = parseSamples(text, 'warmpool_controlplane_claim_batch_size_count').reduce((n, s) => n + s.value, 0);
   const sum = parseSamples(text, 'warmpool_controlplane_claim_batch_size_sum').reduce((n, s) => n + s.value, 0);
@@ -200,6 +214,7 @@ try {
     let batches = { count: 0, sum: 0 };
     let writes = { total: 0, perClaimKinds: 0, byResource: '' };
     let cpu = { controlPlane: 0, redis: 0 };
+    let calls = { total: 0, scripts: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       // Direct: the same number in flight, split over the agents (at 1 in flight, the first agent only).
       const shares = agentPools.map((_, a) => Math.floor(concurrency / NODES) + (a < concurrency % NODES ? 1 : 0));
@@ -220,6 +235,7 @@ try {
       const metricsBefore = batchStats(await controlPlane.metrics());
       const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
       const cpuBefore = { controlPlane: cpuMs(controlPlane.pid), redis: cpuMs(redis.pid) };
+      const callsBefore = await redisCalls();
       http.push(
         await drive(claimsPool, concurrency, ROUND_MS, () => ({
           path: '/v1/namespaces/default/claims',
@@ -227,6 +243,11 @@ try {
           authorization: `Bearer ${userToken}`,
         })),
       );
+      const callsAfter = await redisCalls();
+      calls = {
+        total: calls.total + callsAfter.total - callsBefore.total,
+        scripts: calls.scripts + callsAfter.scripts - callsBefore.scripts,
+      };
       cpu = {
         controlPlane: cpu.controlPlane + cpuMs(controlPlane.pid) - cpuBefore.controlPlane,
         redis: cpu.redis + cpuMs(redis.pid) - cpuBefore.redis,
@@ -266,6 +287,13 @@ try {
       [
         `CPU per HTTP claim, ${concurrency} in flight`,
         `control plane ${((cpu.controlPlane / Math.max(1, h.claims)) * 1000).toFixed(0)} µs, redis-server ${((cpu.redis / Math.max(1, h.claims)) * 1000).toFixed(0)} µs`,
+        '',
+        '',
+        '',
+      ],
+      [
+        `Redis commands per HTTP claim, ${concurrency} in flight`,
+        `${(calls.total / Math.max(1, h.claims)).toFixed(2)}, of which scripts ${(calls.scripts / Math.max(1, h.claims)).toFixed(2)} (load-independent: what the claim path asks of Redis)`,
         '',
         '',
         '',

@@ -7,7 +7,7 @@
 // resource, from the apiserver's own apiserver_request_total) and the control
 // plane's RSS. The simulated nodes run on FLEET_THREADS worker threads
 // (default 2, one per core).
-//   make build && node bench/warmpool-fleet.bench.ts
+//   make build && node bench/warmpool-fleet.bench.ts   (CPU_PROF=<dir> profiles the control plane)
 // Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
 import { sleep, startCluster } from '@warmpool/harness';
@@ -75,7 +75,16 @@ const fleet = await startThreadedFleet({
   log,
 });
 log(`fleet up in ${seconds(fleet.startupMs)}; starting the control plane`);
-const controlPlane = await startControlPlaneProcess({ cluster, token, interval: `${INTERVAL_S}s` });
+// CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
+const profileDir = process.env['CPU_PROF'];
+const controlPlane = await startControlPlaneProcess({
+  cluster,
+  token,
+  interval: `${INTERVAL_S}s`,
+  ...(profileDir !== undefined
+    ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
+    : {}),
+});
 const pools = new Pools(cluster.kubeConfig);
 
 interface Measured {

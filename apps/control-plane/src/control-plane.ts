@@ -3,6 +3,7 @@
 // term. Leadership, readiness, liveness and the ordered close are the manager's.
 import type { KubeObject } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
+import { Registry } from 'prom-client';
 import { silentLogger, systemClock } from '@warmpool/runtime';
 import { DEFAULT_LEASE_NAME, defaultIdentity } from './config/settings.js';
 import { createPoolAutoscalerOf, poolAutoscalerRunnables } from './controllers/pool-autoscaler/pool-autoscaler.js';
@@ -10,10 +11,10 @@ import { sandboxClaimsRunnable } from './controllers/sandboxclaims/sandboxclaims
 import { sandboxEnvRunnables } from './controllers/sandboxenvs/sandboxenvs.js';
 import { warmPoolRunnable } from './controllers/warmpool/runnable.js';
 import { createFederation, federationRunnables } from './federation/setup.js';
-import { HealthServers } from './http/health.js';
+import { HealthServers, registerBuildInfo } from './http/health.js';
 import { cachesRunnable } from './manager/caches.js';
 import { leaseTimingsOf, Manager } from './manager/manager.js';
-import { ControlPlaneMetrics } from './metrics.js';
+import { WarmPoolMetrics } from './controllers/warmpool/metrics.js';
 import type { ControlPlane, ControlPlaneOptions } from './options.js';
 import type { SandboxApi } from './sandbox-api/sandbox-api.js';
 import {
@@ -37,7 +38,9 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const namespace = options.namespace ?? 'default';
   const identity = options.identity ?? defaultIdentity();
   const leaseName = options.leaseName ?? DEFAULT_LEASE_NAME;
-  const metrics = new ControlPlaneMetrics(options.registry, options.version ? { version: options.version } : {});
+  const registry = options.registry ?? new Registry();
+  registerBuildInfo(registry, options.version);
+  const metrics = new WarmPoolMetrics(registry);
   const kubeLogger = logger.child({ subsystem: 'kube' });
   const shared: Shared = { kubeConfig, token, metrics, logger, kubeLogger, clock, component: COMPONENT };
   const elect = options.leaderElection !== false;
@@ -49,7 +52,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const driver = createDriverSide(shared, options, { identity, namespace, leaseName, elect, manager });
   const { reconciler, pools, templates, inventories } = driver;
   const federation = createFederation(options.federation ?? {}, {
-    promRegistry: metrics.registry,
+    promRegistry: registry,
     logger: logger.child({ subsystem: 'federation' }),
   });
   const envs = createEnvSide(shared, options, driver, federation);
@@ -65,7 +68,7 @@ export function createControlPlane(options: ControlPlaneOptions): ControlPlane {
   const servers = new HealthServers({
     listen: options.listen,
     probeListen: options.probeListen,
-    metrics,
+    metrics: registry,
     notReadyReasons: () => manager.notReadyReasons(),
     notLiveReasons: () => manager.notLiveReasons(),
     describe: () => ({ identity, leader: manager.leading && reconciler.driving, leaseHolder: manager.leaseHolder }),
@@ -118,9 +121,7 @@ function controlPlaneOf(composed: Composed): ControlPlane {
   let started: Promise<void> | undefined;
   return {
     identity,
-    metrics,
     registry: metrics.registry,
-    app: servers.app,
     sandboxClaims: claims?.sandboxClaims,
     get url() {
       return servers.url;
@@ -133,7 +134,9 @@ function controlPlaneOf(composed: Composed): ControlPlane {
     get claimsUrl() {
       return claims?.api.url;
     },
-    sandboxApi,
+    get sandboxApiUrl() {
+      return sandboxApi?.url;
+    },
     notReadyReasons: () => manager.notReadyReasons(),
     ready: () => manager.notReadyReasons().length === 0,
     isLeader: () => manager.leading && reconciler.driving,

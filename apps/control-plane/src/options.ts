@@ -3,7 +3,6 @@
 // fleet token, logger, clock, metrics registry, and fakes at the process edge).
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock, Logger } from '@warmpool/runtime';
-import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { ControlPlaneSettings } from './config/settings.js';
@@ -13,8 +12,6 @@ import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js
 import type { EventRecorder } from './controllers/warmpool/events.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import type { EpochStore } from './generation/generation.js';
-import type { ControlPlaneMetrics } from './metrics.js';
-import type { SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
 
@@ -44,10 +41,7 @@ export interface ControlPlaneOptions extends ControlPlaneSettings {
 
 export interface ControlPlane {
   readonly identity: string;
-  readonly metrics: ControlPlaneMetrics;
   readonly registry: Registry;
-  /** The health/metrics app (served at `url` when `listen` was given). */
-  readonly app: Hono;
   /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
   readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
@@ -60,8 +54,8 @@ export interface ControlPlane {
   readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
-  /** The Sandbox API, when served. */
-  readonly sandboxApi: SandboxApi | undefined;
+  /** The bound URL of the Sandbox API, once started with `sandboxApi.listen`. */
+  readonly sandboxApiUrl: string | undefined;
   /** Why this replica is not ready (empty when it is): no token, caches not synced. */
   notReadyReasons(): string[];
   ready(): boolean;

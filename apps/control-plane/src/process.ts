@@ -4,18 +4,12 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '@warmpool/kube';
 import {
-  createLogger,
   FLEET_TOKEN_ENV,
-  helpText,
-  packageVersion,
-  parseConfig,
-  parseLogLevel,
-  parseLogFormat,
-  runMain,
+  runProcess,
   Shutdown,
   TokenRotation,
-  versionLine,
   watchTokenFile,
+  type ProcessContext,
 } from '@warmpool/runtime';
 import { FLAGS, SUMMARY } from './config/flags.js';
 import { validateConfig } from './config/validate.js';
@@ -25,23 +19,9 @@ import { rotatingToken, staticToken, type TokenSource } from './token.js';
 
 const TOKEN_FILE_CHECK_MS = 10_000;
 
-async function main(): Promise<void> {
-  const { config, help, version: printVersion } = parseConfig(FLAGS);
-  const version = packageVersion(import.meta.url);
-  if (help) {
-    process.stdout.write(helpText('control-plane', SUMMARY, FLAGS));
-    return;
-  }
-  if (printVersion) {
-    process.stdout.write(versionLine('control-plane', version));
-    return;
-  }
+async function main({ config, version, logger }: ProcessContext<typeof FLAGS>): Promise<void> {
   const settings = validateConfig(config);
   const federation = settings.federation;
-  const logger = createLogger('control-plane', {
-    level: parseLogLevel(config.logLevel),
-    format: parseLogFormat(config.logFormat),
-  });
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout });
 
   let token: TokenSource;
@@ -106,4 +86,4 @@ async function main(): Promise<void> {
   await controlPlane.start();
 }
 
-runMain('control-plane', main);
+runProcess({ name: 'control-plane', summary: SUMMARY, flags: FLAGS, moduleUrl: import.meta.url }, main);

@@ -18,8 +18,8 @@ import type { Manager } from './manager/manager.js';
 import { AgentClient } from './agents/client.js';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { FederationSetup } from './federation/setup.js';
-import { ClaimApiServer, createServedClaimApi } from './http/claims/served.js';
-import type { ControlPlaneMetrics } from './metrics.js';
+import { ClaimApiServer, createReplicaClaimApi } from './http/claims/server.js';
+import type { WarmPoolMetrics } from './controllers/warmpool/metrics.js';
 import { createSandboxApi, type SandboxApi } from './sandbox-api/sandbox-api.js';
 import type { ControlPlaneOptions } from './options.js';
 import type { ClaimOrder, ServedGrant } from './provisioning/claim-service.js';
@@ -31,7 +31,7 @@ export interface Shared {
   /** Who writes Events (core/v1 source.component). */
   component: string;
   token: TokenSource;
-  metrics: ControlPlaneMetrics;
+  metrics: WarmPoolMetrics;
   logger: Logger;
   kubeLogger: KubeLogger;
   clock: Clock;
@@ -109,7 +109,7 @@ export interface ClaimSide {
   settings: ClaimsSettings;
   pipeline: ProvisioningPipeline;
   api: ClaimApiServer;
-  app: ReturnType<typeof createServedClaimApi>;
+  app: ReturnType<typeof createReplicaClaimApi>;
   sandboxClaims: SandboxClaims;
 }
 
@@ -166,7 +166,7 @@ export function createClaimSide(
     clock,
     ...options.sandboxClaims,
   });
-  const app = createServedClaimApi({
+  const app = createReplicaClaimApi({
     kubeConfig,
     claims: pipeline,
     envs: inputs.envs.informer.lister,

@@ -309,7 +309,7 @@ describe('the warm-pool driver (real apiserver, real agents, fake-sandboxd)', ()
         (await Promise.all(survivors.map(async (n) => (await n.targets()).get(key) ?? 0))).join(',') === '3,3',
       { what: 'the share moved to the survivors' },
     );
-    const metrics = await controlPlane?.metrics.render();
+    const metrics = await controlPlane?.registry.metrics();
     expect(metrics).toMatch(/warmpool_controlplane_nodes\{state="(failing|stale)"\} 1/);
     expect(metrics).toMatch(/warmpool_controlplane_nodes\{state="ready"\} 2/);
 

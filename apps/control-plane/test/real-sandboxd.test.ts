@@ -53,7 +53,7 @@ function claimsOf(pool: string, get: () => { world: TestWorld; cp: ControlPlane;
   /** warmpool_controlplane_node_claims_total for one outcome. */
   const nodeClaims = async (outcome: 'redirected' | 'unreachable'): Promise<number> => {
     const line = new RegExp(`warmpool_controlplane_node_claims_total\\{outcome="${outcome}"\\} (\\d+)`).exec(
-      await get().cp.metrics.render(),
+      await get().cp.registry.metrics(),
     );
     return Number(line?.[1] ?? 0);
   };
@@ -469,7 +469,7 @@ describe('a slow PUT /v1/pools (sandboxd answers once the VMs it trims are gone:
       }
       // One push for the change (a slow answer is no failure, and nothing is resent while it is under way).
       expect(puts() - before).toBe(1);
-      expect(await cp.metrics.render()).not.toMatch(/warmpool_controlplane_set_pools_errors_total\{[^}]*\} [1-9]/);
+      expect(await cp.registry.metrics()).not.toMatch(/warmpool_controlplane_set_pools_errors_total\{[^}]*\} [1-9]/);
     },
   );
 });

@@ -4,7 +4,7 @@
 //
 // World.settle() knows the reconciler has gone quiet from outside: between
 // its collaborators' calls (agents, status writes, the epoch store, the Lease
-// re-check), all tracked by an InFlight, and the trigger's setTimeout(0), a run
+// re-check), all tracked by an InFlight, and the work queue's setImmediate, a run
 // is synchronous. It cannot see a real-time wait (the epoch backoff, the probe
 // interval): tests that need one wait for its effect with vi.waitFor.
 import type {
@@ -17,6 +17,7 @@ import type {
   SandboxWarmPoolStatus,
 } from '@warmpool/api';
 import { Lister, ObjectStore } from '@warmpool/kube';
+import { Registry } from 'prom-client';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StaleGenerationError } from '../src/agents/errors.js';
@@ -32,8 +33,8 @@ import {
   MemoryEpochStore,
   type EpochStore,
 } from '../src/generation/generation.js';
-import { createHealthApp } from '../src/http/health.js';
-import { ControlPlaneMetrics } from '../src/metrics.js';
+import { WarmPoolMetrics } from '../src/controllers/warmpool/metrics.js';
+import { createHealthApp, registerBuildInfo } from '../src/http/health.js';
 import { addressCheckOf } from '../src/nodes/addresses.js';
 import { AgentCallError } from '../src/agents/errors.js';
 import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
@@ -139,7 +140,7 @@ class RecordedEvents implements EventRecorder {
 }
 
 /** The driver's metrics, counting the reconciles it reports (every run reports one outcome). */
-class CountingMetrics extends ControlPlaneMetrics {
+class CountingMetrics extends WarmPoolMetrics {
   runs = 0;
 
   override reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
@@ -167,7 +168,7 @@ class World {
   holding = true;
   leaseHolder = 'us';
   confirms = 0;
-  readonly metrics = new CountingMetrics();
+  readonly metrics = new CountingMetrics(new Registry());
   /** Every call the reconciler makes to the fakes below, so settle() can tell when it has gone quiet. */
   readonly calls = new InFlight();
 
@@ -699,7 +700,7 @@ describe('WarmPoolReconciler', () => {
   it("reports each pool's ready and desired replicas as gauges, and drops a deleted pool's series", async () => {
     const w = world();
     const series = async () =>
-      (await w.metrics.render()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
+      (await w.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('warmpool_controlplane_pool_'));
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
     w.drive();
     await w.settle();
@@ -753,7 +754,9 @@ describe('the health endpoints', () => {
       reasons: ['no reconcile finished for 300 s'],
     });
     expect((await probes.request('/metrics')).status).toBe(404);
-    const withMetrics = createHealthApp({ ...options, metrics: new ControlPlaneMetrics() });
+    const registry = new Registry();
+    registerBuildInfo(registry, undefined);
+    const withMetrics = createHealthApp({ ...options, metrics: registry });
     const metrics = await (await withMetrics.request('/metrics')).text();
     expect(metrics).toMatch(/^warmpool_build_info\{component="control-plane",version="unknown",node_version="v\d+/m);
   });

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import {
   apiVersionOf,
   claimBodySchema,
+  DRIVER_ANNOTATION,
+  DRIVER_SANDBOXD,
   claimNameOf,
   parseNodeClaimRef,
   SandboxType,
@@ -30,7 +32,9 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../src/options.js';
+import { ClaimIndex } from '../src/provisioning/claim-index.js';
 import { callClaims, claimsOnNodes, serviceAccountToken } from './support/claims.js';
+import { claimsReady } from './support/metrics.js';
 import { startControlPlane } from './support/control-plane.js';
 import type { Fleet } from './support/fleet.js';
 import { apply, kubectl } from './support/objects.js';
@@ -71,6 +75,20 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       (await callClaims(cp.claimsUrl ?? '', 'DELETE', `/v1/namespaces/${ns}/claims/${claimRef}`, claimer)).status,
     ).toBe(204);
   };
+  /** The Sandboxes of the spec's namespace that the replica serving on `apiPort` lists, asked as the front proxy. */
+  const sandboxesServedBy = async (apiPort: number): Promise<Sandbox[]> => {
+    const answer = await callDirect(
+      apiPort,
+      pki.ca.certPem,
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`,
+      {
+        client: cluster.pki.frontProxyClient,
+        headers: { 'x-remote-user': 'someone', 'x-remote-group': 'system:masters' },
+      },
+    );
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    return (answer.body as { items: Sandbox[] }).items;
+  };
   const getJson = async (args: string[]): Promise<Sandbox & { items?: Sandbox[] }> =>
     JSON.parse(await kubectl(cluster, [...args, '-o', 'json'])) as Sandbox & { items?: Sandbox[] };
 
@@ -109,14 +127,14 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
         tls: { certFile: join(dir, 'serving.crt'), keyFile: join(dir, 'serving.key') },
       },
     });
-    port = Number(new URL(cp.sandboxApi?.url ?? 'https://x:0').port);
+    port = Number(new URL(cp.sandboxApiUrl ?? 'https://x:0').port);
     await registerSandboxApi(cluster, port, pki.ca.certPem);
     await eventually(() => cp.isLeader(), { what: 'the replica leads' });
     await eventually(async () => (await fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w === 2), {
       what: '2 warm on every node',
       timeoutMs: 30_000,
     });
-    await eventually(() => cp.claims?.notReadyReasons().length === 0 && cp.sandboxApi?.notReadyReasons().length === 0, {
+    await eventually(async () => (await claimsReady(cp)) && cp.notReadyReasons().length === 0, {
       what: 'ready to claim and to serve Sandboxes',
     });
   });
@@ -128,8 +146,15 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   });
 
   it('serves discovery: kubectl api-resources lists sandboxes of agents.x-k8s.io/v1beta1, namespaced', async () => {
-    const out = await kubectl(cluster, ['api-resources', '--api-group=agents.x-k8s.io', '--no-headers']);
-    expect(out).toMatch(/^sandboxes\s+agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox/m);
+    // The apiserver's merged discovery takes the APIService's documents in a moment after it is Available (longer
+    // on a loaded machine).
+    await eventually(
+      async () =>
+        /^sandboxes\s+agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox/m.test(
+          await kubectl(cluster, ['api-resources', '--api-group=agents.x-k8s.io', '--no-headers']),
+        ),
+      { what: 'kubectl api-resources lists sandboxes', timeoutMs: 30_000, intervalMs: 500 },
+    );
     // The apiserver fetches the OpenAPI documents of an APIService shortly after it becomes Available.
     await eventually(
       async () =>
@@ -183,7 +208,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     // The KEY comes with the claim, not only with the node's next publish: the claimed event carries it.
     const admin = new Redis(redis.url);
     try {
-      const events = (await admin.xrevrange(cp.claims?.index.eventsKey ?? '', '+', '-', 'COUNT', 50)).map(
+      const events = (await admin.xrevrange(new ClaimIndex(admin).eventsKey, '+', '-', 'COUNT', 50)).map(
         ([, f]) => JSON.parse(f[1] ?? '{}') as { op: string; record?: { id: string; key?: unknown } },
       );
       expect(events.find((e) => e.op === 'claimed' && e.record?.id === claimed.id)?.record?.key).toEqual({
@@ -441,9 +466,19 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   });
 
   it('refuses to create a Sandbox named like a SandboxClaim, even one not served yet: 409 AlreadyExists, nothing claimed', async () => {
-    // A SandboxClaim of a pool that does not exist: it exists, and is never served.
-    await apply(cluster, sandboxClaim(ns, 'twin', 'no-such-pool'));
-    await eventually(() => cp.sandboxClaims?.informer.lister.get(ns, 'twin') !== undefined, { what: 'twin cached' });
+    // A SandboxClaim of a pool that does not exist: it exists, and is never served. Addressed to warmpool, it is told
+    // PoolNotFound, which shows the replica's caches hold it.
+    await apply(
+      cluster,
+      sandboxClaim(ns, 'twin', 'no-such-pool', { annotations: { [DRIVER_ANNOTATION]: DRIVER_SANDBOXD } }),
+    );
+    await eventually(
+      async () =>
+        (
+          await kubectl(cluster, ['get', 'sandboxclaim', 'twin', '-n', ns, '-o', 'jsonpath={.status.conditions}'])
+        ).includes('PoolNotFound'),
+      { what: 'twin seen by the replica' },
+    );
     const before = (await claimsOnNodes(fleet, TOKEN)).length;
     const body = {
       apiVersion: apiVersionOf(SandboxType),
@@ -524,7 +559,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
     expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'victim')).map((c) => c.id)).toEqual([
       id,
     ]);
-    expect(await readyClaim()).toEqual({ id, ready: 'True' });
+    expect(await readyClaim()).toBe('True');
     await kubectl(cluster, ['delete', 'sandboxclaim', 'victim', '-n', ns]);
   });
 
@@ -537,13 +572,10 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       },
     });
     try {
-      await eventually(
-        () => second.claims?.notReadyReasons().length === 0 && second.sandboxApi?.notReadyReasons().length === 0,
-        {
-          what: 'the second replica ready to claim and to serve Sandboxes',
-        },
-      );
-      const ports = [port, Number(new URL(second.sandboxApi?.url ?? 'https://x:0').port)];
+      await eventually(async () => (await claimsReady(second)) && second.notReadyReasons().length === 0, {
+        what: 'the second replica ready to claim and to serve Sandboxes',
+      });
+      const ports = [port, Number(new URL(second.sandboxApiUrl ?? 'https://x:0').port)];
       const body = {
         apiVersion: apiVersionOf(SandboxType),
         kind: SandboxType.kind,
@@ -577,29 +609,29 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       spec: { warmPoolRef: { name: 'python' } },
     };
     await kubectl(cluster, ['create', '-n', ns, '-f', '-'], JSON.stringify(body));
-    await eventually(() => cp.sandboxApi?.view.get(ns, 'index-lost') !== undefined, { what: 'index-lost in the view' });
+    await eventually(async () => (await sandboxesServedBy(port)).some((s) => s.metadata.name === 'index-lost'), {
+      what: 'index-lost served',
+    });
     const scope = { namespace: ns, door: 'http' } as const;
-    const record = await cp.claims?.lookup(scope, 'index-lost');
-    expect(record).toBeDefined();
     // Redis may lose any key.
     const admin = new Redis(redis.url);
+    const index = new ClaimIndex(admin);
+    const record = await index.lookup(scope, 'index-lost');
+    expect(record).toBeDefined();
     try {
-      await admin.del(
-        cp.claims?.index.refKey(scope, 'index-lost') ?? '',
-        cp.claims?.index.idKey(ns, record?.id ?? '') ?? '',
-      );
+      await admin.del(index.refKey(scope, 'index-lost'), index.idKey(ns, record?.id ?? ''));
       const again = await cluster.kubectl(['create', '-n', ns, '-f', '-'], { input: JSON.stringify(body) });
       expect(again.code).not.toBe(0);
       expect(again.stderr).toContain('AlreadyExists');
       expect((await claimsOnNodes(fleet, TOKEN)).filter((c) => heldAs(c.claimRef, 'index-lost'))).toHaveLength(1);
     } finally {
-      admin.disconnect();
       // As it was, for the specs after this one.
-      if (record !== undefined) await cp.claims?.index.record(record, '');
+      if (record !== undefined) await index.record(record, '');
+      admin.disconnect();
     }
   });
 
-  it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number', async () => {
+  it('answers 400 BadRequest (a Status) to a watch whose resourceVersion or timeoutSeconds is not a number, and 405 to a HEAD watch', async () => {
     const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true`;
     for (const query of ['resourceVersion=abc', 'resourceVersion=-1', 'timeoutSeconds=abc', 'timeoutSeconds=1.5']) {
       const answer = await callDirect(port, pki.ca.certPem, `${path}&${query}`, {
@@ -608,6 +640,13 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       });
       expect(answer, query).toMatchObject({ status: 400, body: { kind: 'Status', reason: 'BadRequest', code: 400 } });
     }
+    // HEAD would open a stream that nobody reads: refused (405) before it starts.
+    const head = await callDirect(port, pki.ca.certPem, path, {
+      method: 'HEAD',
+      client: cluster.pki.frontProxyClient,
+      headers: { 'x-remote-user': 'viewer' },
+    });
+    expect(head.status).toBe(405);
   });
 
   it("sends a watch's response headers at once, before any event (client-go's Watch() waits for them)", async () => {
@@ -700,7 +739,7 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
   it("a replica started after the claim events are gone serves the same sandboxes, from the nodes' entries and the claim index", async () => {
     // As if it started more than the stream's window after these claims.
     const admin = new Redis(redis.url);
-    await admin.xtrim(cp.claims?.claimEventsKey ?? '', 'MAXLEN', 0);
+    await admin.xtrim(new ClaimIndex(admin).eventsKey, 'MAXLEN', 0);
     admin.disconnect();
     const later = await startControlPlane(cluster, dir, 'default', {
       token: TOKEN,
@@ -711,19 +750,22 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
       },
     });
     try {
-      await eventually(() => later.sandboxApi?.notReadyReasons().length === 0, { what: 'the later replica ready' });
-      const names = (view: NonNullable<ControlPlane['sandboxApi']>['view']): string[] =>
-        [...view.items(ns)].map((s) => `${s.facts.name}@${s.facts.node}`).sort();
+      await eventually(() => later.notReadyReasons().length === 0, { what: 'the later replica ready' });
+      const laterPort = Number(new URL(later.sandboxApiUrl ?? 'https://x:0').port);
+      const names = (sandboxes: readonly Sandbox[]): string[] =>
+        sandboxes.map((s) => `${s.metadata.name}@${s.status?.nodeName ?? ''}`).sort();
       await eventually(
-        () => JSON.stringify(names(later.sandboxApi!.view)) === JSON.stringify(names(cp.sandboxApi!.view)),
+        async () =>
+          JSON.stringify(names(await sandboxesServedBy(laterPort))) ===
+          JSON.stringify(names(await sandboxesServedBy(port))),
         { what: 'the same sandboxes in both replicas' },
       );
-      expect(names(later.sandboxApi!.view).length).toBeGreaterThan(3);
+      expect(names(await sandboxesServedBy(laterPort)).length).toBeGreaterThan(3);
       // The owner address and tier, which a node's entry does not carry, come from the claim index.
       await eventually(
-        () =>
-          [...later.sandboxApi!.view.items(ns)].every(
-            (s) => s.facts.ownerAddr !== undefined && s.facts.tier !== undefined,
+        async () =>
+          (await sandboxesServedBy(laterPort)).every(
+            (s) => s.status?.ownerAddr !== undefined && s.status.tier !== undefined,
           ),
         { what: 'owner addresses and tiers looked up' },
       );

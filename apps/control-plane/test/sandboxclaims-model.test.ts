@@ -1,6 +1,6 @@
 // The SandboxClaim controller's pure parts: whose claim it is, the Ready
-// condition and its transitions, lifetimes and renewals, the token Secret, the
-// keyed work queue, and the claim_refs the janitor reads.
+// condition and its transitions, lifetimes and renewals, the token Secret, and the
+// claim_refs the janitor reads.
 import {
   formatNodeClaimRef,
   MAX_CLAIM_TTL_SECONDS,
@@ -10,11 +10,10 @@ import {
   SANDBOX_ID_ANNOTATION,
   type SandboxClaim,
 } from '@warmpool/api';
-import { eventually, poolObject, templateObject } from '@warmpool/harness';
+import { poolObject, templateObject } from '@warmpool/harness';
 import { describe, expect, it } from 'vitest';
 import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from '../src/controllers/sandboxclaims/lifetime.js';
 import { isServed, ownershipOf, type ClaimCaches } from '../src/controllers/sandboxclaims/ownership.js';
-import { KeyedQueue, type WorkOutcome } from '../src/controllers/sandboxclaims/queue.js';
 import { isClaimSecret, sandboxSecret, secretMatches } from '../src/controllers/sandboxclaims/secret.js';
 import {
   claimedStatus,
@@ -295,94 +294,6 @@ describe('the sandbox Secret', () => {
 
   it("is told apart from a user's own Secret of the same name", () => {
     expect(isClaimSecret({ metadata: { name: 'c', namespace: 'ns' }, type: 'Opaque', data: {} })).toBe(false);
-  });
-});
-
-describe('the keyed work queue', () => {
-  it('never works on one key twice at once, and runs it once more when added meanwhile', async () => {
-    let active = 0;
-    let most = 0;
-    let runs = 0;
-    let release: () => void = () => undefined;
-    const queue = new KeyedQueue({
-      concurrency: 8,
-      work: async (): Promise<WorkOutcome> => {
-        runs++;
-        most = Math.max(most, ++active);
-        if (runs === 1)
-          await new Promise<void>((resolve) => {
-            release = resolve;
-          });
-        active--;
-        return { kind: 'done' };
-      },
-      onError: () => undefined,
-    });
-    queue.start();
-    queue.add('a');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    queue.add('a');
-    queue.add('a');
-    release();
-    await eventually(() => runs === 2 && active === 0, { what: 'the second run' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(runs).toBe(2);
-    expect(most).toBe(1);
-    await queue.stop();
-  });
-
-  it('works on many keys at once, up to its concurrency', async () => {
-    let active = 0;
-    let most = 0;
-    let done = 0;
-    const queue = new KeyedQueue({
-      concurrency: 3,
-      work: async (): Promise<WorkOutcome> => {
-        most = Math.max(most, ++active);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        active--;
-        done++;
-        return { kind: 'done' };
-      },
-      onError: () => undefined,
-    });
-    queue.start();
-    for (let i = 0; i < 10; i++) queue.add(`k${i}`);
-    await eventually(() => done === 10, { what: 'ten keys worked on' });
-    expect(most).toBe(3);
-    await queue.stop();
-  });
-
-  it('retries a failing key with growing delays and forgets the backoff after a success', async () => {
-    const at: number[] = [];
-    const queue = new KeyedQueue({
-      concurrency: 1,
-      retryInitialMs: 20,
-      retryMaxMs: 1_000,
-      work: async (): Promise<WorkOutcome> => {
-        at.push(performance.now());
-        if (at.length <= 3) throw new Error('not yet');
-        return { kind: 'done' };
-      },
-      onError: () => undefined,
-    });
-    queue.start();
-    queue.add('k');
-    await eventually(() => at.length === 4, { what: 'the fourth attempt' });
-    expect((at[3] ?? 0) - (at[2] ?? 0)).toBeGreaterThanOrEqual((at[2] ?? 0) - (at[1] ?? 0) - 5);
-    await queue.stop();
-  });
-
-  it('ignores adds while stopped', async () => {
-    let runs = 0;
-    const queue = new KeyedQueue({
-      concurrency: 1,
-      work: () => Promise.resolve({ kind: 'done' as const }).finally(() => runs++),
-      onError: () => undefined,
-    });
-    queue.add('k');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(runs).toBe(0);
   });
 });
 

@@ -1,19 +1,13 @@
 // fake-sandboxd as a process: one fake node behind the sandboxd HTTP contract.
 import {
   ConfigError,
-  createLogger,
   DEFAULT_TOKEN_GRACE_MS,
   formatHostPort,
-  helpText,
   hostPortFlag,
-  packageVersion,
-  parseConfig,
   normalizeToken,
-  parseLogLevel,
-  parseLogFormat,
-  runMain,
+  runProcess,
   Shutdown,
-  versionLine,
+  type ProcessContext,
   type FlagsSpec,
   type HostPort,
   type HttpServer,
@@ -191,20 +185,8 @@ const FLAGS = {
 const SUMMARY =
   'A faithful stand-in for the node-local sandbox daemon (sandboxd): warm pools, claims, leases, drain. State is in memory only.';
 
-async function main(): Promise<void> {
-  const { config, help, version } = parseConfig(FLAGS);
-  if (version) {
-    process.stdout.write(versionLine('fake-sandboxd', packageVersion(import.meta.url)));
-    return;
-  }
-  if (help) {
-    process.stdout.write(helpText('fake-sandboxd', SUMMARY, FLAGS));
-    return;
-  }
-  const logger = createLogger('fake-sandboxd', {
-    level: parseLogLevel(config.logLevel),
-    format: parseLogFormat(config.logFormat),
-  });
+/** fake-sandboxd's process: parsed flags and logger in, one serving fake node out. */
+async function main({ config, logger }: ProcessContext<typeof FLAGS>): Promise<void> {
   const listen = parseListen(config.listen);
   if (config.unadvertised && (config.advertise !== undefined || config.clientAdvertise !== undefined))
     throw new ConfigError('--unadvertised: not with --advertise or --client-advertise');
@@ -260,4 +242,7 @@ function parseListen(text: string): HostPort | { socketPath: string } {
 }
 
 // Its options check ranges with RangeError: a bad flag value, too.
-runMain('fake-sandboxd', main, { usageErrors: [RangeError] });
+runProcess(
+  { name: 'fake-sandboxd', summary: SUMMARY, flags: FLAGS, moduleUrl: import.meta.url, usageErrors: [RangeError] },
+  main,
+);

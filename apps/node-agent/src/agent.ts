@@ -150,7 +150,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     notReadyOf({ closing: closing !== undefined, token, state, publishes, publisher });
 
   const parts = { sandboxd, generations, state, ownerAddress, metrics, logger };
-  const app = createApiApp({ ...parts, gatekeeper: new Gatekeeper(token), inFlight, notReadyReasons });
+  const { app, ahead } = createApiApp({ ...parts, gatekeeper: new Gatekeeper(token), inFlight, notReadyReasons });
 
   republishOnChange(parts, () => publisher);
 
@@ -158,7 +158,7 @@ export function createNodeAgent(options: NodeAgentOptions): NodeAgent {
     if (!token.configured)
       logger.warn('no API token configured: every call except health, readiness and metrics answers 503');
     tokenWatch = followTokenFile(options, token, sandboxd, tokenGraceMs, logger);
-    server = await serveApp(app, serveOptionsOf(options));
+    server = await serveApp(app, { ...serveOptionsOf(options), ahead });
     await state.start();
     publisher = publisherOf(options, server.address, parts);
     publisher?.start();

@@ -11,6 +11,20 @@ import type { SandboxdAnswer } from './sandboxd/client.js';
 
 const decoder = new TextDecoder();
 
+/** The key as Go's encoding/json writes it (sandboxd's encoder never escapes it). */
+const OWNER_KEY = Buffer.from('"owner_addr"');
+
+/**
+ * Whether `body` holds `pattern` (`"owner_addr":<the value's JSON>`) and the key `"owner_addr"` exactly once. In valid
+ * JSON a `"owner_addr":` not preceded by a backslash is a key, never the inside of a string, so such an answer can
+ * only name that same value (top level, or nested with no top-level owner at all).
+ */
+function namesOnly(body: Uint8Array, pattern: Buffer): boolean {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const at = bytes.indexOf(pattern);
+  return at >= 0 && bytes.indexOf(OWNER_KEY) === at && bytes.indexOf(OWNER_KEY, at + 1) === -1;
+}
+
 export class OwnerAddress {
   readonly #logger: Logger;
   readonly #listeners: Array<(ownerAddr: string) => void> = [];
@@ -19,6 +33,12 @@ export class OwnerAddress {
   #fresh = false;
   /** The last unusable value logged, so an odd sandboxd logs once, not once per claim. */
   #refused: string | undefined;
+  /**
+   * The owner the last parsed claim answer named, as `"owner_addr":<JSON>` bytes, and the value the address had
+   * right after: an answer naming only the same owner while the address is still that value would change nothing,
+   * so it is not parsed (every claim answer passes here).
+   */
+  #lastNamed: { pattern: Buffer; value: string | undefined } | undefined;
 
   constructor(logger: Logger) {
     this.#logger = logger;
@@ -37,6 +57,8 @@ export class OwnerAddress {
   /** A claim answer the agent passed on: a 200's `owner_addr`. Runs after the reply is written; never throws. */
   learnFromClaimAnswer(answer: SandboxdAnswer): void {
     if (answer.status !== 200) return;
+    const last = this.#lastNamed;
+    if (last !== undefined && last.value === this.#value && namesOnly(answer.body, last.pattern)) return;
     let body: unknown;
     try {
       body = JSON.parse(decoder.decode(answer.body));
@@ -45,7 +67,11 @@ export class OwnerAddress {
     }
     // Tolerant: a claim answer with more fields, or none for the owner, still parses (a redirect has no id: ignored).
     const parsed = tolerantClaimResponseSchema.safeParse(body);
-    if (parsed.success && parsed.data.owner_addr !== undefined) this.#learn(parsed.data.owner_addr);
+    if (parsed.success && parsed.data.owner_addr !== undefined) {
+      this.#learn(parsed.data.owner_addr);
+      const pattern = Buffer.from(`"owner_addr":${JSON.stringify(parsed.data.owner_addr)}`);
+      this.#lastNamed = { pattern, value: this.#value };
+    }
   }
 
   learnFromInfo(info: NodeInfo): void {

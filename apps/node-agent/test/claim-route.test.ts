@@ -1,7 +1,9 @@
-// The claim route has two ways to answer: over @hono/node-server it writes on
-// Node's response directly, elsewhere (app.request()) it goes through Hono's
-// Request and Response. Both must answer alike, and pass sandboxd's answer
-// through as it came. sandboxd is a stub here, so its answers can be odd.
+// The claim has two ways to answer: served over HTTP it writes on Node's
+// response directly (`POST /v1/claim` taken by the server ahead of the Hono
+// app, or reaching the app's route with a query string), elsewhere
+// (app.request()) it goes through Hono's Request and Response. All must
+// answer alike, and pass sandboxd's answer through as it came. sandboxd is a
+// stub here, so its answers can be odd.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNodeAgent, SandboxdClient, type NodeAgent } from '@warmpool/node-agent';
@@ -87,8 +89,11 @@ async function seen(res: Response): Promise<Seen> {
 
 type Send = (body: string, headers?: Record<string, string>) => Promise<Seen>;
 
-/** The same claim, sent over HTTP (the direct path) and through app.request() (the Hono path). */
-function bothPaths(agent: NodeAgent, url: string): Array<[string, Send]> {
+/**
+ * The same claim, sent over HTTP (the direct path, ahead of the app and through its route) and through app.request()
+ * (the Hono path).
+ */
+function everyPath(agent: NodeAgent, url: string): Array<[string, Send]> {
   const init = (body: string, headers: Record<string, string>): RequestInit => ({
     method: 'POST',
     body,
@@ -97,6 +102,10 @@ function bothPaths(agent: NodeAgent, url: string): Array<[string, Send]> {
   const auth = { authorization: `Bearer ${FLEET_TOKEN}` };
   return [
     ['over HTTP', async (body, headers = auth) => seen(await fetch(`${url}/v1/claim`, init(body, headers)))],
+    [
+      "over HTTP through the app's route",
+      async (body, headers = auth) => seen(await fetch(`${url}/v1/claim?via=app`, init(body, headers))),
+    ],
     [
       'through app.request()',
       async (body, headers = auth) => seen(await agent.app.request('/v1/claim', init(body, headers))),
@@ -113,11 +122,17 @@ describe('the claim route', () => {
     });
     const direct = vi.spyOn(SandboxdClient.prototype, 'claimInto');
     const viaHono = vi.spyOn(SandboxdClient.prototype, 'claim');
-    const [[, overHttp], [, throughApp]] = bothPaths(agent, url) as [[string, Send], [string, Send]];
+    const [[, overHttp], [, throughRoute], [, throughApp]] = everyPath(agent, url) as [
+      [string, Send],
+      [string, Send],
+      [string, Send],
+    ];
     await overHttp('{"template":"img"}');
     expect([direct.mock.calls.length, viaHono.mock.calls.length]).toEqual([1, 0]);
+    await throughRoute('{"template":"img"}');
+    expect([direct.mock.calls.length, viaHono.mock.calls.length]).toEqual([2, 0]);
     await throughApp('{"template":"img"}');
-    expect([direct.mock.calls.length, viaHono.mock.calls.length]).toEqual([1, 1]);
+    expect([direct.mock.calls.length, viaHono.mock.calls.length]).toEqual([2, 1]);
   });
 
   it("passes sandboxd's answer through byte for byte: status, body, content type and Retry-After", async () => {
@@ -127,7 +142,7 @@ describe('the claim route', () => {
       body: '{ "error" : "node is full" }',
     };
     const { agent, url } = await withStub(odd);
-    for (const [path, send] of bothPaths(agent, url)) {
+    for (const [path, send] of everyPath(agent, url)) {
       expect(await send('{"template":"img"}'), path).toEqual({
         status: 429,
         body: odd.body,
@@ -144,19 +159,19 @@ describe('the claim route', () => {
       headers: { 'content-type': 'application/json' },
       body: '{"id":"sb_1"}',
     });
-    for (const [path, send] of bothPaths(agent, url)) {
+    for (const [path, send] of everyPath(agent, url)) {
       expect((await send('{"template":"img","ttl_seconds":60}')).status, path).toBe(200);
     }
     expect(received.map((r) => r.body)).toEqual(
-      Array(2).fill('{"template":"img","net":"none","size":"small","ttl_seconds":60,"no_redirect":true}'),
+      Array(3).fill('{"template":"img","net":"none","size":"small","ttl_seconds":60,"no_redirect":true}'),
     );
     for (const { headers } of received)
       expect(headers).toMatchObject({ authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' });
   });
 
-  it('refuses a field warmpool does not support with 400 UnsupportedField on both paths, and sends nothing', async () => {
+  it('refuses a field warmpool does not support with 400 UnsupportedField on every path, and sends nothing', async () => {
     const { agent, url, received } = await withStub({ status: 200, headers: {}, body: '{}' });
-    for (const [path, send] of bothPaths(agent, url)) {
+    for (const [path, send] of everyPath(agent, url)) {
       const answer = await send('{"template":"img","volumes":[{"name":"v"}],"extra":true}');
       expect(answer.status, path).toBe(400);
       expect(JSON.parse(answer.body), path).toEqual({
@@ -176,17 +191,17 @@ describe('the claim route', () => {
     ['a claim the schema refuses', '{"template":"a b","ttl_seconds":-1}', undefined, 400],
     ['a claim zod has to judge (astral characters)', JSON.stringify({ template: '😀'.repeat(200) }), undefined, 200],
     ['a body over 1 MiB', JSON.stringify({ template: 'img', claim_ref: 'x'.repeat(1024 * 1024) }), undefined, 400],
-  ] as const)('answers %s the same way on both paths', async (_case, body, headers, status) => {
+  ] as const)('answers %s the same way on every path', async (_case, body, headers, status) => {
     const { agent, url, received } = await withStub({
       status: 200,
       headers: { 'content-type': 'application/json' },
       body: '{"id":"sb_1"}',
     });
     const answers = [];
-    for (const [, send] of bothPaths(agent, url)) answers.push(await send(body, headers));
+    for (const [, send] of everyPath(agent, url)) answers.push(await send(body, headers));
     expect(answers[0]?.status).toBe(status);
-    expect(answers[1]).toEqual(answers[0]);
-    expect(received).toHaveLength(status === 200 ? 2 : 0);
+    expect(answers.slice(1)).toEqual([answers[0], answers[0]]);
+    expect(received).toHaveLength(status === 200 ? 3 : 0);
   });
 
   it('reads a body that arrives in many chunks, and refuses one that grows over 1 MiB', async () => {
@@ -222,12 +237,12 @@ describe('the claim route', () => {
     expect(received).toHaveLength(1);
   });
 
-  it('answers 503 with Retry-After on both paths when sandboxd cannot be reached', async () => {
+  it('answers 503 with Retry-After on every path when sandboxd cannot be reached', async () => {
     const stub = await stubSandboxd({ status: 200, headers: {}, body: '' });
     const { agent, url } = await agentBefore(stub.url);
     await new Promise<void>((resolve) => stub.server.close(() => resolve()));
     stub.server.closeAllConnections();
-    for (const [path, send] of bothPaths(agent, url)) {
+    for (const [path, send] of everyPath(agent, url)) {
       expect(await send('{"template":"img"}'), path).toEqual({
         status: 503,
         body: '{"error":"sandboxd unreachable (ECONNREFUSED); the call was not sent, retry","reason":"SandboxdUnreachable"}',

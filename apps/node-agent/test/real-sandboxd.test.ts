@@ -187,6 +187,35 @@ describe("the agent's owner address", () => {
     expect(owner.value).toBe('[fd00::5]:443');
   });
 
+  it('follows every change of owner_addr, whichever of claim answers and info named it last', () => {
+    const owner = new OwnerAddress(silentLogger);
+    const seen: string[] = [];
+    owner.onChange((value) => seen.push(value));
+    const grant = (ownerAddr: string) => answer({ id: 'sb_1', token: 't', deadline: 'd', owner_addr: ownerAddr });
+    owner.learnFromClaimAnswer(grant('10.0.0.5:7777'));
+    owner.learnFromClaimAnswer(grant('10.0.0.5:7777'));
+    expect(owner.value).toBe('10.0.0.5:7777');
+    owner.learnFromClaimAnswer(grant('10.0.0.5:77770'));
+    expect(owner.value).toBe('10.0.0.5:77770');
+    owner.learnFromInfo({ pools: [], claimed: 0, owner_addr: '10.0.0.9:7777' });
+    expect(owner.value).toBe('10.0.0.9:7777');
+    // The same answer as before the info: it names the owner again.
+    owner.learnFromClaimAnswer(grant('10.0.0.5:77770'));
+    expect(owner.value).toBe('10.0.0.5:77770');
+    // A nested owner_addr beside the top-level one: the top-level one counts, as JSON.parse reads it.
+    owner.learnFromClaimAnswer(
+      answer({
+        id: 'sb_2',
+        token: 't',
+        deadline: 'd',
+        owner_addr: '10.0.0.7:7777',
+        meta: { owner_addr: '10.0.0.5:77770' },
+      }),
+    );
+    expect(owner.value).toBe('10.0.0.7:7777');
+    expect(seen).toEqual(['10.0.0.5:7777', '10.0.0.5:77770', '10.0.0.9:7777', '10.0.0.5:77770', '10.0.0.7:7777']);
+  });
+
   it('learns nothing from a claim answer without owner_addr, or from a redirect', () => {
     const owner = new OwnerAddress(silentLogger);
     owner.learnFromClaimAnswer(answer({ id: 'sb_1', token: 't', deadline: 'd' }));

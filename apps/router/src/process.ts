@@ -1,42 +1,13 @@
 // The router as a process (a Deployment's pod): flags and env, the Kubernetes
 // access, metrics, graceful shutdown on SIGTERM.
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { loadKubeConfig, transportFor } from '@warmpool/kube';
-import {
-  createLogger,
-  formatHostPort,
-  helpText,
-  packageVersion,
-  parseConfig,
-  parseLogLevel,
-  runMain,
-  Shutdown,
-  versionLine,
-} from '@warmpool/runtime';
+import { formatHostPort, processRegistry, runProcess, Shutdown, type ProcessContext } from '@warmpool/runtime';
 import { FLAGS, SUMMARY, validateConfig } from './config.js';
 import { startRouter } from './router.js';
 
-async function main(): Promise<void> {
-  const { config, help, version: printVersion } = parseConfig(FLAGS);
-  const version = packageVersion(import.meta.url);
-  if (help) {
-    process.stdout.write(helpText('router', SUMMARY, FLAGS));
-    return;
-  }
-  if (printVersion) {
-    process.stdout.write(versionLine('router', version));
-    return;
-  }
+async function main({ config, version, logger }: ProcessContext<typeof FLAGS>): Promise<void> {
   const { listen } = validateConfig(config);
-  const logger = createLogger('router', { level: parseLogLevel(config.logLevel) });
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  new Gauge({
-    name: 'warmpool_build_info',
-    help: 'Always 1; the labels say which build runs',
-    labelNames: ['component', 'version', 'node_version'],
-    registers: [registry],
-  }).set({ component: 'router', version, node_version: process.version }, 1);
+  const registry = processRegistry('router', version);
   const transport = transportFor(loadKubeConfig(config.kubeconfig));
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout + 5_000 });
   const router = await startRouter({
@@ -58,4 +29,4 @@ async function main(): Promise<void> {
   });
 }
 
-runMain('router', main);
+runProcess({ name: 'router', summary: SUMMARY, flags: FLAGS, moduleUrl: import.meta.url }, main);

@@ -14,3 +14,5 @@ export * from './informer.js';
 export * from './leader-election.js';
 export * from './kubeconfig.js';
 export * from './access-review.js';
+export { DONE, WorkQueue } from './workqueue.js';
+export type { WorkOutcome, WorkQueueOptions } from './workqueue.js';

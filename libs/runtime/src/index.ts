@@ -7,6 +7,7 @@ export * from './config.js';
 export * from './flag-checks.js';
 export * from './lifecycle.js';
 export * from './run-main.js';
+export * from './process-main.js';
 export * from './http.js';
 export * from './request.js';
 export * from './incoming-body.js';

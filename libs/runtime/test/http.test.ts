@@ -46,3 +46,30 @@ describe('serveApp', () => {
     await closed;
   });
 });
+
+describe('a handler ahead of the app', () => {
+  it("answers the requests it takes on Node's objects, and leaves every other one to the app", async () => {
+    const app = new Hono();
+    app.get('/hot', (c) => c.text('app'));
+    app.get('/cold', (c) => c.text('app'));
+    let held: ServerResponse | undefined;
+    const server = await serveApp(app, {
+      host: '127.0.0.1',
+      port: 0,
+      ahead: (incoming, outgoing) => {
+        if (incoming.url !== '/hot') return false;
+        // Answered later, as a hop that waits for its upstream does.
+        held = outgoing;
+        return true;
+      },
+    });
+    const hot = get(`${server.url}/hot`);
+    expect(await get(`${server.url}/cold`)).toEqual({ status: 200, connection: 'keep-alive' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const closed = server.close();
+    held?.writeHead(202).end();
+    // The server's rules hold on that path too: an answer given while closing takes its connection with it.
+    expect(await hot).toEqual({ status: 202, connection: 'close' });
+    await closed;
+  });
+});

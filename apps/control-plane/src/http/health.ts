@@ -6,11 +6,11 @@
 import { serveApp, type HostPort, type HttpServer } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import type { Runnable } from '../manager/runnable.js';
-import type { ControlPlaneMetrics } from '../metrics.js';
+import { Gauge, type Registry } from 'prom-client';
 
 export interface HealthAppOptions {
   /** Serve /metrics too (the metrics address); omitted on the probe-only address. */
-  metrics?: ControlPlaneMetrics;
+  metrics?: Registry;
   /** Why this replica is not ready; empty when it is. */
   notReadyReasons(): string[];
   /** Why this replica should be restarted; empty when it is live. */
@@ -49,10 +49,20 @@ export function createHealthApp(options: HealthAppOptions): Hono {
   }
   const metrics = options.metrics;
   if (metrics) {
-    app.get('/metrics', async (c) => c.body(await metrics.render(), 200, { 'content-type': metrics.contentType }));
+    app.get('/metrics', async (c) => c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType }));
   }
   app.notFound((c) => c.json({ error: 'not found', reason: 'NotFound' }, 404));
   return app;
+}
+
+/** `warmpool_build_info`: which build this process runs, for every scrape of `registry`. */
+export function registerBuildInfo(registry: Registry, version: string | undefined): void {
+  new Gauge({
+    name: 'warmpool_build_info',
+    help: 'Always 1; the labels say which build runs',
+    labelNames: ['component', 'version', 'node_version'],
+    registers: [registry],
+  }).set({ component: 'control-plane', version: version ?? 'unknown', node_version: process.version }, 1);
 }
 
 export interface HealthServersOptions extends HealthAppOptions {

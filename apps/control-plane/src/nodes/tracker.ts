@@ -9,7 +9,7 @@
 import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
 import { nodeRoom } from '@warmpool/pool-model';
 import { messageOf, parseHostPort, type Clock } from '@warmpool/runtime';
-import type { NodeStateLabel } from '../metrics.js';
+import type { NodeStateLabel } from '../controllers/warmpool/metrics.js';
 import type { AddressCheck } from './addresses.js';
 
 /** The signature of what a node reports as its targets (target > 0 only). */

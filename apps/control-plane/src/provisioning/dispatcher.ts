@@ -9,7 +9,7 @@ import type { BatchJob, BatchReply, ClaimOutcome } from '@warmpool/api';
 import type { Batch } from '@warmpool/batcher';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import type { Queue } from 'bullmq';
-import { ClaimFailure, ownerMark, type ClaimGrant } from './claim-service.js';
+import { ClaimFailure, ownerMark, type ClaimGrant, type ClaimOwner } from './claim-service.js';
 import type { ProvisioningMetrics } from './metrics.js';
 import type { PendingClaim, Provisioner } from './provisioner.js';
 
@@ -153,7 +153,9 @@ function answer(item: PendingClaim, outcome: ClaimOutcome): void {
 }
 
 /** The batch's claims in groups where each claimRef has one front door and one owner (most batches: one group). */
-function oneOwnerPerClaimRef(items: readonly PendingClaim[]): PendingClaim[][] {
+function oneOwnerPerClaimRef(items: readonly PendingClaim[]): Array<readonly PendingClaim[]> {
+  const first = items[0]?.order.owner;
+  if (first === undefined || items.every(({ order }) => sameOwner(order.owner, first))) return [items];
   const groups: Array<{ items: PendingClaim[]; owners: Map<string, string> }> = [];
   for (const item of items) {
     const owner = `${item.order.owner.door}/${ownerMark(item.order.owner)}`;
@@ -166,4 +168,8 @@ function oneOwnerPerClaimRef(items: readonly PendingClaim[]): PendingClaim[][] {
     group.owners.set(item.order.claimRef, owner);
   }
   return groups.map((g) => g.items);
+}
+
+function sameOwner(a: ClaimOwner, b: ClaimOwner): boolean {
+  return a.door === b.door && ownerMark(a) === ownerMark(b);
 }

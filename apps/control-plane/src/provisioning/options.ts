@@ -33,3 +33,12 @@ export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
   coldNodeTimeoutMs: 95_000,
   maxAttempts: 3,
 });
+
+/** The defaults with every setting `options` gives in their place. */
+export function provisioningSettings(options: Partial<ProvisioningSettings>): ProvisioningSettings {
+  const settings: ProvisioningSettings = { ...PROVISIONING_DEFAULTS };
+  for (const name of Object.keys(PROVISIONING_DEFAULTS) as Array<keyof ProvisioningSettings>) {
+    if (options[name] !== undefined) Object.assign(settings, { [name]: options[name] });
+  }
+  return settings;
+}

@@ -21,86 +21,112 @@ export interface IndexEnricherOptions {
   retryMs?: number;
 }
 
+/** Starts enriching; the answer stops it (no lookup result is applied after). */
 export function enrichFromIndex(options: IndexEnricherOptions): () => void {
-  const { view, lookup, logger } = options;
-  const concurrency = options.concurrency ?? 16;
-  const retryMs = options.retryMs ?? 1_000;
-  const asked = new Set<string>();
-  const retries = new Set<NodeJS.Timeout>();
-  const queue: SandboxFacts[] = [];
-  let running = 0;
-  let closed = false;
+  const enricher = new IndexEnricher(options);
+  return () => enricher.close();
+}
 
-  const pump = (): void => {
-    while (!closed && running < concurrency && queue.length > 0) {
-      const facts = queue.shift() as SandboxFacts;
-      running++;
-      void lookup(facts.namespace, facts.name)
-        .then(
-          (grant) => {
-            if (closed || grant === undefined || grant.id !== facts.id) return;
-            const claimedAt = facts.claimedAt !== undefined ? Date.parse(facts.claimedAt) : Number.NaN;
-            view.applyClaimed(
-              {
-                namespace: facts.namespace,
-                name: facts.name,
-                id: grant.id,
-                node: grant.node,
-                deadline: grant.deadline,
-                ownerAddr: grant.ownerAddr,
-                tier: grant.tier,
-                ...(grant.warmPool !== '' ? { pool: grant.warmPool } : {}),
-              },
-              Number.isFinite(claimedAt) ? claimedAt : 0,
-            );
-          },
-          (err: unknown) => {
-            // Redis not connected yet (a replica's view fills from the inventories before its Redis connects) or
-            // away: asked again a little later, while the sandbox is still listed; a change in between asks at once.
-            const id = `${sandboxKey(facts.namespace, facts.name)}/${facts.id}`;
-            asked.delete(id);
-            logger.debug('could not look a sandbox up in the claim index; retrying', {
-              namespace: facts.namespace,
-              name: facts.name,
-              err,
-            });
-            const timer = setTimeout(() => {
-              retries.delete(timer);
-              if (closed || asked.has(id)) return;
-              const current = view.get(facts.namespace, facts.name);
-              if (current === undefined || current.facts.id !== facts.id || current.facts.ownerAddr !== undefined)
-                return;
-              asked.add(id);
-              queue.push(current.facts);
-              pump();
-            }, retryMs);
-            timer.unref();
-            retries.add(timer);
-          },
-        )
-        .finally(() => {
-          running--;
-          pump();
-        });
-    }
-  };
+class IndexEnricher {
+  readonly #options: IndexEnricherOptions;
+  readonly #concurrency: number;
+  /** `namespace/name/id` of each sandbox looked up (or queued), so each is asked once. */
+  readonly #asked = new Set<string>();
+  readonly #retries = new Set<NodeJS.Timeout>();
+  readonly #queue: SandboxFacts[] = [];
+  readonly #unsubscribe: () => void;
+  #running = 0;
+  #closed = false;
 
-  const unsubscribe = view.subscribe((change: SandboxChange) => {
+  constructor(options: IndexEnricherOptions) {
+    this.#options = options;
+    this.#concurrency = options.concurrency ?? 16;
+    this.#unsubscribe = options.view.subscribe((change) => this.#changed(change));
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const timer of this.#retries) clearTimeout(timer);
+    this.#retries.clear();
+    this.#unsubscribe();
+  }
+
+  #changed(change: SandboxChange): void {
     const { facts } = change.sandbox;
-    const id = `${sandboxKey(facts.namespace, facts.name)}/${facts.id}`;
+    const id = idOf(facts);
     if (change.type === 'DELETED') {
-      asked.delete(id);
+      this.#asked.delete(id);
       return;
     }
-    if (facts.ownerAddr !== undefined || asked.has(id)) return;
-    asked.add(id);
-    queue.push(facts);
-    pump();
-  });
-  return () => {
-    closed = true;
-    for (const timer of retries) clearTimeout(timer);
-    retries.clear();
-    unsubscribe();
-  };
+    if (facts.ownerAddr !== undefined || this.#asked.has(id)) return;
+    this.#ask(id, facts);
+  }
+
+  #ask(id: string, facts: SandboxFacts): void {
+    this.#asked.add(id);
+    this.#queue.push(facts);
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (!this.#closed && this.#running < this.#concurrency && this.#queue.length > 0) {
+      const facts = this.#queue.shift() as SandboxFacts;
+      this.#running++;
+      void this.#options
+        .lookup(facts.namespace, facts.name)
+        .then(
+          (grant) => this.#found(facts, grant),
+          (err: unknown) => this.#retryLater(facts, err),
+        )
+        .finally(() => {
+          this.#running--;
+          this.#pump();
+        });
+    }
+  }
+
+  #found(facts: SandboxFacts, grant: ClaimGrant | undefined): void {
+    if (this.#closed || grant === undefined || grant.id !== facts.id) return;
+    const claimedAt = facts.claimedAt !== undefined ? Date.parse(facts.claimedAt) : Number.NaN;
+    this.#options.view.applyClaimed(
+      {
+        namespace: facts.namespace,
+        name: facts.name,
+        id: grant.id,
+        node: grant.node,
+        deadline: grant.deadline,
+        ownerAddr: grant.ownerAddr,
+        tier: grant.tier,
+        ...(grant.warmPool !== '' ? { pool: grant.warmPool } : {}),
+      },
+      Number.isFinite(claimedAt) ? claimedAt : 0,
+    );
+  }
+
+  /**
+   * Redis not connected yet (a replica's view fills from the inventories before its Redis connects) or away: asked
+   * again a little later, while the sandbox is still listed without an owner address; a change in between asks at once.
+   */
+  #retryLater(facts: SandboxFacts, err: unknown): void {
+    const id = idOf(facts);
+    this.#asked.delete(id);
+    this.#options.logger.debug('could not look a sandbox up in the claim index; retrying', {
+      namespace: facts.namespace,
+      name: facts.name,
+      err,
+    });
+    const timer = setTimeout(() => {
+      this.#retries.delete(timer);
+      if (this.#closed || this.#asked.has(id)) return;
+      const current = this.#options.view.get(facts.namespace, facts.name);
+      if (current === undefined || current.facts.id !== facts.id || current.facts.ownerAddr !== undefined) return;
+      this.#ask(id, current.facts);
+    }, this.#options.retryMs ?? 1_000);
+    timer.unref();
+    this.#retries.add(timer);
+  }
+}
+
+function idOf(facts: SandboxFacts): string {
+  return `${sandboxKey(facts.namespace, facts.name)}/${facts.id}`;
 }

@@ -40,8 +40,11 @@ export function readRoutes(access: Access, options: ReadOptions): Hono<SandboxAp
   const collection = (c: Context<SandboxApiEnv>): Response => {
     const representation = readable(c, options);
     const namespace = c.req.param('namespace');
-    if (listOrWatch(c) === 'watch')
+    if (listOrWatch(c) === 'watch') {
+      // Hono answers HEAD with the GET route's headers and drops the body unread: a stream nobody reads or cancels.
+      if (c.req.method === 'HEAD') throw new ApiError('MethodNotAllowed', 'a watch is not served to HEAD; use GET');
       return watchResponse(options, { namespace, query: (name) => c.req.query(name), representation });
+    }
     return list(c, options, namespace, representation);
   };
   return new Hono<SandboxApiEnv>()

@@ -14,7 +14,7 @@ export async function metricSamples(
   labels: Record<string, string> = {},
 ): Promise<Sample[]> {
   const samples: Sample[] = [];
-  for (const line of (await cp.metrics.render()).split('\n')) {
+  for (const line of (await cp.registry.metrics()).split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
     if (match?.[1] !== name) continue;
     const given = new Map([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? '']));

@@ -1,7 +1,8 @@
 // The state machine of one fake sandboxd node, without HTTP: per-key warm
-// pools kept at their targets by a paced refill, claims with leases reaped at
-// their deadline, drain, and the node's finite room. Sandboxes are counters and
-// records, never processes, so one process can host a thousand nodes.
+// pools kept at their targets by a paced refill (warm-pools.ts), claims with
+// leases reaped at their deadline (claim-book.ts), drain, and the node's
+// finite room. Sandboxes are counters and records, never processes, so one
+// process can host a thousand nodes.
 import {
   effectiveTtlSeconds,
   poolKeyId,
@@ -14,39 +15,12 @@ import {
   type SandboxdRow,
 } from '@warmpool/api';
 import type { Timer } from '@warmpool/runtime';
-import { DeadlineTimer } from './deadline-timer.js';
+import { claimRow, ClaimBook, type Claim } from './claim-book.js';
 import { SandboxdRefusal } from './errors.js';
-import { newSandboxId, newSandboxToken } from './ids.js';
 import { resolveOptions, type FakeSandboxdOptions, type ResolvedOptions } from './options.js';
-import { TokenBucket } from './token-bucket.js';
+import { bootFails, WarmPools } from './warm-pools.js';
 
-interface PoolEntry {
-  readonly id: string;
-  readonly key: PoolKey;
-  target: number;
-  /** Warm sandboxes above this are destroyed: warm_max, or the target. */
-  cap: number;
-  warm: number;
-  refilling: number;
-  /** In the current pool set; a retired entry lingers only until its boots in flight land. */
-  active: boolean;
-  /** A boot of this key has succeeded (its golden image is ready). */
-  golden: boolean;
-}
-
-/** A live claim. */
-export interface Claim {
-  readonly id: string;
-  readonly token: string;
-  readonly key: PoolKey;
-  readonly claimedAt: number;
-  readonly claimRef: string | undefined;
-  /** The tenant whose token claimed it; undefined for root. */
-  readonly tenant: string | undefined;
-  /** Epoch ms when the node reaps it. */
-  deadline: number;
-  heapIndex: number;
-}
+export type { Claim } from './claim-book.js';
 
 /** What `PUT /v1/pools` did: the fresh info, and how many warm VMs it destroyed (the answer waits for them). */
 export interface PoolsReplaced {
@@ -68,11 +42,6 @@ export interface FakeSandboxdStats {
   bootsFailed: number;
   /** Booted or warm sandboxes destroyed without being claimed (drain, retired key, lowered target). */
   warmDestroyed: number;
-}
-
-interface BootBatch {
-  timer: Timer | undefined;
-  readonly boots: Array<{ entry: PoolEntry; count: number }>;
 }
 
 interface Sleeper {
@@ -98,19 +67,9 @@ export class FakeSandboxd {
   };
 
   private readonly options: ResolvedOptions;
-  /** Active entries in pool-set order, then retired ones with boots in flight. */
-  private pools = new Map<string, PoolEntry>();
-  private readonly claims = new Map<string, Claim>();
-  private readonly claimsByRef = new Map<string, Set<Claim>>();
-  private readonly deadlines: DeadlineTimer<Claim>;
-  private readonly bucket: TokenBucket;
-  private readonly bootBatches = new Set<BootBatch>();
+  private readonly pools: WarmPools;
+  private readonly claims: ClaimBook;
   private readonly sleepers = new Set<Sleeper>();
-  private readonly goneListeners = new Set<(id: string) => void>();
-  private pumpTimer: Timer | undefined;
-  private roundRobin = 0;
-  private warmTotal = 0;
-  private refillingTotal = 0;
   private coldBooting = 0;
   private draining = false;
   private closed = false;
@@ -118,13 +77,16 @@ export class FakeSandboxd {
   constructor(options: FakeSandboxdOptions = {}) {
     this.options = resolveOptions(options);
     this.advertise = this.options.advertise;
+    this.pools = new WarmPools(this.options, this.stats, {
+      occupiedByClaims: () => this.claims.size + this.coldBooting,
+      refillStopped: () => this.draining || this.closed,
+    });
     // Reaping frees room: refill once per batch of expiries rather than once per claim.
-    this.deadlines = new DeadlineTimer<Claim>(
-      this.options.clock,
-      (claim) => this.reap(claim),
-      () => this.pump(),
-    );
-    this.bucket = new TokenBucket(this.options.refillRate, this.options.refillBurst, this.options.clock.now());
+    this.claims = new ClaimBook({
+      clock: this.options.clock,
+      reaped: () => this.stats.reaps++,
+      afterReaps: () => this.pools.pump(),
+    });
   }
 
   /** Replace the node's whole warm-target set; keys left out are drained and retire. */
@@ -139,34 +101,7 @@ export class FakeSandboxd {
   replacePools(targets: readonly PoolTarget[]): PoolsReplaced {
     for (const t of targets) this.checkAttachment(t);
     const before = this.stats.warmDestroyed;
-    const next = new Map<string, PoolEntry>();
-    for (const t of targets) {
-      const id = poolKeyId(t);
-      const entry: PoolEntry = this.pools.get(id) ?? {
-        id,
-        key: { template: t.template, net: t.net, size: t.size },
-        target: 0,
-        cap: 0,
-        warm: 0,
-        refilling: 0,
-        active: true,
-        golden: false,
-      };
-      entry.active = true;
-      entry.target = t.warm;
-      // warm_max 0 means no ceiling, as absent does (the daemon omits a zero).
-      entry.cap = t.warm_max === undefined || t.warm_max === 0 ? t.warm : t.warm_max;
-      this.destroyWarm(entry, entry.warm - entry.cap);
-      next.set(id, entry);
-    }
-    for (const [id, entry] of this.pools) {
-      if (next.has(id)) continue;
-      entry.active = false;
-      this.destroyWarm(entry, entry.warm);
-      if (entry.refilling > 0) next.set(id, entry);
-    }
-    this.pools = next;
-    this.pump();
+    this.pools.replace(targets);
     return { info: this.info(), trimmed: this.stats.warmDestroyed - before };
   }
 
@@ -183,20 +118,15 @@ export class FakeSandboxd {
   }
 
   info(): NodeInfo {
-    const pools: NodeInfo['pools'] = [];
-    for (const e of this.pools.values()) {
-      if (!e.active) continue;
-      pools.push({ key: { ...e.key }, warm: e.warm, refilling: e.refilling, target: e.target, golden: e.golden });
-    }
     // The daemon always reports its hibernated and archived claims; the fake has neither.
-    const info: NodeInfo = { pools, claimed: this.claims.size, hibernated: 0, archived: 0 };
+    const info: NodeInfo = { pools: this.pools.infoPools(), claimed: this.claims.size, hibernated: 0, archived: 0 };
     if (this.draining) info.draining = true;
     if (this.options.redirectPeers.length > 0) info.peers = [...this.options.redirectPeers];
-    if (this.refillParkedForRoom()) {
+    if (this.pools.parkedForRoom()) {
       info.at_capacity = true;
       info.at_capacity_reason =
-        `node is full: ${this.used()} of room ${this.options.room} in use ` +
-        `(warm ${this.warmTotal}, claimed ${this.claims.size + this.coldBooting}, refilling ${this.refillingTotal})`;
+        `node is full: ${this.pools.used()} of room ${this.options.room} in use ` +
+        `(warm ${this.pools.warmTotal}, claimed ${this.claims.size + this.coldBooting}, refilling ${this.pools.refillingTotal})`;
     }
     return info;
   }
@@ -209,8 +139,8 @@ export class FakeSandboxd {
     const peers = this.options.redirectPeers;
     if (peers.length > 0 && request.no_redirect !== true && !this.closed) {
       this.checkAttachment(request);
-      const found = this.pools.get(poolKeyId(request));
-      const warmHere = found !== undefined && found.active && found.warm > 0;
+      const found = this.pools.active(poolKeyId(request));
+      const warmHere = found !== undefined && found.warm > 0;
       if (!warmHere || this.draining || this.atMaxClaims()) return { redirect: peers.slice(0, MAX_REDIRECT_PEERS) };
     }
     return this.claim(request, tenant);
@@ -225,8 +155,7 @@ export class FakeSandboxd {
     this.checkAttachment(request);
     if (this.draining) throw new SandboxdRefusal('draining', 'node draining');
     // A key outside the current pool set has no warm sandboxes: it is booted cold like any other miss.
-    const found = this.pools.get(poolKeyId(request));
-    const entry = found !== undefined && found.active ? found : undefined;
+    const entry = this.pools.active(poolKeyId(request));
     if (this.atMaxClaims()) {
       throw new SandboxdRefusal('max-claims', 'node claim quota reached');
     }
@@ -235,38 +164,38 @@ export class FakeSandboxd {
       throw new SandboxdRefusal('provisioning-failed', 'provisioning failed');
     }
     const ttlSeconds = effectiveTtlSeconds(request.ttl_seconds, this.options.defaultTtlSeconds);
+    const owner = { claimRef: request.claim_ref, tenant };
 
     if (entry !== undefined && entry.warm > 0) {
-      entry.warm--;
-      this.warmTotal--;
-      const claim = this.grant(entry.key, ttlSeconds, request.claim_ref, tenant);
+      this.pools.takeWarm(entry);
+      const claim = this.claims.grant(entry.key, ttlSeconds, owner);
       this.stats.claimsWarm++;
-      this.pump(entry);
+      this.pools.pump(entry);
       if (this.options.warmClaimLatencyMs > 0) await this.sleep(this.options.warmClaimLatencyMs);
       return this.answer(claim);
     }
 
     const key: PoolKey = entry?.key ?? { template: request.template, net: request.net, size: request.size };
-    if (this.used() >= this.options.room) {
+    if (this.pools.used() >= this.options.room) {
       throw new SandboxdRefusal(
         'no-room',
         `no warm sandbox of ${poolKeyId(key)} and no room to boot one (room ${this.options.room})`,
       );
     }
     this.coldBooting++;
-    this.pump(entry);
+    this.pools.pump(entry);
     try {
       await this.sleep(entry?.golden === true ? this.options.cloneMs : this.options.coldBootMs);
     } finally {
       this.coldBooting--;
     }
-    if (this.bootFails()) {
+    if (bootFails(this.options)) {
       this.stats.claimFailures++;
-      this.pump();
+      this.pools.pump();
       throw new SandboxdRefusal('provisioning-failed', 'provisioning failed: cold boot failed');
     }
     if (entry !== undefined) entry.golden = true;
-    const claim = this.grant(key, ttlSeconds, request.claim_ref, tenant);
+    const claim = this.claims.grant(key, ttlSeconds, owner);
     this.stats.claimsCold++;
     return this.answer(claim);
   }
@@ -275,9 +204,9 @@ export class FakeSandboxd {
   release(id: string): boolean {
     const claim = this.claims.get(id);
     if (claim === undefined) return false;
-    this.forget(claim);
+    this.claims.forget(claim);
     this.stats.releases++;
-    this.pump();
+    this.pools.pump();
     return true;
   }
 
@@ -285,8 +214,7 @@ export class FakeSandboxd {
   renew(id: string, ttlSeconds: number | undefined): { deadline: string } | undefined {
     const claim = this.claims.get(id);
     if (claim === undefined) return undefined;
-    claim.deadline = this.options.clock.now() + effectiveTtlSeconds(ttlSeconds, this.options.defaultTtlSeconds) * 1000;
-    this.deadlines.update(claim);
+    this.claims.renew(claim, effectiveTtlSeconds(ttlSeconds, this.options.defaultTtlSeconds));
     return { deadline: new Date(claim.deadline).toISOString() };
   }
 
@@ -296,8 +224,7 @@ export class FakeSandboxd {
 
   /** Calls `listener` with the id of every claim that ends (released or reaped); the returned function unsubscribes. */
   onClaimGone(listener: (id: string) => void): () => void {
-    this.goneListeners.add(listener);
-    return () => this.goneListeners.delete(listener);
+    return this.claims.onGone(listener);
   }
 
   /**
@@ -306,25 +233,15 @@ export class FakeSandboxd {
    */
   list(claimRef?: string, tenant?: string): SandboxdRow[] {
     const filtered = claimRef !== undefined && claimRef !== '' && !this.options.olderDaemon;
-    const source = filtered ? (this.claimsByRef.get(claimRef)?.values() ?? []) : this.claims.values();
     const rows: SandboxdRow[] = [];
-    for (const claim of source) if (tenant === undefined || claim.tenant === tenant) rows.push(this.row(claim));
+    for (const claim of this.claims.claims(filtered ? claimRef : undefined))
+      if (tenant === undefined || claim.tenant === tenant) rows.push(this.row(claim));
     return rows;
   }
 
   /** The wire row of a claim; the token only when asked (callers with the configured root token). */
   row(claim: Readonly<Claim>, withToken = false): SandboxdRow {
-    const row: SandboxdRow = {
-      id: claim.id,
-      key: { ...claim.key },
-      deadline: new Date(claim.deadline).toISOString(),
-      hibernated: false,
-    };
-    if (!this.options.omitClaimedAt) row.claimed_at = new Date(claim.claimedAt).toISOString();
-    if (claim.claimRef !== undefined) row.claim_ref = claim.claimRef;
-    if (claim.tenant !== undefined) row.tenant = claim.tenant;
-    if (withToken) row.token = claim.token;
-    return row;
+    return claimRow(claim, { omitClaimedAt: this.options.omitClaimedAt, withToken });
   }
 
   /** Whether this node serves renew (an older daemon has no such route). */
@@ -335,15 +252,13 @@ export class FakeSandboxd {
   /** New claims answer 429 and warm sandboxes are destroyed; live claims keep running. */
   drain(): NodeInfo {
     this.draining = true;
-    for (const entry of this.pools.values()) this.destroyWarm(entry, entry.warm);
-    this.pumpTimer?.cancel();
-    this.pumpTimer = undefined;
+    this.pools.destroyAllWarm();
     return this.info();
   }
 
   undrain(): NodeInfo {
     this.draining = false;
-    this.pump();
+    this.pools.pump();
     return this.info();
   }
 
@@ -359,16 +274,13 @@ export class FakeSandboxd {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.pumpTimer?.cancel();
-    this.pumpTimer = undefined;
-    for (const batch of this.bootBatches) batch.timer?.cancel();
-    this.bootBatches.clear();
+    this.pools.close();
     for (const sleeper of this.sleepers) {
       sleeper.timer.cancel();
       sleeper.reject(new SandboxdRefusal('closed', 'node is shutting down'));
     }
     this.sleepers.clear();
-    this.deadlines.close();
+    this.claims.close();
   }
 
   private answer(claim: Claim): ClaimGrant {
@@ -385,159 +297,6 @@ export class FakeSandboxd {
 
   private atMaxClaims(): boolean {
     return this.claims.size + this.coldBooting >= this.options.maxClaims;
-  }
-
-  private grant(key: PoolKey, ttlSeconds: number, claimRef: string | undefined, tenant: string | undefined): Claim {
-    const now = this.options.clock.now();
-    const claim: Claim = {
-      id: newSandboxId(),
-      token: newSandboxToken(),
-      key,
-      claimedAt: now,
-      claimRef,
-      tenant,
-      deadline: now + ttlSeconds * 1000,
-      heapIndex: -1,
-    };
-    this.claims.set(claim.id, claim);
-    if (claimRef !== undefined) {
-      let set = this.claimsByRef.get(claimRef);
-      if (set === undefined) this.claimsByRef.set(claimRef, (set = new Set()));
-      set.add(claim);
-    }
-    this.deadlines.add(claim);
-    return claim;
-  }
-
-  private forget(claim: Claim): void {
-    this.claims.delete(claim.id);
-    for (const listener of this.goneListeners) listener(claim.id);
-    this.deadlines.remove(claim);
-    if (claim.claimRef !== undefined) {
-      const set = this.claimsByRef.get(claim.claimRef);
-      set?.delete(claim);
-      if (set?.size === 0) this.claimsByRef.delete(claim.claimRef);
-    }
-  }
-
-  private reap(claim: Claim): void {
-    this.forget(claim);
-    this.stats.reaps++;
-  }
-
-  private destroyWarm(entry: PoolEntry, count: number): void {
-    if (count <= 0) return;
-    entry.warm -= count;
-    this.warmTotal -= count;
-    this.stats.warmDestroyed += count;
-  }
-
-  /** Sandboxes occupying room: warm, claimed (incl. cold boots under way) and refill boots. */
-  private used(): number {
-    return this.warmTotal + this.claims.size + this.coldBooting + this.refillingTotal;
-  }
-
-  private deficit(entry: PoolEntry): number {
-    return entry.active ? entry.target - entry.warm - entry.refilling : 0;
-  }
-
-  private refillParkedForRoom(): boolean {
-    if (this.draining || this.closed || this.used() < this.options.room) return false;
-    for (const entry of this.pools.values()) if (this.deficit(entry) > 0) return true;
-    return false;
-  }
-
-  private bootFails(): boolean {
-    return this.options.bootFailureRate > 0 && this.options.random() < this.options.bootFailureRate;
-  }
-
-  /**
-   * Start as many refill boots as concurrency, pacing and room allow, shared
-   * fairly between keys that are short (`preferred` first: a warm claim's key
-   * refills at once).
-   */
-  private pump(preferred?: PoolEntry): void {
-    if (this.closed || this.draining) return;
-    const now = this.options.clock.now();
-    const needy = this.needyEntries(preferred);
-    if (needy.length === 0) return;
-    let budget = Math.min(
-      this.options.refillConcurrency - this.refillingTotal,
-      this.options.room - this.used(),
-      this.bucket.available(now),
-    );
-    const batch: BootBatch = { timer: undefined, boots: [] };
-    while (budget > 0 && needy.length > 0) {
-      const share = Math.max(1, Math.floor(budget / needy.length));
-      for (let i = 0; i < needy.length && budget > 0;) {
-        const entry = needy[i] as PoolEntry;
-        const count = Math.min(share, budget, this.deficit(entry));
-        entry.refilling += count;
-        this.refillingTotal += count;
-        budget -= count;
-        batch.boots.push({ entry, count });
-        if (this.deficit(entry) <= 0) needy.splice(i, 1);
-        else i++;
-      }
-    }
-    const started = batch.boots.reduce((n, b) => n + b.count, 0);
-    if (started > 0) {
-      this.bucket.take(started, now);
-      this.bootBatches.add(batch);
-      batch.timer = this.options.clock.setTimeout(() => this.land(batch), this.options.bootMs);
-    }
-    // Paced out while keys are still short: come back when the next token is due.
-    // (Concurrency frees up when a batch lands; room when a claim goes.)
-    if (
-      needy.length > 0 &&
-      this.pumpTimer === undefined &&
-      this.refillingTotal < this.options.refillConcurrency &&
-      this.used() < this.options.room
-    ) {
-      const wait = this.bucket.msUntilNext(now);
-      if (Number.isFinite(wait)) {
-        this.pumpTimer = this.options.clock.setTimeout(
-          () => {
-            this.pumpTimer = undefined;
-            this.pump();
-          },
-          Math.max(1, wait),
-        );
-      }
-    }
-  }
-
-  private needyEntries(preferred: PoolEntry | undefined): PoolEntry[] {
-    const all = [...this.pools.values()];
-    const start = all.length === 0 ? 0 : this.roundRobin++ % all.length;
-    const needy: PoolEntry[] = [];
-    if (preferred !== undefined && this.deficit(preferred) > 0) needy.push(preferred);
-    for (let i = 0; i < all.length; i++) {
-      const entry = all[(start + i) % all.length] as PoolEntry;
-      if (entry !== preferred && this.deficit(entry) > 0) needy.push(entry);
-    }
-    return needy;
-  }
-
-  /** A batch of refill boots finished: they turn warm, or are destroyed if nobody wants them any more. */
-  private land(batch: BootBatch): void {
-    this.bootBatches.delete(batch);
-    for (const { entry, count } of batch.boots) {
-      entry.refilling -= count;
-      this.refillingTotal -= count;
-      let failed = 0;
-      if (this.options.bootFailureRate > 0) for (let i = 0; i < count; i++) if (this.bootFails()) failed++;
-      const booted = count - failed;
-      this.stats.bootsFailed += failed;
-      this.stats.bootsSucceeded += booted;
-      if (booted > 0) entry.golden = true;
-      const kept = !entry.active || this.draining ? 0 : Math.min(booted, Math.max(0, entry.cap - entry.warm));
-      entry.warm += kept;
-      this.warmTotal += kept;
-      this.stats.warmDestroyed += booted - kept;
-      if (!entry.active && entry.refilling === 0 && this.pools.get(entry.id) === entry) this.pools.delete(entry.id);
-    }
-    this.pump();
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,9 +1,10 @@
 // The agent's HTTP API, composed: probes (probes.ts), the node's verbs
 // (node-routes.ts) and the sandbox verbs (sandbox-routes.ts), each a small
-// Hono app whose routes go through one wrapper (route.ts). Deny by default:
+// Hono app whose routes go through one wrapper (route.ts); and the claim's
+// direct path, which the server tries ahead of the app (claim-endpoint.ts). Deny by default:
 // every route must have its access declared in ROUTE_ACCESS (auth.ts), checked
 // when the app is built; any other method on a served path answers 405.
-import { methodNotAllowed, type Logger } from '@warmpool/runtime';
+import { methodNotAllowed, type AheadOfApp, type Logger } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -11,6 +12,7 @@ import type { NodeState } from '../node-state.js';
 import type { OwnerAddress } from '../owner-address.js';
 import type { SandboxdClient } from '../sandboxd/client.js';
 import { accessOf, ROUTE_ACCESS, type Gatekeeper } from './auth.js';
+import { claimEndpoint } from './claim-endpoint.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { nodeApp } from './node-routes.js';
 import { probesApp } from './probes.js';
@@ -33,12 +35,19 @@ export interface ApiDependencies {
   logger: Logger;
 }
 
-export function createApiApp(deps: ApiDependencies): Hono {
+export interface ApiApp {
+  app: Hono;
+  /** `POST /v1/claim` answered on Node's own objects, for the server to try ahead of `app`. */
+  ahead: AheadOfApp;
+}
+
+export function createApiApp(deps: ApiDependencies): ApiApp {
   const routes = createRoutes(deps);
+  const claim = claimEndpoint(routes, deps);
   const app = new Hono()
     .route('/', probesApp(routes, deps))
     .route('/', nodeApp(routes, deps))
-    .route('/', sandboxesApp(routes, deps));
+    .route('/', sandboxesApp(routes, deps, claim.route));
   // Every path above answers any other method 405 with Allow; only paths it does not serve are 404.
   const allowed = methodNotAllowed(app.routes);
   app.notFound(
@@ -67,5 +76,11 @@ export function createApiApp(deps: ApiDependencies): Hono {
   if (undeclared.length > 0)
     throw new Error(`routes without a declared access in ROUTE_ACCESS: ${undeclared.join(', ')}`);
   if (app.routes.length !== ROUTE_ACCESS.size) throw new Error('ROUTE_ACCESS declares a route the API does not serve');
-  return app;
+  // Only the exact path: anything else (a query string, HEAD, another method) is the app's to route and answer.
+  const ahead: AheadOfApp = (incoming, outgoing) => {
+    if (incoming.method !== 'POST' || incoming.url !== '/v1/claim') return false;
+    claim.direct(incoming, outgoing);
+    return true;
+  };
+  return { app, ahead };
 }

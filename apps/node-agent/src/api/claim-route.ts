@@ -1,11 +1,13 @@
-// POST /v1/claim, the agent's hot path. Served by @hono/node-server, the
-// route reads the body off Node's request (the `incoming` binding) and writes
-// its answer on Node's response (`outgoing`), then tells node-server the
-// answer is sent: no Web Request or Response, and no promise, between the
-// request and sandboxd's answer. The checks are the ones every route makes
-// (the declared access, 1 MiB body, the claim schema, the bound on claims in flight,
-// sandboxd's answer passed through as it came). Anywhere else (app.request() in a test) the same rules run
-// through Hono's objects.
+// POST /v1/claim, the agent's hot path. The claim reads the body off Node's
+// request and writes its answer on Node's response: no Web Request or
+// Response, no router, and no promise, between the request and sandboxd's
+// answer. The server hands it `POST /v1/claim` ahead of the Hono app
+// (directClaim); a claim that reaches the app anyway (a query string) takes
+// the same path through node-server's `incoming`/`outgoing` bindings, and
+// anywhere else (app.request() in a test) the same rules run through Hono's
+// objects. The checks are the ones every route makes (the declared access,
+// 1 MiB body, the claim schema, the bound on claims in flight, sandboxd's
+// answer passed through as it came).
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { INVALID_BODY_MESSAGE, MAX_BODY_BYTES } from '@warmpool/api';
@@ -50,12 +52,19 @@ export interface ClaimRouteDependencies {
  */
 const markerIsNative = Object.getOwnPropertySymbols(RESPONSE_ALREADY_SENT).length === 0;
 
-/** The claim route: the direct path when served by @hono/node-server, `onHono` otherwise. */
-export function claimRoute(deps: ClaimRouteDependencies, onHono: Handler): Handler {
+/** One claim answered on Node's own request and response, start to end; never throws. */
+export type DirectClaimHandler = (incoming: IncomingMessage, outgoing: ServerResponse) => void;
+
+export function directClaim(deps: ClaimRouteDependencies): DirectClaimHandler {
+  return (incoming, outgoing) => new DirectClaim(deps, outgoing).start(incoming);
+}
+
+/** The claim route in the Hono app: `direct` when served by @hono/node-server, `onHono` otherwise. */
+export function claimRoute(direct: DirectClaimHandler, onHono: Handler): Handler {
   return (c) => {
     const env = c.env as Partial<HttpBindings> | undefined;
     if (!markerIsNative || env?.incoming === undefined || env.outgoing === undefined) return onHono(c);
-    new DirectClaim(deps, env.outgoing).start(env.incoming);
+    direct(env.incoming, env.outgoing);
     return RESPONSE_ALREADY_SENT;
   };
 }
@@ -73,13 +82,16 @@ class DirectClaim implements SandboxdReceiver {
   }
 
   start(incoming: IncomingMessage): void {
-    const authorization = incoming.headers.authorization;
-    const refused = this.#deps.admit(authorization);
-    if (refused !== undefined) {
-      this.#reply(refused);
-      return;
+    try {
+      const refused = this.#deps.admit(incoming.headers.authorization);
+      if (refused !== undefined) {
+        this.#reply(refused);
+        return;
+      }
+      readIncomingJson(incoming, MAX_BODY_BYTES, (json) => this.#withBody(json));
+    } catch (err) {
+      this.failed(err as Error);
     }
-    readIncomingJson(incoming, MAX_BODY_BYTES, (json) => this.#withBody(json));
   }
 
   answer(answer: SandboxdAnswer): void {

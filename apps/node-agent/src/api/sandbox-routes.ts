@@ -1,34 +1,15 @@
-// The sandbox verbs passed through to sandboxd: claim (bounded in flight,
-// with its own fast path in claim-route.ts), release, renew, list (filtered
-// by claim_ref here too) and get. Sandbox ids never reach sandboxd unless
+// The sandbox verbs passed through to sandboxd: claim (claim-endpoint.ts),
+// release, renew, list (filtered by claim_ref here too) and get. Sandbox ids never reach sandboxd unless
 // they are plain.
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { agentRenewRequestSchema, claimRequestSchema } from '@warmpool/api';
 import { readJsonBody } from '@warmpool/runtime';
 import { Hono, type Context } from 'hono';
-import type { AgentMetrics } from '../metrics.js';
-import type { NodeState } from '../node-state.js';
-import type { OwnerAddress } from '../owner-address.js';
-import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
-import { accessOf, type Gatekeeper } from './auth.js';
-import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
-import { claimRoute } from './claim-route.js';
-import type { ClaimsInFlight } from './claims-in-flight.js';
+import type { SandboxdClient } from '../sandboxd/client.js';
 import { errorResponse, jsonResponse, passThrough, toResponse } from './responses.js';
-import { BODY, bodyRefused, type Routes } from './route.js';
+import { BODY, bodyRefused, type Handler, type Routes } from './route.js';
 import { ANY_JSON, parseBody } from './strict-body.js';
-
-export interface SandboxRoutesDependencies {
-  sandboxd: SandboxdClient;
-  gatekeeper: Gatekeeper;
-  state: NodeState;
-  /** Learns the node's owner address from the claim answers passed on. */
-  ownerAddress: OwnerAddress;
-  metrics: AgentMetrics;
-  /** The bound on claims in flight to sandboxd. */
-  inFlight: ClaimsInFlight;
-}
 
 /** Sandbox ids are opaque but plain (sandboxd's look like `sb_…`); anything else never reaches sandboxd. */
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -39,11 +20,12 @@ function sandboxId(c: Context): string | Response {
   return SANDBOX_ID.test(id) ? id : errorResponse(400, 'BadRequest', 'invalid sandbox id');
 }
 
-export function sandboxesApp(routes: Routes, deps: SandboxRoutesDependencies): Hono {
+/** The sandbox verbs; `claim` is POST /v1/claim's route (claim-endpoint.ts). */
+export function sandboxesApp(routes: Routes, deps: { sandboxd: SandboxdClient }, claim: Handler): Hono {
   const { route } = routes;
   const { sandboxd } = deps;
   const app = new Hono();
-  app.post('/v1/claim', claimHandler(routes, deps));
+  app.post('/v1/claim', claim);
   app.post(
     '/v1/sandboxes/:id/release',
     route('release', async (c, caller) => {
@@ -97,55 +79,6 @@ export function sandboxesApp(routes: Routes, deps: SandboxRoutesDependencies): H
     }),
   );
   return app;
-}
-
-/** POST /v1/claim: the fast path (claim-route.ts) for a plain claim, the wrapped route for everything else. */
-function claimHandler({ route, failure }: Routes, deps: SandboxRoutesDependencies): ReturnType<typeof claimRoute> {
-  const { sandboxd, gatekeeper, state, metrics, inFlight } = deps;
-  // A refusal may mean draining or full: worth a fresh look at the node, not worth waiting for.
-  const answeredClaim = (answer: SandboxdAnswer): void => {
-    if (answer.status === 429) state.pollSoon();
-    else deps.ownerAddress.learnFromClaimAnswer(answer);
-  };
-  const recordClaim = metrics.requestRecorder('claim');
-  const claimAccess = accessOf('POST', '/v1/claim');
-  // The direct path calls sandboxd as root: it cannot pass a sandbox's own token on.
-  if (claimAccess === 'sandbox-or-root')
-    throw new Error('POST /v1/claim must be declared root or open: its direct path calls sandboxd as root');
-  const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
-  metrics.readClaimsInFlight(() => inFlight.count);
-  return claimRoute(
-    {
-      admit: (authorization) => {
-        const caller = gatekeeper.admit(claimAccess, authorization);
-        return caller.as === 'refused' ? caller.reply : undefined;
-      },
-      sandboxd,
-      inFlight,
-      refusedAtLimit,
-      answered: answeredClaim,
-      observe: (status, started) => recordClaim('POST', status, started),
-      failure: (err) => failure(err, 'POST', '/v1/claim'),
-    },
-    route('claim', async (c) => {
-      const json = await readJsonBody(c, ANY_JSON, BODY);
-      if (!json.ok) return bodyRefused(json);
-      const body = parseBody(claimBodySchema, json.value);
-      if (!body.ok) return toResponse(body.reply);
-      if (!inFlight.tryAcquire()) {
-        refusedAtLimit();
-        return toResponse(inFlight.refusal());
-      }
-      let answer: SandboxdAnswer;
-      try {
-        answer = await sandboxd.claim(forwardedClaimJson(body.value));
-      } finally {
-        inFlight.release();
-      }
-      answeredClaim(answer);
-      return passThrough(answer);
-    }),
-  );
 }
 
 /**

@@ -8,38 +8,16 @@
 // drain) on a small one of its own. Every buffered call has one deadline,
 // counted from the moment it is made, so the wait for a free connection is
 // part of it.
-import type { Readable } from 'node:stream';
-import { errors, Pool } from 'undici';
+import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { TokenRotation } from '@warmpool/runtime';
-import { DeadlineError, toUnavailable } from './errors.js';
+import { contentTypeOf, type SandboxdAnswer, type SandboxdReceiver, type SandboxdStreamingAnswer } from './answer.js';
+import { CollectingHandler } from './collecting-handler.js';
+import { DeadlineError, isConnectFailure, toUnavailable } from './errors.js';
+import { parseSandboxdUrl } from './target.js';
 
-export interface SandboxdAnswer {
-  status: number;
-  /** sandboxd's body byte for byte; empty for 204. */
-  body: Uint8Array;
-  contentType: string | undefined;
-  /** sandboxd's Retry-After, kept for 429 and 503 pass-through. */
-  retryAfter?: string;
-}
-
-/** Where a buffered call ends: exactly one of the two is called, once. */
-export interface SandboxdReceiver {
-  answer(answer: SandboxdAnswer): void;
-  /**
-   * No answer: a SandboxdUnavailableError when sandboxd refused the
-   * connection, reset it or did not answer in time; any other error is a
-   * request undici would not send (a bug here, not sandboxd's doing).
-   */
-  failed(err: Error): void;
-}
-
-/** An answer whose body is still arriving: for lists, which can be large. */
-export interface SandboxdStreamingAnswer {
-  status: number;
-  body: Readable;
-  contentType: string | undefined;
-}
+export type { SandboxdAnswer, SandboxdReceiver, SandboxdStreamingAnswer } from './answer.js';
+export { parseSandboxdUrl, type SandboxdTarget } from './target.js';
 
 export interface SandboxdClientOptions {
   /** `http://host:port` or `unix:/path/to/socket`. */
@@ -69,29 +47,6 @@ export interface SandboxdClientOptions {
   connections?: number;
   /** Keep-alive connections at most for info, SetPools and drain (default 4). */
   controlConnections?: number;
-}
-
-export interface SandboxdTarget {
-  origin: string;
-  socketPath?: string;
-}
-
-/** `unix:/run/sandboxd.sock` → a socket path; anything else must be an http URL. */
-export function parseSandboxdUrl(url: string): SandboxdTarget {
-  if (url.startsWith('unix:')) {
-    const socketPath = url.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
-    if (socketPath === '') throw new Error(`invalid sandboxd URL "${url}" (want unix:/path/to/socket)`);
-    return { origin: 'http://localhost', socketPath };
-  }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new Error(`invalid sandboxd URL "${url}" (want http://host:port or unix:/path)`);
-  }
-  if (parsed.protocol !== 'http:')
-    throw new Error(`invalid sandboxd URL "${url}": only http:// and unix: are supported`);
-  return { origin: parsed.origin };
 }
 
 const JSON_TYPE = 'application/json';
@@ -371,114 +326,5 @@ export class SandboxdClient {
     } finally {
       clearTimeout(timer);
     }
-  }
-}
-
-function contentTypeOf(headers: Dispatcher.ResponseData['headers']): string | undefined {
-  const value = headers['content-type'];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-const CONNECT_FAILURES = new Set([
-  'ECONNREFUSED',
-  'ENOENT',
-  'EACCES',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
-
-function isConnectFailure(err: unknown): boolean {
-  if (err instanceof errors.ConnectTimeoutError) return true;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && CONNECT_FAILURES.has(code);
-}
-
-/**
- * Gathers one whole answer, within one deadline from its creation. undici
- * calls onRequestStart just before it writes the request on a connection, so
- * that call is what tells a failure before sending (retry is safe) from one
- * after (the call may have taken effect). A call whose deadline passes while
- * it still waits for a connection fails at once, and is aborted, unsent, when
- * a connection comes.
- */
-class CollectingHandler implements Dispatcher.DispatchHandler {
-  readonly #operation: string;
-  readonly #timeoutMs: number;
-  readonly #receiver: SandboxdReceiver;
-  readonly #deadline: NodeJS.Timeout;
-  #controller: Dispatcher.DispatchController | undefined;
-  #settled = false;
-  #status = 0;
-  #contentType: string | undefined;
-  #retryAfter: string | undefined;
-  #chunks: Buffer[] = [];
-
-  constructor(operation: string, timeoutMs: number, receiver: SandboxdReceiver) {
-    this.#operation = operation;
-    this.#timeoutMs = timeoutMs;
-    this.#receiver = receiver;
-    this.#deadline = setTimeout(() => this.#expire(), timeoutMs);
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    if (this.#settled) {
-      controller.abort(new DeadlineError('the deadline passed while waiting for a connection'));
-      return;
-    }
-    this.#controller = controller;
-  }
-
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Dispatcher.ResponseData['headers'],
-  ): void {
-    this.#status = statusCode;
-    this.#contentType = contentTypeOf(headers);
-    const retryAfter = headers['retry-after'];
-    if (retryAfter !== undefined) this.#retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-  }
-
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#chunks.push(chunk);
-  }
-
-  onResponseEnd(): void {
-    if (this.#settled) return;
-    this.#settle();
-    const chunks = this.#chunks;
-    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-    const answer: SandboxdAnswer = { status: this.#status, body, contentType: this.#contentType };
-    if (this.#retryAfter !== undefined) answer.retryAfter = this.#retryAfter;
-    this.#receiver.answer(answer);
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    if (this.#settled) return;
-    this.#settle();
-    const sent = this.#controller !== undefined;
-    this.#receiver.failed(
-      err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#timeoutMs, sent),
-    );
-  }
-
-  #expire(): void {
-    if (this.#settled) return;
-    const controller = this.#controller;
-    // Sent: aborting ends the request through onResponseError, classified as sent.
-    if (controller !== undefined) {
-      controller.abort(new DeadlineError('deadline passed'));
-      return;
-    }
-    this.#settle();
-    this.#receiver.failed(toUnavailable(this.#operation, new DeadlineError('deadline passed'), this.#timeoutMs, false));
-  }
-
-  #settle(): void {
-    this.#settled = true;
-    clearTimeout(this.#deadline);
   }
 }

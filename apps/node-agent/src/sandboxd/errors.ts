@@ -83,3 +83,21 @@ function detailOf(err: unknown): string {
   // undici's own codes (UND_ERR_SOCKET) say less than its message ("other side closed").
   return typeof code === 'string' && !code.startsWith('UND_ERR') ? code : messageOf(err);
 }
+
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'EACCES',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Whether `err` is a failure to connect, so the request surely was not sent. */
+export function isConnectFailure(err: unknown): boolean {
+  if (err instanceof errors.ConnectTimeoutError) return true;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && CONNECT_FAILURES.has(code);
+}

@@ -10,7 +10,7 @@
 // Invariants:
 // - A sandbox is never leaked by a deleted claim. Its deletion always
 //   enqueues its key (the informer reports deletes, also those a relist
-//   finds), and the key runs after the serve in flight (KeyedQueue: one key
+//   finds), and the key runs after the serve in flight (WorkQueue: one key
 //   is never worked on twice at once): a key whose claim is gone, or being
 //   deleted, has its sandbox released (a CRD claim under that claimRef can
 //   only be a gone claim's, since claims are served from this cache). A
@@ -32,13 +32,12 @@
 //   `warmpool.dev/release-sandbox` and the sandbox-id annotation: they stay
 //   served, and #finalize lifts that finalizer once the sandbox is released.
 import type { ClaimFailureReason, SandboxClaim } from '@warmpool/api';
-import type { Lister } from '@warmpool/kube';
+import { WorkQueue, type Lister, type WorkOutcome } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { ClaimFailure, type ClaimGrant, type ClaimScope, type ClaimService } from '../../provisioning/claim-service.js';
 import { isExpired, renewalAt, shutdownAt, ttlSecondsFor } from './lifetime.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import { hasFinalizer, isServed, ownershipOf, type ClaimCaches } from './ownership.js';
-import { KeyedQueue, type WorkOutcome } from './queue.js';
 import { claimedStatus, failedStatus, isReadyClaimed, isRetryable, readyOf, statusDiffers } from './status.js';
 import { SecretTakenError, type ClaimWriter } from './writer.js';
 export interface SandboxClaimSettings {
@@ -82,7 +81,7 @@ function splitKey(key: string): { namespace: string; name: string } {
 export class SandboxClaimController {
   readonly settings: SandboxClaimSettings;
   readonly #options: SandboxClaimControllerOptions;
-  readonly #queue: KeyedQueue;
+  readonly #queue: WorkQueue;
   /**
    * The leases this replica granted or renewed during its term, by key: what
    * it renews by, and proof that it wrote the claim's Secret and status itself
@@ -108,7 +107,7 @@ export class SandboxClaimController {
       retryMaxMs: options.retryMaxMs ?? SANDBOX_CLAIM_DEFAULTS.retryMaxMs,
       unservableRecheckMs: options.unservableRecheckMs ?? SANDBOX_CLAIM_DEFAULTS.unservableRecheckMs,
     };
-    this.#queue = new KeyedQueue({
+    this.#queue = new WorkQueue({
       concurrency: this.settings.concurrency,
       retryInitialMs: this.settings.retryInitialMs,
       retryMaxMs: this.settings.retryMaxMs,

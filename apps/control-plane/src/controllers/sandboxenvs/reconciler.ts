@@ -16,9 +16,8 @@ import type {
   SandboxTemplate,
   SandboxWarmPool,
 } from '@warmpool/api';
-import type { Lister } from '@warmpool/kube';
+import { DONE, WorkQueue, type Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
-import { CoalescingTrigger } from '../warmpool/trigger.js';
 import { countPools, observeKeys, type PoolCounts } from './counts.js';
 import { envCapacity, SaturationTracker, statusRows, type EnvCapacity } from './status.js';
 import type { EnvStatusWriter } from './status-writer.js';
@@ -48,7 +47,8 @@ export interface SandboxEnvReconcilerOptions {
 
 export class SandboxEnvReconciler {
   readonly #options: SandboxEnvReconcilerOptions;
-  readonly #trigger: CoalescingTrigger;
+  /** One key, the global run (coalesced, never two at once). */
+  readonly #queue: WorkQueue;
   readonly #saturation = new SaturationTracker();
   #timer: NodeJS.Timeout | undefined;
   #term: AbortController | undefined;
@@ -57,10 +57,14 @@ export class SandboxEnvReconciler {
 
   constructor(options: SandboxEnvReconcilerOptions) {
     this.#options = options;
-    this.#trigger = new CoalescingTrigger({
-      run: () => this.#run(),
-      onError: (err) => options.logger.warn('SandboxEnv reconcile failed', { err }),
+    this.#queue = new WorkQueue({
+      work: async () => {
+        await this.#run();
+        return DONE;
+      },
+      onError: (_key, err) => options.logger.warn('SandboxEnv reconcile failed', { err }),
     });
+    this.#queue.start();
   }
 
   /** This cluster's records as of the last run. */
@@ -80,8 +84,9 @@ export class SandboxEnvReconciler {
     this.poke('start');
   }
 
-  poke(reason: string): void {
-    this.#trigger.poke(reason);
+  /** Something changed (`_reason`, for the reader): one run soon, coalesced with every other poke. */
+  poke(_reason: string): void {
+    this.#queue.add('envs');
   }
 
   /** Leader-only for the term `signal` bounds: status writes and the autoscaler. */
@@ -109,7 +114,7 @@ export class SandboxEnvReconciler {
     clearInterval(this.#timer);
     this.#timer = undefined;
     this.stopLeading();
-    await this.#trigger.close();
+    await this.#queue.stop();
   }
 
   async #run(): Promise<void> {

@@ -45,3 +45,31 @@ function optionsSig(pool: AgentPoolTarget): string {
   if (pool.archive_delete_after_seconds !== undefined) sig += `,del=${pool.archive_delete_after_seconds}`;
   return sig;
 }
+
+/**
+ * Each node's desired set, kept while its spread targets (the same map: the
+ * incremental spread hands back an untouched node's map as it was) and every
+ * key's settings hold, so a run builds sets only for the nodes an event moved.
+ */
+export class DesiredSets {
+  readonly #sets = new Map<string, { held: ReadonlyMap<string, number> | undefined; set: DesiredSet }>();
+  #settingsSig = '';
+
+  /** Starts a run: a change of any key's settings (not its replicas) drops every set. */
+  begin(demands: ReadonlyMap<string, KeyDemand>, nodes: Iterable<string>): void {
+    let sig = '';
+    for (const [keyId, demand] of demands) sig += `${keyId}${JSON.stringify(demand.options)}\n`;
+    if (sig !== this.#settingsSig) this.#sets.clear();
+    this.#settingsSig = sig;
+    const live = new Set(nodes);
+    for (const name of this.#sets.keys()) if (!live.has(name)) this.#sets.delete(name);
+  }
+
+  of(name: string, held: ReadonlyMap<string, number> | undefined, demands: ReadonlyMap<string, KeyDemand>): DesiredSet {
+    const cached = this.#sets.get(name);
+    if (cached !== undefined && cached.held === held && held !== undefined) return cached.set;
+    const set = desiredSetOf(held, demands);
+    this.#sets.set(name, { held, set });
+    return set;
+  }
+}

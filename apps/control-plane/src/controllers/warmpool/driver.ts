@@ -24,7 +24,7 @@ import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { PoolSetter } from '../../agents/pool-setter.js';
 import type { GenerationSource } from '../../generation/generation.js';
-import type { ControlPlaneMetrics } from '../../metrics.js';
+import type { WarmPoolMetrics } from './metrics.js';
 import type { TokenSource } from '../../token.js';
 import type { EventRecorder } from './events.js';
 import { addressCheckOf, slimNode, slimPod, type AddressCheck } from '../../nodes/addresses.js';
@@ -46,7 +46,7 @@ export interface WarmPoolDriverOptions {
   events: EventRecorder;
   generations: GenerationSource;
   token: TokenSource;
-  metrics: ControlPlaneMetrics;
+  metrics: WarmPoolMetrics;
   leadership: Leadership;
   settings?: Partial<WarmPoolDriverSettings> | undefined;
   logger: Logger;

@@ -5,7 +5,7 @@
 import type { Logger } from '@warmpool/runtime';
 import { NoTokenError } from '../../agents/errors.js';
 import type { PoolSetter } from '../../agents/pool-setter.js';
-import type { ControlPlaneMetrics } from '../../metrics.js';
+import type { WarmPoolMetrics } from './metrics.js';
 import type { TokenSource } from '../../token.js';
 import { forEachLimited } from './limiter.js';
 import type { NodeTracker } from '../../nodes/tracker.js';
@@ -14,7 +14,7 @@ export interface ProbeSamplerOptions {
   setter: Pick<PoolSetter, 'info'>;
   tracker: Pick<NodeTracker, 'views' | 'recordAnswer' | 'recordFailure'>;
   token: TokenSource;
-  metrics: Pick<ControlPlaneMetrics, 'probeFailed'>;
+  metrics: Pick<WarmPoolMetrics, 'probeFailed'>;
   logger: Logger;
   intervalMs: number;
   /** Probes in flight at once. */

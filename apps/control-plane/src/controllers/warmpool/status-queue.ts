@@ -10,7 +10,7 @@
 // that has not caught up with our own write is not mistaken for a difference.
 import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
-import type { ControlPlaneMetrics } from '../../metrics.js';
+import type { WarmPoolMetrics } from './metrics.js';
 import type { EventRecorder } from './events.js';
 import { forEachLimited } from './limiter.js';
 import type { PoolStatusWriter } from './status-writer.js';
@@ -28,7 +28,7 @@ export interface StatusBatch {
 export interface PoolStatusQueueOptions {
   writer: PoolStatusWriter;
   events: EventRecorder;
-  metrics: ControlPlaneMetrics;
+  metrics: WarmPoolMetrics;
   logger: Logger;
   /** Status writes in flight at once. */
   concurrency: number;

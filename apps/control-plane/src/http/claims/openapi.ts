@@ -2,8 +2,10 @@
 // claim port. Every body schema is generated (libs/runtime's openApiDocument)
 // from the zod schema that validates it on the wire (libs/api), so the
 // document cannot drift from what the API accepts and answers; only the route
-// table below is written here.
+// table below is written here, and each failure's status is the one the API
+// answers for its reason (../failures.ts).
 import {
+  type ClaimFailureReason,
   claimBodySchema,
   claimErrorBodySchema,
   createClaimRequestSchema,
@@ -17,6 +19,7 @@ import {
   type OpenApiComponent,
   type OpenApiJson as Json,
 } from '@warmpool/runtime';
+import { FAILURE_STATUS } from '../failures.js';
 
 const COMPONENTS = {
   CreateClaimRequest: { schema: createClaimRequestSchema, io: 'input' },
@@ -28,16 +31,33 @@ const COMPONENTS = {
 
 const { json, body, op } = openApiBuilders<keyof typeof COMPONENTS>();
 
+/** The error answer of failures of these reasons (one status: they share it), described. */
+function failure(reasons: readonly [ClaimFailureReason, ...ClaimFailureReason[]], description: string): Json {
+  const status = FAILURE_STATUS[reasons[0]];
+  if (reasons.some((reason) => FAILURE_STATUS[reason] !== status))
+    throw new Error(`${reasons.join(', ')} do not share a status`);
+  return { [String(status)]: json('Error', description) };
+}
+
 /** Answers every claim route can give besides its own. */
 const COMMON_ERRORS: Json = {
-  '400': json('Error', 'BadRequest: an invalid namespace, claim id or body'),
-  '401': json('Error', 'Unauthenticated: no bearer token, or the apiserver does not accept it (TokenReview)'),
-  '403': json(
-    'Error',
+  ...failure(['BadRequest'], 'BadRequest: an invalid namespace, claim id or body'),
+  ...failure(
+    ['Unauthenticated'],
+    'Unauthenticated: no bearer token, or the apiserver does not accept it (TokenReview)',
+  ),
+  ...failure(
+    ['Forbidden'],
     'Forbidden: the caller may not use this verb on sandboxclaims in the namespace (SubjectAccessReview)',
   ),
-  '405': json('Error', 'MethodNotAllowed: the path exists, the method does not (Allow lists the ones that do)'),
-  '503': json('Error', "Unavailable: Redis, the workers or the apiserver's reviews are unreachable (Retry-After)"),
+  ...failure(
+    ['MethodNotAllowed'],
+    'MethodNotAllowed: the path exists, the method does not (Allow lists the ones that do)',
+  ),
+  ...failure(
+    ['Unavailable'],
+    "Unavailable: Redis, the workers or the apiserver's reviews are unreachable (Retry-After)",
+  ),
 };
 const NAMESPACE = { name: 'namespace', in: 'path', required: true, schema: { type: 'string' } };
 const ID = {
@@ -64,15 +84,15 @@ const PATHS: Json = {
       'Claim a warm sandbox from a pool (warmPool) or a SandboxEnv (env); needs create on sandboxclaims',
       {
         '200': json('Claim', 'claimed: the sandbox, where it runs, and its own token'),
-        '404': json('Error', 'PoolNotFound, EnvNotFound or NotDriven'),
-        '409': json(
-          'Error',
+        ...failure(['PoolNotFound', 'EnvNotFound', 'NotDriven'], 'PoolNotFound, EnvNotFound or NotDriven'),
+        ...failure(
+          ['ClaimRefInUse'],
           'ClaimRefInUse: the claimRef is live for another identity, pool or env (a replay answers the same sandbox ' +
             'only to the identity that claimed it, for the same pool or env); no token is shown',
         ),
-        '429': json('Error', 'NoCapacity: no node has room (Retry-After)'),
-        '502': json('Error', 'NodeRefused: the nodes asked refused'),
-        '504': json('Error', 'Timeout: not answered within --claim-timeout'),
+        ...failure(['NoCapacity'], 'NoCapacity: no node has room (Retry-After)'),
+        ...failure(['NodeRefused'], 'NodeRefused: the nodes asked refused'),
+        ...failure(['Timeout'], 'Timeout: not answered within --claim-timeout'),
         ...COMMON_ERRORS,
       },
       { parameters: [NAMESPACE], requestBody: body('CreateClaimRequest') },
@@ -84,7 +104,7 @@ const PATHS: Json = {
       'A claim, without its token; needs get on sandboxclaims',
       {
         '200': json('Claim', 'the claim'),
-        '404': json('Error', 'ClaimNotFound'),
+        ...failure(['ClaimNotFound'], 'ClaimNotFound'),
         ...COMMON_ERRORS,
       },
       { parameters: [NAMESPACE, ID] },
@@ -94,7 +114,7 @@ const PATHS: Json = {
       "Release a claim's sandbox; needs delete on sandboxclaims",
       {
         '204': { description: 'released' },
-        '404': json('Error', 'ClaimNotFound'),
+        ...failure(['ClaimNotFound'], 'ClaimNotFound'),
         ...COMMON_ERRORS,
       },
       { parameters: [NAMESPACE, ID] },
@@ -106,7 +126,7 @@ const PATHS: Json = {
       "Extend a claim's lease by ttlSeconds from now; needs update on sandboxclaims",
       {
         '200': json('RenewClaimResponse', 'the new deadline'),
-        '404': json('Error', 'ClaimNotFound or Expired'),
+        ...failure(['ClaimNotFound', 'Expired'], 'ClaimNotFound or Expired'),
         ...COMMON_ERRORS,
       },
       { parameters: [NAMESPACE, ID], requestBody: body('RenewClaimRequest', false) },

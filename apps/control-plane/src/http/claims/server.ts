@@ -17,7 +17,7 @@ import type { ProvisioningPipeline } from '../../provisioning/pipeline.js';
 import { KubeAccessReviewer, type AccessReviewer } from '@warmpool/kube';
 import { createClaimApi } from './app.js';
 
-export interface ServedClaimApiOptions {
+export interface ReplicaClaimApiOptions {
   kubeConfig: KubeConfig;
   claims: ProvisioningPipeline;
   envs: Lister<SandboxEnv>;
@@ -34,7 +34,7 @@ export interface ServedClaimApiOptions {
   logger: Logger;
 }
 
-export function createServedClaimApi(options: ServedClaimApiOptions): ReturnType<typeof createClaimApi> {
+export function createReplicaClaimApi(options: ReplicaClaimApiOptions): ReturnType<typeof createClaimApi> {
   const { claims, federation, logger } = options;
   const peers = options.multiCluster ? options.peers : undefined;
   const envRouter = new EnvClaimRouter({

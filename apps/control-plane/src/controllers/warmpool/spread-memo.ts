@@ -1,0 +1,178 @@
+// The term's spread, recomputed only where an event changed something.
+//
+// Invariant: run(pools, nodes) returns exactly what
+// spread(pools, nodes, previous) returns, `previous` being the last run's
+// targets (spread-memo.properties.test.ts checks it over random event
+// sequences). It rests on the spread's first step: each pool's ideal targets
+// depend only on its id, its replicas and the eligible node names, and where
+// no node's demand (the ideal units plus the units held off the ideal,
+// Σ max(previous, ideal)) exceeds its room, the spread is the ideal of every
+// pool. So each pool's ideal is kept while its replicas and the eligible nodes
+// hold, a patch recomputes one pool's, and when that check finds a node short
+// of room the full spread runs instead.
+import { spread, type PoolDemand, type Spread, type SpreadNode, type Targets } from '@warmpool/pool-model';
+
+type Held = ReadonlyMap<string, number>;
+
+/** How a run went: only the pools that changed, or the full spread. */
+export type SpreadKind = 'incremental' | 'full';
+
+interface Ideal {
+  replicas: number;
+  /** node → units (> 0). */
+  targets: Held;
+}
+
+export class IncrementalSpread {
+  #previous: Targets | undefined;
+  /** The eligible node names the ideals were made over, in order. */
+  #eligibleSig: string | undefined;
+  readonly #ideals = new Map<string, Ideal>();
+  /** The pool → ideal the previous targets were built from, when they were all ideal. */
+  #built: Map<string, Ideal> | undefined;
+  #forceFull = false;
+
+  readonly #onRun: (kind: SpreadKind) => void;
+
+  /** `onRun` hears which way each run went (for the metrics). */
+  constructor(previous?: Targets, onRun: (kind: SpreadKind) => void = () => undefined) {
+    this.#previous = previous;
+    this.#onRun = onRun;
+  }
+
+  /** The last run's targets (or what the term began from). */
+  get previous(): Targets | undefined {
+    return this.#previous;
+  }
+
+  /**
+   * The next run is the full spread from the previous targets. The ideals are kept: each is a pure function of
+   * what it is keyed by (pool id, replicas, the eligible names), so there is nothing in them to drift.
+   */
+  resync(): void {
+    this.#forceFull = true;
+  }
+
+  run(pools: readonly PoolDemand[], nodes: readonly SpreadNode[]): Spread {
+    const eligible = nodes.filter((node) => node.eligible !== false).sort(byName);
+    const sig = eligible.map((node) => node.name).join('\n');
+    const fresh = sig !== this.#eligibleSig;
+    if (fresh) {
+      this.#eligibleSig = sig;
+      this.#ideals.clear();
+      this.#built = undefined;
+    }
+    // Without an eligible node nothing is placed: the ideal (every replica placed) does not apply.
+    const ideals = fresh || this.#forceFull || eligible.length === 0 ? undefined : this.#idealsOf(pools, eligible);
+    this.#forceFull = false;
+    const incremental = ideals !== undefined && this.#fits(ideals, eligible);
+    const result = incremental ? this.#fromIdeals(ideals, eligible) : this.#full(pools, nodes);
+    this.#onRun(incremental ? 'incremental' : 'full');
+    this.#previous = result.targets;
+    return result;
+  }
+
+  #full(pools: readonly PoolDemand[], nodes: readonly SpreadNode[]): Spread {
+    this.#built = undefined;
+    return spread(pools, nodes, this.#previous);
+  }
+
+  /** Every pool's ideal over `eligible`, reusing those whose replicas did not change; undefined for duplicate ids. */
+  #idealsOf(pools: readonly PoolDemand[], eligible: readonly SpreadNode[]): Map<string, Ideal> | undefined {
+    const ideals = new Map<string, Ideal>();
+    for (const pool of pools) {
+      if (ideals.has(pool.id)) return undefined;
+      let ideal = this.#ideals.get(pool.id);
+      if (ideal === undefined || ideal.replicas !== pool.replicas) {
+        ideal = { replicas: pool.replicas, targets: idealOf(pool, eligible) };
+        this.#ideals.set(pool.id, ideal);
+      }
+      ideals.set(pool.id, ideal);
+    }
+    for (const id of this.#ideals.keys()) if (!ideals.has(id)) this.#ideals.delete(id);
+    return ideals;
+  }
+
+  /** No node's demand, Σ over pools of max(previous, ideal), exceeds its room. */
+  #fits(ideals: ReadonlyMap<string, Ideal>, eligible: readonly SpreadNode[]): boolean {
+    const load = new Map<string, number>();
+    const add = (node: string, units: number): void => {
+      load.set(node, (load.get(node) ?? 0) + units);
+    };
+    for (const ideal of ideals.values()) for (const [node, units] of ideal.targets) add(node, units);
+    // Units held off the ideal: what the previous targets hold above it, of pools still asked for.
+    for (const [node, held] of this.#previous ?? []) {
+      for (const [id, raw] of held) {
+        const ideal = ideals.get(id);
+        if (ideal === undefined || ideal.replicas === 0) continue;
+        const count = Number.isFinite(raw) ? Math.floor(raw) : 0;
+        const above = count - (ideal.targets.get(node) ?? 0);
+        if (above > 0) add(node, above);
+      }
+    }
+    for (const node of eligible) if ((load.get(node.name) ?? 0) > Math.max(0, node.room)) return false;
+    return true;
+  }
+
+  /** The spread when every pool gets its ideal: node maps untouched by a changed pool are the previous ones. */
+  #fromIdeals(ideals: Map<string, Ideal>, eligible: readonly SpreadNode[]): Spread {
+    const placed = new Map<string, number>();
+    for (const [id, ideal] of ideals) placed.set(id, ideal.replicas);
+    const built = this.#built;
+    const previous = this.#previous;
+    this.#built = ideals;
+    if (built === undefined || previous === undefined)
+      return { targets: buildAll(ideals, eligible), placed, unplaced: new Map() };
+    // The pools whose ideal is not the one the previous targets hold (changed, new or gone), and their nodes.
+    const changed: Array<[string, Ideal | undefined]> = [];
+    for (const [id, ideal] of ideals) if (built.get(id) !== ideal) changed.push([id, ideal]);
+    for (const id of built.keys()) if (!ideals.has(id)) changed.push([id, undefined]);
+    const touched = new Set<string>();
+    for (const [id, ideal] of changed) {
+      for (const node of ideal?.targets.keys() ?? []) touched.add(node);
+      for (const node of built.get(id)?.targets.keys() ?? []) touched.add(node);
+    }
+    const targets = new Map<string, Held>();
+    for (const node of eligible) {
+      const kept = previous.get(node.name) ?? new Map<string, number>();
+      if (!touched.has(node.name)) {
+        targets.set(node.name, kept);
+        continue;
+      }
+      const held = new Map(kept);
+      for (const [id, ideal] of changed) {
+        const units = ideal?.targets.get(node.name);
+        if (units === undefined) held.delete(id);
+        else held.set(id, units);
+      }
+      targets.set(node.name, held);
+    }
+    return { targets, placed, unplaced: new Map() };
+  }
+}
+
+function byName(a: SpreadNode, b: SpreadNode): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** A pool's ideal targets: the spread of it alone over nodes without a room limit. */
+function idealOf(pool: PoolDemand, eligible: readonly SpreadNode[]): Held {
+  const alone = spread(
+    [pool],
+    eligible.map((node) => ({ name: node.name, room: Number.POSITIVE_INFINITY })),
+  );
+  const targets = new Map<string, number>();
+  for (const [node, held] of alone.targets) {
+    const units = held.get(pool.id);
+    if (units !== undefined && units > 0) targets.set(node, units);
+  }
+  return targets;
+}
+
+function buildAll(ideals: ReadonlyMap<string, Ideal>, eligible: readonly SpreadNode[]): Map<string, Held> {
+  const targets = new Map<string, Map<string, number>>();
+  for (const node of eligible) targets.set(node.name, new Map());
+  for (const [id, ideal] of [...ideals].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    for (const [node, units] of ideal.targets) targets.get(node)?.set(id, units);
+  return targets;
+}
