@@ -122,7 +122,6 @@ function controlPlaneOf(composed: Composed): ControlPlane {
   return {
     identity,
     registry: metrics.registry,
-    sandboxClaims: claims?.sandboxClaims,
     get url() {
       return servers.url;
     },
@@ -130,7 +129,6 @@ function controlPlaneOf(composed: Composed): ControlPlane {
       return servers.probeUrl;
     },
     notLiveReasons: () => manager.notLiveReasons(),
-    claims: claims?.pipeline,
     get claimsUrl() {
       return claims?.api.url;
     },

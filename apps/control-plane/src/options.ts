@@ -6,13 +6,11 @@ import type { Clock, Logger } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
 import type { PoolSetter } from './agents/pool-setter.js';
 import type { ControlPlaneSettings } from './config/settings.js';
-import type { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';
 import type { ScaleTarget } from './controllers/sandboxenvs/autoscaler.js';
 import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js';
 import type { EventRecorder } from './controllers/warmpool/events.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import type { EpochStore } from './generation/generation.js';
-import type { ProvisioningPipeline } from './provisioning/pipeline.js';
 import type { TokenSource } from './token.js';
 
 export interface ControlPlaneOptions extends ControlPlaneSettings {
@@ -42,16 +40,12 @@ export interface ControlPlaneOptions extends ControlPlaneSettings {
 export interface ControlPlane {
   readonly identity: string;
   readonly registry: Registry;
-  /** The SandboxClaim controller and claim janitor, when a claim pipeline was given. */
-  readonly sandboxClaims: SandboxClaims | undefined;
   /** The bound URL of the health server, once started with `listen`. */
   readonly url: string | undefined;
   /** The bound URL of the probe-only server, once started with `probeListen`. */
   readonly probeUrl: string | undefined;
   /** Why /healthz fails (empty when live): a wedged reconcile loop while leading. */
   notLiveReasons(): string[];
-  /** The claim pipeline (a ClaimService), when provisioning is on. */
-  readonly claims: ProvisioningPipeline | undefined;
   /** The bound URL of the claim API, once started with `claims.listen`. */
   readonly claimsUrl: string | undefined;
   /** The bound URL of the Sandbox API, once started with `sandboxApi.listen`. */

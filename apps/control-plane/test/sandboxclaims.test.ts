@@ -5,6 +5,8 @@
 // the agents.
 import { randomUUID } from 'node:crypto';
 import {
+  claimBodySchema,
+  claimGrantSchema,
   claimNameOf,
   formatNodeClaimRef,
   parseNodeClaimRef,
@@ -17,9 +19,12 @@ import {
 } from '@warmpool/api';
 import { eventually, sandboxClaim, sandboxEnv, sleep, template, type TestCluster, warmPool } from '@warmpool/harness';
 import { ignoreNotFound, ResourceClient } from '@warmpool/kube';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeSecret } from '../src/controllers/sandboxclaims/secret.js';
 import type { ControlPlane } from '../src/options.js';
+import { ClaimIndex } from '../src/provisioning/claim-index.js';
+import { ownerMark } from '../src/provisioning/claim-service.js';
 import { callClaims, serviceAccountToken } from './support/claims.js';
 import type { Fleet, FleetNode } from './support/fleet.js';
 import { apply, kubectl, patch } from './support/objects.js';
@@ -48,22 +53,35 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   let claimClient: ResourceClient<SandboxClaim>;
   let secretClient: ResourceClient<KubeSecret>;
 
-  async function start(controller: { leaseSeconds?: number } = {}): Promise<ControlPlane> {
+  /** A leading control plane. Its janitor sweeps only in the specs that ask for it (`janitorIntervalMs`). */
+  async function start(
+    controller: { leaseSeconds?: number } = {},
+    janitorIntervalMs = 3_600_000,
+  ): Promise<ControlPlane> {
     controlPlane = await world.controlPlane(system, {
       claims: world.claimsOptions(),
       sandboxClaims: {
         controller: { retryInitialMs: 100, retryMaxMs: 1_000, unservableRecheckMs: 2_000, ...controller },
-        // The janitor is swept by hand in its spec.
-        janitor: { intervalMs: 3_600_000, graceMs: 500 },
+        janitor: { intervalMs: janitorIntervalMs, graceMs: 500 },
       },
     });
     const started = controlPlane;
-    await eventually(
-      async () =>
-        started.isLeader() && started.sandboxClaims?.controller.running === true && (await claimsReady(started)),
-      { what: 'the control plane to lead, ready to claim' },
-    );
+    await eventually(async () => started.isLeader() && started.ready() && (await claimsReady(started)), {
+      what: 'the control plane to lead, ready to claim',
+    });
     return started;
+  }
+
+  /** Waits for `sweeps` whole janitor sweeps of the control plane from now, none of them partial. */
+  async function janitorSweeps(sweeps: number): Promise<void> {
+    const ok = 'warmpool_controlplane_claim_janitor_sweeps_total{outcome="ok"}';
+    const name = 'warmpool_controlplane_claim_janitor_sweeps_total';
+    const before = await metric(name, '{outcome="ok"}');
+    await eventually(async () => (await metric(name, '{outcome="ok"}')) >= before + sweeps, {
+      what: `${sweeps} janitor sweeps (${ok})`,
+      timeoutMs: 20_000,
+    });
+    expect(await metric(name, '{outcome="partial"}')).toBe(0);
   }
 
   const getClaim = (ns: string, name: string): Promise<SandboxClaim | undefined> =>
@@ -394,13 +412,17 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(await heldAnywhere(`${ns}/orphaned`)).toHaveLength(1);
     expect(await getSecret(ns, 'orphaned'), 'no garbage collector runs here').toBeDefined();
 
-    const back = await start();
-    // The janitor's sweep (by hand here; every --claim-janitor-interval in production) finds the uid gone.
-    const swept = await back.sandboxClaims?.janitor.sweep();
-    expect(swept?.failedNodes).toBe(0);
-    expect(swept?.released).toBeGreaterThanOrEqual(1);
-    expect(await heldAnywhere(`${ns}/orphaned`)).toEqual([]);
-    expect(await getSecret(ns, 'orphaned')).toBeUndefined();
+    // The janitor (every --claim-janitor-interval, a second here) finds the uid gone.
+    const back = await start({}, 1_000);
+    await eventually(async () => (await heldAnywhere(`${ns}/orphaned`)).length === 0, {
+      what: 'the orphaned sandbox released by the janitor',
+      timeoutMs: 20_000,
+    });
+    await eventually(async () => (await getSecret(ns, 'orphaned')) === undefined, { what: 'its Secret deleted' });
+    expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBeGreaterThanOrEqual(1);
+    // Back to a janitor that does not sweep by itself, for the specs after this one.
+    await back.close();
+    await start();
   });
 
   it('lifts the finalizer of a claim an earlier version served once its sandbox is released, and deletes its Secret', async () => {
@@ -439,13 +461,47 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       }),
     });
     expect(res.status).toBe(200);
-    // One served by the pipeline for the CRD path whose SandboxClaim never came to be (indexed, door crd).
-    const pipeline = controlPlane?.claims;
-    const crd = { door: 'crd', uid: randomUUID() } as const;
-    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'indexed-ghost', ttlSeconds: 600, owner: crd });
+    // One served for the CRD path whose SandboxClaim never came to be, and recorded in the claim index as the
+    // pipeline records what it serves.
+    const admin = new Redis(world.redis.url);
+    const index = new ClaimIndex(admin);
+    try {
+      const uid = randomUUID();
+      const indexed = await fetch(`${node.agentUrl}/v1/claim`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          template: `registry.test/${ns}-pool:1`,
+          claim_ref: formatNodeClaimRef({ door: 'crd', namespace: ns, name: 'indexed-ghost', uid }),
+          ttl_seconds: 600,
+        }),
+      });
+      const grant = claimGrantSchema.parse(await indexed.json());
+      const recorded = await index.record(
+        {
+          id: grant.id,
+          token: grant.token,
+          deadline: grant.deadline,
+          ownerAddr: grant.owner_addr ?? '',
+          node: node.name,
+          namespace: ns,
+          warmPool: 'pool',
+          claimRef: 'indexed-ghost',
+          tier: 'warm',
+          door: 'crd',
+          owner: ownerMark({ door: 'crd', uid }),
+        },
+        '',
+      );
+      expect(recorded.ok).toBe(true);
+    } finally {
+      admin.disconnect();
+    }
     // An HTTP claim: no SandboxClaim, and never the janitor's.
-    const http = { door: 'http', digest: 'a'.repeat(32) } as const;
-    await pipeline?.claim({ namespace: ns, warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600, owner: http });
+    const claimer = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'delete']);
+    const claimsPath = `/v1/namespaces/${ns}/claims`;
+    const overHttp = { warmPool: 'pool', claimRef: 'over-http', ttlSeconds: 600 };
+    expect((await callClaims(controlPlane?.claimsUrl ?? '', 'POST', claimsPath, claimer, overHttp)).status).toBe(200);
     // A node claim_ref warmpool did not write: never the janitor's either.
     const foreign = await fetch(`${node.agentUrl}/v1/claim`, {
       method: 'POST',
@@ -455,19 +511,30 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     expect(foreign.status).toBe(200);
     await sleep(600);
 
-    const before = await metric('warmpool_controlplane_claim_janitor_releases_total');
-    const swept = await controlPlane?.sandboxClaims?.janitor.sweep();
-    expect(swept).toMatchObject({ nodes: 3, failedNodes: 0, released: 2 });
+    // A janitor that sweeps every second from now on.
+    await controlPlane?.close();
+    await start({}, 1_000);
+    await janitorSweeps(2);
+    expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(2);
     expect(await heldAnywhere(`${ns}/ghost`)).toEqual([]);
     expect(await heldAnywhere(`${ns}/indexed-ghost`)).toEqual([]);
-    expect(await pipeline?.lookup({ namespace: ns, door: 'crd' }, 'indexed-ghost')).toBeUndefined();
+    const reader = new Redis(world.redis.url);
+    try {
+      expect(await new ClaimIndex(reader).lookup({ namespace: ns, door: 'crd' }, 'indexed-ghost')).toBeUndefined();
+    } finally {
+      reader.disconnect();
+    }
     expect(await heldAnywhere(`${ns}/over-http`)).toHaveLength(1);
     expect(await heldAnywhere(`${ns}/alive`)).toHaveLength(1);
     expect(
       (await Promise.all(fleet.nodes.map(nodeClaims))).flat().filter((r) => r.claim_ref === `${ns}/not-ours`),
     ).toHaveLength(1);
-    expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(before + 2);
-    await pipeline?.release({ namespace: ns, door: 'http' }, 'over-http');
+    expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(2);
+    expect((await callClaims(controlPlane?.claimsUrl ?? '', 'DELETE', `${claimsPath}/over-http`, claimer)).status).toBe(
+      204,
+    );
+    await controlPlane?.close();
+    await start();
   });
 
   it('renews the lease of a claim without shutdownTime, so its sandbox outlives the lease', async () => {
@@ -534,7 +601,6 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
         'warmpool_controlplane_sandboxclaim_api_writes_total',
       );
       expect(writes).not.toMatch(/_total\{[^}]*\} [1-9]/);
-      expect(standby.sandboxClaims?.controller.running).toBe(false);
     } finally {
       await standby.close();
     }
@@ -543,16 +609,18 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
   it('serves a SandboxClaim its own sandbox beside an HTTP claim of the same name, and never releases the HTTP one', async () => {
     const ns = await world.namespace('shared');
     await drivenPool(ns, 'pool');
+    const claimer = await serviceAccountToken(cluster, ns, 'claimer', ['create', 'delete']);
+    const claimsPath = `/v1/namespaces/${ns}/claims`;
     // Once the pipeline's caches have the pool.
     const http = await eventually(
-      () =>
-        controlPlane?.claims?.claim({
-          namespace: ns,
+      async () => {
+        const answer = await callClaims(controlPlane?.claimsUrl ?? '', 'POST', claimsPath, claimer, {
           warmPool: 'pool',
           claimRef: 'shared',
           ttlSeconds: 600,
-          owner: { door: 'http', digest: 'b'.repeat(32) },
-        }),
+        });
+        return answer.status === 200 ? claimBodySchema.parse(answer.body) : undefined;
+      },
       { what: 'an HTTP claim' },
     );
     await apply(
@@ -566,7 +634,9 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
     await kubectl(cluster, ['delete', 'sandboxclaim', 'shared', '-n', ns]);
     await eventually(async () => (await heldAnywhere(`${ns}/shared`)).length === 1, { what: 'its sandbox released' });
     expect((await heldAnywhere(`${ns}/shared`)).map((row) => row.id)).toEqual([http?.id]);
-    await controlPlane?.claims?.release({ namespace: ns, door: 'http' }, 'shared');
+    expect((await callClaims(controlPlane?.claimsUrl ?? '', 'DELETE', `${claimsPath}/shared`, claimer)).status).toBe(
+      204,
+    );
   });
 
   it("never hands a SandboxClaim's sandbox (or its token) to an HTTP client naming the claim: 400 on the pool and Env paths, 404 to a release", async () => {
