@@ -93,7 +93,7 @@ export class PoolAutoscalerController {
     this.#signal = signal;
     const loop = (): void => {
       if (signal.aborted) return;
-      this.#running = this.step(signal).finally(() => {
+      this.#running = this.#step(signal).finally(() => {
         this.#running = undefined;
         if (!signal.aborted && this.#signal === signal) this.#timer = setTimeout(loop, this.settings.tickMs);
       });
@@ -123,8 +123,8 @@ export class PoolAutoscalerController {
     await this.#running;
   }
 
-  /** One pass over every autoscaler (exposed for tests). */
-  async step(signal: AbortSignal): Promise<void> {
+  /** One pass over every autoscaler. */
+  async #step(signal: AbortSignal): Promise<void> {
     const now = this.#options.clock.now();
     const seen = new Set<string>();
     const readings: AutoscalerReading[] = [];
