@@ -761,12 +761,22 @@ describe('the Sandbox API behind the aggregation layer (real apiserver, Redis, a
         { what: 'the same sandboxes in both replicas' },
       );
       expect(names(await sandboxesServedBy(laterPort)).length).toBeGreaterThan(3);
-      // The owner address and tier, which a node's entry does not carry, come from the claim index.
+      // The owner address and tier, which a node's entry does not carry, come from the claim index: the later
+      // replica finds them for every sandbox the first one knows them of (a sandbox released meanwhile, still on its
+      // node's entries until the next publish, has no record left to find).
       await eventually(
-        async () =>
-          (await sandboxesServedBy(laterPort)).every(
-            (s) => s.status?.ownerAddr !== undefined && s.status.tier !== undefined,
-          ),
+        async () => {
+          const later = new Map((await sandboxesServedBy(laterPort)).map((s) => [s.metadata.name, s.status]));
+          const known = (await sandboxesServedBy(port)).filter((s) => s.status?.ownerAddr && s.status.tier);
+          return (
+            known.length > 3 &&
+            known.every(
+              (s) =>
+                later.get(s.metadata.name)?.ownerAddr === s.status?.ownerAddr &&
+                later.get(s.metadata.name)?.tier === s.status?.tier,
+            )
+          );
+        },
         { what: 'owner addresses and tiers looked up' },
       );
     } finally {
