@@ -1,0 +1,134 @@
+// The Controller keeps one Provisioner per driven pool; a Provisioner batches
+// claims and answers each with its own result; deleting one refuses new claims
+// and still serves the enqueued ones.
+import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
+import { poolObject, templateObject } from '@warmpool/harness';
+import type { Batch } from '@warmpool/batcher';
+import type { Lister } from '@warmpool/kube';
+import { silentLogger } from '@warmpool/runtime';
+import { describe, expect, it } from 'vitest';
+import { ClaimFailure, ownerMark, type ClaimOrder } from '../../src/provisioning/claim-service.js';
+import { ProvisionerRegistry } from '../../src/provisioning/provisioners.js';
+import type { PendingClaim, Provisioner } from '../../src/provisioning/provisioner.js';
+
+function lister<T extends { metadata?: { namespace?: string; name?: string } }>(items: () => T[]): Lister<T> {
+  return {
+    list: () => items(),
+    get: (namespace: string, name?: string) =>
+      items().find((i) => i.metadata?.namespace === namespace && i.metadata?.name === name),
+    get size() {
+      return items().length;
+    },
+  } as unknown as Lister<T>;
+}
+
+const order = (warmPool: string, claimRef: string): ClaimOrder => ({
+  namespace: 'ns',
+  warmPool,
+  claimRef,
+  ttlSeconds: 60,
+  owner: { door: 'http', digest: '0123456789abcdef0123456789abcdef' },
+});
+
+describe('ProvisionerRegistry', () => {
+  function setup(batcher = { idleMs: 5, maxDurationMs: 50 }) {
+    let pools: SandboxWarmPool[] = [
+      poolObject('ns', 'py', 'py-tpl', 2),
+      poolObject('ns', 'up', 'up-tpl', 1),
+      poolObject('ns', 'orphan', 'missing', 1),
+    ];
+    const templates: SandboxTemplate[] = [
+      templateObject('ns', 'py-tpl', 'img:1'),
+      templateObject('ns', 'up-tpl', 'img:2', { optIn: false }),
+    ];
+    const batches: Array<{ pool: string; claimRefs: string[] }> = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const dispatch = async (provisioner: Provisioner, batch: Batch<PendingClaim>): Promise<void> => {
+      batches.push({ pool: provisioner.name, claimRefs: batch.items.map((i) => i.order.claimRef) });
+      await gate;
+      for (const item of batch.items) {
+        item.resolve({
+          id: `sb_${item.order.claimRef}`,
+          token: 't',
+          deadline: '',
+          ownerAddr: '',
+          node: 'n',
+          namespace: 'ns',
+          warmPool: provisioner.name,
+          claimRef: item.order.claimRef,
+          tier: 'warm',
+          door: item.order.owner.door,
+          owner: ownerMark(item.order.owner),
+        });
+      }
+    };
+    const controller = new ProvisionerRegistry({
+      pools: lister(() => pools),
+      templates: lister(() => templates),
+      dispatch,
+      batcher,
+      logger: silentLogger,
+    });
+    return { controller, batches, release, setPools: (next: SandboxWarmPool[]) => (pools = next) };
+  }
+
+  it('keeps a Provisioner for each driven pool only', () => {
+    const { controller } = setup();
+    controller.sync();
+    expect(controller.list().map((p) => `${p.namespace}/${p.name}`)).toEqual(['ns/py']);
+    expect(controller.get('ns', 'py')?.key).toEqual({ template: 'img:1', net: 'none', size: 'small' });
+  });
+
+  it('says why a pool has none: PoolNotFound, or NotDriven', () => {
+    const { controller } = setup();
+    controller.sync();
+    expect(controller.refusal('ns', 'nope').reason).toBe('PoolNotFound');
+    expect(controller.refusal('ns', 'up').reason).toBe('NotDriven');
+    expect(controller.refusal('ns', 'orphan').reason).toBe('NotDriven');
+  });
+
+  it('batches concurrent claims into one dispatch, answering each its own result', async () => {
+    const { controller, batches, release } = setup();
+    controller.sync();
+    const provisioner = controller.get('ns', 'py') as Provisioner;
+    const answers = Promise.all(['a', 'b', 'c'].map((ref) => provisioner.add(order('py', ref))));
+    release();
+    expect((await answers).map((g) => g.id)).toEqual(['sb_a', 'sb_b', 'sb_c']);
+    expect(batches).toEqual([{ pool: 'py', claimRefs: ['a', 'b', 'c'] }]);
+  });
+
+  it('with idle 0, sends a claim at the end of its turn while no batch is out, and holds claims until the out batch is answered', async () => {
+    const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 });
+    controller.sync();
+    const provisioner = controller.get('ns', 'py') as Provisioner;
+    const first = provisioner.add(order('py', 'a'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([{ pool: 'py', claimRefs: ['a'] }]);
+    const later = ['b', 'c'].map((ref) => provisioner.add(order('py', ref)));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toHaveLength(1);
+    release();
+    await expect(first).resolves.toMatchObject({ id: 'sb_a' });
+    expect((await Promise.all(later)).map((g) => g.id)).toEqual(['sb_b', 'sb_c']);
+    expect(batches).toEqual([
+      { pool: 'py', claimRefs: ['a'] },
+      { pool: 'py', claimRefs: ['b', 'c'] },
+    ]);
+    await controller.close();
+  });
+
+  it('deleting a pool stops its Provisioner: new claims are refused, enqueued ones are still served', async () => {
+    const { controller, release, setPools } = setup();
+    controller.sync();
+    const provisioner = controller.get('ns', 'py') as Provisioner;
+    const enqueued = provisioner.add(order('py', 'early'));
+    setPools([]);
+    controller.sync();
+    expect(controller.list()).toEqual([]);
+    await expect(provisioner.add(order('py', 'late'))).rejects.toBeInstanceOf(ClaimFailure);
+    release();
+    await expect(enqueued).resolves.toMatchObject({ id: 'sb_early' });
+    await controller.close();
+  });
+});
