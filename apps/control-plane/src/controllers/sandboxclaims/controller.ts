@@ -1,36 +1,14 @@
-// The SandboxClaim controller: claims of driven pools go through the claim
-// pipeline (ClaimService, door 'crd', claimRef = the claim's name, so the node
-// records `crd:<namespace>/<name>/<uid>`), and the answer is written back to
-// the claim in two writes, one after the other: the Secret (token), then
-// Ready=True Claimed, which is also what marks the claim served. No finalizer,
-// no annotation: a write less on the way to Ready, and deleting a claim never
-// waits on a control plane that is gone. It runs on the leader only (see
-// sandboxclaims.ts for why); a new leader picks every claim up from its cache.
-//
+// The SandboxClaim controller (leader only): a claim of a driven pool goes through the claim pipeline (door 'crd',
+// claimRef = its name, so its node records `crd:<namespace>/<name>/<uid>`), then two writes: its Secret (the
+// token), then Ready=True Claimed, which also marks it served. No finalizer (docs/crds.md, "SandboxClaim").
 // Invariants:
-// - A sandbox is never leaked by a deleted claim. Its deletion always
-//   enqueues its key (the informer reports deletes, also those a relist
-//   finds), and the key runs after the serve in flight (WorkQueue: one key
-//   is never worked on twice at once): a key whose claim is gone, or being
-//   deleted, has its sandbox released (a CRD claim under that claimRef can
-//   only be a gone claim's, since claims are served from this cache). A
-//   claim deleted while no leader ran (an outage, a leader change before the
-//   new cache saw it) is the janitor's: it releases the node claims of
-//   SandboxClaim uids that no longer exist, and deletes their Secrets. A
-//   crash between the node claim and the Ready write is covered by the
-//   claimRef being idempotent: the next attempt gets the same sandbox.
-// - The token is written only into the claim's own Secret (controlled by the
-//   claim's uid), and that Secret does not outlive the claim: whoever releases
-//   the sandbox deletes it (the controller on the deletion, the janitor after
-//   an outage), and its owner reference lets the garbage collector delete it
-//   too. A Secret is deleted only when the claim of its owner uid is gone
-//   from the apiserver; a namesake's or a user's Secret is never touched.
-// - Ready=True is written only onto the claim it was computed for (the write
-//   carries its resourceVersion), after the Secret exists: a client that sees
-//   Ready finds its Secret.
-// - Claims served by earlier versions carry the finalizer
-//   `warmpool.dev/release-sandbox` and the sandbox-id annotation: they stay
-//   served, and #finalize lifts that finalizer once the sandbox is released.
+// - A deleted claim never leaks its sandbox: its deletion enqueues its key, which runs after the serve in flight
+//   and releases the sandbox; a claim deleted while no leader ran is the janitor's. A crash between the node claim
+//   and Ready is covered by the claimRef: the next attempt gets the same sandbox.
+// - The token goes only into the claim's own Secret (owned by its uid), deleted with the sandbox's release; a
+//   namesake's or a user's Secret is never touched.
+// - Ready=True lands only on the claim it was computed for (the write carries its resourceVersion), after its Secret.
+// - Claims an earlier version served keep its finalizer until #finalize lifts it after the release.
 import type { ClaimFailureReason, SandboxClaim } from '@warmpool/api';
 import { WorkQueue, type Lister, type WorkOutcome } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';

@@ -80,13 +80,17 @@ export class IncrementalSpread {
   /** Every pool's ideal over `eligible`, reusing those whose replicas did not change; undefined for duplicate ids. */
   #idealsOf(pools: readonly PoolDemand[], eligible: readonly SpreadNode[]): Map<string, Ideal> | undefined {
     const ideals = new Map<string, Ideal>();
+    const stale: PoolDemand[] = [];
     for (const pool of pools) {
       if (ideals.has(pool.id)) return undefined;
-      let ideal = this.#ideals.get(pool.id);
-      if (ideal === undefined || ideal.replicas !== pool.replicas) {
-        ideal = { replicas: pool.replicas, targets: idealOf(pool, eligible) };
-        this.#ideals.set(pool.id, ideal);
-      }
+      const ideal = this.#ideals.get(pool.id);
+      if (ideal === undefined || ideal.replicas !== pool.replicas) stale.push(pool);
+      ideals.set(pool.id, ideal as Ideal);
+    }
+    const made = idealsOf(stale, eligible);
+    for (const pool of stale) {
+      const ideal = { replicas: pool.replicas, targets: made.get(pool.id) ?? new Map<string, number>() };
+      this.#ideals.set(pool.id, ideal);
       ideals.set(pool.id, ideal);
     }
     for (const id of this.#ideals.keys()) if (!ideals.has(id)) this.#ideals.delete(id);
@@ -155,18 +159,20 @@ function byName(a: SpreadNode, b: SpreadNode): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
-/** A pool's ideal targets: the spread of it alone over nodes without a room limit. */
-function idealOf(pool: PoolDemand, eligible: readonly SpreadNode[]): Held {
-  const alone = spread(
-    [pool],
+/**
+ * The pools' ideal targets, in one spread over the eligible nodes without a room limit: nothing contends there, so
+ * each pool gets its ideal, which depends on nothing but its id, its replicas and the nodes.
+ */
+function idealsOf(pools: readonly PoolDemand[], eligible: readonly SpreadNode[]): Map<string, Map<string, number>> {
+  const ideals = new Map<string, Map<string, number>>(pools.map((pool) => [pool.id, new Map()]));
+  if (pools.length === 0) return ideals;
+  const unlimited = spread(
+    pools,
     eligible.map((node) => ({ name: node.name, room: Number.POSITIVE_INFINITY })),
   );
-  const targets = new Map<string, number>();
-  for (const [node, held] of alone.targets) {
-    const units = held.get(pool.id);
-    if (units !== undefined && units > 0) targets.set(node, units);
-  }
-  return targets;
+  for (const [node, held] of unlimited.targets)
+    for (const [id, units] of held) if (units > 0) ideals.get(id)?.set(node, units);
+  return ideals;
 }
 
 function buildAll(ideals: ReadonlyMap<string, Ideal>, eligible: readonly SpreadNode[]): Map<string, Held> {
