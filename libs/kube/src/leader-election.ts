@@ -10,6 +10,10 @@
 // written by another machine's clock, is never compared with ours, so clock
 // skew between candidates does not matter (only clock *rate* does).
 //
+// The pieces: the Lease record (lease.ts), what we last saw of it and its
+// expiry (observed-lease.ts), one acquire-or-renew try (lease-attempt.ts) and
+// the release on close (lease-release.ts); this module runs the loop.
+//
 // Invariants of leading (what makes a paused or partitioned leader harmless):
 // - The renew deadline counts from the start of the last renewal that
 //   succeeded, not from the start of a renewal cycle: a process paused for
@@ -25,34 +29,17 @@
 //   object); a write to any other object could not be conditional on who
 //   holds this one.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { KubeObject, ObjectMeta, ResourceType } from '@warmpool/api';
 import { jittered, sleep } from './backoff.js';
 import { ResourceClient } from './client.js';
-import { isConflict, isNotFound } from './errors.js';
+import { isConflict } from './errors.js';
+import { tryAcquireOrRenew, type Attempt, type LeaseSeat } from './lease-attempt.js';
+import { releaseLease } from './lease-release.js';
+import { LeaseType, type Lease } from './lease.js';
 import { errorFields, silentKubeLogger } from './logger.js';
 import type { KubeLogger } from './logger.js';
+import { ObservedLease } from './observed-lease.js';
 
-export const LeaseType: ResourceType = {
-  group: 'coordination.k8s.io',
-  version: 'v1',
-  plural: 'leases',
-  kind: 'Lease',
-  namespaced: true,
-};
-
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  /** MicroTime (RFC 3339 with microseconds). */
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
-
-export interface Lease extends KubeObject {
-  metadata: ObjectMeta;
-  spec?: LeaseSpec;
-}
+export { LeaseType, type Lease, type LeaseSpec } from './lease.js';
 
 export interface LeaderElectorOptions {
   kubeConfig: KubeConfig;
@@ -92,11 +79,10 @@ export class NotLeaderError extends Error {
   override name = 'NotLeaderError';
 }
 
-type Attempt = 'held' | 'other-holder' | 'failed';
-
 export class LeaderElector {
   readonly #options: LeaderElectorOptions;
   readonly #leases: ResourceClient<Lease>;
+  readonly #seat: LeaseSeat;
   readonly #logger: KubeLogger;
   readonly #leaseDurationMs: number;
   readonly #renewDeadlineMs: number;
@@ -105,8 +91,7 @@ export class LeaderElector {
   #release = true;
   #run: Promise<void> | undefined;
   /** The lease as last read or written, and when (local monotonic ms) it last changed. */
-  #observed: Lease | undefined;
-  #observedAt = 0;
+  readonly #observed: ObservedLease;
   #reportedLeader = '';
   #leading: AbortController | undefined;
   /** Local monotonic ms when the last successful acquire or renewal was sent. */
@@ -126,6 +111,19 @@ export class LeaderElector {
     if (this.#retryPeriodMs <= 0) throw new Error('leader election: retryPeriodMs must be positive');
     this.#leases = new ResourceClient<Lease>(options.kubeConfig, LeaseType);
     this.#logger = options.logger ?? silentKubeLogger;
+    this.#observed = new ObservedLease(this.#leaseDurationMs);
+    this.#seat = {
+      leases: this.#leases,
+      ref: { namespace: options.namespace, name: options.name },
+      identity: options.identity,
+      leaseDurationMs: this.#leaseDurationMs,
+      observed: this.#observed,
+      held: (at) => {
+        this.#renewedAt = at;
+      },
+      logger: this.#logger,
+      describe: () => this.#describe(),
+    };
   }
 
   /** Starts campaigning; after losing leadership it campaigns again until close(). */
@@ -144,7 +142,7 @@ export class LeaderElector {
 
   /** True while the last observed lease names us as holder. */
   isLeader(): boolean {
-    return this.#observed?.spec?.holderIdentity === this.#options.identity;
+    return this.#observed.holder === this.#options.identity;
   }
 
   /**
@@ -180,7 +178,7 @@ export class LeaderElector {
       this.#logger.warn('cannot re-read the lease to confirm leadership', { ...this.#describe(), ...errorFields(err) });
       return this.holding();
     }
-    this.#noteRead(current);
+    this.#observed.noteRead(current);
     if (current.spec?.holderIdentity !== this.#options.identity) {
       this.#depose(`the lease is held by ${JSON.stringify(current.spec?.holderIdentity ?? '')}`);
       return false;
@@ -201,7 +199,7 @@ export class LeaderElector {
       if (!this.holding())
         throw new NotLeaderError(`${this.#options.identity} is not leading (or its renew deadline has passed)`);
       const current = await this.#leases.get(ref, { signal: this.#signalFor(signal) });
-      this.#noteRead(current);
+      this.#observed.noteRead(current);
       if (current.spec?.holderIdentity !== this.#options.identity) {
         const holder = current.spec?.holderIdentity ?? '';
         this.#depose(`the lease is held by ${JSON.stringify(holder)}`);
@@ -218,7 +216,7 @@ export class LeaderElector {
           { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } },
           { signal: this.#signalFor(signal) },
         );
-        this.#setObserved(written);
+        this.#observed.set(written);
         return written;
       } catch (err) {
         // A 409 is most often our own renewal landing first; read again and re-check the holder.
@@ -229,7 +227,7 @@ export class LeaderElector {
 
   /** The holder of the lease as last observed ('' when free or not yet read). */
   get leader(): string {
-    return this.#observed?.spec?.holderIdentity ?? '';
+    return this.#observed.holder;
   }
 
   /** Stops campaigning or leading; by default releases a held lease first. */
@@ -245,7 +243,7 @@ export class LeaderElector {
       if (!(await this.#acquire())) break;
       const leading = this.#startLeading();
       await this.#renewUntilLost(leading);
-      if (stop.aborted && this.#release && !leading.aborted) await this.#releaseLease();
+      if (stop.aborted && this.#release && !leading.aborted) await releaseLease(this.#seat, this.#renewDeadlineMs);
       this.#stopLeading();
     }
   }
@@ -254,7 +252,7 @@ export class LeaderElector {
   async #acquire(): Promise<boolean> {
     const stop = this.#stop.signal;
     while (!stop.aborted) {
-      const acquired = (await this.#tryAcquireOrRenew(stop)) === 'held';
+      const acquired = (await tryAcquireOrRenew(this.#seat, stop)) === 'held';
       this.#reportTransition();
       if (acquired) {
         this.#logger.info('acquired lease', this.#describe());
@@ -279,7 +277,10 @@ export class LeaderElector {
       while (!either.aborted && outcome === 'failed') {
         const remaining = this.#renewedAt + this.#renewDeadlineMs - performance.now();
         if (remaining <= 0) break;
-        outcome = await this.#tryAcquireOrRenew(AbortSignal.any([either, AbortSignal.timeout(Math.ceil(remaining))]));
+        outcome = await tryAcquireOrRenew(
+          this.#seat,
+          AbortSignal.any([either, AbortSignal.timeout(Math.ceil(remaining))]),
+        );
         if (outcome === 'failed')
           await sleep(
             Math.min(this.#retryPeriodMs, this.#renewedAt + this.#renewDeadlineMs - performance.now()),
@@ -297,125 +298,6 @@ export class LeaderElector {
         return;
       }
     }
-  }
-
-  async #tryAcquireOrRenew(signal: AbortSignal): Promise<Attempt> {
-    const now = performance.now();
-    const ref = { namespace: this.#options.namespace, name: this.#options.name };
-    const stamp = microTime(new Date());
-    const durationSeconds = Math.max(1, Math.ceil(this.#leaseDurationMs / 1000));
-
-    // Fast path: the leader writes over the version it last saw without reading first.
-    if (this.isLeader() && this.#leaseValid(now) && this.#observed) {
-      try {
-        const renewed = await this.#leases.replace(
-          withSpec(this.#observed, { renewTime: stamp, leaseDurationSeconds: durationSeconds }),
-          { signal },
-        );
-        this.#setObserved(renewed);
-        this.#renewedAt = now;
-        return 'held';
-      } catch (err) {
-        this.#logger.debug('optimistic renew failed; reading the lease', { ...this.#describe(), ...errorFields(err) });
-      }
-    }
-
-    let current: Lease;
-    try {
-      current = await this.#leases.get(ref, { signal });
-    } catch (err) {
-      if (!isNotFound(err)) {
-        this.#logger.warn('cannot read lease', { ...this.#describe(), ...errorFields(err) });
-        return 'failed';
-      }
-      try {
-        const created = await this.#leases.create(
-          {
-            metadata: { namespace: ref.namespace, name: ref.name },
-            spec: {
-              holderIdentity: this.#options.identity,
-              leaseDurationSeconds: durationSeconds,
-              acquireTime: stamp,
-              renewTime: stamp,
-              leaseTransitions: 0,
-            },
-          },
-          { signal },
-        );
-        this.#setObserved(created);
-        this.#renewedAt = now;
-        return 'held';
-      } catch (createErr) {
-        this.#logger.debug('cannot create lease', { ...this.#describe(), ...errorFields(createErr) });
-        return 'failed';
-      }
-    }
-
-    this.#noteRead(current);
-    const holder = current.spec?.holderIdentity ?? '';
-    if (holder !== '' && holder !== this.#options.identity && this.#leaseValid(now)) return 'other-holder';
-
-    const keeping = holder === this.#options.identity;
-    const transitions = current.spec?.leaseTransitions ?? 0;
-    const next = withSpec(current, {
-      holderIdentity: this.#options.identity,
-      leaseDurationSeconds: durationSeconds,
-      renewTime: stamp,
-      acquireTime: keeping ? (current.spec?.acquireTime ?? stamp) : stamp,
-      leaseTransitions: keeping ? transitions : transitions + 1,
-    });
-    try {
-      this.#setObserved(await this.#leases.replace(next, { signal }));
-      this.#renewedAt = now;
-      return 'held';
-    } catch (err) {
-      // 409: another candidate wrote first; we see its lease on the next try.
-      this.#logger.debug('lease update failed', { ...this.#describe(), ...errorFields(err) });
-      return 'failed';
-    }
-  }
-
-  async #releaseLease(): Promise<void> {
-    if (!this.isLeader() || !this.#observed) return;
-    const signal = AbortSignal.timeout(this.#renewDeadlineMs);
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const stamp = microTime(new Date());
-      try {
-        // The second attempt starts from a fresh read: an updateHeld() write may have moved the resourceVersion.
-        const base =
-          attempt === 1
-            ? this.#observed
-            : await this.#leases.get({ namespace: this.#options.namespace, name: this.#options.name }, { signal });
-        if (base.spec?.holderIdentity !== this.#options.identity) return;
-        const released = await this.#leases.replace(
-          withSpec(base, { holderIdentity: '', leaseDurationSeconds: 1, renewTime: stamp, acquireTime: stamp }),
-          { signal },
-        );
-        this.#setObserved(released);
-        this.#logger.info('released lease', this.#describe());
-        return;
-      } catch (err) {
-        if (attempt === 2 || !isConflict(err)) {
-          this.#logger.warn('failed to release lease', { ...this.#describe(), ...errorFields(err) });
-          return;
-        }
-      }
-    }
-  }
-
-  #leaseValid(now: number): boolean {
-    const seconds = this.#observed?.spec?.leaseDurationSeconds ?? this.#leaseDurationMs / 1000;
-    return this.#observedAt + seconds * 1000 > now;
-  }
-
-  #setObserved(lease: Lease): void {
-    this.#observed = lease;
-    this.#observedAt = performance.now();
-  }
-
-  /** A read: the expiry clock restarts only when the lease changed. */
-  #noteRead(lease: Lease): void {
-    if (lease.metadata.resourceVersion !== this.#observed?.metadata.resourceVersion) this.#setObserved(lease);
   }
 
   #signalFor(outer: AbortSignal | undefined): AbortSignal {
@@ -469,13 +351,4 @@ export class LeaderElector {
   #describe(): Record<string, unknown> {
     return { lease: `${this.#options.namespace}/${this.#options.name}`, identity: this.#options.identity };
   }
-}
-
-function withSpec(lease: Lease, spec: LeaseSpec): Lease {
-  return { ...lease, metadata: { ...lease.metadata }, spec: { ...lease.spec, ...spec } };
-}
-
-/** Kubernetes MicroTime wants exactly six fractional digits. */
-function microTime(date: Date): string {
-  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
