@@ -114,10 +114,11 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       nodes.push(node);
       const onSetPools = options.onSetPools;
       if (onSetPools) {
+        // PUT /v1/pools applies through replacePools (setPools is its in-process shorthand).
         const core = sandboxd.core;
-        const setPools = core.setPools.bind(core);
-        core.setPools = (pools) => {
-          const answer = setPools(pools);
+        const replacePools = core.replacePools.bind(core);
+        core.replacePools = (pools) => {
+          const answer = replacePools(pools);
           onSetPools(node, pools, performance.now());
           return answer;
         };

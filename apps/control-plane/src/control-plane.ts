@@ -26,7 +26,7 @@ import {
   type DriverSide,
   type Shared,
 } from './subsystems.js';
-import { staticToken } from './token.js';
+import { staticToken } from './agents/token.js';
 
 export const COMPONENT = 'warmpool-control-plane';
 

@@ -11,7 +11,7 @@ import type { EnvStatusWriter } from './controllers/sandboxenvs/status-writer.js
 import type { EventRecorder } from './controllers/warmpool/events.js';
 import type { PoolStatusWriter } from './controllers/warmpool/status-writer.js';
 import type { EpochStore } from './generation/generation.js';
-import type { TokenSource } from './token.js';
+import type { TokenSource } from './agents/token.js';
 
 export interface ControlPlaneOptions extends ControlPlaneSettings {
   kubeConfig: KubeConfig;

@@ -15,7 +15,7 @@ import { FLAGS, SUMMARY } from './config/flags.js';
 import { validateConfig } from './config/validate.js';
 import { createControlPlane } from './control-plane.js';
 import { PeerDirectory } from './federation/peers.js';
-import { rotatingToken, staticToken, type TokenSource } from './token.js';
+import { rotatingToken, staticToken, type TokenSource } from './agents/token.js';
 
 const TOKEN_FILE_CHECK_MS = 10_000;
 

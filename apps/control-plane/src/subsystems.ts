@@ -24,7 +24,7 @@ import { createSandboxApi, type SandboxApi } from './sandbox-api/sandbox-api.js'
 import type { ControlPlaneOptions } from './options.js';
 import type { ClaimOrder, ServedGrant } from './provisioning/claim-service.js';
 import { createProvisioning, type ProvisioningPipeline } from './provisioning/pipeline.js';
-import type { TokenSource } from './token.js';
+import type { TokenSource } from './agents/token.js';
 
 export interface Shared {
   kubeConfig: KubeConfig;

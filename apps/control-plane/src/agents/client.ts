@@ -27,7 +27,7 @@ import {
 import { Backoff, sleep } from '@warmpool/kube';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import type { Dispatcher } from 'undici';
-import type { TokenSource } from '../token.js';
+import type { TokenSource } from './token.js';
 import {
   appliedGenerationIn,
   claimAnswerOf,

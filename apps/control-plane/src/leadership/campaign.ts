@@ -10,7 +10,7 @@ import { LeaderElector, NotLeaderError, type KubeLogger, type Lease } from '@war
 import type { Logger } from '@warmpool/runtime';
 import type { Leadership } from '../controllers/warmpool/reconciler.js';
 import type { HeldLease } from '../generation/lease-epoch-store.js';
-import type { TokenSource } from '../token.js';
+import type { TokenSource } from '../agents/token.js';
 
 export interface CampaignOptions {
   kubeConfig: KubeConfig;

@@ -22,7 +22,7 @@ import type { Runnable } from '../manager/runnable.js';
 import { vouchedAgents, type AddressCheck, type AgentAddress } from '../nodes/addresses.js';
 import type { NodeView } from '../nodes/tracker.js';
 import { bullConnection, describeRedis, type RedisSettings } from '../redis/connection.js';
-import type { TokenSource } from '../token.js';
+import type { TokenSource } from '../agents/token.js';
 import { batchWorker } from './batch-workers.js';
 import { answerUntilGivenUp } from './caller-signal.js';
 import { ClaimDirectory } from './claim-directory.js';

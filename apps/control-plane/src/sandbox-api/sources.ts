@@ -11,7 +11,7 @@ import type { AddressCheck } from '../nodes/addresses.js';
 import type { ClaimGrant } from '../provisioning/claim-service.js';
 import type { ProvisioningPipeline } from '../provisioning/pipeline.js';
 import type { RedisSettings } from '../redis/connection.js';
-import type { TokenSource } from '../token.js';
+import type { TokenSource } from '../agents/token.js';
 import { ClaimFeed } from './claim-feed.js';
 import { enrichFromIndex } from './index-enricher.js';
 import { followInventories } from './inventory-feed.js';

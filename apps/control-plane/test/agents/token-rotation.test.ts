@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/agents/client.js';
 import type { AgentNode } from '../../src/agents/pool-setter.js';
-import { rotatingToken } from '../../src/token.js';
+import { rotatingToken } from '../../src/agents/token.js';
 
 const INFO = { pools: [], claimed: 0 };
 

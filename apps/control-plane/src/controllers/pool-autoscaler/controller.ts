@@ -18,7 +18,7 @@ import {
 import { DemandScaler, type DemandDecision } from '@warmpool/demand';
 import type { Lister } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
-import { kubeTime } from '../../clock.js';
+import { kubeTime } from '../kube-time.js';
 import type { ScaleTarget } from '../sandboxenvs/autoscaler.js';
 import { countPools, observeKeys, refOf, type PoolCounts } from '../sandboxenvs/counts.js';
 import { READ_LAG_SECONDS, type ClaimCounter } from './claim-counter.js';

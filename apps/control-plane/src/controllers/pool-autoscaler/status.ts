@@ -3,7 +3,7 @@
 // and took the last write) and ScalingActive (the reason for this many).
 import type { Condition, PoolAutoscalerStatus, SandboxWarmPoolAutoscaler } from '@warmpool/api';
 import type { DemandDecision } from '@warmpool/demand';
-import { transitionTimeOf } from '../../conditions.js';
+import { transitionTimeOf } from '../conditions.js';
 
 export type AbleToScale =
   | { ok: true; reason: 'ReadyForNewScale' | 'SucceededRescale' }

@@ -26,7 +26,7 @@ import { vouchedAgents, type AddressCheck } from '../../nodes/addresses.js';
 import type { Runnable } from '../../manager/runnable.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { ClaimRepair } from './janitor.js';
-import type { TokenSource } from '../../token.js';
+import type { TokenSource } from '../../agents/token.js';
 import { SandboxClaimController, type SandboxClaimSettings } from './controller.js';
 import { ClaimJanitor, JANITOR_DEFAULTS, nodeClaimsOf, type ClaimJanitorSettings } from './janitor.js';
 import { AgentClient } from '../../agents/client.js';

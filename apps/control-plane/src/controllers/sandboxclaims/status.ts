@@ -3,7 +3,7 @@
 // CLAIM_FAILURE_REASONS) and status.sandbox. Pure, so every transition is
 // tested without an apiserver.
 import type { ClaimFailureReason, Condition, SandboxClaim } from '@warmpool/api';
-import { transitionTimeOf } from '../../conditions.js';
+import { transitionTimeOf } from '../conditions.js';
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 
 export const READY = 'Ready';

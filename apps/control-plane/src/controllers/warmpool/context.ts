@@ -8,7 +8,7 @@ import type { PoolSetter } from '../../agents/pool-setter.js';
 import type { GenerationSource } from '../../generation/generation.js';
 import type { AddressCheck } from '../../nodes/addresses.js';
 import type { Exclusion, NodeTracker } from '../../nodes/tracker.js';
-import type { TokenSource } from '../../token.js';
+import type { TokenSource } from '../../agents/token.js';
 import type { EventRecorder } from './events.js';
 import type { WarmPoolMetrics } from './metrics.js';
 import type { WarmPoolDriverSettings } from './options.js';

@@ -25,7 +25,7 @@ import type { Logger, Clock } from '@warmpool/runtime';
 import type { PoolSetter } from '../../agents/pool-setter.js';
 import type { GenerationSource } from '../../generation/generation.js';
 import type { WarmPoolMetrics } from './metrics.js';
-import type { TokenSource } from '../../token.js';
+import type { TokenSource } from '../../agents/token.js';
 import type { EventRecorder } from './events.js';
 import { addressCheckOf, slimNode, slimPod, type AddressCheck } from '../../nodes/addresses.js';
 import type { WarmPoolDriverSettings } from './options.js';

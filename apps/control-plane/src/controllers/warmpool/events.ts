@@ -6,7 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { apiVersionOf, type KubeObject, type ObjectMeta, type ResourceType } from '@warmpool/api';
 import { ResourceClient } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
-import { kubeTime } from '../../clock.js';
+import { kubeTime } from '../kube-time.js';
 
 export type EventType = 'Normal' | 'Warning';
 

@@ -6,7 +6,7 @@ import type { Logger } from '@warmpool/runtime';
 import { NoTokenError } from '../../agents/errors.js';
 import type { PoolSetter } from '../../agents/pool-setter.js';
 import type { WarmPoolMetrics } from './metrics.js';
-import type { TokenSource } from '../../token.js';
+import type { TokenSource } from '../../agents/token.js';
 import { forEachLimited } from './limiter.js';
 import type { NodeTracker } from '../../nodes/tracker.js';
 

@@ -10,7 +10,7 @@
 // the nodes report, a scale-down still in flight included).
 import { POOL_LABEL, type Condition, type SandboxWarmPoolStatus } from '@warmpool/api';
 import { replicasOf, type PoolObservation } from '@warmpool/pool-model';
-import { transitionTimeOf } from '../../conditions.js';
+import { transitionTimeOf } from '../conditions.js';
 import type { PoolPlan } from './plan.js';
 
 export const READY = 'Ready';
