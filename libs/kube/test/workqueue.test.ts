@@ -1,6 +1,7 @@
 // The work queue: client-go's workqueue semantics (coalescing keys, one worker per key, rate-limited requeue with
 // forget on success, shutdown that waits for the keys being worked on).
 import fc from 'fast-check';
+import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkQueue, type WorkOutcome } from '../src/index.js';
 
@@ -113,8 +114,7 @@ describe('WorkQueue', () => {
     expect(w.queue.failures('a')).toBe(1);
     // Not before its backoff.
     expect(w.started).toEqual(['a']);
-    await sleepMs(40);
-    await turn();
+    await eventually(() => w.started.length === 2, { what: 'the retry after its backoff' });
     expect(w.started).toEqual(['a', 'a']);
     w.finish('a', { kind: 'retry' });
     await turn();
@@ -145,10 +145,7 @@ describe('WorkQueue', () => {
     await turn();
     expect(errors).toHaveLength(1);
     expect(queue.failures('a')).toBe(1);
-    await sleepMs(20);
-    await turn();
-    expect(runs).toBe(2);
-    expect(queue.failures('a')).toBe(0);
+    await eventually(() => runs === 2 && queue.failures('a') === 0, { what: 'the retry, and its failure forgotten' });
   });
 
   it('keeps the earliest of several delayed adds, and an immediate add cancels the delay', async () => {
@@ -156,8 +153,7 @@ describe('WorkQueue', () => {
     w.queue.addAfter('a', 10_000);
     w.queue.addAfter('a', 10);
     w.queue.addAfter('a', 5_000);
-    await sleepMs(30);
-    await turn();
+    await eventually(() => w.started.length === 1, { what: 'the earliest delay' });
     expect(w.started).toEqual(['a']);
     w.finish('a');
     w.queue.addAfter('b', 10_000);
@@ -176,8 +172,7 @@ describe('WorkQueue', () => {
     w.finish('a', { kind: 'after', ms: 10 });
     await turn();
     expect(w.started).toEqual(['a']);
-    await sleepMs(30);
-    await turn();
+    await eventually(() => w.started.length === 2, { what: 'the run after the delay' });
     expect(w.started).toEqual(['a', 'a']);
   });
 
