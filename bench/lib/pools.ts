@@ -3,7 +3,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxTemplateType, SandboxWarmPoolType, type SandboxTemplate, type SandboxWarmPool } from '@warmpool/api';
 import { samplePool, sampleTemplate } from '@warmpool/harness';
-import { ResourceClient } from '@warmpool/kube';
+import { isKubeApiError, ResourceClient, retryOnConflict } from '@warmpool/kube';
 import { replicasOf } from '@warmpool/pool-model';
 
 export const FIELD_MANAGER = 'warmpool-bench';
@@ -26,11 +26,14 @@ export class Pools {
     this.pools = new ResourceClient<SandboxWarmPool>(kubeConfig, SandboxWarmPoolType);
   }
 
-  /** Template first, then the pool, both by server-side apply. */
+  /**
+   * Template first, then the pool, both by server-side apply (idempotent, so an apply the apiserver timed out on is
+   * sent again, as kubectl's user would).
+   */
   async apply(spec: PoolSpec): Promise<void> {
     const options = { namespace: this.namespace, ...spec };
-    await this.templates.apply(sampleTemplate(options), { fieldManager: FIELD_MANAGER });
-    await this.pools.apply(samplePool(options), { fieldManager: FIELD_MANAGER });
+    await whileOverloaded(() => this.templates.apply(sampleTemplate(options), { fieldManager: FIELD_MANAGER }));
+    await whileOverloaded(() => this.pools.apply(samplePool(options), { fieldManager: FIELD_MANAGER }));
   }
 
   async applyAll(specs: readonly PoolSpec[], concurrency = 16): Promise<void> {
@@ -51,7 +54,7 @@ export class Pools {
   }
 
   async list(): Promise<SandboxWarmPool[]> {
-    return (await this.pools.list({ namespace: this.namespace })).items;
+    return (await whileOverloaded(() => this.pools.list({ namespace: this.namespace }))).items;
   }
 
   async status(name: string): Promise<{ ready: number; replicas: number }> {
@@ -65,4 +68,18 @@ export async function allReady(pools: Pools): Promise<{ ready: number; pools: nu
   const items = await pools.list();
   const ready = items.filter((p) => (p.status?.readyReplicas ?? -1) === replicasOf(p)).length;
   return { ready, pools: items.length };
+}
+
+/**
+ * Retries what an overloaded apiserver refused for now (429, or a 5xx such as 504 "request did not complete within
+ * requested timeout") a few times: on a shared machine the fill would otherwise abort the whole benchmark. Only for
+ * idempotent setup requests; the patches the benchmark times are never retried.
+ */
+function whileOverloaded<R>(fn: () => Promise<R>): Promise<R> {
+  return retryOnConflict(fn, {
+    steps: 5,
+    durationMs: 500,
+    factor: 2,
+    retriable: (err) => isKubeApiError(err) && (err.statusCode === 429 || err.statusCode >= 500),
+  });
 }

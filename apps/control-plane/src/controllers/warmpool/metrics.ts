@@ -48,6 +48,11 @@ export class WarmPoolMetrics {
     this.#reconcile.spreads.inc({ kind });
   }
 
+  /** A run that drives began this long after the first poke it answers. */
+  reconcileWaited(seconds: number): void {
+    this.#reconcile.waited.observe(seconds);
+  }
+
   reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
     this.#reconcile.runs.inc({ outcome });
     if (outcome === 'skipped') return;
@@ -130,6 +135,12 @@ function reconcileSeries(registers: Registers) {
     duration: new Histogram({
       name: `${PREFIX}reconcile_duration_seconds`,
       help: 'Duration of one global warm-pool reconcile (reads caches, spreads, hands pushes out, writes changed status)',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    waited: new Histogram({
+      name: `${PREFIX}reconcile_queue_wait_seconds`,
+      help: 'From the first change (informer event, answer, interval) a reconcile answers to its start: the wait behind a run in flight or a busy event loop',
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     }),

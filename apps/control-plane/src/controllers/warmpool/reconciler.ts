@@ -48,6 +48,8 @@ export class WarmPoolReconciler {
   readonly #queue: WorkQueue;
   /** Why the next run runs (for its debug log). */
   #reasons = new Set<string>();
+  /** performance.now() of the first poke the next run answers: how long it waited is a metric. */
+  #pokedAt: number | undefined;
   readonly #statuses: PoolStatusQueue;
   readonly #leadership: Leadership;
   #term: Term | undefined;
@@ -120,6 +122,7 @@ export class WarmPoolReconciler {
   /** Something changed: reconcile soon (coalesced with every other poke). */
   poke(reason: string): void {
     this.#reasons.add(reason);
+    this.#pokedAt ??= performance.now();
     this.#queue.add(RUN);
   }
 
@@ -258,15 +261,18 @@ export class WarmPoolReconciler {
   async #reconcile(): Promise<WorkOutcome> {
     const reasons = this.#reasons;
     this.#reasons = new Set();
+    const waited = this.#pokedAt === undefined ? 0 : performance.now() - this.#pokedAt;
+    this.#pokedAt = undefined;
     try {
-      await this.#reconcileOnce(reasons);
+      await this.#reconcileOnce(reasons, waited);
       return DONE;
     } finally {
       this.#lastRunEnded = this.#clock.now();
     }
   }
 
-  async #reconcileOnce(reasons: ReadonlySet<string>): Promise<void> {
+  /** `waitedMs`: from the first poke it answers to its start (behind a run in flight, or a busy event loop). */
+  async #reconcileOnce(reasons: ReadonlySet<string>, waitedMs: number): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
       this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -284,20 +290,31 @@ export class WarmPoolReconciler {
       return;
     }
     this.#noTokenReported = false;
+    this.#options.metrics.reconcileWaited(waitedMs / 1000);
     const started = performance.now();
     try {
-      await this.#run(term, reasons.has(PERIODIC));
+      const phases = await this.#run(term, reasons.has(PERIODIC));
       this.#options.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
-      this.#options.logger.debug('reconciled', { reasons: [...reasons], ms: Math.round(performance.now() - started) });
+      this.#options.logger.debug('reconciled', {
+        reasons: [...reasons],
+        ms: Math.round(performance.now() - started),
+        waitedMs: Math.round(waitedMs),
+        phasesMs: phases.laps(),
+      });
     } catch (err) {
       this.#options.metrics.reconciled((performance.now() - started) / 1000, 'error', this.#clock.now());
       throw err;
     }
   }
 
-  async #run(term: Term, resync: boolean): Promise<void> {
+  /**
+   * One run. The round's pushes are handed to the lanes before the status work, and when there are any the run lets
+   * the event loop send them before it goes on: a pool change reaches the nodes without waiting for the statuses.
+   */
+  async #run(term: Term, resync: boolean): Promise<Laps> {
     const now = this.#clock.now();
     const options = this.#options;
+    const laps = new Laps();
     if (resync) this.#resync(term);
     for (const gone of this.#tracker.sync(options.inventories.list(), options.addresses())) {
       term.pushers.forget(gone.name);
@@ -308,16 +325,27 @@ export class WarmPoolReconciler {
     }
     for (const address of this.#tracker.takeRetiredAddresses()) options.setter.forget?.(address);
     const views = this.#tracker.views();
+    laps.lap('nodes');
     const plans = planPools(options.pools.list(), (namespace, name) => options.templates.get(namespace, name));
     const demands = demandsOf(plans);
+    laps.lap('plan');
     const result = term.spread.run(
       [...demands].map(([id, demand]) => ({ id, replicas: demand.replicas })),
       views.map((view) => ({ name: view.name, room: view.room, eligible: view.eligible })),
     );
+    laps.lap('spread');
     notePlacement(this.#ctx, term, views);
     noteKeyChanges(this.#ctx, term, plans);
-    this.#push(term, views, result, demands);
+    const handedOut = this.#push(term, views, result, demands);
+    laps.lap('push');
+    if (handedOut) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      laps.lap('send');
+      if (term.signal.aborted) return laps;
+    }
     handOverStatuses(term, this.#observed, options.metrics, { plans, views, result, now });
+    laps.lap('status');
+    return laps;
   }
 
   /**
@@ -330,7 +358,8 @@ export class WarmPoolReconciler {
     this.#observed = new ObservedPools();
   }
 
-  #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): void {
+  /** Hands each node whose desired set changed to its push lane; true when a round was handed out. */
+  #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): boolean {
     let generation: number | undefined;
     this.#desired.begin(demands, result.targets.keys());
     for (const view of views) {
@@ -339,17 +368,18 @@ export class WarmPoolReconciler {
       if (!this.#needsPush(term, view.name, desired.sig)) continue;
       if (generation === undefined) {
         // A paused leader resuming must not push before its renew loop has noticed it lost the Lease.
-        if (!this.#leadership.holding()) return;
+        if (!this.#leadership.holding()) return false;
         // One generation per round: every node pushed in this round gets the same, higher than any before.
         generation = this.#options.generations.next();
         if (generation === undefined) {
           takeEpoch(this.#ctx, term);
-          return;
+          return false;
         }
         this.#options.metrics.generation(generation);
       }
       term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
     }
+    return generation !== undefined;
   }
 
   #needsPush(term: Term, name: string, sig: string): boolean {
@@ -372,4 +402,20 @@ function heldTargets(views: readonly NodeView[]): Targets {
     targets.set(view.name, held);
   }
   return targets;
+}
+
+/** Where a run's time went, phase by phase (for its debug log). */
+class Laps {
+  #last = performance.now();
+  readonly #laps: Record<string, number> = {};
+
+  lap(phase: string): void {
+    const now = performance.now();
+    this.#laps[phase] = Math.round((now - this.#last) * 10) / 10;
+    this.#last = now;
+  }
+
+  laps(): Readonly<Record<string, number>> {
+    return this.#laps;
+  }
 }

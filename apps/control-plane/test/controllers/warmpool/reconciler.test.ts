@@ -669,6 +669,42 @@ describe('WarmPoolReconciler', () => {
     expect(w.metrics.runs - runs).toBe(2);
   });
 
+  it("lets a round's requests leave before the run works out the pools' statuses", async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const order: string[] = [];
+    const setPools = w.agents.setPools.bind(w.agents);
+    w.agents.setPools = (node, generation, pools, options) => {
+      // As with a real HTTP client, the request reaches the socket on a later turn of the event loop.
+      setImmediate(() => order.push(`sent ${node.name}`));
+      return setPools(node, generation, pools, options);
+    };
+    const poolReplicas = w.metrics.poolReplicas.bind(w.metrics);
+    w.metrics.poolReplicas = (pools) => {
+      order.push('statuses');
+      poolReplicas(pools);
+    };
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
+    expect(order.slice(0, 4)).toEqual(['sent node-a', 'sent node-b', 'sent node-c', 'statuses']);
+  });
+
+  it('tells how long each run waited after the change it answers', async () => {
+    const w = world();
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const waits = async () =>
+      (await w.metrics.registry.metrics())
+        .split('\n')
+        .find((l) => l.startsWith('warmpool_controlplane_reconcile_queue_wait_seconds_count'));
+    const before = await waits();
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
+    expect(before).toMatch(/ [1-9]\d*$/);
+    expect(await waits()).not.toBe(before);
+  });
+
   it("pushes a change while an earlier run's status writes still wait for the apiserver", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
