@@ -8,6 +8,8 @@
 // plane's RSS. The simulated nodes run on FLEET_THREADS worker threads
 // (default 2, one per core).
 //   make build && node bench/warmpool-fleet.bench.ts   (CPU_PROF=<dir> profiles the control plane)
+// FLEET_FILL_TIMEOUT_MS (default 180 000) bounds apply → every pool READY = DESIRED; FLEET_STEADY_MS (default 60 000)
+// is the steady-state window (a shorter one gets to the fan-outs sooner on a loaded machine).
 // Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
 import { sleep, startCluster } from '@warmpool/harness';
@@ -24,12 +26,12 @@ import { prng } from './lib/prng.ts';
 const NODES = Number(process.env['FLEET_NODES'] ?? 1_000);
 const POOLS = Number(process.env['FLEET_POOLS'] ?? 200);
 const INTERVAL_S = 5;
-const STEADY_WINDOW_MS = 60_000;
+const STEADY_WINDOW_MS = Number(process.env['FLEET_STEADY_MS'] ?? 60_000);
 const FANOUT_REPEATS = 5;
 const FANOUT_QUIET_MS = 8_000;
 const STORM_REPEATS = 3;
 const THREADS = Number(process.env['FLEET_THREADS'] ?? 2);
-const FILL_TIMEOUT_MS = 180_000;
+const FILL_TIMEOUT_MS = Number(process.env['FLEET_FILL_TIMEOUT_MS'] ?? 180_000);
 const RSS_GOAL_BYTES = 512 * 1024 * 1024; // the chart's memory limit
 
 const random = prng(5);

@@ -26,6 +26,7 @@ import { demandsOf, planPools, type KeyDemand } from './plan.js';
 import { onPushesSettled, onPushSettled } from './push-outcomes.js';
 import { Pushers } from './pushers.js';
 import { ProbeSampler } from './sampler.js';
+import { Laps } from './laps.js';
 import { IncrementalSpread } from './spread-memo.js';
 import { handOverStatuses } from './status-handover.js';
 import { PoolStatusQueue } from './status-queue.js';
@@ -402,20 +403,4 @@ function heldTargets(views: readonly NodeView[]): Targets {
     targets.set(view.name, held);
   }
   return targets;
-}
-
-/** Where a run's time went, phase by phase (for its debug log). */
-class Laps {
-  #last = performance.now();
-  readonly #laps: Record<string, number> = {};
-
-  lap(phase: string): void {
-    const now = performance.now();
-    this.#laps[phase] = Math.round((now - this.#last) * 10) / 10;
-    this.#last = now;
-  }
-
-  laps(): Readonly<Record<string, number>> {
-    return this.#laps;
-  }
 }
