@@ -28,7 +28,7 @@ import {
   type Plan,
   type Work,
 } from './batch-work.js';
-import type { ReserveEntry, ReserveResult } from './claim-index.js';
+import type { ReserveEntry, ReserveResult } from './claim-index-values.js';
 import {
   claimerSettings,
   type BatchClaimerOptions,

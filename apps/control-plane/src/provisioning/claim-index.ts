@@ -34,18 +34,6 @@ import {
   type ReserveResult,
 } from './claim-index-values.js';
 
-export {
-  scopeOf,
-  scopeOfNodeClaim,
-  scopePath,
-  type JobProgress,
-  type RecordResult,
-  type Reservation,
-  type Reserved,
-  type ReserveEntry,
-  type ReserveResult,
-} from './claim-index-values.js';
-
 export const DEFAULT_INDEX_PREFIX = 'warmpool:index:';
 /** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
 export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
