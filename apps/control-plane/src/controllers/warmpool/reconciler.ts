@@ -40,6 +40,15 @@ const RUN = 'reconcile';
 /** The reason the sampler pokes with every interval: that run recomputes everything (the resync). */
 const PERIODIC = 'periodic';
 
+/**
+ * While a run hands out a round, it lets the event loop write the requests handed over so far after the first push
+ * and after every this many more: the first nodes hear of a change while the rest of the round is worked out.
+ */
+const SEND_EVERY = 128;
+
+/** One turn of the event loop: the HTTP requests handed to the push lanes reach their sockets. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class WarmPoolReconciler {
   readonly #options: WarmPoolReconcilerOptions;
   readonly #settings: WarmPoolDriverSettings;
@@ -309,8 +318,9 @@ export class WarmPoolReconciler {
   }
 
   /**
-   * One run. The round's pushes are handed to the lanes before the status work, and when there are any the run lets
-   * the event loop send them before it goes on: a pool change reaches the nodes without waiting for the statuses.
+   * One run. A round's pushes are sent while it is handed out and before the status work (see SEND_EVERY): a pool
+   * change reaches the nodes without waiting for the rest of the round or for the statuses. The run spans those turns
+   * of the event loop; runs never overlap (the work queue), and a change meanwhile runs it once more.
    */
   async #run(term: Term, resync: boolean): Promise<Laps> {
     const now = this.#clock.now();
@@ -337,13 +347,9 @@ export class WarmPoolReconciler {
     laps.lap('spread');
     notePlacement(this.#ctx, term, views);
     noteKeyChanges(this.#ctx, term, plans);
-    const handedOut = this.#push(term, views, result, demands);
+    const handedOut = await this.#push(term, views, result, demands);
     laps.lap('push');
-    if (handedOut) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      laps.lap('send');
-      if (term.signal.aborted) return laps;
-    }
+    if (handedOut && term.signal.aborted) return laps;
     handOverStatuses(term, this.#observed, options.metrics, { plans, views, result, now });
     laps.lap('status');
     return laps;
@@ -359,9 +365,15 @@ export class WarmPoolReconciler {
     this.#observed = new ObservedPools();
   }
 
-  /** Hands each node whose desired set changed to its push lane; true when a round was handed out. */
-  #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): boolean {
+  /** Hands each node whose desired set changed to its push lane, sending as it goes; true when a round was handed out. */
+  async #push(
+    term: Term,
+    views: readonly NodeView[],
+    result: Spread,
+    demands: ReadonlyMap<string, KeyDemand>,
+  ): Promise<boolean> {
     let generation: number | undefined;
+    let handed = 0;
     this.#desired.begin(demands, result.targets.keys());
     for (const view of views) {
       if (!view.eligible || term.signal.aborted) continue;
@@ -379,8 +391,11 @@ export class WarmPoolReconciler {
         this.#options.metrics.generation(generation);
       }
       term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
+      if (++handed % SEND_EVERY === 1) await nextTurn();
     }
-    return generation !== undefined;
+    if (generation === undefined) return false;
+    await nextTurn();
+    return true;
   }
 
   #needsPush(term: Term, name: string, sig: string): boolean {

@@ -690,6 +690,23 @@ describe('WarmPoolReconciler', () => {
     expect(order.slice(0, 4)).toEqual(['sent node-a', 'sent node-b', 'sent node-c', 'statuses']);
   });
 
+  it('sends the first node its new set before it works out the rest of the round', async () => {
+    const w = world({ nodes: 3 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const order: string[] = [];
+    const setPools = w.agents.setPools.bind(w.agents);
+    w.agents.setPools = (node, generation, pools, options) => {
+      order.push(`handed ${node.name}`);
+      setImmediate(() => order.push(`sent ${node.name}`));
+      return setPools(node, generation, pools, options);
+    };
+    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
+    expect(order.slice(0, 3)).toEqual(['handed node-a', 'sent node-a', 'handed node-b']);
+    expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
+  });
+
   it('tells how long each run waited after the change it answers', async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
