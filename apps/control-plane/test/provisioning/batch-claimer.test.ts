@@ -4,8 +4,10 @@
 // sandbox served before (to its owner only) without asking a node; a job whose
 // reservation vanished, or whose served claim another job took meanwhile,
 // never leaves a second sandbox behind; while the index recovers from a loss
-// the nodes are asked before anything is claimed; and a node that cannot be
-// asked keeps the reservation, so a retry asks it first.
+// the nodes are asked before anything is claimed; a node that cannot be
+// asked keeps the reservation, so a retry asks it first; and a rerun of a
+// killed job asks every node its first run asked (the job's progress, in
+// BullMQ's hash of the job) even when Redis lost the reservations.
 import {
   formatNodeClaimRef,
   type BatchClaim,
@@ -13,9 +15,11 @@ import {
   type BatchProgress,
   type ClaimOutcome,
   type SandboxRow,
+  batchProgressSchema,
 } from '@warmpool/api';
-import { startRedis, type TestRedis } from '@warmpool/harness';
+import { sleep, startRedis, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
+import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -415,5 +419,53 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
     expect(retry).toMatchObject({ ok: true, claimRef: 'one', grant: { id: 'sb_1', node: 'a' } });
     expect(successOf(retry).fresh).toBeUndefined();
     expect(agents.held.get('a:7071')?.length).toBe(1);
+  });
+
+  describe("a rerun of a killed job (the job's progress in BullMQ's hash of it)", () => {
+    it('asks every node the killed run asked, though Redis lost the reservations, and claims nowhere else', async () => {
+      const queue = new Queue('claims', { connection: { url: server.url }, prefix: 'test:bull' });
+      try {
+        const queued = await queue.add('batch', {});
+        const id = queued.id ?? '';
+        const handle = (progress?: BatchProgress): BatchJobHandle => ({
+          ...job(id, [claim('one'), claim('two')], progress),
+          progressKey: `${queued.queueQualifiedName}:${id}`,
+        });
+        // Node a takes 'one' and goes silent (its write-ahead comes after the reservations); node b takes 'two' and
+        // the worker is killed before it hears back.
+        const asked: string[] = [];
+        agents.onClaim = async (address, claimRef) => {
+          asked.push(address);
+          agents.hold(address, claimRef);
+          if (address === 'a:7071') {
+            agents.unreadable.add(address);
+            return { ok: false, refusal: { kind: 'unreachable', message: 'headers timeout' } };
+          }
+          return new Promise<ClaimAnswer>(() => undefined);
+        };
+        const nodes = [snapshot('a', 5), snapshot('b', 5)];
+        void claimer(nodes).serve(handle());
+        // Asked after its write-ahead: by then the job's progress is what the killed run left.
+        while (agents.callsOf('findByClaimRef').length === 0) await sleep(5);
+        expect(asked.sort()).toEqual(['a:7071', 'b:7071']);
+
+        // Redis loses the reservations (evicted), not the job; the nodes answer again; only node c has room now.
+        await redis.del(index.refKey(HTTP, 'one'), index.refKey(HTTP, 'two'));
+        agents.unreadable.clear();
+        agents.onClaim = (address, claimRef) => Promise.resolve(agents.serve(address, claimRef));
+        agents.calls.length = 0;
+        const progress = batchProgressSchema.parse((await Job.fromId(queue, id))?.progress);
+        const outcomes = await claimer([snapshot('c', 5)]).serve(handle(progress));
+
+        expect(agents.callsOf('claim')).toEqual([]);
+        expect(agents.held.get('c:7071') ?? []).toEqual([]);
+        expect(outcomes).toMatchObject([
+          { ok: true, claimRef: 'one', grant: { node: 'a' } },
+          { ok: true, claimRef: 'two', grant: { node: 'b' } },
+        ]);
+      } finally {
+        await queue.close();
+      }
+    });
   });
 });
