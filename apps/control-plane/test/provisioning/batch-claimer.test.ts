@@ -13,6 +13,7 @@ import {
   type BatchClaim,
   type BatchJob,
   type BatchProgress,
+  type BatchReply,
   type ClaimOutcome,
   type SandboxRow,
   batchProgressSchema,
@@ -26,6 +27,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { AgentClient, ClaimAnswer } from '../../src/agents/client.js';
 import { BatchClaimer, type BatchJobHandle } from '../../src/provisioning/batch-claimer.js';
 import { ClaimIndex } from '../../src/provisioning/claim-index.js';
+import { ClaimWorker } from '../../src/provisioning/claim-worker.js';
 import type { ClaimScope } from '../../src/provisioning/claim-service.js';
 import { ProvisioningMetrics } from '../../src/provisioning/metrics.js';
 import { Placement } from '../../src/provisioning/placement.js';
@@ -464,6 +466,68 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
           { ok: true, claimRef: 'two', grant: { node: 'b' } },
         ]);
       } finally {
+        await queue.close();
+      }
+    });
+
+    it('is served again by another claim worker once the first one stalls, asking the nodes from the progress it left', async () => {
+      const prefix = 'test:bull';
+      const queue = new Queue<BatchJob>('claims', { connection: { url: server.url }, prefix });
+      const replies: BatchReply[] = [];
+      const worker = (nodes: NodeSnapshot[]): ClaimWorker =>
+        new ClaimWorker({
+          queueName: 'claims',
+          prefix,
+          connection: { url: server.url },
+          claimer: claimer(nodes),
+          send: (_replyTo, reply) => {
+            replies.push(reply);
+            return Promise.resolve();
+          },
+          concurrency: 1,
+          lockDurationMs: 500,
+          stalledIntervalMs: 200,
+          metrics: new ProvisioningMetrics(new Registry(), () => Promise.resolve({ waiting: 0, active: 0 })),
+          logger: silentLogger,
+        });
+      // Node a takes 'one' and goes silent (written ahead); node b takes 'two' and the first worker never hears back.
+      let hear: (answer: ClaimAnswer) => void = () => undefined;
+      agents.onClaim = async (address, claimRef) => {
+        agents.hold(address, claimRef);
+        if (address === 'a:7071') {
+          agents.unreadable.add(address);
+          return { ok: false, refusal: { kind: 'unreachable', message: 'headers timeout' } };
+        }
+        return new Promise<ClaimAnswer>((resolve) => (hear = resolve));
+      };
+      const first = worker([snapshot('a', 5), snapshot('b', 5)]);
+      let second: ClaimWorker | undefined;
+      try {
+        first.start();
+        const queued = await queue.add('batch', job('unused', [claim('one'), claim('two')]).data);
+        while (agents.callsOf('findByClaimRef').length === 0) await sleep(5);
+
+        // The first worker stalls (its lock is gone), Redis loses the reservations, the nodes answer again, and only
+        // node c has room now.
+        await redis.del(`${queued.queueQualifiedName}:${queued.id ?? ''}:lock`);
+        await redis.del(index.refKey(HTTP, 'one'), index.refKey(HTTP, 'two'));
+        agents.unreadable.clear();
+        agents.onClaim = (address, claimRef) => Promise.resolve(agents.serve(address, claimRef));
+        agents.calls.length = 0;
+        second = worker([snapshot('c', 5)]);
+        second.start();
+        while (replies.flatMap((r) => r.outcomes).length < 2) await sleep(20);
+
+        expect(agents.callsOf('claim')).toEqual([]);
+        expect(agents.held.get('c:7071') ?? []).toEqual([]);
+        const outcomes = replies.flatMap((r) => r.outcomes).sort((x, y) => x.index - y.index);
+        expect(outcomes).toMatchObject([
+          { ok: true, claimRef: 'one', grant: { node: 'a' } },
+          { ok: true, claimRef: 'two', grant: { node: 'b' } },
+        ]);
+      } finally {
+        hear({ ok: false, refusal: { kind: 'unreachable', message: 'the worker was gone' } });
+        await Promise.all([first.close(), second?.close()]);
         await queue.close();
       }
     });
