@@ -49,6 +49,11 @@ export class BatchClaimer {
   readonly #recorder: GrantRecorder;
   readonly #lookup: NodeLookup;
   readonly #held: HeldClaims;
+  /**
+   * Every claim of each batch being served: the job's progress is written whole each time (it replaces the one
+   * written before), so a write-ahead for some of its claims still carries the nodes the others were sent to.
+   */
+  readonly #batches = new WeakMap<BatchJobHandle, readonly Work[]>();
 
   constructor(options: BatchClaimerOptions) {
     this.#settings = claimerSettings(options);
@@ -66,6 +71,7 @@ export class BatchClaimer {
    */
   async serve(job: BatchJobHandle, emit: Emit = () => {}): Promise<ClaimOutcome[]> {
     const works = worksOf(job.data);
+    this.#batches.set(job, works);
     const round = this.#placement.round(job.data.key);
     const recovering = await this.#reserveAndSend(job, works, round, emit);
     for (;;) {
@@ -276,10 +282,14 @@ export class BatchClaimer {
     return tier === 'cold' ? this.#settings.coldNodeTimeoutMs : this.#settings.nodeTimeoutMs;
   }
 
-  /** Writes the nodes about to be asked; answers the works whose reservation is no longer this job's. */
+  /**
+   * Writes the nodes about to be asked, with the job's whole progress (every claim of the batch, not only these);
+   * answers the works whose reservation is no longer this job's.
+   */
   async #writeAhead(job: BatchJobHandle, works: readonly Work[]): Promise<Set<Work>> {
     const { index } = this.#settings;
-    const progress = progressOf(job, works, (i) => (works[i] as Work).tried);
+    const batch = this.#batches.get(job) ?? works;
+    const progress = progressOf(job, batch, (i) => (batch[i] as Work).tried);
     const lost = await index.noteTried(
       works.map((w) => ({ ...entryOf(w), tried: w.tried })),
       job.id,

@@ -5,6 +5,15 @@ import type { Redis } from 'ioredis';
 /** The longest the index stays in recovery without a completed repair sweep. */
 export const RECOVERY_TTL_MS = 10 * 60_000;
 
+// A ref key's value as a table, or nil when it is not a JSON object (never written by the index): such a value is
+// nobody's reservation nor record, and reading it must not fail the script, which carries other claims too.
+const DECODE = `
+local function decoded(found)
+  local ok, value = pcall(cjson.decode, found)
+  if ok and type(value) == 'table' then return value end
+  return nil
+end`;
+
 // A batch job's progress (the nodes each claimRef was sent to) goes into BullMQ's hash of the job (field
 // `progress`, as Job.updateProgress writes it, without its event) in the same script as the reservation, so a
 // rerun of the job knows its nodes even after its reservations expired. Written only while the job's hash exists.
@@ -38,14 +47,14 @@ return out`;
 // KEYS[1]: the job's hash (see WRITE_PROGRESS), KEYS[2..]: ref keys. ARGV[1]: the job id, ARGV[2]: TTL ms,
 // ARGV[3]: the job's progress ('' to leave it), ARGV[2 + i]: the new reservation value of KEYS[i]. Writes each ref
 // key only while its reservation is that job's; answers per ref key 1 when written, else 0.
-const NOTE_TRIED = `${WRITE_PROGRESS}
+const NOTE_TRIED = `${WRITE_PROGRESS}${DECODE}
 local out = {}
 for i = 2, #KEYS do
   out[i - 1] = 0
   local found = redis.call('GET', KEYS[i])
   if found then
-    local ok, value = pcall(cjson.decode, found)
-    if ok and value.job == ARGV[1] then
+    local value = decoded(found)
+    if value and value.job == ARGV[1] then
       redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ARGV[2])
       out[i - 1] = 1
     end
@@ -56,20 +65,20 @@ return out`;
 
 // KEYS[1]: ref key. ARGV[1]: expected job, ARGV[2]: new value, ARGV[3]: TTL ms. Writes only while the reservation is
 // that job's.
-const UPDATE_IF_RESERVED = `
+const UPDATE_IF_RESERVED = `${DECODE}
 local found = redis.call('GET', KEYS[1])
 if not found then return 0 end
-local ok, value = pcall(cjson.decode, found)
-if not ok or value.job ~= ARGV[1] then return 0 end
+local value = decoded(found)
+if not value or value.job ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`;
 
 // KEYS[1]: ref key. ARGV[1]: expected job. Drops the reservation only while it is that job's.
-const DROP_IF_RESERVED = `
+const DROP_IF_RESERVED = `${DECODE}
 local found = redis.call('GET', KEYS[1])
 if not found then return 0 end
-local ok, value = pcall(cjson.decode, found)
-if not ok or value.job ~= ARGV[1] then return 0 end
+local value = decoded(found)
+if not value or value.job ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`;
 
@@ -78,7 +87,7 @@ return 1`;
 // record, its expiry (epoch ms), the id key's value, the sandbox id, the claimed event. Writes each record (and
 // appends its event) when its ref is free, reserved by that job, or already names that sandbox; answers per record ''
 // when written, else what holds its ref (left as it is). One script for every record of a turn.
-const RECORD = `
+const RECORD = `${DECODE}
 local out = {}
 for k = 1, (#KEYS - 1) / 2 do
   local ref, id, a = KEYS[2 * k], KEYS[2 * k + 1], 6 * k - 4
@@ -86,8 +95,8 @@ for k = 1, (#KEYS - 1) / 2 do
   local found = redis.call('GET', ref)
   local mine = true
   if found then
-    local ok, value = pcall(cjson.decode, found)
-    mine = ok and ((value.job ~= nil and value.job == job) or (value.id ~= nil and value.id == sandbox))
+    local value = decoded(found)
+    mine = value ~= nil and ((value.job ~= nil and value.job == job) or (value.id ~= nil and value.id == sandbox))
   end
   if mine then
     redis.call('SET', ref, ARGV[a + 1], 'PXAT', ARGV[a + 2])
@@ -101,12 +110,12 @@ end
 return out`;
 
 // KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: expected id. Drops both only while the ref still names that sandbox.
-const DROP_RECORD = `
+const DROP_RECORD = `${DECODE}
 local found = redis.call('GET', KEYS[1])
 redis.call('DEL', KEYS[2])
 if not found then return 0 end
-local ok, value = pcall(cjson.decode, found)
-if ok and value.id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+local value = decoded(found)
+if value and value.id == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0`;
 
 // KEYS[1]: the recovering key, KEYS[2]: the server key. ARGV[1]: the value the recovering key must still hold,

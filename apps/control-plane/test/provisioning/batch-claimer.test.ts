@@ -4,24 +4,30 @@
 // sandbox served before (to its owner only) without asking a node; a job whose
 // reservation vanished, or whose served claim another job took meanwhile,
 // never leaves a second sandbox behind; while the index recovers from a loss
-// the nodes are asked before anything is claimed; and a node that cannot be
-// asked keeps the reservation, so a retry asks it first.
+// the nodes are asked before anything is claimed; a node that cannot be
+// asked keeps the reservation, so a retry asks it first; and a rerun of a
+// killed job asks every node its first run asked (the job's progress, in
+// BullMQ's hash of the job) even when Redis lost the reservations.
 import {
   formatNodeClaimRef,
   type BatchClaim,
   type BatchJob,
   type BatchProgress,
+  type BatchReply,
   type ClaimOutcome,
   type SandboxRow,
+  batchProgressSchema,
 } from '@warmpool/api';
-import { startRedis, type TestRedis } from '@warmpool/harness';
+import { sleep, startRedis, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
+import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentClient, ClaimAnswer } from '../../src/agents/client.js';
 import { BatchClaimer, type BatchJobHandle } from '../../src/provisioning/batch-claimer.js';
 import { ClaimIndex } from '../../src/provisioning/claim-index.js';
+import { ClaimWorker } from '../../src/provisioning/claim-worker.js';
 import type { ClaimScope } from '../../src/provisioning/claim-service.js';
 import { ProvisioningMetrics } from '../../src/provisioning/metrics.js';
 import { Placement } from '../../src/provisioning/placement.js';
@@ -415,5 +421,115 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
     expect(retry).toMatchObject({ ok: true, claimRef: 'one', grant: { id: 'sb_1', node: 'a' } });
     expect(successOf(retry).fresh).toBeUndefined();
     expect(agents.held.get('a:7071')?.length).toBe(1);
+  });
+
+  describe("a rerun of a killed job (the job's progress in BullMQ's hash of it)", () => {
+    it('asks every node the killed run asked, though Redis lost the reservations, and claims nowhere else', async () => {
+      const queue = new Queue('claims', { connection: { url: server.url }, prefix: 'test:bull' });
+      try {
+        const queued = await queue.add('batch', {});
+        const id = queued.id ?? '';
+        const handle = (progress?: BatchProgress): BatchJobHandle => ({
+          ...job(id, [claim('one'), claim('two')], progress),
+          progressKey: `${queued.queueQualifiedName}:${id}`,
+        });
+        // Node a takes 'one' and goes silent (its write-ahead comes after the reservations); node b takes 'two' and
+        // the worker is killed before it hears back.
+        const asked: string[] = [];
+        agents.onClaim = async (address, claimRef) => {
+          asked.push(address);
+          agents.hold(address, claimRef);
+          if (address === 'a:7071') {
+            agents.unreadable.add(address);
+            return { ok: false, refusal: { kind: 'unreachable', message: 'headers timeout' } };
+          }
+          return new Promise<ClaimAnswer>(() => undefined);
+        };
+        const nodes = [snapshot('a', 5), snapshot('b', 5)];
+        void claimer(nodes).serve(handle());
+        // Asked after its write-ahead: by then the job's progress is what the killed run left.
+        while (agents.callsOf('findByClaimRef').length === 0) await sleep(5);
+        expect(asked.sort()).toEqual(['a:7071', 'b:7071']);
+
+        // Redis loses the reservations (evicted), not the job; the nodes answer again; only node c has room now.
+        await redis.del(index.refKey(HTTP, 'one'), index.refKey(HTTP, 'two'));
+        agents.unreadable.clear();
+        agents.onClaim = (address, claimRef) => Promise.resolve(agents.serve(address, claimRef));
+        agents.calls.length = 0;
+        const progress = batchProgressSchema.parse((await Job.fromId(queue, id))?.progress);
+        const outcomes = await claimer([snapshot('c', 5)]).serve(handle(progress));
+
+        expect(agents.callsOf('claim')).toEqual([]);
+        expect(agents.held.get('c:7071') ?? []).toEqual([]);
+        expect(outcomes).toMatchObject([
+          { ok: true, claimRef: 'one', grant: { node: 'a' } },
+          { ok: true, claimRef: 'two', grant: { node: 'b' } },
+        ]);
+      } finally {
+        await queue.close();
+      }
+    });
+
+    it('is served again by another claim worker once the first one stalls, asking the nodes from the progress it left', async () => {
+      const prefix = 'test:bull';
+      const queue = new Queue<BatchJob>('claims', { connection: { url: server.url }, prefix });
+      const replies: BatchReply[] = [];
+      const worker = (nodes: NodeSnapshot[]): ClaimWorker =>
+        new ClaimWorker({
+          queueName: 'claims',
+          prefix,
+          connection: { url: server.url },
+          claimer: claimer(nodes),
+          send: (_replyTo, reply) => {
+            replies.push(reply);
+            return Promise.resolve();
+          },
+          concurrency: 1,
+          lockDurationMs: 500,
+          stalledIntervalMs: 200,
+          metrics: new ProvisioningMetrics(new Registry(), () => Promise.resolve({ waiting: 0, active: 0 })),
+          logger: silentLogger,
+        });
+      // Node a takes 'one' and goes silent (written ahead); node b takes 'two' and the first worker never hears back.
+      let hear: (answer: ClaimAnswer) => void = () => undefined;
+      agents.onClaim = async (address, claimRef) => {
+        agents.hold(address, claimRef);
+        if (address === 'a:7071') {
+          agents.unreadable.add(address);
+          return { ok: false, refusal: { kind: 'unreachable', message: 'headers timeout' } };
+        }
+        return new Promise<ClaimAnswer>((resolve) => (hear = resolve));
+      };
+      const first = worker([snapshot('a', 5), snapshot('b', 5)]);
+      let second: ClaimWorker | undefined;
+      try {
+        first.start();
+        const queued = await queue.add('batch', job('unused', [claim('one'), claim('two')]).data);
+        while (agents.callsOf('findByClaimRef').length === 0) await sleep(5);
+
+        // The first worker stalls (its lock is gone), Redis loses the reservations, the nodes answer again, and only
+        // node c has room now.
+        await redis.del(`${queued.queueQualifiedName}:${queued.id ?? ''}:lock`);
+        await redis.del(index.refKey(HTTP, 'one'), index.refKey(HTTP, 'two'));
+        agents.unreadable.clear();
+        agents.onClaim = (address, claimRef) => Promise.resolve(agents.serve(address, claimRef));
+        agents.calls.length = 0;
+        second = worker([snapshot('c', 5)]);
+        second.start();
+        while (replies.flatMap((r) => r.outcomes).length < 2) await sleep(20);
+
+        expect(agents.callsOf('claim')).toEqual([]);
+        expect(agents.held.get('c:7071') ?? []).toEqual([]);
+        const outcomes = replies.flatMap((r) => r.outcomes).sort((x, y) => x.index - y.index);
+        expect(outcomes).toMatchObject([
+          { ok: true, claimRef: 'one', grant: { node: 'a' } },
+          { ok: true, claimRef: 'two', grant: { node: 'b' } },
+        ]);
+      } finally {
+        hear({ ok: false, refusal: { kind: 'unreachable', message: 'the worker was gone' } });
+        await Promise.all([first.close(), second?.close()]);
+        await queue.close();
+      }
+    });
   });
 });

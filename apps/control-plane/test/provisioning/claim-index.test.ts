@@ -271,6 +271,34 @@ describe('ClaimIndex (real Redis)', () => {
       expect(await index.lookup(HTTP, 'sb_1')).toMatchObject({ claimRef: 'mine', deadline: later });
     });
 
+    it("refuses only the record whose claimRef holds a value it cannot read; the turn's other records are written", async () => {
+      await index.reserve(at(HTTP, 'a', 'c'), 'job-1', 60_000);
+      // Not a record nor a reservation (written by something else): left as it is, never taken as this job's.
+      for (const [claimRef, value] of [
+        ['number', '5'],
+        ['null', 'null'],
+      ] as const)
+        await redis.set(index.refKey(HTTP, claimRef), value);
+
+      const results = await Promise.all([
+        index.record(record('a', 'sb_a'), 'job-1'),
+        index.record(record('number', 'sb_n'), 'job-1'),
+        index.record(record('null', 'sb_z'), ''),
+        index.record(record('c', 'sb_c'), 'job-1'),
+      ]);
+
+      expect(results).toEqual([
+        { ok: true },
+        { ok: false, holder: undefined },
+        { ok: false, holder: undefined },
+        { ok: true },
+      ]);
+      expect(await index.lookup(HTTP, 'sb_a')).toMatchObject({ claimRef: 'a' });
+      expect(await index.lookup(HTTP, 'sb_c')).toMatchObject({ claimRef: 'c' });
+      expect(await redis.get(index.refKey(HTTP, 'number'))).toBe('5');
+      expect(await index.lookup(HTTP, 'sb_n')).toBeUndefined();
+    });
+
     it('reports a reservation lost with Redis (FLUSHALL) before its nodes are asked, and does not write it back', async () => {
       await index.reserve(at(HTTP, 'a', 'b'), 'job-1', 60_000);
       await redis.flushall();
