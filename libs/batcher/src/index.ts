@@ -8,3 +8,4 @@ export {
   type BatcherOptions,
 } from './options.js';
 export { BatchWindow, type WindowDeadline } from './window.js';
+export { SameTurn, type SameTurnOptions } from './same-turn.js';

@@ -100,10 +100,10 @@ export class BatchClaimer {
     const plans = works.map((work) => this.#plan(job, work, round));
     const entries = works.map((work, i): ReserveEntry => ({ ...entryOf(work), tried: plans[i]?.tried ?? [] }));
     const progress = progressOf(job, works, (i) => plans[i]?.tried ?? []);
-    const [reserved] = await Promise.all([
-      this.#settings.index.reserve(entries, job.id, ttlMs),
-      job.updateProgress(progress),
-    ]);
+    const reserved = await this.#settings.index.reserve(entries, job.id, ttlMs, {
+      key: job.progressKey,
+      value: progress,
+    });
     const recovering = reserved.recoveringSince;
     const fresh: Array<{ work: Work; ask: TriedNode | undefined }> = [];
     const checks: Array<Promise<void>> = [];
@@ -276,14 +276,12 @@ export class BatchClaimer {
   async #writeAhead(job: BatchJobHandle, works: readonly Work[]): Promise<Set<Work>> {
     const { index } = this.#settings;
     const progress = progressOf(job, works, (i) => (works[i] as Work).tried);
-    const [lost] = await Promise.all([
-      index.noteTried(
-        works.map((w) => ({ ...entryOf(w), tried: w.tried })),
-        job.id,
-        reservationTtlMs(works),
-      ),
-      job.updateProgress(progress),
-    ]);
+    const lost = await index.noteTried(
+      works.map((w) => ({ ...entryOf(w), tried: w.tried })),
+      job.id,
+      reservationTtlMs(works),
+      { key: job.progressKey, value: progress },
+    );
     return new Set(works.filter((w) => lost.has(index.refKey(w.scope, w.claim.claimRef))));
   }
 }

@@ -5,24 +5,53 @@ import type { Redis } from 'ioredis';
 /** The longest the index stays in recovery without a completed repair sweep. */
 export const RECOVERY_TTL_MS = 10 * 60_000;
 
-// KEYS[1]: the recovering key, KEYS[2]: the server key, KEYS[3..]: ref keys. ARGV[1]: job id, ARGV[2]: reservation
-// TTL ms, ARGV[3]: a recovery marker to start one with, ARGV[4 + i]: the JSON array of nodes the i-th ref key is about to be
-// sent to. A missing server key means the index lost its keys without a new server (FLUSHALL, eviction): a recovery
-// starts. Answers the recovering value ('' when none), then per ref key '' when newly reserved, else the value found
-// (left as it is).
-const RESERVE = `
+// A batch job's progress (the nodes each claimRef was sent to) goes into BullMQ's hash of the job (field
+// `progress`, as Job.updateProgress writes it, without its event) in the same script as the reservation, so a
+// rerun of the job knows its nodes even after its reservations expired. Written only while the job's hash exists.
+const WRITE_PROGRESS = `
+local function writeProgress(key, progress)
+  if progress ~= '' and redis.call('EXISTS', key) == 1 then redis.call('HSET', key, 'progress', progress) end
+end`;
+
+// KEYS[1]: the recovering key, KEYS[2]: the server key, KEYS[3]: the job's hash (see WRITE_PROGRESS), KEYS[4..]:
+// ref keys. ARGV[1]: job id, ARGV[2]: reservation TTL ms, ARGV[3]: a recovery marker to start one with, ARGV[4]: the
+// job's progress ('' to leave it), ARGV[1 + i]: the JSON array of nodes the ref key KEYS[i] is about to be sent to.
+// A missing server key means the index lost its keys without a new server (FLUSHALL, eviction): a recovery starts.
+// Answers the recovering value ('' when none), then per ref key '' when newly reserved, else the value found (left
+// as it is).
+const RESERVE = `${WRITE_PROGRESS}
 if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ${RECOVERY_TTL_MS}) end
 local out = { redis.call('GET', KEYS[1]) or '' }
 local job = cjson.encode(ARGV[1])
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   local found = redis.call('GET', KEYS[i])
   if found then
-    out[i - 1] = found
+    out[i - 2] = found
   else
     redis.call('SET', KEYS[i], '{"job":' .. job .. ',"tried":' .. ARGV[i + 1] .. '}', 'PX', ARGV[2])
-    out[i - 1] = ''
+    out[i - 2] = ''
   end
 end
+writeProgress(KEYS[3], ARGV[4])
+return out`;
+
+// KEYS[1]: the job's hash (see WRITE_PROGRESS), KEYS[2..]: ref keys. ARGV[1]: the job id, ARGV[2]: TTL ms,
+// ARGV[3]: the job's progress ('' to leave it), ARGV[2 + i]: the new reservation value of KEYS[i]. Writes each ref
+// key only while its reservation is that job's; answers per ref key 1 when written, else 0.
+const NOTE_TRIED = `${WRITE_PROGRESS}
+local out = {}
+for i = 2, #KEYS do
+  out[i - 1] = 0
+  local found = redis.call('GET', KEYS[i])
+  if found then
+    local ok, value = pcall(cjson.decode, found)
+    if ok and value.job == ARGV[1] then
+      redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ARGV[2])
+      out[i - 1] = 1
+    end
+  end
+end
+writeProgress(KEYS[1], ARGV[3])
 return out`;
 
 // KEYS[1]: ref key. ARGV[1]: expected job, ARGV[2]: new value, ARGV[3]: TTL ms. Writes only while the reservation is
@@ -81,6 +110,7 @@ return redis.call('DEL', KEYS[1])`;
 /** The scripts, sent once and then called by their SHA (EVALSHA); the first argument is the number of keys. */
 export interface Scripts {
   warmpoolIndexReserve(...args: Array<string | number>): Promise<string[]>;
+  warmpoolIndexNoteTried(...args: Array<string | number>): Promise<number[]>;
   warmpoolIndexUpdateIfReserved(...args: Array<string | number>): Promise<number>;
   warmpoolIndexDropIfReserved(...args: Array<string | number>): Promise<number>;
   warmpoolIndexRecord(...args: Array<string | number>): Promise<string>;
@@ -92,6 +122,7 @@ export function withScripts(redis: Redis): Redis & Scripts {
   const scripted = redis as Redis & Partial<Scripts>;
   if (scripted.warmpoolIndexReserve === undefined) {
     redis.defineCommand('warmpoolIndexReserve', { lua: RESERVE });
+    redis.defineCommand('warmpoolIndexNoteTried', { lua: NOTE_TRIED });
     redis.defineCommand('warmpoolIndexUpdateIfReserved', { lua: UPDATE_IF_RESERVED });
     redis.defineCommand('warmpoolIndexDropIfReserved', { lua: DROP_IF_RESERVED });
     redis.defineCommand('warmpoolIndexRecord', { lua: RECORD });

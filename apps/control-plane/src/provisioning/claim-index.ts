@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import {
   claimRecordSchema,
   triedNodeSchema,
+  type BatchProgress,
   type ClaimEvent,
   type ClaimRecord,
   type NodeClaimOwner,
@@ -61,6 +62,15 @@ export interface ReserveEntry {
   scope: ClaimScope;
   claimRef: string;
   tried?: readonly TriedNode[];
+}
+
+/**
+ * A batch job's progress and where BullMQ keeps the job (its hash): written
+ * with the reservations, so a rerun of the job finds the nodes it asked.
+ */
+export interface JobProgress {
+  key: string;
+  value: BatchProgress;
 }
 
 /** What record() did with a served claim. */
@@ -203,21 +213,29 @@ export class ClaimIndex {
 
   /**
    * Reserves every claimRef not yet known for `job`, recording the nodes it
-   * is about to be sent to (written ahead), in one round trip; answers what
-   * was there for the others, which stay as they were.
+   * is about to be sent to (written ahead), and the job's progress when
+   * given, in one round trip; answers what was there for the others, which
+   * stay as they were.
    */
-  async reserve(entries: readonly ReserveEntry[], job: string, ttlMs: number): Promise<Reserved> {
+  async reserve(
+    entries: readonly ReserveEntry[],
+    job: string,
+    ttlMs: number,
+    progress?: JobProgress,
+  ): Promise<Reserved> {
     await this.#serverChecked;
     const keys = entries.map((e) => this.refKey(e.scope, e.claimRef));
     const nodes = entries.map((e) => JSON.stringify(e.tried ?? []));
     const [recovering = '', ...found] = await this.#redis.warmpoolIndexReserve(
-      keys.length + 2,
+      keys.length + 3,
       this.#recoveringKey,
       this.#serverKey,
+      progress?.key ?? this.#recoveringKey,
       ...keys,
       job,
       ttlArg(ttlMs),
       this.#newMarker(),
+      progress === undefined ? '' : JSON.stringify(progress.value),
       ...nodes,
     );
     const states = found.map((value): ReserveResult => {
@@ -250,24 +268,28 @@ export class ClaimIndex {
   }
 
   /**
-   * Records, before asking them, the nodes `job` asks. Answers the ref keys
-   * of the claims whose reservation is no longer the job's (lost with Redis's data, or taken
+   * Records, before asking them, the nodes `job` asks (and the job's progress
+   * when given), in one round trip. Answers the ref keys of the claims whose
+   * reservation is no longer the job's (lost with Redis's data, or taken
    * over): their nodes must not be asked.
    */
-  async noteTried(entries: readonly ReserveEntry[], job: string, ttlMs: number): Promise<Set<string>> {
-    const ttl = ttlArg(ttlMs);
-    const written = await Promise.all(
-      entries.map(({ scope, claimRef, tried }) =>
-        this.#redis.warmpoolIndexUpdateIfReserved(
-          1,
-          this.refKey(scope, claimRef),
-          job,
-          JSON.stringify({ job, tried: tried ?? [] }),
-          ttl,
-        ),
-      ),
+  async noteTried(
+    entries: readonly ReserveEntry[],
+    job: string,
+    ttlMs: number,
+    progress?: JobProgress,
+  ): Promise<Set<string>> {
+    const keys = entries.map((e) => this.refKey(e.scope, e.claimRef));
+    const written = await this.#redis.warmpoolIndexNoteTried(
+      keys.length + 1,
+      progress?.key ?? this.#recoveringKey,
+      ...keys,
+      job,
+      ttlArg(ttlMs),
+      progress === undefined ? '' : JSON.stringify(progress.value),
+      ...entries.map(({ tried }) => JSON.stringify({ job, tried: tried ?? [] })),
     );
-    return new Set(entries.filter((_, i) => written[i] !== 1).map((e) => this.refKey(e.scope, e.claimRef)));
+    return new Set(keys.filter((_, i) => written[i] !== 1));
   }
 
   /**

@@ -74,7 +74,7 @@ export class ClaimWorker {
           id,
           data,
           progress: progress.success ? progress.data : undefined,
-          updateProgress: (p) => job.updateProgress(p),
+          progressKey: `${job.queueQualifiedName}:${id}`,
         },
         (outcome) => answers.add(outcome),
       );

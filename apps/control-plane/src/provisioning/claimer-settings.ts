@@ -13,7 +13,11 @@ export interface BatchJobHandle {
   readonly data: BatchJob;
   /** What an earlier run of this job recorded, if it ran before. */
   readonly progress: BatchProgress | undefined;
-  updateProgress(progress: BatchProgress): Promise<void>;
+  /**
+   * The Redis hash BullMQ keeps the job in: the claim index writes this run's
+   * progress there with the reservations (in the same script).
+   */
+  readonly progressKey: string;
 }
 
 /** Gets each claim's outcome as soon as it is final. */

@@ -58,7 +58,7 @@ function nodeRefOf(claimRef: string, owner = ALICE): string {
 }
 
 /** A batch job handle; `progress` is what an earlier run recorded. */
-function job(id: string, claims: BatchClaim[], progress?: BatchProgress): BatchJobHandle & { saved: BatchProgress[] } {
+function job(id: string, claims: BatchClaim[], progress?: BatchProgress): BatchJobHandle {
   const data: BatchJob = {
     replyTo: 'replica-1',
     namespace: NAMESPACE,
@@ -67,16 +67,7 @@ function job(id: string, claims: BatchClaim[], progress?: BatchProgress): BatchJ
     deadline: Date.now() + 10_000,
     claims,
   };
-  const saved: BatchProgress[] = [];
-  return {
-    id,
-    data,
-    progress,
-    saved,
-    updateProgress: async (next) => {
-      saved.push(next);
-    },
-  };
+  return { id, data, progress, progressKey: `test:job:${id}` };
 }
 
 /** The verbs BatchClaimer calls on the node agents. */

@@ -7,6 +7,7 @@
 // key space; and the eviction-policy check.
 import type { ClaimRecord, TriedNode } from '@warmpool/api';
 import { sleep, startRedis, type TestRedis } from '@warmpool/harness';
+import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ClaimIndex } from '../../src/provisioning/claim-index.js';
@@ -128,6 +129,28 @@ describe('ClaimIndex (real Redis)', () => {
     expect((await index.reserve(at(HTTP, 'a'), 'job-2', 60_000)).states).toEqual([
       { state: 'busy', reservation: { job: 'job-1', tried: [NODE_A] } },
     ]);
+  });
+
+  it("writes a job's progress into BullMQ's hash of the job with the reservations, where a rerun reads it, and never creates that hash", async () => {
+    const queue = new Queue('claims', { connection: { url: server.url }, prefix: 'test:bull' });
+    try {
+      const job = await queue.add('batch', {});
+      const key = `${job.queueQualifiedName}:${job.id ?? ''}`;
+      const reserved = { tried: { a: [NODE_A] } };
+      await index.reserve([{ scope: HTTP, claimRef: 'a', tried: [NODE_A] }], 'job-1', 60_000, { key, value: reserved });
+      expect((await Job.fromId(queue, job.id ?? ''))?.progress).toEqual(reserved);
+      const retried = { tried: { a: [NODE_A, { ...NODE_A, node: 'b' }] } };
+      await index.noteTried([{ scope: HTTP, claimRef: 'a', tried: retried.tried.a }], 'job-1', 60_000, {
+        key,
+        value: retried,
+      });
+      expect((await Job.fromId(queue, job.id ?? ''))?.progress).toEqual(retried);
+
+      await index.reserve(at(HTTP, 'b'), 'job-2', 60_000, { key: 'test:bull:claims:gone', value: reserved });
+      expect(await redis.exists('test:bull:claims:gone')).toBe(0);
+    } finally {
+      await queue.close();
+    }
   });
 
   it('answers a served claim to a later reservation, and finds it by id and by claimRef', async () => {
