@@ -5,8 +5,9 @@
 //
 // - A claim alone in its turn for its agent goes as POST /v1/claim (the
 //   cheaper answer to read).
-// - Claims are grouped by agent address and timeout; a group larger than
-//   MAX_BATCH_CLAIMS is sent as several batches.
+// - Claims are grouped by agent address and timeout (one libs/batcher
+//   SameTurn each); a group larger than MAX_BATCH_CLAIMS is sent as several
+//   batches.
 // - An agent that answers POST /v1/claims with 404 or 405 does not know the
 //   verb (an older agent during a rolling upgrade): nothing was claimed, so
 //   the claims go one by one, and so does every claim to that address for a
@@ -14,6 +15,7 @@
 // - A batch that gets no answer leaves every claim in it `unreachable`: the
 //   caller asks the node by claim_ref, as after a single claim's timeout.
 import { MAX_BATCH_CLAIMS } from '@warmpool/api';
+import { SameTurn } from '@warmpool/batcher';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import { claimAnswerOf, type Answer, type ClaimAnswer } from './answers.js';
 import { batchClaimAnswers, claimsEnvelope, unreachable } from './batch-answers.js';
@@ -34,17 +36,6 @@ export interface ClaimCoalescerOptions {
   logger?: Logger | undefined;
 }
 
-interface Pending {
-  body: string;
-  resolve(answer: ClaimAnswer): void;
-}
-
-interface Group {
-  address: string;
-  timeoutMs: number;
-  items: Pending[];
-}
-
 export const DEFAULT_SINGLE_FOR_MS = 60_000;
 
 export class ClaimCoalescer {
@@ -52,11 +43,10 @@ export class ClaimCoalescer {
   readonly #singleForMs: number;
   readonly #now: () => number;
   readonly #logger: Logger | undefined;
-  /** This turn's claims, by timeout and address. */
-  readonly #groups = new Map<string, Group>();
+  /** Each agent address's (and timeout's) claims of the turn, carried together. */
+  readonly #turns = new Map<string, SameTurn<string, ClaimAnswer>>();
   /** Agents answered 404/405 to POST /v1/claims, until when they are sent single claims. */
   readonly #singleUntil = new Map<string, number>();
-  #flushScheduled = false;
 
   constructor(options: ClaimCoalescerOptions) {
     this.#send = options.send;
@@ -67,38 +57,27 @@ export class ClaimCoalescer {
 
   /** `body` (a POST /v1/claim body) sent to `address` with the others of this turn; never rejects. */
   claim(address: string, body: string, timeoutMs: number): Promise<ClaimAnswer> {
-    return new Promise((resolve) => {
-      const key = `${timeoutMs} ${address}`;
-      let group = this.#groups.get(key);
-      if (group === undefined) {
-        group = { address, timeoutMs, items: [] };
-        this.#groups.set(key, group);
-      }
-      group.items.push({ body, resolve });
-      if (this.#flushScheduled) return;
-      this.#flushScheduled = true;
-      // After every callback of this turn and the promises they settle: what they claim goes in the same batch.
-      setImmediate(() => this.#flush());
-    });
+    const key = `${timeoutMs} ${address}`;
+    let turn = this.#turns.get(key);
+    if (turn === undefined) {
+      turn = new SameTurn((bodies) => this.#sendTurn(address, bodies, timeoutMs), { maxItems: MAX_BATCH_CLAIMS });
+      this.#turns.set(key, turn);
+    }
+    // Never rejects: a failure of the turn's call is an unknown outcome for each of its claims.
+    return turn.add(body).catch((err: unknown) => unreachable(messageOf(err)));
   }
 
-  /** Forgets what an address taught (it may be another agent next time). */
+  /** Forgets an address: what it taught (it may be another agent next time), and its queues. */
   forget(address: string): void {
     this.#singleUntil.delete(address);
+    for (const key of this.#turns.keys()) if (key.endsWith(` ${address}`)) this.#turns.delete(key);
   }
 
-  #flush(): void {
-    this.#flushScheduled = false;
-    const groups = [...this.#groups.values()];
-    this.#groups.clear();
-    for (const { address, timeoutMs, items } of groups) {
-      if (items.length === 1 || this.#singleOnly(address)) {
-        for (const item of items) this.#single(address, item, timeoutMs);
-        continue;
-      }
-      for (let i = 0; i < items.length; i += MAX_BATCH_CLAIMS)
-        void this.#batch(address, items.slice(i, i + MAX_BATCH_CLAIMS), timeoutMs);
-    }
+  /** One turn's claims to `address`: one request, or one each for a claim alone or an agent without the verb. */
+  #sendTurn(address: string, bodies: readonly string[], timeoutMs: number): Promise<ClaimAnswer[]> {
+    if (bodies.length === 1 || this.#singleOnly(address))
+      return Promise.all(bodies.map((body) => this.#single(address, body, timeoutMs)));
+    return this.#batch(address, bodies, timeoutMs);
   }
 
   #singleOnly(address: string): boolean {
@@ -109,34 +88,28 @@ export class ClaimCoalescer {
     return false;
   }
 
-  #single(address: string, item: Pending, timeoutMs: number): void {
-    this.#send(address, '/v1/claim', item.body, timeoutMs).then(
-      (answer) => item.resolve(claimAnswerOf(answer)),
-      (err: unknown) => item.resolve(unreachable(messageOf(err))),
+  #single(address: string, body: string, timeoutMs: number): Promise<ClaimAnswer> {
+    return this.#send(address, '/v1/claim', body, timeoutMs).then(claimAnswerOf, (err: unknown) =>
+      unreachable(messageOf(err)),
     );
   }
 
-  async #batch(address: string, items: readonly Pending[], timeoutMs: number): Promise<void> {
+  async #batch(address: string, bodies: readonly string[], timeoutMs: number): Promise<ClaimAnswer[]> {
     let answer: Answer;
     try {
-      answer = await this.#send(address, '/v1/claims', claimsEnvelope(items.map((i) => i.body)), timeoutMs);
+      answer = await this.#send(address, '/v1/claims', claimsEnvelope(bodies), timeoutMs);
     } catch (err) {
       const message = messageOf(err);
-      for (const item of items) item.resolve(unreachable(message));
-      return;
+      return bodies.map(() => unreachable(message));
     }
-    if (answer.status === 404 || answer.status === 405) {
-      if (!this.#singleUntil.has(address))
-        this.#logger?.info('node agent does not serve POST /v1/claims: sending it single claims for a while', {
-          address,
-          status: answer.status,
-          forMs: this.#singleForMs,
-        });
-      this.#singleUntil.set(address, this.#now() + this.#singleForMs);
-      for (const item of items) this.#single(address, item, timeoutMs);
-      return;
-    }
-    const answers = batchClaimAnswers(answer, items.length);
-    items.forEach((item, i) => item.resolve(answers[i] as ClaimAnswer));
+    if (answer.status !== 404 && answer.status !== 405) return batchClaimAnswers(answer, bodies.length);
+    if (!this.#singleUntil.has(address))
+      this.#logger?.info('node agent does not serve POST /v1/claims: sending it single claims for a while', {
+        address,
+        status: answer.status,
+        forMs: this.#singleForMs,
+      });
+    this.#singleUntil.set(address, this.#now() + this.#singleForMs);
+    return Promise.all(bodies.map((body) => this.#single(address, body, timeoutMs)));
   }
 }
