@@ -6,21 +6,20 @@ import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
 import { call, startNode, type Node } from './helpers.js';
 
-const open: Node[] = [];
+/** The spec's node, closed after each test. */
+let started: Node | undefined;
+afterEach(async () => {
+  await started?.close();
+  started = undefined;
+});
 async function node(...args: Parameters<typeof startNode>): Promise<Node> {
-  const started = await startNode(...args);
-  open.push(started);
+  started = await startNode(...args);
   return started;
 }
 
-afterEach(async () => {
-  for (const thing of open.splice(0).reverse()) await thing.close();
-});
-
 async function withWarmPool(n: Node, warm: number): Promise<void> {
-  expect(
-    (await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm }] } })).status,
-  ).toBe(200);
+  const push = await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm }] } });
+  expect(push.status).toBe(200);
   await eventually(() => n.sandboxd.core.info().pools[0]?.warm === warm, { timeoutMs: 5_000, what: 'a warm pool' });
 }
 
