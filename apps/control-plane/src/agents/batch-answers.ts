@@ -1,7 +1,7 @@
 // POST /v1/claims on the control plane's side: the envelope it sends, and
 // each claim's ClaimAnswer read from the one answer, exactly as the claim's
 // own POST /v1/claim answer would have been read.
-import { agentBatchClaimResponseSchema } from '@warmpool/api';
+import { agentBatchClaimResponseSchema, type AgentBatchClaimResult } from '@warmpool/api';
 import { claimAnswerOf, claimAnswerOfJson, jsonOf, reasonText, type Answer, type ClaimAnswer } from './answers.js';
 
 /** `{"claims":[…]}` around claim bodies that are JSON already (claimBody): no re-encoding. */
@@ -25,10 +25,32 @@ export function batchClaimAnswers(answer: Answer, count: number): ClaimAnswer[] 
     const unknown = `POST /v1/claims answered ${answer.status}: the claims' outcome is unknown`;
     return Array.from({ length: count }, () => (ranNone ? claimAnswerOf(answer) : unreachable(unknown)));
   }
-  const parsed = agentBatchClaimResponseSchema.safeParse(jsonOf(answer.text));
-  if (!parsed.success || parsed.data.results.length !== count) {
+  const json = jsonOf(answer.text);
+  const results = quickResults(json) ?? resultsOf(json);
+  if (results?.length !== count) {
     const unreadable = `unreadable POST /v1/claims answer: ${answer.text.slice(0, 200)}`;
     return Array.from({ length: count }, () => unreachable(unreadable));
   }
-  return parsed.data.results.map((result) => claimAnswerOfJson(result.status, result.body));
+  return results.map((result) => claimAnswerOfJson(result.status, result.body));
+}
+
+function resultsOf(json: unknown): AgentBatchClaimResult[] | undefined {
+  const parsed = agentBatchClaimResponseSchema.safeParse(json);
+  return parsed.success ? parsed.data.results : undefined;
+}
+
+/**
+ * The results when `json` plainly is a batch answer (agentBatchClaimResponseSchema's rules restated, so the common
+ * answer skips zod's generic machinery); undefined leaves it to the schema.
+ */
+function quickResults(json: unknown): AgentBatchClaimResult[] | undefined {
+  if (typeof json !== 'object' || json === null) return undefined;
+  const { results } = json as { results?: unknown };
+  if (!Array.isArray(results)) return undefined;
+  for (const result of results as unknown[]) {
+    if (typeof result !== 'object' || result === null) return undefined;
+    const { status } = result as { status?: unknown };
+    if (!Number.isSafeInteger(status) || (status as number) < 100 || (status as number) > 599) return undefined;
+  }
+  return results as AgentBatchClaimResult[];
 }

@@ -159,11 +159,12 @@ describe('claims coalesced to a scripted agent', () => {
     expect(seen).toEqual(['POST /v1/claims']);
   });
 
-  it('answers every claim unreachable when the batch answer is not one result per claim, or a 500', async () => {
+  it('answers every claim unreachable when the batch answer is not one readable result per claim, or a 500', async () => {
     const agents = client();
     for (const answer of [
       () => Response.json({ results: [{ status: 200, body: grant(1) }] }),
       () => Response.json({ results: 'no' }),
+      () => Response.json({ results: [1, 2, 3].map(() => ({ status: '200', body: grant(1) })) }),
       () => Response.json({ error: 'boom', reason: 'Internal' }, { status: 500 }),
     ]) {
       batch = answer;
