@@ -14,6 +14,9 @@
 //   while (`singleForMs`) before the verb is tried again.
 // - A batch that gets no answer leaves every claim in it `unreachable`: the
 //   caller asks the node by claim_ref, as after a single claim's timeout.
+//   The agent answers a batch once its slowest claim is answered, so a claim
+//   that turns cold on the node holds the others' answers back, past the
+//   call's timeout on a warm placement: all of them are then looked up.
 import { MAX_BATCH_CLAIMS } from '@warmpool/api';
 import { SameTurn } from '@warmpool/batcher';
 import { messageOf, type Logger } from '@warmpool/runtime';
