@@ -34,8 +34,11 @@ const ROUND_MS = Number(process.env['ROUND_MS'] ?? 3_000);
 const WARM_PER_NODE = 20_000;
 const IMAGE = 'registry.example/bench/claims:1';
 const POOL = 'claims';
-const GOAL_RATE = 3_000;
+/** Issue 21's goal at 32 in flight: at least half the direct-agent rate measured in the same run, p99 ≤ 50 ms. */
+const GOAL_SHARE = 0.5;
 const GOAL_P99_MS = 50;
+/** The worker stages of claim_stage_seconds, in the order a claim meets them. */
+const STAGES = ['queue', 'reserve', 'node', 'record'] as const;
 
 const cluster = await startCluster({ name: 'bench-claims' });
 const redis = await startRedis();
@@ -162,10 +165,36 @@ function topCommands(before: Map<string, number>, after: Map<string, number>, pe
     .join(', ');
 }
 
-function batchStats(text: string): { count: number; sum: number } {
+interface Tally {
+  count: number;
+  sum: number;
+}
+
+function batchStats(text: string): Tally {
   const count = parseSamples(text, 'warmpool_controlplane_claim_batch_size_count').reduce((n, s) => n + s.value, 0);
   const sum = parseSamples(text, 'warmpool_controlplane_claim_batch_size_sum').reduce((n, s) => n + s.value, 0);
   return { count, sum };
+}
+
+/** claim_stage_seconds per stage: observations and their sum (seconds). */
+function stageStats(text: string): Map<string, Tally> {
+  const tallies = new Map<string, Tally>(STAGES.map((stage) => [stage, { count: 0, sum: 0 }]));
+  for (const [suffix, field] of [
+    ['_count', 'count'],
+    ['_sum', 'sum'],
+  ] as const)
+    for (const sample of parseSamples(text, `warmpool_controlplane_claim_stage_seconds${suffix}`)) {
+      const tally = tallies.get(sample.labels.get('stage') ?? '');
+      if (tally !== undefined) tally[field] += sample.value;
+    }
+  return tallies;
+}
+
+function addTallies(into: Map<string, Tally>, before: Map<string, Tally>, after: Map<string, Tally>): void {
+  for (const [stage, tally] of into) {
+    tally.count += (after.get(stage)?.count ?? 0) - (before.get(stage)?.count ?? 0);
+    tally.sum += (after.get(stage)?.sum ?? 0) - (before.get(stage)?.sum ?? 0);
+  }
 }
 
 /**
@@ -225,6 +254,7 @@ try {
     const direct: PathResult[] = [];
     const http: PathResult[] = [];
     let batches = { count: 0, sum: 0 };
+    const stages = stageStats('');
     let writes = { total: 0, perClaimKinds: 0, byResource: '' };
     let cpu = { controlPlane: 0, redis: 0 };
     let calls = { total: 0, scripts: 0, top: '' };
@@ -245,7 +275,9 @@ try {
         ),
       );
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
-      const metricsBefore = batchStats(await controlPlane.metrics());
+      const pageBefore = await controlPlane.metrics();
+      const metricsBefore = batchStats(pageBefore);
+      const stagesBefore = stageStats(pageBefore);
       const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
       const cpuBefore = { controlPlane: cpuMs(controlPlane.pid), redis: cpuMs(redis.pid) };
       const callsBefore = await redisCalls();
@@ -267,7 +299,9 @@ try {
         redis: cpu.redis + cpuMs(redis.pid) - cpuBefore.redis,
       };
       const writesAfter = await scrapeWrites(cluster.server, cluster.adminTls);
-      const metricsAfter = batchStats(await controlPlane.metrics());
+      const pageAfter = await controlPlane.metrics();
+      const metricsAfter = batchStats(pageAfter);
+      addTallies(stages, stagesBefore, stageStats(pageAfter));
       batches = {
         count: batches.count + metricsAfter.count - metricsBefore.count,
         sum: batches.sum + metricsAfter.sum - metricsBefore.sum,
@@ -293,10 +327,20 @@ try {
       ],
       [
         `HTTP claim API, ${concurrency} in flight`,
-        `${rate(h).toFixed(0)}/s, p50 ${ms(quantile(h.latencies, 0.5), 2)}, p99 ${ms(quantile(h.latencies, 0.99), 2)}${h.errors > 0 ? `, ${h.errors} errors` : ''}; batches ${batches.count}, mean size ${(batches.sum / Math.max(1, batches.count)).toFixed(1)}`,
-        goal ? `≥ ${GOAL_RATE}/s, p99 ≤ ${GOAL_P99_MS} ms` : '',
+        `${rate(h).toFixed(0)}/s (${((100 * rate(h)) / Math.max(1e-9, rate(d))).toFixed(1)} % of the floor), p50 ${ms(quantile(h.latencies, 0.5), 2)}, p99 ${ms(quantile(h.latencies, 0.99), 2)}${h.errors > 0 ? `, ${h.errors} errors` : ''}; batches ${batches.count}, mean size ${(batches.sum / Math.max(1, batches.count)).toFixed(1)}`,
+        goal ? `≥ ${GOAL_SHARE * 100} % of the floor, p99 ≤ ${GOAL_P99_MS} ms` : '',
         'upstream claim p50 48–54 ms, p95 ≈ 70 ms; roadmap 1 000+/s',
-        goal ? pass(rate(h) >= GOAL_RATE && quantile(h.latencies, 0.99) <= GOAL_P99_MS) : '',
+        goal ? pass(rate(h) >= GOAL_SHARE * rate(d) && quantile(h.latencies, 0.99) <= GOAL_P99_MS) : '',
+      ],
+      [
+        `claim stages on the worker (mean), ${concurrency} in flight`,
+        STAGES.map((stage) => {
+          const tally = stages.get(stage) ?? { count: 0, sum: 0 };
+          return `${stage} ${ms((1000 * tally.sum) / Math.max(1, tally.count), 3)} (×${tally.count})`;
+        }).join(', '),
+        '',
+        '',
+        '',
       ],
       [
         `CPU per HTTP claim, ${concurrency} in flight`,

@@ -33,6 +33,8 @@ export const batchJobSchema = z.object({
   key: poolKeySchema,
   /** Epoch ms: past it the caller has given up (a Timeout); the worker still serves what it started. */
   deadline: z.number(),
+  /** Epoch ms (with a fraction) when the job was queued, for the claim stage metrics. */
+  queuedAt: z.number().optional(),
   claims: z.array(batchClaimSchema).min(1),
 });
 export type BatchJob = z.output<typeof batchJobSchema>;

@@ -28,7 +28,7 @@ import {
   type Plan,
   type Work,
 } from './batch-work.js';
-import type { ReserveEntry, ReserveResult } from './claim-index.js';
+import type { ReserveEntry, ReserveResult } from './claim-index-values.js';
 import {
   claimerSettings,
   type BatchClaimerOptions,
@@ -100,10 +100,12 @@ export class BatchClaimer {
     const plans = works.map((work) => this.#plan(job, work, round));
     const entries = works.map((work, i): ReserveEntry => ({ ...entryOf(work), tried: plans[i]?.tried ?? [] }));
     const progress = progressOf(job, works, (i) => plans[i]?.tried ?? []);
+    const reserving = performance.now();
     const reserved = await this.#settings.index.reserve(entries, job.id, ttlMs, {
       key: job.progressKey,
       value: progress,
     });
+    this.#settings.metrics.stage('reserve', reserving);
     const recovering = reserved.recoveringSince;
     const fresh: Array<{ work: Work; ask: TriedNode | undefined }> = [];
     const checks: Array<Promise<void>> = [];
@@ -224,6 +226,7 @@ export class BatchClaimer {
 
   async #claimOn(job: BatchJobHandle, work: Work, tried: TriedNode, round: PlacementRound, emit: Emit): Promise<void> {
     const { agents, metrics } = this.#settings;
+    const asked = performance.now();
     const answer = await agents.claim(
       tried.address,
       job.data.key,
@@ -231,6 +234,7 @@ export class BatchClaimer {
       work.nodeRef,
       this.#callTimeoutMs(tried.tier),
     );
+    metrics.stage('node', asked);
     metrics.nodeClaim(answer.ok ? 'served' : answer.refusal.kind);
     if (answer.ok) {
       const { id, token, deadline, ownerAddr } = answer.claim;

@@ -12,7 +12,7 @@ import {
   type TriedNode,
 } from '@warmpool/api';
 import type { Refusal } from '../agents/answers.js';
-import type { ReserveEntry } from './claim-index.js';
+import type { ReserveEntry } from './claim-index-values.js';
 import type { ClaimScope } from './claim-service.js';
 
 /** A reservation outlives the longest lease of its batch by this much. */

@@ -73,22 +73,32 @@ if not ok or value.job ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`;
 
-// KEYS[1]: ref key, KEYS[2]: id key, KEYS[3]: the event stream. ARGV[1]: the job that served it ('' for a rebuilt
-// record), ARGV[2]: the record, ARGV[3]: its expiry (epoch ms), ARGV[4]: the id key's value, ARGV[5]: the sandbox id,
-// ARGV[6]: the stream's MINID, ARGV[7]: the claimed event. Writes the record (and appends the event, in the same
-// round trip) when the ref is free, reserved by that job, or already names that sandbox; otherwise answers what
-// holds it.
+// KEYS[1]: the event stream, then per record k (k = 1..n) KEYS[2k]: its ref key, KEYS[2k + 1]: its id key. ARGV[1]:
+// the stream's MINID, then per record k, from ARGV[6k - 4]: the job that served it ('' for a rebuilt record), the
+// record, its expiry (epoch ms), the id key's value, the sandbox id, the claimed event. Writes each record (and
+// appends its event) when its ref is free, reserved by that job, or already names that sandbox; answers per record ''
+// when written, else what holds its ref (left as it is). One script for every record of a turn.
 const RECORD = `
-local found = redis.call('GET', KEYS[1])
-if found then
-  local ok, value = pcall(cjson.decode, found)
-  local mine = ok and ((value.job ~= nil and value.job == ARGV[1]) or (value.id ~= nil and value.id == ARGV[5]))
-  if not mine then return found end
+local out = {}
+for k = 1, (#KEYS - 1) / 2 do
+  local ref, id, a = KEYS[2 * k], KEYS[2 * k + 1], 6 * k - 4
+  local job, sandbox = ARGV[a], ARGV[a + 4]
+  local found = redis.call('GET', ref)
+  local mine = true
+  if found then
+    local ok, value = pcall(cjson.decode, found)
+    mine = ok and ((value.job ~= nil and value.job == job) or (value.id ~= nil and value.id == sandbox))
+  end
+  if mine then
+    redis.call('SET', ref, ARGV[a + 1], 'PXAT', ARGV[a + 2])
+    redis.call('SET', id, ARGV[a + 3], 'PXAT', ARGV[a + 2])
+    redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[a + 5])
+    out[k] = ''
+  else
+    out[k] = found
+  end
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
-redis.call('SET', KEYS[2], ARGV[4], 'PXAT', ARGV[3])
-redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[6], '*', 'e', ARGV[7])
-return ''`;
+return out`;
 
 // KEYS[1]: ref key, KEYS[2]: id key. ARGV[1]: expected id. Drops both only while the ref still names that sandbox.
 const DROP_RECORD = `
@@ -113,7 +123,7 @@ export interface Scripts {
   warmpoolIndexNoteTried(...args: Array<string | number>): Promise<number[]>;
   warmpoolIndexUpdateIfReserved(...args: Array<string | number>): Promise<number>;
   warmpoolIndexDropIfReserved(...args: Array<string | number>): Promise<number>;
-  warmpoolIndexRecord(...args: Array<string | number>): Promise<string>;
+  warmpoolIndexRecord(...args: Array<string | number>): Promise<string[]>;
   warmpoolIndexDropRecord(...args: Array<string | number>): Promise<number>;
   warmpoolIndexEndRecovery(...args: Array<string | number>): Promise<number>;
 }

@@ -16,95 +16,38 @@
 //                                   new reservation is not proof that no node holds the claim until IndexRepair has
 //                                   swept every node again
 import { randomUUID } from 'node:crypto';
-import {
-  claimRecordSchema,
-  triedNodeSchema,
-  type BatchProgress,
-  type ClaimEvent,
-  type ClaimRecord,
-  type NodeClaimOwner,
-  type TriedNode,
-} from '@warmpool/api';
+import type { ClaimEvent, ClaimRecord } from '@warmpool/api';
+import { SameTurn } from '@warmpool/batcher';
 import { sleep } from '@warmpool/kube';
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
 import type { ClaimScope } from './claim-service.js';
 import { RECOVERY_TTL_MS, withScripts, type Scripts } from './claim-index-scripts.js';
+import {
+  parseValue,
+  scopeOf,
+  scopePath,
+  type JobProgress,
+  type RecordResult,
+  type Reservation,
+  type Reserved,
+  type ReserveEntry,
+  type ReserveResult,
+} from './claim-index-values.js';
 
 export const DEFAULT_INDEX_PREFIX = 'warmpool:index:';
 /** How long claim events stay in the stream: well above a node's publish interval (30 s by default). */
 export const DEFAULT_EVENTS_WINDOW_MS = 10 * 60_000;
 /** How long a record outlives its deadline (several janitor sweeps, which re-record what a node renewed). */
 const RECORD_GRACE_MS = 5 * 60_000;
+/** Records written by one script at most (a turn's records beyond go in more scripts): keeps each script short. */
+const RECORDS_PER_SCRIPT = 64;
 /** How long a reservation waits for the identity check of a connection being (re)made. */
 const CHECK_WAIT_MS = 2_000;
-
-const reservationSchema = z.object({ job: z.string(), tried: z.array(triedNodeSchema) });
-export type Reservation = z.output<typeof reservationSchema>;
-
-/** What reserve() found for a claimRef. */
-export type ReserveResult =
-  | { state: 'new' }
-  | { state: 'served'; record: ClaimRecord }
-  /** Reserved by this job already (a retried or stalled job): `tried` may hold a served claim. */
-  | { state: 'mine'; reservation: Reservation }
-  /** Reserved by another job. */
-  | { state: 'busy'; reservation: Reservation };
-
-export interface Reserved {
-  states: ReserveResult[];
-  /** Set while the index may have lost entries (epoch ms of the loss): 'new' then proves nothing. */
-  recoveringSince: number | undefined;
-}
-
-/** A claimRef of a batch, in its scope, with the nodes it is about to be sent to. */
-export interface ReserveEntry {
-  scope: ClaimScope;
-  claimRef: string;
-  tried?: readonly TriedNode[];
-}
-
-/**
- * A batch job's progress and where BullMQ keeps the job (its hash): written
- * with the reservations, so a rerun of the job finds the nodes it asked.
- */
-export interface JobProgress {
-  key: string;
-  value: BatchProgress;
-}
-
-/** What record() did with a served claim. */
-export type RecordResult = { ok: true } | { ok: false; holder: ClaimRecord | Reservation | undefined };
-
-/** The key space of a scope: `crd/<ns>`, `http/<ns>` or `fed/<peer>/<ns>`. */
-export function scopePath(scope: ClaimScope): string {
-  return scope.door === 'fed'
-    ? `fed/${encodeURIComponent(scope.peer ?? '')}/${scope.namespace}`
-    : `${scope.door}/${scope.namespace}`;
-}
-
-/** The scope a record belongs to. */
-export function scopeOf(record: Pick<ClaimRecord, 'namespace' | 'door' | 'peer'>): ClaimScope {
-  return {
-    namespace: record.namespace,
-    door: record.door,
-    ...(record.peer !== undefined ? { peer: record.peer } : {}),
-  };
-}
-
-/** The scope a node's claim_ref names (its front door, namespace and peer). */
-export function scopeOfNodeClaim(owner: NodeClaimOwner): ClaimScope {
-  return scopeOf({
-    namespace: owner.namespace,
-    door: owner.door,
-    ...(owner.door === 'fed' ? { peer: owner.peer } : {}),
-  });
-}
 
 /**
  * Every call is one command or script (no MULTI, no pipeline objects): on a
  * connection with auto-pipelining, the commands a batch issues in one tick
- * travel in one write.
+ * travel in one write; the records of one turn are one script.
  */
 export class ClaimIndex {
   readonly #redis: Redis & Scripts;
@@ -118,6 +61,12 @@ export class ClaimIndex {
    */
   #serverChecked: Promise<void> = Promise.resolve();
   readonly #unwatch: () => void;
+  readonly #records = new SameTurn<{ record: ClaimRecord; job: string }, RecordResult>(
+    (items) => this.#recordAll(items),
+    {
+      maxItems: RECORDS_PER_SCRIPT,
+    },
+  );
 
   constructor(redis: Redis, options: { prefix?: string; now?: () => number; eventsWindowMs?: number } = {}) {
     this.#redis = withScripts(redis);
@@ -296,26 +245,31 @@ export class ClaimIndex {
    * Records a served claim in place of `job`'s reservation (job '' for a
    * claim rebuilt from a node). Refused, with what holds the claimRef, when
    * another job or another sandbox holds it: the caller's sandbox is then
-   * the extra one.
+   * the extra one. The records of one turn go in one script.
    */
-  async record(record: ClaimRecord, job: string): Promise<RecordResult> {
-    const expiresAt = this.#expiresAt(record.deadline);
-    const { token: _token, ...shown } = record;
-    const event: ClaimEvent = { op: 'claimed', record: shown };
-    const found = await this.#redis.warmpoolIndexRecord(
-      3,
-      this.refKey(scopeOf(record), record.claimRef),
-      this.idKey(record.namespace, record.id),
-      this.eventsKey,
-      job,
-      JSON.stringify(record),
-      String(expiresAt),
-      `${scopePath(scopeOf(record))}/${record.claimRef}`,
-      record.id,
-      this.#eventsMinId(),
-      JSON.stringify(event),
-    );
-    return found === '' ? { ok: true } : { ok: false, holder: parseValue(found) };
+  record(record: ClaimRecord, job: string): Promise<RecordResult> {
+    return this.#records.add({ record, job });
+  }
+
+  async #recordAll(items: ReadonlyArray<{ record: ClaimRecord; job: string }>): Promise<RecordResult[]> {
+    const keys: string[] = [this.eventsKey];
+    const args: string[] = [this.#eventsMinId()];
+    for (const { record, job } of items) {
+      const scope = scopeOf(record);
+      const { token: _token, ...shown } = record;
+      const event: ClaimEvent = { op: 'claimed', record: shown };
+      keys.push(this.refKey(scope, record.claimRef), this.idKey(record.namespace, record.id));
+      args.push(
+        job,
+        JSON.stringify(record),
+        String(this.#expiresAt(record.deadline)),
+        `${scopePath(scope)}/${record.claimRef}`,
+        record.id,
+        JSON.stringify(event),
+      );
+    }
+    const found = await this.#redis.warmpoolIndexRecord(keys.length, ...keys, ...args);
+    return found.map((value) => (value === '' ? { ok: true } : { ok: false, holder: parseValue(value) }));
   }
 
   #appendEvent(event: ClaimEvent): Promise<unknown> {
@@ -386,17 +340,4 @@ function ttlArg(ttlMs: number): string {
 function sinceOf(marker: string): number {
   const since = Number(marker.split(':')[0]);
   return Number.isFinite(since) ? since : 0;
-}
-
-function parseValue(value: string): ClaimRecord | Reservation | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-  const record = claimRecordSchema.safeParse(json);
-  if (record.success) return record.data;
-  const reservation = reservationSchema.safeParse(json);
-  return reservation.success ? reservation.data : undefined;
 }

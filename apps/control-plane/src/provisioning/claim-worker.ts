@@ -65,6 +65,7 @@ export class ClaimWorker {
 
   async #handle(job: Job<BatchJob>): Promise<void> {
     const data = batchJobSchema.parse(job.data);
+    if (data.queuedAt !== undefined) this.#options.metrics.queued(data.queuedAt);
     const id = job.id ?? '';
     const progress = batchProgressSchema.safeParse(job.progress);
     const answers = new ReplyBatcher(id, data, (reply) => this.#options.send(data.replyTo, reply));

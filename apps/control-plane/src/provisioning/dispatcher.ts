@@ -10,7 +10,7 @@ import type { Batch } from '@warmpool/batcher';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import type { Queue } from 'bullmq';
 import { ClaimFailure, ownerMark, type ClaimGrant, type ClaimOwner } from './claim-service.js';
-import type { ProvisioningMetrics } from './metrics.js';
+import { epochNowMs, type ProvisioningMetrics } from './metrics.js';
 import type { PendingClaim, Provisioner } from './provisioner.js';
 
 export interface ClaimDispatcherOptions {
@@ -66,6 +66,7 @@ export class ClaimDispatcher {
       warmPool: provisioner.name,
       key: provisioner.key,
       deadline: Date.now() + claimTimeoutMs,
+      queuedAt: epochNowMs(),
       claims: items.map(({ order }) => ({
         claimRef: order.claimRef,
         ttlSeconds: order.ttlSeconds,

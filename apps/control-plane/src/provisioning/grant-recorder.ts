@@ -39,8 +39,10 @@ export class GrantRecorder {
     claimedNow = false,
   ): Promise<void> {
     if (work.outcome !== undefined) return;
-    const { index, agents, logger } = this.#settings;
+    const { index, agents, logger, metrics } = this.#settings;
+    const recording = performance.now();
     const recorded = await index.record(grant, job.id);
+    metrics.stage('record', recording);
     if (!recorded.ok) {
       logger.warn('a claimRef was served twice after the claim index lost it: releasing the extra', {
         claimRef: work.nodeRef,

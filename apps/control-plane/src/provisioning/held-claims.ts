@@ -6,7 +6,7 @@
 import { sleep } from '@warmpool/kube';
 import type { ClaimRecord, TolerantSandboxRow } from '@warmpool/api';
 import { entryOf, fail, type Work } from './batch-work.js';
-import type { Reservation } from './claim-index.js';
+import type { Reservation } from './claim-index-values.js';
 import type { BatchJobHandle, ClaimerSettings, Emit } from './claimer-settings.js';
 import type { GrantRecorder } from './grant-recorder.js';
 

@@ -1,7 +1,8 @@
 // The provisioning pipeline's metrics, prefixed `warmpool_controlplane_`, in
 // the control plane's registry: claim latency by path and tier, claims by
 // result and reason, batch sizes and windows, node claim calls, jobs waiting
-// and active (read from the queue at scrape time).
+// and active (read from the queue at scrape time), and where a claim's time
+// goes on the worker (claim_stage_seconds).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ClaimFailureReason } from '@warmpool/api';
 import type { ClaimDoor, ClaimTier } from './claim-service.js';
@@ -10,11 +11,19 @@ const PREFIX = 'warmpool_controlplane_';
 
 export type NodeClaimOutcome = 'served' | 'full' | 'redirected' | 'refused' | 'unreachable';
 
+/**
+ * A stage of the claim path on the worker: `queue` (a batch job queued → this worker starts it; across replicas it
+ * includes their clocks' skew), `reserve` (the batch's reservations written), `node` (one claim call to a node agent),
+ * `record` (one served claim written to the index).
+ */
+export type ClaimStage = 'queue' | 'reserve' | 'node' | 'record';
+
 export class ProvisioningMetrics {
   readonly #claimDuration: Histogram;
   readonly #claims: Counter;
   readonly #batchSize: Histogram;
   readonly #batchWindow: Histogram;
+  readonly #stages: Histogram;
   readonly #nodeClaims: Counter;
   readonly #adopted: Counter;
   readonly #released: Counter;
@@ -46,6 +55,13 @@ export class ProvisioningMetrics {
       name: `${PREFIX}claim_batch_window_seconds`,
       help: 'How long each batch window stayed open',
       buckets: [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
+      registers,
+    });
+    this.#stages = new Histogram({
+      name: `${PREFIX}claim_stage_seconds`,
+      help: 'Where claims spend their time on the batch worker, by stage: queue (job queued → started here, per batch), reserve (per batch), node (per node agent claim call), record (per served claim)',
+      labelNames: ['stage'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
     this.#nodeClaims = new Counter({
@@ -100,6 +116,16 @@ export class ProvisioningMetrics {
     this.#batchWindow.observe(windowMs / 1000);
   }
 
+  /** `startedMs`: performance.now() when the stage began. */
+  stage(stage: ClaimStage, startedMs: number): void {
+    this.#stages.observe({ stage }, (performance.now() - startedMs) / 1000);
+  }
+
+  /** `queuedAt`: epoch ms (with a fraction) when the batch job was queued, from the replica that queued it. */
+  queued(queuedAt: number): void {
+    this.#stages.observe({ stage: 'queue' }, Math.max(0, epochNowMs() - queuedAt) / 1000);
+  }
+
   nodeClaim(outcome: NodeClaimOutcome): void {
     this.#nodeClaims.inc({ outcome });
   }
@@ -115,4 +141,9 @@ export class ProvisioningMetrics {
   releasedUnanswered(): void {
     this.#released.inc();
   }
+}
+
+/** Epoch milliseconds with a sub-millisecond fraction (the batch job's `queuedAt`). */
+export function epochNowMs(): number {
+  return performance.timeOrigin + performance.now();
 }

@@ -7,7 +7,7 @@
 import { claimNameOf, parseNodeClaimRef, type TolerantSandboxRow, type TriedNode } from '@warmpool/api';
 import { sleep } from '@warmpool/kube';
 import { fail, grantOf, scopedRefOf, type Work } from './batch-work.js';
-import { scopeOfNodeClaim } from './claim-index.js';
+import { scopeOfNodeClaim } from './claim-index-values.js';
 import { SETTLE_MARGIN_MS, type BatchJobHandle, type ClaimerSettings, type Emit } from './claimer-settings.js';
 import type { GrantRecorder } from './grant-recorder.js';
 

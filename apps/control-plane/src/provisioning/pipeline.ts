@@ -26,7 +26,8 @@ import type { TokenSource } from '../agents/token.js';
 import { batchWorker } from './batch-workers.js';
 import { answerUntilGivenUp } from './caller-signal.js';
 import { ClaimDirectory } from './claim-directory.js';
-import { ClaimIndex, scopeOf } from './claim-index.js';
+import { ClaimIndex } from './claim-index.js';
+import { scopeOf } from './claim-index-values.js';
 import {
   ClaimFailure,
   type ClaimCallOptions,

@@ -62,6 +62,12 @@ describe('ClaimIndex (real Redis)', () => {
     return { index: new ClaimIndex(connection, { prefix: 'test:' }), connection };
   }
 
+  /** Scripts Redis has run so far (EVALSHA and EVAL). */
+  async function scriptCalls(): Promise<number> {
+    const stats = await redis.info('commandstats');
+    return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  }
+
   beforeAll(async () => {
     server = await startRedis();
     redis = new Redis(server.url);
@@ -151,6 +157,21 @@ describe('ClaimIndex (real Redis)', () => {
     } finally {
       await queue.close();
     }
+  });
+
+  it('writes the records of one turn in one script, and answers each on its own', async () => {
+    await index.reserve(at(HTTP, 'a', 'b'), 'job-1', 60_000);
+    await index.reserve(at(HTTP, 'c'), 'job-2', 60_000);
+    const scriptsBefore = await scriptCalls();
+    const results = await Promise.all([
+      index.record(record('a', 'sb_a'), 'job-1'),
+      index.record(record('b', 'sb_b'), 'job-1'),
+      index.record(record('c', 'sb_c'), 'job-1'),
+    ]);
+    expect(await scriptCalls()).toBe(scriptsBefore + 1);
+    expect(results).toEqual([{ ok: true }, { ok: true }, { ok: false, holder: { job: 'job-2', tried: [] } }]);
+    expect(await index.lookup(HTTP, 'sb_b')).toMatchObject({ claimRef: 'b' });
+    expect(await index.peek(HTTP, 'c')).toEqual({ job: 'job-2', tried: [] });
   });
 
   it('answers a served claim to a later reservation, and finds it by id and by claimRef', async () => {

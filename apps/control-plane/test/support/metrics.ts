@@ -1,5 +1,6 @@
 // What a control plane says about itself over HTTP and on /metrics, for specs
 // that observe it there rather than reaching into it.
+import { eventually } from '@warmpool/harness';
 import type { ControlPlane } from '../../src/options.js';
 
 export interface Sample {
@@ -35,4 +36,19 @@ export async function claimsReady(cp: ControlPlane): Promise<boolean> {
   const res = await fetch(`${cp.url}/readyz/claims`);
   await res.body?.cancel();
   return res.status === 200;
+}
+
+const JANITOR_SWEEPS = 'warmpool_controlplane_claim_janitor_sweeps_total';
+
+/** Waits for `sweeps` whole janitor sweeps of the control plane from now; fails on a partial one meanwhile. */
+export async function janitorSweeps(cp: ControlPlane, sweeps: number, timeoutMs = 20_000): Promise<void> {
+  const ok = { outcome: 'ok' };
+  const before = await metricSum(cp, JANITOR_SWEEPS, ok);
+  const partialBefore = await metricSum(cp, JANITOR_SWEEPS, { outcome: 'partial' });
+  await eventually(async () => (await metricSum(cp, JANITOR_SWEEPS, ok)) >= before + sweeps, {
+    what: `${sweeps} whole janitor sweeps (${JANITOR_SWEEPS})`,
+    timeoutMs,
+  });
+  const partial = (await metricSum(cp, JANITOR_SWEEPS, { outcome: 'partial' })) - partialBefore;
+  if (partial > 0) throw new Error(`${partial} janitor sweeps were partial`);
 }

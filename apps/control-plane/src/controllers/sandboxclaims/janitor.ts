@@ -23,7 +23,8 @@ import {
 } from '@warmpool/api';
 import type { Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
-import { scopeOfNodeClaim, type ClaimIndex } from '../../provisioning/claim-index.js';
+import type { ClaimIndex } from '../../provisioning/claim-index.js';
+import { scopeOfNodeClaim } from '../../provisioning/claim-index-values.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import type { AgentClient } from '../../agents/client.js';
 import type { AgentAddress } from '../../nodes/addresses.js';

@@ -29,7 +29,7 @@ import { callClaims, serviceAccountToken } from '../../support/claims.js';
 import type { Fleet, FleetNode } from '../../support/fleet.js';
 import { apply, kubectl, patch } from '../../support/objects.js';
 import { testWorld, type TestWorld } from '../../support/world.js';
-import { claimsReady } from '../../support/metrics.js';
+import { claimsReady, janitorSweeps } from '../../support/metrics.js';
 
 const TOKEN = 'fleet-token-for-sandboxclaim-tests';
 const WARMPOOL_CLAIM = { 'warmpool.dev/driver': 'sandboxd' };
@@ -70,18 +70,6 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
       what: 'the control plane to lead, ready to claim',
     });
     return started;
-  }
-
-  /** Waits for `sweeps` whole janitor sweeps of the control plane from now, none of them partial. */
-  async function janitorSweeps(sweeps: number): Promise<void> {
-    const ok = 'warmpool_controlplane_claim_janitor_sweeps_total{outcome="ok"}';
-    const name = 'warmpool_controlplane_claim_janitor_sweeps_total';
-    const before = await metric(name, '{outcome="ok"}');
-    await eventually(async () => (await metric(name, '{outcome="ok"}')) >= before + sweeps, {
-      what: `${sweeps} janitor sweeps (${ok})`,
-      timeoutMs: 20_000,
-    });
-    expect(await metric(name, '{outcome="partial"}')).toBe(0);
   }
 
   const getClaim = (ns: string, name: string): Promise<SandboxClaim | undefined> =>
@@ -513,8 +501,7 @@ describe('SandboxClaims (real apiserver, real agents, fake-sandboxd)', () => {
 
     // A janitor that sweeps every second from now on.
     await controlPlane?.close();
-    await start({}, 1_000);
-    await janitorSweeps(2);
+    await janitorSweeps(await start({}, 1_000), 2);
     expect(await metric('warmpool_controlplane_claim_janitor_releases_total')).toBe(2);
     expect(await heldAnywhere(`${ns}/ghost`)).toEqual([]);
     expect(await heldAnywhere(`${ns}/indexed-ghost`)).toEqual([]);
