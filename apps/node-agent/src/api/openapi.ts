@@ -4,6 +4,8 @@
 // what the agent accepts and answers; only the route table below is written here.
 import {
   agentErrorBodySchema,
+  agentBatchClaimRequestSchema,
+  agentBatchClaimResponseSchema,
   agentClaimRequestSchema,
   agentRenewRequestSchema,
   agentSetPoolsStrictSchema,
@@ -32,9 +34,11 @@ const staleGenerationSchema = z.object({
 const COMPONENTS = {
   SetPoolsRequest: { schema: agentSetPoolsStrictSchema, io: 'input' },
   ClaimRequest: { schema: agentClaimRequestSchema, io: 'input' },
+  BatchClaimRequest: { schema: agentBatchClaimRequestSchema, io: 'input' },
   RenewRequest: { schema: agentRenewRequestSchema, io: 'input' },
   NodeInfo: { schema: nodeInfoSchema, io: 'output' },
   ClaimResponse: { schema: claimResponseSchema, io: 'output' },
+  BatchClaimResponse: { schema: agentBatchClaimResponseSchema, io: 'output' },
   RenewResponse: { schema: renewResponseSchema, io: 'output' },
   SandboxRow: { schema: sandboxRowSchema, io: 'output' },
   SandboxList: { schema: sandboxListSchema, io: 'output' },
@@ -105,6 +109,21 @@ const PATHS: Json = {
         ...COMMON_ERRORS,
       },
       { security: ROOT, requestBody: body('ClaimRequest') },
+    ),
+  },
+  '/v1/claims': {
+    post: op(
+      'claimBatch',
+      'Claim several sandboxes in one request: each item is run as POST /v1/claim runs it, all at once',
+      {
+        '200': json(
+          'BatchClaimResponse',
+          'one result per item, in item order: the status and JSON body POST /v1/claim would have answered',
+        ),
+        '400': json('Error', 'invalid envelope (not an object, no claims, too many, unknown field): nothing claimed'),
+        ...COMMON_ERRORS,
+      },
+      { security: ROOT, requestBody: body('BatchClaimRequest') },
     ),
   },
   '/v1/sandboxes': {
