@@ -1,10 +1,16 @@
 // POST /v1/claims over real HTTP, in front of a real fake-sandboxd: each item
-// answered as POST /v1/claim would answer it, in item order; a malformed
-// envelope, or a caller without the fleet token, claims nothing.
-import { MAX_BATCH_CLAIMS, type AgentBatchClaimResponse, type ClaimResponse } from '@warmpool/api';
+// answered as POST /v1/claim would answer it, streamed back as soon as it is
+// answered; a malformed envelope, or a caller without the fleet token, claims
+// nothing.
+import {
+  agentBatchClaimResultSchema,
+  BATCH_CLAIM_RESULTS_MEDIA_TYPE,
+  MAX_BATCH_CLAIMS,
+  type ClaimResponse,
+} from '@warmpool/api';
 import { eventually } from '@warmpool/harness';
 import { afterEach, describe, expect, it } from 'vitest';
-import { call, startNode, type Node } from './helpers.js';
+import { call, FLEET_TOKEN, startNode, type Node } from './helpers.js';
 
 /** The spec's node, closed after each test. */
 let started: Node | undefined;
@@ -25,22 +31,60 @@ async function withWarmPool(n: Node, warm: number): Promise<void> {
 
 const claimed = (n: Node): number => n.sandboxd.core.info().claimed;
 
+interface Result {
+  status: number;
+  body: unknown;
+}
+
+/**
+ * POST /v1/claims with the fleet token; its result lines as they came, and the results in item order. `onLine` sees
+ * each line as it arrives.
+ */
+async function claimBatch(
+  n: Node,
+  body: unknown,
+  onLine: (index: number) => void = () => {},
+): Promise<{ status: number; results: Result[]; order: number[] }> {
+  const res = await fetch(`${n.url}/v1/claims`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe(BATCH_CLAIM_RESULTS_MEDIA_TYPE);
+  const results: Result[] = [];
+  const order: number[] = [];
+  const decoder = new TextDecoder();
+  let rest = '';
+  for await (const chunk of res.body ?? []) {
+    const lines = (rest + decoder.decode(chunk as Uint8Array, { stream: true })).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines.filter(Boolean)) {
+      const { index, status, body: resultBody } = agentBatchClaimResultSchema.parse(JSON.parse(line));
+      expect(results[index], `one line for item ${index}`).toBeUndefined();
+      results[index] = { status, body: resultBody };
+      order.push(index);
+      onLine(index);
+    }
+  }
+  expect(rest).toBe('');
+  return { status: res.status, results, order };
+}
+
 describe('POST /v1/claims', () => {
   it('answers every item as POST /v1/claim would, in item order; a bad item gets its own 400', async () => {
     const n = await node();
     await withWarmPool(n, 3);
-    const answer = await call<AgentBatchClaimResponse>(n.url, 'POST', '/v1/claims', {
-      body: {
-        claims: [
-          { template: 'img', ttl_seconds: 60, claim_ref: 'ns/a' },
-          { template: 'img', volumes: [] },
-          { template: 'img', claim_ref: 'ns/b', no_redirect: true },
-          { template: '' },
-        ],
-      },
+    const answer = await claimBatch(n, {
+      claims: [
+        { template: 'img', ttl_seconds: 60, claim_ref: 'ns/a' },
+        { template: 'img', volumes: [] },
+        { template: 'img', claim_ref: 'ns/b', no_redirect: true },
+        { template: '' },
+      ],
     });
     expect(answer.status).toBe(200);
-    const [a, unsupported, b, invalid] = answer.body.results;
+    const [a, unsupported, b, invalid] = answer.results;
     expect(a?.status).toBe(200);
     expect(b?.status).toBe(200);
     expect(unsupported).toEqual({
@@ -68,22 +112,41 @@ describe('POST /v1/claims', () => {
     expect(claimed(n)).toBe(2);
   });
 
+  it('streams each result as soon as its item is answered: a claim that boots cold holds back no warm one', async () => {
+    const n = await node({}, { coldBootMs: 1_500 });
+    await withWarmPool(n, 1);
+    const claimedAtFirstLine: number[] = [];
+    const answer = await claimBatch(
+      n,
+      {
+        claims: [
+          { template: 'cold-img', claim_ref: 'ns/cold' },
+          { template: 'img', claim_ref: 'ns/warm' },
+        ],
+      },
+      () => claimedAtFirstLine.push(claimed(n)),
+    );
+    // The warm claim's line came while the cold one was still booting (only one sandbox claimed then).
+    expect(answer.order).toEqual([1, 0]);
+    expect(claimedAtFirstLine[0]).toBe(1);
+    expect(answer.results.map((r) => r.status)).toEqual([200, 200]);
+    expect(claimed(n)).toBe(2);
+  });
+
   it("passes sandboxd's refusals on per item with the single verb's status and body", async () => {
     const n = await node();
     await withWarmPool(n, 1);
     expect((await call(n.url, 'POST', '/v1/drain')).status).toBe(200);
     const single = await call(n.url, 'POST', '/v1/claim', { body: { template: 'img', claim_ref: 'ns/x' } });
-    const answer = await call<AgentBatchClaimResponse>(n.url, 'POST', '/v1/claims', {
-      body: {
-        claims: [
-          { template: 'img', claim_ref: 'ns/y' },
-          { template: 'img', claim_ref: 'ns/z' },
-        ],
-      },
+    const answer = await claimBatch(n, {
+      claims: [
+        { template: 'img', claim_ref: 'ns/y' },
+        { template: 'img', claim_ref: 'ns/z' },
+      ],
     });
     expect(single.status).toBe(429);
     expect(answer.status).toBe(200);
-    expect(answer.body.results).toEqual([
+    expect(answer.results).toEqual([
       { status: 429, body: single.json },
       { status: 429, body: single.json },
     ]);
@@ -131,30 +194,26 @@ describe('POST /v1/claims', () => {
   it('counts every item against the bound on claims in flight: past it, items are refused at once with 429', async () => {
     const n = await node({ maxClaimsInFlight: 2 }, { warmClaimLatencyMs: 300 });
     await withWarmPool(n, 5);
-    const answer = await call<AgentBatchClaimResponse>(n.url, 'POST', '/v1/claims', {
-      body: { claims: Array.from({ length: 5 }, (_, i) => ({ template: 'img', claim_ref: `ns/bound-${i}` })) },
+    const answer = await claimBatch(n, {
+      claims: Array.from({ length: 5 }, (_, i) => ({ template: 'img', claim_ref: `ns/bound-${i}` })),
     });
     expect(answer.status).toBe(200);
-    expect(answer.body.results.map((r) => r.status)).toEqual([200, 200, 429, 429, 429]);
-    for (const refused of answer.body.results.slice(2))
+    expect(answer.results.map((r) => r.status)).toEqual([200, 200, 429, 429, 429]);
+    for (const refused of answer.results.slice(2))
       expect(refused.body).toMatchObject({ reason: 'TooManyClaimsInFlight', limit: 2 });
     expect(claimed(n)).toBe(2);
     // The slots were given back: the next batch is served.
-    const next = await call<AgentBatchClaimResponse>(n.url, 'POST', '/v1/claims', {
-      body: { claims: [{ template: 'img', claim_ref: 'ns/bound-next' }] },
-    });
-    expect(next.body.results.map((r) => r.status)).toEqual([200]);
+    const next = await claimBatch(n, { claims: [{ template: 'img', claim_ref: 'ns/bound-next' }] });
+    expect(next.results.map((r) => r.status)).toEqual([200]);
   });
 
   it("answers an item sandboxd could not be reached for with the single verb's 503", async () => {
     const n = await node({ sandboxdTimeoutMs: 2_000 });
     await withWarmPool(n, 1);
     await n.sandboxd.close();
-    const answer = await call<AgentBatchClaimResponse>(n.url, 'POST', '/v1/claims', {
-      body: { claims: [{ template: 'img', claim_ref: 'ns/gone' }] },
-    });
+    const answer = await claimBatch(n, { claims: [{ template: 'img', claim_ref: 'ns/gone' }] });
     expect(answer.status).toBe(200);
-    expect(answer.body.results).toEqual([
+    expect(answer.results).toEqual([
       { status: 503, body: expect.objectContaining({ reason: 'SandboxdUnreachable' }) as unknown },
     ]);
   });

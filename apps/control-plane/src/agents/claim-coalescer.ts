@@ -1,7 +1,8 @@
 // Claims to one agent made in the same event-loop turn (a batch places many
-// claims on each of a few nodes at once) travel as one POST /v1/claims and
-// one answer instead of one request each; every caller still gets its own
-// ClaimAnswer, read as its own POST /v1/claim answer would have been.
+// claims on each of a few nodes at once) travel as one POST /v1/claims
+// instead of one request each; the agent streams each claim's result back as
+// soon as it is answered, and each caller gets its own ClaimAnswer then, read
+// as its own POST /v1/claim answer would have been.
 //
 // - A claim alone in its turn for its agent goes as POST /v1/claim (the
 //   cheaper answer to read).
@@ -12,23 +13,26 @@
 //   verb (an older agent during a rolling upgrade): nothing was claimed, so
 //   the claims go one by one, and so does every claim to that address for a
 //   while (`singleForMs`) before the verb is tried again.
-// - A batch that gets no answer leaves every claim in it `unreachable`: the
-//   caller asks the node by claim_ref, as after a single claim's timeout.
-//   The agent answers a batch once its slowest claim is answered, so a claim
-//   that turns cold on the node holds the others' answers back, past the
-//   call's timeout on a warm placement: all of them are then looked up.
+// - A claim whose result has not come when the call ends (no answer within
+//   the timeout, a connection lost, an answer that ended without it) is
+//   `unreachable`: the caller asks the node by claim_ref, as after a single
+//   claim's timeout. The others keep the results they already got.
 import { MAX_BATCH_CLAIMS } from '@warmpool/api';
 import { SameTurn } from '@warmpool/batcher';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import { claimAnswerOf, type Answer, type ClaimAnswer } from './answers.js';
-import { batchClaimAnswers, claimsEnvelope, unreachable } from './batch-answers.js';
+import { BatchResults, batchRefusal, claimsEnvelope, unreachable } from './batch-answers.js';
 
-/** One POST to an agent's claim verbs; a call that gets no answer throws. */
+/**
+ * One POST to an agent's claim verbs; a call that gets no answer throws. With `onLine`, a 200 answer's body comes
+ * line by line as it arrives (its `text` is then '').
+ */
 export type SendClaims = (
   address: string,
   path: '/v1/claim' | '/v1/claims',
   body: string,
   timeoutMs: number,
+  onLine?: (line: string) => void,
 ) => Promise<Answer>;
 
 export interface ClaimCoalescerOptions {
@@ -46,8 +50,8 @@ export class ClaimCoalescer {
   readonly #singleForMs: number;
   readonly #now: () => number;
   readonly #logger: Logger | undefined;
-  /** Each agent address's (and timeout's) claims of the turn, carried together. */
-  readonly #turns = new Map<string, SameTurn<string, ClaimAnswer>>();
+  /** Each agent address's (and timeout's) claims of the turn, carried together; each answered when its result comes. */
+  readonly #turns = new Map<string, SameTurn<string, Promise<ClaimAnswer>>>();
   /** Agents answered 404/405 to POST /v1/claims, until when they are sent single claims. */
   readonly #singleUntil = new Map<string, number>();
 
@@ -63,11 +67,16 @@ export class ClaimCoalescer {
     const key = `${timeoutMs} ${address}`;
     let turn = this.#turns.get(key);
     if (turn === undefined) {
-      turn = new SameTurn((bodies) => this.#sendTurn(address, bodies, timeoutMs), { maxItems: MAX_BATCH_CLAIMS });
+      turn = new SameTurn((bodies) => Promise.resolve(this.#sendTurn(address, bodies, timeoutMs)), {
+        maxItems: MAX_BATCH_CLAIMS,
+      });
       this.#turns.set(key, turn);
     }
     // Never rejects: a failure of the turn's call is an unknown outcome for each of its claims.
-    return turn.add(body).catch((err: unknown) => unreachable(messageOf(err)));
+    return turn.add(body).then(
+      (answer) => answer,
+      (err: unknown) => unreachable(messageOf(err)),
+    );
   }
 
   /** Forgets an address: what it taught (it may be another agent next time), and its queues. */
@@ -77,10 +86,12 @@ export class ClaimCoalescer {
   }
 
   /** One turn's claims to `address`: one request, or one each for a claim alone or an agent without the verb. */
-  #sendTurn(address: string, bodies: readonly string[], timeoutMs: number): Promise<ClaimAnswer[]> {
+  #sendTurn(address: string, bodies: readonly string[], timeoutMs: number): Array<Promise<ClaimAnswer>> {
     if (bodies.length === 1 || this.#singleOnly(address))
-      return Promise.all(bodies.map((body) => this.#single(address, body, timeoutMs)));
-    return this.#batch(address, bodies, timeoutMs);
+      return bodies.map((body) => this.#single(address, body, timeoutMs));
+    const results = new BatchResults(bodies.length);
+    void this.#batch(address, bodies, timeoutMs, results);
+    return results.answers;
   }
 
   #singleOnly(address: string): boolean {
@@ -97,15 +108,19 @@ export class ClaimCoalescer {
     );
   }
 
-  async #batch(address: string, bodies: readonly string[], timeoutMs: number): Promise<ClaimAnswer[]> {
+  /** Sends the batch and settles every one of `results`; never rejects. */
+  async #batch(address: string, bodies: readonly string[], timeoutMs: number, results: BatchResults): Promise<void> {
     let answer: Answer;
     try {
-      answer = await this.#send(address, '/v1/claims', claimsEnvelope(bodies), timeoutMs);
+      answer = await this.#send(address, '/v1/claims', claimsEnvelope(bodies), timeoutMs, (line) => results.line(line));
     } catch (err) {
-      const message = messageOf(err);
-      return bodies.map(() => unreachable(message));
+      results.settleRest(() => unreachable(messageOf(err)));
+      return;
     }
-    if (answer.status !== 404 && answer.status !== 405) return batchClaimAnswers(answer, bodies.length);
+    if (answer.status !== 404 && answer.status !== 405) {
+      results.settleRest(() => batchRefusal(answer));
+      return;
+    }
     if (!this.#singleUntil.has(address))
       this.#logger?.info('node agent does not serve POST /v1/claims: sending it single claims for a while', {
         address,
@@ -113,6 +128,6 @@ export class ClaimCoalescer {
         forMs: this.#singleForMs,
       });
     this.#singleUntil.set(address, this.#now() + this.#singleForMs);
-    return Promise.all(bodies.map((body) => this.#single(address, body, timeoutMs)));
+    bodies.forEach((body, index) => results.settle(index, this.#single(address, body, timeoutMs)));
   }
 }

@@ -34,7 +34,7 @@ import type { TokenSource } from './token.js';
 import { appliedGenerationIn, claimBody, errorText, jsonOf, reasonText, type Answer } from './answers.js';
 import type { ClaimAnswer } from './answers.js';
 import { ClaimCoalescer } from './claim-coalescer.js';
-import { AgentConnections, type Purpose } from './connections.js';
+import { AgentConnections, type Exchange, type Purpose } from './connections.js';
 import { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError } from './errors.js';
 import type { AgentNode, CallOptions, PoolSetter } from './pool-setter.js';
 
@@ -93,7 +93,8 @@ export class AgentClient implements PoolSetter {
       claimConnections: options.connections ?? 8,
     });
     this.#claims = new ClaimCoalescer({
-      send: (address, path, body, timeoutMs) => this.#claimCall(address, 'POST', path, body, { timeoutMs }),
+      send: (address, path, body, timeoutMs, onLine) =>
+        this.#claimCall(address, 'POST', path, body, { timeoutMs, onLine }),
       singleForMs: options.singleClaimsForMs,
       logger: options.logger,
     });
@@ -252,12 +253,13 @@ export class AgentClient implements PoolSetter {
     method: 'GET' | 'POST',
     path: string,
     body?: string,
-    options: ClaimCallOptions = {},
+    options: ClaimCallOptions & Pick<Exchange, 'onLine'> = {},
   ): Promise<Answer> {
     const token = this.#token();
     if (token === undefined) throw new NoTokenError(address);
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-    return this.#connections.sendClaim(address, { method, path, body, token, timeoutMs, signal: options.signal });
+    const { signal, onLine } = options;
+    return this.#connections.sendClaim(address, { method, path, body, token, timeoutMs, signal, onLine });
   }
 
   #failed(address: string, what: string, answer: Answer): AgentCallError {

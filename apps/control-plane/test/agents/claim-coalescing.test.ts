@@ -1,6 +1,6 @@
 // AgentClient.claim coalesces: the claims made to one agent in one event-loop
 // turn go as one POST /v1/claims, and each caller gets the answer its own
-// POST /v1/claim would have got. Against a real node agent (processes) for
+// POST /v1/claim would have got, as soon as its result line comes. Against a real node agent (processes) for
 // what is served, and a scripted agent on loopback for what an agent may do
 // wrong: not know the verb (an older agent), not answer, answer nonsense.
 import { serveApp, silentLogger, type HttpServer } from '@warmpool/runtime';
@@ -14,6 +14,12 @@ const TOKEN = 'coalescing-fleet-token';
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const GRANT = { id: 'sb_1', token: 'tok', deadline: '2030-01-01T00:00:00Z', owner_addr: '127.0.0.1:9000' };
 
+/** A POST /v1/claims answer: one NDJSON line per result, as given (any order; nonsense too). */
+function lines(results: readonly unknown[]): Response {
+  const text = results.map((r) => `${typeof r === 'string' ? r : JSON.stringify(r)}\n`).join('');
+  return new Response(text, { status: 200, headers: { 'content-type': 'application/x-ndjson' } });
+}
+
 const clients: AgentClient[] = [];
 function client(options: Partial<ConstructorParameters<typeof AgentClient>[0]> = {}): AgentClient {
   const made = new AgentClient({ token: () => TOKEN, timeoutMs: 5_000, logger: silentLogger, ...options });
@@ -24,7 +30,10 @@ afterEach(async () => {
   for (const c of clients.splice(0)) await c.close();
 });
 
-/** How many requests the agent answered on `route` (its request-duration histogram's counts). */
+/**
+ * How many requests the agent answered on `route` (its request-duration histogram's counts; route "claim" counts every
+ * claim answered, each item of a POST /v1/claims included).
+ */
 function requests(metrics: string, route: 'claim' | 'claims'): number {
   const counts = metrics.matchAll(/^warmpool_agent_http_request_duration_seconds_count\{([^}]*)\} (\d+)$/gm);
   let total = 0;
@@ -59,8 +68,9 @@ describe('claims coalesced to a real node agent', () => {
       agents.claim(agent.address, { ...KEY, template: 'bad\u0000' }, 60, 'ns/d'),
     ]);
     const after = await agent.metrics();
+    // One request; every item still counted as a claim answered (route "claim"), by its own status.
     expect(requests(after, 'claims') - requests(before, 'claims')).toBe(1);
-    expect(requests(after, 'claim') - requests(before, 'claim')).toBe(0);
+    expect(requests(after, 'claim') - requests(before, 'claim')).toBe(4);
     const served = answers.slice(0, 3).map((a) => (a.ok ? a.claim.id : a.refusal.kind));
     expect(new Set(served).size).toBe(3);
     for (const [i, ref] of refs.entries()) {
@@ -152,24 +162,63 @@ describe('claims coalesced to a scripted agent', () => {
   );
 
   it('answers every claim of a batch that gets no answer unreachable (the node may have served them)', async () => {
-    batch = () => new Promise<Response>((resolve) => setTimeout(() => resolve(Response.json({ results: [] })), 1_000));
+    batch = () => new Promise<Response>((resolve) => setTimeout(() => resolve(lines([])), 1_000));
     const agents = client({ timeoutMs: 100 });
     const answers = await three(agents);
     for (const answer of answers) expect(answer).toMatchObject({ ok: false, refusal: { kind: 'unreachable' } });
     expect(seen).toEqual(['POST /v1/claims']);
   });
 
-  it('answers every claim unreachable when the batch answer is not one readable result per claim, or a 500', async () => {
+  it('answers unreachable each claim whose result never came or was unreadable, or whose batch answered 500; the others keep theirs', async () => {
     const agents = client();
-    for (const answer of [
-      () => Response.json({ results: [{ status: 200, body: grant(1) }] }),
-      () => Response.json({ results: 'no' }),
-      () => Response.json({ results: [1, 2, 3].map(() => ({ status: '200', body: grant(1) })) }),
-      () => Response.json({ error: 'boom', reason: 'Internal' }, { status: 500 }),
-    ]) {
+    const cases: Array<[() => Response, boolean[]]> = [
+      [() => lines([{ index: 0, status: 200, body: grant(1) }]), [true, false, false]],
+      [() => lines(['no', '{"index": 2']), [false, false, false]],
+      [() => lines([0, 1, 2].map((index) => ({ index, status: '200', body: grant(1) }))), [false, false, false]],
+      [() => lines([{ index: 7, status: 200, body: grant(1) }]), [false, false, false]],
+      [
+        () =>
+          lines([
+            { index: 1, status: 200, body: grant(2) },
+            { index: 1, status: 429, body: { error: 'node full' } },
+          ]),
+        [false, true, false],
+      ],
+      [() => Response.json({ error: 'boom', reason: 'Internal' }, { status: 500 }), [false, false, false]],
+    ];
+    for (const [answer, served] of cases) {
       batch = answer;
-      for (const a of await three(agents)) expect(a).toMatchObject({ ok: false, refusal: { kind: 'unreachable' } });
+      const answers = await three(agents);
+      expect(answers.map((a) => a.ok)).toEqual(served);
+      for (const a of answers.filter((x) => !x.ok)) expect(a).toMatchObject({ refusal: { kind: 'unreachable' } });
     }
+  });
+
+  it('answers each claim as its line comes: one answered at once is not held back by another that never comes', async () => {
+    batch = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(
+              new TextEncoder().encode(`${JSON.stringify({ index: 1, status: 200, body: grant(9) })}\n`),
+            );
+          },
+        }),
+        { status: 200, headers: { 'content-type': 'application/x-ndjson' } },
+      );
+    const agents = client({ timeoutMs: 500 });
+    const settled: string[] = [];
+    const answers = await Promise.all(
+      ['ns/1', 'ns/2', 'ns/3'].map((ref) =>
+        agents.claim(address, KEY, 60, ref).then((answer) => {
+          settled.push(ref);
+          return answer;
+        }),
+      ),
+    );
+    expect(settled[0]).toBe('ns/2');
+    expect(answers[1]).toMatchObject({ ok: true, claim: { id: 'sb_9' } });
+    for (const i of [0, 2]) expect(answers[i]).toMatchObject({ ok: false, refusal: { kind: 'unreachable' } });
   });
 
   it('refuses every claim as the single verb would when the agent refuses the batch itself (401)', async () => {
@@ -183,14 +232,12 @@ describe('claims coalesced to a scripted agent', () => {
   it("reads each result as the single verb's answer: a grant, a refusal, an unknown outcome, a redirect", async () => {
     batch = (claims) => {
       expect(claims).toHaveLength(4);
-      return Response.json({
-        results: [
-          { status: 200, body: grant(7) },
-          { status: 429, body: { error: 'node full' } },
-          { status: 504, body: { error: 'no answer', reason: 'OutcomeUnknown' } },
-          { status: 200, body: { redirect: ['10.0.0.6:7777'] } },
-        ],
-      });
+      return lines([
+        { index: 3, status: 200, body: { redirect: ['10.0.0.6:7777'] } },
+        { index: 0, status: 200, body: grant(7) },
+        { index: 2, status: 504, body: { error: 'no answer', reason: 'OutcomeUnknown' } },
+        { index: 1, status: 429, body: { error: 'node full' } },
+      ]);
     };
     const agents = client();
     const answers = await Promise.all(['ns/g', 'ns/f', 'ns/u', 'ns/r'].map((r) => agents.claim(address, KEY, 60, r)));

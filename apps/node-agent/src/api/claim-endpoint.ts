@@ -57,6 +57,7 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
       throw new Error(`POST ${path} must be declared root or open: it calls sandboxd as root`);
   const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
   metrics.readClaimsInFlight(() => inFlight.count);
+  const observeClaim = (status: number, started: number): void => recordClaim('POST', status, started);
   const direct = directClaim({
     admit: (authorization) => {
       const caller = gatekeeper.admit(claimAccess, authorization);
@@ -66,7 +67,7 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
     inFlight,
     refusedAtLimit,
     answered: answeredClaim,
-    observe: (status, started) => recordClaim('POST', status, started),
+    observe: observeClaim,
     failure: (err) => failure(err, 'POST', '/v1/claim'),
   });
   const one = (path: string): ClaimOneDependencies => ({
@@ -82,5 +83,9 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
     if (!json.ok) return bodyRefused(json);
     return toResponse(await claimOne(single, json.value));
   });
-  return { direct, route: claimRoute(direct, onHono), batch: claimsBatchRoute(routes, one('/v1/claims')) };
+  return {
+    direct,
+    route: claimRoute(direct, onHono),
+    batch: claimsBatchRoute(routes, one('/v1/claims'), observeClaim),
+  };
 }
