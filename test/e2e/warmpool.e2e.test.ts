@@ -158,7 +158,11 @@ describe(`warmpool end to end (${process.env['WARMPOOL_E2E_KUBECONFIG'] ? 'WARMP
         target.namespace,
         `--timeout=${CONVERGE_MS / 1000}s`,
       ]);
-      expect((await getSandbox(address, target.token, id ?? '')).status).toBe(404);
+      // No finalizer holds the delete: the controller releases the sandbox once it sees the claim gone.
+      await eventually(async () => (await getSandbox(address, target.token, id ?? '')).status === 404, {
+        what: "the deleted claim's sandbox released on its node",
+        timeoutMs: CONVERGE_MS,
+      });
     },
   );
 

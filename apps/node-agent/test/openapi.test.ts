@@ -52,6 +52,7 @@ describe("the agent's OpenAPI document", () => {
       'GET /v1/sandboxes',
       'GET /v1/sandboxes/{id}',
       'POST /v1/claim',
+      'POST /v1/claims',
       'POST /v1/drain',
       'POST /v1/sandboxes/{id}/release',
       'POST /v1/sandboxes/{id}/renew',

@@ -16,3 +16,4 @@ export * from './pool-options.js';
 export * from './agent-strict.js';
 export * from './pool-autoscaler.js';
 export * from './sandbox-runtime.js';
+export * from './agent-batch.js';

@@ -46,8 +46,12 @@ export function claimBody(key: PoolKey, ttlSeconds: number, claimRef: string): s
 }
 
 export function claimAnswerOf(answer: Answer): ClaimAnswer {
-  if (answer.status === 200) {
-    const json = jsonOf(answer.text);
+  return claimAnswerOfJson(answer.status, jsonOf(answer.text), answer.text);
+}
+
+/** A claim's answer from its status and parsed body (`text`, when there is one, only words an unreadable grant). */
+export function claimAnswerOfJson(status: number, json: unknown, text?: string): ClaimAnswer {
+  if (status === 200) {
     const redirect = redirectAnswerSchema.safeParse(json);
     if (redirect.success) {
       const candidates = redirect.data.redirect;
@@ -67,16 +71,14 @@ export function claimAnswerOf(answer: Answer): ClaimAnswer {
       return { ok: true, claim: { id, token, deadline, ownerAddr: normalizeOwnerAddr(ownerAddr) } };
     }
     // Served, but we cannot read what: ask the node by claim_ref, as after a timeout.
-    return {
-      ok: false,
-      refusal: { kind: 'unreachable', message: `unreadable claim answer: ${answer.text.slice(0, 200)}` },
-    };
+    const shown = text ?? JSON.stringify(json) ?? '';
+    return { ok: false, refusal: { kind: 'unreachable', message: `unreadable claim answer: ${shown.slice(0, 200)}` } };
   }
-  const message = errorText(answer.text) ?? `HTTP ${answer.status}`;
+  const message = stringField(json, 'error') ?? `HTTP ${status}`;
   // The agent sent it to sandboxd and got no answer (502/504 OutcomeUnknown): the node may have served it.
-  if (reasonText(answer.text) === 'OutcomeUnknown')
-    return { ok: false, refusal: { kind: 'unreachable', message: `HTTP ${answer.status}: ${message}` } };
-  return { ok: false, refusal: { kind: answer.status === 429 ? 'full' : 'refused', status: answer.status, message } };
+  if (stringField(json, 'reason') === 'OutcomeUnknown')
+    return { ok: false, refusal: { kind: 'unreachable', message: `HTTP ${status}: ${message}` } };
+  return { ok: false, refusal: { kind: status === 429 ? 'full' : 'refused', status, message } };
 }
 
 export function jsonOf(text: string): unknown {

@@ -13,6 +13,9 @@
 // OutcomeUnknown): the node is still on it, and the next reconcile pushes
 // again. Claim calls never retry: the batch worker decides what a failure
 // means (another node, or ask the node what happened first).
+//
+// Claims made to one agent in the same event-loop turn go as one
+// POST /v1/claims (claim-coalescer.ts); each caller gets its own answer.
 import {
   nodeInfoSchema,
   parseSandboxRows,
@@ -25,20 +28,13 @@ import {
   type TolerantSandboxRow,
 } from '@warmpool/api';
 import { Backoff, sleep } from '@warmpool/kube';
-import { messageOf, type Logger } from '@warmpool/runtime';
+import type { Logger } from '@warmpool/runtime';
 import type { Dispatcher } from 'undici';
 import type { TokenSource } from './token.js';
-import {
-  appliedGenerationIn,
-  claimAnswerOf,
-  claimBody,
-  errorText,
-  jsonOf,
-  reasonText,
-  type Answer,
-} from './answers.js';
+import { appliedGenerationIn, claimBody, errorText, jsonOf, reasonText, type Answer } from './answers.js';
 import type { ClaimAnswer } from './answers.js';
-import { AgentConnections, type Purpose } from './connections.js';
+import { ClaimCoalescer } from './claim-coalescer.js';
+import { AgentConnections, type Exchange, type Purpose } from './connections.js';
 import { AgentCallError, NoTokenError, NotLeadingError, StaleGenerationError } from './errors.js';
 import type { AgentNode, CallOptions, PoolSetter } from './pool-setter.js';
 
@@ -60,8 +56,10 @@ export interface AgentClientOptions {
   retryMaxMs?: number;
   /** Keep-alive connections per agent for claim calls (default 8). */
   connections?: number;
-  /** Where an unreadable list row is reported (once per node). */
+  /** Where an unreadable list row is reported (once per node), and an agent without POST /v1/claims. */
   logger?: Logger;
+  /** How long an agent that answered POST /v1/claims 404/405 is sent single claims (default 60 s). */
+  singleClaimsForMs?: number;
 }
 
 /** Per call: `signal` aborts it, `timeoutMs` replaces the client's timeout (a cold placement's is longer). */
@@ -80,6 +78,7 @@ export class AgentClient implements PoolSetter {
   readonly #logger: Logger | undefined;
   /** Nodes whose unreadable list rows were logged already: one line per node, not one per list. */
   readonly #skipLogged = new Set<string>();
+  readonly #claims: ClaimCoalescer;
 
   constructor(options: AgentClientOptions) {
     this.#token = options.token;
@@ -92,6 +91,12 @@ export class AgentClient implements PoolSetter {
       connectTimeoutMs: this.#timeoutMs,
       timeoutOf: (purpose) => (purpose === 'push' ? this.#pushTimeoutMs : this.#timeoutMs),
       claimConnections: options.connections ?? 8,
+    });
+    this.#claims = new ClaimCoalescer({
+      send: (address, path, body, timeoutMs, onLine) =>
+        this.#claimCall(address, 'POST', path, body, { timeoutMs, onLine }),
+      singleForMs: options.singleClaimsForMs,
+      logger: options.logger,
     });
   }
 
@@ -126,21 +131,18 @@ export class AgentClient implements PoolSetter {
     return this.#infoFrom(node, await this.#driverCall(node, 'probe', 'GET', '/v1/info', undefined, options.signal));
   }
 
-  /** `POST /v1/claim` under `claimRef`; every outcome is an answer, never a throw. */
-  async claim(
+  /**
+   * A claim under `claimRef`, sent with the others made to `address` in this turn (POST /v1/claims, or POST /v1/claim
+   * alone); every outcome is an answer, never a throw.
+   */
+  claim(
     address: string,
     key: PoolKey,
     ttlSeconds: number,
     claimRef: string,
     timeoutMs = this.#timeoutMs,
   ): Promise<ClaimAnswer> {
-    try {
-      return claimAnswerOf(
-        await this.#claimCall(address, 'POST', '/v1/claim', claimBody(key, ttlSeconds, claimRef), { timeoutMs }),
-      );
-    } catch (err) {
-      return { ok: false, refusal: { kind: 'unreachable', message: messageOf(err) } };
-    }
+    return this.#claims.claim(address, claimBody(key, ttlSeconds, claimRef), timeoutMs);
   }
 
   /**
@@ -190,6 +192,7 @@ export class AgentClient implements PoolSetter {
   /** Drops the connections kept for an address no node uses any more. */
   forget(address: string): void {
     this.#connections.forget(address);
+    this.#claims.forget(address);
   }
 
   async close(): Promise<void> {
@@ -250,12 +253,13 @@ export class AgentClient implements PoolSetter {
     method: 'GET' | 'POST',
     path: string,
     body?: string,
-    options: ClaimCallOptions = {},
+    options: ClaimCallOptions & Pick<Exchange, 'onLine'> = {},
   ): Promise<Answer> {
     const token = this.#token();
     if (token === undefined) throw new NoTokenError(address);
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-    return this.#connections.sendClaim(address, { method, path, body, token, timeoutMs, signal: options.signal });
+    const { signal, onLine } = options;
+    return this.#connections.sendClaim(address, { method, path, body, token, timeoutMs, signal, onLine });
   }
 
   #failed(address: string, what: string, answer: Answer): AgentCallError {

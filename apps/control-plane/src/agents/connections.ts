@@ -30,6 +30,11 @@ export interface Exchange {
   body: string | undefined;
   token: string;
   signal?: AbortSignal | undefined;
+  /**
+   * Takes a 200 answer's body line by line as it arrives (an NDJSON stream), instead of as `text` (then ''); any
+   * other status's body is still `text`.
+   */
+  onLine?: ((line: string) => void) | undefined;
 }
 
 export class AgentConnections {
@@ -135,5 +140,21 @@ async function request(
     signal,
     ...timeouts,
   });
-  return { status: response.statusCode, text: await response.body.text() };
+  if (exchange.onLine === undefined || response.statusCode !== 200)
+    return { status: response.statusCode, text: await response.body.text() };
+  await readLines(response.body, exchange.onLine);
+  return { status: response.statusCode, text: '' };
+}
+
+/** Each non-empty line of `body` as soon as it is whole; a last line without its newline at the end. */
+async function readLines(body: AsyncIterable<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  let rest = '';
+  for await (const chunk of body) {
+    const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) if (line !== '') onLine(line);
+  }
+  rest += decoder.decode();
+  if (rest !== '') onLine(rest);
 }

@@ -47,7 +47,7 @@ export function createApiApp(deps: ApiDependencies): ApiApp {
   const app = new Hono()
     .route('/', probesApp(routes, deps))
     .route('/', nodeApp(routes, deps))
-    .route('/', sandboxesApp(routes, deps, claim.route));
+    .route('/', sandboxesApp(routes, deps, claim));
   // Every path above answers any other method 405 with Allow; only paths it does not serve are 404.
   const allowed = methodNotAllowed(app.routes);
   app.notFound(

@@ -30,6 +30,7 @@ export const ROUTE_ACCESS: ReadonlyMap<string, Access> = new Map<string, Access>
   ['PUT /v1/pools', 'root'],
   ['GET /v1/info', 'root'],
   ['POST /v1/claim', 'root'],
+  ['POST /v1/claims', 'root'],
   ['POST /v1/sandboxes/:id/release', 'sandbox-or-root'],
   ['POST /v1/sandboxes/:id/renew', 'sandbox-or-root'],
   ['GET /v1/sandboxes', 'root'],

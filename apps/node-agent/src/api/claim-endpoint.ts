@@ -1,19 +1,21 @@
 // POST /v1/claim assembled: the declared access, the bound on claims in
 // flight, the metrics and what an answer teaches the agent (a 429 asks for a
 // fresh look at the node, a 200 names its owner address), for both of the
-// claim's paths (claim-route.ts).
+// claim's paths (claim-route.ts), and for every item of the batch verb
+// POST /v1/claims (claims-batch-route.ts).
 import { readJsonBody } from '@warmpool/runtime';
 import type { AgentMetrics } from '../metrics.js';
 import type { NodeState } from '../node-state.js';
 import type { OwnerAddress } from '../owner-address.js';
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
 import { accessOf, type Gatekeeper } from './auth.js';
-import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
+import { claimOne, type ClaimOneDependencies } from './claim-one.js';
 import { claimRoute, directClaim, type DirectClaimHandler } from './claim-route.js';
+import { claimsBatchRoute } from './claims-batch-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
-import { passThrough, toResponse } from './responses.js';
+import { toResponse } from './responses.js';
 import { BODY, bodyRefused, type Handler, type Routes } from './route.js';
-import { ANY_JSON, parseBody } from './strict-body.js';
+import { ANY_JSON } from './strict-body.js';
 
 export interface ClaimEndpointDependencies {
   sandboxd: SandboxdClient;
@@ -31,13 +33,16 @@ export interface ClaimEndpoint {
   direct: DirectClaimHandler;
   /** The claim's route in the Hono app. */
   route: Handler;
+  /** POST /v1/claims: many claims, each run as `route` runs one. */
+  batch: Handler;
 }
 
 /**
  * POST /v1/claim: the direct path (claim-route.ts), served ahead of the app and from its route, and the wrapped route
  * for a claim that reaches the app without node-server's bindings.
  */
-export function claimEndpoint({ route, failure }: Routes, deps: ClaimEndpointDependencies): ClaimEndpoint {
+export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): ClaimEndpoint {
+  const { route, failure } = routes;
   const { sandboxd, gatekeeper, state, metrics, inFlight } = deps;
   // A refusal may mean draining or full: worth a fresh look at the node, not worth waiting for.
   const answeredClaim = (answer: SandboxdAnswer): void => {
@@ -46,11 +51,13 @@ export function claimEndpoint({ route, failure }: Routes, deps: ClaimEndpointDep
   };
   const recordClaim = metrics.requestRecorder('claim');
   const claimAccess = accessOf('POST', '/v1/claim');
-  // The direct path calls sandboxd as root: it cannot pass a sandbox's own token on.
-  if (claimAccess === 'sandbox-or-root')
-    throw new Error('POST /v1/claim must be declared root or open: its direct path calls sandboxd as root');
+  // Both verbs call sandboxd as root: they cannot pass a sandbox's own token on.
+  for (const path of ['/v1/claim', '/v1/claims'])
+    if (accessOf('POST', path) === 'sandbox-or-root')
+      throw new Error(`POST ${path} must be declared root or open: it calls sandboxd as root`);
   const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
   metrics.readClaimsInFlight(() => inFlight.count);
+  const observeClaim = (status: number, started: number): void => recordClaim('POST', status, started);
   const direct = directClaim({
     admit: (authorization) => {
       const caller = gatekeeper.admit(claimAccess, authorization);
@@ -60,26 +67,25 @@ export function claimEndpoint({ route, failure }: Routes, deps: ClaimEndpointDep
     inFlight,
     refusedAtLimit,
     answered: answeredClaim,
-    observe: (status, started) => recordClaim('POST', status, started),
+    observe: observeClaim,
     failure: (err) => failure(err, 'POST', '/v1/claim'),
   });
+  const one = (path: string): ClaimOneDependencies => ({
+    sandboxd,
+    inFlight,
+    refusedAtLimit,
+    answered: answeredClaim,
+    failure: (err) => failure(err, 'POST', path),
+  });
+  const single = one('/v1/claim');
   const onHono = route('claim', async (c) => {
     const json = await readJsonBody(c, ANY_JSON, BODY);
     if (!json.ok) return bodyRefused(json);
-    const body = parseBody(claimBodySchema, json.value);
-    if (!body.ok) return toResponse(body.reply);
-    if (!inFlight.tryAcquire()) {
-      refusedAtLimit();
-      return toResponse(inFlight.refusal());
-    }
-    let answer: SandboxdAnswer;
-    try {
-      answer = await sandboxd.claim(forwardedClaimJson(body.value));
-    } finally {
-      inFlight.release();
-    }
-    answeredClaim(answer);
-    return passThrough(answer);
+    return toResponse(await claimOne(single, json.value));
   });
-  return { direct, route: claimRoute(direct, onHono) };
+  return {
+    direct,
+    route: claimRoute(direct, onHono),
+    batch: claimsBatchRoute(routes, one('/v1/claims'), observeClaim),
+  };
 }

@@ -4,6 +4,9 @@
 // what the agent accepts and answers; only the route table below is written here.
 import {
   agentErrorBodySchema,
+  agentBatchClaimRequestSchema,
+  agentBatchClaimResultSchema,
+  BATCH_CLAIM_RESULTS_MEDIA_TYPE,
   agentClaimRequestSchema,
   agentRenewRequestSchema,
   agentSetPoolsStrictSchema,
@@ -32,9 +35,11 @@ const staleGenerationSchema = z.object({
 const COMPONENTS = {
   SetPoolsRequest: { schema: agentSetPoolsStrictSchema, io: 'input' },
   ClaimRequest: { schema: agentClaimRequestSchema, io: 'input' },
+  BatchClaimRequest: { schema: agentBatchClaimRequestSchema, io: 'input' },
   RenewRequest: { schema: agentRenewRequestSchema, io: 'input' },
   NodeInfo: { schema: nodeInfoSchema, io: 'output' },
   ClaimResponse: { schema: claimResponseSchema, io: 'output' },
+  BatchClaimResult: { schema: agentBatchClaimResultSchema, io: 'output' },
   RenewResponse: { schema: renewResponseSchema, io: 'output' },
   SandboxRow: { schema: sandboxRowSchema, io: 'output' },
   SandboxList: { schema: sandboxListSchema, io: 'output' },
@@ -42,7 +47,7 @@ const COMPONENTS = {
   StaleGeneration: { schema: staleGenerationSchema, io: 'output' },
 } satisfies Record<string, OpenApiComponent>;
 
-const { json, text, body, op } = openApiBuilders<keyof typeof COMPONENTS>();
+const { json, text, body, op, ref } = openApiBuilders<keyof typeof COMPONENTS>();
 
 /** Answers every authenticated route can give besides its own. */
 const COMMON_ERRORS: Json = {
@@ -105,6 +110,22 @@ const PATHS: Json = {
         ...COMMON_ERRORS,
       },
       { security: ROOT, requestBody: body('ClaimRequest') },
+    ),
+  },
+  '/v1/claims': {
+    post: op(
+      'claimBatch',
+      'Claim several sandboxes in one request: each item is run as POST /v1/claim runs it, all at once',
+      {
+        '200': {
+          description:
+            'one line per item (NDJSON; the schema is that of one line), each sent as soon as that item is answered: its index in the request, and the status and JSON body POST /v1/claim would have answered',
+          content: { [BATCH_CLAIM_RESULTS_MEDIA_TYPE]: { schema: ref('BatchClaimResult') } },
+        },
+        '400': json('Error', 'invalid envelope (not an object, no claims, too many, unknown field): nothing claimed'),
+        ...COMMON_ERRORS,
+      },
+      { security: ROOT, requestBody: body('BatchClaimRequest') },
     ),
   },
   '/v1/sandboxes': {

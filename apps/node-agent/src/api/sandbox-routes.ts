@@ -1,4 +1,4 @@
-// The sandbox verbs passed through to sandboxd: claim (claim-endpoint.ts),
+// The sandbox verbs passed through to sandboxd: claim and the batch claim (claim-endpoint.ts),
 // release, renew, list (filtered by claim_ref here too) and get. Sandbox ids never reach sandboxd unless
 // they are plain.
 import { Readable } from 'node:stream';
@@ -20,12 +20,17 @@ function sandboxId(c: Context): string | Response {
   return SANDBOX_ID.test(id) ? id : errorResponse(400, 'BadRequest', 'invalid sandbox id');
 }
 
-/** The sandbox verbs; `claim` is POST /v1/claim's route (claim-endpoint.ts). */
-export function sandboxesApp(routes: Routes, deps: { sandboxd: SandboxdClient }, claim: Handler): Hono {
+/** The sandbox verbs; `claim` holds POST /v1/claim's and POST /v1/claims' routes (claim-endpoint.ts). */
+export function sandboxesApp(
+  routes: Routes,
+  deps: { sandboxd: SandboxdClient },
+  claim: { route: Handler; batch: Handler },
+): Hono {
   const { route } = routes;
   const { sandboxd } = deps;
   const app = new Hono();
-  app.post('/v1/claim', claim);
+  app.post('/v1/claim', claim.route);
+  app.post('/v1/claims', claim.batch);
   app.post(
     '/v1/sandboxes/:id/release',
     route('release', async (c, caller) => {

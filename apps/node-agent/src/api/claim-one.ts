@@ -1,0 +1,48 @@
+// One claim body run the way POST /v1/claim runs it on the Hono path: the
+// claim schema, the bound on claims in flight, sandboxd's answer passed on as
+// it came, and what an answer teaches the agent. Shared by that route and by
+// every item of POST /v1/claims, so the two cannot drift apart.
+import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
+import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
+import type { ClaimsInFlight } from './claims-in-flight.js';
+import { passThroughReply, type Reply } from './responses.js';
+import { parseBody } from './strict-body.js';
+
+export interface ClaimOneDependencies {
+  sandboxd: SandboxdClient;
+  inFlight: ClaimsInFlight;
+  /** A claim refused because `inFlight` is full. */
+  refusedAtLimit(): void;
+  /** Called after sandboxd answered, for side effects; must not throw. */
+  answered(answer: SandboxdAnswer): void;
+  /** The reply for a claim that got no answer from sandboxd, or failed here (logged there). */
+  failure(err: unknown): Reply;
+}
+
+/** The reply POST /v1/claim gives for a body that parsed as `json`; never rejects. */
+export function claimOne(deps: ClaimOneDependencies, json: unknown): Promise<Reply> {
+  const body = parseBody(claimBodySchema, json);
+  if (!body.ok) return Promise.resolve(body.reply);
+  if (!deps.inFlight.tryAcquire()) {
+    deps.refusedAtLimit();
+    return Promise.resolve(deps.inFlight.refusal());
+  }
+  let sent: Promise<SandboxdAnswer>;
+  try {
+    sent = deps.sandboxd.claim(forwardedClaimJson(body.value));
+  } catch (err) {
+    deps.inFlight.release();
+    return Promise.resolve(deps.failure(err));
+  }
+  return sent.then(
+    (answer) => {
+      deps.inFlight.release();
+      deps.answered(answer);
+      return passThroughReply(answer);
+    },
+    (err: unknown) => {
+      deps.inFlight.release();
+      return deps.failure(err);
+    },
+  );
+}
