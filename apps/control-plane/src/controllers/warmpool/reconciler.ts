@@ -23,13 +23,10 @@ import { takeEpoch } from './epoch.js';
 import { ObservedPools } from './observed.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, planPools, type KeyDemand } from './plan.js';
-import { onPushesSettled, onPushSettled } from './push-outcomes.js';
-import { Pushers } from './pushers.js';
-import { ProbeSampler } from './sampler.js';
 import { Laps } from './laps.js';
-import { IncrementalSpread } from './spread-memo.js';
 import { handOverStatuses } from './status-handover.js';
 import { PoolStatusQueue } from './status-queue.js';
+import { newTerm } from './term.js';
 import { notePlacement, noteKeyChanges } from './transitions.js';
 
 export type { Leadership, WarmPoolReconcilerOptions } from './context.js';
@@ -163,54 +160,17 @@ export class WarmPoolReconciler {
   }
 
   #newTerm(held: Targets): Term {
-    const controller = new AbortController();
-    const { signal } = controller;
-    const ctx = this.#ctx;
-    const pushers = new Pushers({
-      setter: this.#options.setter,
-      concurrency: this.#settings.agentCallConcurrency,
-      signal,
-      now: () => this.#clock.now(),
-      mayPush: () => this.#leadership.holding(),
-      onSettled: (job, outcome, seconds) => {
-        // A push of an ended term has nothing to say to the current one.
-        if (ctx.isCurrent(term)) onPushSettled(ctx, term, job, outcome, seconds);
+    return newTerm(
+      {
+        ctx: this.#ctx,
+        tracker: this.#tracker,
+        statuses: this.#statuses,
+        clock: this.#clock,
+        poke: (reason) => this.poke(reason),
+        periodic: PERIODIC,
       },
-      onIdle: () => {
-        if (ctx.isCurrent(term)) onPushesSettled(ctx, term);
-      },
-    });
-    const sampler = new ProbeSampler({
-      setter: this.#options.setter,
-      tracker: this.#tracker,
-      token: this.#options.token,
-      metrics: this.#options.metrics,
-      logger: this.#options.logger,
-      intervalMs: this.#settings.intervalMs,
-      concurrency: this.#settings.agentCallConcurrency,
-      signal,
-      pushing: (name) => pushers.busy(name),
-      onSkipped: () => this.poke(PERIODIC),
-      onSampled: () => {
-        if (ctx.isCurrent(term)) this.poke(PERIODIC);
-      },
-    });
-    const term: Term = {
-      controller,
-      signal,
-      pushers,
-      spread: new IncrementalSpread(held, (kind) => this.#options.metrics.spreadRun(kind)),
-      placement: new Map(),
-      keys: new Map(),
-      sampler,
-      status: this.#statuses.lane(signal),
-      unseenAnswers: false,
-      refresh: undefined,
-      advancing: undefined,
-      exhausted: undefined,
-      confirming: undefined,
-    };
-    return term;
+      held,
+    );
   }
 
   /**
