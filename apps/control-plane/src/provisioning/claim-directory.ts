@@ -43,6 +43,7 @@ export class ClaimDirectory {
       const known = await this.#options.index.lookup(scope, idOrClaimRef);
       if (known !== undefined) return await this.#confirmedPastDeadline(known);
     } catch (err) {
+      if (options.indexRequired === true) throw err;
       indexReachable = false;
       this.#options.logger.debug('claim index not reachable: asking the nodes', { err: messageOf(err) });
     }

@@ -112,6 +112,11 @@ export interface LookupOptions {
    * exactly once itself (a miss that lists every node would cost each new claim a fleet-wide listing).
    */
   indexOnly?: boolean;
+  /**
+   * An index that cannot be reached throws instead of being passed over for the nodes: for a lookup worth only what
+   * the index holds beyond the nodes (the Sandbox view's owner addresses and tiers), whose caller asks again later.
+   */
+  indexRequired?: boolean;
 }
 
 export interface ClaimCallOptions {

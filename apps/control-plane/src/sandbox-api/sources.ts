@@ -144,7 +144,10 @@ async function lookupSandbox(
   namespace: string,
   name: string,
 ): Promise<ClaimGrant | undefined> {
+  // Its owner address and tier are the index's: a replica whose Redis is not connected yet asks again later.
+  const options = { indexRequired: true };
   return (
-    (await pipeline.lookup({ namespace, door: 'http' }, name)) ?? pipeline.lookup({ namespace, door: 'crd' }, name)
+    (await pipeline.lookup({ namespace, door: 'http' }, name, options)) ??
+    pipeline.lookup({ namespace, door: 'crd' }, name, options)
   );
 }
