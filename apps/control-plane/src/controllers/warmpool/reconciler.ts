@@ -37,15 +37,6 @@ const RUN = 'reconcile';
 /** The reason the sampler pokes with every interval: that run recomputes everything (the resync). */
 const PERIODIC = 'periodic';
 
-/**
- * While a run hands out a round, it lets the event loop write the requests handed over so far after the first push
- * and after every this many more: the first nodes hear of a change while the rest of the round is worked out.
- */
-const SEND_EVERY = 128;
-
-/** One turn of the event loop: the HTTP requests handed to the push lanes reach their sockets. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 export class WarmPoolReconciler {
   readonly #options: WarmPoolReconcilerOptions;
   readonly #settings: WarmPoolDriverSettings;
@@ -278,9 +269,9 @@ export class WarmPoolReconciler {
   }
 
   /**
-   * One run. A round's pushes are sent while it is handed out and before the status work (see SEND_EVERY): a pool
-   * change reaches the nodes without waiting for the rest of the round or for the statuses. The run spans those turns
-   * of the event loop; runs never overlap (the work queue), and a change meanwhile runs it once more.
+   * One run, in one turn of the event loop: the round's requests leave when it ends. (Yielding to send them while the
+   * round was handed out stretched each run over the answers of 1 000 nodes and slowed the fleet: docs/benchmarks.md,
+   * "Issue 21, the last round".) Runs never overlap (the work queue); a change meanwhile runs it once more.
    */
   async #run(term: Term, resync: boolean): Promise<Laps> {
     const now = this.#clock.now();
@@ -307,9 +298,8 @@ export class WarmPoolReconciler {
     laps.lap('spread');
     notePlacement(this.#ctx, term, views);
     noteKeyChanges(this.#ctx, term, plans);
-    const handedOut = await this.#push(term, views, result, demands);
+    this.#push(term, views, result, demands);
     laps.lap('push');
-    if (handedOut && term.signal.aborted) return laps;
     handOverStatuses(term, this.#observed, options.metrics, { plans, views, result, now });
     laps.lap('status');
     return laps;
@@ -325,15 +315,9 @@ export class WarmPoolReconciler {
     this.#observed = new ObservedPools();
   }
 
-  /** Hands each node whose desired set changed to its push lane, sending as it goes; true when a round was handed out. */
-  async #push(
-    term: Term,
-    views: readonly NodeView[],
-    result: Spread,
-    demands: ReadonlyMap<string, KeyDemand>,
-  ): Promise<boolean> {
+  /** Hands each node whose desired set changed to its push lane (one generation for the round). */
+  #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): void {
     let generation: number | undefined;
-    let handed = 0;
     this.#desired.begin(demands, result.targets.keys());
     for (const view of views) {
       if (!view.eligible || term.signal.aborted) continue;
@@ -341,21 +325,17 @@ export class WarmPoolReconciler {
       if (!this.#needsPush(term, view.name, desired.sig)) continue;
       if (generation === undefined) {
         // A paused leader resuming must not push before its renew loop has noticed it lost the Lease.
-        if (!this.#leadership.holding()) return false;
+        if (!this.#leadership.holding()) return;
         // One generation per round: every node pushed in this round gets the same, higher than any before.
         generation = this.#options.generations.next();
         if (generation === undefined) {
           takeEpoch(this.#ctx, term);
-          return false;
+          return;
         }
         this.#options.metrics.generation(generation);
       }
       term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
-      if (++handed % SEND_EVERY === 1) await nextTurn();
     }
-    if (generation === undefined) return false;
-    await nextTurn();
-    return true;
   }
 
   #needsPush(term: Term, name: string, sig: string): boolean {

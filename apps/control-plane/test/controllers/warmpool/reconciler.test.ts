@@ -238,16 +238,6 @@ class World {
     await this.settle();
   }
 
-  /** Records each push as handed to the agent client and as sent: a real HTTP client writes on a later turn. */
-  recordSends(order: string[]): void {
-    const setPools = this.agents.setPools.bind(this.agents);
-    this.agents.setPools = (node, generation, pools, options) => {
-      order.push(`handed ${node.name}`);
-      setImmediate(() => order.push(`sent ${node.name}`));
-      return setPools(node, generation, pools, options);
-    };
-  }
-
   targets(): Record<string, string> {
     return Object.fromEntries(
       [...this.agents.held].map(([node, pools]) => [node, pools.map((p) => `${p.template}=${p.warm}`).join(',')]),
@@ -677,39 +667,6 @@ describe('WarmPoolReconciler', () => {
     expect(Object.values(w.targets())).toEqual(Array(20).fill('img=2'));
     // The poke, then one run for the 20 answers.
     expect(w.metrics.runs - runs).toBe(2);
-  });
-
-  it("lets a round's requests leave before the run works out the pools' statuses", async () => {
-    const w = world();
-    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
-    w.drive();
-    await w.settle();
-    const order: string[] = [];
-    w.recordSends(order);
-    const poolReplicas = w.metrics.poolReplicas.bind(w.metrics);
-    w.metrics.poolReplicas = (pools) => {
-      order.push('statuses');
-      poolReplicas(pools);
-    };
-    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
-    expect(order.filter((step) => !step.startsWith('handed')).slice(0, 4)).toEqual([
-      'sent node-a',
-      'sent node-b',
-      'sent node-c',
-      'statuses',
-    ]);
-  });
-
-  it('sends the first node its new set before it works out the rest of the round', async () => {
-    const w = world({ nodes: 3 });
-    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
-    w.drive();
-    await w.settle();
-    const order: string[] = [];
-    w.recordSends(order);
-    await w.change('pool changed', () => w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 })));
-    expect(order.slice(0, 3)).toEqual(['handed node-a', 'sent node-a', 'handed node-b']);
-    expect(w.targets()).toEqual({ 'node-a': 'img=2', 'node-b': 'img=2', 'node-c': 'img=2' });
   });
 
   it('tells how long each run waited after the change it answers', async () => {
