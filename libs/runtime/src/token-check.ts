@@ -40,6 +40,7 @@ export interface AcceptedTokenOptions {
  */
 export class AcceptedToken {
   readonly #rotation: TokenRotation<Buffer>;
+  #generation = 0;
 
   constructor(value: string | undefined, options: AcceptedTokenOptions = {}) {
     this.#rotation = new TokenRotation(value, {
@@ -54,7 +55,12 @@ export class AcceptedToken {
    * grace period. An empty token counts as none.
    */
   set(value: string | undefined): void {
-    this.#rotation.set(value);
+    if (this.#rotation.set(value)) this.#generation += 1;
+  }
+
+  /** Changes whenever the accepted token does: a verdict remembered for one generation is void in the next. */
+  get generation(): number {
+    return this.#generation;
   }
 
   get configured(): boolean {
@@ -68,13 +74,21 @@ export class AcceptedToken {
 
   /** Whether `presented` is the token (or the one it replaced, in grace); always false when none is configured. */
   matches(presented: string | undefined): boolean {
+    return this.match(presented) !== undefined;
+  }
+
+  /**
+   * Which token `presented` is: the current one, the replaced one (in grace), or neither (undefined; always when none
+   * is configured).
+   */
+  match(presented: string | undefined): 'current' | 'previous' | undefined {
     const current = this.#rotation.current;
-    if (current === undefined || presented === undefined) return false;
+    if (current === undefined || presented === undefined) return undefined;
     const previous = this.#rotation.previous;
     const digest = digestInto(presented, presentedDigest);
     // Both compared (no short cut), and no allocation: this runs on every guarded request.
     const isCurrent = timingSafeEqual(digest, current);
     const isPrevious = previous !== undefined && timingSafeEqual(digest, previous);
-    return isCurrent || isPrevious;
+    return isCurrent ? 'current' : isPrevious ? 'previous' : undefined;
   }
 }

@@ -11,7 +11,7 @@
 //   endpoint answers 503. It never runs open.
 // - Deny by default: a route missing from the table is refused (403), and
 //   createApiApp will not build an app that registers one.
-import { bearerToken, FLEET_TOKEN_ENV, type AcceptedToken } from '@warmpool/runtime';
+import { bearerToken, ConnectionTokenCheck, FLEET_TOKEN_ENV, type AcceptedToken } from '@warmpool/runtime';
 import { errorReply, type Reply } from './responses.js';
 
 export const NO_TOKEN_MESSAGE = `node agent has no API token configured (set --token-file or ${FLEET_TOKEN_ENV}); refusing every call`;
@@ -60,18 +60,27 @@ const UNDECLARED: Reply = errorReply(500, 'Internal', 'this route declares no ac
 
 export class Gatekeeper {
   readonly #token: AcceptedToken;
+  readonly #onConnection: ConnectionTokenCheck;
 
   constructor(token: AcceptedToken) {
     this.#token = token;
+    this.#onConnection = new ConnectionTokenCheck(token);
   }
 
-  /** Lets a caller through to a route of `access` (undefined: undeclared, refused), or says why not. */
-  admit(access: Access | undefined, authorization: string | undefined): Admitted | { as: 'refused'; reply: Reply } {
+  /**
+   * Lets a caller through to a route of `access` (undefined: undeclared, refused), or says why not. With the request's
+   * `connection`, a root caller's header that connection already had admitted is not hashed again (ConnectionTokenCheck).
+   */
+  admit(
+    access: Access | undefined,
+    authorization: string | undefined,
+    connection?: object,
+  ): Admitted | { as: 'refused'; reply: Reply } {
     switch (access) {
       case 'open':
         return ANYONE;
       case 'root': {
-        const refused = this.refuseUnlessRoot(authorization);
+        const refused = this.refuseUnlessRoot(authorization, connection);
         return refused === undefined ? ROOT : { as: 'refused', reply: refused };
       }
       case 'sandbox-or-root':
@@ -82,9 +91,13 @@ export class Gatekeeper {
   }
 
   /** undefined when the caller presented the fleet token; otherwise the refusal to send. */
-  refuseUnlessRoot(authorization: string | undefined): Reply | undefined {
+  refuseUnlessRoot(authorization: string | undefined, connection?: object): Reply | undefined {
     if (!this.#token.configured) return errorReply(503, 'NoToken', NO_TOKEN_MESSAGE);
-    if (this.#token.matches(bearerToken(authorization))) return undefined;
+    const admitted =
+      connection === undefined
+        ? this.#token.matches(bearerToken(authorization))
+        : this.#onConnection.admits(connection, authorization);
+    if (admitted) return undefined;
     return errorReply(401, 'Unauthenticated', 'missing or invalid bearer token', undefined, CHALLENGE);
   }
 

@@ -59,8 +59,8 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
   metrics.readClaimsInFlight(() => inFlight.count);
   const observeClaim = (status: number, started: number): void => recordClaim('POST', status, started);
   const direct = directClaim({
-    admit: (authorization) => {
-      const caller = gatekeeper.admit(claimAccess, authorization);
+    admit: (authorization, connection) => {
+      const caller = gatekeeper.admit(claimAccess, authorization, connection);
       return caller.as === 'refused' ? caller.reply : undefined;
     },
     sandboxd,

@@ -24,10 +24,10 @@ type Handler = (c: Context) => Promise<Response> | Response;
 
 export interface ClaimRouteDependencies {
   /**
-   * The route's declared access (ROUTE_ACCESS) applied to the Authorization header: undefined to admit, else the
-   * refusal.
+   * The route's declared access (ROUTE_ACCESS) applied to the Authorization header sent on `connection` (the request's
+   * socket): undefined to admit, else the refusal.
    */
-  admit(authorization: string | undefined): Reply | undefined;
+  admit(authorization: string | undefined, connection: object): Reply | undefined;
   sandboxd: SandboxdClient;
   inFlight: ClaimsInFlight;
   /** A claim refused because `inFlight` is full. */
@@ -83,7 +83,7 @@ class DirectClaim implements SandboxdReceiver {
 
   start(incoming: IncomingMessage): void {
     try {
-      const refused = this.#deps.admit(incoming.headers.authorization);
+      const refused = this.#deps.admit(incoming.headers.authorization, incoming.socket);
       if (refused !== undefined) {
         this.#reply(refused);
         return;
