@@ -13,6 +13,7 @@ import type { Dispatcher } from 'undici';
 import { TokenRotation } from '@warmpool/runtime';
 import { contentTypeOf, type SandboxdAnswer, type SandboxdReceiver, type SandboxdStreamingAnswer } from './answer.js';
 import { CollectingHandler } from './collecting-handler.js';
+import { DeadlineList } from './deadlines.js';
 import { DeadlineError, isConnectFailure, toUnavailable } from './errors.js';
 import { parseSandboxdUrl } from './target.js';
 
@@ -69,15 +70,20 @@ export class SandboxdClient {
   /** info, SetPools, drain: what the node's health and placement hang on. */
   readonly #control: Pool;
   readonly #timeoutMs: number;
-  readonly #claimTimeoutMs: number;
-  readonly #setPoolsTimeoutMs: number;
+  // The buffered calls' deadlines, one list (and one timer) per duration.
+  readonly #deadlines: DeadlineList;
+  readonly #claimDeadlines: DeadlineList;
+  readonly #setPoolsDeadlines: DeadlineList;
   readonly #root: TokenRotation<RootHeaders>;
 
   constructor(options: SandboxdClientOptions) {
     const target = parseSandboxdUrl(options.url);
     this.#timeoutMs = options.timeoutMs;
-    this.#claimTimeoutMs = options.claimTimeoutMs ?? options.timeoutMs;
-    this.#setPoolsTimeoutMs = options.setPoolsTimeoutMs ?? options.timeoutMs;
+    const claimTimeoutMs = options.claimTimeoutMs ?? options.timeoutMs;
+    const setPoolsTimeoutMs = options.setPoolsTimeoutMs ?? options.timeoutMs;
+    this.#deadlines = new DeadlineList(options.timeoutMs);
+    this.#claimDeadlines = new DeadlineList(claimTimeoutMs);
+    this.#setPoolsDeadlines = new DeadlineList(setPoolsTimeoutMs);
     const pool = (connections: number, longestCallMs: number): Pool =>
       new Pool(target.origin, {
         connections,
@@ -90,8 +96,8 @@ export class SandboxdClient {
         keepAliveTimeout: 30_000,
         ...(target.socketPath ? { socketPath: target.socketPath } : {}),
       });
-    this.#pool = pool(options.connections ?? 128, this.#claimTimeoutMs);
-    this.#control = pool(options.controlConnections ?? 4, this.#setPoolsTimeoutMs);
+    this.#pool = pool(options.connections ?? 128, claimTimeoutMs);
+    this.#control = pool(options.controlConnections ?? 4, setPoolsTimeoutMs);
     this.#root = new TokenRotation(options.rootToken, {
       graceMs: options.rootTokenGraceMs ?? 0,
       derive: (token) => ({
@@ -136,12 +142,12 @@ export class SandboxdClient {
       '/v1/pools',
       json,
       this.#rootJsonHeaders,
-      this.#setPoolsTimeoutMs,
+      this.#setPoolsDeadlines,
     );
   }
 
   claim(json: string): Promise<SandboxdAnswer> {
-    return this.#call(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders, this.#claimTimeoutMs);
+    return this.#call(this.#pool, 'claim', 'POST', '/v1/claim', json, this.#rootJsonHeaders, this.#claimDeadlines);
   }
 
   /** The claim for the API's hot path: the answer comes back through `receiver`, with no promise in between. */
@@ -154,7 +160,7 @@ export class SandboxdClient {
       json,
       this.#rootJsonHeaders,
       receiver,
-      this.#claimTimeoutMs,
+      this.#claimDeadlines,
     );
   }
 
@@ -205,6 +211,7 @@ export class SandboxdClient {
   /** Waits for calls in flight, then closes every connection. */
   async close(): Promise<void> {
     await Promise.all([this.#pool.close(), this.#control.close()]);
+    for (const deadlines of [this.#deadlines, this.#claimDeadlines, this.#setPoolsDeadlines]) deadlines.close();
   }
 
   #call(
@@ -214,10 +221,10 @@ export class SandboxdClient {
     path: string,
     body: string | undefined,
     headers: Headers,
-    timeoutMs = this.#timeoutMs,
+    deadlines = this.#deadlines,
   ): Promise<SandboxdAnswer> {
     return new Promise((resolve, reject) => {
-      this.#dispatch(pool, operation, method, path, body, headers, { answer: resolve, failed: reject }, timeoutMs);
+      this.#dispatch(pool, operation, method, path, body, headers, { answer: resolve, failed: reject }, deadlines);
     });
   }
 
@@ -234,15 +241,15 @@ export class SandboxdClient {
     body: string | undefined,
     headers: Headers,
     receiver: SandboxdReceiver,
-    timeoutMs = this.#timeoutMs,
+    deadlines = this.#deadlines,
   ): void {
     const root = this.#rootOf(headers);
     // Only while a replaced token is in grace is there anything to fall back to (and a receiver to wrap).
     const through =
       root !== undefined && this.#root.previous !== undefined
-        ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver, timeoutMs)
+        ? this.#fallingBack(pool, operation, method, path, body, root, headers === root.json, receiver, deadlines)
         : receiver;
-    pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, timeoutMs, through));
+    pool.dispatch({ method, path, headers, body }, new CollectingHandler(operation, deadlines, through));
   }
 
   /**
@@ -260,7 +267,7 @@ export class SandboxdClient {
     used: RootHeaders,
     json: boolean,
     receiver: SandboxdReceiver,
-    timeoutMs: number,
+    deadlines: DeadlineList,
   ): SandboxdReceiver {
     const tookIt = (token: RootHeaders, answer: SandboxdAnswer): void => {
       if (answer.status !== 401) this.#root.worked(token);
@@ -275,7 +282,7 @@ export class SandboxdClient {
         }
         pool.dispatch(
           { method, path, headers: json ? other.json : other.plain, body },
-          new CollectingHandler(operation, timeoutMs, {
+          new CollectingHandler(operation, deadlines, {
             answer: (second) => {
               tookIt(other, second);
               receiver.answer(second);

@@ -1,5 +1,6 @@
 import { errors, type Dispatcher } from 'undici';
 import { contentTypeOf, type SandboxdAnswer, type SandboxdReceiver } from './answer.js';
+import type { Deadline, DeadlineList, Expiring } from './deadlines.js';
 import { DeadlineError, toUnavailable } from './errors.js';
 
 /**
@@ -10,23 +11,26 @@ import { DeadlineError, toUnavailable } from './errors.js';
  * it still waits for a connection fails at once, and is aborted, unsent, when
  * a connection comes.
  */
-export class CollectingHandler implements Dispatcher.DispatchHandler {
+export class CollectingHandler implements Dispatcher.DispatchHandler, Expiring {
   readonly #operation: string;
-  readonly #timeoutMs: number;
+  readonly #deadlines: DeadlineList;
   readonly #receiver: SandboxdReceiver;
-  readonly #deadline: NodeJS.Timeout;
+  readonly #deadline: Deadline;
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
   #status = 0;
   #contentType: string | undefined;
   #retryAfter: string | undefined;
-  #chunks: Buffer[] = [];
+  // A small answer comes in one chunk: the list is made only for a second.
+  #first: Buffer | undefined;
+  #more: Buffer[] | undefined;
 
-  constructor(operation: string, timeoutMs: number, receiver: SandboxdReceiver) {
+  /** The call's deadline is `deadlines`' duration from now. */
+  constructor(operation: string, deadlines: DeadlineList, receiver: SandboxdReceiver) {
     this.#operation = operation;
-    this.#timeoutMs = timeoutMs;
+    this.#deadlines = deadlines;
     this.#receiver = receiver;
-    this.#deadline = setTimeout(() => this.#expire(), timeoutMs);
+    this.#deadline = deadlines.add(this);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -49,14 +53,14 @@ export class CollectingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#chunks.push(chunk);
+    if (this.#first === undefined) this.#first = chunk;
+    else (this.#more ??= [this.#first]).push(chunk);
   }
 
   onResponseEnd(): void {
     if (this.#settled) return;
     this.#settle();
-    const chunks = this.#chunks;
-    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+    const body = this.#more !== undefined ? Buffer.concat(this.#more) : (this.#first ?? Buffer.alloc(0));
     const answer: SandboxdAnswer = { status: this.#status, body, contentType: this.#contentType };
     if (this.#retryAfter !== undefined) answer.retryAfter = this.#retryAfter;
     this.#receiver.answer(answer);
@@ -67,11 +71,11 @@ export class CollectingHandler implements Dispatcher.DispatchHandler {
     this.#settle();
     const sent = this.#controller !== undefined;
     this.#receiver.failed(
-      err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#timeoutMs, sent),
+      err instanceof errors.InvalidArgumentError ? err : toUnavailable(this.#operation, err, this.#deadlines.ms, sent),
     );
   }
 
-  #expire(): void {
+  deadlinePassed(): void {
     if (this.#settled) return;
     const controller = this.#controller;
     // Sent: aborting ends the request through onResponseError, classified as sent.
@@ -80,11 +84,13 @@ export class CollectingHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.#settle();
-    this.#receiver.failed(toUnavailable(this.#operation, new DeadlineError('deadline passed'), this.#timeoutMs, false));
+    this.#receiver.failed(
+      toUnavailable(this.#operation, new DeadlineError('deadline passed'), this.#deadlines.ms, false),
+    );
   }
 
   #settle(): void {
     this.#settled = true;
-    clearTimeout(this.#deadline);
+    this.#deadlines.remove(this.#deadline);
   }
 }
