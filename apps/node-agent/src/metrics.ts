@@ -121,15 +121,23 @@ export class AgentMetrics {
    */
   requestRecorder(route: string): (method: string, status: number, startedMs: number) => void {
     const known = new Map<string, DurationSeries>();
+    // The series of the last request: a route's requests are mostly alike, and this finds theirs without a key.
+    let last: DurationSeries | undefined;
+    let lastMethod = '';
+    let lastStatus = 0;
     return (method, status, startedMs) => {
       const seconds = (performance.now() - startedMs) / 1000;
-      const key = status + method;
-      let series = known.get(key);
-      if (series === undefined) {
-        series = this.#requests.series(route, method, status);
-        known.set(key, series);
+      if (last === undefined || status !== lastStatus || method !== lastMethod) {
+        const key = status + method;
+        last = known.get(key);
+        if (last === undefined) {
+          last = this.#requests.series(route, method, status);
+          known.set(key, last);
+        }
+        lastMethod = method;
+        lastStatus = status;
       }
-      series.observe(seconds);
+      last.observe(seconds);
     };
   }
 

@@ -4,7 +4,12 @@
 import { agentClaimRequestSchema as claimRequestSchema } from '@warmpool/api';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { claimBodySchema, quickClaimRequest } from '../src/api/claim-body.js';
+import {
+  claimBodySchema,
+  forwardedClaimJson,
+  quickClaimRequest,
+  quickForwardedClaimJson,
+} from '../src/api/claim-body.js';
 
 // Every character JavaScript's \s matches, and a few that only look like whitespace.
 const WHITESPACE = [
@@ -111,7 +116,9 @@ describe('the quick claim check', () => {
           expect(zod.success).toBe(true);
           expect(quick).toStrictEqual(zod.data);
           expect(JSON.stringify(quick)).toBe(JSON.stringify(zod.data));
-        }
+          // The direct path's one-step body: the bytes sandboxd would get from zod's value.
+          expect(quickForwardedClaimJson(json)).toBe(forwardedClaimJson(zod.data as NonNullable<typeof zod.data>));
+        } else expect(quickForwardedClaimJson(json)).toBeUndefined();
       }),
       { numRuns: 20_000 },
     );

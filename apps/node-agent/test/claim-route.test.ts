@@ -153,6 +153,19 @@ describe('the claim route', () => {
     }
   });
 
+  it('passes an answer without a body through alike on every path: no content type, Retry-After kept', async () => {
+    const { agent, url } = await withStub({ status: 503, headers: { 'retry-after': '3' }, body: '' });
+    for (const [path, send] of everyPath(agent, url)) {
+      expect(await send('{"template":"img"}'), path).toEqual({
+        status: 503,
+        body: '',
+        contentType: null,
+        retryAfter: '3',
+        challenge: null,
+      });
+    }
+  });
+
   it("forwards the validated claim (defaults filled in, no_redirect set) with the fleet token, not the client's bytes", async () => {
     const { agent, url, received } = await withStub({
       status: 200,

@@ -15,9 +15,9 @@ import { readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpool/runtime';
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
-import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
+import { claimBodySchema, forwardedClaimJson, quickForwardedClaimJson } from './claim-body.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
-import { errorReply, passThroughReply, writeReply, type Reply } from './responses.js';
+import { errorReply, writePassThrough, writeReply, type Reply } from './responses.js';
 import { refusalOf } from './strict-body.js';
 
 type Handler = (c: Context) => Promise<Response> | Response;
@@ -96,7 +96,13 @@ class DirectClaim implements SandboxdReceiver {
 
   answer(answer: SandboxdAnswer): void {
     this.#releaseSlot();
-    this.#reply(passThroughReply(answer));
+    let status = answer.status;
+    try {
+      writePassThrough(this.#outgoing, answer);
+    } catch (err) {
+      status = this.#writeFailed(err);
+    }
+    this.#deps.observe(status, this.#started);
     this.#deps.answered(answer);
   }
 
@@ -112,10 +118,14 @@ class DirectClaim implements SandboxdReceiver {
         this.#reply(errorReply(400, json === TOO_LARGE ? 'BodyTooLarge' : 'InvalidBody', INVALID_BODY_MESSAGE));
         return;
       }
-      const parsed = claimBodySchema.safeParse(json);
-      if (!parsed.success) {
-        this.#reply(refusalOf(parsed.error));
-        return;
+      let forwarded = quickForwardedClaimJson(json);
+      if (forwarded === undefined) {
+        const parsed = claimBodySchema.safeParse(json);
+        if (!parsed.success) {
+          this.#reply(refusalOf(parsed.error));
+          return;
+        }
+        forwarded = forwardedClaimJson(parsed.data);
       }
       if (!this.#deps.inFlight.tryAcquire()) {
         this.#deps.refusedAtLimit();
@@ -123,7 +133,7 @@ class DirectClaim implements SandboxdReceiver {
         return;
       }
       this.#holdsSlot = true;
-      this.#deps.sandboxd.claimInto(forwardedClaimJson(parsed.data), this);
+      this.#deps.sandboxd.claimInto(forwarded, this);
     } catch (err) {
       this.failed(err as Error);
     }
@@ -136,16 +146,21 @@ class DirectClaim implements SandboxdReceiver {
   }
 
   #reply(reply: Reply): void {
-    const outgoing = this.#outgoing;
+    let status = reply.status;
     try {
-      writeReply(outgoing, reply);
+      writeReply(this.#outgoing, reply);
     } catch (err) {
-      // An answer Node will not write (say, a header sandboxd sent that Node finds invalid): node-server's own rule.
-      const failure = this.#deps.failure(err);
-      if (!outgoing.headersSent) writeReply(outgoing, failure);
-      else outgoing.destroy(err as Error);
-      reply = failure;
+      status = this.#writeFailed(err);
     }
-    this.#deps.observe(reply.status, this.#started);
+    this.#deps.observe(status, this.#started);
+  }
+
+  /** An answer Node would not write (say, a header sandboxd sent that Node finds invalid): node-server's own rule. */
+  #writeFailed(err: unknown): number {
+    const outgoing = this.#outgoing;
+    const failure = this.#deps.failure(err);
+    if (!outgoing.headersSent) writeReply(outgoing, failure);
+    else outgoing.destroy(err as Error);
+    return failure.status;
   }
 }

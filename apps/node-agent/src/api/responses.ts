@@ -41,6 +41,28 @@ export function passThroughReply(answer: SandboxdAnswer): Reply {
 }
 
 /**
+ * passThroughReply(answer) written on Node's response, without the Reply and the header objects in between: the
+ * claim's direct path writes every answer so.
+ */
+export function writePassThrough(outgoing: ServerResponse, answer: SandboxdAnswer): void {
+  const { status, body, retryAfter } = answer;
+  if (status === 204 || status === 304 || body.byteLength === 0) {
+    outgoing.writeHead(status, retryAfter === undefined ? {} : { 'retry-after': retryAfter });
+    outgoing.end();
+    return;
+  }
+  const contentType = answer.contentType ?? JSON_TYPE;
+  const length = body.byteLength;
+  outgoing.writeHead(
+    status,
+    retryAfter === undefined
+      ? { 'content-type': contentType, 'content-length': length }
+      : { 'content-type': contentType, 'retry-after': retryAfter, 'content-length': length },
+  );
+  outgoing.end(body);
+}
+
+/**
  * No answer from sandboxd. Not sent (unreachable, or no connection free in
  * time): 503 with Retry-After, a retry is safe. Sent and then no answer: 504
  * (timed out) or 502 (connection lost), the outcome unknown and no
