@@ -31,10 +31,10 @@ import { startProcess, type Server } from './lib/serving-process.ts';
 const NODES = 3;
 const LEVELS = (process.env['LEVELS'] ?? '1,32,256').split(',').map(Number);
 /**
- * The levels at which the claim path's design is also run bare (bench/lib/bare-claim-path.ts: the same round trips,
- * none of warmpool's code), as the floor of the design on this machine. Batching is not in it, so only 1 by default.
+ * The levels at which the claim path's design also runs bare (bench/lib/bare-claim-path.ts: the same batching, job,
+ * scripts and agent calls, none of warmpool's code), as the floor of the design on this machine.
  */
-const BARE_LEVELS = new Set((process.env['BARE_LEVELS'] ?? '1').split(',').filter(Boolean).map(Number));
+const BARE_LEVELS = new Set((process.env['BARE_LEVELS'] ?? LEVELS.join(',')).split(',').filter(Boolean).map(Number));
 const ROUNDS = 2;
 const ROUND_MS = Number(process.env['ROUND_MS'] ?? 3_000);
 const WARM_PER_NODE = 20_000;
@@ -229,7 +229,7 @@ function writesDelta(
 function bareRow(concurrency: number, b: PathResult, cpu: number, floorRate: number): Row {
   const rate = (b.claims / b.elapsedMs) * 1000;
   return [
-    `bare design (one BullMQ job, 2 scripts, 1 agent call; no warmpool code), ${concurrency} in flight`,
+    `bare design (the batch hold, a BullMQ job per batch, 2 scripts, a call per node; no warmpool code), ${concurrency} in flight`,
     `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${((cpu / Math.max(1, b.claims)) * 1000).toFixed(0)} µs`,
     'floor of the design',
     '',
