@@ -4,7 +4,7 @@
 // Both run once per node per reconcile (1 000 nodes: thousands of times a
 // second during a fan-out), so neither builds a key id inside a sort
 // comparator: ids are made once per entry, then sorted as plain strings.
-import type { AgentPoolTarget } from '@warmpool/api';
+import type { AgentPoolTarget, PoolOptions } from '@warmpool/api';
 import type { KeyDemand } from './plan.js';
 
 export interface DesiredSet {
@@ -54,15 +54,23 @@ function optionsSig(pool: AgentPoolTarget): string {
 export class DesiredSets {
   readonly #sets = new Map<string, { held: ReadonlyMap<string, number> | undefined; set: DesiredSet }>();
   #settingsSig = '';
+  /** A plan's options are kept with the plan (PoolPlans), so each is serialised once. */
+  readonly #optionsSigs = new WeakMap<PoolOptions, string>();
 
   /** Starts a run: a change of any key's settings (not its replicas) drops every set. */
   begin(demands: ReadonlyMap<string, KeyDemand>, nodes: Iterable<string>): void {
     let sig = '';
-    for (const [keyId, demand] of demands) sig += `${keyId}${JSON.stringify(demand.options)}\n`;
+    for (const [keyId, demand] of demands) sig += `${keyId}${this.#optionsSig(demand.options)}\n`;
     if (sig !== this.#settingsSig) this.#sets.clear();
     this.#settingsSig = sig;
     const live = new Set(nodes);
     for (const name of this.#sets.keys()) if (!live.has(name)) this.#sets.delete(name);
+  }
+
+  #optionsSig(options: PoolOptions): string {
+    let sig = this.#optionsSigs.get(options);
+    if (sig === undefined) this.#optionsSigs.set(options, (sig = JSON.stringify(options)));
+    return sig;
   }
 
   of(name: string, held: ReadonlyMap<string, number> | undefined, demands: ReadonlyMap<string, KeyDemand>): DesiredSet {

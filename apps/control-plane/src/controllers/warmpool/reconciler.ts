@@ -22,9 +22,10 @@ import { DesiredSets } from './desired.js';
 import { takeEpoch } from './epoch.js';
 import { ObservedPools } from './observed.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
-import { demandsOf, planPools, type KeyDemand } from './plan.js';
+import { demandsOf, PoolPlans, type KeyDemand } from './plan.js';
 import { Laps } from './laps.js';
 import { handOverStatuses } from './status-handover.js';
+import { StatusMemo } from './status.js';
 import { PoolStatusQueue } from './status-queue.js';
 import { newTerm } from './term.js';
 import { notePlacement, noteKeyChanges } from './transitions.js';
@@ -46,6 +47,8 @@ export class WarmPoolReconciler {
   readonly #queue: WorkQueue;
   /** Why the next run runs (for its debug log). */
   #reasons = new Set<string>();
+  /** The next run is a full resync even if no periodic sample asked for one. */
+  #resyncNext = false;
   /** performance.now() of the first poke the next run answers: how long it waited is a metric. */
   #pokedAt: number | undefined;
   readonly #statuses: PoolStatusQueue;
@@ -60,6 +63,8 @@ export class WarmPoolReconciler {
   /** Memos of the last runs, dropped by every periodic resync. */
   #desired = new DesiredSets();
   #observed = new ObservedPools();
+  #plans = new PoolPlans();
+  #statusMemo = new StatusMemo();
 
   constructor(options: WarmPoolReconcilerOptions) {
     this.#options = options;
@@ -119,6 +124,14 @@ export class WarmPoolReconciler {
 
   /** Something changed: reconcile soon (coalesced with every other poke). */
   poke(reason: string): void {
+    this.#reasons.add(reason);
+    this.#pokedAt ??= performance.now();
+    this.#queue.add(RUN);
+  }
+
+  /** Something every run's memos may depend on changed (the status schema): the next run recomputes everything. */
+  pokeResync(reason: string): void {
+    this.#resyncNext = true;
     this.#reasons.add(reason);
     this.#pokedAt ??= performance.now();
     this.#queue.add(RUN);
@@ -222,10 +235,12 @@ export class WarmPoolReconciler {
   async #reconcile(): Promise<WorkOutcome> {
     const reasons = this.#reasons;
     this.#reasons = new Set();
+    const resync = this.#resyncNext || reasons.has(PERIODIC);
+    this.#resyncNext = false;
     const waited = this.#pokedAt === undefined ? 0 : performance.now() - this.#pokedAt;
     this.#pokedAt = undefined;
     try {
-      await this.#reconcileOnce(reasons, waited);
+      await this.#reconcileOnce(reasons, resync, waited);
       return DONE;
     } finally {
       this.#lastRunEnded = this.#clock.now();
@@ -233,7 +248,7 @@ export class WarmPoolReconciler {
   }
 
   /** `waitedMs`: from the first poke it answers to its start (behind a run in flight, or a busy event loop). */
-  async #reconcileOnce(reasons: ReadonlySet<string>, waitedMs: number): Promise<void> {
+  async #reconcileOnce(reasons: ReadonlySet<string>, resync: boolean, waitedMs: number): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
       this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -254,7 +269,7 @@ export class WarmPoolReconciler {
     this.#options.metrics.reconcileWaited(waitedMs / 1000);
     const started = performance.now();
     try {
-      const phases = await this.#run(term, reasons.has(PERIODIC));
+      const phases = await this.#run(term, resync);
       this.#options.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
       this.#options.logger.debug('reconciled', {
         reasons: [...reasons],
@@ -288,7 +303,7 @@ export class WarmPoolReconciler {
     for (const address of this.#tracker.takeRetiredAddresses()) options.setter.forget?.(address);
     const views = this.#tracker.views();
     laps.lap('nodes');
-    const plans = planPools(options.pools.list(), (namespace, name) => options.templates.get(namespace, name));
+    const plans = this.#plans.plans(options.pools.list(), (namespace, name) => options.templates.get(namespace, name));
     const demands = demandsOf(plans);
     laps.lap('plan');
     const result = term.spread.run(
@@ -300,7 +315,13 @@ export class WarmPoolReconciler {
     noteKeyChanges(this.#ctx, term, plans);
     this.#push(term, views, result, demands);
     laps.lap('push');
-    handOverStatuses(term, this.#observed, options.metrics, { plans, views, result, now });
+    handOverStatuses(term, { observed: this.#observed, statuses: this.#statusMemo }, options.metrics, {
+      plans,
+      views,
+      result,
+      now,
+      full: resync,
+    });
     laps.lap('status');
     return laps;
   }
@@ -313,6 +334,8 @@ export class WarmPoolReconciler {
     term.spread.resync();
     this.#desired = new DesiredSets();
     this.#observed = new ObservedPools();
+    this.#plans = new PoolPlans();
+    this.#statusMemo = new StatusMemo();
   }
 
   /** Hands each node whose desired set changed to its push lane (one generation for the round). */

@@ -23,6 +23,7 @@ type Event =
   | { kind: 'remove'; pool: number }
   | { kind: 'eligible'; node: number; eligible: boolean }
   | { kind: 'room'; node: number; room: number }
+  | { kind: 'resync' }
   | { kind: 'nothing' };
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -51,6 +52,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
       room: fc.oneof(fc.integer({ min: -2, max: 60 }), fc.constant(Number.POSITIVE_INFINITY)),
     }),
   },
+  { weight: 1, arbitrary: fc.constant({ kind: 'resync' as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'nothing' as const }) },
 );
 
@@ -78,29 +80,38 @@ function heldTargets(held: ReadonlyArray<[number, number, number]>): Targets {
 }
 
 describe('IncrementalSpread (properties)', () => {
-  it('equals the full spread given its previous targets, after every event of any sequence', () => {
+  it('equals the full spread given its previous targets, after every run of any sequence of events', () => {
     fc.assert(
-      fc.property(worldArb, fc.array(eventArb, { minLength: 1, maxLength: 40 }), (world, events) => {
-        const replicas = new Map<string, number>(world.pools.map((r, i) => [POOL_IDS[i] as string, r]));
-        const nodes = NODE_NAMES.map((name, i) => ({ name, room: world.rooms[i] as number, eligible: true }));
-        const start = heldTargets(world.held);
-        const incremental = new IncrementalSpread(start);
-        let previous: Targets | undefined = start;
-        for (const event of events) {
-          if (event.kind === 'scale') replicas.set(POOL_IDS[event.pool] as string, event.replicas);
-          else if (event.kind === 'remove') replicas.delete(POOL_IDS[event.pool] as string);
-          else if (event.kind === 'eligible') (nodes[event.node] as { eligible: boolean }).eligible = event.eligible;
-          else if (event.kind === 'room') (nodes[event.node] as { room: number }).room = event.room;
-          const pools: PoolDemand[] = [...replicas].map(([id, r]) => ({ id, replicas: r }));
-          const view: SpreadNode[] = nodes.map((node) => ({ ...node }));
-          const full = spread(pools, view, previous);
-          const fast = incremental.run(pools, view);
-          expect(plain(fast.targets)).toEqual(plain(full.targets));
-          expect(sorted(fast.placed)).toEqual(sorted(full.placed));
-          expect(sorted(fast.unplaced)).toEqual(sorted(full.unplaced));
-          previous = full.targets;
-        }
-      }),
+      // A run answers one to three events at once (pokes are coalesced): a scale-down and a scale-up in one run, say.
+      fc.property(
+        worldArb,
+        fc.array(fc.array(eventArb, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 30 }),
+        (world, runs) => {
+          const replicas = new Map<string, number>(world.pools.map((r, i) => [POOL_IDS[i] as string, r]));
+          const nodes = NODE_NAMES.map((name, i) => ({ name, room: world.rooms[i] as number, eligible: true }));
+          const start = heldTargets(world.held);
+          const incremental = new IncrementalSpread(start);
+          let previous: Targets | undefined = start;
+          for (const events of runs) {
+            for (const event of events) {
+              if (event.kind === 'scale') replicas.set(POOL_IDS[event.pool] as string, event.replicas);
+              else if (event.kind === 'remove') replicas.delete(POOL_IDS[event.pool] as string);
+              else if (event.kind === 'eligible')
+                (nodes[event.node] as { eligible: boolean }).eligible = event.eligible;
+              else if (event.kind === 'room') (nodes[event.node] as { room: number }).room = event.room;
+              else if (event.kind === 'resync') incremental.resync();
+            }
+            const pools: PoolDemand[] = [...replicas].map(([id, r]) => ({ id, replicas: r }));
+            const view: SpreadNode[] = nodes.map((node) => ({ ...node }));
+            const full = spread(pools, view, previous);
+            const fast = incremental.run(pools, view);
+            expect(plain(fast.targets)).toEqual(plain(full.targets));
+            expect(sorted(fast.placed)).toEqual(sorted(full.placed));
+            expect(sorted(fast.unplaced)).toEqual(sorted(full.unplaced));
+            previous = full.targets;
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -126,6 +137,13 @@ describe('IncrementalSpread (properties)', () => {
     // The first run meets the nodes (full); from then on only what changed is spread.
     expect(runs).toEqual(['full', 'incremental', 'incremental']);
     expect(plain(result.targets)).toEqual(plain(spread(scaled, nodes, spread(pools, nodes).targets).targets));
+    // The periodic resync runs the full spread, keeps each node's map where its targets held, and moves on from it.
+    incremental.resync();
+    const resynced = incremental.run(scaled, nodes);
+    for (const [node, held] of resynced.targets) expect(held).toBe(result.targets.get(node));
+    const again = incremental.run(pools, nodes);
+    expect(runs.slice(3)).toEqual(['full', 'incremental']);
+    expect(plain(again.targets)).toEqual(plain(spread(pools, nodes, resynced.targets).targets));
   });
 });
 
