@@ -87,16 +87,22 @@ export class DesiredSets {
   /** A plan's options are kept with the plan (PoolPlans), so each is serialised once. */
   readonly #optionsSigs = new WeakMap<PoolOptions, string>();
 
-  /** Starts a run: a change of any key's settings (not its replicas) drops every set. */
-  begin(demands: ReadonlyMap<string, KeyDemand>, nodes: Iterable<string>): void {
+  /** Starts a run: a change of any key's settings (not its replicas) drops every set; true when it did. */
+  begin(demands: ReadonlyMap<string, KeyDemand>): boolean {
     let sig = '';
     for (const [keyId, demand] of demands) sig += `${keyId}${this.#optionsSig(demand.options)}\n`;
-    if (sig !== this.#settingsSig) {
+    const changed = sig !== this.#settingsSig;
+    if (changed) {
       this.#sets.clear();
       this.#entries.clear();
     }
     this.#settingsSig = sig;
     for (const keyId of this.#entries.keys()) if (!demands.has(keyId)) this.#entries.delete(keyId);
+    return changed;
+  }
+
+  /** Drops the sets of nodes no longer spread over. */
+  prune(nodes: Iterable<string>): void {
     const live = new Set(nodes);
     for (const name of this.#sets.keys()) if (!live.has(name)) this.#sets.delete(name);
   }

@@ -36,6 +36,8 @@ export class IncrementalSpread {
   /** While #built is set: node → Σ units of the built ideals on it (= what the previous targets hold there). */
   #load: Map<string, number> | undefined;
   #forceFull = false;
+  /** The nodes whose targets the last run may have changed; undefined: any node's. */
+  #touched: ReadonlySet<string> | undefined;
 
   readonly #onRun: (kind: SpreadKind) => void;
 
@@ -43,6 +45,11 @@ export class IncrementalSpread {
   constructor(previous?: Targets, onRun: (kind: SpreadKind) => void = () => undefined) {
     this.#previous = previous;
     this.#onRun = onRun;
+  }
+
+  /** The nodes whose targets (map) the last run may have replaced; undefined: any node's. */
+  get touched(): ReadonlySet<string> | undefined {
+    return this.#touched;
   }
 
   /** The last run's targets (or what the term began from). */
@@ -73,6 +80,7 @@ export class IncrementalSpread {
     const fits = load !== undefined && fitsIn(load, eligible);
     const incremental = fits && !this.#forceFull;
     this.#forceFull = false;
+    this.#touched = undefined;
     const result = incremental ? this.#fromIdeals(ideals as Map<string, Ideal>, eligible) : this.#full(pools, nodes);
     if (!incremental && fits) {
       // The resync's full spread is, by the invariant, the ideals: the next runs move from them again.
@@ -213,6 +221,7 @@ export class IncrementalSpread {
       }
       targets.set(node.name, held);
     }
+    this.#touched = touched;
     return { targets, placed, unplaced: new Map() };
   }
 }

@@ -7,7 +7,7 @@
 // incremental run, the other with a full resync, push the same sets to every
 // node and write the same statuses.
 import { inventoryPoolsOf, WARM_MAX_ANNOTATION, type InventoryPool } from '@warmpool/api';
-import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import { infoOf, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 import { observePools, spread, type PoolDemand, type SpreadNode, type Targets } from '@warmpool/pool-model';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { ObservedPools } from '../../../src/controllers/warmpool/observed.js';
 import type { KeyDemand } from '../../../src/controllers/warmpool/plan.js';
 import { IncrementalSpread } from '../../../src/controllers/warmpool/spread-memo.js';
 import type { NodeView, Observation } from '../../../src/nodes/tracker.js';
+import { NodeTracker } from '../../../src/nodes/tracker.js';
 import { RunWorld } from './run-world.js';
 
 const POOL_IDS = ['a', 'b', 'c', 'd', 'e', 'f'];
@@ -255,7 +256,8 @@ describe('DesiredSets (properties)', () => {
               const options = demand.warmMax === undefined ? {} : { warm_max: demand.warmMax };
               demands.set(id, { key: { template: id, net: 'none', size: 'small' }, replicas: 1, options });
             });
-            sets.begin(demands, maps.keys());
+            sets.begin(demands);
+            sets.prune(maps.keys());
             for (const [node, held] of maps) expect(sets.of(node, held, demands)).toEqual(desiredSetOf(held, demands));
           }
         },
@@ -445,7 +447,83 @@ describe('the run (properties)', () => {
           }
         },
       ),
-      { numRuns: 60 },
+      // The example: only time passes, beyond the agents' answers' TTL and then the inventories' staleness.
+      { numRuns: 60, examples: [[[[{ kind: 'time', ms: 70_000 }], [{ kind: 'time', ms: 70_000 }]]]] },
     );
   }, 60_000);
+});
+
+type TrackerEvent =
+  | { kind: 'publish'; node: number; applied: number | undefined; capacity: number | undefined; draining: boolean }
+  | { kind: 'gone'; node: number }
+  | { kind: 'answer'; node: number; target: number }
+  | { kind: 'failure'; node: number }
+  | { kind: 'refusal'; node: number; applied: number }
+  | { kind: 'issued'; issued: number | undefined }
+  | { kind: 'time'; ms: number };
+
+const trackerEventArb: fc.Arbitrary<TrackerEvent> = fc.oneof(
+  fc.record({
+    kind: fc.constant('publish' as const),
+    node: fc.nat(NODE_NAMES.length - 1),
+    applied: fc.option(fc.nat(12), { nil: undefined }),
+    capacity: fc.option(fc.nat(20), { nil: undefined }),
+    draining: fc.boolean(),
+  }),
+  fc.record({ kind: fc.constant('gone' as const), node: fc.nat(NODE_NAMES.length - 1) }),
+  fc.record({ kind: fc.constant('answer' as const), node: fc.nat(NODE_NAMES.length - 1), target: fc.nat(5) }),
+  fc.record({ kind: fc.constant('failure' as const), node: fc.nat(NODE_NAMES.length - 1) }),
+  fc.record({ kind: fc.constant('refusal' as const), node: fc.nat(NODE_NAMES.length - 1), applied: fc.nat(12) }),
+  // The issued generation moves up within a term, and down or to undefined between terms.
+  fc.record({ kind: fc.constant('issued' as const), issued: fc.option(fc.nat(12), { nil: undefined }) }),
+  fc.record({ kind: fc.constant('time' as const), ms: fc.integer({ min: 0, max: 40_000 }) }),
+);
+
+describe('NodeTracker views (properties)', () => {
+  it("equal each node's view built afresh after every event, through syncs of only the nodes events named", () => {
+    fc.assert(
+      fc.property(fc.array(trackerEventArb, { minLength: 1, maxLength: 60 }), (events) => {
+        const clock = new ManualClock();
+        let issued: number | undefined = 6;
+        const tracker = new NodeTracker({
+          clock,
+          staleAfterMs: 60_000,
+          failureThreshold: 2,
+          agentObservationTtlMs: 20_000,
+          highestIssued: () => issued,
+        });
+        const inventories = new Map<string, ReturnType<typeof inventoryObject>>();
+        const vouched = (): undefined => undefined;
+        for (const event of events) {
+          const name = 'node' in event ? (NODE_NAMES[event.node] as string) : '';
+          if (event.kind === 'publish') {
+            const { applied, capacity, draining } = event;
+            inventories.set(
+              name,
+              inventoryObject(name, {
+                publishedAt: clock.iso(),
+                draining,
+                ...(applied === undefined ? {} : { appliedGeneration: applied }),
+                ...(capacity === undefined ? {} : { capacity }),
+              }),
+            );
+          } else if (event.kind === 'gone') inventories.delete(name);
+          else if (event.kind === 'answer') tracker.recordAnswer(name, infoOf({ 'img|none|small': event.target }));
+          else if (event.kind === 'failure') tracker.recordFailure(name, new Error('down'));
+          else if (event.kind === 'refusal') tracker.recordRefusal(name, event.applied);
+          else if (event.kind === 'issued') issued = event.issued;
+          else clock.advance(event.ms);
+          if (event.kind === 'publish' || event.kind === 'gone')
+            tracker.syncSome(
+              [name],
+              (n) => inventories.get(n),
+              () => vouched,
+            );
+          const fresh = [...inventories.keys()].sort().map((n) => tracker.view(n));
+          expect(tracker.views()).toEqual(fresh);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
 });

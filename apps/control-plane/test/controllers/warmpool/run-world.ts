@@ -4,6 +4,7 @@
 // incremental run decides what a full one does (incremental.properties.test.ts).
 import type {
   KubeNode,
+  KubeObject,
   NodeInfo,
   NodeInventory,
   PoolTarget,
@@ -20,7 +21,28 @@ import { WarmPoolReconciler } from '../../../src/controllers/warmpool/reconciler
 import { GenerationSource, MemoryEpochStore } from '../../../src/generation/generation.js';
 import { addressCheckOf } from '../../../src/nodes/addresses.js';
 
-class CountingMetrics extends WarmPoolMetrics {
+/**
+ * A cache that tells of every change, as an informer's event handlers hear it: the specs' stand-in for the watch
+ * wiring (watch.ts), which names the node whose inventory or Node changed.
+ */
+export class WatchedStore<T extends KubeObject> extends ObjectStore<T> {
+  onChange: (name: string | undefined) => void = () => undefined;
+
+  override upsert(obj: T): T | undefined {
+    const old = super.upsert(obj);
+    this.onChange(obj.metadata?.name);
+    return old;
+  }
+
+  override remove(key: string): T | undefined {
+    const old = super.remove(key);
+    if (old !== undefined) this.onChange(old.metadata?.name);
+    return old;
+  }
+}
+
+/** The driver's metrics, counting the reconciles it reports (every run reports one outcome). */
+export class CountingMetrics extends WarmPoolMetrics {
   runs = 0;
 
   override reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
@@ -32,8 +54,8 @@ class CountingMetrics extends WarmPoolMetrics {
 export class RunWorld {
   readonly pools = new ObjectStore<SandboxWarmPool>();
   readonly templates = new ObjectStore<SandboxTemplate>();
-  readonly inventories = new ObjectStore<NodeInventory>();
-  readonly nodes = new ObjectStore<KubeNode>();
+  readonly inventories = new WatchedStore<NodeInventory>();
+  readonly nodes = new WatchedStore<KubeNode>();
   /** node → the targets its agent holds. */
   readonly held = new Map<string, readonly PoolTarget[]>();
   /** Agents whose calls fail while listed here. */
@@ -87,6 +109,8 @@ export class RunWorld {
       staleAfterMs: 90_000,
       failureThreshold: 2,
     });
+    this.inventories.onChange = (name) => this.reconciler.noteNode(name);
+    this.nodes.onChange = (name) => this.reconciler.noteNode(name);
   }
 
   drive(): void {
