@@ -26,9 +26,15 @@ import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/tab
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { claimantToken } from './lib/claimant.ts';
 import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
+import { startProcess, type Server } from './lib/serving-process.ts';
 
 const NODES = 3;
 const LEVELS = (process.env['LEVELS'] ?? '1,32,256').split(',').map(Number);
+/**
+ * The levels at which the claim path's design also runs bare (bench/lib/bare-claim-path.ts: the same batching, job,
+ * scripts and agent calls, none of warmpool's code), as the floor of the design on this machine.
+ */
+const BARE_LEVELS = new Set((process.env['BARE_LEVELS'] ?? LEVELS.join(',')).split(',').filter(Boolean).map(Number));
 const ROUNDS = 2;
 const ROUND_MS = Number(process.env['ROUND_MS'] ?? 3_000);
 const WARM_PER_NODE = 20_000;
@@ -219,6 +225,19 @@ function writesDelta(
   return { total, perClaimKinds, byResource: parts.join(', ') || 'none' };
 }
 
+/** The design's floor row: the bare path's rate, latency and CPU per claim. */
+function bareRow(concurrency: number, b: PathResult, cpu: number, floorRate: number): Row {
+  const rate = (b.claims / b.elapsedMs) * 1000;
+  return [
+    `bare design (the batch hold, a BullMQ job per batch, 2 scripts, a call per node; no warmpool code), ${concurrency} in flight`,
+    `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${((cpu / Math.max(1, b.claims)) * 1000).toFixed(0)} µs`,
+    'floor of the design',
+    '',
+    '',
+  ];
+}
+
+let bare: Server | undefined;
 try {
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
   const userToken = await claimantToken(kubectl);
@@ -233,6 +252,27 @@ try {
   }
   const agents = (await inventories.list()).items.map((i) => i.spec.address);
   const claimsPool = new Pool(claimsBase, { connections: 256, pipelining: 1 });
+  bare =
+    BARE_LEVELS.size > 0
+      ? await startProcess(
+          [
+            ...(profileDir !== undefined
+              ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-name=bare-claim-path.cpuprofile']
+              : []),
+            new URL('./lib/bare-claim-path.ts', import.meta.url).pathname,
+          ],
+          {
+            BARE_REDIS_URL: redis.url,
+            BARE_AGENTS: agents.join(','),
+            BARE_TOKEN: token,
+            BARE_TEMPLATE: IMAGE,
+            BARE_CONCURRENCY: process.env['BARE_CONCURRENCY'] ?? '64',
+          },
+          'bare claim path serving',
+          (record) => `http://${record['address'] ?? ''}`,
+        )
+      : undefined;
+  const barePool = bare !== undefined ? new Pool(bare.base, { connections: 256, pipelining: 1 }) : undefined;
   const agentPools = agents.map((address) => new Pool(`http://${address}`, { connections: 128, pipelining: 1 }));
   for (;;) {
     const res = await claimsPool.request({
@@ -252,6 +292,8 @@ try {
   const notes: string[] = [];
   for (const concurrency of LEVELS) {
     const direct: PathResult[] = [];
+    const bareRuns: PathResult[] = [];
+    let bareCpuMs = 0;
     const http: PathResult[] = [];
     let batches = { count: 0, sum: 0 };
     const stages = stageStats('');
@@ -275,6 +317,13 @@ try {
         ),
       );
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
+      if (bare !== undefined && barePool !== undefined && BARE_LEVELS.has(concurrency)) {
+        const bareCpuBefore = cpuMs(bare.pid);
+        bareRuns.push(
+          await drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' })),
+        );
+        bareCpuMs += cpuMs(bare.pid) - bareCpuBefore;
+      }
       const pageBefore = await controlPlane.metrics();
       const metricsBefore = batchStats(pageBefore);
       const stagesBefore = stageStats(pageBefore);
@@ -325,6 +374,7 @@ try {
         '',
         '',
       ],
+      ...(bareRuns.length > 0 ? [bareRow(concurrency, merge(bareRuns), bareCpuMs, rate(d))] : []),
       [
         `HTTP claim API, ${concurrency} in flight`,
         `${rate(h).toFixed(0)}/s (${((100 * rate(h)) / Math.max(1e-9, rate(d))).toFixed(1)} % of the floor), p50 ${ms(quantile(h.latencies, 0.5), 2)}, p99 ${ms(quantile(h.latencies, 0.99), 2)}${h.errors > 0 ? `, ${h.errors} errors` : ''}; batches ${batches.count}, mean size ${(batches.sum / Math.max(1, batches.count)).toFixed(1)}`,
@@ -374,8 +424,10 @@ try {
   );
   printTable('## Claims: direct agent (floor) vs the HTTP claim API', notes, rows);
   await claimsPool.close();
+  await barePool?.close();
   await Promise.all(agentPools.map((p) => p.close()));
 } finally {
+  await bare?.stop();
   await controlPlane.stop();
   await fleet.close();
   await redis.stop();

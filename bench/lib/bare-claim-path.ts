@@ -1,0 +1,223 @@
+// The claim path's design with none of warmpool's code in it: what its hops
+// cost on this machine, measured beside the control plane.
+//
+// Requests read in one event-loop turn form a batch; while a batch is out,
+// the next gathers until it is answered or 20 ms have passed (the control
+// plane's batch hold). Each batch is one BullMQ job (Queue.add, a Worker of the
+// same concurrency in this process) whose handler runs one reservation script
+// for all its claims, one request per node agent (POST /v1/claim for a lone
+// claim, POST /v1/claims otherwise), one record script, and hands each answer
+// back in-process; one response per request. The same libraries (node:http,
+// BullMQ, ioredis with auto-pipelining, undici) and the same round trips as
+// the control plane, without access review, validation, metrics, logs, the
+// nodes-are-the-truth checks or any retry. Run by bench/claims.bench.ts as its
+// own process:
+//   node bench/lib/bare-claim-path.ts  (BARE_REDIS_URL, BARE_AGENTS, BARE_TOKEN, BARE_TEMPLATE, BARE_CONCURRENCY)
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (value === undefined || value === '') throw new Error(`${name} is required`);
+  return value;
+};
+
+const redisUrl = new URL(env('BARE_REDIS_URL'));
+const connection = { host: redisUrl.hostname, port: Number(redisUrl.port), maxRetriesPerRequest: null };
+const agents = env('BARE_AGENTS')
+  .split(',')
+  .map((address) => new Pool(`http://${address}`, { connections: 64, pipelining: 1 }));
+const authorization = `Bearer ${env('BARE_TOKEN')}`;
+const template = env('BARE_TEMPLATE');
+const concurrency = Number(process.env['BARE_CONCURRENCY'] ?? 64);
+const QUEUE = 'bare-claims';
+
+// The index's two scripts, reduced to their writes: reserve each claimRef (and the job's progress), record each grant.
+const RESERVE = `
+local n = 0
+for i = 2, #KEYS do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then n = n + 1 end
+end
+redis.call('HSET', KEYS[1], 'progress', ARGV[3])
+return n`;
+const RECORD = `
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[i], 'PX', ARGV[1])
+  redis.call('XADD', 'bare:events', 'MAXLEN', '~', 10000, '*', 'e', ARGV[i])
+end
+return #KEYS - 1`;
+
+interface BareRedis extends Redis {
+  reserve(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
+  record(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
+}
+
+const commands = new Redis({ ...connection, enableAutoPipelining: true }) as BareRedis;
+commands.defineCommand('reserve', { lua: RESERVE });
+commands.defineCommand('record', { lua: RECORD });
+
+interface Batch {
+  claims: Array<{ claimRef: string; ttlSeconds: number }>;
+}
+interface Answer {
+  status: number;
+  body: string;
+}
+type Reply = (answers: readonly Answer[]) => void;
+
+const replies = new Map<string, Reply>();
+const queue = new Queue<Batch>(QUEUE, { connection });
+let nextAgent = 0;
+
+async function serve(job: Job<Batch>): Promise<readonly Answer[]> {
+  const { claims } = job.data;
+  const id = job.id ?? '';
+  const ttlMs = (claims[0]?.ttlSeconds ?? 3_600) * 1000;
+  const refs = claims.map((c) => `bare:ref:${c.claimRef}`);
+  await commands.reserve(1 + refs.length, `${job.queueQualifiedName}:${id}`, ...refs, id, ttlMs, '{}');
+  const byAgent = new Map<Pool, number[]>();
+  claims.forEach((_, i) => {
+    const agent = agents[nextAgent++ % agents.length] as Pool;
+    byAgent.set(agent, [...(byAgent.get(agent) ?? []), i]);
+  });
+  const answers: Answer[] = claims.map(() => ({ status: 502, body: '' }));
+  await Promise.all(
+    [...byAgent].map(async ([agent, indexes]) => {
+      const bodies = indexes.map((i) =>
+        JSON.stringify({ template, ttl_seconds: claims[i]?.ttlSeconds, claim_ref: claims[i]?.claimRef }),
+      );
+      const lone = bodies.length === 1;
+      const res = await agent.request({
+        method: 'POST',
+        path: lone ? '/v1/claim' : '/v1/claims',
+        body: lone ? bodies[0] : `{"claims":[${bodies.join(',')}]}`,
+        headers: { authorization, 'content-type': 'application/json' },
+      });
+      const text = await res.body.text();
+      if (lone) answers[indexes[0] as number] = { status: res.statusCode, body: text };
+      else
+        for (const line of text.split('\n').filter(Boolean)) {
+          const item = JSON.parse(line) as { index: number; status: number; body: unknown };
+          answers[indexes[item.index] as number] = { status: item.status, body: JSON.stringify(item.body) };
+        }
+    }),
+  );
+  const served = answers.flatMap((a, i) => (a.status === 200 ? [{ ref: refs[i] as string, body: a.body }] : []));
+  if (served.length > 0)
+    await commands.record(
+      1 + served.length,
+      'bare:unused',
+      ...served.map((s) => s.ref),
+      ttlMs,
+      ...served.map((s) => s.body),
+    );
+  return answers;
+}
+
+function reply(id: string, answers: readonly Answer[]): void {
+  replies.get(id)?.(answers);
+  replies.delete(id);
+}
+
+const worker = new Worker<Batch>(
+  QUEUE,
+  async (job) => {
+    const id = job.id ?? '';
+    try {
+      reply(id, await serve(job));
+    } catch (err) {
+      reply(
+        id,
+        job.data.claims.map(() => ({ status: 500, body: String(err) })),
+      );
+    }
+  },
+  { connection, concurrency, drainDelay: 1 },
+);
+
+/** The batch hold: claims of one turn go together; while a batch is out, until it is answered or 20 ms passed. */
+interface Waiting {
+  claim: { claimRef: string; ttlSeconds: number };
+  answer(a: Answer): void;
+}
+let gathering: Waiting[] = [];
+let out = 0;
+let flushScheduled = false;
+let holdTimer: NodeJS.Timeout | undefined;
+let sequence = 0;
+
+function enqueue(waiting: Waiting): void {
+  gathering.push(waiting);
+  if (out === 0) {
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(() => {
+        flushScheduled = false;
+        if (out === 0) send();
+      });
+    }
+  } else holdTimer ??= setTimeout(send, 20);
+}
+
+function send(): void {
+  clearTimeout(holdTimer);
+  holdTimer = undefined;
+  if (gathering.length === 0) return;
+  const batch = gathering;
+  gathering = [];
+  out++;
+  const jobId = `bare-${++sequence}`;
+  replies.set(jobId, (answers) => {
+    batch.forEach((w, i) => w.answer(answers[i] ?? { status: 502, body: '' }));
+    if (--out === 0) send();
+  });
+  queue
+    .add('batch', { claims: batch.map((w) => w.claim) }, { jobId, removeOnComplete: true, attempts: 2 })
+    .catch((err: unknown) =>
+      reply(
+        jobId,
+        batch.map(() => ({ status: 503, body: String(err) })),
+      ),
+    );
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+async function claim(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const request = JSON.parse(await readBody(req)) as { ttlSeconds?: number };
+  const { status, body } = await new Promise<Answer>((answer) =>
+    enqueue({ claim: { claimRef: randomBytes(8).toString('hex'), ttlSeconds: request.ttlSeconds ?? 3_600 }, answer }),
+  );
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const server = createServer((req, res) => {
+  claim(req, res).catch((err: unknown) => {
+    res.writeHead(500);
+    res.end(String(err));
+  });
+});
+await worker.waitUntilReady();
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  console.error(JSON.stringify({ msg: 'bare claim path serving', address: `127.0.0.1:${port}` }));
+});
+process.on('SIGTERM', () => {
+  server.close();
+  void Promise.allSettled([worker.close(), queue.close()]).then(() => {
+    commands.disconnect();
+    process.exit(0);
+  });
+});
