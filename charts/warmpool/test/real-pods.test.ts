@@ -17,7 +17,7 @@ import {
   type NodeCluster,
   LOCAL_CHART_VALUES as VALUES,
 } from '@warmpool/harness';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { info } from '../../../test/e2e/helpers/agent.js';
 import { poolManifest } from '../../../test/e2e/helpers/objects.js';
 import { portForward, type PortForward } from '../../../test/e2e/helpers/port-forward.js';
@@ -129,6 +129,23 @@ describe('the chart on real nodes (kubelet, containerd, runc)', () => {
       { kubeconfigPath: cluster.kubeconfigPath },
     );
   }, 900_000);
+
+  // A failed spec leaves what the cluster said on the output: its pods, their recent logs and the events.
+  afterEach(async ({ task }) => {
+    if (task.result?.state !== 'fail' || cluster === undefined) return;
+    const said: string[] = [];
+    for (const args of [
+      ['get', 'pods', '-A', '-o', 'wide'],
+      ['get', 'events', '-A', '--sort-by=.lastTimestamp'],
+      ['logs', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=warmpool', '--all-containers', '--prefix', '--tail=200'],
+    ]) {
+      const result = await cluster
+        .kubectl(args)
+        .catch((err: unknown) => ({ code: -1, stdout: '', stderr: String(err) }));
+      said.push(`$ kubectl ${args.join(' ')}\n${result.stdout}${result.stderr}`);
+    }
+    console.error(`what the cluster said when "${task.name}" failed:\n${said.join('\n')}`);
+  }, 60_000);
 
   afterAll(async () => {
     for (const forward of forwards) await forward.close();

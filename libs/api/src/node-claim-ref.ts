@@ -10,7 +10,7 @@
 //
 // Namespaces, claimRefs and pools are DNS labels or subdomains (no '/' or ':'),
 // the uid is a UUID, the owner a hex digest; a peer id is URI-encoded.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 import type { z } from 'zod';
 import type { claimDoorSchema } from './claim-jobs.js';
@@ -80,8 +80,5 @@ export function claimNameOf(owner: NodeClaimOwner): { namespace: string; name: s
  * caller who is not that identity, which the TokenReview already ensures.
  */
 export function ownerDigest(identity: { username: string; uid?: string }, asked: string): string {
-  return createHash('sha256')
-    .update(`${identity.username}\n${identity.uid ?? ''}\n${asked}`)
-    .digest('hex')
-    .slice(0, 32);
+  return hash('sha256', `${identity.username}\n${identity.uid ?? ''}\n${asked}`, 'hex').slice(0, 32);
 }

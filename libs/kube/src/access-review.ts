@@ -5,7 +5,7 @@
 // alike) are cached for at most `ttlMs` (10 s by default, the most the API
 // promises), keyed by a hash of the token, never the token itself;
 // concurrent identical questions share one review.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { EXTENSIONS_GROUP } from '@warmpool/api';
 import type { KubeTransport } from './transport.js';
 
@@ -56,6 +56,7 @@ export class KubeAccessReviewer implements AccessReviewer {
   readonly #maxEntries: number;
   readonly #now: () => number;
   readonly #users = new Map<string, Cached<UserInfo | undefined>>();
+  readonly #userKeys = new WeakMap<UserInfo, string>();
   readonly #decisions = new Map<string, Cached<boolean>>();
   readonly #inFlight = new Map<string, Promise<unknown>>();
 
@@ -68,7 +69,7 @@ export class KubeAccessReviewer implements AccessReviewer {
   }
 
   authenticate(token: string): Promise<UserInfo | undefined> {
-    const key = `t:${createHash('sha256').update(token).digest('base64url')}`;
+    const key = `t:${hash('sha256', token, 'base64url')}`;
     return this.#cached(this.#users, key, async () => {
       const review = await this.#post<{ status?: { authenticated?: boolean; user?: UserInfo } }>(
         '/apis/authentication.k8s.io/v1/tokenreviews',
@@ -85,7 +86,7 @@ export class KubeAccessReviewer implements AccessReviewer {
 
   /** `namespace` '' asks for all namespaces; `name` narrows to one object (RBAC resourceNames). */
   authorize(user: UserInfo, namespace: string, verb: ClaimVerb | 'list' | 'watch', name?: string): Promise<boolean> {
-    const key = `a:${JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], user.extra ?? {}, namespace, verb, name ?? ''])}`;
+    const key = `${this.#userKey(user)}${JSON.stringify([namespace, verb, name ?? ''])}`;
     return this.#cached(this.#decisions, key, async () => {
       const review = await this.#post<{ status?: { allowed?: boolean } }>(
         '/apis/authorization.k8s.io/v1/subjectaccessreviews',
@@ -109,6 +110,16 @@ export class KubeAccessReviewer implements AccessReviewer {
       );
       return review.status?.allowed === true;
     });
+  }
+
+  /** The user's part of a decision's key, written once per user object (a cached TokenReview hands out the same one). */
+  #userKey(user: UserInfo): string {
+    let key = this.#userKeys.get(user);
+    if (key === undefined) {
+      key = `a:${JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], user.extra ?? {}])}`;
+      this.#userKeys.set(user, key);
+    }
+    return key;
   }
 
   async #post<T>(path: string, body: unknown): Promise<T> {

@@ -9,8 +9,8 @@
 import { inventoryPoolsOf, poolKeyId, type InventoryPool, type NodeInfo, type NodeInventory } from '@warmpool/api';
 import { nodeRoom } from '@warmpool/pool-model';
 import { messageOf, parseHostPort, type Clock } from '@warmpool/runtime';
-import type { NodeStateLabel } from '../controllers/warmpool/metrics.js';
 import type { AddressCheck } from './addresses.js';
+import { ViewCache, type Built } from './view-cache.js';
 
 /** The signature of what a node reports as its targets (target > 0 only). */
 export function reportedSig(pools: readonly InventoryPool[]): string {
@@ -56,6 +56,8 @@ export interface NodeView {
 
 interface NodeRecord {
   name: string;
+  /** The NodeInventory object last observed (an informer replaces it on every change). */
+  source: NodeInventory | undefined;
   address: string;
   addressValid: boolean;
   addressProblem: string | undefined;
@@ -102,6 +104,8 @@ export class NodeTracker {
   readonly #options: NodeTrackerOptions;
   readonly #records = new Map<string, NodeRecord>();
   #retired: string[] = [];
+  /** The views, rebuilt only for the records that changed (or whose time came). */
+  readonly #cache = new ViewCache<NodeView>();
 
   constructor(options: NodeTrackerOptions) {
     this.#options = options;
@@ -113,27 +117,78 @@ export class NodeTracker {
 
   /**
    * Brings the records in line with the inventories, and each address with what its Node vouches
-   * for (`checkAddress`); returns the records that went (with their address).
+   * for (`checkAddress`); returns the records that went (with their address). Every view is built afresh at the next
+   * read: this is the resync, which trusts nothing kept.
    */
   sync(inventories: readonly NodeInventory[], checkAddress: AddressCheck): Array<{ name: string; address: string }> {
     const now = this.#options.clock.now();
+    this.#cache.staleAll(this.#records.keys());
     const seen = new Set<string>();
     for (const inventory of inventories) {
       const name = inventory.metadata?.name;
       if (name === undefined || name === '') continue;
       seen.add(name);
-      this.#observeInventory(name, inventory, now);
-      const record = this.#records.get(name);
-      if (record !== undefined)
-        record.addressProblem = record.addressValid ? checkAddress(name, record.address) : undefined;
+      this.#observe(name, inventory, checkAddress, now);
     }
     const removed: Array<{ name: string; address: string }> = [];
     for (const [name, record] of this.#records) {
       if (seen.has(name)) continue;
-      this.#records.delete(name);
+      this.#remove(name);
       removed.push({ name, address: record.address });
     }
     return removed;
+  }
+
+  /**
+   * sync() for the named nodes only (those an event touched): `inventory(name)` is its NodeInventory now, undefined
+   * once deleted. Returns the records that went.
+   */
+  syncSome(
+    names: Iterable<string>,
+    inventory: (name: string) => NodeInventory | undefined,
+    checkAddress: () => AddressCheck,
+  ): Array<{ name: string; address: string }> {
+    const now = this.#options.clock.now();
+    let check: AddressCheck | undefined;
+    const removed: Array<{ name: string; address: string }> = [];
+    for (const name of names) {
+      const found = inventory(name);
+      const record = this.#records.get(name);
+      if (found !== undefined) this.#observe(name, found, (check ??= checkAddress()), now);
+      else if (record !== undefined) {
+        this.#remove(name);
+        removed.push({ name, address: record.address });
+      }
+    }
+    return removed;
+  }
+
+  #observe(name: string, inventory: NodeInventory, checkAddress: AddressCheck, now: number): void {
+    const before = this.#records.get(name);
+    if (before?.source !== inventory) {
+      this.#observeInventory(name, inventory, now);
+      this.#cache.stale(name);
+    }
+    const record = this.#records.get(name);
+    if (record === undefined) return;
+    const problem = record.addressValid ? checkAddress(name, record.address) : undefined;
+    if (problem !== record.addressProblem) this.#cache.stale(name);
+    record.addressProblem = problem;
+  }
+
+  #remove(name: string): void {
+    this.#records.delete(name);
+    this.#cache.stale(name);
+  }
+
+  /** The node's view as of the last views(). */
+  lastView(name: string): NodeView | undefined {
+    return this.#cache.get(name);
+  }
+
+  /** The nodes whose view changed since the last call (undefined: any may have). */
+  takeChangedViews(): ReadonlySet<string> | undefined {
+    return this.#cache.takeChanged();
   }
 
   /** Addresses agents moved away from since the last call (their connections can go). */
@@ -150,6 +205,7 @@ export class NodeTracker {
     record.agent = observationOf(info, this.#options.clock.now());
     record.failures = 0;
     record.lastError = undefined;
+    this.#cache.stale(name);
   }
 
   /** A failed call; true when this failure is the one that takes the node out of placement. */
@@ -158,13 +214,16 @@ export class NodeTracker {
     if (record === undefined) return false;
     record.failures++;
     record.lastError = messageOf(err);
+    this.#cache.stale(name);
     return record.failures === this.#options.failureThreshold;
   }
 
   /** Its agent refused a push (409), saying it has applied `generation`. */
   recordRefusal(name: string, generation: number): void {
     const record = this.#records.get(name);
-    if (record !== undefined) record.refusedWith = generation;
+    if (record === undefined) return;
+    record.refusedWith = generation;
+    this.#cache.stale(name);
   }
 
   /** True when runs see this node through its NodeInventory: its agent has not answered within the observation TTL. */
@@ -183,12 +242,30 @@ export class NodeTracker {
     return record === undefined ? undefined : this.#view(record, this.#options.clock.now());
   }
 
-  /** Every node, sorted by name. */
-  views(): NodeView[] {
+  /** Every node, sorted by name (the same array until a view changes: read, never changed). */
+  views(): readonly NodeView[] {
     const now = this.#options.clock.now();
-    return [...this.#records.values()]
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      .map((r) => this.#view(r, now));
+    return this.#cache.views(
+      now,
+      this.#options.highestIssued?.(),
+      () => this.#records.keys(),
+      (name) => {
+        const record = this.#records.get(name);
+        return record === undefined ? undefined : this.#built(record, now);
+      },
+    );
+  }
+
+  /** A record's view, and what may change it with no change to the record (time, the issued generation). */
+  #built(record: NodeRecord, now: number): Built<NodeView> {
+    const view = this.#view(record, now);
+    let until = now < record.freshUntil ? record.freshUntil : Number.POSITIVE_INFINITY;
+    const agent = record.agent;
+    const ttl = this.#options.agentObservationTtlMs;
+    if (agent !== undefined && now - agent.at <= ttl) until = Math.min(until, agent.at + ttl);
+    const issued = this.#options.highestIssued?.();
+    const applied = view.appliedGeneration;
+    return { view, until, aboveIssued: applied !== undefined && (issued === undefined || applied > issued) };
   }
 
   #view(record: NodeRecord, now: number): NodeView {
@@ -232,6 +309,7 @@ export class NodeTracker {
     if (record === undefined) {
       record = {
         name,
+        source: undefined,
         address: '',
         addressValid: false,
         addressProblem: undefined,
@@ -255,6 +333,7 @@ export class NodeTracker {
       record.failures = 0;
       record.agent = undefined;
     }
+    record.source = inventory;
     const status = inventory.status ?? {};
     const applied = typeof status.appliedGeneration === 'number' ? status.appliedGeneration : undefined;
     if (applied !== record.inventoryApplied) {
@@ -300,26 +379,6 @@ function validAddress(address: string): boolean {
     return host !== '0.0.0.0' && host !== '::';
   } catch {
     return false;
-  }
-}
-
-/** The metric state of a node view. */
-export function nodeStateOf(view: NodeView): NodeStateLabel {
-  switch (view.exclusion) {
-    case undefined:
-      return 'ready';
-    case 'stale':
-      return 'stale';
-    case 'failing':
-      return 'failing';
-    case 'draining':
-      return 'draining';
-    case 'no-address':
-      return 'no_address';
-    case 'impossible-generation':
-      return 'impossible_generation';
-    case 'unverified-address':
-      return 'unverified_address';
   }
 }
 

@@ -132,7 +132,7 @@ export function createWarmPoolDriver(options: WarmPoolDriverOptions): WarmPoolDr
         fields: describeFields(fields),
       },
     );
-    reconciler.poke('status schema changed');
+    reconciler.pokeResync('status schema changed');
   });
   const driverOnly = [nodes, poolCrd, ...(agentPods ? [agentPods] : [])] as Array<Informer<KubeObject>>;
   return { reconciler, pools, templates, inventories, driverOnly, addresses };

@@ -30,8 +30,8 @@ export class WarmPoolMetrics {
   readonly #push: ReturnType<typeof pushSeries>;
   readonly #fleet: ReturnType<typeof fleetSeries>;
   readonly #pool: ReturnType<typeof poolSeries>;
-  /** Pools with per-pool series, "namespace/name", so a deleted pool's series go. */
-  #poolSeries = new Set<string>();
+  /** Pools with per-pool series, "namespace/name" → the values last set, so a deleted pool's series go. */
+  #poolSeries = new Map<string, { ready: number; desired: number }>();
 
   constructor(registry: Registry) {
     this.registry = registry;
@@ -73,16 +73,21 @@ export class WarmPoolMetrics {
     this.#fleet.degradedPools.set(degradedPools);
   }
 
-  /** Every planned pool's ready / desired replicas; pools no longer planned lose their series. */
+  /**
+   * Every planned pool's ready / desired replicas; pools no longer planned lose their series. A series is set only
+   * when its value moved (a run hands every pool over, an event moves few).
+   */
   poolReplicas(pools: Iterable<{ ref: string; ready: number; desired: number }>): void {
-    const seen = new Set<string>();
+    const seen = new Map<string, { ready: number; desired: number }>();
     for (const { ref, ready, desired } of pools) {
+      const before = this.#poolSeries.get(ref);
+      seen.set(ref, { ready, desired });
+      if (before?.ready === ready && before.desired === desired) continue;
       const [pool_namespace = '', pool = ''] = ref.split('/');
       this.#pool.ready.set({ pool_namespace, pool }, ready);
       this.#pool.desired.set({ pool_namespace, pool }, desired);
-      seen.add(ref);
     }
-    for (const ref of this.#poolSeries) {
+    for (const ref of this.#poolSeries.keys()) {
       if (seen.has(ref)) continue;
       const [pool_namespace = '', pool = ''] = ref.split('/');
       this.#pool.ready.remove({ pool_namespace, pool });

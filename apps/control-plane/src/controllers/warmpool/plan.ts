@@ -43,46 +43,75 @@ export type TemplateLookup = (namespace: string, name: string) => SandboxTemplat
 export function planPools(pools: readonly SandboxWarmPool[], template: TemplateLookup): PoolPlan[] {
   const plans: PoolPlan[] = [];
   for (const pool of pools) {
-    const namespace = pool.metadata?.namespace ?? '';
-    const name = pool.metadata?.name ?? '';
-    if (name === '' || pool.metadata?.deletionTimestamp !== undefined) continue;
-    const ref = `${namespace}/${name}`;
-    const templateName = pool.spec?.sandboxTemplateRef?.name ?? '';
-    const found = templateName === '' ? undefined : template(namespace, templateName);
-    if (found === undefined) {
-      plans.push({ kind: 'template-missing', pool, ref, template: `${namespace}/${templateName}` });
-      continue;
-    }
-    if (!isDriven(found)) continue;
-    try {
-      const key = poolKeyOf(found);
-      // A bad setting is refused like a bad key: reported on this pool, never pushed (sandboxd would refuse the node's
-      // whole PUT for it).
-      const options = poolOptionsOf(pool.metadata?.annotations, found.metadata?.annotations);
-      if (!options.ok) {
-        plans.push({
-          kind: 'invalid-template',
-          pool,
-          ref,
-          message: `SandboxWarmPool ${ref}: ${options.problems.join('; ')}`,
-        });
-        continue;
-      }
-      plans.push({
-        kind: 'driven',
-        pool,
-        ref,
-        key,
-        keyId: poolKeyId(key),
-        replicas: replicasOf(pool),
-        options: options.options,
-      });
-    } catch (err) {
-      if (!(err instanceof TemplateKeyError)) throw err;
-      plans.push({ kind: 'invalid-template', pool, ref, message: err.message });
-    }
+    const plan = planOf(pool, templateOf(pool, template));
+    if (plan !== undefined) plans.push(plan);
   }
-  return plans.sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+  return plans.sort(byRef);
+}
+
+/**
+ * planPools, remembered: a pool whose object and template object are the ones the last run saw (an informer replaces
+ * the object on every change) keeps its plan, the same object, so what is keyed by plans downstream holds too.
+ */
+export class PoolPlans {
+  #last = new Map<SandboxWarmPool, { template: SandboxTemplate | undefined; plan: PoolPlan | undefined }>();
+
+  plans(pools: readonly SandboxWarmPool[], template: TemplateLookup): PoolPlan[] {
+    const next = new Map<SandboxWarmPool, { template: SandboxTemplate | undefined; plan: PoolPlan | undefined }>();
+    const plans: PoolPlan[] = [];
+    for (const pool of pools) {
+      const found = templateOf(pool, template);
+      const before = this.#last.get(pool);
+      const entry =
+        before !== undefined && before.template === found ? before : { template: found, plan: planOf(pool, found) };
+      next.set(pool, entry);
+      if (entry.plan !== undefined) plans.push(entry.plan);
+    }
+    this.#last = next;
+    return plans.sort(byRef);
+  }
+}
+
+function templateOf(pool: SandboxWarmPool, template: TemplateLookup): SandboxTemplate | undefined {
+  const templateName = pool.spec?.sandboxTemplateRef?.name ?? '';
+  return templateName === '' ? undefined : template(pool.metadata?.namespace ?? '', templateName);
+}
+
+function byRef(a: PoolPlan, b: PoolPlan): number {
+  return a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0;
+}
+
+/** A pool's plan given its template as looked up (undefined: not found); undefined when warmpool does not act on it. */
+function planOf(pool: SandboxWarmPool, found: SandboxTemplate | undefined): PoolPlan | undefined {
+  const namespace = pool.metadata?.namespace ?? '';
+  const name = pool.metadata?.name ?? '';
+  if (name === '' || pool.metadata?.deletionTimestamp !== undefined) return undefined;
+  const ref = `${namespace}/${name}`;
+  if (found === undefined) {
+    const templateName = pool.spec?.sandboxTemplateRef?.name ?? '';
+    return { kind: 'template-missing', pool, ref, template: `${namespace}/${templateName}` };
+  }
+  if (!isDriven(found)) return undefined;
+  try {
+    const key = poolKeyOf(found);
+    // A bad setting is refused like a bad key: reported on this pool, never pushed (sandboxd would refuse the node's
+    // whole PUT for it).
+    const options = poolOptionsOf(pool.metadata?.annotations, found.metadata?.annotations);
+    if (!options.ok)
+      return { kind: 'invalid-template', pool, ref, message: `SandboxWarmPool ${ref}: ${options.problems.join('; ')}` };
+    return {
+      kind: 'driven',
+      pool,
+      ref,
+      key,
+      keyId: poolKeyId(key),
+      replicas: replicasOf(pool),
+      options: options.options,
+    };
+  } catch (err) {
+    if (!(err instanceof TemplateKeyError)) throw err;
+    return { kind: 'invalid-template', pool, ref, message: err.message };
+  }
 }
 
 export interface KeyDemand {

@@ -53,6 +53,8 @@ export class Pushers {
   readonly #lanes = new Map<string, Lane>();
   /** Lanes with a push queued or in flight (their drain loop is running). */
   #busyLanes = 0;
+  /** Nodes whose push settled (any outcome) since the last takeSettled(): what decides their next push moved. */
+  #settled = new Set<string>();
 
   constructor(options: PushersOptions) {
     this.#options = options;
@@ -77,6 +79,13 @@ export class Pushers {
   busy(name: string): boolean {
     const lane = this.#lanes.get(name);
     return lane?.pending !== undefined || lane?.inflight !== undefined;
+  }
+
+  /** The nodes whose push settled since the last call. */
+  takeSettled(): ReadonlySet<string> {
+    const settled = this.#settled;
+    this.#settled = new Set();
+    return settled;
   }
 
   acknowledged(name: string): Acknowledged | undefined {
@@ -136,6 +145,7 @@ export class Pushers {
       }
       const sent = lane.inflight ?? job;
       lane.inflight = undefined;
+      this.#settled.add(sent.node.name);
       if (lane.gone) {
         this.#lanes.delete(sent.node.name);
         return;

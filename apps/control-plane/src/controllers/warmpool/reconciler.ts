@@ -1,13 +1,17 @@
 // The warm-pool driver: one global, coalesced reconcile over the pool,
 // template and inventory caches, on the leader only. Invariants: a run costs
 // O(pools + nodes), never per sandbox, and between periodic resyncs only what
-// an event touched is recomputed (spread-memo.ts, observed.ts, DesiredSets);
+// an event touched is recomputed: the inventories the watch named and the
+// views that moved (nodes/view-cache.ts), the plans and statuses of the pools
+// whose objects changed (PoolPlans, StatusMemo), the spread (spread-memo.ts),
+// the summed observations (observed.ts), and the nodes a round looks at
+// (push-round.ts); the periodic resync recomputes all of it from the caches;
 // every push attempt first asks leadership.holding(), so a paused leader sends
 // nothing once it resumes; a 409 never moves the epoch (generation.ts states
 // the bound). The run and the fencing: docs/architecture.md, "The warm-pool driver".
 import { poolKeyId } from '@warmpool/api';
 import { DONE, WorkQueue, type WorkOutcome } from '@warmpool/kube';
-import type { Spread, Targets } from '@warmpool/pool-model';
+import type { Targets } from '@warmpool/pool-model';
 import { FLEET_TOKEN_ENV, systemClock, type Clock } from '@warmpool/runtime';
 import { majorityApplied } from '../../generation/generation.js';
 import { NodeTracker, type NodeView } from '../../nodes/tracker.js';
@@ -18,13 +22,14 @@ import {
   type Term,
   type WarmPoolReconcilerOptions,
 } from './context.js';
-import { DesiredSets } from './desired.js';
 import { takeEpoch } from './epoch.js';
+import { PushRound } from './push-round.js';
 import { ObservedPools } from './observed.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
-import { demandsOf, planPools, type KeyDemand } from './plan.js';
+import { demandsOf, PoolPlans } from './plan.js';
 import { Laps } from './laps.js';
 import { handOverStatuses } from './status-handover.js';
+import { StatusMemo } from './status.js';
 import { PoolStatusQueue } from './status-queue.js';
 import { newTerm } from './term.js';
 import { notePlacement, noteKeyChanges } from './transitions.js';
@@ -46,6 +51,12 @@ export class WarmPoolReconciler {
   readonly #queue: WorkQueue;
   /** Why the next run runs (for its debug log). */
   #reasons = new Set<string>();
+  /** The next run is a full resync even if no periodic sample asked for one. */
+  #resyncNext = false;
+  /** Nodes an event touched (their inventory, Node or agent pod) since the last run read them. */
+  #dirtyNodes = new Set<string>();
+  /** The next run reads every inventory (the first of a term, after a failed run, an event naming no node). */
+  #allNodes = true;
   /** performance.now() of the first poke the next run answers: how long it waited is a metric. */
   #pokedAt: number | undefined;
   readonly #statuses: PoolStatusQueue;
@@ -58,8 +69,10 @@ export class WarmPoolReconciler {
   /** What the run's helpers (epoch, push outcomes, transitions) see of it. */
   readonly #ctx: DriverContext;
   /** Memos of the last runs, dropped by every periodic resync. */
-  #desired = new DesiredSets();
+  readonly #round: PushRound;
   #observed = new ObservedPools();
+  #plans = new PoolPlans();
+  #statusMemo = new StatusMemo();
 
   constructor(options: WarmPoolReconcilerOptions) {
     this.#options = options;
@@ -87,6 +100,7 @@ export class WarmPoolReconciler {
       isCurrent: (term) => this.#term === term,
       poke: (reason) => this.poke(reason),
     };
+    this.#round = new PushRound(this.#ctx);
     this.#queue = new WorkQueue({
       work: () => this.#reconcile(),
       onError: (_key, err) => this.#options.logger.error('reconcile failed', { err }),
@@ -124,11 +138,27 @@ export class WarmPoolReconciler {
     this.#queue.add(RUN);
   }
 
+  /** The node's inventory, Node or agent pod changed: the next run reads it again (whether or not it is poked). */
+  noteNode(name: string | undefined): void {
+    if (name === undefined || name === '') this.#allNodes = true;
+    else this.#dirtyNodes.add(name);
+  }
+
+  /** Something every run's memos may depend on changed (the status schema): the next run recomputes everything. */
+  pokeResync(reason: string): void {
+    this.#resyncNext = true;
+    this.#reasons.add(reason);
+    this.#pokedAt ??= performance.now();
+    this.#queue.add(RUN);
+  }
+
   /** Begins a leadership term: takes a generation epoch, then drives. `signal` ends the term. */
   lead(signal: AbortSignal): void {
     if (this.#closed || this.#term !== undefined || signal.aborted) return;
     const inventories = this.#options.inventories.list();
     this.#tracker.sync(inventories, this.#options.addresses());
+    this.#dirtyNodes.clear();
+    this.#allNodes = true;
     // The first spread of a term starts from what the nodes report holding.
     const term = this.#newTerm(heldTargets(this.#tracker.views()));
     this.#term = term;
@@ -210,7 +240,7 @@ export class WarmPoolReconciler {
 
   /** Every node as the driver sees it now. */
   nodes(): NodeView[] {
-    return this.#tracker.views();
+    return [...this.#tracker.views()];
   }
 
   async close(): Promise<void> {
@@ -222,10 +252,12 @@ export class WarmPoolReconciler {
   async #reconcile(): Promise<WorkOutcome> {
     const reasons = this.#reasons;
     this.#reasons = new Set();
+    const resync = this.#resyncNext || reasons.has(PERIODIC);
+    this.#resyncNext = false;
     const waited = this.#pokedAt === undefined ? 0 : performance.now() - this.#pokedAt;
     this.#pokedAt = undefined;
     try {
-      await this.#reconcileOnce(reasons, waited);
+      await this.#reconcileOnce(reasons, resync, waited);
       return DONE;
     } finally {
       this.#lastRunEnded = this.#clock.now();
@@ -233,7 +265,7 @@ export class WarmPoolReconciler {
   }
 
   /** `waitedMs`: from the first poke it answers to its start (behind a run in flight, or a busy event loop). */
-  async #reconcileOnce(reasons: ReadonlySet<string>, waitedMs: number): Promise<void> {
+  async #reconcileOnce(reasons: ReadonlySet<string>, resync: boolean, waitedMs: number): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
       this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -254,7 +286,7 @@ export class WarmPoolReconciler {
     this.#options.metrics.reconcileWaited(waitedMs / 1000);
     const started = performance.now();
     try {
-      const phases = await this.#run(term, reasons.has(PERIODIC));
+      const phases = await this.#run(term, resync);
       this.#options.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
       this.#options.logger.debug('reconciled', {
         reasons: [...reasons],
@@ -264,6 +296,8 @@ export class WarmPoolReconciler {
       });
     } catch (err) {
       this.#options.metrics.reconciled((performance.now() - started) / 1000, 'error', this.#clock.now());
+      // What this run read of the nodes may not have reached its memos: the retry reads them all.
+      this.#allNodes = true;
       throw err;
     }
   }
@@ -278,7 +312,7 @@ export class WarmPoolReconciler {
     const options = this.#options;
     const laps = new Laps();
     if (resync) this.#resync(term);
-    for (const gone of this.#tracker.sync(options.inventories.list(), options.addresses())) {
+    for (const gone of this.#syncNodes(resync)) {
       term.pushers.forget(gone.name);
       term.placement.delete(gone.name);
       if (gone.address !== '') options.setter.forget?.(gone.address);
@@ -287,8 +321,9 @@ export class WarmPoolReconciler {
     }
     for (const address of this.#tracker.takeRetiredAddresses()) options.setter.forget?.(address);
     const views = this.#tracker.views();
+    const changed = this.#tracker.takeChangedViews();
     laps.lap('nodes');
-    const plans = planPools(options.pools.list(), (namespace, name) => options.templates.get(namespace, name));
+    const plans = this.#plans.plans(options.pools.list(), (namespace, name) => options.templates.get(namespace, name));
     const demands = demandsOf(plans);
     laps.lap('plan');
     const result = term.spread.run(
@@ -298,9 +333,15 @@ export class WarmPoolReconciler {
     laps.lap('spread');
     notePlacement(this.#ctx, term, views);
     noteKeyChanges(this.#ctx, term, plans);
-    this.#push(term, views, result, demands);
+    this.#round.handOut(term, views, result, demands, resync ? undefined : changed);
     laps.lap('push');
-    handOverStatuses(term, this.#observed, options.metrics, { plans, views, result, now });
+    handOverStatuses(term, { observed: this.#observed, statuses: this.#statusMemo }, options.metrics, {
+      plans,
+      views,
+      result,
+      now,
+      full: resync,
+    });
     laps.lap('status');
     return laps;
   }
@@ -311,41 +352,22 @@ export class WarmPoolReconciler {
    */
   #resync(term: Term): void {
     term.spread.resync();
-    this.#desired = new DesiredSets();
+    this.#round.resync();
     this.#observed = new ObservedPools();
+    this.#plans = new PoolPlans();
+    this.#statusMemo = new StatusMemo();
   }
 
-  /** Hands each node whose desired set changed to its push lane (one generation for the round). */
-  #push(term: Term, views: readonly NodeView[], result: Spread, demands: ReadonlyMap<string, KeyDemand>): void {
-    let generation: number | undefined;
-    this.#desired.begin(demands, result.targets.keys());
-    for (const view of views) {
-      if (!view.eligible || term.signal.aborted) continue;
-      const desired = this.#desired.of(view.name, result.targets.get(view.name), demands);
-      if (!this.#needsPush(term, view.name, desired.sig)) continue;
-      if (generation === undefined) {
-        // A paused leader resuming must not push before its renew loop has noticed it lost the Lease.
-        if (!this.#leadership.holding()) return;
-        // One generation per round: every node pushed in this round gets the same, higher than any before.
-        generation = this.#options.generations.next();
-        if (generation === undefined) {
-          takeEpoch(this.#ctx, term);
-          return;
-        }
-        this.#options.metrics.generation(generation);
-      }
-      term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
+  /** Reads the inventories an event touched (all of them on a resync); returns the nodes that went. */
+  #syncNodes(resync: boolean): Array<{ name: string; address: string }> {
+    const options = this.#options;
+    const dirty = this.#dirtyNodes;
+    this.#dirtyNodes = new Set();
+    if (resync || this.#allNodes) {
+      this.#allNodes = false;
+      return this.#tracker.sync(options.inventories.list(), options.addresses());
     }
-  }
-
-  #needsPush(term: Term, name: string, sig: string): boolean {
-    const onTheWay = term.pushers.onTheWay(name);
-    if (onTheWay !== undefined) return onTheWay !== sig;
-    const acked = term.pushers.acknowledged(name);
-    if (acked === undefined || acked.sig !== sig) return true;
-    // Acknowledged; only the node's own later word that its targets changed (its sandboxd restarted) brings it back.
-    const seen = this.#tracker.agentObservation(name);
-    return seen !== undefined && seen.at > acked.at && seen.reported !== acked.reported;
+    return this.#tracker.syncSome(dirty, (name) => options.inventories.get(name), options.addresses);
   }
 }
 

@@ -9,7 +9,10 @@
 // Σ max(previous, ideal)) exceeds its room, the spread is the ideal of every
 // pool. So each pool's ideal is kept while its replicas and the eligible nodes
 // hold, a patch recomputes one pool's, and when that check finds a node short
-// of room the full spread runs instead.
+// of room the full spread runs instead. While the previous targets are the
+// ideals themselves (#built), each node's load is kept too and the check moves
+// it by the changed pools only: a one-pool patch costs that pool's nodes plus
+// one comparison per eligible node, not a pass over every pool's entries.
 import { spread, type PoolDemand, type Spread, type SpreadNode, type Targets } from '@warmpool/pool-model';
 
 type Held = ReadonlyMap<string, number>;
@@ -30,7 +33,11 @@ export class IncrementalSpread {
   readonly #ideals = new Map<string, Ideal>();
   /** The pool → ideal the previous targets were built from, when they were all ideal. */
   #built: Map<string, Ideal> | undefined;
+  /** While #built is set: node → Σ units of the built ideals on it (= what the previous targets hold there). */
+  #load: Map<string, number> | undefined;
   #forceFull = false;
+  /** The nodes whose targets the last run may have changed; undefined: any node's. */
+  #touched: ReadonlySet<string> | undefined;
 
   readonly #onRun: (kind: SpreadKind) => void;
 
@@ -38,6 +45,11 @@ export class IncrementalSpread {
   constructor(previous?: Targets, onRun: (kind: SpreadKind) => void = () => undefined) {
     this.#previous = previous;
     this.#onRun = onRun;
+  }
+
+  /** The nodes whose targets (map) the last run may have replaced; undefined: any node's. */
+  get touched(): ReadonlySet<string> | undefined {
+    return this.#touched;
   }
 
   /** The last run's targets (or what the term began from). */
@@ -60,21 +72,43 @@ export class IncrementalSpread {
     if (fresh) {
       this.#eligibleSig = sig;
       this.#ideals.clear();
-      this.#built = undefined;
+      this.#forget();
     }
     // Without an eligible node nothing is placed: the ideal (every replica placed) does not apply.
-    const ideals = fresh || this.#forceFull || eligible.length === 0 ? undefined : this.#idealsOf(pools, eligible);
+    const ideals = fresh || eligible.length === 0 ? undefined : this.#idealsOf(pools, eligible);
+    const load = ideals === undefined ? undefined : this.#loadOf(ideals);
+    const fits = load !== undefined && fitsIn(load, eligible);
+    const incremental = fits && !this.#forceFull;
     this.#forceFull = false;
-    const incremental = ideals !== undefined && this.#fits(ideals, eligible);
-    const result = incremental ? this.#fromIdeals(ideals, eligible) : this.#full(pools, nodes);
+    this.#touched = undefined;
+    const result = incremental ? this.#fromIdeals(ideals as Map<string, Ideal>, eligible) : this.#full(pools, nodes);
+    if (!incremental && fits) {
+      // The resync's full spread is, by the invariant, the ideals: the next runs move from them again.
+      this.#built = ideals;
+      this.#load = idealLoad(ideals as Map<string, Ideal>);
+    }
     this.#onRun(incremental ? 'incremental' : 'full');
     this.#previous = result.targets;
     return result;
   }
 
-  #full(pools: readonly PoolDemand[], nodes: readonly SpreadNode[]): Spread {
+  #forget(): void {
     this.#built = undefined;
-    return spread(pools, nodes, this.#previous);
+    this.#load = undefined;
+  }
+
+  /** The full spread; a node whose targets come out as they were keeps its map (its desired set is kept). */
+  #full(pools: readonly PoolDemand[], nodes: readonly SpreadNode[]): Spread {
+    this.#forget();
+    const previous = this.#previous;
+    const result = spread(pools, nodes, previous);
+    if (previous === undefined) return result;
+    const targets = new Map<string, Held>();
+    for (const [node, held] of result.targets) {
+      const kept = previous.get(node);
+      targets.set(node, kept !== undefined && sameHeld(kept, held) ? kept : held);
+    }
+    return { ...result, targets };
   }
 
   /** Every pool's ideal over `eligible`, reusing those whose replicas did not change; undefined for duplicate ids. */
@@ -97,13 +131,41 @@ export class IncrementalSpread {
     return ideals;
   }
 
-  /** No node's demand, Σ over pools of max(previous, ideal), exceeds its room. */
-  #fits(ideals: ReadonlyMap<string, Ideal>, eligible: readonly SpreadNode[]): boolean {
-    const load = new Map<string, number>();
+  /**
+   * Each node's demand: Σ over pools of max(previous, ideal), counting only pools still asked for. While the previous
+   * targets are the built ideals that is the kept load moved by the pools whose ideal changed; else a full pass.
+   */
+  #loadOf(ideals: ReadonlyMap<string, Ideal>): Map<string, number> {
+    const built = this.#built;
+    const kept = this.#load;
+    if (built === undefined || kept === undefined) return this.#fullLoad(ideals);
+    const load = new Map(kept);
+    const move = (node: string, units: number): void => {
+      load.set(node, (load.get(node) ?? 0) + units);
+    };
+    for (const [id, ideal] of ideals) {
+      const before = built.get(id);
+      if (before === ideal) continue;
+      if (ideal.replicas === 0) {
+        // A pool scaled to 0 holds nothing it is asked for.
+        for (const [node, units] of before?.targets ?? []) move(node, -units);
+        continue;
+      }
+      // max(previous, ideal): the previous units stay counted, the new ideal adds where it is above them.
+      for (const [node, units] of ideal.targets) move(node, Math.max(0, units - (before?.targets.get(node) ?? 0)));
+    }
+    for (const [id, before] of built) {
+      if (ideals.has(id)) continue;
+      for (const [node, units] of before.targets) move(node, -units);
+    }
+    return load;
+  }
+
+  #fullLoad(ideals: ReadonlyMap<string, Ideal>): Map<string, number> {
+    const load = idealLoad(ideals);
     const add = (node: string, units: number): void => {
       load.set(node, (load.get(node) ?? 0) + units);
     };
-    for (const ideal of ideals.values()) for (const [node, units] of ideal.targets) add(node, units);
     // Units held off the ideal: what the previous targets hold above it, of pools still asked for.
     for (const [node, held] of this.#previous ?? []) {
       for (const [id, raw] of held) {
@@ -114,8 +176,7 @@ export class IncrementalSpread {
         if (above > 0) add(node, above);
       }
     }
-    for (const node of eligible) if ((load.get(node.name) ?? 0) > Math.max(0, node.room)) return false;
-    return true;
+    return load;
   }
 
   /** The spread when every pool gets its ideal: node maps untouched by a changed pool are the previous ones. */
@@ -124,17 +185,26 @@ export class IncrementalSpread {
     for (const [id, ideal] of ideals) placed.set(id, ideal.replicas);
     const built = this.#built;
     const previous = this.#previous;
+    const load = this.#load;
     this.#built = ideals;
-    if (built === undefined || previous === undefined)
+    if (built === undefined || previous === undefined || load === undefined) {
+      this.#load = idealLoad(ideals);
       return { targets: buildAll(ideals, eligible), placed, unplaced: new Map() };
+    }
     // The pools whose ideal is not the one the previous targets hold (changed, new or gone), and their nodes.
     const changed: Array<[string, Ideal | undefined]> = [];
     for (const [id, ideal] of ideals) if (built.get(id) !== ideal) changed.push([id, ideal]);
     for (const id of built.keys()) if (!ideals.has(id)) changed.push([id, undefined]);
     const touched = new Set<string>();
     for (const [id, ideal] of changed) {
-      for (const node of ideal?.targets.keys() ?? []) touched.add(node);
-      for (const node of built.get(id)?.targets.keys() ?? []) touched.add(node);
+      for (const [node, units] of ideal?.targets ?? []) {
+        touched.add(node);
+        load.set(node, (load.get(node) ?? 0) + units);
+      }
+      for (const [node, units] of built.get(id)?.targets ?? []) {
+        touched.add(node);
+        load.set(node, (load.get(node) ?? 0) - units);
+      }
     }
     const targets = new Map<string, Held>();
     for (const node of eligible) {
@@ -151,6 +221,7 @@ export class IncrementalSpread {
       }
       targets.set(node.name, held);
     }
+    this.#touched = touched;
     return { targets, placed, unplaced: new Map() };
   }
 }
@@ -173,6 +244,26 @@ function idealsOf(pools: readonly PoolDemand[], eligible: readonly SpreadNode[])
   for (const [node, held] of unlimited.targets)
     for (const [id, units] of held) if (units > 0) ideals.get(id)?.set(node, units);
   return ideals;
+}
+
+/** No eligible node's load exceeds its room. */
+function fitsIn(load: ReadonlyMap<string, number>, eligible: readonly SpreadNode[]): boolean {
+  for (const node of eligible) if ((load.get(node.name) ?? 0) > Math.max(0, node.room)) return false;
+  return true;
+}
+
+/** node → Σ units of the ideals on it. */
+function idealLoad(ideals: ReadonlyMap<string, Ideal>): Map<string, number> {
+  const load = new Map<string, number>();
+  for (const ideal of ideals.values())
+    for (const [node, units] of ideal.targets) load.set(node, (load.get(node) ?? 0) + units);
+  return load;
+}
+
+function sameHeld(a: Held, b: Held): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, units] of a) if (b.get(id) !== units) return false;
+  return true;
 }
 
 function buildAll(ideals: ReadonlyMap<string, Ideal>, eligible: readonly SpreadNode[]): Map<string, Held> {

@@ -8,30 +8,41 @@ import type { Term } from './context.js';
 import type { PoolState, WarmPoolMetrics } from './metrics.js';
 import type { ObservedPools } from './observed.js';
 import type { PoolPlan } from './plan.js';
-import { statusesOf } from './status.js';
+import { statusesOf, type StatusMemo } from './status.js';
 
 export interface StatusInputs {
   plans: readonly PoolPlan[];
   views: readonly NodeView[];
   result: Spread;
   now: number;
+  /** The periodic resync: the status lane compares every status afresh. */
+  full: boolean;
+}
+
+/** What a run keeps for the next: the summed observations and the statuses that held. */
+export interface StatusMemos {
+  observed: ObservedPools;
+  statuses: StatusMemo;
 }
 
 export function handOverStatuses(
   term: Term,
-  observed: ObservedPools,
+  memos: StatusMemos,
   metrics: WarmPoolMetrics,
-  { plans, views, result, now }: StatusInputs,
+  { plans, views, result, now, full }: StatusInputs,
 ): void {
   let eligibleNodes = 0;
   for (const view of views) if (view.eligible) eligibleNodes++;
-  const statuses = statusesOf({
-    plans,
-    observed: observed.update(views),
-    placed: result.placed,
-    unplaced: result.unplaced,
-    eligibleNodes,
-  });
+  const statuses = statusesOf(
+    {
+      plans,
+      observed: memos.observed.update(views),
+      placed: result.placed,
+      unplaced: result.unplaced,
+      eligibleNodes,
+    },
+    memos.statuses,
+  );
 
   const poolCounts: Record<PoolState, number> = { driven: 0, template_missing: 0, invalid_template: 0 };
   let degraded = 0;
@@ -53,5 +64,5 @@ export function handOverStatuses(
     })),
   );
 
-  term.status.submit({ statuses: [...statuses.values()], now });
+  term.status.submit({ statuses: [...statuses.values()], now, full });
 }

@@ -23,6 +23,8 @@ import { statusSig, transitionEvents, withTransitionTimes, type PoolStatusPlan }
 export interface StatusBatch {
   statuses: PoolStatusPlan[];
   now: number;
+  /** Compare every status afresh (the periodic resync), not only those that changed since they were last compared. */
+  full?: boolean;
 }
 
 export interface PoolStatusQueueOptions {
@@ -46,9 +48,23 @@ interface Written {
   afterRv: string | undefined;
 }
 
+/** A status found needing no write, and what it was compared with: the same three again need none either. */
+interface Settled {
+  status: SandboxWarmPoolStatus;
+  rv: string | undefined;
+  memory: Written | undefined;
+}
+
 export class PoolStatusQueue {
   readonly #options: PoolStatusQueueOptions;
   readonly #written = new Map<string, Written>();
+  /**
+   * Per pool uid: the would-be status (the object a run handed over) last found equal to the current one. A run keeps
+   * a pool's status object while nothing it depends on moved (StatusMemo), so most pools are skipped without a
+   * comparison. Without a condition changing, the transition times come from the current status: the verdict does
+   * not depend on the batch's time.
+   */
+  #settled = new Map<string, Settled>();
 
   constructor(options: PoolStatusQueueOptions) {
     this.#options = options;
@@ -71,12 +87,18 @@ export class PoolStatusQueue {
       next: SandboxWarmPoolStatus;
       stored: SandboxWarmPoolStatus;
     }> = [];
+    const settled = new Map<string, Settled>();
     for (const { plan, status } of batch.statuses) {
       const pool = plan.pool;
       const uid = pool.metadata?.uid ?? plan.ref;
       live.add(uid);
       const rv = pool.metadata?.resourceVersion;
       const memory = this.#written.get(uid);
+      const before = batch.full === true ? undefined : this.#settled.get(uid);
+      if (before !== undefined && before.status === status && before.rv === rv && before.memory === memory) {
+        settled.set(uid, before);
+        continue;
+      }
       const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
       const current = remembered ? memory.status : pool.status;
       const previous = remembered ? memory.full : pool.status;
@@ -84,10 +106,13 @@ export class PoolStatusQueue {
       // Compared as it would be stored: a schema without conditions must not make every run a write.
       const stored = writer.fit?.(next) ?? next;
       // Nothing the schema holds (or no status at all, where the apiserver refuses even `{}`): nothing to write.
-      if (Object.keys(stored).length === 0) continue;
-      if (statusSig(stored) === statusSig(projectLike(current, stored))) continue;
+      if (Object.keys(stored).length === 0 || statusSig(stored) === statusSig(projectLike(current, stored))) {
+        settled.set(uid, { status, rv, memory });
+        continue;
+      }
       writes.push({ pool, uid, rv, previous, next, stored });
     }
+    this.#settled = settled;
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
 
     await forEachLimited(writes, this.#options.concurrency, async (write) => {

@@ -49,10 +49,29 @@ export function selectorOf(poolName: string): string {
   return `${POOL_LABEL}=${poolName}`;
 }
 
-/** The would-be status of every planned pool, keyed by ref. */
-export function statusesOf(inputs: StatusInputs): Map<string, PoolStatusPlan> {
+/**
+ * What the last run decided, per key group and per problem plan: a group whose plans are the same objects and whose
+ * counts hold keeps its statuses (the same objects), so a run builds statuses only for the pools an event moved.
+ */
+export class StatusMemo {
+  readonly groups = new Map<string, GroupMemo>();
+  readonly problems = new Map<PoolPlan, PoolStatusPlan>();
+}
+
+interface GroupMemo {
+  plans: ReadonlyArray<PoolPlan & { kind: 'driven' }>;
+  replicas: number;
+  ready: number;
+  placed: number;
+  eligibleNodes: number;
+  out: PoolStatusPlan[];
+}
+
+/** The would-be status of every planned pool, keyed by ref; with `memo`, what held since the last run is reused. */
+export function statusesOf(inputs: StatusInputs, memo?: StatusMemo): Map<string, PoolStatusPlan> {
   const out = new Map<string, PoolStatusPlan>();
   const byKey = new Map<string, Array<PoolPlan & { kind: 'driven' }>>();
+  const problems = new Map<PoolPlan, PoolStatusPlan>();
   for (const plan of inputs.plans) {
     if (plan.kind === 'driven') {
       const group = byKey.get(plan.keyId);
@@ -60,26 +79,64 @@ export function statusesOf(inputs: StatusInputs): Map<string, PoolStatusPlan> {
       else group.push(plan);
       continue;
     }
-    out.set(plan.ref, problemStatus(plan));
+    const status = memo?.problems.get(plan) ?? problemStatus(plan);
+    problems.set(plan, status);
+    out.set(plan.ref, status);
   }
+  const groups = new Map<string, GroupMemo>();
   for (const [keyId, group] of byKey) {
     const observation = inputs.observed.get(keyId);
-    let replicasLeft = observation?.replicas ?? 0;
-    let readyLeft = observation?.readyReplicas ?? 0;
-    let placedLeft = inputs.placed.get(keyId) ?? 0;
-    group.forEach((plan, i) => {
-      const last = i === group.length - 1;
-      const replicas = last ? replicasLeft : Math.min(plan.replicas, replicasLeft);
-      replicasLeft -= replicas;
-      const ready = Math.min(replicas, readyLeft, plan.replicas);
-      readyLeft -= ready;
-      const placed = Math.min(plan.replicas, placedLeft);
-      placedLeft -= placed;
-      const unplaced = plan.replicas - placed;
-      out.set(plan.ref, drivenStatus(plan, replicas, ready, unplaced, inputs.eligibleNodes));
-    });
+    const counts = {
+      replicas: observation?.replicas ?? 0,
+      ready: observation?.readyReplicas ?? 0,
+      placed: inputs.placed.get(keyId) ?? 0,
+      eligibleNodes: inputs.eligibleNodes,
+    };
+    const before = memo?.groups.get(keyId);
+    const kept = before !== undefined && sameGroup(before, group, counts) ? before : undefined;
+    const made = kept ?? { plans: group, ...counts, out: groupStatuses(group, counts) };
+    groups.set(keyId, made);
+    for (const status of made.out) out.set(status.plan.ref, status);
+  }
+  if (memo !== undefined) {
+    memo.groups.clear();
+    for (const [keyId, group] of groups) memo.groups.set(keyId, group);
+    memo.problems.clear();
+    for (const [plan, status] of problems) memo.problems.set(plan, status);
   }
   return out;
+}
+
+type GroupCounts = Omit<GroupMemo, 'plans' | 'out'>;
+
+function sameGroup(memo: GroupMemo, group: ReadonlyArray<PoolPlan>, counts: GroupCounts): boolean {
+  if (
+    memo.replicas !== counts.replicas ||
+    memo.ready !== counts.ready ||
+    memo.placed !== counts.placed ||
+    memo.eligibleNodes !== counts.eligibleNodes ||
+    memo.plans.length !== group.length
+  )
+    return false;
+  return group.every((plan, i) => memo.plans[i] === plan);
+}
+
+/** The key's counts handed out in ref order: each pool takes up to its own replicas, the last one what is left. */
+function groupStatuses(group: ReadonlyArray<PoolPlan & { kind: 'driven' }>, counts: GroupCounts): PoolStatusPlan[] {
+  let replicasLeft = counts.replicas;
+  let readyLeft = counts.ready;
+  let placedLeft = counts.placed;
+  return group.map((plan, i) => {
+    const last = i === group.length - 1;
+    const replicas = last ? replicasLeft : Math.min(plan.replicas, replicasLeft);
+    replicasLeft -= replicas;
+    const ready = Math.min(replicas, readyLeft, plan.replicas);
+    readyLeft -= ready;
+    const placed = Math.min(plan.replicas, placedLeft);
+    placedLeft -= placed;
+    const unplaced = plan.replicas - placed;
+    return drivenStatus(plan, replicas, ready, unplaced, counts.eligibleNodes);
+  });
 }
 
 function drivenStatus(

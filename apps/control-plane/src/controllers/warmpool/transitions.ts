@@ -3,7 +3,8 @@
 // verdict is given once per change, never per run.
 import { NodeInventoryType, SandboxWarmPoolType } from '@warmpool/api';
 import { formatDuration } from '@warmpool/runtime';
-import { nodeStateOf, type NodeView } from '../../nodes/tracker.js';
+import { nodeStateOf } from '../../nodes/node-state.js';
+import type { NodeView } from '../../nodes/tracker.js';
 import type { DriverContext, Term } from './context.js';
 import { NODE_STATES, type NodeStateLabel } from './metrics.js';
 import type { PoolPlan } from './plan.js';

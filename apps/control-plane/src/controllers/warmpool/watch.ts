@@ -53,11 +53,17 @@ export function watchForChanges(
     },
     onDelete: () => reconciler.poke('template deleted'),
   });
+  // Every inventory event names the node whose record the next run reads again, poked or not: a heartbeat that
+  // pokes nothing still carries the publish time that keeps the node fresh.
   inventories.addEventHandler({
-    onAdd: () => reconciler.poke('node added'),
+    onAdd: (inventory) => {
+      reconciler.noteNode(inventory.metadata?.name);
+      reconciler.poke('node added');
+    },
     onUpdate: (old, next) => {
       if (old === next) return;
       const name = next.metadata?.name ?? '';
+      reconciler.noteNode(name);
       if (
         !reconciler.inPlacement(name) ||
         reconciler.unissued(next.status?.appliedGeneration) ||
@@ -66,7 +72,10 @@ export function watchForChanges(
         reconciler.poke('node changed');
       }
     },
-    onDelete: () => reconciler.poke('node deleted'),
+    onDelete: (inventory) => {
+      reconciler.noteNode(inventory.metadata?.name);
+      reconciler.poke('node deleted');
+    },
   });
 }
 
@@ -90,19 +99,37 @@ export function watchAddressVouchers(
   nodes: Informer<KubeNode>,
   agentPods: Informer<KubePod> | undefined,
 ): void {
+  // A Node vouches for the addresses of the inventory of the same name; an agent pod for the node it runs on.
   nodes.addEventHandler({
-    onAdd: () => reconciler.poke('node object added'),
-    onUpdate: (old, next) => {
-      if (old !== next && nodeAddressesChanged(old, next)) reconciler.poke('node addresses changed');
+    onAdd: (node) => {
+      reconciler.noteNode(node.metadata?.name);
+      reconciler.poke('node object added');
     },
-    onDelete: () => reconciler.poke('node object deleted'),
+    onUpdate: (old, next) => {
+      if (old === next || !nodeAddressesChanged(old, next)) return;
+      reconciler.noteNode(next.metadata?.name);
+      reconciler.poke('node addresses changed');
+    },
+    onDelete: (node) => {
+      reconciler.noteNode(node.metadata?.name);
+      reconciler.poke('node object deleted');
+    },
   });
   agentPods?.addEventHandler({
-    onAdd: () => reconciler.poke('agent pod added'),
-    onUpdate: (old, next) => {
-      if (old !== next && podPlacementChanged(old, next)) reconciler.poke('agent pod changed');
+    onAdd: (pod) => {
+      reconciler.noteNode(pod.spec?.nodeName);
+      reconciler.poke('agent pod added');
     },
-    onDelete: () => reconciler.poke('agent pod deleted'),
+    onUpdate: (old, next) => {
+      if (old === next || !podPlacementChanged(old, next)) return;
+      reconciler.noteNode(old.spec?.nodeName);
+      reconciler.noteNode(next.spec?.nodeName);
+      reconciler.poke('agent pod changed');
+    },
+    onDelete: (pod) => {
+      reconciler.noteNode(pod.spec?.nodeName);
+      reconciler.poke('agent pod deleted');
+    },
   });
 }
 

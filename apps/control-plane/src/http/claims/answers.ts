@@ -58,5 +58,25 @@ export function scopeOf(c: Context<ClaimApiEnv>): ClaimScope {
 export function ownerOf(c: Context<ClaimApiEnv>, asked: string): ClaimOwner {
   const peer = c.get('peer');
   if (peer !== undefined) return { door: 'fed', peer };
-  return { door: 'http', digest: ownerDigest(c.get('user'), asked) };
+  return { door: 'http', digest: digestOf(c.get('user'), asked) };
+}
+
+/**
+ * Each reviewed identity's owner digests, computed once per identity object: a cached review hands out the same
+ * object for every request of that token while the review holds.
+ */
+const digests = new WeakMap<UserInfo, Map<string, string>>();
+
+function digestOf(user: UserInfo, asked: string): string {
+  let byAsked = digests.get(user);
+  if (byAsked === undefined) {
+    byAsked = new Map();
+    digests.set(user, byAsked);
+  }
+  let digest = byAsked.get(asked);
+  if (digest === undefined) {
+    digest = ownerDigest(user, asked);
+    byAsked.set(asked, digest);
+  }
+  return digest;
 }

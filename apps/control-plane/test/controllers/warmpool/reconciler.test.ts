@@ -33,10 +33,10 @@ import {
   MemoryEpochStore,
   type EpochStore,
 } from '../../../src/generation/generation.js';
-import { WarmPoolMetrics } from '../../../src/controllers/warmpool/metrics.js';
 import { createHealthApp, registerBuildInfo } from '../../../src/http/health.js';
 import { addressCheckOf } from '../../../src/nodes/addresses.js';
 import { AgentCallError } from '../../../src/agents/errors.js';
+import { CountingMetrics, WatchedStore } from './run-world.js';
 import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 
 interface Push {
@@ -139,22 +139,13 @@ class RecordedEvents implements EventRecorder {
   async close(): Promise<void> {}
 }
 
-/** The driver's metrics, counting the reconciles it reports (every run reports one outcome). */
-class CountingMetrics extends WarmPoolMetrics {
-  runs = 0;
-
-  override reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
-    this.runs++;
-    super.reconciled(seconds, outcome, at);
-  }
-}
-
 class World {
   readonly pools = new ObjectStore<SandboxWarmPool>();
   readonly templates = new ObjectStore<SandboxTemplate>();
-  readonly inventories = new ObjectStore<NodeInventory>();
+  /** Each change names its node to the reconciler, as the watch wiring does. */
+  readonly inventories = new WatchedStore<NodeInventory>();
   /** The Node objects, each vouching for its inventory's default address. */
-  readonly nodes = new ObjectStore<KubeNode>();
+  readonly nodes = new WatchedStore<KubeNode>();
   readonly agents = new FakeAgents();
   readonly statuses = new FakeStatusWriter(this.pools);
   readonly clock = new ManualClock();
@@ -186,6 +177,8 @@ class World {
     }
     const nodes = new Lister(this.nodes);
     this.templates.upsert(templateObject('ns', 'tpl', 'img'));
+    this.inventories.onChange = (name) => this.reconciler.noteNode(name);
+    this.nodes.onChange = (name) => this.reconciler.noteNode(name);
     this.reconciler = new WarmPoolReconciler({
       pools: new Lister(this.pools),
       templates: new Lister(this.templates),
@@ -532,7 +525,9 @@ describe('WarmPoolReconciler', () => {
 
     // The CRD now declares conditions: they are written without anything else changing.
     w.statuses.fields = 'any';
-    await w.change('status schema changed', () => undefined);
+    // As the driver's CRD watch does (driver.ts): a schema change makes the next run a full resync.
+    w.reconciler.pokeResync('status schema changed');
+    await w.settle();
     expect(w.statuses.writes.at(-1)?.status.conditions?.map((c) => [c.type, c.status])).toEqual([
       ['Ready', 'True'],
       ['Degraded', 'False'],
