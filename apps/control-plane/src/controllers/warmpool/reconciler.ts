@@ -140,8 +140,13 @@ export class WarmPoolReconciler {
 
   /** The node's inventory, Node or agent pod changed: the next run reads it again (whether or not it is poked). */
   noteNode(name: string | undefined): void {
-    if (name === undefined || name === '') this.#allNodes = true;
-    else this.#dirtyNodes.add(name);
+    // Kept only while a later run would read just the named: not while no term drives (every replica hears every
+    // event; a term's first run reads every inventory, lead()), nor once the next run reads them all anyway.
+    if (this.#term === undefined || this.#allNodes) return;
+    if (name === undefined || name === '') {
+      this.#allNodes = true;
+      this.#dirtyNodes.clear();
+    } else this.#dirtyNodes.add(name);
   }
 
   /** Something every run's memos may depend on changed (the status schema): the next run recomputes everything. */
