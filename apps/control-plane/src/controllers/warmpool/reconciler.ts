@@ -140,8 +140,13 @@ export class WarmPoolReconciler {
 
   /** The node's inventory, Node or agent pod changed: the next run reads it again (whether or not it is poked). */
   noteNode(name: string | undefined): void {
-    if (name === undefined || name === '') this.#allNodes = true;
-    else this.#dirtyNodes.add(name);
+    // Kept only while a later run would read just the named: not while no term drives (every replica hears every
+    // event; a term's first run reads every inventory, lead()), nor once the next run reads them all anyway.
+    if (this.#term === undefined || this.#allNodes) return;
+    if (name === undefined || name === '') {
+      this.#allNodes = true;
+      this.#dirtyNodes.clear();
+    } else this.#dirtyNodes.add(name);
   }
 
   /** Something every run's memos may depend on changed (the status schema): the next run recomputes everything. */
@@ -252,12 +257,10 @@ export class WarmPoolReconciler {
   async #reconcile(): Promise<WorkOutcome> {
     const reasons = this.#reasons;
     this.#reasons = new Set();
-    const resync = this.#resyncNext || reasons.has(PERIODIC);
-    this.#resyncNext = false;
     const waited = this.#pokedAt === undefined ? 0 : performance.now() - this.#pokedAt;
     this.#pokedAt = undefined;
     try {
-      await this.#reconcileOnce(reasons, resync, waited);
+      await this.#reconcileOnce(reasons, waited);
       return DONE;
     } finally {
       this.#lastRunEnded = this.#clock.now();
@@ -265,7 +268,7 @@ export class WarmPoolReconciler {
   }
 
   /** `waitedMs`: from the first poke it answers to its start (behind a run in flight, or a busy event loop). */
-  async #reconcileOnce(reasons: ReadonlySet<string>, resync: boolean, waitedMs: number): Promise<void> {
+  async #reconcileOnce(reasons: ReadonlySet<string>, waitedMs: number): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
       this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -283,6 +286,9 @@ export class WarmPoolReconciler {
       return;
     }
     this.#noTokenReported = false;
+    // Taken only by a run that proceeds: a resync asked for while none could (no term, no token) is the next one's.
+    const resync = this.#resyncNext || reasons.has(PERIODIC);
+    this.#resyncNext = false;
     this.#options.metrics.reconcileWaited(waitedMs / 1000);
     const started = performance.now();
     try {
@@ -296,8 +302,10 @@ export class WarmPoolReconciler {
       });
     } catch (err) {
       this.#options.metrics.reconciled((performance.now() - started) / 1000, 'error', this.#clock.now());
-      // What this run read of the nodes may not have reached its memos: the retry reads them all.
+      // What this run read of the nodes may not have reached its memos: the retry reads them all (and resyncs, if
+      // this run was to).
       this.#allNodes = true;
+      if (resync) this.#resyncNext = true;
       throw err;
     }
   }
