@@ -3,11 +3,11 @@
 // moving, its Node vouching for other addresses or going, an agent losing its
 // targets, leadership lost and taken again.
 import { inventoryPoolsOf } from '@warmpool/api';
-import { inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import { inventoryObject, kubeNodeObject, ManualClock, poolObject } from '@warmpool/harness';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { StaleGenerationError } from '../../../src/agents/errors.js';
-import { RunWorld } from './run-world.js';
+import { expectIncrementalAsFull, type RunWorld } from './run-world.js';
 
 /** Agents that refuse their next push with a 409 naming `applied` while listed in `refuse`. */
 class Refusing extends Set<string> {
@@ -150,37 +150,16 @@ describe('the run (review properties)', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(evArb, { minLength: 1, maxLength: 3 }), { maxLength: 12 }), async (runs) => {
         const clock = new ManualClock();
-        const incremental = new RunWorld(clock, 30_000);
-        const full = new RunWorld(clock, 30_000);
-        const worlds = [incremental, full];
-        for (const world of worlds) {
-          (world as unknown as { broken: Set<string> }).broken = new Refusing();
-          TEMPLATES.forEach((name, i) => world.templates.upsert(templateObject('ns', name, `img-${i}`)));
-          for (const name of NODES) {
-            world.inventories.upsert(inventoryObject(name, { publishedAt: clock.iso() }));
-            world.nodes.upsert(kubeNodeObject(name));
-          }
-          world.pools.upsert(poolObject('ns', 'p0', 't0', 5));
-          world.pools.upsert(poolObject('ns', 'p1', 't1', 3));
-          world.drive();
-        }
-        try {
-          await Promise.all(worlds.map((world) => world.settle()));
-          for (const events of runs) {
-            for (const ev of events) {
-              if (ev.kind === 'time') clock.advance(ev.ms);
-              for (const world of worlds) happen(world, clock, ev);
-            }
-            incremental.reconciler.poke('event');
-            full.reconciler.pokeResync('event');
-            for (const world of [...worlds, ...worlds]) await world.settle();
-            expect(incremental.targets()).toEqual(full.targets());
-            expect(incremental.statuses()).toEqual(full.statuses());
-            expect(incremental.reconciler.nodes()).toEqual(full.reconciler.nodes());
-          }
-        } finally {
-          await Promise.all(worlds.map((world) => world.close()));
-        }
+        await expectIncrementalAsFull(
+          clock,
+          {
+            templates: TEMPLATES,
+            nodes: NODES,
+            prepare: (world) => ((world as unknown as { broken: Set<string> }).broken = new Refusing()),
+          },
+          runs,
+          (world, ev) => happen(world, clock, ev),
+        );
       }),
       {
         numRuns: 60,

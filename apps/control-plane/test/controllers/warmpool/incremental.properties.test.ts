@@ -7,7 +7,7 @@
 // incremental run, the other with a full resync, push the same sets to every
 // node and write the same statuses.
 import { inventoryPoolsOf, WARM_MAX_ANNOTATION, type InventoryPool } from '@warmpool/api';
-import { infoOf, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import { infoOf, inventoryObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
 import { observePools, spread, type PoolDemand, type SpreadNode, type Targets } from '@warmpool/pool-model';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ import type { KeyDemand } from '../../../src/controllers/warmpool/plan.js';
 import { IncrementalSpread } from '../../../src/controllers/warmpool/spread-memo.js';
 import type { NodeView, Observation } from '../../../src/nodes/tracker.js';
 import { NodeTracker } from '../../../src/nodes/tracker.js';
-import { RunWorld } from './run-world.js';
+import { expectIncrementalAsFull, type RunWorld } from './run-world.js';
 
 const POOL_IDS = ['a', 'b', 'c', 'd', 'e', 'f'];
 const NODE_NAMES = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5', 'n6', 'n7'];
@@ -415,36 +415,9 @@ describe('the run (properties)', () => {
         fc.array(fc.array(worldEventArb, { minLength: 1, maxLength: 3 }), { maxLength: 12 }),
         async (runs) => {
           const clock = new ManualClock();
-          const incremental = new RunWorld(clock, 30_000);
-          const full = new RunWorld(clock, 30_000);
-          const worlds = [incremental, full];
-          for (const world of worlds) {
-            RUN_TEMPLATES.forEach((name, i) => world.templates.upsert(templateObject('ns', name, `img-${i}`)));
-            for (const name of RUN_NODES) {
-              world.inventories.upsert(inventoryObject(name, { publishedAt: clock.iso() }));
-              world.nodes.upsert(kubeNodeObject(name));
-            }
-            world.pools.upsert(poolObject('ns', 'p0', 't0', 5));
-            world.pools.upsert(poolObject('ns', 'p1', 't1', 3));
-            world.drive();
-          }
-          try {
-            await Promise.all(worlds.map((world) => world.settle()));
-            for (const events of runs) {
-              for (const event of events) {
-                if (event.kind === 'time') clock.advance(event.ms);
-                for (const world of worlds) happen(world, clock, event);
-              }
-              incremental.reconciler.poke('event');
-              full.reconciler.pokeResync('event');
-              for (const world of [...worlds, ...worlds]) await world.settle();
-              expect(incremental.targets()).toEqual(full.targets());
-              expect(incremental.statuses()).toEqual(full.statuses());
-              expect(incremental.reconciler.nodes()).toEqual(full.reconciler.nodes());
-            }
-          } finally {
-            await Promise.all(worlds.map((world) => world.close()));
-          }
+          await expectIncrementalAsFull(clock, { templates: RUN_TEMPLATES, nodes: RUN_NODES }, runs, (world, event) =>
+            happen(world, clock, event),
+          );
         },
       ),
       // The example: only time passes, beyond the agents' answers' TTL and then the inventories' staleness.

@@ -12,7 +12,15 @@ import type {
   SandboxWarmPool,
   SandboxWarmPoolStatus,
 } from '@warmpool/api';
-import { InFlight, type ManualClock } from '@warmpool/harness';
+import {
+  InFlight,
+  inventoryObject,
+  kubeNodeObject,
+  poolObject,
+  templateObject,
+  type ManualClock,
+} from '@warmpool/harness';
+import { expect } from 'vitest';
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { Registry } from 'prom-client';
@@ -156,5 +164,57 @@ export class RunWorld {
 
   #info(node: string): NodeInfo {
     return { pools: this.reported(node), claimed: 0 };
+  }
+}
+
+/** Where two worlds start: these templates (`img-<i>`), these nodes fresh, pools p0 (t0, 5) and p1 (t1, 3). */
+export interface TwinStart {
+  templates: readonly string[];
+  nodes: readonly string[];
+  /** Anything else a world needs before it drives (a refusing agent, say). */
+  prepare?: (world: RunWorld) => void;
+}
+
+/**
+ * The run's contract between resyncs: two worlds get the same events, one answering each batch with a plain poke (the
+ * incremental run), the other with a full resync; after every batch both hold the same sets, statuses and node views.
+ * An event of kind `time` moves the shared clock by its `ms` before `happen` applies it to each world.
+ */
+export async function expectIncrementalAsFull<E extends { kind: string }>(
+  clock: ManualClock,
+  start: TwinStart,
+  runs: ReadonlyArray<readonly E[]>,
+  happen: (world: RunWorld, event: E) => void,
+): Promise<void> {
+  const incremental = new RunWorld(clock, 30_000);
+  const full = new RunWorld(clock, 30_000);
+  const worlds = [incremental, full];
+  for (const world of worlds) {
+    start.prepare?.(world);
+    start.templates.forEach((name, i) => world.templates.upsert(templateObject('ns', name, `img-${i}`)));
+    for (const name of start.nodes) {
+      world.inventories.upsert(inventoryObject(name, { publishedAt: clock.iso() }));
+      world.nodes.upsert(kubeNodeObject(name));
+    }
+    world.pools.upsert(poolObject('ns', 'p0', 't0', 5));
+    world.pools.upsert(poolObject('ns', 'p1', 't1', 3));
+    world.drive();
+  }
+  try {
+    await Promise.all(worlds.map((world) => world.settle()));
+    for (const events of runs) {
+      for (const event of events) {
+        if (event.kind === 'time') clock.advance((event as unknown as { ms: number }).ms);
+        for (const world of worlds) happen(world, event);
+      }
+      incremental.reconciler.poke('event');
+      full.reconciler.pokeResync('event');
+      for (const world of [...worlds, ...worlds]) await world.settle();
+      expect(incremental.targets()).toEqual(full.targets());
+      expect(incremental.statuses()).toEqual(full.statuses());
+      expect(incremental.reconciler.nodes()).toEqual(full.reconciler.nodes());
+    }
+  } finally {
+    await Promise.all(worlds.map((world) => world.close()));
   }
 }
