@@ -44,6 +44,7 @@ export type {
 export { allPoolsReady, progressLine, readNode, readPools, readProgress } from './stack-status.js';
 export type { NodeProgress, PoolProgress, ProgressSource, StackProgress } from './stack-status.js';
 export {
+  appliedInfoOf,
   federationRecord,
   infoOf,
   inventoryObject,

@@ -13,6 +13,7 @@ import {
   type NodeInfo,
   type NodeInventory,
   type ObjectMeta,
+  type PoolTarget,
   type SandboxClaim,
   type SandboxClaimSpec,
   type SandboxEnv,
@@ -180,6 +181,19 @@ export function infoOf(targets: Record<string, number>, warm: Record<string, num
       const [template = '', net = 'none', size = 'small'] = id.split('|');
       return { key: { template, net, size }, target, warm: warm[id] ?? 0, refilling: 0 };
     }),
+    claimed: 0,
+  };
+}
+
+/** What an agent that applied `pools` reports: each pool's target, all of it warm. */
+export function appliedInfoOf(pools: readonly PoolTarget[]): NodeInfo {
+  return {
+    pools: pools.map((p) => ({
+      key: { template: p.template, net: p.net, size: p.size },
+      target: p.warm,
+      warm: p.warm,
+      refilling: 0,
+    })),
     claimed: 0,
   };
 }

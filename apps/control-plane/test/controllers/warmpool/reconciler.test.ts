@@ -37,7 +37,15 @@ import { createHealthApp, registerBuildInfo } from '../../../src/http/health.js'
 import { addressCheckOf } from '../../../src/nodes/addresses.js';
 import { AgentCallError } from '../../../src/agents/errors.js';
 import { CountingMetrics, WatchedStore } from './run-world.js';
-import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import {
+  appliedInfoOf,
+  InFlight,
+  inventoryObject,
+  kubeNodeObject,
+  ManualClock,
+  poolObject,
+  templateObject,
+} from '@warmpool/harness';
 
 interface Push {
   node: string;
@@ -79,16 +87,7 @@ class FakeAgents implements PoolSetter {
   async info(node: AgentNode): Promise<NodeInfo> {
     this.called.add(node.address);
     this.probes++;
-    const pools = this.held.get(node.name) ?? [];
-    return {
-      pools: pools.map((p) => ({
-        key: { template: p.template, net: p.net, size: p.size },
-        target: p.warm,
-        warm: p.warm,
-        refilling: 0,
-      })),
-      claimed: 0,
-    };
+    return appliedInfoOf(this.held.get(node.name) ?? []);
   }
 
   pushedTo(node: string): Push[] {

@@ -3,7 +3,15 @@
 // statuses it already found equal (same status object, resourceVersion and write memory) and only a resync compares
 // them again with the new schema's fit.
 import type { NodeInventory, SandboxTemplate, SandboxWarmPool, SandboxWarmPoolStatus } from '@warmpool/api';
-import { InFlight, inventoryObject, kubeNodeObject, ManualClock, poolObject, templateObject } from '@warmpool/harness';
+import {
+  appliedInfoOf,
+  InFlight,
+  inventoryObject,
+  kubeNodeObject,
+  ManualClock,
+  poolObject,
+  templateObject,
+} from '@warmpool/harness';
 import { Lister, ObjectStore } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { Registry } from 'prom-client';
@@ -34,16 +42,7 @@ describe('a resync asked for while no run can answer it', () => {
       inventories: new Lister(inventories),
       addresses: () => addressCheckOf({ node: (name) => nodeLister.get(name) }),
       setter: {
-        setPools: (_node, _generation, targets) =>
-          calls.track(async () => ({
-            pools: targets.map((p) => ({
-              key: { template: p.template, net: p.net, size: p.size },
-              target: p.warm,
-              warm: p.warm,
-              refilling: 0,
-            })),
-            claimed: 0,
-          })),
+        setPools: (_node, _generation, targets) => calls.track(async () => appliedInfoOf(targets)),
         info: () => calls.track(async () => ({ pools: [], claimed: 0 })),
         close: async () => undefined,
       },
