@@ -8,11 +8,17 @@
 // hosted in this process, which is also the client.
 //   make build && node bench/sandboxclaims.bench.ts
 // Bounded: ROUNDS rounds of 20 per front door, each waited for at most 15 s (about a minute in all).
+// APISERVER_PROF=<dir>: the apiserver serves /debug/pprof, and each measured round's SandboxClaim phase runs inside a
+// 1 s CPU profile of it (<dir>/claims-<round>.pb.gz; the rest of the second is idle, so one 5 s profile of the idle
+// stack follows the rounds: <dir>/idle-5s.pb.gz), with the apiserver's requests counted over those phases only.
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { claimBodySchema, SandboxClaimType, type SandboxClaim } from '@warmpool/api';
 import { sleep, startCluster, startRedis } from '@warmpool/harness';
 import { createInformer, ResourceClient } from '@warmpool/kube';
-import { scrapeWrites, total, writesBetween } from './lib/apiserver-metrics.ts';
+import { fetchMetrics, scrapeWrites, total, writesBetween } from './lib/apiserver-metrics.ts';
+import { addDelta, parseLongRunning, parseRequests, parseWatchers, profileApiserver } from './lib/apiserver-pprof.ts';
 import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
 import { fleetTotals, startFleet } from './lib/fleet.ts';
 import { Pools } from './lib/pools.ts';
@@ -30,8 +36,58 @@ const POOL = 'bench';
 const NAMESPACE = 'default';
 const ROUND_TIMEOUT_MS = 15_000;
 
-const cluster = await startCluster({ name: 'bench-sandboxclaims' });
+const apiserverProfDir = process.env['APISERVER_PROF'];
+if (apiserverProfDir !== undefined) mkdirSync(apiserverProfDir, { recursive: true });
+const cluster = await startCluster({ name: 'bench-sandboxclaims', apiserverProfiling: apiserverProfDir !== undefined });
 const redis = await startRedis();
+// Who the clients are, as deployed: the control plane authenticates with its ServiceAccount's token (the apiserver
+// caches a token's review for 10 s), and so does the bench's client, as a user with a bearer token does. A client
+// certificate is verified on every request instead (its chain signature, once per authenticator that reads client
+// certificates). BENCH_CLIENT_CERTS=1 runs both with the admin client certificate to see what that costs.
+const clientCerts = process.env['BENCH_CLIENT_CERTS'] === '1';
+const tokenOf = async (serviceAccount: string): Promise<string> =>
+  (await cluster.kubectl(['create', 'token', serviceAccount, '-n', NAMESPACE, '--duration=2h'])).stdout.trim();
+for (const args of [
+  ['create', 'serviceaccount', 'bench', '-n', NAMESPACE],
+  [
+    'create',
+    'role',
+    'bench-claims',
+    '-n',
+    NAMESPACE,
+    '--verb=create,delete,get,list,watch',
+    '--resource=sandboxclaims.extensions.agents.x-k8s.io',
+  ],
+  [
+    'create',
+    'rolebinding',
+    'bench-claims',
+    '-n',
+    NAMESPACE,
+    '--role=bench-claims',
+    `--serviceaccount=${NAMESPACE}:bench`,
+  ],
+  ['create', 'serviceaccount', 'warmpool-control-plane', '-n', NAMESPACE],
+  [
+    'create',
+    'clusterrolebinding',
+    'bench-warmpool-control-plane',
+    '--clusterrole=cluster-admin',
+    `--serviceaccount=${NAMESPACE}:warmpool-control-plane`,
+  ],
+])
+  await cluster.kubectl(args);
+// The bench's ServiceAccount also holds the apiserver token for the HTTP claim API.
+const saToken = await tokenOf('bench');
+const controlPlaneKubeconfig = join(cluster.dataDir, 'control-plane.kubeconfig');
+writeFileSync(
+  controlPlaneKubeconfig,
+  cluster.kubeConfigForToken(await tokenOf('warmpool-control-plane')).exportConfig(),
+  {
+    mode: 0o600,
+  },
+);
+const clientConfig = clientCerts ? cluster.kubeConfig : cluster.kubeConfigForToken(saToken);
 const token = randomBytes(24).toString('hex');
 const fleet = await startFleet({
   nodes: NODES,
@@ -47,14 +103,15 @@ const controlPlane = await startControlPlaneProcess({
   cluster,
   token,
   interval: '5s',
+  ...(clientCerts ? {} : { kubeconfigPath: controlPlaneKubeconfig }),
   ...(profileDir !== undefined
     ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
     : {}),
   extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`],
 });
 const claimsUrl = `http://127.0.0.1:${claimsPort}/v1/namespaces/${NAMESPACE}/claims`;
-const claims = new ResourceClient<SandboxClaim>(cluster.kubeConfig, SandboxClaimType);
-const informer = createInformer<SandboxClaim>(cluster.kubeConfig, SandboxClaimType, { namespace: NAMESPACE });
+const claims = new ResourceClient<SandboxClaim>(clientConfig, SandboxClaimType);
+const informer = createInformer<SandboxClaim>(clientConfig, SandboxClaimType, { namespace: NAMESPACE });
 const readyAt = new Map<string, (at: number) => void>();
 const onChange = (claim: SandboxClaim): void => {
   const ready = claim.status?.conditions?.find((c) => c.type === 'Ready');
@@ -108,6 +165,10 @@ function cpuNow(): typeof crdCpu {
   };
 }
 let writes: { apiserver: Map<string, number>; controller: Map<string, number>; claims: number } | undefined;
+/** With APISERVER_PROF: the apiserver's requests over the measured SandboxClaim phases, and what it held open. */
+const phaseRequests = new Map<string, number>();
+let openAfterRounds: { longRunning: Map<string, number>; watchers: Map<string, number> } | undefined;
+const apiserverMetrics = (): Promise<string> => fetchMetrics(cluster.server, cluster.adminTls);
 try {
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: 3 * CONCURRENT });
   const deadline = Date.now() + 60_000;
@@ -117,35 +178,18 @@ try {
   }
   informer.start();
   await informer.waitForSync();
-  // The apiserver's token for the HTTP claim API: a ServiceAccount allowed to claim.
-  for (const args of [
-    ['create', 'serviceaccount', 'bench', '-n', NAMESPACE],
-    [
-      'create',
-      'role',
-      'bench-claims',
-      '-n',
-      NAMESPACE,
-      '--verb=create,delete',
-      '--resource=sandboxclaims.extensions.agents.x-k8s.io',
-    ],
-    [
-      'create',
-      'rolebinding',
-      'bench-claims',
-      '-n',
-      NAMESPACE,
-      '--role=bench-claims',
-      `--serviceaccount=${NAMESPACE}:bench`,
-    ],
-  ])
-    await cluster.kubectl(args);
-  const saToken = (await cluster.kubectl(['create', 'token', 'bench', '-n', NAMESPACE])).stdout.trim();
 
   // Warm-up: one round of each, not measured (JIT, connections, the access-review cache).
   const round = async (r: number, measure: boolean): Promise<void> => {
     // SandboxClaims: create 20 at once, each timed to its Ready as a watch sees it.
     const names = Array.from({ length: CONCURRENT }, (_, i) => `r${r}-c${i}`);
+    const profiled = measure && apiserverProfDir !== undefined;
+    const requestsBefore = profiled ? parseRequests(await apiserverMetrics()) : undefined;
+    const profile = profiled
+      ? profileApiserver(cluster.server, cluster.adminTls, 1, join(apiserverProfDir, `claims-${r}.pb.gz`))
+      : undefined;
+    // The profiler starts when the apiserver takes the request: give it that moment before the claims.
+    if (profile !== undefined) await sleep(20);
     const cpuBefore = cpuNow();
     const latencies = await Promise.all(
       names.map(async (name) => {
@@ -160,6 +204,8 @@ try {
       const cpuAfter = cpuNow();
       for (const k of Object.keys(crdCpu) as Array<keyof typeof crdCpu>) crdCpu[k] += cpuAfter[k] - cpuBefore[k];
     }
+    if (requestsBefore !== undefined) addDelta(phaseRequests, requestsBefore, parseRequests(await apiserverMetrics()));
+    await profile;
     for (const latency of latencies) {
       if (latency === undefined) crdTimeouts += measure ? 1 : 0;
       else if (measure) crd.push(latency);
@@ -250,6 +296,11 @@ try {
     await sleep(200);
   }
   const apiserverAfter = await scrapeWrites(cluster.server, cluster.adminTls);
+  if (apiserverProfDir !== undefined) {
+    const text = await apiserverMetrics();
+    openAfterRounds = { longRunning: parseLongRunning(text), watchers: parseWatchers(text) };
+    await profileApiserver(cluster.server, cluster.adminTls, 5, join(apiserverProfDir, 'idle-5s.pb.gz'));
+  }
   const controllerAfter = await controllerWrites();
   const stagesAfter = await stages();
   stageDeltas = {
@@ -286,6 +337,9 @@ printTable(
     `the claim API, the chart's V8 flags), real kube-apiserver v1.37.2 + etcd, real Redis. ${ROUNDS} SandboxClaims one at a time (after one warm-up), then ${ROUNDS} rounds (after one) of ${CONCURRENT} created at once`,
     '(clock: create request sent → Ready=True seen by a watch in this process), then deleted (the controller releases) before the same',
     `${CONCURRENT} over the HTTP claim API (POST → 200) and ${CONCURRENT} straight to the agents (POST /v1/claim → 200), each released after.`,
+    clientCerts
+      ? 'The control plane and the SandboxClaim client authenticate with the admin client certificate (BENCH_CLIENT_CERTS=1).'
+      : 'The control plane and the SandboxClaim client authenticate with ServiceAccount tokens, as deployed.',
   ],
   [
     [
@@ -375,4 +429,21 @@ if (writes !== undefined)
   console.log(
     `\napiserver writes in the measured rounds, by resource: ${JSON.stringify(Object.fromEntries(writes.apiserver))}`,
   );
+if (apiserverProfDir !== undefined) {
+  const claimsMeasured = ROUNDS * CONCURRENT;
+  const rows = [...phaseRequests].filter(([, n]) => n > 0).sort(([, a], [, b]) => b - a);
+  console.log(
+    `\napiserver requests per SandboxClaim over the measured create → Ready phases (the two /metrics reads that bound each phase included):`,
+  );
+  for (const [key, n] of rows) console.log(`  ${key.padEnd(48)} ${(n / claimsMeasured).toFixed(2)}`);
+  console.log(
+    `open long-running requests after the rounds: ${JSON.stringify(Object.fromEntries(openAfterRounds?.longRunning ?? []))}`,
+  );
+  console.log(
+    `registered watchers after the rounds: ${JSON.stringify(Object.fromEntries(openAfterRounds?.watchers ?? []))}`,
+  );
+  console.log(
+    `profiles in ${apiserverProfDir}: go tool pprof -top ${apiserverProfDir}/claims-*.pb.gz (the idle stack: idle-5s.pb.gz)`,
+  );
+}
 process.exit(0);

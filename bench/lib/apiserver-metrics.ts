@@ -11,7 +11,7 @@ export const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY']);
 /** `resource[/subresource]` → requests, for the write verbs only. */
 export type WriteCounts = Map<string, number>;
 
-function fetchMetrics(server: string, tls: TlsClientAuth): Promise<string> {
+export function fetchMetrics(server: string, tls: TlsClientAuth): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request(`${server}/metrics`, { ...tls, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];

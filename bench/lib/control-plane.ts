@@ -40,6 +40,8 @@ export interface StartControlPlaneOptions {
   extraArgs?: string[];
   /** Node.js options placed before the entrypoint; default: the chart's `controlPlane.nodeOptions`. */
   nodeArgs?: string[];
+  /** The kubeconfig the control plane uses (default: the cluster's admin kubeconfig, a client certificate). */
+  kubeconfigPath?: string;
 }
 
 /**
@@ -66,7 +68,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     args: [
       ...(options.nodeArgs ?? chartNodeOptions()),
       APP_ENTRYPOINTS.controlPlane,
-      `--kubeconfig=${options.cluster.kubeconfigPath}`,
+      `--kubeconfig=${options.kubeconfigPath ?? options.cluster.kubeconfigPath}`,
       `--token-file=${tokenFile}`,
       `--listen=127.0.0.1:${port}`,
       `--interval=${options.interval}`,

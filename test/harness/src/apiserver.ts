@@ -17,6 +17,11 @@ export interface ApiserverOptions {
   logFile: string;
   orphanCleanupDir?: string;
   readyTimeoutMs?: number;
+  /**
+   * Serve /debug/pprof (CPU and heap profiles, to system:masters only) for a benchmark that profiles the apiserver.
+   * Off by default: tests never need it.
+   */
+  profiling?: boolean;
 }
 
 export function apiserverArgs(options: ApiserverOptions): string[] {
@@ -48,7 +53,7 @@ export function apiserverArgs(options: ApiserverOptions): string[] {
     '--endpoint-reconciler-type=none',
     // Never write outside the cluster's temp dir (the default is /var/run/kubernetes).
     `--cert-dir=${dirname(pki.caCert)}`,
-    '--profiling=false',
+    `--profiling=${options.profiling === true}`,
   ];
 }
 

@@ -26,6 +26,8 @@ export interface StartClusterOptions {
   name?: string;
   crdsDir?: string;
   readyTimeoutMs?: number;
+  /** Let the apiserver serve /debug/pprof to the admin client (default false; see ApiserverOptions.profiling). */
+  apiserverProfiling?: boolean;
 }
 
 export interface ClusterTimings {
@@ -245,6 +247,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<T
       logFile: join(dataDir, 'apiserver.log'),
       orphanCleanupDir: dataDir,
       ...(options.readyTimeoutMs === undefined ? {} : { readyTimeoutMs: options.readyTimeoutMs }),
+      ...(options.apiserverProfiling === true ? { profiling: true } : {}),
     };
     cluster = new LocalCluster({
       name,

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { AuthenticationV1Api, CoreV1Api, VersionApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { get } from '../src/http.js';
 import { isAlive, processGroupMembers, startCluster, type TestCluster } from '../src/index.js';
 
 /** Live processes whose command line contains `text` (Linux /proc). */
@@ -167,6 +168,10 @@ describe('startCluster', () => {
     });
   });
 
+  it('does not serve the profiler unless asked', async () => {
+    expect((await get(`${cluster.server}/debug/pprof/`, cluster.adminTls)).status).toBe(404);
+  });
+
   it('stops every process it started and removes its temp dir', async () => {
     const { etcd, apiserver } = cluster.pids();
     expect(etcd).toBeDefined();
@@ -179,6 +184,18 @@ describe('startCluster', () => {
     }
     expect(existsSync(cluster.dataDir)).toBe(false);
     expect(cluster.pids()).toEqual({ etcd: undefined, apiserver: undefined });
+  });
+});
+
+describe('startCluster with apiserverProfiling', () => {
+  let cluster: TestCluster | undefined;
+  afterAll(() => cluster?.stop());
+
+  it('serves /debug/pprof to the admin client (for a benchmark that profiles the apiserver)', async () => {
+    cluster = await startCluster({ name: 'harness-pprof', crds: false, apiserverProfiling: true });
+    const index = await get(`${cluster.server}/debug/pprof/`, cluster.adminTls);
+    expect(index.status).toBe(200);
+    expect(index.body).toContain('profile');
   });
 });
 
