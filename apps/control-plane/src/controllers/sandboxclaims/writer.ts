@@ -16,7 +16,7 @@ import {
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 import type { SandboxClaimMetrics } from './metrics.js';
 import { isClaimSecret, sandboxSecret, secretData, secretMatches, SecretType, type KubeSecret } from './secret.js';
-import type { ClaimStatusPatch } from './status.js';
+import { statusReplacement, type ClaimStatusPatch } from './status.js';
 
 /**
  * A Secret of the claim's name exists and is not a sandbox Secret of a claim: it is the user's, and stays untouched.
@@ -95,15 +95,11 @@ export class ClaimWriter {
         if (current.metadata.uid !== claim.metadata.uid || current.metadata.deletionTimestamp !== undefined)
           return 'gone';
         this.#metrics.write('status');
-        await this.#claims.patchStatus(
-          refOf(claim),
-          statusOf(current) as unknown as Partial<NonNullable<SandboxClaim['status']>>,
-          {
-            fieldManager: FIELD_MANAGER,
-            resourceVersion: current.metadata.resourceVersion,
-            signal: AbortSignal.timeout(TIMEOUT_MS),
-          },
-        );
+        // A PUT carrying current's resourceVersion: refused (409, so read again) unless the claim is still at it.
+        await this.#claims.replaceStatus(statusReplacement(current, statusOf(current)), {
+          fieldManager: FIELD_MANAGER,
+          signal: AbortSignal.timeout(TIMEOUT_MS),
+        });
         return 'written';
       });
     } catch (err) {

@@ -21,6 +21,7 @@ import {
   ipOf,
   isRetryable,
   statusDiffers,
+  statusReplacement,
 } from '../../../src/controllers/sandboxclaims/status.js';
 import type { ClaimGrant } from '../../../src/provisioning/claim-service.js';
 
@@ -218,6 +219,33 @@ describe('the Ready condition', () => {
     const failing = claim('c', 'driven', { status: { conditions: failed.conditions } });
     expect(statusDiffers(failing, failedStatus(failing, 'NoCapacity', 'no room', NOW + 1_000))).toBe(false);
     expect(statusDiffers(claim('c', 'driven'), failed)).toBe(true);
+  });
+
+  it('is written as the whole status, conditioned on the resourceVersion it was computed from', () => {
+    const current = claim('c', 'driven', {
+      annotations: { a: 'b' },
+      status: {
+        conditions: [{ type: 'Other', status: 'True' }],
+        sandbox: { name: 'old', podIPs: ['10.9.9.9'] },
+        ...({ upstreamField: 'kept' } as object),
+      },
+    });
+    const put = statusReplacement(current, claimedStatus(current, grant, NOW));
+    // Only what names the object and its version: the status subresource keeps nothing else of the metadata.
+    expect(put.metadata).toEqual({ namespace: 'ns', name: 'c', resourceVersion: '5' });
+    expect(put.status).toEqual({
+      upstreamField: 'kept',
+      conditions: [{ type: 'Other', status: 'True' }, expect.objectContaining({ type: 'Ready', status: 'True' })],
+      sandbox: { name: 'c', podIPs: ['10.0.0.7'] },
+    });
+    expect(JSON.stringify(put)).not.toContain('secret-token');
+    // `sandbox: null` clears it.
+    expect(statusReplacement(current, failedStatus(current, 'Expired', 'gone', NOW)).status).not.toHaveProperty(
+      'sandbox',
+    );
+    // Never an unconditional write.
+    const unversioned = { ...current, metadata: { ...current.metadata, resourceVersion: '' } };
+    expect(() => statusReplacement(unversioned, claimedStatus(unversioned, grant, NOW))).toThrow(/no resourceVersion/);
   });
 
   it('retries only the failures that can clear up by themselves', () => {
