@@ -16,6 +16,7 @@ import { sleep, startCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { profileApiserver } from './lib/apiserver-pprof.ts';
 import { cpuMsOf } from './lib/proc.ts';
+import { clusterAdminServiceAccount } from './lib/service-account.ts';
 import { machineNote, printTable, quantile } from './lib/table.ts';
 
 const CLAIMS = Number(process.env['CLAIMS'] ?? 200);
@@ -30,18 +31,7 @@ const VARIANTS = ['merge patch', 'PUT', 'PUT, client certificate'] as const;
 type Variant = (typeof VARIANTS)[number];
 const perWrite: Record<Variant, number[]> = { 'merge patch': [], PUT: [], 'PUT, client certificate': [] };
 try {
-  for (const args of [
-    ['create', 'serviceaccount', 'writer', '-n', NAMESPACE],
-    [
-      'create',
-      'clusterrolebinding',
-      'bench-writer',
-      '--clusterrole=cluster-admin',
-      `--serviceaccount=${NAMESPACE}:writer`,
-    ],
-  ])
-    await cluster.kubectl(args);
-  const token = (await cluster.kubectl(['create', 'token', 'writer', '-n', NAMESPACE])).stdout.trim();
+  const token = await clusterAdminServiceAccount(cluster, NAMESPACE, 'writer');
   const claims = new ResourceClient<SandboxClaim>(cluster.kubeConfigForToken(token), SandboxClaimType);
   const claimsByCert = new ResourceClient<SandboxClaim>(cluster.kubeConfig, SandboxClaimType);
   let current = await Promise.all(

@@ -23,6 +23,7 @@ import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.
 import { fleetTotals, startFleet } from './lib/fleet.ts';
 import { Pools } from './lib/pools.ts';
 import { cpuMsOf } from './lib/proc.ts';
+import { clusterAdminServiceAccount, serviceAccountToken } from './lib/service-account.ts';
 import { histogram, histogramDelta, parseSamples, type HistogramSnapshot } from './lib/prom-text.ts';
 import { machineNote, ms, pass, printTable, quantile } from './lib/table.ts';
 import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
@@ -45,8 +46,6 @@ const redis = await startRedis();
 // certificate is verified on every request instead (its chain signature, once per authenticator that reads client
 // certificates). BENCH_CLIENT_CERTS=1 runs both with the admin client certificate to see what that costs.
 const clientCerts = process.env['BENCH_CLIENT_CERTS'] === '1';
-const tokenOf = async (serviceAccount: string): Promise<string> =>
-  (await cluster.kubectl(['create', 'token', serviceAccount, '-n', NAMESPACE, '--duration=2h'])).stdout.trim();
 for (const args of [
   ['create', 'serviceaccount', 'bench', '-n', NAMESPACE],
   [
@@ -67,22 +66,16 @@ for (const args of [
     '--role=bench-claims',
     `--serviceaccount=${NAMESPACE}:bench`,
   ],
-  ['create', 'serviceaccount', 'warmpool-control-plane', '-n', NAMESPACE],
-  [
-    'create',
-    'clusterrolebinding',
-    'bench-warmpool-control-plane',
-    '--clusterrole=cluster-admin',
-    `--serviceaccount=${NAMESPACE}:warmpool-control-plane`,
-  ],
 ])
   await cluster.kubectl(args);
 // The bench's ServiceAccount also holds the apiserver token for the HTTP claim API.
-const saToken = await tokenOf('bench');
+const saToken = await serviceAccountToken(cluster, NAMESPACE, 'bench');
 const controlPlaneKubeconfig = join(cluster.dataDir, 'control-plane.kubeconfig');
 writeFileSync(
   controlPlaneKubeconfig,
-  cluster.kubeConfigForToken(await tokenOf('warmpool-control-plane')).exportConfig(),
+  cluster
+    .kubeConfigForToken(await clusterAdminServiceAccount(cluster, NAMESPACE, 'warmpool-control-plane'))
+    .exportConfig(),
   {
     mode: 0o600,
   },

@@ -44,26 +44,33 @@ export function parseRequests(metrics: string): RequestCounts {
   return counts;
 }
 
+/** Σ of the nonzero samples of `metric` (name and `{`) by the key `keyOf` makes of their labels. */
+function countBy(metrics: string, metric: string, keyOf: (labels: Map<string, string>) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const sample of parseSamples(metrics, metric)) {
+    if (sample.value === 0) continue;
+    const key = keyOf(sample.labels);
+    counts.set(key, (counts.get(key) ?? 0) + sample.value);
+  }
+  return counts;
+}
+
 /** Open long-running requests (watches, mostly) by `VERB resource`, from apiserver_longrunning_requests. */
 export function parseLongRunning(metrics: string): Map<string, number> {
-  const open = new Map<string, number>();
-  for (const sample of parseSamples(metrics, 'apiserver_longrunning_requests{')) {
-    if (sample.value === 0) continue;
-    const key = `${sample.labels.get('verb') ?? ''} ${sample.labels.get('resource') ?? ''}`;
-    open.set(key, (open.get(key) ?? 0) + sample.value);
-  }
-  return open;
+  return countBy(
+    metrics,
+    'apiserver_longrunning_requests{',
+    (l) => `${l.get('verb') ?? ''} ${l.get('resource') ?? ''}`,
+  );
 }
 
 /** Watchers the watch cache fans out to, by kind (apiserver_registered_watchers, where the apiserver exports it). */
 export function parseWatchers(metrics: string): Map<string, number> {
-  const watchers = new Map<string, number>();
-  for (const sample of parseSamples(metrics, 'apiserver_registered_watchers{')) {
-    if (sample.value === 0) continue;
-    const key = `${sample.labels.get('group') ?? ''}/${sample.labels.get('kind') ?? sample.labels.get('resource') ?? ''}`;
-    watchers.set(key, (watchers.get(key) ?? 0) + sample.value);
-  }
-  return watchers;
+  return countBy(
+    metrics,
+    'apiserver_registered_watchers{',
+    (l) => `${l.get('group') ?? ''}/${l.get('kind') ?? l.get('resource') ?? ''}`,
+  );
 }
 
 /** Adds after − before of every key into `into`. */
