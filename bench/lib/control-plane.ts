@@ -17,9 +17,9 @@ export interface ControlPlaneProcess {
   /**
    * Resolves with performance.now() once the control plane has handed out a
    * generation above `above` (a round of pushes left its reconcile), polling
-   * its /metrics every few ms; undefined after `timeoutMs`.
+   * its /metrics every `pollMs` (default 2 ms); undefined after `timeoutMs`.
    */
-  roundAfter(above: number, timeoutMs: number): Promise<number | undefined>;
+  roundAfter(above: number, timeoutMs: number, pollMs?: number): Promise<number | undefined>;
   logTail(lines?: number): string;
   stop(): Promise<void>;
 }
@@ -112,11 +112,11 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
       };
     },
     generation,
-    async roundAfter(above, timeoutMs) {
+    async roundAfter(above, timeoutMs, pollMs = 2) {
       const deadline = performance.now() + timeoutMs;
       while (performance.now() < deadline) {
         if ((await generation()) > above) return performance.now();
-        await new Promise((resolve) => setTimeout(resolve, 2));
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
       }
       return undefined;
     },
