@@ -12,18 +12,25 @@
 // pool_change_answer histogram (its informer's event → the round handed out), read once before and once after each
 // patch: nothing polls the control plane meanwhile. FLEET_POLL_MS=<ms> also polls its generation gauge on /metrics
 // every <ms> ms, as this benchmark used to (every scrape serialises every series: it costs the control plane CPU).
+// FLEET_TRACE_APISERVER=1 adds the apiserver's own time for each patch and the requests it served meanwhile.
 // FLEET_FILL_TIMEOUT_MS (default 180 000) bounds apply → every pool READY = DESIRED; FLEET_STEADY_MS (default 60 000)
 // is the steady-state window (a shorter one gets to the fan-outs sooner on a loaded machine).
 // Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
 import { sleep, startCluster } from '@warmpool/harness';
-import { scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
+import { scrapeLatencies, scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
 import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
-import { memoryOf } from './lib/proc.ts';
+import { cpuMsOf, machineBusyMs, memoryOf } from './lib/proc.ts';
 import { allReady, Pools, type PoolSpec } from './lib/pools.ts';
 import { fanoutPool, fleetPoolSpecs } from './lib/fleet-pools.ts';
-import { answerBetween, PoolWatch, type AnswerStage } from './lib/handout-trace.ts';
-import { histogramDelta, sum, type HistogramSnapshot } from './lib/prom-text.ts';
+import {
+  answerBetween,
+  apiserverBetween,
+  PoolWatch,
+  type AnswerStage,
+  type ApiserverSide,
+} from './lib/handout-trace.ts';
+import { histogramDelta, sum, type HistogramSnapshot, type Sample } from './lib/prom-text.ts';
 import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { machineNote, mib, ms, pass, printTable, quantile, seconds, type Row } from './lib/table.ts';
@@ -99,6 +106,8 @@ interface Measured {
   cpLagMaxMs: number;
   reconcileStorm: HistogramSnapshot;
   cpLagStormMs: number;
+  /** Times the control plane stepped down (no Lease renewal within the renew deadline): each new term pushes every node. */
+  stepDowns: number;
 }
 
 /** One patch's way to its round, in ms from the patch request sent. */
@@ -115,13 +124,41 @@ interface HandOut {
   polled: number | undefined;
   /** Reconcile runs from just before the patch until its last node applied. */
   runs: number;
+  /** With FLEET_TRACE_APISERVER: the apiserver's own view of the patch, and what else it served until its answer. */
+  apiserver: ApiserverSide | undefined;
+  /** CPU ms each used from the patch sent until its answer, and the whole machine's (every core, every process). */
+  cpu: { apiserver: number; etcd: number; controlPlane: number; bench: number; machine: number };
+}
+
+/**
+ * With FLEET_TRACE_APISERVER=1, the apiserver's latency series (its /metrics is large: scraping it twice a patch loads
+ * a busy apiserver, so only on request); undefined when off or when the scrape failed.
+ */
+async function apiserverLatencies(): Promise<Sample[] | undefined> {
+  if (process.env['FLEET_TRACE_APISERVER'] !== '1') return undefined;
+  return scrapeLatencies(cluster.server, cluster.adminTls).catch(() => undefined);
+}
+
+/** CPU ms used so far by the processes of the run, and by the whole machine. */
+function cpuNow(): HandOut['cpu'] {
+  const pids = cluster.pids();
+  const own = process.cpuUsage();
+  return {
+    apiserver: cpuMsOf(pids.apiserver),
+    etcd: cpuMsOf(pids.etcd),
+    controlPlane: cpuMsOf(controlPlane.pid),
+    bench: (own.user + own.system) / 1000,
+    machine: machineBusyMs(),
+  };
 }
 
 /** Patches the fan-out pool; resolves with its propagation and where its time went before the round was handed out. */
 async function patchAndWatch(replicas: number): Promise<[Propagation | undefined, HandOut]> {
+  const apiBefore = await apiserverLatencies();
   const before = await controlPlane.driverMetrics();
   const applied = tracker.until(replicas, 30_000);
   const watched = fanoutWatch.next(replicas, 30_000);
+  const cpuSent = cpuNow();
   const sent = performance.now();
   const polled =
     POLL_MS === undefined
@@ -129,6 +166,8 @@ async function patchAndWatch(replicas: number): Promise<[Propagation | undefined
       : controlPlane.roundAfter(sum(before.raw, 'warmpool_controlplane_generation'), 30_000, POLL_MS);
   await pools.scale(FANOUT.name, replicas);
   const answered = performance.now() - sent;
+  const cpuAnswered = cpuNow();
+  const apiAnswered = await apiserverLatencies();
   const seen = await watched;
   const propagation = await applied;
   const polledAt = await polled;
@@ -142,13 +181,29 @@ async function patchAndWatch(replicas: number): Promise<[Propagation | undefined
     handedOut: watchedMs === undefined || cp.handed_out === undefined ? undefined : watchedMs + cp.handed_out,
     polled: polledAt === undefined ? undefined : polledAt - sent,
     runs: after.reconcile.count - before.reconcile.count,
+    apiserver: apiBefore && apiAnswered && apiserverBetween(apiBefore, apiAnswered),
+    cpu: {
+      apiserver: cpuAnswered.apiserver - cpuSent.apiserver,
+      etcd: cpuAnswered.etcd - cpuSent.etcd,
+      controlPlane: cpuAnswered.controlPlane - cpuSent.controlPlane,
+      bench: cpuAnswered.bench - cpuSent.bench,
+      machine: cpuAnswered.machine - cpuSent.machine,
+    },
   };
+  const { cpu, apiserver } = handOut;
   const f = (v: number | undefined): string => (v === undefined ? '—' : v.toFixed(1));
   log(
     `patch → ${replicas}: answered ${f(handOut.answered)} ms, watch ${f(handOut.watched)} ms; control plane event → ` +
       `run start ${f(cp.run_start)}, handed out ${f(cp.handed_out)}, run end ${f(cp.run_end)} ms; ` +
       `patch → handed out ${f(handOut.handedOut)} ms${POLL_MS === undefined ? '' : ` (polled ${f(handOut.polled)} ms)`}; ` +
-      `first node ${f(propagation && propagation.first - propagation.since)} ms, ${handOut.runs} runs`,
+      `first node ${f(propagation && propagation.first - propagation.since)} ms, ${handOut.runs} runs; ` +
+      (apiserver === undefined
+        ? ''
+        : `apiserver: its own PATCH time ${f(apiserver.patchMs)} ms, ` +
+          `${apiserver.writes} writes + ${apiserver.reads} reads served until the answer; `) +
+      `CPU ms until the answer: ` +
+      `apiserver ${cpu.apiserver}, etcd ${cpu.etcd}, control plane ${cpu.controlPlane}, benchmark (fleet) ${f(cpu.bench)}, ` +
+      `whole machine ${cpu.machine} (others ${f(cpu.machine - cpu.apiserver - cpu.etcd - cpu.controlPlane - cpu.bench)})`,
   );
   return [propagation, handOut];
 }
@@ -235,6 +290,7 @@ async function measure(): Promise<Measured> {
       external: sum(end.raw, 'nodejs_external_memory_bytes'),
     },
     setPoolsErrors: sum(end.raw, 'warmpool_controlplane_set_pools_total', { outcome: 'error' }),
+    stepDowns: controlPlane.logTail(Number.MAX_SAFE_INTEGER).split('"msg":"stepping down"').length - 1,
   };
 }
 
@@ -265,6 +321,37 @@ const handOutRows = (rounds: readonly HandOut[]): Row[] => [
     '',
   ],
   ['    patch → the apiserver answers the patch', handOutPair(rounds, (h) => h.answered), 'info', '', ''],
+  [
+    '      of which the apiserver’s own time for it (its request duration)',
+    handOutPair(rounds, (h) => h.apiserver?.patchMs),
+    'info',
+    '',
+    '',
+  ],
+  [
+    '      CPU until the answer, p50 ms: apiserver / etcd / control plane / benchmark (fleet) / other processes',
+    ['apiserver', 'etcd', 'controlPlane', 'bench']
+      .map((k) =>
+        ms(
+          quantile(
+            rounds.map((h) => h.cpu[k as keyof HandOut['cpu']]),
+            0.5,
+          ),
+          0,
+        ),
+      )
+      .join(' / ') +
+      ` / ${ms(
+        quantile(
+          rounds.map((h) => h.cpu.machine - h.cpu.apiserver - h.cpu.etcd - h.cpu.controlPlane - h.cpu.bench),
+          0.5,
+        ),
+        0,
+      )}`,
+    'info',
+    '',
+    '',
+  ],
   [
     "    patch → the benchmark's watch delivers it (the apiserver's part)",
     handOutPair(rounds, (h) => h.watched),
@@ -447,6 +534,13 @@ printTable(
       'info',
       '',
       '',
+    ],
+    [
+      'control-plane step-downs, whole run (Lease not renewed within the deadline; each new term pushes every node)',
+      String(measured.stepDowns),
+      '0',
+      '',
+      pass(measured.stepDowns === 0),
     ],
     [
       'SetPools calls that failed (whole run)',

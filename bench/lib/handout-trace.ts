@@ -78,3 +78,39 @@ export function answerBetween(
   }
   return times;
 }
+
+/** What the apiserver says of one patch of a pool, and what else it served meanwhile, between two scrapes. */
+export interface ApiserverSide {
+  /** Its own time for the PATCH of sandboxwarmpools (from the request's arrival to its answer). */
+  patchMs: number | undefined;
+  /** Requests it served in between, by verb: writes and reads. */
+  writes: number;
+  reads: number;
+}
+
+export function apiserverBetween(before: readonly Sample[], after: readonly Sample[]): ApiserverSide {
+  const delta = (name: string, where: Record<string, string> = {}): number =>
+    sum(after, name, where) - sum(before, name, where);
+  const patch = { verb: 'PATCH', resource: 'sandboxwarmpools', subresource: '' };
+  const patchCount = delta('apiserver_request_duration_seconds_count', patch);
+  let writes = 0;
+  let reads = 0;
+  for (const s of after) {
+    if (s.name !== 'apiserver_request_total') continue;
+    const prior = before.find((b) => b.name === s.name && sameLabels(b.labels, s.labels))?.value ?? 0;
+    const verb = s.labels.get('verb') ?? '';
+    if (['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'].includes(verb)) writes += s.value - prior;
+    else if (verb !== 'WATCH') reads += s.value - prior;
+  }
+  return {
+    patchMs: patchCount === 1 ? delta('apiserver_request_duration_seconds_sum', patch) * 1000 : undefined,
+    writes,
+    reads,
+  };
+}
+
+function sameLabels(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
