@@ -20,6 +20,11 @@ export interface ControlPlaneProcess {
    * its /metrics every `pollMs` (default 2 ms); undefined after `timeoutMs`.
    */
   roundAfter(above: number, timeoutMs: number, pollMs?: number): Promise<number | undefined>;
+  /**
+   * Resolves once the claim index is not recovering (`claim_index_recovering` 0): a control plane on a Redis it has
+   * not written before starts a recovery, during which every batch lists every node first. Measure claims after it.
+   */
+  claimIndexSettled(timeoutMs?: number): Promise<void>;
   logTail(lines?: number): string;
   stop(): Promise<void>;
 }
@@ -101,6 +106,14 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     pid: child.pid,
     url,
     metrics,
+    async claimIndexSettled(timeoutMs = 60_000) {
+      const recovering = 'warmpool_controlplane_claim_index_recovering';
+      await eventually(async () => sum(parseSamples(await metrics(), recovering), recovering) === 0, {
+        timeoutMs,
+        intervalMs: 100,
+        what: () => 'the claim index still recovering',
+      });
+    },
     async driverMetrics() {
       const text = await metrics();
       // Node's default metrics carry their standard names (nodejs_*, process_*), not warmpool's prefix.
