@@ -203,6 +203,37 @@ function addTallies(into: Map<string, Tally>, before: Map<string, Tally>, after:
   }
 }
 
+/** GC pauses of a process: how many, their total, and how many were over 10 ms (each one stalls every claim in flight). */
+interface GcTally {
+  count: number;
+  ms: number;
+  over10ms: number;
+}
+
+/** The control plane's pauses so far, from prom-client's nodejs_gc_duration_seconds (every kind). */
+function controlPlaneGc(text: string): GcTally {
+  const total = (suffix: string, le?: string): number =>
+    parseSamples(text, `nodejs_gc_duration_seconds${suffix}`)
+      .filter((sample) => le === undefined || sample.labels.get('le') === le)
+      .reduce((n, sample) => n + sample.value, 0);
+  const count = total('_count');
+  return { count, ms: total('_sum') * 1000, over10ms: count - total('_bucket', '0.01') };
+}
+
+async function bareGc(base: string): Promise<GcTally> {
+  return (await (await fetch(`${base}/gc`)).json()) as GcTally;
+}
+
+function addGc(into: GcTally, before: GcTally, after: GcTally): void {
+  into.count += after.count - before.count;
+  into.ms += after.ms - before.ms;
+  into.over10ms += after.over10ms - before.over10ms;
+}
+
+function gcText(gc: GcTally, claims: number): string {
+  return `${gc.count} pauses, ${gc.ms.toFixed(0)} ms (${((gc.ms * 1000) / Math.max(1, claims)).toFixed(0)} µs per claim), ${gc.over10ms} over 10 ms`;
+}
+
 /**
  * Objects a claim could be written as; anything else written meanwhile is background (leases, inventories, reviews).
  */
@@ -285,6 +316,8 @@ try {
     if (res.statusCode === 200) break;
     await sleep(200);
   }
+  // A fresh Redis starts the claim index's recovery (each batch lists every node first): measure the steady state.
+  await controlPlane.claimIndexSettled();
 
   const directBody = JSON.stringify({ template: IMAGE, ttl_seconds: 3_600 });
   const httpBody = JSON.stringify({ warmPool: POOL, ttlSeconds: 3_600 });
@@ -294,6 +327,8 @@ try {
     const direct: PathResult[] = [];
     const bareRuns: PathResult[] = [];
     let bareCpuMs = 0;
+    const bareGcTally: GcTally = { count: 0, ms: 0, over10ms: 0 };
+    const httpGc: GcTally = { count: 0, ms: 0, over10ms: 0 };
     const http: PathResult[] = [];
     let batches = { count: 0, sum: 0 };
     const stages = stageStats('');
@@ -319,10 +354,12 @@ try {
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
       if (bare !== undefined && barePool !== undefined && BARE_LEVELS.has(concurrency)) {
         const bareCpuBefore = cpuMs(bare.pid);
+        const gcBefore = await bareGc(bare.base);
         bareRuns.push(
           await drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' })),
         );
         bareCpuMs += cpuMs(bare.pid) - bareCpuBefore;
+        addGc(bareGcTally, gcBefore, await bareGc(bare.base));
       }
       const pageBefore = await controlPlane.metrics();
       const metricsBefore = batchStats(pageBefore);
@@ -351,6 +388,7 @@ try {
       const pageAfter = await controlPlane.metrics();
       const metricsAfter = batchStats(pageAfter);
       addTallies(stages, stagesBefore, stageStats(pageAfter));
+      addGc(httpGc, controlPlaneGc(pageBefore), controlPlaneGc(pageAfter));
       batches = {
         count: batches.count + metricsAfter.count - metricsBefore.count,
         sum: batches.sum + metricsAfter.sum - metricsBefore.sum,
@@ -388,6 +426,13 @@ try {
           const tally = stages.get(stage) ?? { count: 0, sum: 0 };
           return `${stage} ${ms((1000 * tally.sum) / Math.max(1, tally.count), 3)} (×${tally.count})`;
         }).join(', '),
+        '',
+        '',
+        '',
+      ],
+      [
+        `GC pauses while the claims ran, ${concurrency} in flight: control plane${bareRuns.length > 0 ? ' / bare design' : ''}`,
+        `${gcText(httpGc, h.claims)}${bareRuns.length > 0 ? ` / ${gcText(bareGcTally, merge(bareRuns).claims)}` : ''}`,
         '',
         '',
         '',

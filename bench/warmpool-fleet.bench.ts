@@ -8,20 +8,32 @@
 // plane's RSS. The simulated nodes run on FLEET_THREADS worker threads
 // (default 2, one per core).
 //   make build && node bench/warmpool-fleet.bench.ts   (CPU_PROF=<dir> profiles the control plane)
+// Patch → round handed out is the benchmark's own watch of the pool (the apiserver's part) plus the control plane's
+// pool_change_answer histogram (its informer's event → the round handed out), read once before and once after each
+// patch: nothing polls the control plane meanwhile. FLEET_POLL_MS=<ms> also polls its generation gauge on /metrics
+// every <ms> ms, as this benchmark used to (every scrape serialises every series: it costs the control plane CPU).
+// FLEET_TRACE_APISERVER=1 adds the apiserver's own time for each patch and the requests it served meanwhile.
 // FLEET_FILL_TIMEOUT_MS (default 180 000) bounds apply → every pool READY = DESIRED; FLEET_STEADY_MS (default 60 000)
 // is the steady-state window (a shorter one gets to the fan-outs sooner on a loaded machine).
 // Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
 import { sleep, startCluster } from '@warmpool/harness';
-import { scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
+import { scrapeLatencies, scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
 import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
-import { memoryOf } from './lib/proc.ts';
+import { cpuMsOf, machineBusyMs, memoryOf } from './lib/proc.ts';
 import { allReady, Pools, type PoolSpec } from './lib/pools.ts';
-import { histogramDelta, sum, type HistogramSnapshot } from './lib/prom-text.ts';
+import { fanoutPool, fleetPoolSpecs } from './lib/fleet-pools.ts';
+import {
+  answerBetween,
+  apiserverBetween,
+  PoolWatch,
+  type AnswerStage,
+  type ApiserverSide,
+} from './lib/handout-trace.ts';
+import { histogramDelta, sum, type HistogramSnapshot, type Sample } from './lib/prom-text.ts';
 import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
-import { machineNote, mib, ms, pass, printTable, quantile, seconds } from './lib/table.ts';
-import { prng } from './lib/prng.ts';
+import { machineNote, mib, ms, pass, printTable, quantile, seconds, type Row } from './lib/table.ts';
 
 const NODES = Number(process.env['FLEET_NODES'] ?? 1_000);
 const POOLS = Number(process.env['FLEET_POOLS'] ?? 200);
@@ -31,28 +43,13 @@ const FANOUT_REPEATS = 5;
 const FANOUT_QUIET_MS = 8_000;
 const STORM_REPEATS = 3;
 const THREADS = Number(process.env['FLEET_THREADS'] ?? 2);
+const POLL_MS = process.env['FLEET_POLL_MS'] === undefined ? undefined : Number(process.env['FLEET_POLL_MS']);
 const FILL_TIMEOUT_MS = Number(process.env['FLEET_FILL_TIMEOUT_MS'] ?? 180_000);
 const RSS_GOAL_BYTES = 512 * 1024 * 1024; // the chart's memory limit
 
-const random = prng(5);
-// Long-tailed like real catalogues: most pools want a few warm sandboxes, some many.
-const specs: PoolSpec[] = Array.from({ length: POOLS }, (_, i) => {
-  const roll = random();
-  const replicas =
-    roll < 0.7
-      ? 5 + Math.floor(random() * 16)
-      : roll < 0.95
-        ? 20 + Math.floor(random() * 61)
-        : 100 + Math.floor(random() * 301);
-  return {
-    name: `pool-${String(i).padStart(3, '0')}`,
-    image: `registry.example/team-${i % 17}/image-${i}:v1`,
-    replicas,
-  };
-});
+const specs: PoolSpec[] = fleetPoolSpecs(POOLS);
 const desiredTotal = specs.reduce((s, p) => s + p.replicas, 0);
-// The fan-out probe: a pool spread over every node, toggled 1 ↔ 2 per node.
-const FANOUT = { name: 'fanout', image: 'registry.example/bench/fanout:1', low: NODES, high: 2 * NODES };
+const FANOUT = fanoutPool(NODES);
 
 const tracker = new TargetTracker(FANOUT.image);
 
@@ -88,6 +85,7 @@ const controlPlane = await startControlPlaneProcess({
     : {}),
 });
 const pools = new Pools(cluster.kubeConfig);
+const fanoutWatch = new PoolWatch(pools.pools, pools.namespace, FANOUT.name);
 
 interface Measured {
   applyMs: number;
@@ -97,9 +95,9 @@ interface Measured {
   setPoolsSteady: HistogramSnapshot;
   fanouts: Propagation[];
   storms: Propagation[];
-  /** Patch sent → the control plane handed out the round (its generation gauge moved), per fan-out / storm patch. */
-  fanoutRounds: number[];
-  stormRounds: number[];
+  /** Where each fan-out / storm patch's time went before its round was handed out. */
+  fanoutRounds: HandOut[];
+  stormRounds: HandOut[];
   reconcileFanout: HistogramSnapshot;
   setPoolsFanout: HistogramSnapshot;
   cpMemory: { rss: number; peak: number; heapUsed: number; heapTotal: number; external: number };
@@ -108,20 +106,106 @@ interface Measured {
   cpLagMaxMs: number;
   reconcileStorm: HistogramSnapshot;
   cpLagStormMs: number;
+  /** Times the control plane stepped down (no Lease renewal within the renew deadline): each new term pushes every node. */
+  stepDowns: number;
+}
+
+/** One patch's way to its round, in ms from the patch request sent. */
+interface HandOut {
+  /** The apiserver answered the patch request. */
+  answered: number;
+  /** The benchmark's own watch of the pool delivered the change: the apiserver's part. */
+  watched: number | undefined;
+  /** The control plane's times from its informer's event to each stage of the run that answered it. */
+  controlPlane: Partial<Record<AnswerStage, number>>;
+  /** Patch → round handed out: the watch's part plus the control plane's. */
+  handedOut: number | undefined;
+  /** With FLEET_POLL_MS: when a poll of the generation gauge first saw the round. */
+  polled: number | undefined;
+  /** Reconcile runs from just before the patch until its last node applied. */
+  runs: number;
+  /** With FLEET_TRACE_APISERVER: the apiserver's own view of the patch, and what else it served until its answer. */
+  apiserver: ApiserverSide | undefined;
+  /** CPU ms each used from the patch sent until its answer, and the whole machine's (every core, every process). */
+  cpu: { apiserver: number; etcd: number; controlPlane: number; bench: number; machine: number };
 }
 
 /**
- * Patches the fan-out pool; resolves with its propagation and with how long the control plane took to hand out the
- * round.
+ * With FLEET_TRACE_APISERVER=1, the apiserver's latency series (its /metrics is large: scraping it twice a patch loads
+ * a busy apiserver, so only on request); undefined when off or when the scrape failed.
  */
-async function patchAndWatch(replicas: number): Promise<[Propagation | undefined, number | undefined]> {
-  const generation = await controlPlane.generation();
+async function apiserverLatencies(): Promise<Sample[] | undefined> {
+  if (process.env['FLEET_TRACE_APISERVER'] !== '1') return undefined;
+  return scrapeLatencies(cluster.server, cluster.adminTls).catch(() => undefined);
+}
+
+/** CPU ms used so far by the processes of the run, and by the whole machine. */
+function cpuNow(): HandOut['cpu'] {
+  const pids = cluster.pids();
+  const own = process.cpuUsage();
+  return {
+    apiserver: cpuMsOf(pids.apiserver),
+    etcd: cpuMsOf(pids.etcd),
+    controlPlane: cpuMsOf(controlPlane.pid),
+    bench: (own.user + own.system) / 1000,
+    machine: machineBusyMs(),
+  };
+}
+
+/** Patches the fan-out pool; resolves with its propagation and where its time went before the round was handed out. */
+async function patchAndWatch(replicas: number): Promise<[Propagation | undefined, HandOut]> {
+  const apiBefore = await apiserverLatencies();
+  const before = await controlPlane.driverMetrics();
   const applied = tracker.until(replicas, 30_000);
+  const watched = fanoutWatch.next(replicas, 30_000);
+  const cpuSent = cpuNow();
   const sent = performance.now();
-  const round = controlPlane.roundAfter(generation, 30_000);
+  const polled =
+    POLL_MS === undefined
+      ? undefined
+      : controlPlane.roundAfter(sum(before.raw, 'warmpool_controlplane_generation'), 30_000, POLL_MS);
   await pools.scale(FANOUT.name, replicas);
-  const handedOut = await round;
-  return [await applied, handedOut === undefined ? undefined : handedOut - sent];
+  const answered = performance.now() - sent;
+  const cpuAnswered = cpuNow();
+  const apiAnswered = await apiserverLatencies();
+  const seen = await watched;
+  const propagation = await applied;
+  const polledAt = await polled;
+  const after = await controlPlane.driverMetrics();
+  const cp = answerBetween(before.raw, after.raw);
+  const watchedMs = seen === undefined ? undefined : seen - sent;
+  const handOut: HandOut = {
+    answered,
+    watched: watchedMs,
+    controlPlane: cp,
+    handedOut: watchedMs === undefined || cp.handed_out === undefined ? undefined : watchedMs + cp.handed_out,
+    polled: polledAt === undefined ? undefined : polledAt - sent,
+    runs: after.reconcile.count - before.reconcile.count,
+    apiserver: apiBefore && apiAnswered && apiserverBetween(apiBefore, apiAnswered),
+    cpu: {
+      apiserver: cpuAnswered.apiserver - cpuSent.apiserver,
+      etcd: cpuAnswered.etcd - cpuSent.etcd,
+      controlPlane: cpuAnswered.controlPlane - cpuSent.controlPlane,
+      bench: cpuAnswered.bench - cpuSent.bench,
+      machine: cpuAnswered.machine - cpuSent.machine,
+    },
+  };
+  const { cpu, apiserver } = handOut;
+  const f = (v: number | undefined): string => (v === undefined ? '—' : v.toFixed(1));
+  log(
+    `patch → ${replicas}: answered ${f(handOut.answered)} ms, watch ${f(handOut.watched)} ms; control plane event → ` +
+      `run start ${f(cp.run_start)}, handed out ${f(cp.handed_out)}, run end ${f(cp.run_end)} ms; ` +
+      `patch → handed out ${f(handOut.handedOut)} ms${POLL_MS === undefined ? '' : ` (polled ${f(handOut.polled)} ms)`}; ` +
+      `first node ${f(propagation && propagation.first - propagation.since)} ms, ${handOut.runs} runs; ` +
+      (apiserver === undefined
+        ? ''
+        : `apiserver: its own PATCH time ${f(apiserver.patchMs)} ms, ` +
+          `${apiserver.writes} writes + ${apiserver.reads} reads served until the answer; `) +
+      `CPU ms until the answer: ` +
+      `apiserver ${cpu.apiserver}, etcd ${cpu.etcd}, control plane ${cpu.controlPlane}, benchmark (fleet) ${f(cpu.bench)}, ` +
+      `whole machine ${cpu.machine} (others ${f(cpu.machine - cpu.apiserver - cpu.etcd - cpu.controlPlane - cpu.bench)})`,
+  );
+  return [propagation, handOut];
 }
 
 async function measure(): Promise<Measured> {
@@ -154,14 +238,14 @@ async function measure(): Promise<Measured> {
   // How late the simulated fleet's threads run their callbacks while they serve the fan-out.
   fleet.startLagMonitor();
   const fanouts: Propagation[] = [];
-  const fanoutRounds: number[] = [];
+  const fanoutRounds: HandOut[] = [];
   for (let i = 0; i < FANOUT_REPEATS; i++) {
     const replicas = i % 2 === 0 ? FANOUT.high : FANOUT.low;
     // Each patch starts on a quiet fleet: the previous one's inventory republishes (debounced 5 s) are over.
     await sleep(FANOUT_QUIET_MS + Math.random() * 2_000);
     const [p, round] = await patchAndWatch(replicas);
     if (p !== undefined) fanouts.push(p);
-    if (round !== undefined) fanoutRounds.push(round);
+    fanoutRounds.push(round);
   }
   const hostLag = await fleet.stopLagMonitor();
   const fanoutAfter = await controlPlane.driverMetrics();
@@ -170,14 +254,14 @@ async function measure(): Promise<Measured> {
   // Each node republishes at once when a push changes it, and again (debounced 5 s) as its warm
   // counts follow: 1 000 NodeInventory writes and watch events land around then.
   const storms: Propagation[] = [];
-  const stormRounds: number[] = [];
+  const stormRounds: HandOut[] = [];
   let previousEnd = fanouts.at(-1)?.last ?? performance.now();
   for (let i = 0; i < STORM_REPEATS; i++) {
     const replicas = (FANOUT_REPEATS + i) % 2 === 0 ? FANOUT.high : FANOUT.low;
     await sleep(Math.max(0, previousEnd + 5_000 + Math.random() * 1_000 - performance.now()));
     const [p, round] = await patchAndWatch(replicas);
     if (p !== undefined) storms.push(p);
-    if (round !== undefined) stormRounds.push(round);
+    stormRounds.push(round);
     previousEnd = p?.last ?? performance.now();
   }
   const end = await controlPlane.driverMetrics();
@@ -206,6 +290,7 @@ async function measure(): Promise<Measured> {
       external: sum(end.raw, 'nodejs_external_memory_bytes'),
     },
     setPoolsErrors: sum(end.raw, 'warmpool_controlplane_set_pools_total', { outcome: 'error' }),
+    stepDowns: controlPlane.logTail(Number.MAX_SAFE_INTEGER).split('"msg":"stepping down"').length - 1,
   };
 }
 
@@ -213,6 +298,7 @@ let measured: Measured;
 try {
   measured = await measure();
 } finally {
+  fanoutWatch.close();
   await controlPlane.stop();
   await fleet.close();
   await cluster.stop();
@@ -220,6 +306,92 @@ try {
 const { steadyWrites, cpMemory } = measured;
 const meanMs = (h: HistogramSnapshot): number => (h.count > 0 ? (h.sum / h.count) * 1000 : Number.NaN);
 const msPair = (values: readonly number[]): string => `${ms(quantile(values, 0.5), 0)} / ${ms(quantile(values, 1), 0)}`;
+/** p50 / max of one part of the patches' hand-out, over the patches where it was measured. */
+const handOutPair = (rounds: readonly HandOut[], part: (h: HandOut) => number | undefined): string => {
+  const values = rounds.map(part).filter((v): v is number => v !== undefined);
+  return values.length === 0 ? 'not measured' : `${msPair(values)} (${values.length} of ${rounds.length})`;
+};
+/** The rows that split patch → round handed out, for the fan-out or the storm patches. */
+const handOutRows = (rounds: readonly HandOut[]): Row[] => [
+  [
+    '  of which patch → control plane hands out the round, p50 / max (watch + control plane)',
+    handOutPair(rounds, (h) => h.handedOut),
+    'info (issue 21: ≤ 20 ms p50)',
+    '',
+    '',
+  ],
+  ['    patch → the apiserver answers the patch', handOutPair(rounds, (h) => h.answered), 'info', '', ''],
+  [
+    '      of which the apiserver’s own time for it (its request duration)',
+    handOutPair(rounds, (h) => h.apiserver?.patchMs),
+    'info',
+    '',
+    '',
+  ],
+  [
+    '      CPU until the answer, p50 ms: apiserver / etcd / control plane / benchmark (fleet) / other processes',
+    ['apiserver', 'etcd', 'controlPlane', 'bench']
+      .map((k) =>
+        ms(
+          quantile(
+            rounds.map((h) => h.cpu[k as keyof HandOut['cpu']]),
+            0.5,
+          ),
+          0,
+        ),
+      )
+      .join(' / ') +
+      ` / ${ms(
+        quantile(
+          rounds.map((h) => h.cpu.machine - h.cpu.apiserver - h.cpu.etcd - h.cpu.controlPlane - h.cpu.bench),
+          0.5,
+        ),
+        0,
+      )}`,
+    'info',
+    '',
+    '',
+  ],
+  [
+    "    patch → the benchmark's watch delivers it (the apiserver's part)",
+    handOutPair(rounds, (h) => h.watched),
+    'info',
+    '',
+    '',
+  ],
+  [
+    "    control plane: its informer's event → the run starts",
+    handOutPair(rounds, (h) => h.controlPlane.run_start),
+    'info',
+    '',
+    '',
+  ],
+  [
+    '    control plane: event → round handed out',
+    handOutPair(rounds, (h) => h.controlPlane.handed_out),
+    'info',
+    '',
+    '',
+  ],
+  [
+    '    control plane: event → run ends (the requests leave)',
+    handOutPair(rounds, (h) => h.controlPlane.run_end),
+    'info',
+    '',
+    '',
+  ],
+  ...(POLL_MS === undefined
+    ? []
+    : [
+        [
+          `    patch → a ${POLL_MS} ms /metrics poll sees the generation`,
+          handOutPair(rounds, (h) => h.polled),
+          'info',
+          '',
+          '',
+        ] satisfies Row,
+      ]),
+];
 const pick = (f: (p: Propagation) => number, of: readonly Propagation[] = measured.fanouts): string =>
   msPair(of.map(f));
 
@@ -297,13 +469,7 @@ printTable(
       '',
     ],
     [`fan-out: first → last of ${NODES} nodes, p50 / max`, pick((p) => p.last - p.first), 'info', '', ''],
-    [
-      '  of which patch → control plane hands out the round (its generation gauge, polled), p50 / max',
-      msPair(measured.fanoutRounds),
-      'info',
-      '',
-      '',
-    ],
+    ...handOutRows(measured.fanoutRounds),
     [
       '  during fan-out: SetPools call mean (as the control plane times it)',
       `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`,
@@ -333,7 +499,7 @@ printTable(
       '',
       '',
     ],
-    ['  of which patch → control plane hands out the round, p50 / max', msPair(measured.stormRounds), 'info', '', ''],
+    ...handOutRows(measured.stormRounds),
     [
       `storm: patch → last of ${NODES} nodes applied, p50 / max`,
       pick((p) => p.last - p.since, measured.storms),
@@ -368,6 +534,13 @@ printTable(
       'info',
       '',
       '',
+    ],
+    [
+      'control-plane step-downs, whole run (Lease not renewed within the deadline; each new term pushes every node)',
+      String(measured.stepDowns),
+      '0',
+      '',
+      pass(measured.stepDowns === 0),
     ],
     [
       'SetPools calls that failed (whole run)',

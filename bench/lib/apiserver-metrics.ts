@@ -4,7 +4,7 @@
 // how the benchmarks prove the load is O(pools + nodes), never per sandbox.
 import { request } from 'node:https';
 import type { TlsClientAuth } from '@warmpool/harness';
-import { parseSamples } from './prom-text.ts';
+import { parseSamples, type Sample } from './prom-text.ts';
 
 export const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY']);
 
@@ -39,6 +39,17 @@ export function parseWrites(metrics: string): WriteCounts {
     counts.set(key, (counts.get(key) ?? 0) + sample.value);
   }
   return counts;
+}
+
+/** The apiserver's own request series: durations and counts. */
+export async function scrapeLatencies(server: string, tls: TlsClientAuth): Promise<Sample[]> {
+  const text = await fetchMetrics(server, tls);
+  return [
+    'apiserver_request_duration_seconds_',
+    'apiserver_flowcontrol_request_wait_duration_seconds_',
+    'etcd_request_duration_seconds_',
+    'apiserver_request_total{',
+  ].flatMap((prefix) => parseSamples(text, prefix));
 }
 
 export async function scrapeWrites(server: string, tls: TlsClientAuth): Promise<WriteCounts> {

@@ -15,6 +15,7 @@
 //   node bench/lib/bare-claim-path.ts  (BARE_REDIS_URL, BARE_AGENTS, BARE_TOKEN, BARE_TEMPLATE, BARE_CONCURRENCY)
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
@@ -202,7 +203,22 @@ async function claim(req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.end(body);
 }
 
+/** Its GC pauses so far (GET /gc), as the control plane's nodejs_gc_duration_seconds counts them: the same observer. */
+const gc = { count: 0, ms: 0, over10ms: 0 };
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gc.count++;
+    gc.ms += entry.duration;
+    if (entry.duration > 10) gc.over10ms++;
+  }
+}).observe({ entryTypes: ['gc'] });
+
 const server = createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/gc') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(gc));
+    return;
+  }
   claim(req, res).catch((err: unknown) => {
     res.writeHead(500);
     res.end(String(err));

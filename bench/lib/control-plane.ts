@@ -17,9 +17,14 @@ export interface ControlPlaneProcess {
   /**
    * Resolves with performance.now() once the control plane has handed out a
    * generation above `above` (a round of pushes left its reconcile), polling
-   * its /metrics every few ms; undefined after `timeoutMs`.
+   * its /metrics every `pollMs` (default 2 ms); undefined after `timeoutMs`.
    */
-  roundAfter(above: number, timeoutMs: number): Promise<number | undefined>;
+  roundAfter(above: number, timeoutMs: number, pollMs?: number): Promise<number | undefined>;
+  /**
+   * Resolves once the claim index is not recovering (`claim_index_recovering` 0): a control plane on a Redis it has
+   * not written before starts a recovery, during which every batch lists every node first. Measure claims after it.
+   */
+  claimIndexSettled(timeoutMs?: number): Promise<void>;
   logTail(lines?: number): string;
   stop(): Promise<void>;
 }
@@ -103,6 +108,14 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     pid: child.pid,
     url,
     metrics,
+    async claimIndexSettled(timeoutMs = 60_000) {
+      const recovering = 'warmpool_controlplane_claim_index_recovering';
+      await eventually(async () => sum(parseSamples(await metrics(), recovering), recovering) === 0, {
+        timeoutMs,
+        intervalMs: 100,
+        what: () => 'the claim index still recovering',
+      });
+    },
     async driverMetrics() {
       const text = await metrics();
       // Node's default metrics carry their standard names (nodejs_*, process_*), not warmpool's prefix.
@@ -114,11 +127,11 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
       };
     },
     generation,
-    async roundAfter(above, timeoutMs) {
+    async roundAfter(above, timeoutMs, pollMs = 2) {
       const deadline = performance.now() + timeoutMs;
       while (performance.now() < deadline) {
         if ((await generation()) > above) return performance.now();
-        await new Promise((resolve) => setTimeout(resolve, 2));
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
       }
       return undefined;
     },

@@ -26,3 +26,11 @@ export function cpuMsOf(pid: number | undefined): number {
     return Number.NaN;
   }
 }
+
+/** CPU time every process on the machine used (user + system + irq, all cores), in ms, from /proc/stat. */
+export function machineBusyMs(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  // user nice system idle iowait irq softirq steal
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = cpu;
+  return (user + nice + system + irq + softirq) * 10;
+}

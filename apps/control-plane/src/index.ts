@@ -13,3 +13,8 @@ export { type SandboxFacts } from './sandbox-api/sandbox-object.js';
 export { FederationKeys, DEFAULT_FEDERATION_PREFIX } from './federation/keys.js';
 export { FederationReporter, type ReporterOptions } from './federation/reporter.js';
 export { FederationWatcher, type WatcherOptions } from './federation/watcher.js';
+// The warm-pool run over in-memory caches (bench/warmpool-run.bench.ts).
+export { WarmPoolReconciler, type WarmPoolReconcilerOptions } from './controllers/warmpool/reconciler.js';
+export { WarmPoolMetrics, type SpecAnswerStage } from './controllers/warmpool/metrics.js';
+export { GenerationSource, MemoryEpochStore } from './generation/generation.js';
+export { addressCheckOf } from './nodes/addresses.js';

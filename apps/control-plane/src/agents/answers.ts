@@ -52,8 +52,9 @@ export function claimAnswerOf(answer: Answer): ClaimAnswer {
 /** A claim's answer from its status and parsed body (`text`, when there is one, only words an unreadable grant). */
 export function claimAnswerOfJson(status: number, json: unknown, text?: string): ClaimAnswer {
   if (status === 200) {
-    const redirect = redirectAnswerSchema.safeParse(json);
-    if (redirect.success) {
+    // A redirect always has `redirect`; a grant is not parsed as one first (a failed parse is costly on every claim).
+    const redirect = hasField(json, 'redirect') ? redirectAnswerSchema.safeParse(json) : undefined;
+    if (redirect?.success === true) {
       const candidates = redirect.data.redirect;
       return {
         ok: false,
@@ -105,6 +106,10 @@ export function appliedGenerationIn(text: string): number | undefined {
   if (typeof json !== 'object' || json === null) return undefined;
   const applied = (json as { appliedGeneration?: unknown }).appliedGeneration;
   return typeof applied === 'number' && Number.isSafeInteger(applied) ? applied : undefined;
+}
+
+function hasField(json: unknown, field: string): boolean {
+  return typeof json === 'object' && json !== null && field in json;
 }
 
 function stringField(json: unknown, field: string): string | undefined {

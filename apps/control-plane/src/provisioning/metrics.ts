@@ -18,6 +18,13 @@ export type NodeClaimOutcome = 'served' | 'full' | 'redirected' | 'refused' | 'u
  */
 export type ClaimStage = 'queue' | 'reserve' | 'node' | 'record';
 
+/** What the scrape-time gauges read from Redis. */
+export interface ProvisioningReaders {
+  jobCounts(): Promise<{ waiting: number; active: number }>;
+  /** Whether the claim index is recovering from a loss. */
+  recovering(): Promise<boolean>;
+}
+
 export class ProvisioningMetrics {
   readonly #claimDuration: Histogram;
   readonly #claims: Counter;
@@ -29,8 +36,10 @@ export class ProvisioningMetrics {
   readonly #released: Counter;
   readonly #jobs: Gauge;
   readonly #stalled: Counter;
+  readonly #recovering: Gauge;
 
-  constructor(registry: Registry, jobCounts: () => Promise<{ waiting: number; active: number }>) {
+  constructor(registry: Registry, readers: ProvisioningReaders) {
+    const { jobCounts, recovering } = readers;
     const registers = [registry];
     this.#claimDuration = new Histogram({
       name: `${PREFIX}claim_duration_seconds`,
@@ -97,6 +106,18 @@ export class ProvisioningMetrics {
           this.#jobs.set({ state: 'active' }, counts.active);
         } catch {
           // Redis down: leave the last values; readiness says why.
+        }
+      },
+    });
+    this.#recovering = new Gauge({
+      name: `${PREFIX}claim_index_recovering`,
+      help: '1 while the claim index recovers from a loss (Redis restarted empty, or a replica promoted): each batch first looks for its fresh claims on every node, so claims are slower until a complete repair sweep ends it; read at scrape time',
+      registers,
+      collect: async () => {
+        try {
+          this.#recovering.set((await recovering()) ? 1 : 0);
+        } catch {
+          // Redis down: leave the last value; readiness says why.
         }
       },
     });

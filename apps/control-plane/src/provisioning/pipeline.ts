@@ -136,9 +136,15 @@ class ClaimPipeline implements ProvisioningPipeline {
     const nodes = (): AgentAddress[] => vouchedAgents(options.inventories.lister, options.addresses());
     const ownerAddrOf = nodeOwnerAddrs(options.inventories.lister);
     this.directory = new ClaimDirectory({ index: this.index, agents: this.#agents, nodes, ownerAddrOf, logger });
-    this.#metrics = new ProvisioningMetrics(options.registry, async () => {
-      const counts = await queue.getJobCounts('waiting', 'active');
-      return { waiting: counts.waiting ?? 0, active: counts.active ?? 0 };
+    const index = this.index;
+    this.#metrics = new ProvisioningMetrics(options.registry, {
+      async jobCounts() {
+        const counts = await queue.getJobCounts('waiting', 'active');
+        return { waiting: counts.waiting ?? 0, active: counts.active ?? 0 };
+      },
+      async recovering() {
+        return (await index.recovering()) !== undefined;
+      },
     });
     this.#dispatcher = new ClaimDispatcher({
       queue,

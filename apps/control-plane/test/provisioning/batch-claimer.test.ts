@@ -29,7 +29,7 @@ import { BatchClaimer, type BatchJobHandle } from '../../src/provisioning/batch-
 import { ClaimIndex } from '../../src/provisioning/claim-index.js';
 import { ClaimWorker } from '../../src/provisioning/claim-worker.js';
 import type { ClaimScope } from '../../src/provisioning/claim-service.js';
-import { ProvisioningMetrics } from '../../src/provisioning/metrics.js';
+import { ProvisioningMetrics, type ProvisioningReaders } from '../../src/provisioning/metrics.js';
 import { Placement } from '../../src/provisioning/placement.js';
 import type { NodeSnapshot } from '../../src/nodes/snapshots.js';
 
@@ -42,6 +42,10 @@ const HTTP: ClaimScope = { namespace: NAMESPACE, door: 'http' };
 const ALICE = '0123456789abcdef0123456789abcdef';
 const BOB = 'fedcba9876543210fedcba9876543210';
 const NODE_TIMEOUT_MS = 50;
+const noReaders: ProvisioningReaders = {
+  jobCounts: () => Promise.resolve({ waiting: 0, active: 0 }),
+  recovering: () => Promise.resolve(false),
+};
 
 function snapshot(name: string, warm: number): NodeSnapshot {
   return {
@@ -205,7 +209,7 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
       nodes: () => nodes.map((n) => ({ node: n.name, address: n.address })),
       ownerAddrOf: (node) => `${node}:7071-sandboxes`,
       jobAlive: (id) => Promise.resolve(!dead.has(id)),
-      metrics: new ProvisioningMetrics(new Registry(), () => Promise.resolve({ waiting: 0, active: 0 })),
+      metrics: new ProvisioningMetrics(new Registry(), noReaders),
       logger: silentLogger,
       maxAttempts: 3,
       pollMs: 5,
@@ -487,7 +491,7 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
           concurrency: 1,
           lockDurationMs: 500,
           stalledIntervalMs: 200,
-          metrics: new ProvisioningMetrics(new Registry(), () => Promise.resolve({ waiting: 0, active: 0 })),
+          metrics: new ProvisioningMetrics(new Registry(), noReaders),
           logger: silentLogger,
         });
       // Node a takes 'one' and goes silent (written ahead); node b takes 'two' and the first worker never hears back.

@@ -18,6 +18,8 @@ import { claimsReady, janitorSweeps, metricSum } from '../support/metrics.js';
 const TOKEN = 'fleet-token-for-truth-tests';
 const IMAGE = 'registry.test/truth:1';
 
+const RECOVERING = 'warmpool_controlplane_claim_index_recovering';
+
 describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)', () => {
   let world: TestWorld;
   let cluster: TestCluster;
@@ -82,6 +84,12 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
 
     await world.redis.stop();
     await world.startRedisAgain();
+    // Operators see the recovery (claims are slower meanwhile): the gauge reads 1 until a complete sweep ends it.
+    await eventually(async () => (await metricSum(a, RECOVERING)) === 1, {
+      what: 'the replica reports the claim index recovering',
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
     await eventually(async () => (await claimsReady(a)) && (await claimsReady(b)), {
       what: 'both replicas connected to the new Redis',
       timeoutMs: 15_000,
@@ -99,6 +107,8 @@ describe('the nodes are the truth (real apiserver, Redis, agents; two replicas)'
       admin.disconnect();
     }
     expect((await onNodes()).length).toBe(before);
+    expect(await metricSum(a, RECOVERING)).toBe(0);
+    expect(await metricSum(b, RECOVERING)).toBe(0);
 
     for (const [i, sandbox] of served.entries()) {
       const replicaUrl = (i % 2 === 0 ? a : b).claimsUrl ?? '';

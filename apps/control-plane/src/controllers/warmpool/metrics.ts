@@ -22,6 +22,9 @@ export const NODE_STATES: readonly NodeStateLabel[] = [
 export type PoolState = 'driven' | 'template_missing' | 'invalid_template';
 export const POOL_STATES: readonly PoolState[] = ['driven', 'template_missing', 'invalid_template'];
 
+/** How far a run answering a pool or template change got: see WarmPoolMetrics.specChangeAnswered. */
+export type SpecAnswerStage = 'run_start' | 'handed_out' | 'run_end';
+
 export type PushOutcomeLabel = 'applied' | 'stale_generation' | 'error';
 
 export class WarmPoolMetrics {
@@ -51,6 +54,15 @@ export class WarmPoolMetrics {
   /** A run that drives began this long after the first poke it answers. */
   reconcileWaited(seconds: number): void {
     this.#reconcile.waited.observe(seconds);
+  }
+
+  /**
+   * A run answering a pool or template change reached `stage` this long after the first such change it answers
+   * (the informer's event): `run_start`, `handed_out` (its round took a generation; absent when nothing was pushed),
+   * `run_end` (the round's requests leave once the run's turn ends).
+   */
+  specChangeAnswered(stage: SpecAnswerStage, seconds: number): void {
+    this.#reconcile.specAnswered.observe({ stage }, seconds);
   }
 
   reconciled(seconds: number, outcome: 'ok' | 'error' | 'skipped', at: number): void {
@@ -135,6 +147,17 @@ export class WarmPoolMetrics {
 
 type Registers = Registry[];
 
+/** Observes a stage of the run answering a pool or template change, when it answers one and reached the stage. */
+export function specAnswerTimer(
+  metrics: WarmPoolMetrics,
+  changedAt: number | undefined,
+): (stage: SpecAnswerStage, at: number | undefined) => void {
+  return (stage, at) => {
+    if (changedAt !== undefined && at !== undefined)
+      metrics.specChangeAnswered(stage, Math.max(0, at - changedAt) / 1000);
+  };
+}
+
 function reconcileSeries(registers: Registers) {
   return {
     duration: new Histogram({
@@ -147,6 +170,13 @@ function reconcileSeries(registers: Registers) {
       name: `${PREFIX}reconcile_queue_wait_seconds`,
       help: 'From the first change (informer event, answer, interval) a reconcile answers to its start: the wait behind a run in flight or a busy event loop',
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    specAnswered: new Histogram({
+      name: `${PREFIX}pool_change_answer_seconds`,
+      help: 'From a pool or template change (the informer event) to the run answering it: its start, its round handed out, its end',
+      labelNames: ['stage'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     }),
     runs: new Counter({

@@ -30,7 +30,8 @@ export class PushRound {
 
   /**
    * Hands each node whose desired set changed to its push lane (one generation for the round). `changed`: the nodes
-   * whose view changed since the last round (undefined: any may have).
+   * whose view changed since the last round (undefined: any may have). Returns performance.now() of the moment the
+   * round took its generation, or undefined when nothing was handed out.
    */
   handOut(
     term: Term,
@@ -38,7 +39,7 @@ export class PushRound {
     result: Spread,
     demands: ReadonlyMap<string, KeyDemand>,
     changed: ReadonlySet<string> | undefined,
-  ): void {
+  ): number | undefined {
     const settingsMoved = this.#desired.begin(demands);
     const settled = term.pushers.takeSettled();
     const touched = term.spread.touched;
@@ -46,6 +47,7 @@ export class PushRound {
     this.#everyNode = false;
     if (every) this.#desired.prune(result.targets.keys());
     let generation: number | undefined;
+    let handedOutAt: number | undefined;
     for (const view of every ? views : this.#candidates(views, [changed, touched, settled])) {
       if (!view.eligible || term.signal.aborted) continue;
       const desired = this.#desired.of(view.name, result.targets.get(view.name), demands);
@@ -54,11 +56,13 @@ export class PushRound {
         generation = this.#generation(term);
         if (generation === undefined) {
           this.#everyNode = true;
-          return;
+          return undefined;
         }
+        handedOutAt = performance.now();
       }
       term.pushers.submit({ name: view.name, address: view.address }, desired, generation);
     }
+    return handedOutAt;
   }
 
   /** The round's generation, or undefined when nothing may be pushed now. */

@@ -9,7 +9,6 @@
 // every push attempt first asks leadership.holding(), so a paused leader sends
 // nothing once it resumes; a 409 never moves the epoch (generation.ts states
 // the bound). The run and the fencing: docs/architecture.md, "The warm-pool driver".
-import { poolKeyId } from '@warmpool/api';
 import { DONE, WorkQueue, type WorkOutcome } from '@warmpool/kube';
 import type { Targets } from '@warmpool/pool-model';
 import { FLEET_TOKEN_ENV, systemClock, type Clock } from '@warmpool/runtime';
@@ -28,10 +27,11 @@ import { ObservedPools } from './observed.js';
 import { DRIVER_DEFAULTS, type WarmPoolDriverSettings } from './options.js';
 import { demandsOf, PoolPlans } from './plan.js';
 import { Laps } from './laps.js';
+import { specAnswerTimer } from './metrics.js';
 import { handOverStatuses } from './status-handover.js';
 import { StatusMemo } from './status.js';
 import { PoolStatusQueue } from './status-queue.js';
-import { newTerm } from './term.js';
+import { heldTargets, newTerm } from './term.js';
 import { notePlacement, noteKeyChanges } from './transitions.js';
 
 export type { Leadership, WarmPoolReconcilerOptions } from './context.js';
@@ -59,6 +59,8 @@ export class WarmPoolReconciler {
   #allNodes = true;
   /** performance.now() of the first poke the next run answers: how long it waited is a metric. */
   #pokedAt: number | undefined;
+  /** performance.now() of the first pool or template change the next run answers (the pool_change_answer metric). */
+  #specChangedAt: number | undefined;
   readonly #statuses: PoolStatusQueue;
   readonly #leadership: Leadership;
   #term: Term | undefined;
@@ -136,6 +138,12 @@ export class WarmPoolReconciler {
     this.#reasons.add(reason);
     this.#pokedAt ??= performance.now();
     this.#queue.add(RUN);
+  }
+
+  /** A pool or template changed: reconcile soon, and time the run that answers it. */
+  pokeSpec(reason: string): void {
+    this.#specChangedAt ??= performance.now();
+    this.poke(reason);
   }
 
   /** The node's inventory, Node or agent pod changed: the next run reads it again (whether or not it is poked). */
@@ -259,8 +267,10 @@ export class WarmPoolReconciler {
     this.#reasons = new Set();
     const waited = this.#pokedAt === undefined ? 0 : performance.now() - this.#pokedAt;
     this.#pokedAt = undefined;
+    const specChangedAt = this.#specChangedAt;
+    this.#specChangedAt = undefined;
     try {
-      await this.#reconcileOnce(reasons, waited);
+      await this.#reconcileOnce(reasons, waited, specChangedAt);
       return DONE;
     } finally {
       this.#lastRunEnded = this.#clock.now();
@@ -268,7 +278,11 @@ export class WarmPoolReconciler {
   }
 
   /** `waitedMs`: from the first poke it answers to its start (behind a run in flight, or a busy event loop). */
-  async #reconcileOnce(reasons: ReadonlySet<string>, waitedMs: number): Promise<void> {
+  async #reconcileOnce(
+    reasons: ReadonlySet<string>,
+    waitedMs: number,
+    specChangedAt: number | undefined,
+  ): Promise<void> {
     const term = this.#term;
     if (term === undefined || term.signal.aborted) {
       this.#options.metrics.reconciled(0, 'skipped', this.#clock.now());
@@ -291,9 +305,14 @@ export class WarmPoolReconciler {
     this.#resyncNext = false;
     this.#options.metrics.reconcileWaited(waitedMs / 1000);
     const started = performance.now();
+    const answered = specAnswerTimer(this.#options.metrics, specChangedAt);
+    answered('run_start', started);
     try {
       const phases = await this.#run(term, resync);
-      this.#options.metrics.reconciled((performance.now() - started) / 1000, 'ok', this.#clock.now());
+      const ended = performance.now();
+      answered('handed_out', phases.handedOutAt);
+      answered('run_end', ended);
+      this.#options.metrics.reconciled((ended - started) / 1000, 'ok', this.#clock.now());
       this.#options.logger.debug('reconciled', {
         reasons: [...reasons],
         ms: Math.round(performance.now() - started),
@@ -315,7 +334,7 @@ export class WarmPoolReconciler {
    * round was handed out stretched each run over the answers of 1 000 nodes and slowed the fleet: docs/benchmarks.md,
    * "Issue 21, the last round".) Runs never overlap (the work queue); a change meanwhile runs it once more.
    */
-  async #run(term: Term, resync: boolean): Promise<Laps> {
+  async #run(term: Term, resync: boolean): Promise<Laps & { handedOutAt: number | undefined }> {
     const now = this.#clock.now();
     const options = this.#options;
     const laps = new Laps();
@@ -341,7 +360,7 @@ export class WarmPoolReconciler {
     laps.lap('spread');
     notePlacement(this.#ctx, term, views);
     noteKeyChanges(this.#ctx, term, plans);
-    this.#round.handOut(term, views, result, demands, resync ? undefined : changed);
+    const handedOutAt = this.#round.handOut(term, views, result, demands, resync ? undefined : changed);
     laps.lap('push');
     handOverStatuses(term, { observed: this.#observed, statuses: this.#statusMemo }, options.metrics, {
       plans,
@@ -351,7 +370,7 @@ export class WarmPoolReconciler {
       full: resync,
     });
     laps.lap('status');
-    return laps;
+    return Object.assign(laps, { handedOutAt });
   }
 
   /**
@@ -377,15 +396,4 @@ export class WarmPoolReconciler {
     }
     return this.#tracker.syncSome(dirty, (name) => options.inventories.get(name), options.addresses);
   }
-}
-
-/** node → pool key id → target, from what the nodes report: where the first spread of a term starts from. */
-function heldTargets(views: readonly NodeView[]): Targets {
-  const targets = new Map<string, Map<string, number>>();
-  for (const view of views) {
-    const held = new Map<string, number>();
-    for (const pool of view.observation?.pools ?? []) if (pool.target > 0) held.set(poolKeyId(pool), pool.target);
-    targets.set(view.name, held);
-  }
-  return targets;
 }

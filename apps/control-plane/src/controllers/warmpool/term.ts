@@ -2,9 +2,10 @@
 // probe sampler, its spread (kept between runs) and its status lane, all
 // stopped by the term's signal. A push's or a sample's answer speaks to the
 // term it belongs to only while that term is still the current one.
+import { poolKeyId } from '@warmpool/api';
 import type { Targets } from '@warmpool/pool-model';
 import type { Clock } from '@warmpool/runtime';
-import type { NodeTracker } from '../../nodes/tracker.js';
+import type { NodeTracker, NodeView } from '../../nodes/tracker.js';
 import type { DriverContext, Term } from './context.js';
 import { onPushesSettled, onPushSettled } from './push-outcomes.js';
 import { Pushers } from './pushers.js';
@@ -73,4 +74,15 @@ export function newTerm(parts: TermParts, held: Targets): Term {
     confirming: undefined,
   };
   return term;
+}
+
+/** node → pool key id → target, from what the nodes report: where the first spread of a term starts from. */
+export function heldTargets(views: readonly NodeView[]): Targets {
+  const targets = new Map<string, Map<string, number>>();
+  for (const view of views) {
+    const held = new Map<string, number>();
+    for (const pool of view.observation?.pools ?? []) if (pool.target > 0) held.set(poolKeyId(pool), pool.target);
+    targets.set(view.name, held);
+  }
+  return targets;
 }

@@ -28,19 +28,19 @@ export function watchForChanges(
   inventories: Informer<NodeInventory>,
 ): void {
   pools.addEventHandler({
-    onAdd: () => reconciler.poke('pool added'),
+    onAdd: () => reconciler.pokeSpec('pool added'),
     onUpdate: (old, next) => {
       if (old === next) return;
       if (
         old.metadata?.generation !== next.metadata?.generation ||
         old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp
       )
-        reconciler.poke('pool changed');
+        reconciler.pokeSpec('pool changed');
     },
-    onDelete: () => reconciler.poke('pool deleted'),
+    onDelete: () => reconciler.pokeSpec('pool deleted'),
   });
   templates.addEventHandler({
-    onAdd: () => reconciler.poke('template added'),
+    onAdd: () => reconciler.pokeSpec('template added'),
     onUpdate: (old, next) => {
       if (old === next) return;
       // The opt-in and net/size live in annotations, which do not bump the generation.
@@ -48,10 +48,10 @@ export function watchForChanges(
         old.metadata?.generation !== next.metadata?.generation ||
         JSON.stringify(old.metadata?.annotations ?? {}) !== JSON.stringify(next.metadata?.annotations ?? {})
       ) {
-        reconciler.poke('template changed');
+        reconciler.pokeSpec('template changed');
       }
     },
-    onDelete: () => reconciler.poke('template deleted'),
+    onDelete: () => reconciler.pokeSpec('template deleted'),
   });
   // Every inventory event names the node whose record the next run reads again, poked or not: a heartbeat that
   // pokes nothing still carries the publish time that keeps the node fresh.

@@ -678,6 +678,48 @@ describe('WarmPoolReconciler', () => {
     expect(await waits()).not.toBe(before);
   });
 
+  it('times the run answering a pool change from its event to its start, its round handed out and its end', async () => {
+    const w = world({ nodes: 3 });
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
+    w.drive();
+    await w.settle();
+    const answered = async () => {
+      const lines = (await w.metrics.registry.metrics()).split('\n');
+      const count = (stage: string) =>
+        Number(
+          lines
+            .find((l) => l.startsWith(`warmpool_controlplane_pool_change_answer_seconds_count{stage="${stage}"}`))
+            ?.split(' ')[1] ?? 0,
+        );
+      return { run_start: count('run_start'), handed_out: count('handed_out'), run_end: count('run_end') };
+    };
+    const before = await answered();
+
+    // A node's change pokes runs, but answers no pool change: nothing is observed.
+    await w.change('node changed', () => undefined);
+    expect(await answered()).toEqual(before);
+
+    // One pool change, one run answering it: each stage observed once, the round with it.
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 2 }));
+    w.reconciler.pokeSpec('pool changed');
+    await w.settle();
+    expect(await answered()).toEqual({
+      run_start: before.run_start + 1,
+      handed_out: before.handed_out + 1,
+      run_end: before.run_end + 1,
+    });
+
+    // A pool change that moves no node's set (its replicas back where the nodes already are): no round to hand out.
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6, { generation: 3 }));
+    w.reconciler.pokeSpec('pool changed');
+    await w.settle();
+    expect(await answered()).toEqual({
+      run_start: before.run_start + 2,
+      handed_out: before.handed_out + 1,
+      run_end: before.run_end + 2,
+    });
+  });
+
   it("pushes a change while an earlier run's status writes still wait for the apiserver", async () => {
     const w = world();
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
