@@ -134,6 +134,13 @@ function merge(results: PathResult[]): PathResult {
   };
 }
 
+/** A process's resident memory now and at its peak, in MiB (Linux /proc: VmRSS, VmHWM). */
+function rssMiB(pid: number): { now: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
+  return { now: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
 /** CPU time a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
 function cpuMs(pid: number): number {
   try {
@@ -460,6 +467,14 @@ try {
       ],
     );
   }
+  const rss = rssMiB(controlPlane.pid);
+  rows.push([
+    'control-plane RSS at the end / peak (chart V8 flags)',
+    `${rss.now.toFixed(0)} / ${rss.peak.toFixed(0)} MiB`,
+    '≤ 512 MiB (chart limit)',
+    '',
+    pass(rss.peak <= 512),
+  ]);
   notes.push(
     machineNote(),
     `${NODES} nodes (agent + fake-sandboxd in one worker thread), control plane process with --redis-url, redis-server, ${ROUNDS} rounds × ${ROUND_MS} ms per path and level; every claim a warm hit, none released.`,
