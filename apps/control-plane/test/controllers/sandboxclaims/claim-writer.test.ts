@@ -7,7 +7,7 @@ import { ResourceClient } from '@warmpool/kube';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxClaimMetrics } from '../../../src/controllers/sandboxclaims/metrics.js';
-import { claimedStatus, readyOf } from '../../../src/controllers/sandboxclaims/status.js';
+import { claimedStatus, failedStatus, readyOf } from '../../../src/controllers/sandboxclaims/status.js';
 import { ClaimWriter } from '../../../src/controllers/sandboxclaims/writer.js';
 import type { ClaimGrant } from '../../../src/provisioning/claim-service.js';
 
@@ -84,6 +84,30 @@ describe("the SandboxClaim controller's Ready write", () => {
     const stored = await claims.get({ namespace: NAMESPACE, name: 'reborn' });
     expect(stored.metadata.uid).toBe(namesake.metadata.uid);
     expect(stored.status).toBeUndefined();
+  });
+
+  // Every other status write too (Ready=False, Expired, the repair after a lost write): an Expired on a namesake would
+  // leave the user's new claim terminal, a Ready=True would show it a sandbox that is not its own.
+  it('writes neither Ready=False nor a repaired Ready onto a namesake created after the claim was deleted', async () => {
+    const old = await create('namesake');
+    await claims.delete({ namespace: NAMESPACE, name: 'namesake' });
+    const namesake = await create('namesake', { generation: 'second' });
+    await writer.writeStatus(old, failedStatus(old, 'Expired', 'the sandbox is gone', NOW));
+    await writer.writeStatus(old, claimedStatus(old, grantFor(old), NOW));
+    const stored = await claims.get({ namespace: NAMESPACE, name: 'namesake' });
+    expect(stored.metadata.uid).toBe(namesake.metadata.uid);
+    expect(stored.status).toBeUndefined();
+  });
+
+  it('writes Ready=False from the claim as it is now, keeping what another writer added meanwhile', async () => {
+    const stale = await create('failing');
+    await claims.patchStatus({ namespace: NAMESPACE, name: 'failing' }, { conditions: [OTHER] });
+    await writer.writeStatus(stale, failedStatus(stale, 'NoCapacity', 'no warm sandbox', NOW));
+    const stored = await claims.get({ namespace: NAMESPACE, name: 'failing' });
+    expect(stored.status?.conditions?.map((c) => [c.type, c.reason])).toEqual([
+      ['Other', 'Theirs'],
+      ['Ready', 'NoCapacity'],
+    ]);
   });
 
   it('writes nothing once the claim is gone', async () => {
