@@ -277,7 +277,9 @@ export class SandboxClaimController {
         return this.#expire(key, claim, 'the sandbox is gone: its lease ran out or its node lost it');
       if (!isReadyClaimed(claim)) {
         await writer.ensureSecret(claim, grant);
-        await writer.writeStatus(claim, claimedStatus(claim, grant, now));
+        // Deleted or replaced meanwhile: its events bring the key back, and that reconcile releases what it held.
+        if ((await writer.writeStatusOf(claim, (c) => claimedStatus(c, grant, now))) === 'gone')
+          return { kind: 'done' };
       }
       deadline = Date.parse(grant.deadline);
       this.#leases.set(key, { uid: claim.metadata.uid ?? '', deadline });
@@ -364,12 +366,11 @@ export class SandboxClaimController {
     this.#seen.delete(key);
   }
 
-  /** Writes Ready=False unless the claim already says so; whether it wrote. */
+  /** Writes Ready=False unless the claim already says so (nothing onto a claim deleted or replaced); whether it wrote. */
   async #fail(claim: SandboxClaim, reason: ClaimFailureReason, message: string, now: number): Promise<boolean> {
-    const next = failedStatus(claim, reason, message, now);
-    if (!statusDiffers(claim, next)) return false;
-    await this.#options.writer.writeStatus(claim, next);
-    return true;
+    if (!statusDiffers(claim, failedStatus(claim, reason, message, now))) return false;
+    const written = await this.#options.writer.writeStatusOf(claim, (c) => failedStatus(c, reason, message, now));
+    return written === 'written';
   }
 }
 

@@ -1,8 +1,9 @@
 // Every apiserver write the SandboxClaim controller makes, in one place so
 // they are counted (writes per claim is a benchmark figure) and each guards
 // against the claim having been deleted and recreated under the same name:
-// metadata patches and the Ready write carry the resourceVersion they were
-// computed from, deletes a uid precondition.
+// metadata patches and every status write (Ready=True, Ready=False, Expired)
+// carry the resourceVersion they were computed from, deletes a uid
+// precondition.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SANDBOX_CLAIM_FINALIZER, SandboxClaimType, type SandboxClaim, type ShutdownPolicy } from '@warmpool/api';
 import {
@@ -68,20 +69,11 @@ export class ClaimWriter {
     );
   }
 
-  async writeStatus(claim: SandboxClaim, status: ClaimStatusPatch): Promise<void> {
-    this.#metrics.write('status');
-    // `sandbox: null` removes it (JSON merge patch).
-    await ignoreNotFound(
-      this.#claims.patchStatus(refOf(claim), status as unknown as Partial<NonNullable<SandboxClaim['status']>>, {
-        fieldManager: FIELD_MANAGER,
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-      }),
-    );
-  }
-
   /**
    * Writes the status `statusOf` computes, only onto this very claim: the write carries the resourceVersion it was
-   * computed from (the status subresource ignores a uid). 'gone' when the claim was deleted, is being deleted or was
+   * computed from (the status subresource ignores a uid), and after a 409 `statusOf` sees the claim as it is then, so
+   * what another writer added meanwhile is kept. Every status write goes here: one without the version would land on a
+   * namesake created after a delete (an Expired there leaves the user's new claim terminal). 'gone' when the claim was deleted, is being deleted or was
    * replaced by a namesake: nothing is written then.
    */
   async writeStatusOf(

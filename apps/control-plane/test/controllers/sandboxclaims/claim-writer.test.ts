@@ -92,8 +92,8 @@ describe("the SandboxClaim controller's Ready write", () => {
     const old = await create('namesake');
     await claims.delete({ namespace: NAMESPACE, name: 'namesake' });
     const namesake = await create('namesake', { generation: 'second' });
-    await writer.writeStatus(old, failedStatus(old, 'Expired', 'the sandbox is gone', NOW));
-    await writer.writeStatus(old, claimedStatus(old, grantFor(old), NOW));
+    expect(await writer.writeStatusOf(old, (c) => failedStatus(c, 'Expired', 'the sandbox is gone', NOW))).toBe('gone');
+    expect(await writer.writeStatusOf(old, (c) => claimedStatus(c, grantFor(old), NOW))).toBe('gone');
     const stored = await claims.get({ namespace: NAMESPACE, name: 'namesake' });
     expect(stored.metadata.uid).toBe(namesake.metadata.uid);
     expect(stored.status).toBeUndefined();
@@ -102,7 +102,9 @@ describe("the SandboxClaim controller's Ready write", () => {
   it('writes Ready=False from the claim as it is now, keeping what another writer added meanwhile', async () => {
     const stale = await create('failing');
     await claims.patchStatus({ namespace: NAMESPACE, name: 'failing' }, { conditions: [OTHER] });
-    await writer.writeStatus(stale, failedStatus(stale, 'NoCapacity', 'no warm sandbox', NOW));
+    expect(await writer.writeStatusOf(stale, (c) => failedStatus(c, 'NoCapacity', 'no warm sandbox', NOW))).toBe(
+      'written',
+    );
     const stored = await claims.get({ namespace: NAMESPACE, name: 'failing' });
     expect(stored.status?.conditions?.map((c) => [c.type, c.reason])).toEqual([
       ['Other', 'Theirs'],
