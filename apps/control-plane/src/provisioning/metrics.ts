@@ -9,6 +9,12 @@ import type { ClaimDoor, ClaimTier } from './claim-service.js';
 
 const PREFIX = 'warmpool_controlplane_';
 
+/**
+ * How long a scrape waits for a value it reads from Redis before showing the last one: a stalled Redis (a stopped
+ * process, a partition that drops packets) must not hold up /metrics, which waits for every collect.
+ */
+const SCRAPE_READ_MS = 1_000;
+
 export type NodeClaimOutcome = 'served' | 'full' | 'redirected' | 'refused' | 'unreachable';
 
 /**
@@ -100,13 +106,11 @@ export class ProvisioningMetrics {
       labelNames: ['state'],
       registers,
       collect: async () => {
-        try {
-          const counts = await jobCounts();
-          this.#jobs.set({ state: 'waiting' }, counts.waiting);
-          this.#jobs.set({ state: 'active' }, counts.active);
-        } catch {
-          // Redis down: leave the last values; readiness says why.
-        }
+        // Redis down or stalled: the last values stay; readiness says why.
+        const counts = await withinScrape(jobCounts);
+        if (counts === undefined) return;
+        this.#jobs.set({ state: 'waiting' }, counts.waiting);
+        this.#jobs.set({ state: 'active' }, counts.active);
       },
     });
     this.#recovering = new Gauge({
@@ -114,11 +118,9 @@ export class ProvisioningMetrics {
       help: '1 while the claim index recovers from a loss (Redis restarted empty, or a replica promoted): each batch first looks for its fresh claims on every node, so claims are slower until a complete repair sweep ends it; read at scrape time',
       registers,
       collect: async () => {
-        try {
-          this.#recovering.set((await recovering()) ? 1 : 0);
-        } catch {
-          // Redis down: leave the last value; readiness says why.
-        }
+        // Redis down or stalled: the last value stays; readiness says why.
+        const value = await withinScrape(recovering);
+        if (value !== undefined) this.#recovering.set(value ? 1 : 0);
       },
     });
   }
@@ -167,4 +169,17 @@ export class ProvisioningMetrics {
 /** Epoch milliseconds with a sub-millisecond fraction (the batch job's `queuedAt`). */
 export function epochNowMs(): number {
   return performance.timeOrigin + performance.now();
+}
+
+/** What `read` answers within SCRAPE_READ_MS, or undefined when it fails or takes longer (its answer is then dropped). */
+async function withinScrape<T>(read: () => Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), SCRAPE_READ_MS);
+  });
+  try {
+    return await Promise.race([read().catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
