@@ -231,8 +231,9 @@ describe('the Ready condition', () => {
       },
     });
     const put = statusReplacement(current, claimedStatus(current, grant, NOW));
-    // Only what names the object and its version: the status subresource keeps nothing else of the metadata.
-    expect(put.metadata).toEqual({ namespace: 'ns', name: 'c', resourceVersion: '5' });
+    // Only what names the object, its uid and its version: on a PUT the apiserver checks the uid as a precondition (a
+    // merge patch ignores it) and the status subresource keeps nothing else of the metadata.
+    expect(put.metadata).toEqual({ namespace: 'ns', name: 'c', uid: 'uid-c', resourceVersion: '5' });
     expect(put.status).toEqual({
       upstreamField: 'kept',
       conditions: [{ type: 'Other', status: 'True' }, expect.objectContaining({ type: 'Ready', status: 'True' })],
