@@ -102,11 +102,13 @@ export function statusDiffers(claim: SandboxClaim, next: ClaimStatusPatch): bool
 /**
  * What a PUT on the status subresource takes to write `next` onto `claim` as it is at its resourceVersion: the whole
  * status (the rest of what the claim shows kept, `sandbox: null` dropping it), and of the metadata only what names the
- * object and the version it was computed from (the status subresource keeps nothing else of a write). Cheaper for the
- * apiserver than a merge patch, which it has to apply to the stored object first.
+ * object, its uid and the version it was computed from (the status subresource keeps nothing else of a write). The
+ * apiserver refuses the PUT (409) unless the stored claim has both: the uid is a precondition on a PUT (a merge patch
+ * ignores it), so a namesake is refused even if a resourceVersion were reused (an etcd restored from a backup). Cheaper
+ * for the apiserver than a merge patch, which it has to apply to the stored object first.
  */
 export function statusReplacement(claim: SandboxClaim, next: ClaimStatusPatch): SandboxClaim {
-  const { resourceVersion } = claim.metadata;
+  const { resourceVersion, uid } = claim.metadata;
   // Without it the PUT would land on whatever claim has the name now.
   if (resourceVersion === undefined || resourceVersion === '')
     throw new Error(`SandboxClaim ${claim.metadata.namespace}/${claim.metadata.name} has no resourceVersion`);
@@ -117,6 +119,7 @@ export function statusReplacement(claim: SandboxClaim, next: ClaimStatusPatch): 
     metadata: {
       name: claim.metadata.name ?? '',
       namespace: claim.metadata.namespace ?? '',
+      ...(uid === undefined ? {} : { uid }),
       resourceVersion,
     },
     spec: claim.spec,

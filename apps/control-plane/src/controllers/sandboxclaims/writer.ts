@@ -71,7 +71,7 @@ export class ClaimWriter {
 
   /**
    * Writes the status `statusOf` computes, only onto this very claim: the write carries the resourceVersion it was
-   * computed from (the status subresource ignores a uid), and after a 409 `statusOf` sees the claim as it is then, so
+   * computed from and the claim's uid (both preconditions of the PUT), and after a 409 `statusOf` sees the claim as it is then, so
    * what another writer added meanwhile is kept. Every status write goes here: one without the version would land on a
    * namesake created after a delete (an Expired there leaves the user's new claim terminal). 'gone' when the claim was deleted, is being deleted or was
    * replaced by a namesake: nothing is written then.
@@ -87,7 +87,7 @@ export class ClaimWriter {
         if (current.metadata.uid !== claim.metadata.uid || current.metadata.deletionTimestamp !== undefined)
           return 'gone';
         this.#metrics.write('status');
-        // A PUT carrying current's resourceVersion: refused (409, so read again) unless the claim is still at it.
+        // A PUT carrying current's resourceVersion and uid: refused (409, so read again) unless the claim is still at it.
         await this.#claims.replaceStatus(statusReplacement(current, statusOf(current)), {
           fieldManager: FIELD_MANAGER,
           signal: AbortSignal.timeout(TIMEOUT_MS),
