@@ -13,7 +13,6 @@
 //   npx tsc -b && node bench/claims.bench.ts
 // About 1.5 minutes.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { freePort, infoFields, respCommand, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
@@ -22,6 +21,7 @@ import { scrapeWrites, type WriteCounts } from './lib/apiserver-metrics.ts';
 import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { parseSamples } from './lib/prom-text.ts';
+import { cpuMsOf, memoryOf } from './lib/proc.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { claimantToken } from './lib/claimant.ts';
@@ -132,23 +132,6 @@ function merge(results: PathResult[]): PathResult {
     errors: results.reduce((n, r) => n + r.errors, 0),
     elapsedMs: results.reduce((n, r) => n + r.elapsedMs, 0),
   };
-}
-
-/** A process's resident memory now and at its peak, in MiB (Linux /proc: VmRSS, VmHWM). */
-function rssMiB(pid: number): { now: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
-  return { now: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
-}
-
-/** CPU time a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 /** Commands Redis has run so far, and how many of them were scripts (EVALSHA / EVAL): BullMQ's and the index's. */
@@ -360,19 +343,19 @@ try {
       );
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
       if (bare !== undefined && barePool !== undefined && BARE_LEVELS.has(concurrency)) {
-        const bareCpuBefore = cpuMs(bare.pid);
+        const bareCpuBefore = cpuMsOf(bare.pid);
         const gcBefore = await bareGc(bare.base);
         bareRuns.push(
           await drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' })),
         );
-        bareCpuMs += cpuMs(bare.pid) - bareCpuBefore;
+        bareCpuMs += cpuMsOf(bare.pid) - bareCpuBefore;
         addGc(bareGcTally, gcBefore, await bareGc(bare.base));
       }
       const pageBefore = await controlPlane.metrics();
       const metricsBefore = batchStats(pageBefore);
       const stagesBefore = stageStats(pageBefore);
       const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
-      const cpuBefore = { controlPlane: cpuMs(controlPlane.pid), redis: cpuMs(redis.pid) };
+      const cpuBefore = { controlPlane: cpuMsOf(controlPlane.pid), redis: cpuMsOf(redis.pid) };
       const callsBefore = await redisCalls();
       http.push(
         await drive(claimsPool, concurrency, ROUND_MS, () => ({
@@ -388,8 +371,8 @@ try {
         top: topCommands(callsBefore.byCommand, callsAfter.byCommand, http[http.length - 1]?.claims ?? 0),
       };
       cpu = {
-        controlPlane: cpu.controlPlane + cpuMs(controlPlane.pid) - cpuBefore.controlPlane,
-        redis: cpu.redis + cpuMs(redis.pid) - cpuBefore.redis,
+        controlPlane: cpu.controlPlane + cpuMsOf(controlPlane.pid) - cpuBefore.controlPlane,
+        redis: cpu.redis + cpuMsOf(redis.pid) - cpuBefore.redis,
       };
       const writesAfter = await scrapeWrites(cluster.server, cluster.adminTls);
       const pageAfter = await controlPlane.metrics();
@@ -467,7 +450,8 @@ try {
       ],
     );
   }
-  const rss = rssMiB(controlPlane.pid);
+  const memory = memoryOf(controlPlane.pid);
+  const rss = { now: memory.rss / 2 ** 20, peak: memory.peak / 2 ** 20 };
   rows.push([
     'control-plane RSS at the end / peak (chart V8 flags)',
     `${rss.now.toFixed(0)} / ${rss.peak.toFixed(0)} MiB`,
