@@ -200,7 +200,10 @@ export class ResourceClient<T extends KubeObject> implements ListerWatcher<T> {
     return this.#put(obj, '', options);
   }
 
-  /** PUT on /status: like replace, but only status changes are kept. */
+  /**
+   * PUT on /status: like replace, but only status changes are kept. The body's resourceVersion and uid are both
+   * preconditions (409 unless the stored object has them): statusReplacementOf builds such a body.
+   */
   async replaceStatus(obj: T, options: WriteOptions = {}): Promise<T> {
     return this.#put(obj, '/status', options);
   }
@@ -226,8 +229,8 @@ export class ResourceClient<T extends KubeObject> implements ListerWatcher<T> {
 
   /**
    * JSON merge patch of `status` on the status subresource. With `resourceVersion` the write is refused (409) unless
-   * the object is still at that version: the status subresource ignores every other metadata field, a uid included,
-   * so this is the only way to make sure a status lands on the object it was computed from.
+   * the object is still at that version: the status subresource ignores every other metadata field of a patch, a uid
+   * included, so without it the status lands on whatever object has the name (a namesake created after a delete).
    */
   async patchStatus(
     ref: ObjectRef,
@@ -253,7 +256,10 @@ export class ResourceClient<T extends KubeObject> implements ListerWatcher<T> {
     );
   }
 
-  /** Server-side apply to /status: only `status` (plus identity) of `obj` is taken. */
+  /**
+   * Server-side apply to /status: only `status` (plus identity) of `obj` is taken. A `metadata.uid` in `obj` is
+   * ignored (it does not keep the write off a namesake); a `metadata.resourceVersion` is a precondition (409).
+   */
   async applyStatus(obj: ApplyConfiguration<T>, options: ApplyOptions): Promise<T> {
     return this.#patch(
       this.#refOf(obj),

@@ -7,6 +7,7 @@ export { KubeTransport, transportFor } from './transport.js';
 export type { KubeRequest, QueryValue } from './transport.js';
 export * from './client.js';
 export * from './retry.js';
+export * from './pinned-status.js';
 export { ObjectStore } from './store.js';
 export type { ReadableStore } from './store.js';
 export * from './lister.js';

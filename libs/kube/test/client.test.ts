@@ -12,7 +12,9 @@ import {
   ignoreNotFound,
   isNotFound,
   isResourceExpired,
+  pinnedWrite,
   retryOnConflict,
+  statusReplacementOf,
 } from '../src/index.js';
 import { ConfigMapType, configMap } from './fixtures.js';
 import type { ConfigMap } from './fixtures.js';
@@ -295,6 +297,74 @@ describe('ResourceClient against a real apiserver', () => {
       const scaled = await pools.patchScale({ namespace, name: 'pool' }, 5);
       expect(scaled.spec.replicas).toBe(5);
       expect((await pools.get({ namespace, name: 'pool' })).spec.replicas).toBe(5);
+    });
+  });
+
+  // What keeps a status computed from a cached object off a namesake (the object deleted and created again under its
+  // name): the status subresource drops a write's metadata, so only the resourceVersion, and on a PUT the uid, hold.
+  describe('status writes and a namesake', () => {
+    let pools: ResourceClient<SandboxWarmPool>;
+    const ref = (name: string): { namespace: string; name: string } => ({ namespace, name });
+
+    beforeAll(() => {
+      pools = new ResourceClient<SandboxWarmPool>(cluster.kubeConfig, SandboxWarmPoolType);
+    });
+
+    /** `name` created, deleted and created again: the first one as a cache may still hold it, and the namesake. */
+    async function reborn(name: string): Promise<{ old: SandboxWarmPool; namesake: SandboxWarmPool }> {
+      const pool = { metadata: { namespace, name }, spec: { replicas: 1, sandboxTemplateRef: { name: 'tpl' } } };
+      const old = await pools.create(pool);
+      await pools.delete(ref(name));
+      return { old, namesake: await pools.create(pool) };
+    }
+
+    it('lands a server-side apply of /status that carries only the old uid on the namesake', async () => {
+      const { old, namesake } = await reborn('apply-uid');
+      await pools.applyStatus(
+        { metadata: { namespace, name: 'apply-uid', uid: old.metadata.uid ?? '' }, status: { replicas: 7 } },
+        { fieldManager: 'test', force: true },
+      );
+      const stored = await pools.get(ref('apply-uid'));
+      expect(stored.metadata.uid).toBe(namesake.metadata.uid);
+      expect(stored.status?.replicas).toBe(7);
+    });
+
+    it('refuses a server-side apply of /status at the old resourceVersion (409)', async () => {
+      const { old } = await reborn('apply-rv');
+      const written = await pinnedWrite(
+        pools.applyStatus(
+          {
+            metadata: { namespace, name: 'apply-rv', resourceVersion: old.metadata.resourceVersion ?? '' },
+            status: { replicas: 7 },
+          },
+          { fieldManager: 'test', force: true },
+        ),
+      );
+      expect(written).toEqual({ outcome: 'moved' });
+      expect((await pools.get(ref('apply-rv'))).status).toBeUndefined();
+    });
+
+    it("refuses a PUT of /status with the old uid even at the namesake's resourceVersion (409)", async () => {
+      const { old, namesake } = await reborn('put-uid');
+      const forged = { ...namesake, metadata: { ...namesake.metadata, uid: old.metadata.uid ?? '' } };
+      const written = await pinnedWrite(pools.replaceStatus(statusReplacementOf(forged, { replicas: 7 })));
+      expect(written).toEqual({ outcome: 'moved' });
+      expect((await pools.get(ref('put-uid'))).status).toBeUndefined();
+    });
+
+    it('writes a PUT of /status onto the object it names, and says gone once it is deleted', async () => {
+      const { namesake } = await reborn('put-own');
+      const written = await pinnedWrite(pools.replaceStatus(statusReplacementOf(namesake, { replicas: 7 })));
+      expect(written).toMatchObject({ outcome: 'written', object: { status: { replicas: 7 } } });
+      await pools.delete(ref('put-own'));
+      expect(await pinnedWrite(pools.replaceStatus(statusReplacementOf(namesake, { replicas: 8 })))).toEqual({
+        outcome: 'gone',
+      });
+    });
+
+    it('never builds a status PUT without a resourceVersion', () => {
+      const unversioned = { metadata: { namespace, name: 'x' }, spec: { sandboxTemplateRef: { name: 'tpl' } } };
+      expect(() => statusReplacementOf<SandboxWarmPool>(unversioned, { replicas: 1 })).toThrow(/no resourceVersion/);
     });
   });
 });

@@ -3,6 +3,7 @@
 // CLAIM_FAILURE_REASONS) and status.sandbox. Pure, so every transition is
 // tested without an apiserver.
 import type { ClaimFailureReason, Condition, SandboxClaim } from '@warmpool/api';
+import { statusReplacementOf } from '@warmpool/kube';
 import { transitionTimeOf } from '../conditions.js';
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 
@@ -101,34 +102,17 @@ export function statusDiffers(claim: SandboxClaim, next: ClaimStatusPatch): bool
 
 /**
  * What a PUT on the status subresource takes to write `next` onto `claim` as it is at its resourceVersion: the whole
- * status (the rest of what the claim shows kept, `sandbox: null` dropping it), and of the metadata only what names the
- * object, its uid and the version it was computed from (the status subresource keeps nothing else of a write). The
- * apiserver refuses the PUT (409) unless the stored claim has both: the uid is a precondition on a PUT (a merge patch
- * ignores it), so a namesake is refused even if a resourceVersion were reused (an etcd restored from a backup). Cheaper
- * for the apiserver than a merge patch, which it has to apply to the stored object first.
+ * status (the rest of what the claim shows kept, `sandbox: null` dropping it) pinned to the claim's uid and that
+ * version (statusReplacementOf), so a namesake is refused even if a resourceVersion were reused (an etcd restored from
+ * a backup).
  */
 export function statusReplacement(claim: SandboxClaim, next: ClaimStatusPatch): SandboxClaim {
-  const { resourceVersion, uid } = claim.metadata;
-  // Without it the PUT would land on whatever claim has the name now.
-  if (resourceVersion === undefined || resourceVersion === '')
-    throw new Error(`SandboxClaim ${claim.metadata.namespace}/${claim.metadata.name} has no resourceVersion`);
   const { sandbox, ...rest } = claim.status ?? {};
-  return {
-    ...(claim.apiVersion === undefined ? {} : { apiVersion: claim.apiVersion }),
-    ...(claim.kind === undefined ? {} : { kind: claim.kind }),
-    metadata: {
-      name: claim.metadata.name ?? '',
-      namespace: claim.metadata.namespace ?? '',
-      ...(uid === undefined ? {} : { uid }),
-      resourceVersion,
-    },
-    spec: claim.spec,
-    status: {
-      ...rest,
-      conditions: next.conditions,
-      ...(next.sandbox === null ? {} : { sandbox: { ...sandbox, ...next.sandbox } }),
-    },
-  };
+  return statusReplacementOf(claim, {
+    ...rest,
+    conditions: next.conditions,
+    ...(next.sandbox === null ? {} : { sandbox: { ...sandbox, ...next.sandbox } }),
+  });
 }
 
 export function isReadyClaimed(claim: SandboxClaim): boolean {
