@@ -150,7 +150,15 @@ export class SandboxEnvReconciler {
     };
     if (statusSig(status) === statusSig(env.status)) return;
     try {
-      await this.#options.writer.write(env, status, signal);
+      const { outcome } = await this.#options.writer.write(env, status, signal);
+      // Gone or moved on (deleted, changed, or replaced by a namesake): nothing was written; the cache's next version
+      // of the Env pokes a run, or the interval does, which computes its status afresh.
+      if (outcome !== 'written')
+        this.#options.logger.debug('SandboxEnv status not written: the Env is not the one it was computed from', {
+          env: `${namespace}/${name}`,
+          resourceVersion: env.metadata?.resourceVersion,
+          outcome,
+        });
     } catch (err) {
       if (!signal.aborted)
         this.#options.logger.warn('could not write SandboxEnv status', { env: `${namespace}/${name}`, err });

@@ -1,0 +1,126 @@
+// The SandboxEnv controller's status write against a real apiserver: it lands
+// only on the very Env it was computed from. A status computed from a cache
+// that still holds an Env deleted meanwhile never lands on the namesake
+// created after it, nor over a change it did not see; the reconciler that
+// made it says so at debug and carries on.
+import {
+  SandboxEnvType,
+  type NodeInventory,
+  type SandboxEnv,
+  type SandboxEnvStatus,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@warmpool/api';
+import { sandboxEnv, startCluster, type TestCluster } from '@warmpool/harness';
+import { Lister, ObjectStore, ResourceClient } from '@warmpool/kube';
+import { createLogger, systemClock } from '@warmpool/runtime';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SandboxEnvReconciler } from '../../../src/controllers/sandboxenvs/reconciler.js';
+import { KubeEnvStatusWriter } from '../../../src/controllers/sandboxenvs/status-writer.js';
+
+const NAMESPACE = 'default';
+
+/** A status as the reconciler computes it for an Env of one empty group. */
+const STATUS: SandboxEnvStatus = {
+  scalingGroups: [
+    { name: '', idle: 4, running: 1, pending: 0, desired: 5, autoscalingEnabled: false, capacity: 0 },
+    { name: 'cpu', idle: 4, running: 1, pending: 0, desired: 5, autoscalingEnabled: false, capacity: 0 },
+  ],
+  clusters: [],
+  observedGeneration: 1,
+};
+
+describe("the SandboxEnv controller's status write", () => {
+  let cluster: TestCluster;
+  let envs: ResourceClient<SandboxEnv>;
+  let writer: KubeEnvStatusWriter;
+
+  beforeAll(async () => {
+    cluster = await startCluster({ name: 'env-status-writer' });
+    envs = new ResourceClient<SandboxEnv>(cluster.kubeConfig, SandboxEnvType);
+    writer = new KubeEnvStatusWriter(cluster.kubeConfig);
+  });
+  afterAll(() => cluster?.stop());
+
+  const create = (name: string): Promise<SandboxEnv> => envs.create(sandboxEnv(NAMESPACE, name, { pool: 'cpu' }));
+  /** `name` deleted and created again: the Env as the cache still had it, and the namesake. */
+  const reborn = async (name: string): Promise<{ old: SandboxEnv; namesake: SandboxEnv }> => {
+    const old = await create(name);
+    await envs.delete({ namespace: NAMESPACE, name });
+    return { old, namesake: await create(name) };
+  };
+
+  it('writes the rows onto the Env it was computed from', async () => {
+    const env = await create('plain');
+    const result = await writer.write(env, STATUS);
+    expect(result.outcome).toBe('written');
+    const stored = await envs.get({ namespace: NAMESPACE, name: 'plain' });
+    expect(stored.status).toEqual(STATUS);
+    expect(stored.metadata.uid).toBe(env.metadata.uid);
+  });
+
+  it('writes nothing onto a namesake created after the Env was deleted', async () => {
+    const { old, namesake } = await reborn('reborn');
+    const result = await writer.write(old, STATUS);
+    const stored = await envs.get({ namespace: NAMESPACE, name: 'reborn' });
+    expect(stored.metadata.uid).toBe(namesake.metadata.uid);
+    expect(stored.status).toBeUndefined();
+    expect(result.outcome).toBe('moved');
+  });
+
+  it('writes nothing over a change it did not see', async () => {
+    const stale = await create('changed');
+    await envs.patch({ namespace: NAMESPACE, name: 'changed' }, { spec: { members: [] } });
+    const result = await writer.write(stale, STATUS);
+    expect((await envs.get({ namespace: NAMESPACE, name: 'changed' })).status).toBeUndefined();
+    expect(result.outcome).toBe('moved');
+  });
+
+  it('writes nothing once the Env is gone', async () => {
+    const gone = await create('gone');
+    await envs.delete({ namespace: NAMESPACE, name: 'gone' });
+    expect((await writer.write(gone, STATUS)).outcome).toBe('gone');
+  });
+
+  it("leaves a namesake alone when the reconciler's cache still holds the deleted Env, and says so at debug", async () => {
+    const { old, namesake } = await reborn('cached');
+    const cache = new ObjectStore<SandboxEnv>();
+    cache.upsert(old);
+    const lines: string[] = [];
+    const outcomes: string[] = [];
+    const reconciler = new SandboxEnvReconciler({
+      envs: new Lister(cache),
+      pools: new Lister(new ObjectStore<SandboxWarmPool>()),
+      templates: new Lister(new ObjectStore<SandboxTemplate>()),
+      inventories: new Lister(new ObjectStore<NodeInventory>()),
+      writer: {
+        write: async (env, status, signal) => {
+          const result = await writer.write(env, status, signal);
+          outcomes.push(result.outcome);
+          return result;
+        },
+      },
+      clock: systemClock,
+      staleAfterMs: 60_000,
+      intervalMs: 3_600_000,
+      logger: createLogger('sandboxenvs', { level: 'debug', write: (line) => lines.push(line) }),
+    });
+    try {
+      reconciler.lead(new AbortController().signal);
+      await vi.waitFor(() => expect(outcomes).toHaveLength(1), { timeout: 10_000 });
+      const stored = await envs.get({ namespace: NAMESPACE, name: 'cached' });
+      expect(stored.metadata.uid).toBe(namesake.metadata.uid);
+      expect(stored.status).toBeUndefined();
+      expect(outcomes).toEqual(['moved']);
+      const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(records.filter((r) => r['level'] === 'warn' || r['level'] === 'error')).toEqual([]);
+      expect(records.find((r) => r['outcome'] !== undefined)).toMatchObject({
+        level: 'debug',
+        env: `${NAMESPACE}/cached`,
+        outcome: 'moved',
+      });
+    } finally {
+      await reconciler.close();
+    }
+  });
+});
