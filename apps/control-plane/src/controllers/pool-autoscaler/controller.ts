@@ -282,7 +282,21 @@ export class PoolAutoscalerController {
       this.#written.set(uid, { ...written, lastScaleTime });
       return;
     }
-    await this.#options.writer.write(autoscaler, status, signal);
+    const result = await this.#options.writer.write(autoscaler, status, signal);
+    if (result.outcome !== 'written') {
+      // Gone, changed since the cache read, or replaced by a namesake: nothing was written, and nothing is remembered
+      // as written, so the next tick (on the cache as it is then) writes again if it still has to.
+      this.#options.logger.debug(
+        'pool autoscaler status not written: the autoscaler is not the one it was computed from',
+        {
+          autoscaler: nameOf(autoscaler),
+          resourceVersion: autoscaler.metadata?.resourceVersion,
+          outcome: result.outcome,
+        },
+      );
+      this.#written.set(uid, { ...written, lastScaleTime });
+      return;
+    }
     this.#written.set(uid, { status, at: now, lastScaleTime });
   }
 }

@@ -1,16 +1,28 @@
-// Writing a SandboxWarmPoolAutoscaler's status: a JSON merge patch of the
-// status subresource (conditions are replaced whole, as the controller owns
-// them all).
+// Writing a SandboxWarmPoolAutoscaler's status: a PUT of the status
+// subresource pinned to the autoscaler it was computed from (its uid and
+// resourceVersion, libs/kube statusReplacementOf), so a status computed from
+// the cache never lands on a namesake created after a delete. What the step
+// computed replaces those fields (conditions whole, as the controller owns
+// them all); any other status field is kept as it was at that version.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   SandboxWarmPoolAutoscalerType,
   type PoolAutoscalerStatus,
   type SandboxWarmPoolAutoscaler,
 } from '@warmpool/api';
-import { ignoreNotFound, ResourceClient } from '@warmpool/kube';
+import { pinnedWrite, ResourceClient, statusReplacementOf, type PinnedWrite } from '@warmpool/kube';
 
 export interface AutoscalerStatusWriter {
-  write(autoscaler: SandboxWarmPoolAutoscaler, status: PoolAutoscalerStatus, signal?: AbortSignal): Promise<void>;
+  /**
+   * Writes `status` onto `autoscaler` as it is at its resourceVersion: 'gone' when it no longer exists, 'moved' when
+   * it changed since or was replaced by a namesake (nothing is written then: the next tick computes from the cache
+   * again).
+   */
+  write(
+    autoscaler: SandboxWarmPoolAutoscaler,
+    status: PoolAutoscalerStatus,
+    signal?: AbortSignal,
+  ): Promise<PinnedWrite<SandboxWarmPoolAutoscaler>>;
 }
 
 export class KubeAutoscalerStatusWriter implements AutoscalerStatusWriter {
@@ -24,13 +36,10 @@ export class KubeAutoscalerStatusWriter implements AutoscalerStatusWriter {
     autoscaler: SandboxWarmPoolAutoscaler,
     status: PoolAutoscalerStatus,
     signal?: AbortSignal,
-  ): Promise<void> {
-    const name = autoscaler.metadata?.name;
-    const namespace = autoscaler.metadata?.namespace;
-    if (name === undefined || namespace === undefined) return;
+  ): Promise<PinnedWrite<SandboxWarmPoolAutoscaler>> {
     const timeout = AbortSignal.timeout(10_000);
-    await ignoreNotFound(
-      this.#client.patchStatus({ namespace, name }, status, {
+    return pinnedWrite(
+      this.#client.replaceStatus(statusReplacementOf(autoscaler, { ...autoscaler.status, ...status }), {
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       }),
     );
