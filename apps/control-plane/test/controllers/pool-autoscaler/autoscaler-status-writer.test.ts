@@ -20,6 +20,7 @@ import { createLogger, systemClock } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { reborn } from '../../support/namesake.js';
 import { ClaimCounter } from '../../../src/controllers/pool-autoscaler/claim-counter.js';
 import { PoolAutoscalerController } from '../../../src/controllers/pool-autoscaler/controller.js';
 import { PoolAutoscalerMetrics } from '../../../src/controllers/pool-autoscaler/metrics.js';
@@ -64,14 +65,8 @@ describe("the pool autoscaler's status write", () => {
   afterAll(() => cluster?.stop());
 
   const create = (name: string): Promise<SandboxWarmPoolAutoscaler> => autoscalers.create(autoscaler(name));
-  /** `name` deleted and created again: the autoscaler as the cache still had it, and the namesake. */
-  const reborn = async (
-    name: string,
-  ): Promise<{ old: SandboxWarmPoolAutoscaler; namesake: SandboxWarmPoolAutoscaler }> => {
-    const old = await create(name);
-    await autoscalers.delete({ namespace: NAMESPACE, name });
-    return { old, namesake: await create(name) };
-  };
+  const recreate = (name: string): Promise<{ old: SandboxWarmPoolAutoscaler; namesake: SandboxWarmPoolAutoscaler }> =>
+    reborn(autoscalers, autoscaler(name));
 
   it('writes the status onto the autoscaler it was computed from', async () => {
     const created = await create('plain');
@@ -82,7 +77,7 @@ describe("the pool autoscaler's status write", () => {
   });
 
   it('writes nothing onto a namesake created after the autoscaler was deleted', async () => {
-    const { old, namesake } = await reborn('reborn');
+    const { old, namesake } = await recreate('reborn');
     const result = await writer.write(old, STATUS);
     const stored = await autoscalers.get({ namespace: NAMESPACE, name: 'reborn' });
     expect(stored.metadata.uid).toBe(namesake.metadata.uid);
@@ -105,7 +100,7 @@ describe("the pool autoscaler's status write", () => {
   });
 
   it("leaves a namesake alone when the controller's cache still holds the deleted autoscaler, and tries again on a later tick", async () => {
-    const { old, namesake } = await reborn('cached');
+    const { old, namesake } = await recreate('cached');
     const cache = new ObjectStore<SandboxWarmPoolAutoscaler>();
     cache.upsert(old);
     const lines: string[] = [];

@@ -15,6 +15,7 @@ import { sandboxEnv, startCluster, type TestCluster } from '@warmpool/harness';
 import { Lister, ObjectStore, ResourceClient } from '@warmpool/kube';
 import { createLogger, systemClock } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { reborn } from '../../support/namesake.js';
 import { SandboxEnvReconciler } from '../../../src/controllers/sandboxenvs/reconciler.js';
 import { KubeEnvStatusWriter } from '../../../src/controllers/sandboxenvs/status-writer.js';
 
@@ -43,12 +44,8 @@ describe("the SandboxEnv controller's status write", () => {
   afterAll(() => cluster?.stop());
 
   const create = (name: string): Promise<SandboxEnv> => envs.create(sandboxEnv(NAMESPACE, name, { pool: 'cpu' }));
-  /** `name` deleted and created again: the Env as the cache still had it, and the namesake. */
-  const reborn = async (name: string): Promise<{ old: SandboxEnv; namesake: SandboxEnv }> => {
-    const old = await create(name);
-    await envs.delete({ namespace: NAMESPACE, name });
-    return { old, namesake: await create(name) };
-  };
+  const recreate = (name: string): Promise<{ old: SandboxEnv; namesake: SandboxEnv }> =>
+    reborn(envs, sandboxEnv(NAMESPACE, name, { pool: 'cpu' }));
 
   it('writes the rows onto the Env it was computed from', async () => {
     const env = await create('plain');
@@ -60,7 +57,7 @@ describe("the SandboxEnv controller's status write", () => {
   });
 
   it('writes nothing onto a namesake created after the Env was deleted', async () => {
-    const { old, namesake } = await reborn('reborn');
+    const { old, namesake } = await recreate('reborn');
     const result = await writer.write(old, STATUS);
     const stored = await envs.get({ namespace: NAMESPACE, name: 'reborn' });
     expect(stored.metadata.uid).toBe(namesake.metadata.uid);
@@ -83,7 +80,7 @@ describe("the SandboxEnv controller's status write", () => {
   });
 
   it("leaves a namesake alone when the reconciler's cache still holds the deleted Env, and says so at debug", async () => {
-    const { old, namesake } = await reborn('cached');
+    const { old, namesake } = await recreate('cached');
     const cache = new ObjectStore<SandboxEnv>();
     cache.upsert(old);
     const lines: string[] = [];
