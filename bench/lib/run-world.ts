@@ -121,7 +121,7 @@ export class BenchWorld {
           calls.track(async () => {
             const updated = { ...pool, metadata: { ...pool.metadata, resourceVersion: String(++this.#rv) }, status };
             this.#pools.upsert(updated);
-            return updated;
+            return { outcome: 'written' as const, object: updated };
           }),
       },
       events: { record: () => undefined, close: async () => undefined },

@@ -136,7 +136,7 @@ export class WarmPoolMetrics {
     this.#push.generation.set(generation);
   }
 
-  statusWrite(outcome: 'written' | 'gone' | 'error'): void {
+  statusWrite(outcome: 'written' | 'gone' | 'conflict' | 'error'): void {
     this.#pool.statusWrites.inc({ outcome });
   }
 

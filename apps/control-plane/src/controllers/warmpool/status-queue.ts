@@ -44,7 +44,9 @@ interface Written {
   status: SandboxWarmPoolStatus;
   /** As computed, conditions included even where the schema holds none: transition times and Events follow it. */
   full: SandboxWarmPoolStatus;
+  /** The version the cache showed when we wrote: while it still shows it, the pool is at afterRv. */
   beforeRv: string | undefined;
+  /** The version our write left. */
   afterRv: string | undefined;
 }
 
@@ -65,6 +67,8 @@ export class PoolStatusQueue {
    * not depend on the batch's time.
    */
   #settled = new Map<string, Settled>();
+  /** Per pool uid: the resourceVersion a write was last refused at (409), not to be tried again at that version. */
+  readonly #refused = new Map<string, string>();
 
   constructor(options: PoolStatusQueueOptions) {
     this.#options = options;
@@ -80,9 +84,13 @@ export class PoolStatusQueue {
     const { metrics, logger, writer, events } = this.#options;
     const live = new Set<string>();
     const writes: Array<{
+      /** As the write takes it: at the version `at`. */
       pool: SandboxWarmPool;
       uid: string;
+      /** The version the cache shows. */
       rv: string | undefined;
+      /** The version the write is pinned to. */
+      at: string | undefined;
       previous: SandboxWarmPoolStatus | undefined;
       next: SandboxWarmPoolStatus;
       stored: SandboxWarmPoolStatus;
@@ -102,6 +110,12 @@ export class PoolStatusQueue {
       const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
       const current = remembered ? memory.status : pool.status;
       const previous = remembered ? memory.full : pool.status;
+      // The version the write is pinned to: the one our last write left when the cache has not caught up with it yet
+      // (every write since the cache's version was pinned to the one before it, so nothing but the status moved).
+      const at = remembered ? memory.afterRv : rv;
+      // Refused at this version already: the pool moved on (or was replaced by a namesake), and the cache has yet to
+      // show how. Not settled: the run after the cache moves compares it again.
+      if (at !== undefined && this.#refused.get(uid) === at) continue;
       const next = withTransitionTimes(status, previous, batch.now);
       // Compared as it would be stored: a schema without conditions must not make every run a write.
       const stored = writer.fit?.(next) ?? next;
@@ -110,26 +124,37 @@ export class PoolStatusQueue {
         settled.set(uid, { status, rv, memory });
         continue;
       }
-      writes.push({ pool, uid, rv, previous, next, stored });
+      writes.push({ pool: at === rv ? pool : withVersion(pool, at), uid, rv, at, previous, next, stored });
     }
     this.#settled = settled;
     for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
+    for (const uid of this.#refused.keys()) if (!live.has(uid)) this.#refused.delete(uid);
 
     await forEachLimited(writes, this.#options.concurrency, async (write) => {
       // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
       if (signal.aborted || !this.#options.mayWrite()) return;
       try {
-        const written = await writer.write(write.pool, write.stored, signal);
-        if (written === undefined) {
-          metrics.statusWrite('gone');
-          this.#written.delete(write.uid);
+        const result = await writer.write(write.pool, write.stored, signal);
+        if (result.outcome !== 'written') {
+          // Gone, or no longer at the version the status was computed from (changed, or deleted and replaced by a
+          // namesake): nothing was written, and the run after the cache catches up computes again.
+          metrics.statusWrite(result.outcome === 'gone' ? 'gone' : 'conflict');
+          // What we wrote before still tells a lagging cache's versions apart, so a moved pool keeps it.
+          if (result.outcome === 'gone') this.#written.delete(write.uid);
+          else if (write.at !== undefined) this.#refused.set(write.uid, write.at);
+          logger.debug('pool status not written: the pool is not the one it was computed from', {
+            pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`,
+            resourceVersion: write.at,
+            outcome: result.outcome,
+          });
           return;
         }
+        this.#refused.delete(write.uid);
         this.#written.set(write.uid, {
           status: write.stored,
           full: write.next,
           beforeRv: write.rv,
-          afterRv: written.metadata?.resourceVersion,
+          afterRv: result.object.metadata?.resourceVersion,
         });
         metrics.statusWrite('written');
         for (const event of transitionEvents(write.previous, write.next)) {
@@ -199,4 +224,9 @@ function projectLike(
     out.conditions = (current.conditions ?? []).filter((c) => types.has(c.type));
   }
   return out;
+}
+
+/** `pool` as a write pinned to `resourceVersion` takes it. */
+function withVersion(pool: SandboxWarmPool, resourceVersion: string | undefined): SandboxWarmPool {
+  return { ...pool, metadata: { ...pool.metadata, ...(resourceVersion === undefined ? {} : { resourceVersion }) } };
 }

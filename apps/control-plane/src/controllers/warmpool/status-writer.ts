@@ -1,24 +1,28 @@
 // Writing a pool's status. Server-side apply on /status as the field manager
 // `warmpool-control-plane`: we own exactly the fields we send, conditions
 // merge by type, and whatever another controller owns is left alone. Only the
-// fields the installed CRD declares are sent (status-schema.ts).
+// fields the installed CRD declares are sent (status-schema.ts). The apply
+// carries the resourceVersion the status was computed from, so it lands only
+// on that pool as it was then: never on a namesake created after a delete, nor
+// over a change the status did not see (the next run computes again).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
-import { ignoreNotFound, ResourceClient, retryOnConflict } from '@warmpool/kube';
+import { pinnedWrite, ResourceClient, versionOf, type PinnedWrite } from '@warmpool/kube';
 import { fitStatus, type StatusFields } from './status-schema.js';
 
 export const FIELD_MANAGER = 'warmpool-control-plane';
 
 export interface PoolStatusWriter {
   /**
-   * Writes `status` (all of it that fit() keeps: fields left out are given up); undefined when the pool no longer
-   * exists.
+   * Writes `status` (all of it that fit() keeps: fields left out are given up) onto `pool` as it is at its
+   * resourceVersion: 'gone' when it no longer exists, 'moved' when it changed since or was replaced by a namesake
+   * (nothing is written then).
    */
   write(
     pool: SandboxWarmPool,
     status: SandboxWarmPoolStatus,
     signal?: AbortSignal,
-  ): Promise<SandboxWarmPool | undefined>;
+  ): Promise<PinnedWrite<SandboxWarmPool>>;
   /** What of `status` the pools' schema can hold now (default: all of it). */
   fit?(status: SandboxWarmPoolStatus): SandboxWarmPoolStatus;
 }
@@ -43,32 +47,26 @@ export class KubePoolStatusWriter implements PoolStatusWriter {
     pool: SandboxWarmPool,
     status: SandboxWarmPoolStatus,
     signal?: AbortSignal,
-  ): Promise<SandboxWarmPool | undefined> {
-    const name = pool.metadata?.name;
-    const namespace = pool.metadata?.namespace;
-    if (name === undefined || namespace === undefined) return undefined;
-    const fitted = this.fit(status);
-    // Forced apply does not conflict; the retry covers an apiserver that answers 409 anyway (say, a uid precondition
-    // race). A pool deleted meanwhile has no status to write: undefined.
-    return ignoreNotFound(
-      retryOnConflict(
-        () => {
-          const timeout = AbortSignal.timeout(this.#timeoutMs);
-          return this.#pools.applyStatus(
-            // The uid pins the write to this incarnation: a pool deleted and re-created under the same name is not ours
-            // to write blindly.
-            {
-              metadata: { name, namespace, ...(pool.metadata?.uid ? { uid: pool.metadata.uid } : {}) },
-              status: fitted,
-            },
-            {
-              fieldManager: FIELD_MANAGER,
-              force: true,
-              signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-            },
-          );
+  ): Promise<PinnedWrite<SandboxWarmPool>> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    return pinnedWrite(
+      this.#pools.applyStatus(
+        // The resourceVersion pins the write to the pool it was computed from (409 otherwise): a uid here would not,
+        // the status subresource drops an apply's metadata (a pool deleted and re-created under the same name took
+        // the old pool's status when the apply carried only its uid).
+        {
+          metadata: {
+            name: pool.metadata?.name ?? '',
+            namespace: pool.metadata?.namespace ?? '',
+            resourceVersion: versionOf(pool),
+          },
+          status: this.fit(status),
         },
-        { steps: 3, ...(signal ? { signal } : {}) },
+        {
+          fieldManager: FIELD_MANAGER,
+          force: true,
+          signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+        },
       ),
     );
   }

@@ -16,7 +16,7 @@ import type {
   SandboxWarmPool,
   SandboxWarmPoolStatus,
 } from '@warmpool/api';
-import { Lister, ObjectStore } from '@warmpool/kube';
+import { Lister, ObjectStore, type PinnedWrite } from '@warmpool/kube';
 import { Registry } from 'prom-client';
 import { silentLogger } from '@warmpool/runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -113,11 +113,11 @@ class FakeStatusWriter implements PoolStatusWriter {
     return fitStatus(status, this.fields);
   }
 
-  async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus): Promise<SandboxWarmPool> {
+  async write(pool: SandboxWarmPool, status: SandboxWarmPoolStatus): Promise<PinnedWrite<SandboxWarmPool>> {
     this.writes.push({ ref: `${pool.metadata.namespace}/${pool.metadata.name}`, status });
     const updated = { ...pool, metadata: { ...pool.metadata, resourceVersion: String(++this.#rv) }, status };
     this.store.upsert(updated);
-    return updated;
+    return { outcome: 'written', object: updated };
   }
 }
 

@@ -53,7 +53,7 @@ describe('a resync asked for while no run can answer it', () => {
             writes.push(status);
             const updated = { ...pool, metadata: { ...pool.metadata, resourceVersion: String(++rv) }, status };
             pools.upsert(updated);
-            return updated;
+            return { outcome: 'written' as const, object: updated };
           }),
       },
       events: { record: () => undefined, close: async () => undefined },
