@@ -7,6 +7,8 @@
 // warm hit and the difference is the agent's hop (auth, body limit, schema
 // validation, the upstream call, pass-through). The agent runs with
 // --no-inventory: the publisher is off the claim path and needs an apiserver.
+// The agent runs with the chart's Node flags (`nodeAgent.nodeFlags`: its small
+// young generation included), as the DaemonSet runs it; the floor with none.
 //
 // The agent reaches sandboxd over TCP, and over a unix socket as on a real
 // node (`--sandboxd-url unix:/run/sandboxd/sandboxd.sock`): two fake-sandboxd
@@ -28,6 +30,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { chartNodeFlags } from './lib/chart-flags.ts';
 import { startProcess, type Server } from './lib/serving-process.ts';
 import { fleetCaller } from './lib/fleet-caller.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
@@ -198,6 +201,7 @@ async function run(): Promise<void> {
     const agentTo = (sandboxd: Server, profile = false): Promise<Server> =>
       startProcess(
         [
+          ...chartNodeFlags('nodeAgent'),
           ...(profile ? profiled('agent') : []),
           distOf('@warmpool/node-agent'),
           '--listen',
@@ -367,7 +371,7 @@ async function run(): Promise<void> {
     ];
     const total = paths.reduce((n, p) => n + p.unloaded.claims + p.loaded.claims, 0);
     console.log(
-      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents and the floor proxies as separate processes, client = undici Pools ` +
+      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents (the chart's flags: ${chartNodeFlags('nodeAgent').join(' ')}) and the floor proxies as separate processes, client = undici Pools ` +
         `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, ${paths.map((p) => p.name).join(' / ')} rounds alternating; ` +
         `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`,
     );
