@@ -118,9 +118,18 @@ interface Tally {
   seconds: number;
   /** CPU µs used meanwhile by each watched process. */
   cpu: Map<number, number>;
+  /** Each call's CPU µs per claim of the first watched process (the hop), in call order. */
+  hopCpuPerClaim: number[];
 }
 
-const emptyTally = (): Tally => ({ latenciesMs: [], claims: 0, errors: 0, seconds: 0, cpu: new Map() });
+const emptyTally = (): Tally => ({
+  latenciesMs: [],
+  claims: 0,
+  errors: 0,
+  seconds: 0,
+  cpu: new Map(),
+  hopCpuPerClaim: [],
+});
 
 async function claimFor(
   pool: Pool,
@@ -130,6 +139,7 @@ async function claimFor(
   watch: number[] = [],
 ): Promise<void> {
   const cpuBefore = watch.map(cpuMicros);
+  const claimsBefore = into.claims;
   const start = performance.now();
   const end = start + durationMs;
   const worker = async (): Promise<void> => {
@@ -144,7 +154,9 @@ async function claimFor(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   into.seconds += (performance.now() - start) / 1000;
-  watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + cpuMicros(pid) - (cpuBefore[i] as number)));
+  const used = watch.map((pid, i) => cpuMicros(pid) - (cpuBefore[i] as number));
+  watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + (used[i] as number)));
+  if (used[0] !== undefined) into.hopCpuPerClaim.push(used[0] / (into.claims - claimsBefore));
 }
 
 function quantile(values: number[], q: number): number {
@@ -270,6 +282,15 @@ async function run(): Promise<void> {
     const cpuOf = (p: Path, i: number, t: Tally = p.loaded): number =>
       (t.cpu.get(p.watch[i] as number) ?? Number.NaN) / t.claims;
     const cpuPerClaim = (p: Path, i: number): string => `${cpuOf(p, i).toFixed(1)} µs`;
+    const roundGaps = (agent: Path, floor: Path): string => {
+      const gaps = agent.loaded.hopCpuPerClaim.map((cpu, i) => cpu - (floor.loaded.hopCpuPerClaim[i] ?? Number.NaN));
+      const sorted = [...gaps].sort((a, b) => a - b);
+      const mid = sorted.length / 2;
+      const median = Number.isInteger(mid)
+        ? ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
+        : (sorted[Math.floor(mid)] ?? Number.NaN);
+      return `${gaps.map((gap) => `${gap >= 0 ? '+' : ''}${gap.toFixed(1)}`).join(', ')} µs (median of the rounds ${median >= 0 ? '+' : ''}${median.toFixed(1)} µs)`;
+    };
     const errors = paths.reduce((n, p) => n + p.unloaded.errors + p.loaded.errors, 0);
 
     // Issue 21's goals are the floor's numbers from the same run: what any Node hop costs, plus a small margin.
@@ -326,6 +347,13 @@ async function run(): Promise<void> {
           '≤ floor + 10 µs',
           '—',
           cpuGap <= 10,
+        ],
+        [
+          `CPU per claim, ${LOADED_CONCURRENCY} in flight (${transport}): agent − floor in each of the ${ROUNDS} rounds (the two in turn, so drift hits both)`,
+          roundGaps(agent, floor),
+          '—',
+          '—',
+          'info',
         ],
         [
           `CPU per claim during the ${WARM_LOADED_MS / 1000} s loaded warm-up, not measured above (${transport}): agent / floor`,
