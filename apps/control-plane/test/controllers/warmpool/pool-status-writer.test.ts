@@ -160,5 +160,18 @@ describe("a pool's status write", () => {
       expect(q.requests('lagging')).toBe(3);
       expect((await q.outcomes())['conflict'] ?? 0).toBe(0);
     });
+
+    // Last: it restarts the apiserver. The versions live in etcd, so what the queue remembers of its own writes holds.
+    it('writes over its own last write across an apiserver restart, and still refuses a namesake', async () => {
+      const pool = await create('restarted');
+      const { old } = await recreate('restarted-old');
+      const q = await lane('restarted');
+      await q.run(item(pool, 4));
+      await cluster.restartApiserver();
+      await q.run(item(pool, 5), item(old, 5));
+      expect((await stored('restarted')).status?.replicas).toBe(5);
+      expect((await stored('restarted-old')).status).toBeUndefined();
+      expect(await q.outcomes()).toMatchObject({ conflict: 1 });
+    });
   });
 });
