@@ -2,7 +2,8 @@
 // only on the very Env it was computed from. A status computed from a cache
 // that still holds an Env deleted meanwhile never lands on the namesake
 // created after it, nor over a change it did not see; the reconciler that
-// made it says so at debug and carries on.
+// made it says so at debug, and writes the namesake its own status once the
+// cache shows it.
 import {
   SandboxEnvType,
   type NodeInventory,
@@ -116,6 +117,13 @@ describe("the SandboxEnv controller's status write", () => {
         env: `${NAMESPACE}/cached`,
         outcome: 'moved',
       });
+      // The cache shows the namesake (its watch event pokes a run): its own status is written.
+      cache.upsert(namesake);
+      reconciler.poke('env added');
+      await vi.waitFor(() => expect(outcomes).toEqual(['moved', 'written']), { timeout: 10_000 });
+      expect(
+        (await envs.get({ namespace: NAMESPACE, name: 'cached' })).status?.scalingGroups?.map((g) => g.name),
+      ).toEqual(['', 'cpu']);
     } finally {
       await reconciler.close();
     }
