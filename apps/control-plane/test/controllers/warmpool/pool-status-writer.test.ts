@@ -149,6 +149,20 @@ describe("a pool's status write", () => {
       expect(q.requests('queued')).toBe(2);
     });
 
+    it('refuses a namesake also when the write is pinned to the version its own last write left', async () => {
+      const pool = await create('rewritten');
+      const q = await lane('rewritten');
+      await q.run(item(pool, 4));
+      await pools.delete({ namespace: NAMESPACE, name: 'rewritten' });
+      const namesake = await create('rewritten');
+      // The cache still shows the pool as it was before the queue's write: the write is pinned to what that write left.
+      await q.run(item(pool, 5));
+      const now = await stored('rewritten');
+      expect(now.metadata.uid).toBe(namesake.metadata.uid);
+      expect(now.status).toBeUndefined();
+      expect(await q.outcomes()).toMatchObject({ conflict: 1 });
+    });
+
     it('writes again over its own last write while the cache has not caught up with it', async () => {
       const pool = await create('lagging');
       const q = await lane('lagging');
