@@ -30,6 +30,7 @@ import {
   type AnswerStage,
   type ApiserverSide,
 } from './lib/handout-trace.ts';
+import { InventoryWriteLog, writesLine, type WritesSummary } from './lib/inventory-writes.ts';
 import { histogramDelta, sum, type HistogramSnapshot, type Sample } from './lib/prom-text.ts';
 import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
@@ -74,6 +75,9 @@ const fleet = await startThreadedFleet({
   log,
 });
 log(`fleet up in ${seconds(fleet.startupMs)}; starting the control plane`);
+// Every NodeInventory write from here on, with what it carried: what a fan-out costs the apiserver, and why.
+const inventoryWrites = new InventoryWriteLog(cluster.kubeConfig);
+await inventoryWrites.start();
 // CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
 const profileDir = process.env['CPU_PROF'];
 const controlPlane = await startControlPlaneProcess({
@@ -98,6 +102,8 @@ interface Measured {
   /** Where each fan-out / storm patch's time went before its round was handed out. */
   fanoutRounds: HandOut[];
   stormRounds: HandOut[];
+  /** NodeInventory writes from each fan-out patch sent to the next patch sent. */
+  fanoutWrites: WritesSummary[];
   reconcileFanout: HistogramSnapshot;
   setPoolsFanout: HistogramSnapshot;
   cpMemory: { rss: number; peak: number; heapUsed: number; heapTotal: number; external: number };
@@ -112,6 +118,8 @@ interface Measured {
 
 /** One patch's way to its round, in ms from the patch request sent. */
 interface HandOut {
+  /** performance.now() when the patch request was sent. */
+  sentAt: number;
   /** The apiserver answered the patch request. */
   answered: number;
   /** The benchmark's own watch of the pool delivered the change: the apiserver's part. */
@@ -175,6 +183,7 @@ async function patchAndWatch(replicas: number): Promise<[Propagation | undefined
   const cp = answerBetween(before.raw, after.raw);
   const watchedMs = seen === undefined ? undefined : seen - sent;
   const handOut: HandOut = {
+    sentAt: sent,
     answered,
     watched: watchedMs,
     controlPlane: cp,
@@ -213,9 +222,17 @@ async function measure(): Promise<Measured> {
   const applyStarted = performance.now();
   await pools.applyAll([...specs, { name: FANOUT.name, image: FANOUT.image, replicas: FANOUT.low }]);
   const applyMs = performance.now() - applyStarted;
+  let progressAt = applyStarted;
   for (;;) {
     const { ready, pools: count } = await allReady(pools);
     if (ready === count && count === POOLS + 1) break;
+    if (performance.now() - progressAt >= 10_000) {
+      // The fill's progress, and what the fleet's NodeInventory writes carried meanwhile.
+      log(
+        `fill: ${ready}/${count} pools ready; NodeInventory writes in the last ${seconds(performance.now() - progressAt)}: ${writesLine(inventoryWrites.between(progressAt, performance.now()))}`,
+      );
+      progressAt = performance.now();
+    }
     if (performance.now() - applyStarted > FILL_TIMEOUT_MS)
       throw new Error(
         `only ${ready}/${count} pools READY = DESIRED after ${FILL_TIMEOUT_MS / 1000} s; control plane log:\n${controlPlane.logTail()}`,
@@ -223,6 +240,9 @@ async function measure(): Promise<Measured> {
     await sleep(500);
   }
   const fillMs = performance.now() - applyStarted;
+  log(
+    `fill: NodeInventory writes from apply to READY: ${writesLine(inventoryWrites.between(applyStarted, performance.now()))}`,
+  );
   log(`every pool READY = DESIRED after ${seconds(fillMs)}; letting it settle for two intervals`);
   await sleep(2 * INTERVAL_S * 1000);
 
@@ -251,8 +271,8 @@ async function measure(): Promise<Measured> {
   const fanoutAfter = await controlPlane.driverMetrics();
 
   log(`storm: ${STORM_REPEATS} patches sent 5-6 s after the previous fan-out ended, into its inventory republishes`);
-  // Each node republishes at once when a push changes it, and again (debounced 5 s) as its warm
-  // counts follow: 1 000 NodeInventory writes and watch events land around then.
+  // A node republishes at once when a push's refill moves a warm count to or from 0, or a new term's
+  // push lands (debounced 5 s): the NodeInventory writes and watch events a round brings land around then.
   const storms: Propagation[] = [];
   const stormRounds: HandOut[] = [];
   let previousEnd = fanouts.at(-1)?.last ?? performance.now();
@@ -265,7 +285,13 @@ async function measure(): Promise<Measured> {
     previousEnd = p?.last ?? performance.now();
   }
   const end = await controlPlane.driverMetrics();
+  const sentTimes = [...fanoutRounds, ...stormRounds].map((r) => r.sentAt);
+  const fanoutWrites = fanoutRounds.map((r, i) =>
+    inventoryWrites.between(r.sentAt, sentTimes[i + 1] ?? performance.now()),
+  );
+  fanoutWrites.forEach((w, i) => log(`fan-out ${i + 1}: NodeInventory writes until the next patch: ${writesLine(w)}`));
   return {
+    fanoutWrites,
     hostLagMs: { p99: hostLag.p99Ms, max: hostLag.maxMs },
     // prom-client's lag gauges cover the time since the previous scrape: here, the fan-out phase.
     cpLagMaxMs: sum(fanoutAfter.raw, 'nodejs_eventloop_lag_max_seconds') * 1000,
@@ -299,6 +325,7 @@ try {
   measured = await measure();
 } finally {
   fanoutWatch.close();
+  inventoryWrites.close();
   await controlPlane.stop();
   await fleet.close();
   await cluster.stop();
@@ -392,6 +419,12 @@ const handOutRows = (rounds: readonly HandOut[]): Row[] => [
         ] satisfies Row,
       ]),
 ];
+/** The fan-out windows' writes by what they carried. */
+const sumKinds = (windows: readonly WritesSummary[]): Record<string, number> => {
+  const sums: Record<string, number> = {};
+  for (const w of windows) for (const [kind, n] of Object.entries(w.byKind)) sums[kind] = (sums[kind] ?? 0) + n;
+  return sums;
+};
 const pick = (f: (p: Propagation) => number, of: readonly Propagation[] = measured.fanouts): string =>
   msPair(of.map(f));
 
@@ -470,6 +503,33 @@ printTable(
     ],
     [`fan-out: first → last of ${NODES} nodes, p50 / max`, pick((p) => p.last - p.first), 'info', '', ''],
     ...handOutRows(measured.fanoutRounds),
+    [
+      '  NodeInventory writes per fan-out patch (patch sent → next patch sent), p50 / max',
+      `${quantile(
+        measured.fanoutWrites.map((w) => w.writes),
+        0.5,
+      ).toFixed(0)} / ${quantile(
+        measured.fanoutWrites.map((w) => w.writes),
+        1,
+      ).toFixed(0)} (${(
+        quantile(
+          measured.fanoutWrites.map((w) => w.writes),
+          0.5,
+        ) / NODES
+      ).toFixed(2)} per node)`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      '    what they carried, all fan-out windows (a write may carry several)',
+      Object.entries(sumKinds(measured.fanoutWrites))
+        .map(([kind, n]) => `${kind} ${n}`)
+        .join(', '),
+      'info',
+      '',
+      '',
+    ],
     [
       '  during fan-out: SetPools call mean (as the control plane times it)',
       `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`,
