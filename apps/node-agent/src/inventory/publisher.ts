@@ -161,13 +161,16 @@ export class InventoryPublisher {
         this.#readBack = true;
         if (!generations.recovered) this.#recoverGeneration(previous);
       }
-      const info = this.#options.currentInfo();
-      if (info === undefined) {
+      const known = this.#options.currentInfo();
+      if (known === undefined) {
         // Nothing to say about the node yet; the first answer from sandboxd calls changed().
         this.#succeeded(undefined, started);
         return;
       }
       const claims = await this.#claims();
+      // The info and the generation are read together, after the claims: a push applied meanwhile moves both (its
+      // answer's info is observed in the same turn as its generation), never the generation alone.
+      const info = this.#options.currentInfo() ?? known;
       const snapshot = snapshotOf(info, generations.applied, claims && claimedByKeyOf(claims), ownerAddress.value);
       await this.#write(snapshot, claims && entriesOf(claims));
       this.#succeeded(snapshot, started);
