@@ -13,12 +13,24 @@
 // patch: nothing polls the control plane meanwhile. FLEET_POLL_MS=<ms> also polls its generation gauge on /metrics
 // every <ms> ms, as this benchmark used to (every scrape serialises every series: it costs the control plane CPU).
 // FLEET_TRACE_APISERVER=1 adds the apiserver's own time for each patch and the requests it served meanwhile.
+// FLEET_APISERVER_PROF=<dir> profiles the apiserver over the first 30 s of the fan-outs (<dir>/fanout-30s.pb.gz, read
+// with `go tool pprof -top`) and logs the requests it served during the fan-outs, by verb and resource.
 // FLEET_FILL_TIMEOUT_MS (default 180 000) bounds apply → every pool READY = DESIRED; FLEET_STEADY_MS (default 60 000)
 // is the steady-state window (a shorter one gets to the fan-outs sooner on a loaded machine).
 // Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { sleep, startCluster } from '@warmpool/harness';
-import { scrapeLatencies, scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
+import { addDelta, parseRequests, profileApiserver } from './lib/apiserver-pprof.ts';
+import {
+  fetchMetrics,
+  scrapeLatencies,
+  scrapeWrites,
+  total,
+  writesBetween,
+  type WriteCounts,
+} from './lib/apiserver-metrics.ts';
 import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
 import { cpuMsOf, machineBusyMs, memoryOf } from './lib/proc.ts';
 import { allReady, Pools, type PoolSpec } from './lib/pools.ts';
@@ -57,7 +69,9 @@ const tracker = new TargetTracker(FANOUT.image);
 const log = (line: string): void => console.error(`[fleet bench] ${line}`);
 
 log(`starting kube-apiserver + etcd`);
-const cluster = await startCluster({ name: 'bench-fleet' });
+const apiserverProfDir = process.env['FLEET_APISERVER_PROF'];
+if (apiserverProfDir !== undefined) mkdirSync(apiserverProfDir, { recursive: true });
+const cluster = await startCluster({ name: 'bench-fleet', apiserverProfiling: apiserverProfDir !== undefined });
 const token = randomBytes(24).toString('hex');
 log(`starting ${NODES} simulated nodes`);
 const fleet = await startThreadedFleet({
@@ -217,6 +231,29 @@ async function patchAndWatch(replicas: number): Promise<[Propagation | undefined
   return [propagation, handOut];
 }
 
+/**
+ * Starts a 30 s CPU profile of the apiserver and counts its requests from now; the returned call waits for the
+ * profile and logs the requests served since, by verb and resource.
+ */
+async function apiserverFanoutProfile(dir: string): Promise<() => Promise<void>> {
+  const before = parseRequests(await fetchMetrics(cluster.server, cluster.adminTls));
+  const file = join(dir, 'fanout-30s.pb.gz');
+  const profile = profileApiserver(cluster.server, cluster.adminTls, 30, file).then(
+    () => log(`apiserver profile of the first 30 s of the fan-outs: go tool pprof -top ${file}`),
+    (err: unknown) => log(`apiserver profile failed: ${String(err)}`),
+  );
+  return async () => {
+    await profile;
+    const served = new Map<string, number>();
+    addDelta(served, before, parseRequests(await fetchMetrics(cluster.server, cluster.adminTls)));
+    const top = [...served]
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, 15)
+      .map(([key, n]) => `${key} ${n}`);
+    log(`apiserver requests during the fan-outs: ${top.join(', ')}`);
+  };
+}
+
 async function measure(): Promise<Measured> {
   log(`applying ${POOLS} templates + pools (${desiredTotal} replicas) and the fan-out pool`);
   const applyStarted = performance.now();
@@ -259,6 +296,7 @@ async function measure(): Promise<Measured> {
   fleet.startLagMonitor();
   const fanouts: Propagation[] = [];
   const fanoutRounds: HandOut[] = [];
+  const profiled = apiserverProfDir === undefined ? undefined : await apiserverFanoutProfile(apiserverProfDir);
   for (let i = 0; i < FANOUT_REPEATS; i++) {
     const replicas = i % 2 === 0 ? FANOUT.high : FANOUT.low;
     // Each patch starts on a quiet fleet: the previous one's inventory republishes (debounced 5 s) are over.
@@ -268,6 +306,7 @@ async function measure(): Promise<Measured> {
     fanoutRounds.push(round);
   }
   const hostLag = await fleet.stopLagMonitor();
+  await profiled?.();
   const fanoutAfter = await controlPlane.driverMetrics();
 
   log(`storm: ${STORM_REPEATS} patches sent 5-6 s after the previous fan-out ended, into its inventory republishes`);

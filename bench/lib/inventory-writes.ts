@@ -1,15 +1,16 @@
 // Every NodeInventory write the apiserver stores, seen through a watch of the
 // benchmark's own and sorted by what it carried against the node's previous
-// version: a new applied generation, new targets (a pool's target or the pool
+// version: a generation of a new leadership epoch (a new term's push), a later
+// generation of the same epoch, new targets (a pool's target or the pool
 // set), a pool's warm count reaching or leaving 0, a spec change, or none of
 // those (a heartbeat: the publish time, warm or claimed counts). A benchmark
 // reads the writes between two moments, e.g. per pool patch, to say what a
 // change costs the apiserver and why.
-import { NodeInventoryType, type InventoryPool, type NodeInventory } from '@warmpool/api';
+import { epochOfGeneration, NodeInventoryType, type InventoryPool, type NodeInventory } from '@warmpool/api';
 import { ResourceClient } from '@warmpool/kube';
 import type { KubeConfig } from '@kubernetes/client-node';
 
-export type WriteKind = 'generation' | 'targets' | 'warm-zero' | 'spec' | 'heartbeat';
+export type WriteKind = 'new-epoch' | 'generation' | 'targets' | 'warm-zero' | 'spec' | 'heartbeat';
 
 interface Write {
   at: number;
@@ -33,7 +34,13 @@ function kindsOf(old: NodeInventory, next: NodeInventory): WriteKind[] {
   const a = old.status ?? {};
   const b = next.status ?? {};
   const kinds: WriteKind[] = [];
-  if (a.appliedGeneration !== b.appliedGeneration) kinds.push('generation');
+  if (a.appliedGeneration !== b.appliedGeneration) {
+    const sameEpoch =
+      a.appliedGeneration !== undefined &&
+      b.appliedGeneration !== undefined &&
+      epochOfGeneration(a.appliedGeneration) === epochOfGeneration(b.appliedGeneration);
+    kinds.push(sameEpoch ? 'generation' : 'new-epoch');
+  }
   const before = new Map((a.pools ?? []).map((p) => [poolId(p), p]));
   const after = b.pools ?? [];
   if (before.size !== after.length || after.some((p) => before.get(poolId(p))?.target !== p.target))
@@ -85,7 +92,14 @@ export class InventoryWriteLog {
 
   /** The writes seen from `from` to `to` (performance.now() times). */
   between(from: number, to: number): WritesSummary {
-    const byKind: Record<WriteKind, number> = { generation: 0, targets: 0, 'warm-zero': 0, spec: 0, heartbeat: 0 };
+    const byKind: Record<WriteKind, number> = {
+      'new-epoch': 0,
+      generation: 0,
+      targets: 0,
+      'warm-zero': 0,
+      spec: 0,
+      heartbeat: 0,
+    };
     const perNodeCount = new Map<string, number>();
     let writes = 0;
     for (const write of this.#writes) {
