@@ -18,7 +18,8 @@ import { freePort, infoFields, respCommand, sleep, startCluster, startRedis } fr
 import { ResourceClient } from '@warmpool/kube';
 import { Pool } from 'undici';
 import { scrapeWrites, type WriteCounts } from './lib/apiserver-metrics.ts';
-import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
+import { chartNodeFlags } from './lib/chart-flags.ts';
+import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { parseSamples } from './lib/prom-text.ts';
 import { cpuMsOf, memoryOf } from './lib/proc.ts';
@@ -65,7 +66,7 @@ const controlPlane = await startControlPlaneProcess({
   token,
   interval: '5s',
   ...(profileDir !== undefined
-    ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
+    ? { nodeArgs: [...chartNodeFlags('controlPlane'), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
     : {}),
   // CLAIM_FLAGS: more control-plane flags, e.g. `--claim-batch-max-items=8` to compare batch shapes.
   extraArgs: [

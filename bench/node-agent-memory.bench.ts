@@ -4,7 +4,7 @@
 // Each variant is its own process, measured from outside (/proc VmRSS and
 // the peak, VmHWM): the agent (dist/main.js, --no-inventory; its modules,
 // @kubernetes/client-node included, load all the same) with no Node flags,
-// the agent with the chart's NODE_OPTIONS (read from charts/warmpool/values.yaml,
+// the agent with the chart's nodeFlags (read from charts/warmpool/values.yaml,
 // so the row measures what ships), and the floor: a bare node:http server that
 // refuses every body unread, the least any Node process answering this attack
 // costs. A fresh process per attack size, so each peak is that attack's.
@@ -15,10 +15,10 @@
 // waves back to back.
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent-memory.bench.ts
-import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chartNodeFlags } from './lib/chart-flags.ts';
 import { memoryOf } from './lib/proc.ts';
 import { startProcess, type Server } from './lib/serving-process.ts';
 import { machineNote, mib, pass, printTable, type Row } from './lib/table.ts';
@@ -34,16 +34,7 @@ const LIMIT_BYTES = 256 * 1024 * 1024;
 /** Goal: the peak stays below the limit with this much of it to spare. */
 const MARGIN = 0.2;
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
-
-/** nodeAgent.nodeOptions from the chart's values: the flags the DaemonSet runs the agent with. */
-function chartNodeOptions(): string {
-  const values = readFileSync(join(ROOT, 'charts/warmpool/values.yaml'), 'utf8');
-  const match = /^nodeAgent:\n(?:[ \t].*\n|\n)*?[ \t]+nodeOptions:\s*"?([^"\n]*)"?\s*$/m.exec(values);
-  if (match?.[1] === undefined) throw new Error('nodeAgent.nodeOptions not found in charts/warmpool/values.yaml');
-  return match[1].trim();
-}
 
 /** The floor: node:http answering 400 with Connection: close to every request, its body unread. */
 const FLOOR_SOURCE = `
@@ -136,7 +127,7 @@ async function measure(start: () => Promise<Server>, concurrency: number, agent:
 }
 
 async function main(): Promise<void> {
-  const nodeOptions = chartNodeOptions();
+  const nodeFlags = chartNodeFlags('nodeAgent');
   const sandboxd = await startProcess(
     [
       distOf('@warmpool/fake-sandboxd'),
@@ -157,9 +148,10 @@ async function main(): Promise<void> {
     'serving',
     (r) => r['address'] ?? '',
   );
-  const agentStarter = (options: string) => () =>
+  const agentStarter = (flags: string[]) => () =>
     startProcess(
       [
+        ...flags,
         distOf('@warmpool/node-agent'),
         '--no-inventory',
         '--listen',
@@ -167,13 +159,13 @@ async function main(): Promise<void> {
         '--sandboxd-url',
         `http://${sandboxd.base}`,
       ],
-      { WARMPOOL_API_TOKEN: TOKEN, NODE_OPTIONS: options },
+      { WARMPOOL_API_TOKEN: TOKEN },
       'node agent serving',
       (r) => new URL(r['url'] ?? '').host,
     );
   const variants: Array<{ name: string; start: () => Promise<Server>; agent: boolean }> = [
-    { name: `agent, chart flags (${nodeOptions})`, start: agentStarter(nodeOptions), agent: true },
-    { name: 'agent, no Node flags', start: agentStarter(''), agent: true },
+    { name: `agent, chart flags (${nodeFlags.join(' ')})`, start: agentStarter(nodeFlags), agent: true },
+    { name: 'agent, no Node flags', start: agentStarter([]), agent: true },
     {
       name: 'floor: bare node:http, body unread',
       start: () => startProcess(['-e', FLOOR_SOURCE], {}, 'serving', (r) => r['address'] ?? ''),

@@ -7,6 +7,8 @@
 // warm hit and the difference is the agent's hop (auth, body limit, schema
 // validation, the upstream call, pass-through). The agent runs with
 // --no-inventory: the publisher is off the claim path and needs an apiserver.
+// The agent runs with the chart's Node flags (`nodeAgent.nodeFlags`: its small
+// young generation included), as the DaemonSet runs it; the floor with none.
 //
 // The agent reaches sandboxd over TCP, and over a unix socket as on a real
 // node (`--sandboxd-url unix:/run/sandboxd/sandboxd.sock`): two fake-sandboxd
@@ -28,6 +30,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { chartNodeFlags } from './lib/chart-flags.ts';
 import { startProcess, type Server } from './lib/serving-process.ts';
 import { fleetCaller } from './lib/fleet-caller.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
@@ -115,9 +118,18 @@ interface Tally {
   seconds: number;
   /** CPU µs used meanwhile by each watched process. */
   cpu: Map<number, number>;
+  /** Each call's CPU µs per claim of the first watched process (the hop), in call order. */
+  hopCpuPerClaim: number[];
 }
 
-const emptyTally = (): Tally => ({ latenciesMs: [], claims: 0, errors: 0, seconds: 0, cpu: new Map() });
+const emptyTally = (): Tally => ({
+  latenciesMs: [],
+  claims: 0,
+  errors: 0,
+  seconds: 0,
+  cpu: new Map(),
+  hopCpuPerClaim: [],
+});
 
 async function claimFor(
   pool: Pool,
@@ -127,6 +139,7 @@ async function claimFor(
   watch: number[] = [],
 ): Promise<void> {
   const cpuBefore = watch.map(cpuMicros);
+  const claimsBefore = into.claims;
   const start = performance.now();
   const end = start + durationMs;
   const worker = async (): Promise<void> => {
@@ -141,7 +154,9 @@ async function claimFor(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   into.seconds += (performance.now() - start) / 1000;
-  watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + cpuMicros(pid) - (cpuBefore[i] as number)));
+  const used = watch.map((pid, i) => cpuMicros(pid) - (cpuBefore[i] as number));
+  watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + (used[i] as number)));
+  if (used[0] !== undefined) into.hopCpuPerClaim.push(used[0] / (into.claims - claimsBefore));
 }
 
 function quantile(values: number[], q: number): number {
@@ -198,6 +213,7 @@ async function run(): Promise<void> {
     const agentTo = (sandboxd: Server, profile = false): Promise<Server> =>
       startProcess(
         [
+          ...chartNodeFlags('nodeAgent'),
           ...(profile ? profiled('agent') : []),
           distOf('@warmpool/node-agent'),
           '--listen',
@@ -266,6 +282,15 @@ async function run(): Promise<void> {
     const cpuOf = (p: Path, i: number, t: Tally = p.loaded): number =>
       (t.cpu.get(p.watch[i] as number) ?? Number.NaN) / t.claims;
     const cpuPerClaim = (p: Path, i: number): string => `${cpuOf(p, i).toFixed(1)} µs`;
+    const roundGaps = (agent: Path, floor: Path): string => {
+      const gaps = agent.loaded.hopCpuPerClaim.map((cpu, i) => cpu - (floor.loaded.hopCpuPerClaim[i] ?? Number.NaN));
+      const sorted = [...gaps].sort((a, b) => a - b);
+      const mid = sorted.length / 2;
+      const median = Number.isInteger(mid)
+        ? ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
+        : (sorted[Math.floor(mid)] ?? Number.NaN);
+      return `${gaps.map((gap) => `${gap >= 0 ? '+' : ''}${gap.toFixed(1)}`).join(', ')} µs (median of the rounds ${median >= 0 ? '+' : ''}${median.toFixed(1)} µs)`;
+    };
     const errors = paths.reduce((n, p) => n + p.unloaded.errors + p.loaded.errors, 0);
 
     // Issue 21's goals are the floor's numbers from the same run: what any Node hop costs, plus a small margin.
@@ -324,6 +349,13 @@ async function run(): Promise<void> {
           cpuGap <= 10,
         ],
         [
+          `CPU per claim, ${LOADED_CONCURRENCY} in flight (${transport}): agent − floor in each of the ${ROUNDS} rounds (the two in turn, so drift hits both)`,
+          roundGaps(agent, floor),
+          '—',
+          '—',
+          'info',
+        ],
+        [
           `CPU per claim during the ${WARM_LOADED_MS / 1000} s loaded warm-up, not measured above (${transport}): agent / floor`,
           `${cpuOf(agent, 0, agent.warm).toFixed(1)} µs / ${cpuOf(floor, 0, floor.warm).toFixed(1)} µs`,
           '—',
@@ -367,7 +399,7 @@ async function run(): Promise<void> {
     ];
     const total = paths.reduce((n, p) => n + p.unloaded.claims + p.loaded.claims, 0);
     console.log(
-      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents and the floor proxies as separate processes, client = undici Pools ` +
+      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents (the chart's flags: ${chartNodeFlags('nodeAgent').join(' ')}) and the floor proxies as separate processes, client = undici Pools ` +
         `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, ${paths.map((p) => p.name).join(' / ')} rounds alternating; ` +
         `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`,
     );

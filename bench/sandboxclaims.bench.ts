@@ -19,7 +19,8 @@ import { sleep, startCluster, startRedis } from '@warmpool/harness';
 import { createInformer, ResourceClient } from '@warmpool/kube';
 import { fetchMetrics, scrapeWrites, total, writesBetween } from './lib/apiserver-metrics.ts';
 import { addDelta, parseLongRunning, parseRequests, parseWatchers, profileApiserver } from './lib/apiserver-pprof.ts';
-import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
+import { chartNodeFlags } from './lib/chart-flags.ts';
+import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { fleetTotals, startFleet } from './lib/fleet.ts';
 import { Pools } from './lib/pools.ts';
 import { cpuMsOf } from './lib/proc.ts';
@@ -98,7 +99,7 @@ const controlPlane = await startControlPlaneProcess({
   interval: '5s',
   ...(clientCerts ? {} : { kubeconfigPath: controlPlaneKubeconfig }),
   ...(profileDir !== undefined
-    ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
+    ? { nodeArgs: [...chartNodeFlags('controlPlane'), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
     : {}),
   extraArgs: [`--redis-url=${redis.url}`, `--claims-listen=127.0.0.1:${claimsPort}`],
 });

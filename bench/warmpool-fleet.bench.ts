@@ -31,7 +31,8 @@ import {
   writesBetween,
   type WriteCounts,
 } from './lib/apiserver-metrics.ts';
-import { chartNodeOptions, startControlPlaneProcess } from './lib/control-plane.ts';
+import { chartNodeFlags } from './lib/chart-flags.ts';
+import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { cpuMsOf, machineBusyMs, memoryOf } from './lib/proc.ts';
 import { allReady, Pools, type PoolSpec } from './lib/pools.ts';
 import { fanoutPool, fleetPoolSpecs } from './lib/fleet-pools.ts';
@@ -99,7 +100,7 @@ const controlPlane = await startControlPlaneProcess({
   token,
   interval: `${INTERVAL_S}s`,
   ...(profileDir !== undefined
-    ? { nodeArgs: [...chartNodeOptions(), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
+    ? { nodeArgs: [...chartNodeFlags('controlPlane'), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
     : {}),
 });
 const pools = new Pools(cluster.kubeConfig);
@@ -483,7 +484,7 @@ printTable(
   [
     `${NODES} simulated nodes in one process over ${fleet.threads} worker thread(s) (node agent + fake-sandboxd each on its own loopback port, inventory heartbeat 30 s, debounce 5 s),`,
     `${POOLS} pools (${desiredTotal} warm replicas, 5–400 per pool) + 1 fan-out pool over every node (toggled ${FANOUT.low} ↔ ${FANOUT.high});`,
-    `control plane as a process (the chart's V8 flags: ${chartNodeOptions().join(' ')}), --interval ${INTERVAL_S}s, default --set-pools-concurrency; real kube-apiserver v1.37.2 + etcd.`,
+    `control plane as a process (the chart's V8 flags: ${chartNodeFlags('controlPlane').join(' ')}), --interval ${INTERVAL_S}s, default --set-pools-concurrency; real kube-apiserver v1.37.2 + etcd.`,
     `Steady-state window: ${windowS} s, starting two intervals after every pool was READY = DESIRED. Fleet startup ${seconds(fleet.startupMs)}.`,
     `Fan-out: ${FANOUT_REPEATS} patches ${FANOUT_QUIET_MS / 1000}-${FANOUT_QUIET_MS / 1000 + 2} s apart; clock from the patch request sent to each node's fake-sandboxd setPools (in-process hook);`,
     `then ${STORM_REPEATS} patches each sent 5-6 s after the previous one's last node applied, into the fleet's inventory republish storm.`,

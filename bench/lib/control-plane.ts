@@ -1,10 +1,11 @@
 // The control plane as a separate process, as it runs in a pod: so its RSS
 // is its own and the fleet hosted by the benchmark does not share its event loop.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP_ENTRYPOINTS, freePort, ManagedChild, eventually, type TestCluster } from '@warmpool/harness';
 import { histogram, parseSamples, sum, type HistogramSnapshot } from './prom-text.ts';
+import { chartNodeFlags } from './chart-flags.ts';
 
 export interface ControlPlaneProcess {
   readonly pid: number;
@@ -43,22 +44,10 @@ export interface StartControlPlaneOptions {
   interval: string;
   namespace?: string;
   extraArgs?: string[];
-  /** Node.js options placed before the entrypoint; default: the chart's `controlPlane.nodeOptions`. */
+  /** Node.js options placed before the entrypoint; default: the chart's `controlPlane.nodeFlags`. */
   nodeArgs?: string[];
   /** The kubeconfig the control plane uses (default: the cluster's admin kubeconfig, a client certificate). */
   kubeconfigPath?: string;
-}
-
-/**
- * The V8 flags the Helm chart gives the control plane (NODE_OPTIONS from
- * `controlPlane.nodeOptions` in charts/warmpool/values.yaml), read from the
- * chart so a benchmark's RSS is the RSS the pod will have.
- */
-export function chartNodeOptions(): string[] {
-  const values = readFileSync(new URL('../../charts/warmpool/values.yaml', import.meta.url), 'utf8');
-  const line = /^ {2}nodeOptions:\s*"([^"]*)"/m.exec(values);
-  if (line === null) throw new Error('charts/warmpool/values.yaml has no controlPlane.nodeOptions');
-  return (line[1] ?? '').split(/\s+/).filter(Boolean);
 }
 
 export async function startControlPlaneProcess(options: StartControlPlaneOptions): Promise<ControlPlaneProcess> {
@@ -71,7 +60,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     name: 'control-plane',
     command: process.execPath,
     args: [
-      ...(options.nodeArgs ?? chartNodeOptions()),
+      ...(options.nodeArgs ?? chartNodeFlags('controlPlane')),
       APP_ENTRYPOINTS.controlPlane,
       `--kubeconfig=${options.kubeconfigPath ?? options.cluster.kubeconfigPath}`,
       `--token-file=${tokenFile}`,

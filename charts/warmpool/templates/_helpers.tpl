@@ -64,6 +64,14 @@ Docker Hub's and global.imageRegistry is put in front.
 {{- end -}}
 {{- end -}}
 
+{{- /* (dict "app" "control-plane" "flags" $cp.nodeFlags): the container's command, Node with the
+component's flags on its command line and then the script the image's entrypoint runs
+(images/build.sh: /usr/local/bin/node /app/apps/<app>/dist/main.js). The command line, not
+NODE_OPTIONS, because Node accepts every V8 flag there and only an allowlist in NODE_OPTIONS. */ -}}
+{{- define "warmpool.nodeCommand" -}}
+command: {{ concat (list "/usr/local/bin/node") (.flags | default list) (list (printf "/app/apps/%s/dist/main.js" .app)) | toJson }}
+{{- end -}}
+
 {{- /* (dict "root" . "component" "control-plane" "serviceAccount" .Values.controlPlane.serviceAccount): the ServiceAccount a component runs as. */ -}}
 {{- define "warmpool.serviceAccountName" -}}
 {{- $sa := .serviceAccount | default dict -}}

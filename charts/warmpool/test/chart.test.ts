@@ -438,7 +438,9 @@ describe('the Helm chart, rendered', () => {
 
   it('runs the agent with its heap flags, and gives its shutdown (preStop, drain delay, in-flight timeout) the grace period it needs', async () => {
     const out = await helmTemplate(['nodeAgent.drainDelaySeconds=7', 'fleetToken.value=t']);
-    expect(out).toMatch(/- \{ name: NODE_OPTIONS, value: "--max-old-space-size=\d+ [^"]*" \}/);
+    expect(out).toMatch(
+      /command: \["\/usr\/local\/bin\/node","--max-old-space-size=\d+",.*"\/app\/apps\/node-agent\/dist\/main\.js"\]/,
+    );
     expect(out).toContain('lifecycle: { preStop: { sleep: { seconds: 2 } } }');
     expect(out).toContain('- --drain-delay=7s');
     expect(out).toContain('- --shutdown-timeout=20s');
