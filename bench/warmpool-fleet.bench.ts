@@ -13,12 +13,24 @@
 // patch: nothing polls the control plane meanwhile. FLEET_POLL_MS=<ms> also polls its generation gauge on /metrics
 // every <ms> ms, as this benchmark used to (every scrape serialises every series: it costs the control plane CPU).
 // FLEET_TRACE_APISERVER=1 adds the apiserver's own time for each patch and the requests it served meanwhile.
+// FLEET_APISERVER_PROF=<dir> profiles the apiserver over the first 30 s of the fan-outs (<dir>/fanout-30s.pb.gz, read
+// with `go tool pprof -top`) and logs the requests it served during the fan-outs, by verb and resource.
 // FLEET_FILL_TIMEOUT_MS (default 180 000) bounds apply → every pool READY = DESIRED; FLEET_STEADY_MS (default 60 000)
 // is the steady-state window (a shorter one gets to the fan-outs sooner on a loaded machine).
 // Bounded: about 4 minutes on 2 cores (fleet start, fill, a 60 s steady window, 5 fan-outs 8-10 s apart, 3 in a storm).
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { sleep, startCluster } from '@warmpool/harness';
-import { scrapeLatencies, scrapeWrites, total, writesBetween, type WriteCounts } from './lib/apiserver-metrics.ts';
+import { addDelta, parseRequests, profileApiserver } from './lib/apiserver-pprof.ts';
+import {
+  fetchMetrics,
+  scrapeLatencies,
+  scrapeWrites,
+  total,
+  writesBetween,
+  type WriteCounts,
+} from './lib/apiserver-metrics.ts';
 import { chartNodeFlags } from './lib/chart-flags.ts';
 import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { cpuMsOf, machineBusyMs, memoryOf } from './lib/proc.ts';
@@ -31,6 +43,7 @@ import {
   type AnswerStage,
   type ApiserverSide,
 } from './lib/handout-trace.ts';
+import { InventoryWriteLog, writesLine, type WritesSummary } from './lib/inventory-writes.ts';
 import { histogramDelta, sum, type HistogramSnapshot, type Sample } from './lib/prom-text.ts';
 import { TargetTracker, type Propagation } from './lib/target-tracker.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
@@ -57,7 +70,9 @@ const tracker = new TargetTracker(FANOUT.image);
 const log = (line: string): void => console.error(`[fleet bench] ${line}`);
 
 log(`starting kube-apiserver + etcd`);
-const cluster = await startCluster({ name: 'bench-fleet' });
+const apiserverProfDir = process.env['FLEET_APISERVER_PROF'];
+if (apiserverProfDir !== undefined) mkdirSync(apiserverProfDir, { recursive: true });
+const cluster = await startCluster({ name: 'bench-fleet', apiserverProfiling: apiserverProfDir !== undefined });
 const token = randomBytes(24).toString('hex');
 log(`starting ${NODES} simulated nodes`);
 const fleet = await startThreadedFleet({
@@ -75,6 +90,9 @@ const fleet = await startThreadedFleet({
   log,
 });
 log(`fleet up in ${seconds(fleet.startupMs)}; starting the control plane`);
+// Every NodeInventory write from here on, with what it carried: what a fan-out costs the apiserver, and why.
+const inventoryWrites = new InventoryWriteLog(cluster.kubeConfig);
+await inventoryWrites.start();
 // CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
 const profileDir = process.env['CPU_PROF'];
 const controlPlane = await startControlPlaneProcess({
@@ -99,6 +117,8 @@ interface Measured {
   /** Where each fan-out / storm patch's time went before its round was handed out. */
   fanoutRounds: HandOut[];
   stormRounds: HandOut[];
+  /** NodeInventory writes from each fan-out patch sent to the next patch sent. */
+  fanoutWrites: WritesSummary[];
   reconcileFanout: HistogramSnapshot;
   setPoolsFanout: HistogramSnapshot;
   cpMemory: { rss: number; peak: number; heapUsed: number; heapTotal: number; external: number };
@@ -113,6 +133,8 @@ interface Measured {
 
 /** One patch's way to its round, in ms from the patch request sent. */
 interface HandOut {
+  /** performance.now() when the patch request was sent. */
+  sentAt: number;
   /** The apiserver answered the patch request. */
   answered: number;
   /** The benchmark's own watch of the pool delivered the change: the apiserver's part. */
@@ -176,6 +198,7 @@ async function patchAndWatch(replicas: number): Promise<[Propagation | undefined
   const cp = answerBetween(before.raw, after.raw);
   const watchedMs = seen === undefined ? undefined : seen - sent;
   const handOut: HandOut = {
+    sentAt: sent,
     answered,
     watched: watchedMs,
     controlPlane: cp,
@@ -209,14 +232,45 @@ async function patchAndWatch(replicas: number): Promise<[Propagation | undefined
   return [propagation, handOut];
 }
 
+/**
+ * Starts a 30 s CPU profile of the apiserver and counts its requests from now; the returned call waits for the
+ * profile and logs the requests served since, by verb and resource.
+ */
+async function apiserverFanoutProfile(dir: string): Promise<() => Promise<void>> {
+  const before = parseRequests(await fetchMetrics(cluster.server, cluster.adminTls));
+  const file = join(dir, 'fanout-30s.pb.gz');
+  const profile = profileApiserver(cluster.server, cluster.adminTls, 30, file).then(
+    () => log(`apiserver profile of the first 30 s of the fan-outs: go tool pprof -top ${file}`),
+    (err: unknown) => log(`apiserver profile failed: ${String(err)}`),
+  );
+  return async () => {
+    await profile;
+    const served = new Map<string, number>();
+    addDelta(served, before, parseRequests(await fetchMetrics(cluster.server, cluster.adminTls)));
+    const top = [...served]
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, 15)
+      .map(([key, n]) => `${key} ${n}`);
+    log(`apiserver requests during the fan-outs: ${top.join(', ')}`);
+  };
+}
+
 async function measure(): Promise<Measured> {
   log(`applying ${POOLS} templates + pools (${desiredTotal} replicas) and the fan-out pool`);
   const applyStarted = performance.now();
   await pools.applyAll([...specs, { name: FANOUT.name, image: FANOUT.image, replicas: FANOUT.low }]);
   const applyMs = performance.now() - applyStarted;
+  let progressAt = applyStarted;
   for (;;) {
     const { ready, pools: count } = await allReady(pools);
     if (ready === count && count === POOLS + 1) break;
+    if (performance.now() - progressAt >= 10_000) {
+      // The fill's progress, and what the fleet's NodeInventory writes carried meanwhile.
+      log(
+        `fill: ${ready}/${count} pools ready; NodeInventory writes in the last ${seconds(performance.now() - progressAt)}: ${writesLine(inventoryWrites.between(progressAt, performance.now()))}`,
+      );
+      progressAt = performance.now();
+    }
     if (performance.now() - applyStarted > FILL_TIMEOUT_MS)
       throw new Error(
         `only ${ready}/${count} pools READY = DESIRED after ${FILL_TIMEOUT_MS / 1000} s; control plane log:\n${controlPlane.logTail()}`,
@@ -224,6 +278,9 @@ async function measure(): Promise<Measured> {
     await sleep(500);
   }
   const fillMs = performance.now() - applyStarted;
+  log(
+    `fill: NodeInventory writes from apply to READY: ${writesLine(inventoryWrites.between(applyStarted, performance.now()))}`,
+  );
   log(`every pool READY = DESIRED after ${seconds(fillMs)}; letting it settle for two intervals`);
   await sleep(2 * INTERVAL_S * 1000);
 
@@ -240,6 +297,7 @@ async function measure(): Promise<Measured> {
   fleet.startLagMonitor();
   const fanouts: Propagation[] = [];
   const fanoutRounds: HandOut[] = [];
+  const profiled = apiserverProfDir === undefined ? undefined : await apiserverFanoutProfile(apiserverProfDir);
   for (let i = 0; i < FANOUT_REPEATS; i++) {
     const replicas = i % 2 === 0 ? FANOUT.high : FANOUT.low;
     // Each patch starts on a quiet fleet: the previous one's inventory republishes (debounced 5 s) are over.
@@ -249,11 +307,12 @@ async function measure(): Promise<Measured> {
     fanoutRounds.push(round);
   }
   const hostLag = await fleet.stopLagMonitor();
+  await profiled?.();
   const fanoutAfter = await controlPlane.driverMetrics();
 
   log(`storm: ${STORM_REPEATS} patches sent 5-6 s after the previous fan-out ended, into its inventory republishes`);
-  // Each node republishes at once when a push changes it, and again (debounced 5 s) as its warm
-  // counts follow: 1 000 NodeInventory writes and watch events land around then.
+  // A node republishes at once when a push's refill moves a warm count to or from 0, or a new term's
+  // push lands (debounced 5 s): the NodeInventory writes and watch events a round brings land around then.
   const storms: Propagation[] = [];
   const stormRounds: HandOut[] = [];
   let previousEnd = fanouts.at(-1)?.last ?? performance.now();
@@ -266,7 +325,13 @@ async function measure(): Promise<Measured> {
     previousEnd = p?.last ?? performance.now();
   }
   const end = await controlPlane.driverMetrics();
+  const sentTimes = [...fanoutRounds, ...stormRounds].map((r) => r.sentAt);
+  const fanoutWrites = fanoutRounds.map((r, i) =>
+    inventoryWrites.between(r.sentAt, sentTimes[i + 1] ?? performance.now()),
+  );
+  fanoutWrites.forEach((w, i) => log(`fan-out ${i + 1}: NodeInventory writes until the next patch: ${writesLine(w)}`));
   return {
+    fanoutWrites,
     hostLagMs: { p99: hostLag.p99Ms, max: hostLag.maxMs },
     // prom-client's lag gauges cover the time since the previous scrape: here, the fan-out phase.
     cpLagMaxMs: sum(fanoutAfter.raw, 'nodejs_eventloop_lag_max_seconds') * 1000,
@@ -300,6 +365,7 @@ try {
   measured = await measure();
 } finally {
   fanoutWatch.close();
+  inventoryWrites.close();
   await controlPlane.stop();
   await fleet.close();
   await cluster.stop();
@@ -393,6 +459,12 @@ const handOutRows = (rounds: readonly HandOut[]): Row[] => [
         ] satisfies Row,
       ]),
 ];
+/** The fan-out windows' writes by what they carried. */
+const sumKinds = (windows: readonly WritesSummary[]): Record<string, number> => {
+  const sums: Record<string, number> = {};
+  for (const w of windows) for (const [kind, n] of Object.entries(w.byKind)) sums[kind] = (sums[kind] ?? 0) + n;
+  return sums;
+};
 const pick = (f: (p: Propagation) => number, of: readonly Propagation[] = measured.fanouts): string =>
   msPair(of.map(f));
 
@@ -471,6 +543,33 @@ printTable(
     ],
     [`fan-out: first → last of ${NODES} nodes, p50 / max`, pick((p) => p.last - p.first), 'info', '', ''],
     ...handOutRows(measured.fanoutRounds),
+    [
+      '  NodeInventory writes per fan-out patch (patch sent → next patch sent), p50 / max',
+      `${quantile(
+        measured.fanoutWrites.map((w) => w.writes),
+        0.5,
+      ).toFixed(0)} / ${quantile(
+        measured.fanoutWrites.map((w) => w.writes),
+        1,
+      ).toFixed(0)} (${(
+        quantile(
+          measured.fanoutWrites.map((w) => w.writes),
+          0.5,
+        ) / NODES
+      ).toFixed(2)} per node)`,
+      'info',
+      '',
+      '',
+    ],
+    [
+      '    what they carried, all fan-out windows (a write may carry several)',
+      Object.entries(sumKinds(measured.fanoutWrites))
+        .map(([kind, n]) => `${kind} ${n}`)
+        .join(', '),
+      'info',
+      '',
+      '',
+    ],
     [
       '  during fan-out: SetPools call mean (as the control plane times it)',
       `${ms(meanMs(measured.setPoolsFanout))} × ${measured.setPoolsFanout.count} calls`,

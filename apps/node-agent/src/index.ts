@@ -10,7 +10,7 @@ export {
   type KubeInventoryWriterOptions,
 } from './inventory/writer.js';
 export { RESET_APPLIED_GENERATION } from './inventory/publisher.js';
-export { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './inventory/snapshot.js';
+export { significantChange, snapshotOf, statusOf, urgentChange, type InventorySnapshot } from './inventory/snapshot.js';
 export {
   SandboxdClient,
   parseSandboxdUrl,

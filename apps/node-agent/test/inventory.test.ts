@@ -252,6 +252,58 @@ describe('NodeInventory publisher', () => {
     expect(writer.statusWrites - before).toBeLessThanOrEqual(3);
   });
 
+  it("writes a later push of the same leader term with the node's next write, and a new term's first push at once", async () => {
+    const name = nodeName();
+    const writer = new CountingWriter(new KubeInventoryWriter(cluster.kubeConfig));
+    const n = await agentFor(name, { minPublishGapMs: 300 }, writer);
+    /** Generation `counter` of leadership epoch `epoch`, as a control plane numbers them. */
+    const generation = (epoch: number, counter: number): number => epoch * 2 ** 21 + counter;
+    const push = async (g: number, warm: number): Promise<void> => {
+      const answer = await call(n.url, 'PUT', '/v1/pools', {
+        body: { generation: g, pools: [{ template: 'img', warm }] },
+      });
+      expect(answer.status).toBe(200);
+    };
+
+    await push(generation(3, 0), 2);
+    await eventually(
+      async () => {
+        const status = await statusOf(name);
+        return status?.appliedGeneration === generation(3, 0) && (status.pools?.[0]?.warm ?? 0) > 0;
+      },
+      { timeoutMs: 10_000, what: "the term's first push and its warm pool published" },
+    );
+    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 2, { timeoutMs: 10_000, what: 'a full pool' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const before = writer.statusWrites;
+
+    // A later round of the same term: its answer tells the control plane; warm never reaches 0; nothing is written.
+    await push(generation(3, 1), 3);
+    await eventually(() => n.sandboxd.core.info().pools[0]?.warm === 3, { timeoutMs: 10_000, what: 'the refill' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(writer.statusWrites - before).toBe(0);
+    expect((await statusOf(name))?.appliedGeneration).toBe(generation(3, 0));
+
+    // The node's next write (here the one a drain brings) carries the generation and the target.
+    await call(n.url, 'POST', '/v1/drain');
+    const drained = await eventually(
+      async () => {
+        const status = await statusOf(name);
+        return status?.draining === true ? status : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the drain published' },
+    );
+    expect(drained.appliedGeneration).toBe(generation(3, 1));
+    expect(drained.pools?.[0]?.target).toBe(3);
+
+    // A new term's first push is the floor a restarted agent reads back: written at once, though it moves no target.
+    await push(generation(4, 0), 3);
+    await eventually(async () => (await statusOf(name))?.appliedGeneration === generation(4, 0), {
+      timeoutMs: 10_000,
+      what: "the new term's generation published",
+    });
+  });
+
   it('reads the applied generation back after a restart, so a stale push is refused even by a fresh agent', async () => {
     const name = nodeName();
     const first = await agentFor(name);

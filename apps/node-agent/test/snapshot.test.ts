@@ -1,5 +1,5 @@
 import type { NodeInfo } from '@warmpool/api';
-import { significantChange, snapshotOf, statusOf } from '@warmpool/node-agent';
+import { significantChange, snapshotOf, statusOf, urgentChange } from '@warmpool/node-agent';
 import { describe, expect, it } from 'vitest';
 
 /** Pools as template → [target, warm], in the order sandboxd lists them. */
@@ -59,6 +59,50 @@ describe('inventory significance', () => {
 
   it('does not depend on the order sandboxd lists pools in', () => {
     expect(significantChange(base, snap({ b: [2, 1], a: [3, 3] }))).toBeUndefined();
+  });
+});
+
+describe('what cannot wait for the next write', () => {
+  /** Generation `counter` of leadership epoch `epoch` (epoch · 2^21 + counter). */
+  const gen = (epoch: number, counter: number): number => epoch * 2 ** 21 + counter;
+  const published = snap({ a: [3, 3], b: [2, 1] }, {}, gen(7, 4));
+
+  it('lets a push of the same leader term wait: its later generation and the targets it set', () => {
+    expect(urgentChange(published, snap({ a: [4, 3], b: [2, 1] }, {}, gen(7, 5)))).toBeUndefined();
+    expect(urgentChange(published, snap({ a: [3, 3], b: [2, 1] }, {}, gen(7, 9)))).toBeUndefined();
+  });
+
+  it("publishes a new leader term's first push soon, even one that moves no target", () => {
+    expect(urgentChange(published, snap({ a: [3, 3], b: [2, 1] }, {}, gen(8, 0)))).toBe(
+      `generation ${gen(8, 0)} applied`,
+    );
+    expect(urgentChange(snap({ a: [3, 3] }, {}, undefined), snap({ a: [3, 3] }, {}, gen(7, 0)))).toBe(
+      `generation ${gen(7, 0)} applied`,
+    );
+  });
+
+  it('publishes soon what readers act on, pushed or not: warm reaching or leaving 0, the pool set, drain', () => {
+    expect(urgentChange(published, snap({ a: [4, 0], b: [2, 1] }, {}, gen(7, 5)))).toBe(
+      'a|none|small ran out of warm sandboxes',
+    );
+    expect(urgentChange(published, snap({ a: [3, 3] }, {}, gen(7, 5)))).toBe('pool set changed');
+    expect(urgentChange(published, snap({ a: [3, 3], b: [2, 1] }, { draining: true }, gen(7, 5)))).toBe(
+      'draining started',
+    );
+  });
+
+  it('publishes soon every push of epoch 0, which no leader takes (hand pushes, the reset to 0)', () => {
+    expect(urgentChange(snap({ a: [3, 3] }, {}, 0), snap({ a: [3, 3] }, {}, 5))).toBe('generation 5 applied');
+  });
+
+  it('publishes soon a target that moved with no push (the generation stayed)', () => {
+    expect(urgentChange(published, snap({ a: [5, 3], b: [2, 1] }, {}, gen(7, 4)))).toBe(
+      'target of a|none|small changed',
+    );
+  });
+
+  it('publishes the first snapshot', () => {
+    expect(urgentChange(undefined, published)).toBe('first publish');
   });
 });
 

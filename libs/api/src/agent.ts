@@ -12,6 +12,19 @@ import { poolTargetListSchema, type PoolTarget } from './sandboxd.js';
 export const MAX_GENERATION = Number.MAX_SAFE_INTEGER;
 
 /**
+ * A generation is `epoch · 2^GENERATION_COUNTER_BITS + counter`: the epoch is
+ * taken once per leadership term, the counter counts that term's push rounds,
+ * so one epoch's generations all come from one leader (the control plane's
+ * README, "generations").
+ */
+export const GENERATION_COUNTER_BITS = 21;
+
+/** The leadership epoch a generation was issued in. */
+export function epochOfGeneration(generation: number): number {
+  return Math.floor(generation / 2 ** GENERATION_COUNTER_BITS);
+}
+
+/**
  * `PUT /v1/pools` on the agent: sandboxd's body plus the control plane's
  * generation. A push whose generation is below the last applied one answers
  * 409 and changes nothing, so a reordered retry or a deposed leader can never

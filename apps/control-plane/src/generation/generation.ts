@@ -18,8 +18,10 @@
 // only (the node leaves placement); it never moves a recorded epoch. The bound holds
 // across leader changes because the epoch record only grows and only the
 // Lease holder writes it (lease-epoch-store.ts).
+import { epochOfGeneration, GENERATION_COUNTER_BITS } from '@warmpool/api';
 
-export const COUNTER_BITS = 21;
+/** The layout is the agents' contract too (they publish a new epoch's first generation at once): written in the api. */
+export const COUNTER_BITS = GENERATION_COUNTER_BITS;
 /** Generations per epoch. */
 export const EPOCH_SPAN = 2 ** COUNTER_BITS;
 export const MAX_EPOCH = 2 ** 32 - 1;
@@ -28,9 +30,7 @@ export function generationOf(epoch: number, counter: number): number {
   return epoch * EPOCH_SPAN + counter;
 }
 
-export function epochOf(generation: number): number {
-  return Math.floor(generation / EPOCH_SPAN);
-}
+export const epochOf = epochOfGeneration;
 
 /** The durable record of the last epoch taken. */
 export interface EpochStore {

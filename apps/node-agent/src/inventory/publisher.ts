@@ -1,6 +1,7 @@
 // Keeps this node's NodeInventory current with few writes: one at start, one
-// per publish interval, and one soon after a significant change, but never two
-// closer than the minimum gap. A failed write (apiserver down) is retried with
+// per publish interval, and one soon after an urgent change (snapshot.ts), but
+// never two closer than the minimum gap. What a push of the current leader
+// term moved rides on the next write. A failed write (apiserver down) is retried with
 // backoff; the API keeps serving claims meanwhile, since nothing on the claim
 // path waits for this.
 //
@@ -28,7 +29,7 @@ import type { GenerationGuard } from '../generation.js';
 import type { AgentMetrics } from '../metrics.js';
 import type { OwnerAddress } from '../owner-address.js';
 import { claimedByKeyOf, entriesOf, type PublishedEntries } from './entries.js';
-import { significantChange, snapshotOf, statusOf, type InventorySnapshot } from './snapshot.js';
+import { snapshotOf, statusOf, urgentChange, type InventorySnapshot } from './snapshot.js';
 import type { InventoryReadBack, InventoryWriter } from './writer.js';
 
 /** On a NodeInventory: the appliedGeneration its agent drops when it next starts (see above). */
@@ -100,18 +101,18 @@ export class InventoryPublisher {
     this.#schedule(0, true);
   }
 
-  /** The node's state may have changed: publish soon if the change is significant. */
+  /** The node's state may have changed: publish soon if the change is urgent. */
   changed(): void {
     // While writes fail, the backoff decides when to try again; a change does not hurry it.
     if (!this.#started || this.#closed || this.#failures > 0) return;
     const info = this.#options.currentInfo();
     if (info === undefined) return;
-    const reason = significantChange(
+    const reason = urgentChange(
       this.#published,
       snapshotOf(info, this.#options.generations.applied, undefined, this.#options.ownerAddress.value),
     );
     if (reason === undefined) return;
-    this.#options.logger.debug('significant change', { reason });
+    this.#options.logger.debug('urgent change', { reason });
     // The first publish is what readiness waits for: no gap before it.
     const gapLeft =
       this.#published === undefined ? 0 : this.#lastAttemptAt + this.#options.minPublishGapMs - performance.now();
@@ -160,13 +161,16 @@ export class InventoryPublisher {
         this.#readBack = true;
         if (!generations.recovered) this.#recoverGeneration(previous);
       }
-      const info = this.#options.currentInfo();
-      if (info === undefined) {
+      const known = this.#options.currentInfo();
+      if (known === undefined) {
         // Nothing to say about the node yet; the first answer from sandboxd calls changed().
         this.#succeeded(undefined, started);
         return;
       }
       const claims = await this.#claims();
+      // The info and the generation are read together, after the claims: a push applied meanwhile moves both (its
+      // answer's info is observed in the same turn as its generation), never the generation alone.
+      const info = this.#options.currentInfo() ?? known;
       const snapshot = snapshotOf(info, generations.applied, claims && claimedByKeyOf(claims), ownerAddress.value);
       await this.#write(snapshot, claims && entriesOf(claims));
       this.#succeeded(snapshot, started);

@@ -1,8 +1,10 @@
 // A node's state as the inventory publishes it, and the rule for when a
 // change is worth a write. Claims move `warm` and `claimed` all the time;
 // writing each of them would put per-claim load on the apiserver, which the
-// design forbids. Only changes a scheduler acts on are significant.
+// design forbids. Only changes a scheduler acts on are significant, and of
+// those, what a push told its own sender waits for the next write (urgentChange).
 import {
+  epochOfGeneration,
   inventoryPoolsOf,
   poolKeyId,
   type InventoryPool,
@@ -52,8 +54,9 @@ export function snapshotOf(
 }
 
 /**
- * Why `next` must be published although `published` already was, or
- * undefined when the difference can wait for the slow cadence: a pool
+ * Why `next` is worth a write although `published` already was, or undefined
+ * when the difference can wait for the slow cadence (urgentChange applies it
+ * to all but what a push told its own sender): a pool
  * appeared, retired or changed target; a pool's warm reached or left 0;
  * draining or at-capacity flipped; a new generation was applied; the owner
  * address was learned or changed (a replica adopting one of the node's claims
@@ -79,6 +82,56 @@ export function significantChange(
       return pool.warm === 0 ? `${poolId(pool)} ran out of warm sandboxes` : `${poolId(pool)} has warm sandboxes again`;
   }
   return undefined;
+}
+
+/**
+ * Why `next` must be published soon, or undefined when it can wait for the
+ * next write (the publish interval's, or one an urgent change brings).
+ *
+ * A push within the epoch of the generation last published (a later round of
+ * the same leader term) waits: its new generation and the targets it set are
+ * what its sender asked for and read back in the push's answer, and no other
+ * reader acts on them soon. The inventory's readers act on warm counts
+ * reaching or leaving 0 (claim placement, SandboxEnv counts), draining,
+ * capacity and the pool set; a new term reads the nodes' targets once, when
+ * it starts. A generation of a new epoch (a new leader term's first push) is
+ * published soon: it is the floor a restarted agent reads back, so that it
+ * refuses a deposed leader's pushes (all of an older epoch) for good, and
+ * what a new term's epoch is taken above should the epoch record be lost
+ * (only the epoch counts there). Within one epoch a restarted agent that
+ * reads back an older generation of it refuses nothing it should: every
+ * generation of an epoch comes from one leader, and its pushes to a node only
+ * grow (control plane: pushers.ts, generation.ts). Targets that change while
+ * the generation does not were set by no push, and epoch 0 is no leader's:
+ * both published soon.
+ */
+export function urgentChange(published: InventorySnapshot | undefined, next: InventorySnapshot): string | undefined {
+  if (published === undefined) return significantChange(published, next);
+  return significantChange(published, withoutPushNews(published, next));
+}
+
+/**
+ * No leader takes epoch 0 (the control plane's epochs start at 1): its generations come from hand pushes and the
+ * reset to 0, not from one leader, so they are published soon.
+ */
+const LEADERLESS_EPOCH = 0;
+
+/** `next` with what a push of the published generation's epoch moved (its generation, its targets) as published. */
+function withoutPushNews(published: InventorySnapshot, next: InventorySnapshot): InventorySnapshot {
+  const before = published.appliedGeneration;
+  const after = next.appliedGeneration;
+  if (before === undefined || after === undefined || before === after) return next;
+  const epoch = epochOfGeneration(before);
+  if (epoch === LEADERLESS_EPOCH || epochOfGeneration(after) !== epoch) return next;
+  const targets = new Map(published.pools.map((pool) => [poolId(pool), pool.target]));
+  return {
+    ...next,
+    appliedGeneration: before,
+    pools: next.pools.map((pool) => {
+      const target = targets.get(poolId(pool));
+      return target === undefined || target === pool.target ? pool : { ...pool, target };
+    }),
+  };
 }
 
 /**

@@ -134,11 +134,12 @@ export function watchAddressVouchers(
 }
 
 /**
- * Whether an inventory update can change what a run decides. After every
- * fan-out each node republishes its inventory with the targets it was just
- * pushed and their generation: one event per node within seconds, and a full
- * reconcile for each (coalesced, back to back) would keep the loop busy
- * without changing anything. So: the new
+ * Whether an inventory update can change what a run decides. After a new
+ * term's pushes each node republishes its inventory with the targets it was
+ * just pushed and their generation (later pushes of a term ride on its next
+ * write): one event per node within seconds, and a full reconcile for each
+ * (coalesced, back to back) would keep the loop busy without changing
+ * anything. So: the new
  * appliedGeneration alone matters only when no leader issued it (the node
  * leaves placement; see unissued() at the call), and new targets matter only
  * when runs see the node through its inventory, i.e. no fresher answer of its
