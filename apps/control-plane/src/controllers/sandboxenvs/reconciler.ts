@@ -1,7 +1,10 @@
 // The SandboxEnv reconciler: for every Env, its scaling groups' counts and
 // headroom from the member pools and the NodeInventory cache, the Env's
 // federation records (this cluster's capacity), and, while this replica
-// leads, the Env's status, written only when it changed.
+// leads, the Env's status, written only when it changed: from what the cache
+// shows or, while the cache has not caught up with our own last write, from
+// that write (OwnWrites), so a run right after a write neither sends a write
+// the apiserver must refuse nor skips one it needs.
 //
 // One global, coalescing run on any Env, pool, template or inventory event
 // and every interval; a run costs O(Envs + pools + inventory pool rows), never
@@ -18,6 +21,7 @@ import type {
 } from '@warmpool/api';
 import { DONE, WorkQueue, type Lister } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
+import { OwnWrites } from '../own-writes.js';
 import { countPools, observeKeys, type PoolCounts } from './counts.js';
 import { envCapacity, SaturationTracker, statusRows, type EnvCapacity } from './status.js';
 import type { EnvStatusWriter } from './status-writer.js';
@@ -50,6 +54,8 @@ export class SandboxEnvReconciler {
   /** One key, the global run (coalesced, never two at once). */
   readonly #queue: WorkQueue;
   readonly #saturation = new SaturationTracker();
+  /** Per Env uid: the status we last wrote and the versions our writes left; what a write was refused at. */
+  readonly #written = new OwnWrites<SandboxEnvStatus>();
   #timer: NodeJS.Timeout | undefined;
   #term: AbortController | undefined;
   #records: ReadonlyArray<Omit<FederationRecord, 'clusterId'>> = [];
@@ -136,6 +142,7 @@ export class SandboxEnvReconciler {
     o.onCapacity?.(records);
     const term = this.#term;
     if (term === undefined) return;
+    this.#written.retain(new Set(envs.map(({ env }) => uidOf(env))));
     await Promise.all(envs.map(({ env, capacity }) => this.#write(env, capacity, term.signal)));
     await o.onLeaderRun?.(envs, counts, term.signal);
   }
@@ -148,22 +155,44 @@ export class SandboxEnvReconciler {
       clusters: this.#options.foreignMembers?.(namespace, name) ?? [],
       ...(env.metadata?.generation !== undefined ? { observedGeneration: env.metadata.generation } : {}),
     };
-    if (statusSig(status) === statusSig(env.status)) return;
+    const uid = uidOf(env);
+    // While the cache shows a version our own writes passed through, the Env is where our last write left it: its
+    // status is that write's, and a write is pinned to the version it left (nothing but our status moved since the
+    // cache's version, so the rest of the status the cache shows is still the Env's).
+    const memory = this.#written.recall(uid, env.metadata?.resourceVersion);
+    if (statusSig(status) === statusSig(memory?.last ?? env.status)) return;
+    const at = memory?.at ?? env.metadata?.resourceVersion;
+    // Refused at that version already: the Env moved on, and the cache has yet to show how.
+    if (this.#written.refusedAt(uid, at)) return;
     try {
-      const { outcome } = await this.#options.writer.write(env, status, signal);
+      const result = await this.#options.writer.write(
+        memory === undefined ? env : { ...env, metadata: { ...env.metadata, resourceVersion: memory.at } },
+        status,
+        signal,
+      );
+      if (result.outcome === 'written') {
+        this.#written.written(uid, at, result.object.metadata?.resourceVersion, status);
+        return;
+      }
       // Gone or moved on (deleted, changed, or replaced by a namesake): nothing was written; the cache's next version
       // of the Env pokes a run, or the interval does, which computes its status afresh.
-      if (outcome !== 'written')
-        this.#options.logger.debug('SandboxEnv status not written: the Env is not the one it was computed from', {
-          env: `${namespace}/${name}`,
-          resourceVersion: env.metadata?.resourceVersion,
-          outcome,
-        });
+      if (result.outcome === 'gone') this.#written.forget(uid);
+      else this.#written.refused(uid, at);
+      this.#options.logger.debug('SandboxEnv status not written: the Env is not the one it was computed from', {
+        env: `${namespace}/${name}`,
+        resourceVersion: at,
+        outcome: result.outcome,
+      });
     } catch (err) {
       if (!signal.aborted)
         this.#options.logger.warn('could not write SandboxEnv status', { env: `${namespace}/${name}`, err });
     }
   }
+}
+
+/** The key of what is remembered of an Env: its uid (its name where a cache holds none). */
+function uidOf(env: SandboxEnv): string {
+  return env.metadata?.uid ?? `${env.metadata?.namespace ?? ''}/${env.metadata?.name ?? ''}`;
 }
 
 /** A canonical string of the status fields written, for comparing would-be against current. */

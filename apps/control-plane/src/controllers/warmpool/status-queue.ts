@@ -6,10 +6,12 @@
 // Per term (StatusLane): only the latest batch is kept, and one loop writes
 // batches until none is left; the loop stops when the term's signal aborts,
 // and a leader past its renew deadline (mayWrite() false) writes nothing.
-// Across terms (PoolStatusQueue): what we last wrote to each pool, so a cache
-// that has not caught up with our own write is not mistaken for a difference.
+// Across terms (PoolStatusQueue): what we last wrote to each pool and the
+// versions our writes left (OwnWrites), so a cache that has not caught up
+// with our own writes is not mistaken for a difference.
 import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
 import type { Logger } from '@warmpool/runtime';
+import { OwnWrites, type Recalled } from '../own-writes.js';
 import type { WarmPoolMetrics } from './metrics.js';
 import type { EventRecorder } from './events.js';
 import { forEachLimited } from './limiter.js';
@@ -44,22 +46,20 @@ interface Written {
   status: SandboxWarmPoolStatus;
   /** As computed, conditions included even where the schema holds none: transition times and Events follow it. */
   full: SandboxWarmPoolStatus;
-  /** The version the cache showed when we wrote: while it still shows it, the pool is at afterRv. */
-  beforeRv: string | undefined;
-  /** The version our write left. */
-  afterRv: string | undefined;
 }
 
-/** A status found needing no write, and what it was compared with: the same three again need none either. */
+/** A status found needing no write, and what it was compared with: the same again need none either. */
 interface Settled {
   status: SandboxWarmPoolStatus;
   rv: string | undefined;
-  memory: Written | undefined;
+  /** The write it was compared with (by identity), when the cache had not caught up with it. */
+  last: Written | undefined;
+  at: string | undefined;
 }
 
 export class PoolStatusQueue {
   readonly #options: PoolStatusQueueOptions;
-  readonly #written = new Map<string, Written>();
+  readonly #written = new OwnWrites<Written>();
   /**
    * Per pool uid: the would-be status (the object a run handed over) last found equal to the current one. A run keeps
    * a pool's status object while nothing it depends on moved (StatusMemo), so most pools are skipped without a
@@ -67,8 +67,6 @@ export class PoolStatusQueue {
    * not depend on the batch's time.
    */
   #settled = new Map<string, Settled>();
-  /** Per pool uid: the resourceVersion a write was last refused at (409), not to be tried again at that version. */
-  readonly #refused = new Map<string, string>();
 
   constructor(options: PoolStatusQueueOptions) {
     this.#options = options;
@@ -87,8 +85,6 @@ export class PoolStatusQueue {
       /** As the write takes it: at the version `at`. */
       pool: SandboxWarmPool;
       uid: string;
-      /** The version the cache shows. */
-      rv: string | undefined;
       /** The version the write is pinned to. */
       at: string | undefined;
       previous: SandboxWarmPoolStatus | undefined;
@@ -101,34 +97,39 @@ export class PoolStatusQueue {
       const uid = pool.metadata?.uid ?? plan.ref;
       live.add(uid);
       const rv = pool.metadata?.resourceVersion;
-      const memory = this.#written.get(uid);
+      // While the cache shows a version our own writes passed through, the pool is where our last write left it.
+      const memory: Recalled<Written> | undefined = this.#written.recall(uid, rv);
       const before = batch.full === true ? undefined : this.#settled.get(uid);
-      if (before !== undefined && before.status === status && before.rv === rv && before.memory === memory) {
+      if (
+        before !== undefined &&
+        before.status === status &&
+        before.rv === rv &&
+        before.last === memory?.last &&
+        before.at === memory?.at
+      ) {
         settled.set(uid, before);
         continue;
       }
-      const remembered = memory !== undefined && (rv === memory.beforeRv || rv === memory.afterRv);
-      const current = remembered ? memory.status : pool.status;
-      const previous = remembered ? memory.full : pool.status;
+      const current = memory !== undefined ? memory.last.status : pool.status;
+      const previous = memory !== undefined ? memory.last.full : pool.status;
       // The version the write is pinned to: the one our last write left when the cache has not caught up with it yet
       // (every write since the cache's version was pinned to the one before it, so nothing but the status moved).
-      const at = remembered ? memory.afterRv : rv;
+      const at = memory !== undefined ? memory.at : rv;
       // Refused at this version already: the pool moved on (or was replaced by a namesake), and the cache has yet to
       // show how. Not settled: the run after the cache moves compares it again.
-      if (at !== undefined && this.#refused.get(uid) === at) continue;
+      if (this.#written.refusedAt(uid, at)) continue;
       const next = withTransitionTimes(status, previous, batch.now);
       // Compared as it would be stored: a schema without conditions must not make every run a write.
       const stored = writer.fit?.(next) ?? next;
       // Nothing the schema holds (or no status at all, where the apiserver refuses even `{}`): nothing to write.
       if (Object.keys(stored).length === 0 || statusSig(stored) === statusSig(projectLike(current, stored))) {
-        settled.set(uid, { status, rv, memory });
+        settled.set(uid, { status, rv, last: memory?.last, at: memory?.at });
         continue;
       }
-      writes.push({ pool: at === rv ? pool : withVersion(pool, at), uid, rv, at, previous, next, stored });
+      writes.push({ pool: at === rv ? pool : withVersion(pool, at), uid, at, previous, next, stored });
     }
     this.#settled = settled;
-    for (const uid of this.#written.keys()) if (!live.has(uid)) this.#written.delete(uid);
-    for (const uid of this.#refused.keys()) if (!live.has(uid)) this.#refused.delete(uid);
+    this.#written.retain(live);
 
     await forEachLimited(writes, this.#options.concurrency, async (write) => {
       // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
@@ -140,8 +141,8 @@ export class PoolStatusQueue {
           // namesake): nothing was written, and the run after the cache catches up computes again.
           metrics.statusWrite(result.outcome === 'gone' ? 'gone' : 'conflict');
           // What we wrote before still tells a lagging cache's versions apart, so a moved pool keeps it.
-          if (result.outcome === 'gone') this.#written.delete(write.uid);
-          else if (write.at !== undefined) this.#refused.set(write.uid, write.at);
+          if (result.outcome === 'gone') this.#written.forget(write.uid);
+          else this.#written.refused(write.uid, write.at);
           logger.debug('pool status not written: the pool is not the one it was computed from', {
             pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`,
             resourceVersion: write.at,
@@ -149,12 +150,9 @@ export class PoolStatusQueue {
           });
           return;
         }
-        this.#refused.delete(write.uid);
-        this.#written.set(write.uid, {
+        this.#written.written(write.uid, write.at, result.object.metadata?.resourceVersion, {
           status: write.stored,
           full: write.next,
-          beforeRv: write.rv,
-          afterRv: result.object.metadata?.resourceVersion,
         });
         metrics.statusWrite('written');
         for (const event of transitionEvents(write.previous, write.next)) {

@@ -3,9 +3,11 @@
 // that still holds an Env deleted meanwhile never lands on the namesake
 // created after it, nor over a change it did not see; the reconciler that
 // made it says so at debug, and writes the namesake its own status once the
-// cache shows it.
+// cache shows it. Its own writes, which the cache has not caught up with yet,
+// never make it refuse itself nor write what it already wrote.
 import {
   SandboxEnvType,
+  type ForeignClusterMember,
   type NodeInventory,
   type SandboxEnv,
   type SandboxEnvStatus,
@@ -48,6 +50,43 @@ describe("the SandboxEnv controller's status write", () => {
   const recreate = (name: string): Promise<{ old: SandboxEnv; namesake: SandboxEnv }> =>
     reborn(envs, sandboxEnv(NAMESPACE, name, { pool: 'cpu' }));
 
+  /**
+   * A leading reconciler over `cache` (the Envs it sees) and the real writer: what each write came to, its log lines,
+   * and how many leader runs have finished.
+   */
+  function reconcilerOver(
+    cache: ObjectStore<SandboxEnv>,
+    foreignMembers?: () => ForeignClusterMember[],
+  ): { reconciler: SandboxEnvReconciler; outcomes: string[]; lines: string[]; runs: () => number } {
+    const lines: string[] = [];
+    const outcomes: string[] = [];
+    let runs = 0;
+    const reconciler = new SandboxEnvReconciler({
+      envs: new Lister(cache),
+      pools: new Lister(new ObjectStore<SandboxWarmPool>()),
+      templates: new Lister(new ObjectStore<SandboxTemplate>()),
+      inventories: new Lister(new ObjectStore<NodeInventory>()),
+      writer: {
+        write: async (env, status, signal) => {
+          const result = await writer.write(env, status, signal);
+          outcomes.push(result.outcome);
+          return result;
+        },
+      },
+      ...(foreignMembers === undefined ? {} : { foreignMembers }),
+      onLeaderRun: () => {
+        runs++;
+        return Promise.resolve();
+      },
+      clock: systemClock,
+      staleAfterMs: 60_000,
+      intervalMs: 3_600_000,
+      logger: createLogger('sandboxenvs', { level: 'debug', write: (line) => lines.push(line) }),
+    });
+    reconciler.lead(new AbortController().signal);
+    return { reconciler, outcomes, lines, runs: () => runs };
+  }
+
   it('writes the rows onto the Env it was computed from', async () => {
     const env = await create('plain');
     const result = await writer.write(env, STATUS);
@@ -84,27 +123,8 @@ describe("the SandboxEnv controller's status write", () => {
     const { old, namesake } = await recreate('cached');
     const cache = new ObjectStore<SandboxEnv>();
     cache.upsert(old);
-    const lines: string[] = [];
-    const outcomes: string[] = [];
-    const reconciler = new SandboxEnvReconciler({
-      envs: new Lister(cache),
-      pools: new Lister(new ObjectStore<SandboxWarmPool>()),
-      templates: new Lister(new ObjectStore<SandboxTemplate>()),
-      inventories: new Lister(new ObjectStore<NodeInventory>()),
-      writer: {
-        write: async (env, status, signal) => {
-          const result = await writer.write(env, status, signal);
-          outcomes.push(result.outcome);
-          return result;
-        },
-      },
-      clock: systemClock,
-      staleAfterMs: 60_000,
-      intervalMs: 3_600_000,
-      logger: createLogger('sandboxenvs', { level: 'debug', write: (line) => lines.push(line) }),
-    });
+    const { reconciler, outcomes, lines } = reconcilerOver(cache);
     try {
-      reconciler.lead(new AbortController().signal);
       await vi.waitFor(() => expect(outcomes).toHaveLength(1), { timeout: 10_000 });
       const stored = await envs.get({ namespace: NAMESPACE, name: 'cached' });
       expect(stored.metadata.uid).toBe(namesake.metadata.uid);
@@ -124,6 +144,53 @@ describe("the SandboxEnv controller's status write", () => {
       expect(
         (await envs.get({ namespace: NAMESPACE, name: 'cached' })).status?.scalingGroups?.map((g) => g.name),
       ).toEqual(['', 'cpu']);
+    } finally {
+      await reconciler.close();
+    }
+  });
+
+  it('writes over its own last write while the cache has not caught up with it, and never what it wrote already', async () => {
+    const env = await create('lagging');
+    // The cache shows the Env as created, never the reconciler's own writes.
+    const cache = new ObjectStore<SandboxEnv>();
+    cache.upsert(env);
+    let idle = 1;
+    const member = (): ForeignClusterMember => ({
+      clusterId: 'east',
+      memberPool: 'cpu',
+      scalingGroup: 'cpu',
+      idle,
+      running: 0,
+      pending: 0,
+      desired: idle,
+      autoscalingEnabled: false,
+      capacity: 0,
+    });
+    const { reconciler, outcomes, runs } = reconcilerOver(cache, () => [member()]);
+    /** One more run, poked, to its end. */
+    const run = async (): Promise<void> => {
+      const before = runs();
+      reconciler.poke('test');
+      await vi.waitFor(() => expect(runs()).toBeGreaterThan(before), { timeout: 10_000 });
+    };
+    const storedIdle = async (): Promise<number | undefined> =>
+      (await envs.get({ namespace: NAMESPACE, name: 'lagging' })).status?.clusters?.[0]?.idle;
+    try {
+      await vi.waitFor(() => expect(runs()).toBe(1), { timeout: 10_000 });
+      expect(outcomes).toEqual(['written']);
+      idle = 2;
+      await run();
+      expect(outcomes).toEqual(['written', 'written']);
+      expect(await storedIdle()).toBe(2);
+      // Nothing moved: the Env has what the last write gave it, though the cache still shows no status.
+      await run();
+      await run();
+      expect(outcomes).toEqual(['written', 'written']);
+      // Back to the first status: the Env no longer has it, so it is written again.
+      idle = 1;
+      await run();
+      expect(outcomes).toEqual(['written', 'written', 'written']);
+      expect(await storedIdle()).toBe(1);
     } finally {
       await reconciler.close();
     }

@@ -4,10 +4,11 @@
 // pool deleted meanwhile never lands on the namesake created after it; the
 // status queue counts the refusal, does not try again at that version, and
 // writes the namesake's own status once the cache shows it. Its own writes,
-// which the cache has not caught up with yet, never make it refuse itself.
+// which the cache has not caught up with yet (all of them, or only some),
+// never make it refuse itself nor take an older one of them for the pool.
 import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
 import { startCluster, warmPool, type TestCluster } from '@warmpool/harness';
-import { ResourceClient } from '@warmpool/kube';
+import { ResourceClient, type PinnedWrite } from '@warmpool/kube';
 import { createLogger } from '@warmpool/runtime';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -80,12 +81,18 @@ describe("a pool's status write", () => {
     async function lane(name: string): Promise<{
       run(...statuses: StatusBatch['statuses']): Promise<void>;
       requests: (pool: string) => number;
+      /** The pool as each of its writes that went through left it, in order. */
+      left: (pool: string) => Promise<SandboxWarmPool[]>;
       outcomes: () => Promise<Record<string, number>>;
       lines: string[];
     }> {
       const metrics = new WarmPoolMetrics(new Registry());
       const lines: string[] = [];
-      const calls: Array<{ pool: string; replicas: number | undefined; done: Promise<unknown> }> = [];
+      const calls: Array<{
+        pool: string;
+        replicas: number | undefined;
+        done: Promise<PinnedWrite<SandboxWarmPool>>;
+      }> = [];
       const statuses = new PoolStatusQueue({
         writer: {
           write: (pool, status, signal) => {
@@ -117,6 +124,10 @@ describe("a pool's status write", () => {
           await new Promise((resolve) => setImmediate(resolve));
         },
         requests: (pool) => calls.filter((c) => c.pool === pool).length,
+        left: async (pool) =>
+          (await Promise.all(calls.filter((c) => c.pool === pool).map((c) => c.done))).flatMap((r) =>
+            r.outcome === 'written' ? [r.object] : [],
+          ),
         outcomes: async () => {
           const metric = await metrics.registry.getSingleMetric('warmpool_controlplane_status_writes_total')?.get();
           return Object.fromEntries((metric?.values ?? []).map((v) => [String(v.labels['outcome']), v.value]));
@@ -172,6 +183,24 @@ describe("a pool's status write", () => {
       await q.run(item(pool, 6));
       expect((await stored('lagging')).status?.replicas).toBe(6);
       expect(q.requests('lagging')).toBe(3);
+      expect((await q.outcomes())['conflict'] ?? 0).toBe(0);
+    });
+
+    it('knows the pool is where its last write left it when the cache has caught up with an earlier one only', async () => {
+      const pool = await create('chained');
+      const q = await lane('chained');
+      // Two writes before the cache shows either: the second is pinned to the version the first left.
+      await q.run(item(pool, 4));
+      await q.run(item(pool, 5));
+      const [first] = await q.left('chained');
+      expect(first?.status?.replicas).toBe(4);
+      // The cache shows the first write's pool (replicas 4), while the pool has the second's (5): a run that wants 4
+      // back writes it, and one that wants something else writes it over the second write, not refused.
+      await q.run(item(first as SandboxWarmPool, 4));
+      expect((await stored('chained')).status?.replicas).toBe(4);
+      await q.run(item(first as SandboxWarmPool, 6));
+      expect((await stored('chained')).status?.replicas).toBe(6);
+      expect(q.requests('chained')).toBe(4);
       expect((await q.outcomes())['conflict'] ?? 0).toBe(0);
     });
 
