@@ -79,4 +79,25 @@ describe("the chart's Node flags", () => {
       expect(container?.env?.map((e) => e.name) ?? []).not.toContain('NODE_OPTIONS');
     }
   });
+
+  it("take a flag in V8's underscore spelling, and refuse what is not one flag (Node would exit at once)", async () => {
+    const render = (flag: string): Promise<string> =>
+      runHelm([
+        'template',
+        'warmpool',
+        CHART,
+        ...setArgs(['fakeSandboxd.enabled=true', 'fleetToken.value=t', `nodeAgent.nodeFlags[0]=${flag}`]),
+      ]);
+    // Node takes both spellings on its command line.
+    const run = spawnSync(process.execPath, ['--max_old_space_size=100', '-e', ''], { encoding: 'utf8' });
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(await render('--max_old_space_size=100')).toContain(
+      '["/usr/local/bin/node","--max_old_space_size=100","/app/apps/node-agent/dist/main.js"]',
+    );
+    // A former nodeOptions string put whole into one element is one argument to Node, which refuses it.
+    const joined = '--max-old-space-size=256 --max-semi-space-size=32';
+    expect(spawnSync(process.execPath, [joined, '-e', ''], { encoding: 'utf8' }).status).not.toBe(0);
+    for (const flag of [joined, 'max-old-space-size=100', '-e'])
+      await expect(render(flag)).rejects.toThrow(/nodeFlags/);
+  });
 });
