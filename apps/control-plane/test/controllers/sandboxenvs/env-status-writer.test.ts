@@ -14,7 +14,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { sandboxEnv, startCluster, type TestCluster } from '@warmpool/harness';
+import { federationRecord, sandboxEnv, startCluster, type TestCluster } from '@warmpool/harness';
 import { Lister, ObjectStore, ResourceClient } from '@warmpool/kube';
 import { createLogger, systemClock } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -155,17 +155,16 @@ describe("the SandboxEnv controller's status write", () => {
     const cache = new ObjectStore<SandboxEnv>();
     cache.upsert(env);
     let idle = 1;
-    const member = (): ForeignClusterMember => ({
-      clusterId: 'east',
-      memberPool: 'cpu',
-      scalingGroup: 'cpu',
-      idle,
-      running: 0,
-      pending: 0,
-      desired: idle,
-      autoscalingEnabled: false,
-      capacity: 0,
-    });
+    /** The foreign view: one member of another cluster, with `idle` sandboxes idle. */
+    const member = (): ForeignClusterMember => {
+      const {
+        namespace: _namespace,
+        envName: _envName,
+        saturatedForMs: _saturated,
+        ...rest
+      } = federationRecord({ namespace: NAMESPACE, envName: 'lagging', memberPool: 'cpu', scalingGroup: 'cpu' }, idle);
+      return { clusterId: 'east', ...rest };
+    };
     const { reconciler, outcomes, runs } = reconcilerOver(cache, () => [member()]);
     /** One more run, poked, to its end. */
     const run = async (): Promise<void> => {
