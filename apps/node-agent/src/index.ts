@@ -9,7 +9,7 @@ export {
   type StatusWritten,
   type KubeInventoryWriterOptions,
 } from './inventory/writer.js';
-export { RESET_APPLIED_GENERATION } from './inventory/publisher.js';
+export { HEARTBEAT_JITTER, InventoryPublisher, RESET_APPLIED_GENERATION } from './inventory/publisher.js';
 export { significantChange, snapshotOf, statusOf, urgentChange, type InventorySnapshot } from './inventory/snapshot.js';
 export {
   SandboxdClient,

@@ -18,6 +18,17 @@
 // only (the node leaves placement); it never moves a recorded epoch. The bound holds
 // across leader changes because the epoch record only grows and only the
 // Lease holder writes it (lease-epoch-store.ts).
+//
+// A term may resume the epoch of this process's previous term instead of
+// taking a new one, when that epoch is still the recorded one: then no other
+// leader took an epoch in between (every term takes one before its first push,
+// and only a holder writes the record), so every generation of that epoch came
+// from this source, and its counter, kept in memory, continues above all of
+// them. What that saves: a leader that steps down for a slow renewal and
+// re-acquires its own Lease would otherwise push every node a new epoch's
+// generation, which each agent publishes at once (the fence a restarted agent
+// reads back): a write per node on the apiserver that was already too slow to
+// renew. A new process has nothing to resume and always takes a new epoch.
 import { epochOfGeneration, GENERATION_COUNTER_BITS } from '@warmpool/api';
 
 /** The layout is the agents' contract too (they publish a new epoch's first generation at once): written in the api. */
@@ -39,9 +50,11 @@ export interface EpochStore {
    * it; throws GenerationExhaustedError, writing nothing, when that is above MAX_EPOCH.
    * `unrecordedFloor` counts only where no epoch is recorded (the record was
    * lost): where one is, it bounds every generation issued, and what nodes
-   * report cannot move it.
+   * report cannot move it. `resumable`: when the recorded epoch is exactly this
+   * one, it is returned as it is and no new epoch is taken (GenerationSource
+   * passes the epoch of its own previous term).
    */
-  advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number): Promise<number>;
+  advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number, resumable?: number): Promise<number>;
 }
 
 export class GenerationExhaustedError extends Error {
@@ -58,6 +71,9 @@ export class GenerationSource {
   #advancing: Promise<number> | undefined;
   /** Bumped by reset(): an epoch taken for an ended term must not be used by the next one. */
   #session = 0;
+  /** The ended term's epoch and counter, which the next term continues if the record still holds that epoch. */
+  #resumable: { epoch: number; counter: number; last: number | undefined } | undefined;
+  #continued = false;
 
   constructor(store: EpochStore) {
     this.#store = store;
@@ -66,6 +82,11 @@ export class GenerationSource {
   /** The epoch in use, or undefined before advance() (or after reset()). */
   get epoch(): number | undefined {
     return this.#epoch;
+  }
+
+  /** Whether the epoch in use is the previous term's, continued (no new epoch was taken for this term). */
+  get continued(): boolean {
+    return this.#continued;
   }
 
   /** The last generation handed out. */
@@ -120,7 +141,10 @@ export class GenerationSource {
    * must not outlive the nodes' recovery).
    */
   reset(): void {
+    if (this.#epoch !== undefined && this.#counter < EPOCH_SPAN)
+      this.#resumable = { epoch: this.#epoch, counter: this.#counter, last: this.#last };
     this.#floor = 0;
+    this.#continued = false;
     this.#epoch = undefined;
     this.#last = undefined;
     this.#counter = 0;
@@ -139,12 +163,22 @@ export class GenerationSource {
     const minimum = Math.max(1, this.#epoch === undefined ? 0 : this.#epoch + 1);
     if (minimum > MAX_EPOCH)
       throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
+    // Only a new term resumes; within a term a new epoch is asked for because this one is used up or lost.
+    const resumable = this.#epoch === undefined ? this.#resumable : undefined;
     const session = this.#session;
-    const epoch = await this.#store.advance(minimum, signal, this.#floor > 0 ? this.#floor : undefined);
+    const epoch = await this.#store.advance(
+      minimum,
+      signal,
+      this.#floor > 0 ? this.#floor : undefined,
+      resumable?.epoch,
+    );
     if (session !== this.#session) throw new Error('leadership ended while taking a generation epoch');
     if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`the stored epoch ${epoch} is above ${MAX_EPOCH}`);
+    this.#resumable = undefined;
     this.#epoch = epoch;
-    this.#counter = 0;
+    this.#continued = resumable !== undefined && epoch === resumable.epoch;
+    this.#counter = this.#continued ? (resumable?.counter ?? 0) : 0;
+    if (this.#continued) this.#last = resumable?.last;
     return epoch;
   }
 }
@@ -171,7 +205,8 @@ export class MemoryEpochStore implements EpochStore {
   writes = 0;
 
   /** Epoch 0 is no record. */
-  advance(minimum: number, _signal?: AbortSignal, unrecordedFloor?: number): Promise<number> {
+  advance(minimum: number, _signal?: AbortSignal, unrecordedFloor?: number, resumable?: number): Promise<number> {
+    if (resumable !== undefined && this.epoch !== 0 && this.epoch === resumable) return Promise.resolve(this.epoch);
     const epoch = Math.max(this.epoch + 1, minimum, this.epoch === 0 ? (unrecordedFloor ?? 0) : 0);
     if (epoch > MAX_EPOCH)
       return Promise.reject(new GenerationExhaustedError(`no epoch left above ${this.epoch} (at most ${MAX_EPOCH})`));

@@ -13,6 +13,10 @@
 // its successor's, and every agent that applied the successor's push refuses
 // the deposed leader's for good.
 //
+// A holder may resume the epoch it stored for its own previous term while the
+// Lease still records it (generation.ts says why that is safe): the one
+// read-with-holder check is the same, and nothing is written.
+//
 // Epochs stored before this lived on a Lease of their own,
 // `<lease-name>-generation`; it is read (never written) so that an upgrade
 // keeps generations growing.
@@ -59,12 +63,18 @@ export class LeaseEpochStore implements EpochStore {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number): Promise<number> {
+  async advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number, resumable?: number): Promise<number> {
     const legacy = await this.#legacyEpoch(signal);
     let result: number | undefined;
     await this.#options.lease.updateHeld((lease) => {
       const recorded = epochIn(lease);
       const stored = Math.max(recorded ?? 0, legacy);
+      // Still the epoch the caller's previous term used: nobody took one since (a term takes one before it
+      // pushes, and only a holder writes it). The Lease goes back unchanged, which the apiserver does not store.
+      if (resumable !== undefined && recorded === resumable && stored === resumable) {
+        result = resumable;
+        return lease;
+      }
       // The nodes' floor only where the Lease holds no epoch (deleted and re-created, or before the first):
       // a recorded one bounds every generation issued, so a forged number cannot move it.
       const epoch = Math.max(stored + 1, minimum, recorded === undefined ? (unrecordedFloor ?? 0) : 0);

@@ -13,8 +13,10 @@ import { epochOf, MAX_EPOCH } from '../../src/generation/generation.js';
 import type { Fleet, FleetNode } from '../support/fleet.js';
 import { apply, kubectl, patch } from '../support/objects.js';
 import {
+  epochsContinued,
   epochsTaken,
   leaders,
+  PROCESS_LEASE,
   readiness,
   startReplica,
   type Replica,
@@ -173,6 +175,41 @@ describe('fencing and generation trust (processes)', () => {
     expect(lateOld).toEqual([]);
     expect(paused.proc.log()).toContain('stepping down');
   }, 180_000);
+
+  it('continues its epoch when it steps down for a late renewal and takes its own Lease back: no node is pushed a new epoch', async () => {
+    const { leader, standby } = await theLeader();
+    await standby.proc.stop('SIGTERM'); // alone: the Lease can only come back to the leader
+    const [epoch] = epochsTaken(leader).slice(-1);
+    const stepDowns = (): number => leader.proc.logLines().filter((l) => l['msg'] === 'stepping down').length;
+    const before = stepDowns();
+    const pausedAt = Date.now();
+
+    leader.proc.kill('SIGSTOP'); // past the renew deadline: it must stop leading the moment it runs again
+    await sleep(PROCESS_LEASE.renewDeadline + 500);
+    leader.proc.kill('SIGCONT');
+    await eventually(async () => stepDowns() > before && (await leaders([leader])).length === 1, {
+      what: 'a step-down, then the same replica leading again',
+      timeoutMs: 30_000,
+    });
+    await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 12 } });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '4,4,4', {
+      what: 'targets 4,4,4 from the new term',
+      timeoutMs: 30_000,
+    });
+
+    expect(epochsContinued(leader)).toEqual([epoch]);
+    expect(epochsTaken(leader).slice(-1)).toEqual([epoch]);
+    const since = fleet.nodes.flatMap((node) => node.appliedPushes()).filter((a) => a.at >= pausedAt);
+    expect(since.length).toBeGreaterThan(0);
+    expect(new Set(since.map((a) => epochOf(a.generation)))).toEqual(new Set([epoch]));
+
+    await patch(cluster, 'swp', ns, 'pool', { spec: { replicas: 9 } });
+    await eventually(async () => (await fleet.targetsOf(KEY)).join(',') === '3,3,3', {
+      what: 'targets 3,3,3 again',
+      timeoutMs: 30_000,
+    });
+    await replica('cp-standby'); // a standby again, for what follows
+  }, 120_000);
 
   it('takes only the node whose NodeInventory shows a forged generation out of placement, at the next term, with an Event whose recovery works', async () => {
     const victim = fleet.nodes[2] as FleetNode;

@@ -138,7 +138,72 @@ describe('GenerationSource', () => {
     source.reset();
     expect(source.next()).toBeUndefined();
     await source.advance();
-    expect(source.next()).toBe(generationOf(2, 0));
+    expect(source.next()).toBe(generationOf(1, 0));
+  });
+
+  describe('a term after its own (the leader re-acquired its Lease)', () => {
+    it('continues its epoch where the record still holds it: no new epoch, no write, the counter above all it handed out', async () => {
+      const store = new MemoryEpochStore();
+      const source = new GenerationSource(store);
+      await source.advance();
+      let last = 0;
+      for (let i = 0; i < 5; i++) last = source.next() as number;
+      source.reset();
+      expect(source.highestIssued).toBeUndefined();
+      expect(await source.advance()).toBe(1);
+      expect(store.writes).toBe(1);
+      expect(source.highestIssued).toBe(last);
+      expect(source.next()).toBe(last + 1);
+    });
+
+    it('takes a new epoch once another leader took one in between, above it', async () => {
+      const store = new MemoryEpochStore();
+      const source = new GenerationSource(store);
+      await source.advance();
+      source.next();
+      source.reset();
+      await new GenerationSource(store).advance(); // another replica's term: epoch 2
+      expect(await source.advance()).toBe(3);
+      expect(source.next()).toBe(generationOf(3, 0));
+    });
+
+    it("takes a new epoch where the record was lost, from the nodes' floor", async () => {
+      const store = new MemoryEpochStore();
+      const source = new GenerationSource(store);
+      await source.advance();
+      source.next();
+      source.reset();
+      store.epoch = 0; // the Lease deleted and re-created
+      expect(await source.advance(generationOf(1, 0))).toBe(2);
+    });
+
+    it('does not continue an epoch whose counter ran out', async () => {
+      const store = new MemoryEpochStore();
+      const source = new GenerationSource(store);
+      await source.advance();
+      for (let i = 0; i < EPOCH_SPAN; i++) source.next();
+      source.reset();
+      expect(await source.advance()).toBe(2);
+      expect(source.next()).toBe(generationOf(2, 0));
+    });
+
+    it('continues only in the same process: a new one (a restart under the same identity) takes a new epoch', async () => {
+      const store = new MemoryEpochStore();
+      await new GenerationSource(store).advance();
+      expect(await new GenerationSource(store).advance()).toBe(2);
+    });
+
+    it('still continues after a term that ended while its epoch was being read', async () => {
+      const source = new GenerationSource(new MemoryEpochStore());
+      await source.advance();
+      const last = source.next() as number;
+      source.reset();
+      const late = source.advance();
+      source.reset(); // that term ended before its epoch arrived
+      await expect(late).rejects.toThrow(/leadership ended/);
+      expect(await source.advance()).toBe(1);
+      expect(source.next()).toBe(last + 1);
+    });
   });
 
   it("starts each term from that term's floor: a forged one that left no epoch does not outlive its term", async () => {

@@ -109,6 +109,49 @@ describe('LeaseEpochStore on the election Lease', () => {
     expect(await epochOn(name)).toBe('51');
   });
 
+  it('hands its holder back the epoch of its previous term while the Lease still records it', async () => {
+    const { name, store } = await leader();
+    expect(await store.advance(1)).toBe(1);
+    expect(await store.advance(1, undefined, undefined, 1)).toBe(1);
+    expect(await epochOn(name)).toBe('1');
+  });
+
+  it('takes a new epoch above the record when it no longer holds the epoch to resume (another leader took one)', async () => {
+    const { name, store } = await leader();
+    await store.advance(1);
+    const lease = await leases.get({ namespace, name });
+    await leases.replace({
+      ...lease,
+      metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '7' } },
+    });
+    expect(await store.advance(1, undefined, undefined, 1)).toBe(8);
+    expect(await epochOn(name)).toBe('8');
+  });
+
+  it("resumes nothing once the record is lost: the nodes' floor counts again", async () => {
+    const { name, store } = await leader();
+    await store.advance(1);
+    const lease = await leases.get({ namespace, name });
+    const { [EPOCH_ANNOTATION]: _dropped, ...others } = lease.metadata.annotations ?? {};
+    await leases.replace({ ...lease, metadata: { ...lease.metadata, annotations: others } });
+    expect(await store.advance(1, undefined, 30, 1)).toBe(30);
+  });
+
+  it('resumes nothing below the record earlier versions kept', async () => {
+    const name = `lease-${seq + 1}`;
+    await leases.create({
+      metadata: { namespace, name: `${name}-generation`, annotations: { [EPOCH_ANNOTATION]: '41' } },
+      spec: {},
+    });
+    const { name: taken, store } = await leader();
+    const lease = await leases.get({ namespace, name: taken });
+    await leases.replace({
+      ...lease,
+      metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '3' } },
+    });
+    expect(await store.advance(1, undefined, undefined, 3)).toBe(42);
+  });
+
   it('writes nothing and says so when no epoch is left', async () => {
     const { name, store } = await leader();
     const lease = await leases.get({ namespace, name });

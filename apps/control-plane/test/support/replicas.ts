@@ -158,8 +158,17 @@ export async function leaders(of: readonly Replica[]): Promise<string[]> {
 
 /** The epochs a replica logged taking (one per term, more when it ran out of counter). */
 export function epochsTaken(r: Replica): number[] {
+  return epochsLogged(r, 'took a generation epoch');
+}
+
+/** The epochs a replica continued into a new term of its own (it re-acquired its Lease, no leader took one since). */
+export function epochsContinued(r: Replica): number[] {
+  return epochsLogged(r, "continued the previous term's generation epoch (no leader took one since)");
+}
+
+function epochsLogged(r: Replica, msg: string): number[] {
   return r.proc
     .logLines()
-    .filter((l) => l['msg'] === 'took a generation epoch' && typeof l['epoch'] === 'number')
+    .filter((l) => l['msg'] === msg && typeof l['epoch'] === 'number')
     .map((l) => l['epoch'] as number);
 }

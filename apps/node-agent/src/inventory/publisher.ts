@@ -1,5 +1,7 @@
 // Keeps this node's NodeInventory current with few writes: one at start, one
-// per publish interval, and one soon after an urgent change (snapshot.ts), but
+// per publish interval (shortened by up to a tenth at random, so a fleet whose
+// writes one event lined up, such as a new leader's push to every node, does
+// not heartbeat in lockstep ever after), one soon after an urgent change (snapshot.ts), but
 // never two closer than the minimum gap. What a push of the current leader
 // term moved rides on the next write. A failed write (apiserver down) is retried with
 // backoff; the API keeps serving claims meanwhile, since nothing on the claim
@@ -35,6 +37,9 @@ import type { InventoryReadBack, InventoryWriter } from './writer.js';
 /** On a NodeInventory: the appliedGeneration its agent drops when it next starts (see above). */
 export const RESET_APPLIED_GENERATION = 'warmpool.dev/reset-applied-generation';
 
+/** The heartbeat comes after publishIntervalMs × (1 − HEARTBEAT_JITTER × random): never later than the interval. */
+export const HEARTBEAT_JITTER = 0.1;
+
 export interface InventoryPublisherOptions {
   writer: InventoryWriter;
   nodeName: string;
@@ -58,6 +63,8 @@ export interface InventoryPublisherOptions {
   /** Retry delays after a failed write (default 500 ms doubling to 30 s). */
   retryInitialMs?: number;
   retryMaxMs?: number;
+  /** A number in [0, 1): the heartbeat's jitter (default Math.random). */
+  random?: () => number;
   logger: Logger;
   metrics: AgentMetrics;
 }
@@ -262,7 +269,8 @@ export class InventoryPublisher {
     this.#failures = 0;
     this.#lastError = undefined;
     this.#backoff.reset();
-    this.#schedule(publishIntervalMs, true);
+    const random = this.#options.random ?? Math.random;
+    this.#schedule(publishIntervalMs * (1 - HEARTBEAT_JITTER * random()), true);
     // Whatever changed while the write was in flight is judged against what was just written.
     this.changed();
   }

@@ -26,7 +26,13 @@ async function advance(ctx: DriverContext, term: Term, atLeastAbove: number | un
   while (!term.signal.aborted) {
     try {
       const epoch = await generations.advance(atLeastAbove, term.signal);
-      if (!term.signal.aborted) logger.info('took a generation epoch', { epoch });
+      if (!term.signal.aborted)
+        logger.info(
+          generations.continued
+            ? "continued the previous term's generation epoch (no leader took one since)"
+            : 'took a generation epoch',
+          { epoch },
+        );
       if (term.exhausted !== undefined) logger.info('generations available again');
       term.exhausted = undefined;
       return;
