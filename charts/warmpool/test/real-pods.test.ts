@@ -37,7 +37,12 @@ interface PodJson {
     podIP?: string;
     phase?: string;
     conditions?: Array<{ type: string; status: string }>;
-    containerStatuses?: Array<{ name: string; ready: boolean }>;
+    containerStatuses?: Array<{
+      name: string;
+      ready: boolean;
+      restartCount?: number;
+      lastState?: { terminated?: { reason?: string; exitCode?: number } };
+    }>;
   };
 }
 
@@ -80,21 +85,91 @@ describe('the chart on real nodes (kubelet, containerd, runc)', () => {
     return Buffer.from(b64, 'base64').toString('utf8').trim();
   }
 
+  /**
+   * What the cluster looked like, in one line per pod plus the pool's and the claims' status: appended to a timed-out
+   * wait's error, so the failure itself says what the cluster was doing (a CI log may keep only its last lines).
+   */
+  async function brief(): Promise<string> {
+    const lines: string[] = [];
+    try {
+      for (const pod of await pods()) {
+        const containers = (pod.status.containerStatuses ?? []).map((c) => {
+          const last = c.lastState?.terminated;
+          return `${c.name}:${c.ready ? 'ready' : 'not-ready'}/restarts=${c.restartCount ?? 0}${last ? `/last=${last.reason ?? ''}(${last.exitCode ?? ''})` : ''}`;
+        });
+        lines.push(
+          `${pod.metadata.name}@${pod.spec.nodeName ?? '-'} ${pod.status.phase ?? ''} ${containers.join(' ')}`,
+        );
+      }
+      const lease = await cluster.kubectl([
+        'get',
+        'lease',
+        '-n',
+        NAMESPACE,
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.name}={.spec.holderIdentity} {end}',
+      ]);
+      lines.push(`leases: ${lease.stdout}`);
+      for (const kind of ['swp', 'sandboxclaims']) {
+        const out = await cluster.kubectl(['get', kind, '-n', poolNamespace, '-o', 'json']);
+        const items =
+          out.code === 0
+            ? (JSON.parse(out.stdout) as { items: Array<{ metadata: { name: string }; status?: unknown }> }).items
+            : [];
+        for (const item of items)
+          lines.push(`${kind}/${item.metadata.name} status=${JSON.stringify(item.status ?? {})}`);
+      }
+    } catch (err) {
+      lines.push(`(the cluster did not answer: ${String(err)})`);
+    }
+    return lines.join('\n    ');
+  }
+
+  /** `wait`, and when it fails, the same error with what the cluster looked like. */
+  async function described<T>(wait: () => Promise<T>): Promise<T> {
+    try {
+      return await wait();
+    } catch (err) {
+      throw new Error(
+        `${err instanceof Error ? err.message : String(err)}\n  the cluster then:\n    ${await brief()}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  /** A SandboxClaim Ready within the convergence time (kubectl wait's own default is 30 s). */
+  async function expectClaimReady(name: string): Promise<void> {
+    await described(() =>
+      kubectlOk([
+        'wait',
+        '--for=condition=Ready',
+        `sandboxclaim/${name}`,
+        '-n',
+        poolNamespace,
+        `--timeout=${CONVERGE_MS / 1000}s`,
+      ]),
+    );
+  }
+
   async function expectPoolReady(replicas: number): Promise<void> {
-    await eventually(
-      async () => {
-        const out = await kubectlOk([
-          'get',
-          'swp',
-          pool,
-          '-n',
-          poolNamespace,
-          '-o',
-          'jsonpath={.status.readyReplicas}',
-        ]);
-        return out === String(replicas);
-      },
-      { timeoutMs: CONVERGE_MS, intervalMs: 500, what: `${pool} READY = ${replicas}` },
+    await described(() =>
+      eventually(
+        async () => {
+          const out = await kubectlOk([
+            'get',
+            'swp',
+            pool,
+            '-n',
+            poolNamespace,
+            '-o',
+            'jsonpath={.status.readyReplicas}',
+          ]);
+          return out === String(replicas);
+        },
+        { timeoutMs: CONVERGE_MS, intervalMs: 500, what: `${pool} READY = ${replicas}` },
+      ),
     );
   }
 
@@ -224,7 +299,7 @@ describe('the chart on real nodes (kubelet, containerd, runc)', () => {
 
   it('serves a SandboxClaim, and an HTTP claim through the claims Service', { timeout: 120_000 }, async () => {
     await kubectlOk(['apply', '-f', '-'], listManifest(sandboxClaim(poolNamespace, 'pods-claim', pool)));
-    await kubectlOk(['wait', '--for=condition=Ready', `sandboxclaim/pods-claim`, '-n', poolNamespace, '--timeout=60s']);
+    await expectClaimReady('pods-claim');
     await kubectlOk(['create', 'serviceaccount', 'claimer', '-n', poolNamespace]);
     await kubectlOk([
       'create',
@@ -342,17 +417,19 @@ describe('the chart on real nodes (kubelet, containerd, runc)', () => {
       { kubeconfigPath: cluster.kubeconfigPath, timeoutMs: 300_000 },
     );
     // The replaced pods terminate after the new ones are Ready.
-    await eventually(async () => (await pods()).every(ready), {
-      timeoutMs: CONVERGE_MS,
-      intervalMs: 1000,
-      what: 'only Ready pods after the upgrade',
-    });
+    await described(() =>
+      eventually(async () => (await pods()).every(ready), {
+        timeoutMs: CONVERGE_MS,
+        intervalMs: 1000,
+        what: 'only Ready pods after the upgrade',
+      }),
+    );
     await expectPoolReady(10);
   });
 
   it('uninstalls with nothing left behind: no claim stuck, no NodeInventory', { timeout: 360_000 }, async () => {
     await kubectlOk(['apply', '-f', '-'], listManifest(sandboxClaim(poolNamespace, 'held-at-uninstall', pool)));
-    await kubectlOk(['wait', '--for=condition=Ready', 'sandboxclaim/held-at-uninstall', '-n', poolNamespace]);
+    await expectClaimReady('held-at-uninstall');
     await runHelm(['uninstall', 'warmpool', '-n', NAMESPACE, '--wait', '--timeout=4m'], {
       kubeconfigPath: cluster.kubeconfigPath,
       timeoutMs: 300_000,
