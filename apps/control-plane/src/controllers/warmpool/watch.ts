@@ -3,13 +3,14 @@
 // pod changes move the addresses agents are called at, and the installed
 // SandboxWarmPool CRD's status schema. Every replica keeps the caches; the
 // reconciler ignores pokes while it does not drive.
-import type {
-  CustomResourceDefinition,
-  KubeNode,
-  KubePod,
-  NodeInventory,
-  SandboxTemplate,
-  SandboxWarmPool,
+import {
+  POOL_OPTION_ANNOTATIONS,
+  type CustomResourceDefinition,
+  type KubeNode,
+  type KubePod,
+  type NodeInventory,
+  type SandboxTemplate,
+  type SandboxWarmPool,
 } from '@warmpool/api';
 import type { Informer } from '@warmpool/kube';
 import { reportedSig } from '../../nodes/tracker.js';
@@ -30,12 +31,7 @@ export function watchForChanges(
   pools.addEventHandler({
     onAdd: () => reconciler.pokeSpec('pool added'),
     onUpdate: (old, next) => {
-      if (old === next) return;
-      if (
-        old.metadata?.generation !== next.metadata?.generation ||
-        old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp
-      )
-        reconciler.pokeSpec('pool changed');
+      if (old !== next && poolChangeMatters(old, next)) reconciler.pokeSpec('pool changed');
     },
     onDelete: () => reconciler.pokeSpec('pool deleted'),
   });
@@ -152,4 +148,19 @@ function inventoryChangeMatters(old: NodeInventory, next: NodeInventory, readsIn
   if (a.capacity !== b.capacity || a.draining !== b.draining || a.atCapacity !== b.atCapacity) return true;
   if (b.capacity !== undefined && a.claimed !== b.claimed) return true;
   return readsInventory() && reportedSig(a.pools ?? []) !== reportedSig(b.pools ?? []);
+}
+
+/**
+ * Whether a pool's update can change what a run pushes or writes: its spec (the generation), its deletion, or the
+ * sandboxd options its annotations set (plan.ts), which do not bump the generation. Not its status (our own writes)
+ * nor any other annotation or label.
+ */
+export function poolChangeMatters(old: SandboxWarmPool, next: SandboxWarmPool): boolean {
+  return (
+    old.metadata?.generation !== next.metadata?.generation ||
+    old.metadata?.deletionTimestamp !== next.metadata?.deletionTimestamp ||
+    Object.values(POOL_OPTION_ANNOTATIONS).some(
+      (annotation) => old.metadata?.annotations?.[annotation] !== next.metadata?.annotations?.[annotation],
+    )
+  );
 }
