@@ -29,6 +29,10 @@
 // generation, which each agent publishes at once (the fence a restarted agent
 // reads back): a write per node on the apiserver that was already too slow to
 // renew. A new process has nothing to resume and always takes a new epoch.
+// Whether it resumes or not, a term never starts an epoch this source handed
+// out generations of over again from counter 0: where the record was lost and
+// the nodes' floor lags (a majority had not published that epoch yet), the
+// new epoch is still above this source's own last one.
 import { epochOfGeneration, GENERATION_COUNTER_BITS } from '@warmpool/api';
 
 /** The layout is the agents' contract too (they publish a new epoch's first generation at once): written in the api. */
@@ -74,6 +78,8 @@ export class GenerationSource {
   /** The ended term's epoch and counter, which the next term continues if the record still holds that epoch. */
   #resumable: { epoch: number; counter: number; last: number | undefined } | undefined;
   #continued = false;
+  /** The highest epoch any term of this source used (0: none): a later term's new epoch is above it. */
+  #highestUsed = 0;
 
   constructor(store: EpochStore) {
     this.#store = store;
@@ -143,6 +149,7 @@ export class GenerationSource {
   reset(): void {
     if (this.#epoch !== undefined && this.#counter < EPOCH_SPAN)
       this.#resumable = { epoch: this.#epoch, counter: this.#counter, last: this.#last };
+    if (this.#epoch !== undefined) this.#highestUsed = Math.max(this.#highestUsed, this.#epoch);
     this.#floor = 0;
     this.#continued = false;
     this.#epoch = undefined;
@@ -158,13 +165,13 @@ export class GenerationSource {
   }
 
   async #advance(signal: AbortSignal | undefined): Promise<number> {
-    // Above this term's own epoch too: a record lost mid-term (the Lease deleted, then re-created by
-    // its holder without the annotation) must not hand out generations below those already issued.
-    const minimum = Math.max(1, this.#epoch === undefined ? 0 : this.#epoch + 1);
-    if (minimum > MAX_EPOCH)
-      throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
+    // Above this term's own epoch, and an earlier term's of this source, too: a record lost (the Lease deleted,
+    // then re-created without the annotation) must not hand out generations below those already issued.
+    const minimum = Math.max(1, (this.#epoch ?? this.#highestUsed) + 1);
     // Only a new term resumes; within a term a new epoch is asked for because this one is used up or lost.
     const resumable = this.#epoch === undefined ? this.#resumable : undefined;
+    if (minimum > MAX_EPOCH && resumable === undefined)
+      throw new GenerationExhaustedError(`no epoch left above ${minimum - 1} (at most ${MAX_EPOCH})`);
     const session = this.#session;
     const epoch = await this.#store.advance(
       minimum,

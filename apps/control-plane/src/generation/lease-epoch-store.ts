@@ -15,7 +15,9 @@
 //
 // A holder may resume the epoch it stored for its own previous term while the
 // Lease still records it (generation.ts says why that is safe): the one
-// read-with-holder check is the same, and nothing is written.
+// read-with-holder check is the same, and nothing is written. "Still" means on
+// the same Lease object (its uid): a Lease deleted and re-created may record
+// the same number again, taken there by another replica from the nodes' floor.
 //
 // Epochs stored before this lived on a Lease of their own,
 // `<lease-name>-generation`; it is read (never written) so that an upgrade
@@ -56,6 +58,8 @@ export class LeaseEpochStore implements EpochStore {
   readonly #timeoutMs: number;
   /** The legacy record's epoch (0: none), once read: it is never written again, so once is enough. */
   #legacy: number | undefined;
+  /** The epoch this store last handed out and the uid of the Lease it read it on: the only one it may resume. */
+  #handedOut: { epoch: number; uid: string | undefined } | undefined;
 
   constructor(options: LeaseEpochStoreOptions) {
     this.#options = options;
@@ -65,14 +69,23 @@ export class LeaseEpochStore implements EpochStore {
 
   async advance(minimum: number, signal?: AbortSignal, unrecordedFloor?: number, resumable?: number): Promise<number> {
     const legacy = await this.#legacyEpoch(signal);
-    let result: number | undefined;
+    let result: { epoch: number; uid: string | undefined } | undefined;
     await this.#options.lease.updateHeld((lease) => {
       const recorded = epochIn(lease);
       const stored = Math.max(recorded ?? 0, legacy);
-      // Still the epoch the caller's previous term used: nobody took one since (a term takes one before it
-      // pushes, and only a holder writes it). The Lease goes back unchanged, which the apiserver does not store.
-      if (resumable !== undefined && recorded === resumable && stored === resumable) {
-        result = resumable;
+      const uid = lease.metadata.uid;
+      // Still the epoch the caller's previous term used, on the same Lease: nobody took one since (a term takes one
+      // before it pushes, and only a holder writes it). The Lease goes back unchanged, which the apiserver does not
+      // store.
+      if (
+        resumable !== undefined &&
+        recorded === resumable &&
+        stored === resumable &&
+        uid !== undefined &&
+        this.#handedOut?.epoch === resumable &&
+        this.#handedOut.uid === uid
+      ) {
+        result = { epoch: resumable, uid };
         return lease;
       }
       // The nodes' floor only where the Lease holds no epoch (deleted and re-created, or before the first):
@@ -81,7 +94,7 @@ export class LeaseEpochStore implements EpochStore {
       // Thrown out of updateHeld() before anything is written.
       if (epoch > MAX_EPOCH)
         throw new GenerationExhaustedError(`no epoch left above the stored ${stored} (at most ${MAX_EPOCH})`);
-      result = epoch;
+      result = { epoch, uid };
       return {
         ...lease,
         metadata: {
@@ -91,7 +104,8 @@ export class LeaseEpochStore implements EpochStore {
       };
     }, signal);
     if (result === undefined) throw new Error('the election Lease was not written');
-    return result;
+    this.#handedOut = result;
+    return result.epoch;
   }
 
   async #legacyEpoch(signal: AbortSignal | undefined): Promise<number> {

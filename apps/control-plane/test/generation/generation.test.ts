@@ -177,6 +177,17 @@ describe('GenerationSource', () => {
       expect(await source.advance(generationOf(1, 0))).toBe(2);
     });
 
+    it("never takes its own epoch again from counter 0: where the record was lost and the nodes' floor lags, it goes above", async () => {
+      const store = new MemoryEpochStore();
+      const source = new GenerationSource(store);
+      await source.advance();
+      const issued = [source.next() as number, source.next() as number];
+      source.reset();
+      store.epoch = 0; // the Lease deleted and re-created before a majority of the nodes published epoch 1: no floor
+      expect(await source.advance()).toBe(2);
+      expect(source.next()).toBeGreaterThan(Math.max(...issued));
+    });
+
     it('does not continue an epoch whose counter ran out', async () => {
       const store = new MemoryEpochStore();
       const source = new GenerationSource(store);

@@ -2,7 +2,7 @@
 // only the Lease's holder can advance it, in the same write that checks the
 // holder (the fence a deposed leader cannot pass).
 import { startCluster, type TestCluster } from '@warmpool/harness';
-import { LeaderElector, LeaseType, NotLeaderError, ResourceClient, type Lease } from '@warmpool/kube';
+import { isAlreadyExists, LeaderElector, LeaseType, NotLeaderError, ResourceClient, type Lease } from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GenerationExhaustedError, MAX_EPOCH } from '../../src/generation/generation.js';
 import { EPOCH_ANNOTATION, LeaseEpochStore } from '../../src/generation/lease-epoch-store.js';
@@ -135,6 +135,35 @@ describe('LeaseEpochStore on the election Lease', () => {
     const { [EPOCH_ANNOTATION]: _dropped, ...others } = lease.metadata.annotations ?? {};
     await leases.replace({ ...lease, metadata: { ...lease.metadata, annotations: others } });
     expect(await store.advance(1, undefined, 30, 1)).toBe(30);
+  });
+
+  it("resumes nothing on a Lease deleted and re-created since: the same number there is another replica's epoch", async () => {
+    const { name, elector, store } = await leader();
+    expect(await store.advance(1)).toBe(1);
+    // Deleted, and re-created by replica b, which (no record, no majority of nodes past epoch 0 yet) took epoch 1 too.
+    const now = new Date().toISOString().replace('Z', '000Z');
+    for (;;) {
+      await leases.delete({ namespace, name });
+      const created = await leases
+        .create({
+          metadata: { namespace, name, annotations: { [EPOCH_ANNOTATION]: '1' } },
+          spec: { holderIdentity: 'b', leaseDurationSeconds: 1, acquireTime: now, renewTime: now },
+        })
+        .then(
+          () => true,
+          (err: unknown) => {
+            if (isAlreadyExists(err)) return false; // a's renewal re-created it first: again
+            throw err;
+          },
+        );
+      if (created) break;
+    }
+    // a steps down on seeing b, and takes the Lease back once b's lapsed: its previous term's epoch is recorded
+    // again, but not by it.
+    await vi.waitFor(() => expect(elector.leader).toBe('b'), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(elector.holding()).toBe(true), { timeout: 10_000, interval: 20 });
+    expect(await store.advance(1, undefined, undefined, 1)).toBe(2);
+    expect(await epochOn(name)).toBe('2');
   });
 
   it('resumes nothing below the record earlier versions kept', async () => {
