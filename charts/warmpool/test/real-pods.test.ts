@@ -29,6 +29,8 @@ const APPS = ['control-plane', 'node-agent', 'fake-sandboxd'];
 const AGENT_PORT = 7071;
 const LABEL = 'warmpool.dev/sandbox-node';
 const CONVERGE_MS = 90_000;
+/** How long the description of a failed wait may take (brief()). */
+const BRIEF_MS = 10_000;
 
 interface PodJson {
   metadata: { name: string; labels?: Record<string, string> };
@@ -87,42 +89,48 @@ describe('the chart on real nodes (kubelet, containerd, runc)', () => {
 
   /**
    * What the cluster looked like, in one line per pod plus the pool's and the claims' status: appended to a timed-out
-   * wait's error, so the failure itself says what the cluster was doing (a CI log may keep only its last lines).
+   * wait's error, so the failure itself says what the cluster was doing (a CI log may keep only its last lines). Its
+   * reads run side by side, each cut short after BRIEF_MS, so a hung apiserver costs BRIEF_MS, not the harness's
+   * 60 s per kubectl call, and never outlasts the spec's own timeout (which would drop the original error).
    */
   async function brief(): Promise<string> {
-    const lines: string[] = [];
-    try {
-      for (const pod of await pods()) {
+    const quick = (args: string[]): Promise<string> =>
+      cluster
+        .kubectl([`--request-timeout=${BRIEF_MS / 1000}s`, ...args], { timeoutMs: BRIEF_MS + 2_000 })
+        .then((out) => {
+          if (out.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${out.stderr.trim() || `exit ${out.code}`}`);
+          return out.stdout;
+        });
+    const podLines = async (): Promise<string[]> => {
+      const out = await quick(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/name=warmpool', '-o', 'json']);
+      return (JSON.parse(out) as { items: PodJson[] }).items.map((pod) => {
         const containers = (pod.status.containerStatuses ?? []).map((c) => {
           const last = c.lastState?.terminated;
           return `${c.name}:${c.ready ? 'ready' : 'not-ready'}/restarts=${c.restartCount ?? 0}${last ? `/last=${last.reason ?? ''}(${last.exitCode ?? ''})` : ''}`;
         });
-        lines.push(
-          `${pod.metadata.name}@${pod.spec.nodeName ?? '-'} ${pod.status.phase ?? ''} ${containers.join(' ')}`,
-        );
-      }
-      const lease = await cluster.kubectl([
+        return `${pod.metadata.name}@${pod.spec.nodeName ?? '-'} ${pod.status.phase ?? ''} ${containers.join(' ')}`;
+      });
+    };
+    const leaseLine = async (): Promise<string[]> => [
+      `leases: ${await quick([
         'get',
         'lease',
         '-n',
         NAMESPACE,
         '-o',
         'jsonpath={range .items[*]}{.metadata.name}={.spec.holderIdentity} {end}',
-      ]);
-      lines.push(`leases: ${lease.stdout}`);
-      for (const kind of ['swp', 'sandboxclaims']) {
-        const out = await cluster.kubectl(['get', kind, '-n', poolNamespace, '-o', 'json']);
-        const items =
-          out.code === 0
-            ? (JSON.parse(out.stdout) as { items: Array<{ metadata: { name: string }; status?: unknown }> }).items
-            : [];
-        for (const item of items)
-          lines.push(`${kind}/${item.metadata.name} status=${JSON.stringify(item.status ?? {})}`);
-      }
-    } catch (err) {
-      lines.push(`(the cluster did not answer: ${String(err)})`);
-    }
-    return lines.join('\n    ');
+      ])}`,
+    ];
+    const statusLines = async (kind: string): Promise<string[]> => {
+      const out = await quick(['get', kind, '-n', poolNamespace, '-o', 'json']);
+      return (JSON.parse(out) as { items: Array<{ metadata: { name: string }; status?: unknown }> }).items.map(
+        (item) => `${kind}/${item.metadata.name} status=${JSON.stringify(item.status ?? {})}`,
+      );
+    };
+    const parts = await Promise.allSettled([podLines(), leaseLine(), statusLines('swp'), statusLines('sandboxclaims')]);
+    return parts
+      .flatMap((part) => (part.status === 'fulfilled' ? part.value : [`(no answer: ${String(part.reason)})`]))
+      .join('\n    ');
   }
 
   /** `wait`, and when it fails, the same error with what the cluster looked like. */
