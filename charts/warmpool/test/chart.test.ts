@@ -245,6 +245,21 @@ describe('the Helm chart, rendered', () => {
     expect(out).toContain('--capacity=2000');
   });
 
+  it('starts every probed container under a startup probe, so a slow start on a busy node is no liveness kill', async () => {
+    const objects = await render(['router.enabled=true', 'redis.enabled=true', 'fleetToken.value=t']);
+    const probed = objects
+      .filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet')
+      .flatMap((workload) =>
+        podOf(workload)
+          .spec.containers.filter((c) => c.livenessProbe !== undefined)
+          .map((c) => ({ at: `${workload.metadata.name}/${c.name}`, startupProbe: c.startupProbe })),
+      );
+    expect(probed.map((p) => p.at)).toEqual(
+      expect.arrayContaining(['warmpool-node-agent/node-agent', 'warmpool-router/router']),
+    );
+    for (const { at, startupProbe } of probed) expect(startupProbe, at).toBeDefined();
+  });
+
   it('places agents only on sandbox nodes, with narrow tolerations and no hard-coded priority class', async () => {
     const agent = podOf(find(await render(), 'DaemonSet'));
     expect(agent.spec.nodeSelector).toEqual({ 'warmpool.dev/sandbox-node': 'true' });
