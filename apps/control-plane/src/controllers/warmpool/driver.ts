@@ -123,6 +123,7 @@ export function createWarmPoolDriver(options: WarmPoolDriverOptions): WarmPoolDr
     if (describeFields(fields) === describeFields(poolStatusFields)) return;
     poolStatusFields = fields;
     const conditions = fields === 'any' || fields.has('conditions');
+    options.metrics.statusConditionsWritten(conditions);
     logger[conditions ? 'info' : 'warn'](
       conditions
         ? 'SandboxWarmPool status schema read: writing every status field'

@@ -136,6 +136,11 @@ export class WarmPoolMetrics {
     this.#push.generation.set(generation);
   }
 
+  /** Whether the installed SandboxWarmPool CRD lets status.conditions be written (upstream's schema does not). */
+  statusConditionsWritten(written: boolean): void {
+    this.#pool.conditionsWritten.set(written ? 1 : 0);
+  }
+
   statusWrite(outcome: 'written' | 'gone' | 'conflict' | 'error'): void {
     this.#pool.statusWrites.inc({ outcome });
   }
@@ -271,6 +276,11 @@ function poolSeries(registers: Registers) {
       name: `${PREFIX}status_writes_total`,
       help: 'SandboxWarmPool status writes, by outcome',
       labelNames: ['outcome'],
+      registers,
+    }),
+    conditionsWritten: new Gauge({
+      name: `${PREFIX}pool_status_conditions_written`,
+      help: "1 while the installed SandboxWarmPool CRD declares status.conditions and they are written; 0 under a schema without them (upstream's)",
       registers,
     }),
     events: new Counter({
