@@ -181,11 +181,12 @@ export class GenerationSource {
     );
     if (session !== this.#session) throw new Error('leadership ended while taking a generation epoch');
     if (epoch > MAX_EPOCH) throw new GenerationExhaustedError(`the stored epoch ${epoch} is above ${MAX_EPOCH}`);
+    const continued = resumable?.epoch === epoch ? resumable : undefined;
     this.#resumable = undefined;
     this.#epoch = epoch;
-    this.#continued = resumable !== undefined && epoch === resumable.epoch;
-    this.#counter = this.#continued ? (resumable?.counter ?? 0) : 0;
-    if (this.#continued) this.#last = resumable?.last;
+    this.#continued = continued !== undefined;
+    this.#counter = continued?.counter ?? 0;
+    if (continued !== undefined) this.#last = continued.last;
     return epoch;
   }
 }
