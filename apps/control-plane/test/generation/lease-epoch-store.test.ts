@@ -2,7 +2,15 @@
 // only the Lease's holder can advance it, in the same write that checks the
 // holder (the fence a deposed leader cannot pass).
 import { startCluster, type TestCluster } from '@warmpool/harness';
-import { isAlreadyExists, LeaderElector, LeaseType, NotLeaderError, ResourceClient, type Lease } from '@warmpool/kube';
+import {
+  isAlreadyExists,
+  LeaderElector,
+  LeaseType,
+  NotLeaderError,
+  ResourceClient,
+  retryOnConflict,
+  type Lease,
+} from '@warmpool/kube';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GenerationExhaustedError, MAX_EPOCH } from '../../src/generation/generation.js';
 import { EPOCH_ANNOTATION, LeaseEpochStore } from '../../src/generation/lease-epoch-store.js';
@@ -64,6 +72,15 @@ describe('LeaseEpochStore on the election Lease', () => {
   const epochOn = async (name: string): Promise<string | undefined> =>
     (await leases.get({ namespace, name })).metadata.annotations?.[EPOCH_ANNOTATION];
 
+  /** Someone else's edit of the Lease (a successor, a human), read afresh and retried while the holder's renewals race it. */
+  const editLease = (name: string, edit: (lease: Lease) => Lease): Promise<Lease> =>
+    retryOnConflict(async () => leases.replace(edit(await leases.get({ namespace, name }))), { steps: 10 });
+
+  const withEpoch = (lease: Lease, epoch: string): Lease => ({
+    ...lease,
+    metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: epoch } },
+  });
+
   it("stores each new epoch on the election Lease, and the holder's renewals keep it", async () => {
     const { name, store } = await leader();
     expect(await store.advance(1)).toBe(1);
@@ -78,12 +95,7 @@ describe('LeaseEpochStore on the election Lease', () => {
     const { name, store, signal } = await leader();
     await store.advance(1);
     // A successor took the Lease (as after this replica was paused past its lease) and stored its epoch.
-    const lease = await leases.get({ namespace, name });
-    await leases.replace({
-      ...lease,
-      metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '2' } },
-      spec: { ...lease.spec, holderIdentity: 'b' },
-    });
+    await editLease(name, (lease) => ({ ...withEpoch(lease, '2'), spec: { ...lease.spec, holderIdentity: 'b' } }));
 
     await expect(store.advance(1)).rejects.toBeInstanceOf(NotLeaderError);
     expect(signal()?.aborted).toBe(true);
@@ -119,11 +131,7 @@ describe('LeaseEpochStore on the election Lease', () => {
   it('takes a new epoch above the record when it no longer holds the epoch to resume (another leader took one)', async () => {
     const { name, store } = await leader();
     await store.advance(1);
-    const lease = await leases.get({ namespace, name });
-    await leases.replace({
-      ...lease,
-      metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '7' } },
-    });
+    await editLease(name, (lease) => withEpoch(lease, '7'));
     expect(await store.advance(1, undefined, undefined, 1)).toBe(8);
     expect(await epochOn(name)).toBe('8');
   });
@@ -131,9 +139,10 @@ describe('LeaseEpochStore on the election Lease', () => {
   it("resumes nothing once the record is lost: the nodes' floor counts again", async () => {
     const { name, store } = await leader();
     await store.advance(1);
-    const lease = await leases.get({ namespace, name });
-    const { [EPOCH_ANNOTATION]: _dropped, ...others } = lease.metadata.annotations ?? {};
-    await leases.replace({ ...lease, metadata: { ...lease.metadata, annotations: others } });
+    await editLease(name, (lease) => {
+      const { [EPOCH_ANNOTATION]: _dropped, ...others } = lease.metadata.annotations ?? {};
+      return { ...lease, metadata: { ...lease.metadata, annotations: others } };
+    });
     expect(await store.advance(1, undefined, 30, 1)).toBe(30);
   });
 
@@ -173,24 +182,13 @@ describe('LeaseEpochStore on the election Lease', () => {
       spec: {},
     });
     const { name: taken, store } = await leader();
-    const lease = await leases.get({ namespace, name: taken });
-    await leases.replace({
-      ...lease,
-      metadata: { ...lease.metadata, annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: '3' } },
-    });
+    await editLease(taken, (lease) => withEpoch(lease, '3'));
     expect(await store.advance(1, undefined, undefined, 3)).toBe(42);
   });
 
   it('writes nothing and says so when no epoch is left', async () => {
     const { name, store } = await leader();
-    const lease = await leases.get({ namespace, name });
-    await leases.replace({
-      ...lease,
-      metadata: {
-        ...lease.metadata,
-        annotations: { ...lease.metadata.annotations, [EPOCH_ANNOTATION]: String(MAX_EPOCH) },
-      },
-    });
+    await editLease(name, (lease) => withEpoch(lease, String(MAX_EPOCH)));
     await expect(store.advance(1)).rejects.toBeInstanceOf(GenerationExhaustedError);
     expect(await epochOn(name)).toBe(String(MAX_EPOCH));
   });

@@ -93,7 +93,6 @@ export function createWarmPoolDriver(options: WarmPoolDriverOptions): WarmPoolDr
     fieldSelector: `metadata.name=${SANDBOX_WARM_POOL_CRD}`,
   });
   let poolStatusFields: StatusFields = 'any';
-  options.metrics.statusConditionsWritten(true);
 
   // Where an agent may be called with the fleet token: at an address its own Node vouches for (node-addresses.ts).
   const addresses = (): AddressCheck =>

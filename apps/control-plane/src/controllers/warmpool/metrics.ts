@@ -45,6 +45,8 @@ export class WarmPoolMetrics {
     for (const state of NODE_STATES) this.#fleet.nodes.set({ state }, 0);
     for (const state of POOL_STATES) this.#fleet.pools.set({ state }, 0);
     this.#reconcile.leader.set(0);
+    // The status writer writes every field until the CRD is read.
+    this.#pool.conditionsWritten.set(1);
   }
 
   spreadRun(kind: 'incremental' | 'full'): void {
@@ -279,7 +281,7 @@ function poolSeries(registers: Registers) {
       registers,
     }),
     conditionsWritten: new Gauge({
-      name: `${PREFIX}pool_status_conditions_written`,
+      name: `${PREFIX}status_conditions_written`,
       help: "1 while the installed SandboxWarmPool CRD declares status.conditions and they are written; 0 under a schema without them (upstream's)",
       registers,
     }),

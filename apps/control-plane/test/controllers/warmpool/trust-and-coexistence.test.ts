@@ -76,7 +76,7 @@ afterAll(() => world?.close());
 
 async function conditionsWritten(): Promise<number | undefined> {
   const text = await controlPlane.registry.metrics();
-  const match = /^warmpool_controlplane_pool_status_conditions_written (\d+)/m.exec(text);
+  const match = /^warmpool_controlplane_status_conditions_written (\d+)/m.exec(text);
   return match ? Number(match[1]) : undefined;
 }
 
