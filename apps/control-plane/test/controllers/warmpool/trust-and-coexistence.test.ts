@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../../src/options.js';
 import type { Fleet } from '../../support/fleet.js';
 import { apply, condition, getPool, kubectl, patch } from '../../support/objects.js';
+import { metricSamples, metricSum } from '../../support/metrics.js';
 import { chartPoolCrd, upstreamPoolCrd } from '../../support/upstream-crd.js';
 import { testWorld, type TestWorld } from '../../support/world.js';
 
@@ -75,15 +76,11 @@ beforeAll(async () => {
 afterAll(() => world?.close());
 
 async function conditionsWritten(): Promise<number | undefined> {
-  const text = await controlPlane.registry.metrics();
-  const match = /^warmpool_controlplane_status_conditions_written (\d+)/m.exec(text);
-  return match ? Number(match[1]) : undefined;
+  return (await metricSamples(controlPlane, 'warmpool_controlplane_status_conditions_written'))[0]?.value;
 }
 
-async function statusWriteErrors(): Promise<number> {
-  const text = await controlPlane.registry.metrics();
-  const match = /^warmpool_controlplane_status_writes_total\{outcome="error"\} (\d+)/m.exec(text);
-  return match ? Number(match[1]) : 0;
+function statusWriteErrors(): Promise<number> {
+  return metricSum(controlPlane, 'warmpool_controlplane_status_writes_total', { outcome: 'error' });
 }
 
 describe("with upstream agent-sandbox's SandboxWarmPool CRD (no status.conditions)", () => {
