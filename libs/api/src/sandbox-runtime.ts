@@ -106,11 +106,6 @@ export function ownerAddrOrigin(ownerAddr: string): string {
   return `http://${ownerAddr}`;
 }
 
-/** A DNS label (RFC 1123): what X-Sandbox-ID and X-Sandbox-Namespace must be, as upstream's router checks. */
-export function isDnsLabel(value: string): boolean {
-  return value.length > 0 && value.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value);
-}
-
 export type SandboxPath = { ok: true; path: string } | { ok: false; detail: string };
 
 /**

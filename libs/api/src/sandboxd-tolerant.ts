@@ -92,6 +92,20 @@ export function rowsOfClaimRef<T extends { claim_ref?: string | undefined }>(
  */
 export function normalizeOwnerAddr(raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
+  // Every grant of a node names the same address, so answers are kept (the function is pure; the memo is bounded).
+  const known = ownerAddrs.get(raw);
+  if (known !== undefined) return known === '' ? undefined : known;
+  const normalized = ownerAddrOf(raw);
+  if (ownerAddrs.size >= OWNER_ADDRS_KEPT) ownerAddrs.clear();
+  ownerAddrs.set(raw, normalized ?? '');
+  return normalized;
+}
+
+/** Raw owner address → normalized ('' for none): a fleet's worth of nodes. */
+const ownerAddrs = new Map<string, string>();
+const OWNER_ADDRS_KEPT = 4_096;
+
+function ownerAddrOf(raw: string): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
     let url: URL;
     try {

@@ -1,6 +1,12 @@
 // Reading the node agents' answers: tolerant of what a real sandboxd adds or
 // omits (libs/api sandboxd-tolerant), never trusting a body's shape.
-import { normalizeOwnerAddr, redirectAnswerSchema, tolerantClaimResponseSchema, type PoolKey } from '@warmpool/api';
+import {
+  normalizeOwnerAddr,
+  redirectAnswerSchema,
+  tolerantClaimResponseSchema,
+  type PoolKey,
+  type TolerantClaimResponse,
+} from '@warmpool/api';
 
 /** What came back from one HTTP call to an agent. */
 export interface Answer {
@@ -66,9 +72,9 @@ export function claimAnswerOfJson(status: number, json: unknown, text?: string):
         },
       };
     }
-    const parsed = tolerantClaimResponseSchema.safeParse(json);
-    if (parsed.success) {
-      const { id, token, deadline, owner_addr: ownerAddr } = parsed.data;
+    const grant = grantOf(json);
+    if (grant !== undefined) {
+      const { id, token, deadline, owner_addr: ownerAddr } = grant;
       return { ok: true, claim: { id, token, deadline, ownerAddr: normalizeOwnerAddr(ownerAddr) } };
     }
     // Served, but we cannot read what: ask the node by claim_ref, as after a timeout.
@@ -80,6 +86,36 @@ export function claimAnswerOfJson(status: number, json: unknown, text?: string):
   if (stringField(json, 'reason') === 'OutcomeUnknown')
     return { ok: false, refusal: { kind: 'unreachable', message: `HTTP ${status}: ${message}` } };
   return { ok: false, refusal: { kind: status === 429 ? 'full' : 'refused', status, message } };
+}
+
+/** Fields the grant's schema checks but warmpool does not read: any of them present is zod's to judge. */
+const CHECKED_UNREAD = ['template_digest', 'from_checkpoint', 'net_route', 'volumes'];
+
+/** What warmpool reads of a grant. */
+type GrantFields = Pick<TolerantClaimResponse, 'id' | 'token' | 'deadline' | 'owner_addr'>;
+
+/**
+ * The grant in a 200's body, or undefined when it is not one (tolerantClaimResponseSchema's verdict). The common
+ * grant, with none of the optional fields but `owner_addr`, is checked by hand (zod's rules restated: what this
+ * accepts, zod accepts with these values; test/agent-answers.test.ts); anything else is zod's to judge.
+ */
+export function grantOf(json: unknown): GrantFields | undefined {
+  if (typeof json === 'object' && json !== null && !Array.isArray(json)) {
+    const fields = json as Record<string, unknown>;
+    const { id, token, deadline, owner_addr: ownerAddr } = fields;
+    if (
+      typeof id === 'string' &&
+      id !== '' &&
+      typeof token === 'string' &&
+      token !== '' &&
+      typeof deadline === 'string' &&
+      (ownerAddr === undefined || typeof ownerAddr === 'string') &&
+      !CHECKED_UNREAD.some((field) => fields[field] !== undefined)
+    )
+      return ownerAddr === undefined ? { id, token, deadline } : { id, token, deadline, owner_addr: ownerAddr };
+  }
+  const parsed = tolerantClaimResponseSchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
 }
 
 export function jsonOf(text: string): unknown {

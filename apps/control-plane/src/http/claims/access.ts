@@ -6,15 +6,12 @@
 // everything it does is in its own key space (scopeOf) and it creates only
 // pinned Env claims (the create route). Each route declares which with
 // RouteAccess (../access/route-access.ts).
-import { claimRefSchema } from '@warmpool/api';
+import { isDnsLabel } from '@warmpool/api';
 import type { AccessReviewer, ClaimVerb } from '@warmpool/kube';
 import { bearerToken, requestHeader } from '@warmpool/runtime';
 import type { PeerCredentials } from '../../federation/peers.js';
 import { RouteAccess } from '../access/route-access.js';
 import { fail, type ClaimApiEnv } from './answers.js';
-
-/** A namespace is a DNS label, like a claimRef. */
-const namespaceSchema = claimRefSchema;
 
 /** The username a peer cluster acts as (in logs and messages): `warmpool:federation-peer:<id>`. */
 export function peerUsername(peer: string): string {
@@ -42,16 +39,18 @@ export function claimAccess(
       return undefined;
     },
     authorize: async (c, verb) => {
-      const namespace = namespaceSchema.safeParse(c.req.param('namespace'));
-      if (!namespace.success) return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
+      // A namespace is a DNS label, like a claimRef.
+      const namespace = c.req.param('namespace');
+      if (!isDnsLabel(namespace))
+        return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
       const user = c.get('user');
-      if (c.get('peer') === undefined && !(await reviewer.authorize(user, namespace.data, verb)))
+      if (c.get('peer') === undefined && !(await reviewer.authorize(user, namespace, verb)))
         return fail(
           c,
           'Forbidden',
-          `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace.data}`,
+          `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace}`,
         );
-      c.set('namespace', namespace.data);
+      c.set('namespace', namespace);
       return undefined;
     },
   });

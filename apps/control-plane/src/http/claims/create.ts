@@ -5,7 +5,6 @@
 // Sandbox of one name never belong to two owners.
 import {
   CLAIMREF_GENERATED_HEADER,
-  createClaimRequestSchema,
   DEFAULT_CLAIM_TTL_SECONDS,
   type ClaimBody,
   type CreateClaimRequest,
@@ -18,6 +17,7 @@ import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { RouteAccess } from '../access/route-access.js';
 import { bodyOf, fail, ownerOf, scopeOf, type ClaimApiEnv } from './answers.js';
+import { createClaimBodySchema } from './create-body.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 export const INVALID_BODY = 'the body is not a JSON object of the documented fields';
@@ -32,7 +32,7 @@ export interface CreateOptions {
 
 export function createRoute(access: RouteAccess<ClaimApiEnv, ClaimVerb>, options: CreateOptions): Hono<ClaimApiEnv> {
   return new Hono<ClaimApiEnv>().post('/v1/namespaces/:namespace/claims', access.allow('create'), async (c) => {
-    const body = await readJsonBody(c, createClaimRequestSchema, {
+    const body = await readJsonBody(c, createClaimBodySchema, {
       maxBytes: MAX_BODY_BYTES,
       invalidMessage: INVALID_BODY,
     });
