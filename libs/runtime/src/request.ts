@@ -3,6 +3,7 @@
 // validated with a one-line reason for the 400.
 import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
+import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { decodeBody, readIncomingBody, TOO_LARGE, UNREADABLE, type IncomingBody } from './incoming-body.js';
 
@@ -14,7 +15,11 @@ import { decodeBody, readIncomingBody, TOO_LARGE, UNREADABLE, type IncomingBody 
  */
 export function requestHeader(c: Context, name: string): string | undefined {
   const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
-  if (incoming === undefined) return c.req.header(name);
+  return incoming === undefined ? c.req.header(name) : incomingHeader(incoming, name);
+}
+
+/** Header `name` (lower case) of a request served on Node's own objects, as requestHeader reads it there. */
+export function incomingHeader(incoming: IncomingMessage, name: string): string | undefined {
   const value = incoming.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }

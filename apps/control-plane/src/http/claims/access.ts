@@ -5,51 +5,78 @@
 // caller's is checked by a SubjectAccessReview; a peer needs none, since
 // everything it does is in its own key space (scopeOf) and it creates only
 // pinned Env claims (the create route). Each route declares which with
-// RouteAccess (../access/route-access.ts).
+// RouteAccess (../access/route-access.ts); the rules themselves are
+// ClaimCallers', on the header and the path alone, so the create route
+// served ahead of Hono (direct-create.ts) applies the very same.
 import { isDnsLabel } from '@warmpool/api';
 import type { AccessReviewer, ClaimVerb } from '@warmpool/kube';
 import { bearerToken, requestHeader } from '@warmpool/runtime';
 import type { PeerCredentials } from '../../federation/peers.js';
 import { RouteAccess } from '../access/route-access.js';
-import { fail, type ClaimApiEnv } from './answers.js';
+import { fail, isRefusal, type Caller, type ClaimApiEnv, type Refusal } from './answers.js';
 
 /** The username a peer cluster acts as (in logs and messages): `warmpool:federation-peer:<id>`. */
 export function peerUsername(peer: string): string {
   return `warmpool:federation-peer:${peer}`;
 }
 
-export function claimAccess(
-  reviewer: AccessReviewer,
-  peers: Pick<PeerCredentials, 'authenticate'> | undefined,
-): RouteAccess<ClaimApiEnv, ClaimVerb> {
+/**
+ * The claim API's access rules, on a request's Authorization header and path namespace alone: the Hono routes
+ * (claimAccess) and the create route served ahead of Hono (direct-create.ts) both ask these.
+ */
+export class ClaimCallers {
+  readonly #reviewer: AccessReviewer;
+  readonly #peers: Pick<PeerCredentials, 'authenticate'> | undefined;
+
+  constructor(reviewer: AccessReviewer, peers: Pick<PeerCredentials, 'authenticate'> | undefined) {
+    this.#reviewer = reviewer;
+    this.#peers = peers;
+  }
+
+  /** The caller the header's bearer token names, or the refusal. */
+  async identify(authorization: string | undefined): Promise<Caller | Refusal> {
+    const token = bearerToken(authorization);
+    if (token === undefined)
+      return { refused: 'Unauthenticated', error: 'an Authorization: Bearer <Kubernetes token> header is required' };
+    const peer = this.#peers?.authenticate(token);
+    if (peer !== undefined) return { user: { username: peerUsername(peer) }, peer };
+    const user = await this.#reviewer.authenticate(token);
+    if (user === undefined) return { refused: 'Unauthenticated', error: 'the token is not valid' };
+    return { user, peer: undefined };
+  }
+
+  /** The path's namespace when `caller` may `verb` sandboxclaims there, else the refusal. */
+  async admit(caller: Caller, namespace: string | undefined, verb: ClaimVerb): Promise<string | Refusal> {
+    // A namespace is a DNS label, like a claimRef.
+    if (!isDnsLabel(namespace))
+      return { refused: 'BadRequest', error: 'the namespace in the path is not a valid namespace name' };
+    const { user, peer } = caller;
+    if (peer === undefined && !(await this.#reviewer.authorize(user, namespace, verb)))
+      return {
+        refused: 'Forbidden',
+        error: `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace}`,
+      };
+    return namespace;
+  }
+}
+
+/** The claim API's doorkeeper for its Hono routes: ClaimCallers' answers kept in the context, or the refusal sent. */
+export function claimAccess(callers: ClaimCallers): RouteAccess<ClaimApiEnv, ClaimVerb> {
   return new RouteAccess<ClaimApiEnv, ClaimVerb>({
     authenticate: async (c) => {
-      const token = bearerToken(requestHeader(c, 'authorization'));
-      if (token === undefined)
-        return fail(c, 'Unauthenticated', 'an Authorization: Bearer <Kubernetes token> header is required');
-      const peer = peers?.authenticate(token);
-      c.set('peer', peer);
-      if (peer !== undefined) {
-        c.set('user', { username: peerUsername(peer) });
-        return undefined;
-      }
-      const user = await reviewer.authenticate(token);
-      if (user === undefined) return fail(c, 'Unauthenticated', 'the token is not valid');
-      c.set('user', user);
+      const caller = await callers.identify(requestHeader(c, 'authorization'));
+      if (isRefusal(caller)) return fail(c, caller.refused, caller.error);
+      c.set('peer', caller.peer);
+      c.set('user', caller.user);
       return undefined;
     },
     authorize: async (c, verb) => {
-      // A namespace is a DNS label, like a claimRef.
-      const namespace = c.req.param('namespace');
-      if (!isDnsLabel(namespace))
-        return fail(c, 'BadRequest', 'the namespace in the path is not a valid namespace name');
-      const user = c.get('user');
-      if (c.get('peer') === undefined && !(await reviewer.authorize(user, namespace, verb)))
-        return fail(
-          c,
-          'Forbidden',
-          `${user.username} may not ${verb} sandboxclaims.extensions.agents.x-k8s.io in namespace ${namespace}`,
-        );
+      const namespace = await callers.admit(
+        { user: c.get('user'), peer: c.get('peer') },
+        c.req.param('namespace'),
+        verb,
+      );
+      if (typeof namespace !== 'string') return fail(c, namespace.refused, namespace.error);
       c.set('namespace', namespace);
       return undefined;
     },

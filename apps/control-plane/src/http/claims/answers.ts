@@ -2,9 +2,9 @@
 // every refusal answers (with the status of ../failures.ts), the claim body,
 // and whose key space a request reads and writes.
 import { ownerDigest, type ClaimBody, type ClaimErrorBody, type ClaimFailureReason } from '@warmpool/api';
-import type { UserInfo } from '@warmpool/kube';
+import { ReviewUnavailable, type UserInfo } from '@warmpool/kube';
 import type { Context } from 'hono';
-import type { ClaimGrant, ClaimOwner, ClaimScope } from '../../provisioning/claim-service.js';
+import { ClaimFailure, type ClaimGrant, type ClaimOwner, type ClaimScope } from '../../provisioning/claim-service.js';
 import { FAILURE_STATUS, retryAfterOf } from '../failures.js';
 
 /**
@@ -16,13 +16,52 @@ export type ClaimApiEnv = { Variables: { user: UserInfo; namespace: string; peer
 /** A sandbox id (`sb_…`) or a claimRef. */
 const CLAIM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-export function fail(c: Context, reason: ClaimFailureReason, error: string, retryAfterSeconds?: number): Response {
+/** Who calls: a peer cluster (its id, and its peerUsername as the user), or a caller the apiserver reviewed. */
+export interface Caller {
+  user: UserInfo;
+  peer: string | undefined;
+}
+
+/** A request refused before it is served: the reason and words its error body carries. */
+export interface Refusal {
+  refused: ClaimFailureReason;
+  error: string;
+}
+
+export function isRefusal(value: object): value is Refusal {
+  return 'refused' in value;
+}
+
+/** A failure's answer: its status, headers (Retry-After, WWW-Authenticate) and error body. */
+export interface FailureReply {
+  status: (typeof FAILURE_STATUS)[ClaimFailureReason];
+  headers: Record<string, string>;
+  body: ClaimErrorBody;
+}
+
+export function failureReply(reason: ClaimFailureReason, error: string, retryAfterSeconds?: number): FailureReply {
   const status = FAILURE_STATUS[reason];
   const headers: Record<string, string> = {};
   const retryAfter = retryAfterOf(reason, retryAfterSeconds);
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
   if (status === 401) headers['www-authenticate'] = 'Bearer';
-  return c.json<ClaimErrorBody>({ error, reason }, status, headers);
+  return { status, headers, body: { error, reason } };
+}
+
+/**
+ * What an error thrown while serving answers: a ClaimFailure its reason, an apiserver that could not review the
+ * request 503; anything else is unexpected (told to `unexpected`, to log) and answers 503 without its details.
+ */
+export function errorReply(err: unknown, unexpected: (err: unknown) => void): FailureReply {
+  if (err instanceof ClaimFailure) return failureReply(err.reason, err.message, err.retryAfterSeconds);
+  if (err instanceof ReviewUnavailable) return failureReply('Unavailable', err.message, 1);
+  unexpected(err);
+  return failureReply('Unavailable', 'internal error', 1);
+}
+
+export function fail(c: Context, reason: ClaimFailureReason, error: string, retryAfterSeconds?: number): Response {
+  const { status, headers, body } = failureReply(reason, error, retryAfterSeconds);
+  return c.json<ClaimErrorBody>(body, status, headers);
 }
 
 /** The path's claim id, or undefined when it is neither a sandbox id nor a claimRef. */
@@ -47,18 +86,24 @@ export function bodyOf(grant: ClaimGrant, withToken: boolean): ClaimBody {
   return body;
 }
 
+/** The caller an authorized request's context holds. */
+export function callerOf(c: Context<ClaimApiEnv>): Caller {
+  return { user: c.get('user'), peer: c.get('peer') };
+}
+
 /** Each front door is its own key space: a peer sees only the claims it made, an HTTP caller never a SandboxClaim's. */
 export function scopeOf(c: Context<ClaimApiEnv>): ClaimScope {
-  const namespace = c.get('namespace');
-  const peer = c.get('peer');
+  return callerScope(callerOf(c), c.get('namespace'));
+}
+
+export function callerScope({ peer }: Caller, namespace: string): ClaimScope {
   return peer !== undefined ? { namespace, door: 'fed', peer } : { namespace, door: 'http' };
 }
 
 /** Who claims: a peer, or the reviewed identity together with what it asked for (a replay must match both). */
-export function ownerOf(c: Context<ClaimApiEnv>, asked: string): ClaimOwner {
-  const peer = c.get('peer');
+export function ownerOf({ user, peer }: Caller, asked: string): ClaimOwner {
   if (peer !== undefined) return { door: 'fed', peer };
-  return { door: 'http', digest: digestOf(c.get('user'), asked) };
+  return { door: 'http', digest: digestOf(user, asked) };
 }
 
 /**

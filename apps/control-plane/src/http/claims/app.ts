@@ -1,21 +1,23 @@
 // The HTTP claim API (docs/claim-api.md), served by every replica: its
-// OpenAPI document (open: it holds no secret), the create route (create.ts)
-// and the routes of a claim once made (claim-routes.ts), each route's access
+// OpenAPI document (open: it holds no secret), the create route (create.ts;
+// served ahead of the app on Node's own objects too, direct-create.ts) and
+// the routes of a claim once made (claim-routes.ts), each route's access
 // declared where it is added (access.ts), deny by default. Any other method on
 // a served path answers 405 with Allow, and an unknown path 404, both only to
 // a caller the API recognizes. Bodies are checked with the zod schemas of
 // libs/api; nothing here writes to the apiserver.
 import type { ClaimErrorBody } from '@warmpool/api';
-import { ReviewUnavailable, type AccessReviewer } from '@warmpool/kube';
-import { methodNotAllowed, type Logger } from '@warmpool/runtime';
+import type { AccessReviewer } from '@warmpool/kube';
+import { methodNotAllowed, type AheadOfApp, type Logger } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import type { PeerCredentials } from '../../federation/peers.js';
 import type { EnvClaimRouter } from '../../provisioning/env-claim-router.js';
-import { ClaimFailure, type ClaimService } from '../../provisioning/claim-service.js';
-import { claimAccess } from './access.js';
-import { fail, type ClaimApiEnv } from './answers.js';
+import type { ClaimService } from '../../provisioning/claim-service.js';
+import { claimAccess, ClaimCallers } from './access.js';
+import { errorReply, fail, type ClaimApiEnv } from './answers.js';
 import { claimRoutes } from './claim-routes.js';
 import { createRoute } from './create.js';
+import { directCreate } from './direct-create.js';
 import { claimApiDocument } from './openapi.js';
 
 export interface ClaimApiOptions {
@@ -38,9 +40,16 @@ export interface ClaimApiOptions {
   sandboxClaimNamed?: (namespace: string, name: string) => boolean;
 }
 
-export function createClaimApi(options: ClaimApiOptions): Hono<ClaimApiEnv> {
+/** The claim API: its Hono app, and its create route served on Node's own objects ahead of it (direct-create.ts). */
+export interface ClaimApi {
+  app: Hono<ClaimApiEnv>;
+  ahead: AheadOfApp;
+}
+
+export function createClaimApi(options: ClaimApiOptions): ClaimApi {
   const { claims, logger } = options;
-  const access = claimAccess(options.reviewer, options.peers);
+  const callers = new ClaimCallers(options.reviewer, options.peers);
+  const access = claimAccess(callers);
   const app = new Hono<ClaimApiEnv>()
     .get('/openapi.json', access.open, (c) => c.json(claimApiDocument(), 200))
     .route('/', createRoute(access, options))
@@ -57,11 +66,11 @@ export function createClaimApi(options: ClaimApiOptions): Hono<ClaimApiEnv> {
     return fail(c, 'NotFound', `no such endpoint: ${c.req.method} ${c.req.path}`);
   });
   app.onError((err, c) => {
-    if (err instanceof ClaimFailure) return fail(c, err.reason, err.message, err.retryAfterSeconds);
-    if (err instanceof ReviewUnavailable) return fail(c, 'Unavailable', err.message, 1);
-    logger.error('claim API request failed', { method: c.req.method, path: c.req.path, err });
-    return fail(c, 'Unavailable', 'internal error', 1);
+    const { status, headers, body } = errorReply(err, (unexpected) =>
+      logger.error('claim API request failed', { method: c.req.method, path: c.req.path, err: unexpected }),
+    );
+    return c.json<ClaimErrorBody>(body, status, headers);
   });
   access.assertDeclared(app);
-  return app;
+  return { app, ahead: directCreate(callers, options, logger) };
 }

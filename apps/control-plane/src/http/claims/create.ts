@@ -11,16 +11,28 @@ import {
 } from '@warmpool/api';
 import type { ClaimVerb } from '@warmpool/kube';
 import { readJsonBody, requestHeader } from '@warmpool/runtime';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import type { EnvClaimRouter, EnvGrant } from '../../provisioning/env-claim-router.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { RouteAccess } from '../access/route-access.js';
-import { bodyOf, fail, ownerOf, scopeOf, type ClaimApiEnv } from './answers.js';
+import {
+  bodyOf,
+  callerOf,
+  callerScope,
+  fail,
+  isRefusal,
+  ownerOf,
+  type Caller,
+  type ClaimApiEnv,
+  type Refusal,
+} from './answers.js';
 import { createClaimBodySchema } from './create-body.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 export const INVALID_BODY = 'the body is not a JSON object of the documented fields';
+/** The verb on sandboxclaims a create needs, on both of its paths. */
+export const CREATE_VERB = 'create' satisfies ClaimVerb;
 
 export interface CreateOptions {
   claims: ClaimService;
@@ -30,81 +42,98 @@ export interface CreateOptions {
   sandboxClaimNamed?: ((namespace: string, name: string) => boolean) | undefined;
 }
 
+/** One create request, once its caller is admitted and its body read. */
+export interface CreateRequest {
+  caller: Caller;
+  /** The path's namespace, admitted. */
+  namespace: string;
+  body: CreateClaimRequest;
+  /** The request's CLAIMREF_GENERATED_HEADER, as sent (heeded from a peer only). */
+  claimRefGenerated: string | undefined;
+  /** Aborts when the caller gives up (its connection closes before the answer). */
+  signal: AbortSignal;
+}
+
+/** The route on Hono; the same request served ahead of Hono is direct-create.ts's. Both serve it with createClaim. */
 export function createRoute(access: RouteAccess<ClaimApiEnv, ClaimVerb>, options: CreateOptions): Hono<ClaimApiEnv> {
-  return new Hono<ClaimApiEnv>().post('/v1/namespaces/:namespace/claims', access.allow('create'), async (c) => {
+  return new Hono<ClaimApiEnv>().post('/v1/namespaces/:namespace/claims', access.allow(CREATE_VERB), async (c) => {
     const body = await readJsonBody(c, createClaimBodySchema, {
       maxBytes: MAX_BODY_BYTES,
       invalidMessage: INVALID_BODY,
     });
     if (!body.ok) return fail(c, 'BadRequest', body.error);
-    const { claimRef, target } = body.value;
-    const namespace = c.get('namespace');
-    if (claimRef !== undefined && options.sandboxClaimNamed?.(namespace, claimRef) === true)
-      return fail(
-        c,
-        'BadRequest',
-        `claimRef ${claimRef} names a SandboxClaim in namespace ${namespace}; choose another claimRef`,
-      );
-    const peer = c.get('peer');
-    if ((peer !== undefined) !== (target !== undefined))
-      return fail(
-        c,
-        'Forbidden',
-        peer !== undefined
-          ? 'a peer cluster may only create claims pinned to a member pool (target)'
-          : 'target is only for peer clusters presenting their peer token',
-      );
-    if (body.value.env !== undefined) return claimFromEnv(c, options, body.value, body.value.env);
-    const { warmPool } = body.value;
-    if (warmPool === undefined) return fail(c, 'BadRequest', 'give exactly one of warmPool and env');
-    const grant = await options.claims.claim(
+    const served = await createClaim(
       {
-        namespace,
-        warmPool,
-        claimRef: claimRef ?? generateClaimRef(),
-        ttlSeconds: body.value.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
-        owner: ownerOf(c, `pool:${warmPool}`),
-        claimRefGenerated: claimRef === undefined,
+        caller: callerOf(c),
+        namespace: c.get('namespace'),
+        body: body.value,
+        claimRefGenerated: requestHeader(c, CLAIMREF_GENERATED_HEADER),
+        signal: c.req.raw.signal,
       },
-      { signal: c.req.raw.signal },
+      options,
     );
-    return c.json<ClaimBody>(bodyOf(grant, true), 200);
+    return isRefusal(served) ? fail(c, served.refused, served.error) : c.json<ClaimBody>(served, 200);
   });
 }
 
-async function claimFromEnv(
-  c: Context<ClaimApiEnv>,
-  options: CreateOptions,
-  request: CreateClaimRequest,
-  env: string,
-): Promise<Response> {
+/** Serves one create: the claim's body (with its token), or the refusal; rejects with the pipeline's ClaimFailure. */
+export async function createClaim(request: CreateRequest, options: CreateOptions): Promise<ClaimBody | Refusal> {
+  const { caller, namespace, body } = request;
+  const { claimRef, target } = body;
+  if (claimRef !== undefined && options.sandboxClaimNamed?.(namespace, claimRef) === true)
+    return {
+      refused: 'BadRequest',
+      error: `claimRef ${claimRef} names a SandboxClaim in namespace ${namespace}; choose another claimRef`,
+    };
+  if ((caller.peer !== undefined) !== (target !== undefined))
+    return {
+      refused: 'Forbidden',
+      error:
+        caller.peer !== undefined
+          ? 'a peer cluster may only create claims pinned to a member pool (target)'
+          : 'target is only for peer clusters presenting their peer token',
+    };
+  if (body.env !== undefined) return claimFromEnv(request, options, body.env);
+  const { warmPool } = body;
+  if (warmPool === undefined) return { refused: 'BadRequest', error: 'give exactly one of warmPool and env' };
+  const grant = await options.claims.claim(
+    {
+      namespace,
+      warmPool,
+      claimRef: claimRef ?? generateClaimRef(),
+      ttlSeconds: body.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
+      owner: ownerOf(caller, `pool:${warmPool}`),
+      claimRefGenerated: claimRef === undefined,
+    },
+    { signal: request.signal },
+  );
+  return bodyOf(grant, true);
+}
+
+async function claimFromEnv(request: CreateRequest, options: CreateOptions, env: string): Promise<ClaimBody | Refusal> {
   if (options.envs === undefined)
-    return fail(
-      c,
-      'BadRequest',
-      'claims for a SandboxEnv need the claim pipeline with SandboxEnvs (not configured here)',
-    );
-  const peer = c.get('peer');
-  const { claimRef, target } = request;
+    return {
+      refused: 'BadRequest',
+      error: 'claims for a SandboxEnv need the claim pipeline with SandboxEnvs (not configured here)',
+    };
+  const { caller, namespace, body, signal } = request;
+  const { peer } = caller;
+  const { claimRef, target } = body;
   const order = {
-    namespace: c.get('namespace'),
+    namespace,
     env,
-    scalingGroup: request.scalingGroup ?? '',
-    scope: scopeOf(c),
-    owner: ownerOf(c, `env:${env}`),
+    scalingGroup: body.scalingGroup ?? '',
+    scope: callerScope(caller, namespace),
+    owner: ownerOf(caller, `env:${env}`),
     claimRef: claimRef ?? generateClaimRef(),
-    ttlSeconds: request.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
+    ttlSeconds: body.ttlSeconds ?? DEFAULT_CLAIM_TTL_SECONDS,
     // A peer forwards the claimRef its caller's front door made up, and says so: a sandbox served after it gave up
     // is released here too.
-    claimRefGenerated:
-      claimRef === undefined || (peer !== undefined && requestHeader(c, CLAIMREF_GENERATED_HEADER) === '1'),
+    claimRefGenerated: claimRef === undefined || (peer !== undefined && request.claimRefGenerated === '1'),
   };
   const served: EnvGrant =
     peer !== undefined && target !== undefined
-      ? await options.envs.claimPinned(peer, order, target, { signal: c.req.raw.signal })
-      : await options.envs.claim(order, { signal: c.req.raw.signal });
-  return c.json<ClaimBody>(
-    { ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool },
-    200,
-  );
+      ? await options.envs.claimPinned(peer, order, target, { signal })
+      : await options.envs.claim(order, { signal });
+  return { ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool };
 }

@@ -15,7 +15,7 @@ import { EnvClaimRouter, type EnvClaimRouterOptions } from '../../provisioning/e
 import type { PeerCredentials } from '../../federation/peers.js';
 import type { ProvisioningPipeline } from '../../provisioning/pipeline.js';
 import { KubeAccessReviewer, type AccessReviewer } from '@warmpool/kube';
-import { createClaimApi } from './app.js';
+import { createClaimApi, type ClaimApi } from './app.js';
 
 export interface ReplicaClaimApiOptions {
   kubeConfig: KubeConfig;
@@ -34,7 +34,7 @@ export interface ReplicaClaimApiOptions {
   logger: Logger;
 }
 
-export function createReplicaClaimApi(options: ReplicaClaimApiOptions): ReturnType<typeof createClaimApi> {
+export function createReplicaClaimApi(options: ReplicaClaimApiOptions): ClaimApi {
   const { claims, federation, logger } = options;
   const peers = options.multiCluster ? options.peers : undefined;
   const envRouter = new EnvClaimRouter({
@@ -57,19 +57,17 @@ export function createReplicaClaimApi(options: ReplicaClaimApiOptions): ReturnTy
   });
 }
 
-type ServedApp = Parameters<typeof serveApp>[0];
-
 /** The claim API served at `listen` (over TLS with `tls`'s PEM files, read at start); nothing when not given. */
 export class ClaimApiServer implements Runnable {
   readonly name = 'claim API';
   readonly needsLeader = false;
-  readonly #app: ServedApp;
+  readonly #api: ClaimApi;
   readonly #listen: HostPort | undefined;
   readonly #tls: TlsFiles | undefined;
   #server: HttpServer | undefined;
 
-  constructor(app: ServedApp, listen: HostPort | undefined, tls: TlsFiles | undefined) {
-    this.#app = app;
+  constructor(api: ClaimApi, listen: HostPort | undefined, tls: TlsFiles | undefined) {
+    this.#api = api;
     this.#listen = listen;
     this.#tls = tls;
   }
@@ -84,7 +82,8 @@ export class ClaimApiServer implements Runnable {
       this.#tls !== undefined
         ? { cert: await readFile(this.#tls.certFile), key: await readFile(this.#tls.keyFile) }
         : undefined;
-    this.#server = await serveApp(this.#app, { ...this.#listen, ...(tls !== undefined ? { tls } : {}) });
+    const { app, ahead } = this.#api;
+    this.#server = await serveApp(app, { ...this.#listen, ahead, ...(tls !== undefined ? { tls } : {}) });
   }
 
   async close(): Promise<void> {

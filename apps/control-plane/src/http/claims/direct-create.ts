@@ -1,0 +1,92 @@
+// POST /v1/namespaces/{ns}/claims, the claim API's hot path, served on
+// Node's own request and response ahead of the Hono app: no Web Request or
+// Response, no router, no context. The server hands it exactly that path
+// (no query string, no percent-encoding, no trailing slash); anything else,
+// such a create included, is the app's, which serves it with the same code.
+// The rules are the route's, not a copy: the access the route declares
+// (ClaimCallers with CREATE_VERB, before a byte of the body is read), the
+// body cap and createClaimBodySchema, createClaim, and the app's error
+// answers (errorReply). test/http/create-paths.test.ts runs the create cases
+// on both paths.
+import type { ClaimBody } from '@warmpool/api';
+import { CLAIMREF_GENERATED_HEADER } from '@warmpool/api';
+import {
+  describeIssue,
+  incomingHeader,
+  readIncomingJson,
+  TOO_LARGE,
+  UNREADABLE,
+  type AheadOfApp,
+  type Logger,
+} from '@warmpool/runtime';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClaimCallers } from './access.js';
+import { errorReply, failureReply, isRefusal, type FailureReply } from './answers.js';
+import { createClaimBodySchema } from './create-body.js';
+import { CREATE_VERB, INVALID_BODY, MAX_BODY_BYTES, createClaim, type CreateOptions } from './create.js';
+
+/** The create path exactly, its namespace segment captured: a segment with `%` is the app's to decode. */
+const CREATE_PATH = /^\/v1\/namespaces\/([^/%?#]*)\/claims$/;
+
+export function directCreate(callers: ClaimCallers, options: CreateOptions, logger: Logger): AheadOfApp {
+  return (incoming, outgoing) => {
+    if (incoming.method !== 'POST') return false;
+    const namespace = CREATE_PATH.exec(incoming.url ?? '')?.[1];
+    if (namespace === undefined) return false;
+    serve(incoming, outgoing, namespace)
+      .catch((err: unknown) =>
+        errorReply(err, (unexpected) =>
+          logger.error('claim API request failed', { method: 'POST', path: incoming.url, err: unexpected }),
+        ),
+      )
+      .then((answer) => write(outgoing, answer))
+      // Nothing is left to answer with (Node refused the write): the connection goes, so the caller is not left hanging.
+      .catch((err: unknown) => outgoing.destroy(err as Error));
+    return true;
+  };
+
+  async function serve(incoming: IncomingMessage, outgoing: ServerResponse, rawNamespace: string): Promise<Answer> {
+    const caller = await callers.identify(incomingHeader(incoming, 'authorization'));
+    if (isRefusal(caller)) return failureReply(caller.refused, caller.error);
+    const namespace = await callers.admit(caller, rawNamespace, CREATE_VERB);
+    if (typeof namespace !== 'string') return failureReply(namespace.refused, namespace.error);
+    const json = await new Promise<unknown>((resolve) => readIncomingJson(incoming, MAX_BODY_BYTES, resolve));
+    if (json === TOO_LARGE || json === UNREADABLE) return failureReply('BadRequest', INVALID_BODY);
+    const body = createClaimBodySchema.safeParse(json);
+    if (!body.success) return failureReply('BadRequest', describeIssue(body.error, INVALID_BODY));
+    const served = await createClaim(
+      {
+        caller,
+        namespace,
+        body: body.data,
+        claimRefGenerated: incomingHeader(incoming, CLAIMREF_GENERATED_HEADER),
+        signal: givenUp(outgoing),
+      },
+      options,
+    );
+    return isRefusal(served) ? failureReply(served.refused, served.error) : { status: 200, headers: {}, body: served };
+  }
+}
+
+type Answer = FailureReply | { status: 200; headers: Record<string, never>; body: ClaimBody };
+
+/** Aborts when the response closes before it was all written: the caller gave up (node-server's rule). */
+function givenUp(outgoing: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  outgoing.once('close', () => {
+    if (!outgoing.writableFinished) controller.abort(new Error('the caller gave up'));
+  });
+  return controller.signal;
+}
+
+/** The answer as Hono's c.json writes it; a response whose connection is gone takes nothing. */
+function write(outgoing: ServerResponse, { status, headers, body }: Answer): void {
+  if (outgoing.headersSent || outgoing.destroyed) return;
+  const json = JSON.stringify(body);
+  outgoing.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(json),
+    ...headers,
+  });
+  outgoing.end(json);
+}
