@@ -13,7 +13,7 @@ import type { AccessReviewer, ClaimVerb } from '@warmpool/kube';
 import { bearerToken, requestHeader } from '@warmpool/runtime';
 import type { PeerCredentials } from '../../federation/peers.js';
 import { RouteAccess } from '../access/route-access.js';
-import { fail, isRefusal, type Caller, type ClaimApiEnv, type Refusal } from './answers.js';
+import { callerOf, fail, isRefusal, type Caller, type ClaimApiEnv, type Refusal } from './answers.js';
 
 /** The username a peer cluster acts as (in logs and messages): `warmpool:federation-peer:<id>`. */
 export function peerUsername(peer: string): string {
@@ -71,11 +71,7 @@ export function claimAccess(callers: ClaimCallers): RouteAccess<ClaimApiEnv, Cla
       return undefined;
     },
     authorize: async (c, verb) => {
-      const namespace = await callers.admit(
-        { user: c.get('user'), peer: c.get('peer') },
-        c.req.param('namespace'),
-        verb,
-      );
+      const namespace = await callers.admit(callerOf(c), c.req.param('namespace'), verb);
       if (typeof namespace !== 'string') return fail(c, namespace.refused, namespace.error);
       c.set('namespace', namespace);
       return undefined;
