@@ -18,10 +18,11 @@ import {
 } from '../../src/provisioning/claim-service.js';
 import { callClaims, type Answer } from '../support/claims.js';
 
-const USERS: Record<string, UserInfo | 'down'> = {
+const USERS: Record<string, UserInfo | 'down' | 'odd'> = {
   'alice-token': { username: 'alice' },
   'bob-token': { username: 'bob' },
   'down-token': 'down',
+  'odd-token': 'odd',
 };
 
 /** Alice may create in any namespace, Bob nowhere; `down-token` finds the apiserver unreachable. */
@@ -29,6 +30,8 @@ const reviewer: AccessReviewer = {
   authenticate(token) {
     const user = USERS[token];
     if (user === 'down') return Promise.reject(new ReviewUnavailable('the apiserver could not review the request'));
+    // Something that is not an Error, as a buggy dependency may reject with.
+    if (user === 'odd') return Promise.reject('not an Error');
     return Promise.resolve(user);
   },
   authorize: (user) => Promise.resolve(user.username === 'alice'),
@@ -45,6 +48,8 @@ class Pipeline implements ClaimService {
         throw new ClaimFailure('NoCapacity', 'no node has room', { retryAfterSeconds: 2 });
       case 'broken':
         throw new Error('a bug');
+      case 'odd':
+        throw undefined;
       case 'slow':
         await new Promise((resolve) => setTimeout(resolve, 300));
     }
@@ -221,6 +226,12 @@ describe('the create route, ahead of Hono and through it', () => {
       retryAfter: '1',
       body: { reason: 'Unavailable', error: 'internal error' },
     });
+  });
+
+  it('answers something thrown that is not an Error as the app does: 503 without its details', async () => {
+    const unexpected = { status: 503, retryAfter: '1', body: { reason: 'Unavailable', error: 'internal error' } };
+    expect(await onBothPaths('team-a', 'alice-token', { warmPool: 'odd' })).toMatchObject(unexpected);
+    expect(await onBothPaths('team-a', 'odd-token', { warmPool: 'python' })).toMatchObject(unexpected);
   });
 
   it('leaves a percent-encoded namespace to the app, which decodes it', async () => {
