@@ -6,6 +6,7 @@
 // real selves are claims-http.test.ts's); what is checked is the HTTP layer.
 import { ReviewUnavailable, type AccessReviewer, type UserInfo } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimApi } from '../../src/http/claims/app.js';
 import { ClaimApiServer } from '../../src/http/claims/server.js';
@@ -240,6 +241,33 @@ describe('the create route, ahead of Hono and through it', () => {
     });
     expect(answer).toMatchObject({ status: 200, body: { namespace: 'team-a' } });
     expect(taken).not.toContain('/v1/namespaces/team%2Da/claims');
+  });
+
+  it('leaves to the app a path its URL parser rewrites: an empty, `.` or `..` segment, a backslash', async () => {
+    /** The status of a POST sent with the path as written (fetch would normalize it first). */
+    const statusOf = (path: string): Promise<number | undefined> =>
+      new Promise((resolve, reject) => {
+        const { hostname, port } = new URL(url);
+        const headers = { authorization: 'Bearer alice-token' };
+        const sent = request({ host: hostname, port, path, method: 'POST', headers });
+        sent.on('response', (answer) => {
+          answer.resume();
+          resolve(answer.statusCode);
+        });
+        sent.on('error', reject);
+        sent.end(JSON.stringify({ warmPool: 'python' }));
+      });
+    const rewritten = {
+      '/v1/namespaces//claims': 404,
+      '/v1/namespaces/./claims': 404,
+      '/v1/namespaces/../claims': 404,
+      '/v1/namespaces/x\\..\\team-a/claims': undefined,
+    };
+    for (const [path, status] of Object.entries(rewritten)) {
+      const answered = await statusOf(path);
+      expect(taken, path).not.toContain(path);
+      if (status !== undefined) expect(answered, path).toBe(status);
+    }
   });
 
   it('tells the pipeline when the caller gives up, on both paths', async () => {
