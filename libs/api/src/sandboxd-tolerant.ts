@@ -12,7 +12,7 @@
 // below (claim answer with `owner_addr` optional, `redirectAnswerSchema`,
 // rows with `claimed_at` optional, a list parsed row by row).
 import { z } from 'zod';
-import { ownerAddrSchema } from './owner-addr.js';
+import { OWNER_ADDR_MAX_LENGTH, ownerAddrSchema } from './owner-addr.js';
 import {
   claimGrantSchema,
   claimRedirectSchema,
@@ -92,7 +92,10 @@ export function rowsOfClaimRef<T extends { claim_ref?: string | undefined }>(
  */
 export function normalizeOwnerAddr(raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
-  // Every grant of a node names the same address, so answers are kept (the function is pure; the memo is bounded).
+  // A node's answer is not size-capped: a longer raw address is normalized each time, never kept.
+  if (raw.length > OWNER_ADDR_KEPT_LENGTH) return ownerAddrOf(raw);
+  // Every grant of a node names the same address, so answers are kept (the function is pure; the memo is bounded
+  // in entries and in each entry's length).
   const known = ownerAddrs.get(raw);
   if (known !== undefined) return known === '' ? undefined : known;
   const normalized = ownerAddrOf(raw);
@@ -104,6 +107,8 @@ export function normalizeOwnerAddr(raw: string | undefined): string | undefined 
 /** Raw owner address → normalized ('' for none): a fleet's worth of nodes. */
 const ownerAddrs = new Map<string, string>();
 const OWNER_ADDRS_KEPT = 4_096;
+/** The longest raw address kept: a host:port at its limit, written as an origin with room to spare. */
+const OWNER_ADDR_KEPT_LENGTH = 2 * OWNER_ADDR_MAX_LENGTH;
 
 function ownerAddrOf(raw: string): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {

@@ -1,5 +1,7 @@
 // What warmpool reads from a real sandboxd's answers: owner addresses in both
 // forms, list rows with more or less than our contract names.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { normalizeOwnerAddr, parseSandboxRows, rowsOfClaimRef, tolerantClaimResponseSchema } from '../src/index.js';
 
@@ -23,6 +25,24 @@ describe('normalizeOwnerAddr', () => {
     'https://x:1?q=1',
     'http://',
   ])('refuses %s', (raw) => expect(normalizeOwnerAddr(raw)).toBeUndefined());
+});
+
+describe("normalizeOwnerAddr's memo", () => {
+  it('keeps no huge owner address a node answers: its memory is bounded, not just its count', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const MiB = 1 << 20;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // 64 distinct 1 MiB owner addresses, none of them host:port, read off a node's JSON answer (on the heap).
+    const padding = 'a'.repeat(MiB);
+    for (let i = 0; i < 64; i++) {
+      const raw = JSON.parse(`"${i}${padding}"`) as string;
+      expect(normalizeOwnerAddr(raw)).toBeUndefined();
+    }
+    gc();
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(16 * MiB);
+  });
 });
 
 describe('tolerantClaimResponseSchema', () => {

@@ -43,6 +43,12 @@ export function readIncomingBody(
     done(TOO_LARGE);
     return;
   }
+  // Its client went away before the body was asked for (while the caller was reviewed, say): the request has
+  // closed already, so none of the events below will ever come.
+  if (incoming.destroyed) {
+    done(UNREADABLE);
+    return;
+  }
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let size = 0;

@@ -88,11 +88,17 @@ export function claimAnswerOfJson(status: number, json: unknown, text?: string):
   return { ok: false, refusal: { kind: status === 429 ? 'full' : 'refused', status, message } };
 }
 
-/** Fields the grant's schema checks but warmpool does not read: any of them present is zod's to judge. */
-const CHECKED_UNREAD = ['template_digest', 'from_checkpoint', 'net_route', 'volumes'];
+/** What warmpool reads of a grant (checked by hand in grantOf). */
+const READ_FIELDS = ['id', 'token', 'deadline', 'owner_addr'] as const;
+type GrantFields = Pick<TolerantClaimResponse, (typeof READ_FIELDS)[number]>;
 
-/** What warmpool reads of a grant. */
-type GrantFields = Pick<TolerantClaimResponse, 'id' | 'token' | 'deadline' | 'owner_addr'>;
+/**
+ * Fields the grant's schema checks but warmpool does not read: any of them present is zod's to judge. Taken from the
+ * schema, so a field added there can never be waved through unchecked.
+ */
+const CHECKED_UNREAD = Object.keys(tolerantClaimResponseSchema.shape).filter(
+  (field) => !(READ_FIELDS as readonly string[]).includes(field),
+);
 
 /**
  * The grant in a 200's body, or undefined when it is not one (tolerantClaimResponseSchema's verdict). The common

@@ -97,6 +97,19 @@ describe("reading a node's grant", () => {
     expect(normalizeOwnerAddr('10.0.0.7')).toBeUndefined();
   });
 
+  it("leaves every field of the schema it does not read to zod, whichever the schema's fields are", () => {
+    const read = new Set(['id', 'token', 'deadline', 'owner_addr']);
+    const unread = Object.keys(tolerantClaimResponseSchema.shape).filter((field) => !read.has(field));
+    expect(unread.length).toBeGreaterThan(0);
+    for (const field of unread)
+      for (const value of [5, 'x', '', null, true, [], [{}], {}]) {
+        const json = { id: 'sb_1', token: 't', deadline: 'd', [field]: value };
+        expect(grantOf(json) !== undefined, `${field}: ${JSON.stringify(value)}`).toBe(
+          tolerantClaimResponseSchema.safeParse(json).success,
+        );
+      }
+  });
+
   it('reads a grant with fields warmpool does not use through the schema', () => {
     expect(grantOf({ id: 'sb_1', token: 't', deadline: 'd', net_route: 'relay' })).toMatchObject({
       id: 'sb_1',

@@ -6,6 +6,7 @@
 // real selves are claims-http.test.ts's); what is checked is the HTTP layer.
 import { ReviewUnavailable, type AccessReviewer, type UserInfo } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimApi } from '../../src/http/claims/app.js';
 import { ClaimApiServer } from '../../src/http/claims/server.js';
@@ -18,10 +19,11 @@ import {
 } from '../../src/provisioning/claim-service.js';
 import { callClaims, type Answer } from '../support/claims.js';
 
-const USERS: Record<string, UserInfo | 'down'> = {
+const USERS: Record<string, UserInfo | 'down' | 'odd'> = {
   'alice-token': { username: 'alice' },
   'bob-token': { username: 'bob' },
   'down-token': 'down',
+  'odd-token': 'odd',
 };
 
 /** Alice may create in any namespace, Bob nowhere; `down-token` finds the apiserver unreachable. */
@@ -29,6 +31,8 @@ const reviewer: AccessReviewer = {
   authenticate(token) {
     const user = USERS[token];
     if (user === 'down') return Promise.reject(new ReviewUnavailable('the apiserver could not review the request'));
+    // Something that is not an Error, as a buggy dependency may reject with.
+    if (user === 'odd') return Promise.reject('not an Error');
     return Promise.resolve(user);
   },
   authorize: (user) => Promise.resolve(user.username === 'alice'),
@@ -45,6 +49,8 @@ class Pipeline implements ClaimService {
         throw new ClaimFailure('NoCapacity', 'no node has room', { retryAfterSeconds: 2 });
       case 'broken':
         throw new Error('a bug');
+      case 'odd':
+        throw undefined;
       case 'slow':
         await new Promise((resolve) => setTimeout(resolve, 300));
     }
@@ -223,12 +229,45 @@ describe('the create route, ahead of Hono and through it', () => {
     });
   });
 
+  it('answers something thrown that is not an Error as the app does: 503 without its details', async () => {
+    const unexpected = { status: 503, retryAfter: '1', body: { reason: 'Unavailable', error: 'internal error' } };
+    expect(await onBothPaths('team-a', 'alice-token', { warmPool: 'odd' })).toMatchObject(unexpected);
+    expect(await onBothPaths('team-a', 'odd-token', { warmPool: 'python' })).toMatchObject(unexpected);
+  });
+
   it('leaves a percent-encoded namespace to the app, which decodes it', async () => {
     const answer = await callClaims(url, 'POST', '/v1/namespaces/team%2Da/claims', 'alice-token', {
       warmPool: 'python',
     });
     expect(answer).toMatchObject({ status: 200, body: { namespace: 'team-a' } });
     expect(taken).not.toContain('/v1/namespaces/team%2Da/claims');
+  });
+
+  it('leaves to the app a path its URL parser rewrites: an empty, `.` or `..` segment, a backslash', async () => {
+    /** The status of a POST sent with the path as written (fetch would normalize it first). */
+    const statusOf = (path: string): Promise<number | undefined> =>
+      new Promise((resolve, reject) => {
+        const { hostname, port } = new URL(url);
+        const headers = { authorization: 'Bearer alice-token' };
+        const sent = request({ host: hostname, port, path, method: 'POST', headers });
+        sent.on('response', (answer) => {
+          answer.resume();
+          resolve(answer.statusCode);
+        });
+        sent.on('error', reject);
+        sent.end(JSON.stringify({ warmPool: 'python' }));
+      });
+    const rewritten = {
+      '/v1/namespaces//claims': 404,
+      '/v1/namespaces/./claims': 404,
+      '/v1/namespaces/../claims': 404,
+      '/v1/namespaces/x\\..\\team-a/claims': undefined,
+    };
+    for (const [path, status] of Object.entries(rewritten)) {
+      const answered = await statusOf(path);
+      expect(taken, path).not.toContain(path);
+      if (status !== undefined) expect(answered, path).toBe(status);
+    }
   });
 
   it('tells the pipeline when the caller gives up, on both paths', async () => {

@@ -9,7 +9,7 @@
 import type { ClaimErrorBody } from '@warmpool/api';
 import type { AccessReviewer } from '@warmpool/kube';
 import { methodNotAllowed, type AheadOfApp, type Logger } from '@warmpool/runtime';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { PeerCredentials } from '../../federation/peers.js';
 import type { EnvClaimRouter } from '../../provisioning/env-claim-router.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
@@ -50,7 +50,26 @@ export function createClaimApi(options: ClaimApiOptions): ClaimApi {
   const { claims, logger } = options;
   const callers = new ClaimCallers(options.reviewer, options.peers);
   const access = claimAccess(callers);
+  const answerError = (c: Context<ClaimApiEnv>, err: unknown): Response => {
+    const { status, headers, body } = errorReply(err, (unexpected) =>
+      logger.error('claim API request failed', { method: c.req.method, path: c.req.path, err: unexpected }),
+    );
+    return c.json<ClaimErrorBody>(body, status, headers);
+  };
   const app = new Hono<ClaimApiEnv>()
+    // Hono hands onError only what is an Error; anything else thrown (a string, undefined) would get node-server's
+    // empty 500. Caught here, outside every route, it answers as errorReply says, as the direct path does.
+    .use(
+      '*',
+      access.aroundEvery(async (c, next) => {
+        try {
+          await next();
+        } catch (err) {
+          return answerError(c, err);
+        }
+        return undefined;
+      }),
+    )
     .get('/openapi.json', access.open, (c) => c.json(claimApiDocument(), 200))
     .route('/', createRoute(access, options))
     .route('/', claimRoutes(access, claims, options.envs));
@@ -65,12 +84,7 @@ export function createClaimApi(options: ClaimApiOptions): ClaimApi {
       );
     return fail(c, 'NotFound', `no such endpoint: ${c.req.method} ${c.req.path}`);
   });
-  app.onError((err, c) => {
-    const { status, headers, body } = errorReply(err, (unexpected) =>
-      logger.error('claim API request failed', { method: c.req.method, path: c.req.path, err: unexpected }),
-    );
-    return c.json<ClaimErrorBody>(body, status, headers);
-  });
+  app.onError((err, c) => answerError(c, err));
   access.assertDeclared(app);
   return { app, ahead: directCreate(callers, options, logger) };
 }

@@ -1,8 +1,9 @@
 // POST /v1/namespaces/{ns}/claims, the claim API's hot path, served on
 // Node's own request and response ahead of the Hono app: no Web Request or
 // Response, no router, no context. The server hands it exactly that path
-// (no query string, no percent-encoding, no trailing slash); anything else,
-// such a create included, is the app's, which serves it with the same code.
+// (no query string, no percent-encoding, no trailing slash, no segment a URL
+// parser rewrites); anything else, such a create included, is the app's,
+// which serves it with the same code.
 // The rules are the route's, not a copy: the access the route declares
 // (ClaimCallers with CREATE_VERB, before a byte of the body is read), the
 // body cap and createClaimBodySchema, createClaim, and the app's error
@@ -25,8 +26,12 @@ import { errorReply, failureReply, isRefusal, type FailureReply } from './answer
 import { createClaimBodySchema } from './create-body.js';
 import { CREATE_VERB, INVALID_BODY, MAX_BODY_BYTES, createClaim, type CreateOptions } from './create.js';
 
-/** The create path exactly, its namespace segment captured: a segment with `%` is the app's to decode. */
-const CREATE_PATH = /^\/v1\/namespaces\/([^/%?#]*)\/claims$/;
+/**
+ * The create path exactly, its namespace segment captured. Whatever the app's URL parser would rewrite is the app's,
+ * so both answer alike: a segment with `%` (decoded there), an empty, `.` or `..` segment (it routes elsewhere), a
+ * backslash (a separator to the WHATWG parser).
+ */
+const CREATE_PATH = /^\/v1\/namespaces\/(?!\.\.?\/)([^/\\%?#]+)\/claims$/;
 
 export function directCreate(callers: ClaimCallers, options: CreateOptions, logger: Logger): AheadOfApp {
   return (incoming, outgoing) => {
