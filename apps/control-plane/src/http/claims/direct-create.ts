@@ -46,11 +46,15 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
       )
       .then((answer) => write(outgoing, answer))
       // Nothing is left to answer with (Node refused the write): the connection goes, so the caller is not left hanging.
-      .catch((err: unknown) => outgoing.destroy(err as Error));
+      .catch((err: unknown) => outgoing.destroy(err instanceof Error ? err : undefined));
     return true;
   };
 
-  async function serve(incoming: IncomingMessage, outgoing: ServerResponse, rawNamespace: string): Promise<Answer> {
+  async function serve(
+    incoming: IncomingMessage,
+    outgoing: ServerResponse,
+    rawNamespace: string,
+  ): Promise<CreateAnswer> {
     const caller = await callers.identify(incomingHeader(incoming, 'authorization'));
     if (isRefusal(caller)) return failureReply(caller.refused, caller.error);
     const namespace = await callers.admit(caller, rawNamespace, CREATE_VERB);
@@ -73,7 +77,7 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
   }
 }
 
-type Answer = FailureReply | { status: 200; headers: Record<string, never>; body: ClaimBody };
+type CreateAnswer = FailureReply | { status: 200; headers: Record<string, never>; body: ClaimBody };
 
 /** Aborts when the response closes before it was all written: the caller gave up (node-server's rule). */
 function givenUp(outgoing: ServerResponse): AbortSignal {
@@ -85,7 +89,7 @@ function givenUp(outgoing: ServerResponse): AbortSignal {
 }
 
 /** The answer as Hono's c.json writes it; a response whose connection is gone takes nothing. */
-function write(outgoing: ServerResponse, { status, headers, body }: Answer): void {
+function write(outgoing: ServerResponse, { status, headers, body }: CreateAnswer): void {
   if (outgoing.headersSent || outgoing.destroyed) return;
   const json = JSON.stringify(body);
   outgoing.writeHead(status, {
