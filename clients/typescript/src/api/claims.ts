@@ -9,19 +9,35 @@ export const DEFAULT_CLAIM_TTL_SECONDS = 300;
 /** The longest lease a claim may ask for. */
 export const MAX_CLAIM_TTL_SECONDS = 86_400;
 
+/** A DNS label's characters: [a-z0-9-], starting and ending with a letter or digit. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_LABEL_MAX = 63;
+
 /** A DNS label: it can also name the sandbox in Kubernetes. */
 export const claimRefSchema = z
   .string()
   .min(1)
-  .max(63)
+  .max(DNS_LABEL_MAX)
   .regex(
-    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+    DNS_LABEL,
     'must be a DNS label: at most 63 characters of [a-z0-9-], starting and ending with a letter or digit',
   );
 
+/**
+ * A DNS label (RFC 1123), claimRefSchema's verdict without zod: a namespace in a path, and what X-Sandbox-ID and
+ * X-Sandbox-Namespace must be (as upstream's router checks).
+ */
+export function isDnsLabel(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= DNS_LABEL_MAX && DNS_LABEL.test(value);
+}
+
 const ttlSecondsSchema = z.number().int().min(1).max(MAX_CLAIM_TTL_SECONDS);
 
-const nameSchema = z.string().min(1).max(253);
+/** The longest pool or Env name (and scaling group) a claim may name, and the longest `target`. */
+export const CLAIM_NAME_MAX = 253;
+export const CLAIM_TARGET_MAX = 512;
+
+const nameSchema = z.string().min(1).max(CLAIM_NAME_MAX);
 
 /**
  * `POST /v1/namespaces/{ns}/claims`: from one pool (`warmPool`), or from a
@@ -34,8 +50,8 @@ export const createClaimRequestSchema = z
   .strictObject({
     warmPool: nameSchema.optional(),
     env: nameSchema.optional(),
-    scalingGroup: z.string().max(253).optional(),
-    target: z.string().min(1).max(512).optional(),
+    scalingGroup: z.string().max(CLAIM_NAME_MAX).optional(),
+    target: z.string().min(1).max(CLAIM_TARGET_MAX).optional(),
     ttlSeconds: ttlSecondsSchema.optional(),
     claimRef: claimRefSchema.optional(),
   })
