@@ -3,6 +3,7 @@
 // and whose key space a request reads and writes.
 import { ownerDigest, type ClaimBody, type ClaimErrorBody, type ClaimFailureReason } from '@warmpool/api';
 import { ReviewUnavailable, type UserInfo } from '@warmpool/kube';
+import type { Logger } from '@warmpool/runtime';
 import type { Context } from 'hono';
 import { ClaimFailure, type ClaimGrant, type ClaimOwner, type ClaimScope } from '../../provisioning/claim-service.js';
 import { FAILURE_STATUS, retryAfterOf } from '../failures.js';
@@ -49,13 +50,13 @@ export function failureReply(reason: ClaimFailureReason, error: string, retryAft
 }
 
 /**
- * What an error thrown while serving answers: a ClaimFailure its reason, an apiserver that could not review the
- * request 503; anything else is unexpected (told to `unexpected`, to log) and answers 503 without its details.
+ * What an error thrown while serving `request` answers: a ClaimFailure its reason, an apiserver that could not review
+ * the request 503; anything else is unexpected (logged with the request) and answers 503 without its details.
  */
-export function errorReply(err: unknown, unexpected: (err: unknown) => void): FailureReply {
+export function errorReply(err: unknown, logger: Logger, request: { method: string; path: string }): FailureReply {
   if (err instanceof ClaimFailure) return failureReply(err.reason, err.message, err.retryAfterSeconds);
   if (err instanceof ReviewUnavailable) return failureReply('Unavailable', err.message, 1);
-  unexpected(err);
+  logger.error('claim API request failed', { ...request, err });
   return failureReply('Unavailable', 'internal error', 1);
 }
 

@@ -51,9 +51,7 @@ export function createClaimApi(options: ClaimApiOptions): ClaimApi {
   const callers = new ClaimCallers(options.reviewer, options.peers);
   const access = claimAccess(callers);
   const answerError = (c: Context<ClaimApiEnv>, err: unknown): Response => {
-    const { status, headers, body } = errorReply(err, (unexpected) =>
-      logger.error('claim API request failed', { method: c.req.method, path: c.req.path, err: unexpected }),
-    );
+    const { status, headers, body } = errorReply(err, logger, { method: c.req.method, path: c.req.path });
     return c.json<ClaimErrorBody>(body, status, headers);
   };
   const app = new Hono<ClaimApiEnv>()

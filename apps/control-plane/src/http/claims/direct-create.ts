@@ -9,8 +9,7 @@
 // body cap and createClaimBodySchema, createClaim, and the app's error
 // answers (errorReply). test/http/create-paths.test.ts runs the create cases
 // on both paths.
-import type { ClaimBody } from '@warmpool/api';
-import { CLAIMREF_GENERATED_HEADER } from '@warmpool/api';
+import { CLAIMREF_GENERATED_HEADER, type ClaimBody } from '@warmpool/api';
 import {
   describeIssue,
   incomingHeader,
@@ -39,11 +38,7 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
     const namespace = CREATE_PATH.exec(incoming.url ?? '')?.[1];
     if (namespace === undefined) return false;
     serve(incoming, outgoing, namespace)
-      .catch((err: unknown) =>
-        errorReply(err, (unexpected) =>
-          logger.error('claim API request failed', { method: 'POST', path: incoming.url, err: unexpected }),
-        ),
-      )
+      .catch((err: unknown) => errorReply(err, logger, { method: 'POST', path: incoming.url ?? '' }))
       .then((answer) => write(outgoing, answer))
       // Nothing is left to answer with (Node refused the write): the connection goes, so the caller is not left hanging.
       .catch((err: unknown) => outgoing.destroy(err instanceof Error ? err : undefined));
