@@ -16,8 +16,11 @@
 // on the direct path, over TCP. Each agent variant has its floor: the barest
 // Node proxy (node:http + undici, no auth, no validation, no framework) over
 // the same transport to sandboxd, so the agent's own share of the overhead
-// can be told apart. All paths take turns, round by round, so drift on a
-// shared machine hits all of them.
+// can be told apart. A third TCP path runs the floor's proxy inside a real
+// node agent's process (the agent's main started beside it), so the agent's
+// CPU above the floor splits into what its process carries (heap, code,
+// timers, Node flags) and what its claim path costs. All paths take turns,
+// round by round, so drift on a shared machine hits all of them.
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent.bench.ts
 //
@@ -28,9 +31,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { chartNodeFlags } from './lib/chart-flags.ts';
+import { scheduleOf, type Schedule } from './lib/proc.ts';
 import { startProcess, type Server } from './lib/serving-process.ts';
 import { fleetCaller } from './lib/fleet-caller.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
@@ -80,7 +85,10 @@ function poolTo(base: string, connections: number): Pool {
  * The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`; `upstream` as the agent's
  * --sandboxd-url.
  */
-function floorProxySource(upstream: string): string {
+function floorProxySource(
+  upstream: string,
+  listen: { port: number; msg: string; ownsProcess: boolean } = { port: 0, msg: 'floor serving', ownsProcess: true },
+): string {
   const pool = upstream.startsWith('unix:')
     ? `new Pool('http://localhost', { socketPath: ${JSON.stringify(upstream.slice('unix:'.length))}, connections: 128 })`
     : `new Pool(${JSON.stringify(upstream)}, { connections: 128 })`;
@@ -103,9 +111,31 @@ function floorProxySource(upstream: string): string {
         });
       });
     });
-    server.listen(0, '127.0.0.1', () => console.error(JSON.stringify({ msg: 'floor serving', address: '127.0.0.1:' + server.address().port })));
-    process.on('SIGTERM', () => { server.close(); upstream.close(); process.exit(0); });
+    server.listen(${listen.port}, '127.0.0.1', () => console.error(JSON.stringify({ msg: ${JSON.stringify(listen.msg)}, address: '127.0.0.1:' + server.address().port })));
+    ${listen.ownsProcess ? "process.on('SIGTERM', () => { server.close(); upstream.close(); process.exit(0); });" : ''}
   `;
+}
+
+/**
+ * The floor's proxy inside a running node agent's process, listening on `port`: the agent's own main runs after it, with
+ * `agentArgs`, so the floor's claims pay whatever the agent's process carries (its heap, its code, its timers, its
+ * Node flags) but none of the agent's claim path. What this path costs above the floor alone is the process; what the
+ * agent costs above this path is its claim path.
+ */
+function floorInAgentSource(upstream: string, port: number, agentMain: string, agentArgs: string[]): string {
+  return `${floorProxySource(upstream, { port, msg: 'floor in agent serving', ownsProcess: false })}
+    process.argv.splice(1, Infinity, ${JSON.stringify(agentMain)}, ...${JSON.stringify(agentArgs)});
+    await import(${JSON.stringify(pathToFileURL(agentMain).href)});
+  `;
+}
+
+/** A TCP port free on 127.0.0.1 just now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 const { headers, call } = fleetCaller(TOKEN);
@@ -120,6 +150,8 @@ interface Tally {
   cpu: Map<number, number>;
   /** Each call's CPU µs per claim of the first watched process (the hop), in call order. */
   hopCpuPerClaim: number[];
+  /** The hop's user and system CPU and its main thread's switches, summed over the calls. */
+  hopSchedule: Schedule;
 }
 
 const emptyTally = (): Tally => ({
@@ -129,6 +161,7 @@ const emptyTally = (): Tally => ({
   seconds: 0,
   cpu: new Map(),
   hopCpuPerClaim: [],
+  hopSchedule: { userMicros: 0, systemMicros: 0, voluntarySwitches: 0, involuntarySwitches: 0 },
 });
 
 async function claimFor(
@@ -139,6 +172,7 @@ async function claimFor(
   watch: number[] = [],
 ): Promise<void> {
   const cpuBefore = watch.map(cpuMicros);
+  const scheduleBefore = watch[0] === undefined ? undefined : scheduleOf(watch[0]);
   const claimsBefore = into.claims;
   const start = performance.now();
   const end = start + durationMs;
@@ -157,6 +191,11 @@ async function claimFor(
   const used = watch.map((pid, i) => cpuMicros(pid) - (cpuBefore[i] as number));
   watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + (used[i] as number)));
   if (used[0] !== undefined) into.hopCpuPerClaim.push(used[0] / (into.claims - claimsBefore));
+  if (scheduleBefore !== undefined && watch[0] !== undefined) {
+    const after = scheduleOf(watch[0]);
+    for (const key of Object.keys(after) as Array<keyof Schedule>)
+      into.hopSchedule[key] += after[key] - scheduleBefore[key];
+  }
 }
 
 function quantile(values: number[], q: number): number {
@@ -210,26 +249,41 @@ async function run(): Promise<void> {
         'floor serving',
         (r) => `http://${r['address']}`,
       );
+    const agentArgs = (sandboxd: Server): string[] => [
+      '--listen',
+      '127.0.0.1:0',
+      '--sandboxd-url',
+      sandboxd.base,
+      '--no-inventory',
+      '--log-level',
+      'info',
+    ];
     const agentTo = (sandboxd: Server, profile = false): Promise<Server> =>
       startProcess(
         [
           ...chartNodeFlags('nodeAgent'),
           ...(profile ? profiled('agent') : []),
           distOf('@warmpool/node-agent'),
-          '--listen',
-          '127.0.0.1:0',
-          '--sandboxd-url',
-          sandboxd.base,
-          '--no-inventory',
-          '--log-level',
-          'info',
+          ...agentArgs(sandboxd),
         ],
         { WARMPOOL_API_TOKEN: TOKEN },
         'node agent serving',
         (r) => r['url'] as string,
       );
+    const floorInAgentTo = async (sandboxd: Server): Promise<Server> => {
+      const port = await freePort();
+      const source = floorInAgentSource(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd));
+      const server = await startProcess(
+        [...chartNodeFlags('nodeAgent'), '--input-type=module', '-e', source],
+        { WARMPOOL_API_TOKEN: TOKEN },
+        'node agent serving',
+        () => `http://127.0.0.1:${port}`,
+      );
+      return server;
+    };
     const floorTcp = await hop('floor proxy (tcp)', () => floorTo(sandboxdTcp, true));
     const agentTcp = await hop('node agent (tcp)', () => agentTo(sandboxdTcp, true));
+    const floorInAgentTcp = await hop('floor in an agent (tcp)', () => floorInAgentTo(sandboxdTcp));
     const floorUnix = await hop('floor proxy (unix)', () => floorTo(sandboxdUnix));
     const agentUnix = await hop('node agent (unix)', () => agentTo(sandboxdUnix));
 
@@ -243,7 +297,11 @@ async function run(): Promise<void> {
     const viaAgentTcp = path('agent (tcp)', agentTcp.base, [agentTcp.pid, sandboxdTcp.pid]);
     const viaFloorUnix = path('floor (unix)', floorUnix.base, [floorUnix.pid, sandboxdUnix.pid]);
     const viaAgentUnix = path('agent (unix)', agentUnix.base, [agentUnix.pid, sandboxdUnix.pid]);
-    const paths = [direct, viaFloorTcp, viaAgentTcp, viaFloorUnix, viaAgentUnix];
+    const viaFloorInAgentTcp = path('floor in the agent process (tcp)', floorInAgentTcp.base, [
+      floorInAgentTcp.pid,
+      sandboxdTcp.pid,
+    ]);
+    const paths = [direct, viaFloorTcp, viaFloorInAgentTcp, viaAgentTcp, viaFloorUnix, viaAgentUnix];
 
     for (const agent of [viaAgentTcp, viaAgentUnix]) {
       const set = await call(agent.pool, 'PUT', '/v1/pools', {
@@ -290,6 +348,11 @@ async function run(): Promise<void> {
         ? ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
         : (sorted[Math.floor(mid)] ?? Number.NaN);
       return `${gaps.map((gap) => `${gap >= 0 ? '+' : ''}${gap.toFixed(1)}`).join(', ')} µs (median of the rounds ${median >= 0 ? '+' : ''}${median.toFixed(1)} µs)`;
+    };
+    const scheduleText = (p: Path): string => {
+      const { userMicros, systemMicros, voluntarySwitches, involuntarySwitches } = p.loaded.hopSchedule;
+      const per = (v: number): number => v / p.loaded.claims;
+      return `${per(userMicros).toFixed(1)} + ${per(systemMicros).toFixed(1)} µs, ${per(voluntarySwitches).toFixed(3)} + ${per(involuntarySwitches).toFixed(3)}`;
     };
     const errors = paths.reduce((n, p) => n + p.unloaded.errors + p.loaded.errors, 0);
 
@@ -363,6 +426,13 @@ async function run(): Promise<void> {
           'info',
         ],
         [
+          `per claim, ${LOADED_CONCURRENCY} in flight (${transport}): user + system CPU, main-thread wake-ups (voluntary switches) + preemptions: agent / floor`,
+          `${scheduleText(agent)} / ${scheduleText(floor)}`,
+          '—',
+          '—',
+          'info',
+        ],
+        [
           `CPU per claim of fake-sandboxd behind the agent / the floor (${transport})`,
           `${cpuPerClaim(agent, 1)} / ${cpuPerClaim(floor, 1)}`,
           '—',
@@ -394,6 +464,13 @@ async function run(): Promise<void> {
         'info',
       ],
       ...agentRows(viaAgentTcp, viaFloorTcp, 'tcp'),
+      [
+        "CPU per claim, 32 in flight (tcp): the floor proxy inside a node agent's process (its heap, code, timers and Node flags, none of its claim path) / the floor alone / the agent",
+        `${cpuPerClaim(viaFloorInAgentTcp, 0)} / ${cpuPerClaim(viaFloorTcp, 0)} / ${cpuPerClaim(viaAgentTcp, 0)}; the process's part, in each round: ${roundGaps(viaFloorInAgentTcp, viaFloorTcp)}; the claim path's part: ${roundGaps(viaAgentTcp, viaFloorInAgentTcp)}`,
+        '—',
+        '—',
+        'info',
+      ],
       ...agentRows(viaAgentUnix, viaFloorUnix, 'unix socket'),
       ['claims refused (non-200)', String(errors), '0', '—', errors === 0],
     ];

@@ -34,3 +34,28 @@ export function machineBusyMs(): number {
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = cpu;
   return (user + nice + system + irq + softirq) * 10;
 }
+
+/** A process's user and system CPU time in µs, and its main thread's context switches (Linux /proc; NaN elsewhere). */
+export interface Schedule {
+  userMicros: number;
+  systemMicros: number;
+  /** The main thread's voluntary switches: each one a wait in epoll that ended in a wake-up. */
+  voluntarySwitches: number;
+  involuntarySwitches: number;
+}
+
+export function scheduleOf(pid: number): Schedule {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const count = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1]);
+    return {
+      userMicros: Number(fields[11]) * 10_000,
+      systemMicros: Number(fields[12]) * 10_000,
+      voluntarySwitches: count('voluntary_ctxt_switches'),
+      involuntarySwitches: count('nonvoluntary_ctxt_switches'),
+    };
+  } catch {
+    return { userMicros: NaN, systemMicros: NaN, voluntarySwitches: NaN, involuntarySwitches: NaN };
+  }
+}
