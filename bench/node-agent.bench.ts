@@ -27,15 +27,16 @@
 // CPU_PROF=<dir>: the TCP agent and the TCP floor each write a V8 CPU profile
 // there when they stop (agent-*.cpuprofile, floor-*.cpuprofile). WARM_MS: how
 // long every path is loaded before the rounds (default 5 000).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createServer, type AddressInfo } from 'node:net';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '@warmpool/harness';
 import { Pool } from 'undici';
 import { chartNodeFlags } from './lib/chart-flags.ts';
-import { scheduleOf, type Schedule } from './lib/proc.ts';
+import { floorInAgentSource, floorProxySource } from './lib/floor-proxy.ts';
+import { cpuMsOf, scheduleOf, type Schedule } from './lib/proc.ts';
 import { startProcess, type Server } from './lib/serving-process.ts';
 import { fleetCaller } from './lib/fleet-caller.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
@@ -63,79 +64,12 @@ const profiled = (prefix: string): string[] =>
 
 const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
 
-/** CPU time a process has used, in µs (Linux /proc; NaN elsewhere). Clock ticks are 10 ms on Linux. */
-function cpuMicros(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return Number.NaN;
-  }
-}
-
 /** An undici Pool to `base`, over TCP or a unix socket. */
 function poolTo(base: string, connections: number): Pool {
   const options = { connections, pipelining: 1, keepAliveTimeout: 30_000 };
   return base.startsWith('unix:')
     ? new Pool('http://localhost', { ...options, socketPath: base.slice('unix:'.length) })
     : new Pool(base, options);
-}
-
-/**
- * The floor: a raw proxy as small as a Node hop gets, run with `node --input-type=module -e`; `upstream` as the agent's
- * --sandboxd-url.
- */
-function floorProxySource(
-  upstream: string,
-  listen: { port: number; msg: string; ownsProcess: boolean } = { port: 0, msg: 'floor serving', ownsProcess: true },
-): string {
-  const pool = upstream.startsWith('unix:')
-    ? `new Pool('http://localhost', { socketPath: ${JSON.stringify(upstream.slice('unix:'.length))}, connections: 128 })`
-    : `new Pool(${JSON.stringify(upstream)}, { connections: 128 })`;
-  return `
-    import { createServer } from 'node:http';
-    import { Pool } from ${JSON.stringify(import.meta.resolve('undici'))};
-    const upstream = ${pool};
-    const server = createServer((req, res) => {
-      const chunks = [];
-      req.on('data', (c) => chunks.push(c));
-      req.on('end', () => {
-        const out = [];
-        let status = 0;
-        upstream.dispatch({ method: req.method, path: req.url, headers: { authorization: req.headers.authorization, 'content-type': 'application/json' }, body: Buffer.concat(chunks) }, {
-          onRequestStart() {},
-          onResponseStart(_c, s) { status = s; },
-          onResponseData(_c, d) { out.push(d); },
-          onResponseEnd() { const b = Buffer.concat(out); res.writeHead(status, { 'content-type': 'application/json', 'content-length': b.length }); res.end(b); },
-          onResponseError(_c, e) { res.writeHead(503); res.end(String(e)); },
-        });
-      });
-    });
-    server.listen(${listen.port}, '127.0.0.1', () => console.error(JSON.stringify({ msg: ${JSON.stringify(listen.msg)}, address: '127.0.0.1:' + server.address().port })));
-    ${listen.ownsProcess ? "process.on('SIGTERM', () => { server.close(); upstream.close(); process.exit(0); });" : ''}
-  `;
-}
-
-/**
- * The floor's proxy inside a running node agent's process, listening on `port`: the agent's own main runs after it, with
- * `agentArgs`, so the floor's claims pay whatever the agent's process carries (its heap, its code, its timers, its
- * Node flags) but none of the agent's claim path. What this path costs above the floor alone is the process; what the
- * agent costs above this path is its claim path.
- */
-function floorInAgentSource(upstream: string, port: number, agentMain: string, agentArgs: string[]): string {
-  return `${floorProxySource(upstream, { port, msg: 'floor in agent serving', ownsProcess: false })}
-    process.argv.splice(1, Infinity, ${JSON.stringify(agentMain)}, ...${JSON.stringify(agentArgs)});
-    await import(${JSON.stringify(pathToFileURL(agentMain).href)});
-  `;
-}
-
-/** A TCP port free on 127.0.0.1 just now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 const { headers, call } = fleetCaller(TOKEN);
@@ -171,7 +105,7 @@ async function claimFor(
   into: Tally,
   watch: number[] = [],
 ): Promise<void> {
-  const cpuBefore = watch.map(cpuMicros);
+  const cpuBefore = watch.map((pid) => cpuMsOf(pid) * 1_000);
   const scheduleBefore = watch[0] === undefined ? undefined : scheduleOf(watch[0]);
   const claimsBefore = into.claims;
   const start = performance.now();
@@ -188,7 +122,7 @@ async function claimFor(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   into.seconds += (performance.now() - start) / 1000;
-  const used = watch.map((pid, i) => cpuMicros(pid) - (cpuBefore[i] as number));
+  const used = watch.map((pid, i) => cpuMsOf(pid) * 1_000 - (cpuBefore[i] as number));
   watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + (used[i] as number)));
   if (used[0] !== undefined) into.hopCpuPerClaim.push(used[0] / (into.claims - claimsBefore));
   if (scheduleBefore !== undefined && watch[0] !== undefined) {

@@ -1,5 +1,5 @@
-// Memory of a process as the kernel counts it (Linux /proc), so a process's
-// RSS is measured from outside, honestly.
+// A process as the kernel counts it (Linux /proc): its memory, its CPU time and
+// its scheduling, measured from outside, honestly.
 import { readFileSync } from 'node:fs';
 
 export interface Memory {
@@ -16,11 +16,16 @@ export function memoryOf(pid: number): Memory {
   return { rss: kib('VmRSS'), peak: kib('VmHWM') };
 }
 
+/** The fields of /proc/`pid`/stat after the command name (index 11 utime, 12 stime, in 10 ms clock ticks). */
+function statFields(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+}
+
 /** CPU time (user + system) a process has used, in ms (Linux /proc; clock ticks of 10 ms); NaN when unreadable. */
 export function cpuMsOf(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const fields = statFields(pid);
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return Number.NaN;
@@ -46,7 +51,7 @@ export interface Schedule {
 
 export function scheduleOf(pid: number): Schedule {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const fields = statFields(pid);
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const count = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1]);
     return {
