@@ -24,24 +24,36 @@
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent.bench.ts
 //
-// CPU_PROF=<dir>: the TCP agent and the TCP floor each write a V8 CPU profile
-// there when they stop (agent-*.cpuprofile, floor-*.cpuprofile). WARM_MS: how
-// long every path is loaded before the rounds (default 5 000).
+// Switches, each for the three TCP hops (the floor, the floor in the agent's
+// process, the agent):
+//   CPU_PROF=<dir>  each writes a V8 CPU profile there when it stops
+//                   (floor-*, floor-in-agent-*, agent-*.cpuprofile);
+//   TRACE_GC=1      each runs with --trace-gc, and a row sums its collections
+//                   and main-thread GC pauses per claim;
+//   PERF_MAP=1      each runs with --perf-basic-prof (JIT symbols for `perf`)
+//                   and its pid is printed at start, for `perf record -p`.
+// AGENT_NODE_FLAGS="…": Node flags for the agents' processes instead of the
+// chart's. WARM_MS: how long every path is loaded before the rounds (default
+// 5 000).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { freePort } from '@warmpool/harness';
+import { join } from 'node:path';
 import { Pool } from 'undici';
-import { chartNodeFlags } from './lib/chart-flags.ts';
-import { floorInAgentSource, floorProxySource } from './lib/floor-proxy.ts';
-import { cpuMsOf, scheduleOf, type Schedule } from './lib/proc.ts';
-import { startProcess, type Server } from './lib/serving-process.ts';
+import {
+  agentNodeFlags,
+  agentTo,
+  floorInAgentTo,
+  floorTo,
+  perfMap,
+  startSandboxd,
+  TOKEN,
+  traceGc,
+} from './lib/agent-hops.ts';
+import { claimFor, emptyTally, quantile, type Claim, type Tally } from './lib/claim-tally.ts';
 import { fleetCaller } from './lib/fleet-caller.ts';
-import { UNBOUNDED_SANDBOXD_ARGS } from './lib/unbounded-sandboxd.ts';
+import { gcTraceOf } from './lib/gc-trace.ts';
+import type { Server } from './lib/serving-process.ts';
 
-const TOKEN = 'bench-token';
 const WARM_TARGET = 50_000;
 const ROUNDS = 4;
 const UNLOADED_ROUND_MS = 1_000;
@@ -55,15 +67,6 @@ const WARM_LOADED_MS = Number(process.env['WARM_MS'] ?? 5_000);
 const LOADED_CONCURRENCY = 32;
 const CONNECTIONS = 16;
 
-const profileDir = process.env['CPU_PROF'];
-/** Node flags that make a hop write its CPU profile, named `prefix`-…, when profiling was asked for. */
-const profiled = (prefix: string): string[] =>
-  profileDir === undefined
-    ? []
-    : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${prefix}-\${pid}.cpuprofile`];
-
-const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
-
 /** An undici Pool to `base`, over TCP or a unix socket. */
 function poolTo(base: string, connections: number): Pool {
   const options = { connections, pipelining: 1, keepAliveTimeout: 30_000 };
@@ -73,70 +76,7 @@ function poolTo(base: string, connections: number): Pool {
 }
 
 const { headers, call } = fleetCaller(TOKEN);
-const CLAIM_BODY = JSON.stringify({ template: 'bench', ttl_seconds: 3600 });
-
-interface Tally {
-  latenciesMs: number[];
-  claims: number;
-  errors: number;
-  seconds: number;
-  /** CPU µs used meanwhile by each watched process. */
-  cpu: Map<number, number>;
-  /** Each call's CPU µs per claim of the first watched process (the hop), in call order. */
-  hopCpuPerClaim: number[];
-  /** The hop's user and system CPU and its main thread's switches, summed over the calls. */
-  hopSchedule: Schedule;
-}
-
-const emptyTally = (): Tally => ({
-  latenciesMs: [],
-  claims: 0,
-  errors: 0,
-  seconds: 0,
-  cpu: new Map(),
-  hopCpuPerClaim: [],
-  hopSchedule: { userMicros: 0, systemMicros: 0, voluntarySwitches: 0, involuntarySwitches: 0 },
-});
-
-async function claimFor(
-  pool: Pool,
-  durationMs: number,
-  concurrency: number,
-  into: Tally,
-  watch: number[] = [],
-): Promise<void> {
-  const cpuBefore = watch.map((pid) => cpuMsOf(pid) * 1_000);
-  const scheduleBefore = watch[0] === undefined ? undefined : scheduleOf(watch[0]);
-  const claimsBefore = into.claims;
-  const start = performance.now();
-  const end = start + durationMs;
-  const worker = async (): Promise<void> => {
-    while (performance.now() < end) {
-      const t0 = performance.now();
-      const res = await pool.request({ method: 'POST', path: '/v1/claim', headers, body: CLAIM_BODY });
-      await res.body.text();
-      into.latenciesMs.push(performance.now() - t0);
-      if (res.statusCode === 200) into.claims++;
-      else into.errors++;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  into.seconds += (performance.now() - start) / 1000;
-  const used = watch.map((pid, i) => cpuMsOf(pid) * 1_000 - (cpuBefore[i] as number));
-  watch.forEach((pid, i) => into.cpu.set(pid, (into.cpu.get(pid) ?? 0) + (used[i] as number)));
-  if (used[0] !== undefined) into.hopCpuPerClaim.push(used[0] / (into.claims - claimsBefore));
-  if (scheduleBefore !== undefined && watch[0] !== undefined) {
-    const after = scheduleOf(watch[0]);
-    for (const key of Object.keys(after) as Array<keyof Schedule>)
-      into.hopSchedule[key] += after[key] - scheduleBefore[key];
-  }
-}
-
-function quantile(values: number[], q: number): number {
-  const sorted = Float64Array.from(values).sort();
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-}
+const CLAIM: Claim = { headers, body: JSON.stringify({ template: 'bench', ttl_seconds: 3600 }) };
 
 type Row = [metric: string, measured: string, goal: string, anchor: string, ok: boolean | 'info'];
 
@@ -150,16 +90,12 @@ interface Path {
   loaded: Tally;
   /** The loaded warm-up, not counted in the rounds. */
   warm: Tally;
+  /** The short warm-up of connections before it. */
+  prewarm: Tally;
 }
 
-async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {
-  return startProcess(
-    [distOf('@warmpool/fake-sandboxd'), '--listen', listen, '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS],
-    {},
-    'serving',
-    base,
-  );
-}
+/** Every claim a path served, warm-ups included. */
+const servedBy = (p: Path): number => p.prewarm.claims + p.warm.claims + p.unloaded.claims + p.loaded.claims;
 
 async function run(): Promise<void> {
   const socketDir = mkdtempSync(join(tmpdir(), 'agent-bench-'));
@@ -176,55 +112,28 @@ async function run(): Promise<void> {
       servers.push([name, server]);
       return server;
     };
-    const floorTo = (sandboxd: Server, profile = false): Promise<Server> =>
-      startProcess(
-        [...(profile ? profiled('floor') : []), '--input-type=module', '-e', floorProxySource(sandboxd.base)],
-        {},
-        'floor serving',
-        (r) => `http://${r['address']}`,
-      );
-    const agentArgs = (sandboxd: Server): string[] => [
-      '--listen',
-      '127.0.0.1:0',
-      '--sandboxd-url',
-      sandboxd.base,
-      '--no-inventory',
-      '--log-level',
-      'info',
-    ];
-    const agentTo = (sandboxd: Server, profile = false): Promise<Server> =>
-      startProcess(
-        [
-          ...chartNodeFlags('nodeAgent'),
-          ...(profile ? profiled('agent') : []),
-          distOf('@warmpool/node-agent'),
-          ...agentArgs(sandboxd),
-        ],
-        { WARMPOOL_API_TOKEN: TOKEN },
-        'node agent serving',
-        (r) => r['url'] as string,
-      );
-    const floorInAgentTo = async (sandboxd: Server): Promise<Server> => {
-      const port = await freePort();
-      const source = floorInAgentSource(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd));
-      const server = await startProcess(
-        [...chartNodeFlags('nodeAgent'), '--input-type=module', '-e', source],
-        { WARMPOOL_API_TOKEN: TOKEN },
-        'node agent serving',
-        () => `http://127.0.0.1:${port}`,
-      );
-      return server;
-    };
     const floorTcp = await hop('floor proxy (tcp)', () => floorTo(sandboxdTcp, true));
     const agentTcp = await hop('node agent (tcp)', () => agentTo(sandboxdTcp, true));
-    const floorInAgentTcp = await hop('floor in an agent (tcp)', () => floorInAgentTo(sandboxdTcp));
+    const floorInAgentTcp = await hop('floor in the agent process (tcp)', () => floorInAgentTo(sandboxdTcp));
     const floorUnix = await hop('floor proxy (unix)', () => floorTo(sandboxdUnix));
     const agentUnix = await hop('node agent (unix)', () => agentTo(sandboxdUnix));
+    if (perfMap)
+      console.error(
+        `perf: floor (tcp) pid ${floorTcp.pid}, floor in the agent process (tcp) pid ${floorInAgentTcp.pid}, agent (tcp) pid ${agentTcp.pid}`,
+      );
 
     const path = (name: string, base: string, watch: number[]): Path => {
       const pool = poolTo(base, CONNECTIONS);
       pools.push(pool);
-      return { name, pool, watch, unloaded: emptyTally(), loaded: emptyTally(), warm: emptyTally() };
+      return {
+        name,
+        pool,
+        watch,
+        unloaded: emptyTally(),
+        loaded: emptyTally(),
+        warm: emptyTally(),
+        prewarm: emptyTally(),
+      };
     };
     const direct = path('direct', sandboxdTcp.base, [sandboxdTcp.pid]);
     const viaFloorTcp = path('floor (tcp)', floorTcp.base, [floorTcp.pid, sandboxdTcp.pid]);
@@ -253,14 +162,14 @@ async function run(): Promise<void> {
       }
     }
     // Warm up connections and every JIT.
-    for (const p of paths) await claimFor(p.pool, 500, 4, emptyTally());
-    for (const p of paths) await claimFor(p.pool, WARM_LOADED_MS, LOADED_CONCURRENCY, p.warm, p.watch);
+    for (const p of paths) await claimFor(p.pool, CLAIM, 500, 4, p.prewarm);
+    for (const p of paths) await claimFor(p.pool, CLAIM, WARM_LOADED_MS, LOADED_CONCURRENCY, p.warm, p.watch);
 
     for (let round = 0; round < ROUNDS; round++) {
-      for (const p of paths) await claimFor(p.pool, UNLOADED_ROUND_MS, 1, p.unloaded);
+      for (const p of paths) await claimFor(p.pool, CLAIM, UNLOADED_ROUND_MS, 1, p.unloaded);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      for (const p of paths) await claimFor(p.pool, LOADED_ROUND_MS, LOADED_CONCURRENCY, p.loaded, p.watch);
+      for (const p of paths) await claimFor(p.pool, CLAIM, LOADED_ROUND_MS, LOADED_CONCURRENCY, p.loaded, p.watch);
     }
     const loadAfter = loadavg()[0] as number;
 
@@ -287,6 +196,17 @@ async function run(): Promise<void> {
       const { userMicros, systemMicros, voluntarySwitches, involuntarySwitches } = p.loaded.hopSchedule;
       const per = (v: number): number => v / p.loaded.claims;
       return `${per(userMicros).toFixed(1)} + ${per(systemMicros).toFixed(1)} µs, ${per(voluntarySwitches).toFixed(3)} + ${per(involuntarySwitches).toFixed(3)}`;
+    };
+    const watchedHops: Array<[Path, Server]> = [
+      [viaFloorTcp, floorTcp],
+      [viaFloorInAgentTcp, floorInAgentTcp],
+      [viaAgentTcp, agentTcp],
+    ];
+    const gcText = (p: Path, server: Server): string => {
+      const { scavenges, markCompacts, pauseMs, markingStepsMs } = gcTraceOf(server.logFile);
+      const served = servedBy(p);
+      const perClaim = (ms: number): string => ((ms * 1_000) / served).toFixed(1);
+      return `${scavenges} (${Math.round(served / scavenges)}), ${markCompacts}, ${perClaim(pauseMs)} + ${perClaim(markingStepsMs)} µs`;
     };
     const errors = paths.reduce((n, p) => n + p.unloaded.errors + p.loaded.errors, 0);
 
@@ -399,18 +319,36 @@ async function run(): Promise<void> {
       ],
       ...agentRows(viaAgentTcp, viaFloorTcp, 'tcp'),
       [
-        "CPU per claim, 32 in flight (tcp): the floor proxy inside a node agent's process (its heap, code, timers and Node flags, none of its claim path) / the floor alone / the agent",
+        `CPU per claim, ${LOADED_CONCURRENCY} in flight (tcp): the floor proxy inside a node agent's process (its heap, code, timers and Node flags, none of its claim path) / the floor alone / the agent`,
         `${cpuPerClaim(viaFloorInAgentTcp, 0)} / ${cpuPerClaim(viaFloorTcp, 0)} / ${cpuPerClaim(viaAgentTcp, 0)}; the process's part, in each round: ${roundGaps(viaFloorInAgentTcp, viaFloorTcp)}; the claim path's part: ${roundGaps(viaAgentTcp, viaFloorInAgentTcp)}`,
         '—',
         '—',
         'info',
       ],
+      [
+        `per claim, ${LOADED_CONCURRENCY} in flight (tcp): user + system CPU, main-thread wake-ups + preemptions of the floor proxy inside a node agent's process`,
+        scheduleText(viaFloorInAgentTcp),
+        '—',
+        '—',
+        'info',
+      ],
+      ...(traceGc
+        ? [
+            [
+              "GC over each process's life (tcp, --trace-gc): scavenges (claims per scavenge), mark-compacts, main-thread pause + incremental marking steps per claim served: floor / floor in the agent process / agent",
+              watchedHops.map(([p, server]) => gcText(p, server)).join(' / '),
+              '—',
+              '—',
+              'info',
+            ] satisfies Row,
+          ]
+        : []),
       ...agentRows(viaAgentUnix, viaFloorUnix, 'unix socket'),
       ['claims refused (non-200)', String(errors), '0', '—', errors === 0],
     ];
     const total = paths.reduce((n, p) => n + p.unloaded.claims + p.loaded.claims, 0);
     console.log(
-      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents (the chart's flags: ${chartNodeFlags('nodeAgent').join(' ')}) and the floor proxies as separate processes, client = undici Pools ` +
+      `node agent overhead: fake-sandboxd (one on TCP, one on a unix socket), the agents (Node flags: ${agentNodeFlags.join(' ')}) and the floor proxies as separate processes, client = undici Pools ` +
         `(${CONNECTIONS} keep-alive conns) in this process; ${total.toLocaleString('en-US')} warm claims, ${paths.map((p) => p.name).join(' / ')} rounds alternating; ` +
         `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after\n`,
     );

@@ -33,14 +33,15 @@ export function floorProxySource(
         });
       });
     });
-    server.listen(${listen.port}, '127.0.0.1', () => console.error(JSON.stringify({ msg: ${JSON.stringify(listen.msg)}, address: '127.0.0.1:' + server.address().port })));
+    await new Promise((listening, failed) => { server.once('error', failed); server.listen(${listen.port}, '127.0.0.1', listening); });
+    console.error(JSON.stringify({ msg: ${JSON.stringify(listen.msg)}, address: '127.0.0.1:' + server.address().port }));
     ${listen.ownsProcess ? "process.on('SIGTERM', () => { server.close(); upstream.close(); process.exit(0); });" : ''}
   `;
 }
 
 /**
- * The floor's proxy inside a running node agent's process, listening on `port`: the agent's own main runs after it, with
- * `agentArgs`, so the floor's claims pay whatever the agent's process carries (its heap, its code, its timers, its
+ * The floor's proxy inside a running node agent's process, listening on `port`: the agent's own main runs once the
+ * floor listens (a taken port fails the process before the agent starts), with `agentArgs`, so the floor's claims pay whatever the agent's process carries (its heap, its code, its timers, its
  * Node flags) but none of the agent's claim path. What this path costs above the floor alone is the process; what the
  * agent costs above this path is its claim path.
  */

@@ -40,15 +40,19 @@ export function machineBusyMs(): number {
   return (user + nice + system + irq + softirq) * 10;
 }
 
-/** A process's user and system CPU time in µs, and its main thread's context switches (Linux /proc; NaN elsewhere). */
+/** What the kernel counted for a process: CPU time by mode, and how often its main thread left the CPU. */
 export interface Schedule {
+  /** User-mode CPU of all its threads, µs (10 ms clock ticks). */
   userMicros: number;
+  /** Kernel-mode CPU of all its threads, µs. */
   systemMicros: number;
-  /** The main thread's voluntary switches: each one a wait in epoll that ended in a wake-up. */
+  /** The main thread's voluntary switches: each a blocking wait (epoll, a futex, …) that ended in a wake-up. */
   voluntarySwitches: number;
+  /** The main thread's involuntary switches: preemptions. */
   involuntarySwitches: number;
 }
 
+/** A process's Schedule now (Linux /proc; NaN fields when unreadable). */
 export function scheduleOf(pid: number): Schedule {
   try {
     const fields = statFields(pid);

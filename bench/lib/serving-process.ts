@@ -13,6 +13,8 @@ export interface Server {
    */
   base: string;
   pid: number;
+  /** Everything the process printed (stdout and stderr) so far; removed when it stops. */
+  logFile: string;
   /** `signal` (default SIGTERM; SIGKILL after 10 s), then the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -34,12 +36,13 @@ export async function startProcess(
   address: (record: Record<string, string>) => string,
 ): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'warmpool-bench-server-'));
+  const logFile = join(dir, 'server.log');
   const child = new ManagedChild({
     name: `node ${argv[0] ?? ''}`,
     command: process.execPath,
     args: argv,
     env: { ...process.env, ...env },
-    logFile: join(dir, 'server.log'),
+    logFile,
     orphanCleanupDir: dir,
   });
   const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
@@ -49,7 +52,7 @@ export async function startProcess(
   };
   try {
     const record = await child.logged((line) => recordOf(line, msg), { timeoutMs: 60_000, what: `"${msg}"` });
-    return { base: address(record), pid: child.pid, stop };
+    return { base: address(record), pid: child.pid, logFile, stop };
   } catch (error) {
     await stop('SIGKILL');
     throw error;

@@ -1,0 +1,100 @@
+// The processes the node agent bench measures, each its own Node process
+// behind the harness's watchdog: fake-sandboxd, the bare floor proxy, the
+// node agent, and the floor inside an agent's process. The diagnostic
+// switches (CPU_PROF, TRACE_GC, PERF_MAP) apply to the hops started `watched`;
+// AGENT_NODE_FLAGS replaces the chart's Node flags for every agent process.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { quietPort } from '@warmpool/harness';
+import { chartNodeFlags } from './chart-flags.ts';
+import { floorInAgentSource, floorProxySource } from './floor-proxy.ts';
+import { startProcess, type Server } from './serving-process.ts';
+import { UNBOUNDED_SANDBOXD_ARGS } from './unbounded-sandboxd.ts';
+
+/** The fleet token every process here is started with. */
+export const TOKEN = 'bench-token';
+
+const profileDir = process.env['CPU_PROF'];
+/** Node flags that make a hop write its CPU profile, named `prefix`-…, when profiling was asked for. */
+const profiled = (prefix: string): string[] =>
+  profileDir === undefined
+    ? []
+    : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${prefix}-\${pid}.cpuprofile`];
+
+export const traceGc = process.env['TRACE_GC'] === '1';
+export const perfMap = process.env['PERF_MAP'] === '1';
+/** Node flags for a watched TCP hop (named `prefix` in profiles): whichever diagnostics the switches asked for. */
+const watchedFlags = (prefix: string): string[] => [
+  ...profiled(prefix),
+  ...(traceGc ? ['--trace-gc'] : []),
+  ...(perfMap ? ['--perf-basic-prof'] : []),
+];
+export const agentNodeFlags =
+  process.env['AGENT_NODE_FLAGS']?.split(' ').filter(Boolean) ?? chartNodeFlags('nodeAgent');
+
+const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
+
+export async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {
+  return startProcess(
+    [distOf('@warmpool/fake-sandboxd'), '--listen', listen, '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS],
+    {},
+    'serving',
+    base,
+  );
+}
+
+/** The bare floor proxy in front of `sandboxd`; `watched`: a TCP hop the diagnostic switches apply to. */
+export function floorTo(sandboxd: Server, watched = false): Promise<Server> {
+  return startProcess(
+    [...(watched ? watchedFlags('floor') : []), '--input-type=module', '-e', floorProxySource(sandboxd.base)],
+    {},
+    'floor serving',
+    (r) => `http://${r['address']}`,
+  );
+}
+
+const agentArgs = (sandboxd: Server): string[] => [
+  '--listen',
+  '127.0.0.1:0',
+  '--sandboxd-url',
+  sandboxd.base,
+  '--no-inventory',
+  '--log-level',
+  'info',
+];
+
+/** A node agent in front of `sandboxd`, with the agents' Node flags; `watched` as for floorTo. */
+export function agentTo(sandboxd: Server, watched = false): Promise<Server> {
+  return startProcess(
+    [
+      ...agentNodeFlags,
+      ...(watched ? watchedFlags('agent') : []),
+      distOf('@warmpool/node-agent'),
+      ...agentArgs(sandboxd),
+    ],
+    { WARMPOOL_API_TOKEN: TOKEN },
+    'node agent serving',
+    (r) => r['url'] as string,
+  );
+}
+
+/**
+ * The floor proxy inside a node agent's process (always watched), ready once the agent serves. Its port is chosen
+ * ahead, below the ephemeral range; one taken meanwhile fails the start, which is tried again on another.
+ */
+export async function floorInAgentTo(sandboxd: Server): Promise<Server> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await quietPort();
+    const source = floorInAgentSource(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd));
+    try {
+      return await startProcess(
+        [...agentNodeFlags, ...watchedFlags('floor-in-agent'), '--input-type=module', '-e', source],
+        { WARMPOOL_API_TOKEN: TOKEN },
+        'node agent serving',
+        () => `http://127.0.0.1:${port}`,
+      );
+    } catch (error) {
+      if (attempt === 3) throw error;
+    }
+  }
+}
