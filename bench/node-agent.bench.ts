@@ -31,7 +31,9 @@
 //   TRACE_GC=1      each runs with --trace-gc, and a row sums its collections
 //                   and main-thread GC pauses per claim;
 //   PERF_MAP=1      each runs with --perf-basic-prof (JIT symbols for `perf`)
-//                   and its pid is printed at start, for `perf record -p`.
+//                   and its pid is printed at start, for `perf record -p`;
+//                   Node leaves /tmp/perf-<pid>.map for `perf report`, to be
+//                   removed by hand after.
 // AGENT_NODE_FLAGS="…": Node flags for the agents' processes instead of the
 // chart's. WARM_MS: how long every path is loaded before the rounds (default
 // 5 000).
