@@ -34,6 +34,7 @@ export const agentNodeFlags =
 
 const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
 
+/** fake-sandboxd on `listen` (an address or `unix:/path`), every claim a warm hit; `base` makes its URL from the serving record. */
 export async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {
   return startProcess(
     [distOf('@warmpool/fake-sandboxd'), '--listen', listen, '--api-token', TOKEN, ...UNBOUNDED_SANDBOXD_ARGS],
