@@ -32,8 +32,9 @@
 //                   and main-thread GC pauses per claim;
 //   PERF_MAP=1      each runs with --perf-basic-prof (JIT symbols for `perf`)
 //                   and its pid is printed at start, for `perf record -p`;
-//                   Node leaves /tmp/perf-<pid>.map for `perf report`, to be
-//                   removed by hand after.
+//                   Node leaves /tmp/perf-<pid>.map for `perf report` and
+//                   V8 its log beside it (/tmp/perf-<pid>.v8.log), both to
+//                   be removed by hand after.
 // AGENT_NODE_FLAGS="…": Node flags for the agents' processes instead of the
 // chart's. WARM_MS: how long every path is loaded before the rounds (default
 // 5 000).

@@ -27,7 +27,8 @@ export const perfMap = process.env['PERF_MAP'] === '1';
 const watchedFlags = (prefix: string): string[] => [
   ...profiled(prefix),
   ...(traceGc ? ['--trace-gc'] : []),
-  ...(perfMap ? ['--perf-basic-prof'] : []),
+  // --perf-basic-prof also makes V8 write its log (isolate-*.log in the working directory unless told where).
+  ...(perfMap ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/tmp/perf-%p.v8.log'] : []),
 ];
 export const agentNodeFlags =
   process.env['AGENT_NODE_FLAGS']?.split(' ').filter(Boolean) ?? chartNodeFlags('nodeAgent');
