@@ -5,7 +5,7 @@
 // AGENT_NODE_FLAGS replaces the chart's Node flags for every agent process.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { quietPort } from '@warmpool/harness';
+import { addressInUse, quietPort } from '@warmpool/harness';
 import { chartNodeFlags } from './chart-flags.ts';
 import { floorInAgentSource, floorProxySource } from './floor-proxy.ts';
 import { startProcess, type Server } from './serving-process.ts';
@@ -96,7 +96,8 @@ export async function floorInAgentTo(sandboxd: Server): Promise<Server> {
         () => `http://127.0.0.1:${port}`,
       );
     } catch (error) {
-      if (attempt === 3) throw error;
+      // The failure carries the child's last lines: try another port only when this one was taken.
+      if (attempt === 3 || !(error instanceof Error) || !addressInUse(error.message)) throw error;
     }
   }
 }

@@ -40,10 +40,10 @@ export function floorProxySource(
 }
 
 /**
- * The floor's proxy inside a running node agent's process, listening on `port`: the agent's own main runs once the
- * floor listens (a taken port fails the process before the agent starts), with `agentArgs`, so the floor's claims pay whatever the agent's process carries (its heap, its code, its timers, its
- * Node flags) but none of the agent's claim path. What this path costs above the floor alone is the process; what the
- * agent costs above this path is its claim path.
+ * The floor's proxy inside a running node agent's process, listening on `port`. The agent's own main runs, with
+ * `agentArgs`, once the floor listens (a taken port fails the process before the agent starts). So the floor's claims
+ * pay whatever the agent's process carries (its heap, its code, its timers, its Node flags) but none of the agent's
+ * claim path: what this path costs above the floor alone is the process; what the agent costs above it, its claim path.
  */
 export function floorInAgentSource(upstream: string, port: number, agentMain: string, agentArgs: string[]): string {
   return `${floorProxySource(upstream, { port, msg: 'floor in agent serving', ownsProcess: false })}
