@@ -6,6 +6,7 @@ export * from './federation.js';
 export * from './federation-peers.js';
 export * from './claims.js';
 export * from './claim-jobs.js';
+export * from './batch-job-read.js';
 export * from './sandboxes.js';
 export * from './inventory-pools.js';
 export * from './node-claim-ref.js';

@@ -1,7 +1,7 @@
 // The worker side of the claim queue: a BullMQ Worker whose handler claims a
 // batch on the nodes (BatchClaimer) and sends each outcome back to the
 // replica whose callers wait, as soon as it is final (ReplyBatcher).
-import { batchJobSchema, batchProgressSchema, type BatchJob, type BatchReply } from '@warmpool/api';
+import { batchProgressSchema, readBatchJob, type BatchJob, type BatchReply } from '@warmpool/api';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import { Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { BatchClaimer } from './batch-claimer.js';
@@ -64,7 +64,7 @@ export class ClaimWorker {
   }
 
   async #handle(job: Job<BatchJob>): Promise<void> {
-    const data = batchJobSchema.parse(job.data);
+    const data = readBatchJob(job.data);
     if (data.queuedAt !== undefined) this.#options.metrics.queued(data.queuedAt);
     const id = job.id ?? '';
     const progress = batchProgressSchema.safeParse(job.progress);
