@@ -1,10 +1,12 @@
 // The agent's Prometheus metrics, in a registry of its own so several agents
 // can live in one process (the fleet benchmark hosts many).
 import type { NodeInfo } from '@warmpool/api';
+import { KeptHistogram, type HistogramSeries } from '@warmpool/runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { RequestDurations, type DurationSeries } from './request-durations.js';
 
 const PREFIX = 'warmpool_agent_';
+
+type RequestLabel = 'route' | 'method' | 'status';
 
 // Sub-millisecond resolution at the bottom: the agent's own overhead is tens of microseconds.
 const REQUEST_BUCKETS = [
@@ -14,7 +16,8 @@ const PUBLISH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 export class AgentMetrics {
   readonly registry: Registry;
-  readonly #requests: RequestDurations;
+  /** Observed on every request: its series are kept (see requestRecorder), not looked up by labels each time. */
+  readonly #requests: KeptHistogram<RequestLabel>;
   readonly #sandboxdErrors: Counter<'operation' | 'kind'>;
   readonly #poolWarm: Gauge<'template' | 'net' | 'size'>;
   readonly #poolTarget: Gauge<'template' | 'net' | 'size'>;
@@ -32,9 +35,10 @@ export class AgentMetrics {
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
     const registers = [registry];
-    this.#requests = new RequestDurations({
+    this.#requests = new KeptHistogram({
       name: `${PREFIX}http_request_duration_seconds`,
       help: 'Time to answer an API request, by route, method and status',
+      labelNames: ['route', 'method', 'status'],
       buckets: REQUEST_BUCKETS,
       registry,
     });
@@ -120,9 +124,9 @@ export class AgentMetrics {
    * reading) to now. The series for the route's usual answers are found once.
    */
   requestRecorder(route: string): (method: string, status: number, startedMs: number) => void {
-    const known = new Map<string, DurationSeries>();
+    const known = new Map<string, HistogramSeries<RequestLabel>>();
     // The series of the last request: a route's requests are mostly alike, and this finds theirs without a key.
-    let last: DurationSeries | undefined;
+    let last: HistogramSeries<RequestLabel> | undefined;
     let lastMethod = '';
     let lastStatus = 0;
     return (method, status, startedMs) => {
@@ -131,7 +135,7 @@ export class AgentMetrics {
         const key = status + method;
         last = known.get(key);
         if (last === undefined) {
-          last = this.#requests.series(route, method, status);
+          last = this.#requests.series({ route, method, status: String(status) });
           known.set(key, last);
         }
         lastMethod = method;

@@ -20,3 +20,6 @@ export * from './version.js';
 export * from './x509/certificates.js';
 export * from './methods.js';
 export * from './openapi.js';
+export * from './metrics/kept-metric.js';
+export * from './metrics/kept-histogram.js';
+export * from './metrics/kept-counter.js';

@@ -2,9 +2,13 @@
 // the control plane's registry: claim latency by path and tier, claims by
 // result and reason, batch sizes and windows, node claim calls, jobs waiting
 // and active (read from the queue at scrape time), and where a claim's time
-// goes on the worker (claim_stage_seconds).
+// goes on the worker (claim_stage_seconds). Those observed on every claim
+// (duration, claims, stages, node claims) are kept metrics: their series are
+// made once here and observed without a label lookup (libs/runtime
+// kept-metric.ts); the text is prom-client's.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { ClaimFailureReason } from '@warmpool/api';
+import { CLAIM_FAILURE_REASONS, claimDoorSchema, type ClaimFailureReason } from '@warmpool/api';
+import { KeptCounter, KeptHistogram, type CounterSeries, type HistogramSeries } from '@warmpool/runtime';
 import type { ClaimDoor, ClaimTier } from './claim-service.js';
 
 const PREFIX = 'warmpool_controlplane_';
@@ -15,14 +19,21 @@ const PREFIX = 'warmpool_controlplane_';
  */
 const SCRAPE_READ_MS = 1_000;
 
-export type NodeClaimOutcome = 'served' | 'full' | 'redirected' | 'refused' | 'unreachable';
+const NODE_CLAIM_OUTCOMES = ['served', 'full', 'redirected', 'refused', 'unreachable'] as const;
+export type NodeClaimOutcome = (typeof NODE_CLAIM_OUTCOMES)[number];
 
+const CLAIM_STAGES = ['queue', 'reserve', 'node', 'record'] as const;
 /**
  * A stage of the claim path on the worker: `queue` (a batch job queued → this worker starts it; across replicas it
  * includes their clocks' skew), `reserve` (the batch's reservations written), `node` (one claim call to a node agent),
  * `record` (one served claim written to the index).
  */
-export type ClaimStage = 'queue' | 'reserve' | 'node' | 'record';
+export type ClaimStage = (typeof CLAIM_STAGES)[number];
+
+// Every tier, for its series made in advance: the compiler refuses a tier missing here, or one that is not.
+const CLAIM_TIERS = Object.keys({ warm: true, cold: true } satisfies Record<ClaimTier, true>) as ClaimTier[];
+
+type ClaimsLabel = 'path' | 'result' | 'reason';
 
 /** What the scrape-time gauges read from Redis. */
 export interface ProvisioningReaders {
@@ -32,12 +43,13 @@ export interface ProvisioningReaders {
 }
 
 export class ProvisioningMetrics {
-  readonly #claimDuration: Histogram;
-  readonly #claims: Counter;
+  readonly #claimDuration: Record<ClaimDoor, Record<ClaimTier, HistogramSeries<'path' | 'tier'>>>;
+  readonly #served: Record<ClaimDoor, CounterSeries<ClaimsLabel>>;
+  readonly #failed: Record<ClaimDoor, Record<ClaimFailureReason, CounterSeries<ClaimsLabel>>>;
   readonly #batchSize: Histogram;
   readonly #batchWindow: Histogram;
-  readonly #stages: Histogram;
-  readonly #nodeClaims: Counter;
+  readonly #stages: Record<ClaimStage, HistogramSeries<'stage'>>;
+  readonly #nodeClaims: Record<NodeClaimOutcome, CounterSeries<'outcome'>>;
   readonly #adopted: Counter;
   readonly #released: Counter;
   readonly #jobs: Gauge;
@@ -47,19 +59,25 @@ export class ProvisioningMetrics {
   constructor(registry: Registry, readers: ProvisioningReaders) {
     const { jobCounts, recovering } = readers;
     const registers = [registry];
-    this.#claimDuration = new Histogram({
+    const doors = claimDoorSchema.options;
+    const claimDuration = new KeptHistogram({
       name: `${PREFIX}claim_duration_seconds`,
       help: 'From a claim entering the pipeline to its answer, served claims only, by path (the front door: http / crd / fed) and tier (warm / cold)',
       labelNames: ['path', 'tier'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers,
+      registry,
     });
-    this.#claims = new Counter({
+    this.#claimDuration = each(doors, (path) => each(CLAIM_TIERS, (tier) => claimDuration.series({ path, tier })));
+    const claims = new KeptCounter({
       name: `${PREFIX}claims_total`,
       help: 'Claims answered, by path, result (served / failed) and failure reason ("" when served)',
       labelNames: ['path', 'result', 'reason'],
-      registers,
+      registry,
     });
+    this.#served = each(doors, (path) => claims.series({ path, result: 'served', reason: '' }));
+    this.#failed = each(doors, (path) =>
+      each(CLAIM_FAILURE_REASONS, (reason) => claims.series({ path, result: 'failed', reason })),
+    );
     this.#batchSize = new Histogram({
       name: `${PREFIX}claim_batch_size`,
       help: 'Claims per batch (one BullMQ job each)',
@@ -72,19 +90,21 @@ export class ProvisioningMetrics {
       buckets: [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
       registers,
     });
-    this.#stages = new Histogram({
+    const stages = new KeptHistogram({
       name: `${PREFIX}claim_stage_seconds`,
       help: 'Where claims spend their time on the batch worker, by stage: queue (job queued → started here, per batch), reserve (per batch), node (per node agent claim call), record (per served claim)',
       labelNames: ['stage'],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers,
+      registry,
     });
-    this.#nodeClaims = new Counter({
+    this.#stages = each(CLAIM_STAGES, (stage) => stages.series({ stage }));
+    const nodeClaims = new KeptCounter({
       name: `${PREFIX}node_claims_total`,
       help: 'POST /v1/claim calls to node agents by the batch workers, by outcome',
       labelNames: ['outcome'],
-      registers,
+      registry,
     });
+    this.#nodeClaims = each(NODE_CLAIM_OUTCOMES, (outcome) => nodeClaims.series({ outcome }));
     this.#adopted = new Counter({
       name: `${PREFIX}claims_adopted_total`,
       help: 'Claims a retried or stalled job found already served on a node it had asked (answered, not claimed twice)',
@@ -126,12 +146,12 @@ export class ProvisioningMetrics {
   }
 
   served(path: ClaimDoor, tier: ClaimTier, seconds: number): void {
-    this.#claimDuration.observe({ path, tier }, seconds);
-    this.#claims.inc({ path, result: 'served', reason: '' });
+    this.#claimDuration[path][tier].observe(seconds);
+    this.#served[path].inc();
   }
 
   failed(path: ClaimDoor, reason: ClaimFailureReason): void {
-    this.#claims.inc({ path, result: 'failed', reason });
+    this.#failed[path][reason].inc();
   }
 
   batch(size: number, windowMs: number): void {
@@ -141,16 +161,16 @@ export class ProvisioningMetrics {
 
   /** `startedMs`: performance.now() when the stage began. */
   stage(stage: ClaimStage, startedMs: number): void {
-    this.#stages.observe({ stage }, (performance.now() - startedMs) / 1000);
+    this.#stages[stage].observe((performance.now() - startedMs) / 1000);
   }
 
   /** `queuedAt`: epoch ms (with a fraction) when the batch job was queued, from the replica that queued it. */
   queued(queuedAt: number): void {
-    this.#stages.observe({ stage: 'queue' }, Math.max(0, epochNowMs() - queuedAt) / 1000);
+    this.#stages.queue.observe(Math.max(0, epochNowMs() - queuedAt) / 1000);
   }
 
   nodeClaim(outcome: NodeClaimOutcome): void {
-    this.#nodeClaims.inc({ outcome });
+    this.#nodeClaims[outcome].inc();
   }
 
   adopted(): void {
@@ -164,6 +184,11 @@ export class ProvisioningMetrics {
   releasedUnanswered(): void {
     this.#released.inc();
   }
+}
+
+/** One value per key, as a record: the series for label values known in advance, reached by a property read. */
+function each<K extends string, V>(keys: readonly K[], make: (key: K) => V): Record<K, V> {
+  return Object.fromEntries(keys.map((key) => [key, make(key)])) as Record<K, V>;
 }
 
 /** Epoch milliseconds with a sub-millisecond fraction (the batch job's `queuedAt`). */
