@@ -4,7 +4,10 @@
 // that lets someone create SandboxClaims lets them claim over HTTP). Decisions (allow and deny
 // alike) are cached for at most `ttlMs` (10 s by default, the most the API
 // promises), keyed by a hash of the token, never the token itself;
-// concurrent identical questions share one review.
+// concurrent identical questions share one review. A caller that has the
+// token's key already (tokenKey, remembered by the control plane per
+// keep-alive connection) may hand it in and skip the hash; the cache, its TTL
+// and the sharing decide exactly as for a key computed here.
 import { hash } from 'node:crypto';
 import { EXTENSIONS_GROUP } from '@warmpool/api';
 import type { KubeTransport } from './transport.js';
@@ -24,10 +27,20 @@ export class ReviewUnavailable extends Error {
   override name = 'ReviewUnavailable';
 }
 
+declare const TOKEN_KEY: unique symbol;
+
+/** What a token's reviews are cached under: a hash of it (tokenKey), never the token. */
+export type TokenKey = string & { readonly [TOKEN_KEY]: true };
+
 export interface AccessReviewer {
-  /** The token's user, or undefined when the token is not valid. */
-  authenticate(token: string): Promise<UserInfo | undefined>;
+  /**
+   * The token's user, or undefined when the token is not valid. `key`, when given, must be `tokenKey(token)` of this
+   * reviewer (computed before, and remembered): it only saves computing it again.
+   */
+  authenticate(token: string, key?: TokenKey): Promise<UserInfo | undefined>;
   authorize(user: UserInfo, namespace: string, verb: ClaimVerb): Promise<boolean>;
+  /** The key authenticate caches `token`'s review under; absent when the reviewer keys nothing (a stand-in). */
+  tokenKey?(token: string): TokenKey;
 }
 
 interface Cached<T> {
@@ -36,7 +49,7 @@ interface Cached<T> {
 }
 
 export interface KubeAccessReviewerOptions {
-  transport: KubeTransport;
+  transport: Pick<KubeTransport, 'request'>;
   /**
    * The resource reviewed (default sandboxclaims.extensions.agents.x-k8s.io; the Sandbox API reviews
    * sandboxes.agents.x-k8s.io).
@@ -50,7 +63,7 @@ export interface KubeAccessReviewerOptions {
 }
 
 export class KubeAccessReviewer implements AccessReviewer {
-  readonly #transport: KubeTransport;
+  readonly #transport: Pick<KubeTransport, 'request'>;
   readonly #resource: { group: string; resource: string };
   readonly #ttlMs: number;
   readonly #maxEntries: number;
@@ -68,8 +81,12 @@ export class KubeAccessReviewer implements AccessReviewer {
     this.#now = options.now ?? Date.now;
   }
 
-  authenticate(token: string): Promise<UserInfo | undefined> {
-    const key = `t:${hash('sha256', token, 'base64url')}`;
+  /** SHA-256 of the token: the cache never holds a token, and a key is the same for every caller of one token. */
+  tokenKey(token: string): TokenKey {
+    return `t:${hash('sha256', token, 'base64url')}` as TokenKey;
+  }
+
+  authenticate(token: string, key: TokenKey = this.tokenKey(token)): Promise<UserInfo | undefined> {
     return this.#cached(this.#users, key, async () => {
       const review = await this.#post<{ status?: { authenticated?: boolean; user?: UserInfo } }>(
         '/apis/authentication.k8s.io/v1/tokenreviews',

@@ -16,6 +16,7 @@
 //
 // Whether a request took the short path reveals only whether its header
 // equals a valid one, which the answer's status says anyway.
+import { sameHeader } from './same-header.js';
 import type { AcceptedToken } from './token-check.js';
 import { bearerToken } from './token.js';
 
@@ -23,17 +24,6 @@ interface Remembered {
   /** The whole Authorization header, as the connection sent it. */
   header: string;
   generation: number;
-}
-
-/**
- * Whether `presented` equals `remembered` (non-empty), in time that depends on `presented`'s length only: every
- * character of it is compared, against `remembered` read round-robin, and the lengths are folded in.
- */
-function sameHeader(presented: string, remembered: string): boolean {
-  const length = remembered.length;
-  let diff = presented.length ^ length;
-  for (let i = 0; i < presented.length; i++) diff |= presented.charCodeAt(i) ^ remembered.charCodeAt(i % length);
-  return diff === 0;
 }
 
 export class ConnectionTokenCheck {

@@ -13,6 +13,7 @@ export * from './request.js';
 export * from './incoming-body.js';
 export * from './token.js';
 export * from './token-check.js';
+export * from './same-header.js';
 export * from './connection-token.js';
 export * from './token-file.js';
 export * from './token-rotation.js';

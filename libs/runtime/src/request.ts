@@ -18,6 +18,14 @@ export function requestHeader(c: Context, name: string): string | undefined {
   return incoming === undefined ? c.req.header(name) : incomingHeader(incoming, name);
 }
 
+/**
+ * The connection (Node's socket) a request came on when the app runs on @hono/node-server, for checks that remember
+ * something per keep-alive connection; undefined elsewhere (app.request() in a test), where such a check runs in full.
+ */
+export function requestConnection(c: Context): object | undefined {
+  return (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
+}
+
 /** Header `name` (lower case) of a request served on Node's own objects, as requestHeader reads it there. */
 export function incomingHeader(incoming: IncomingMessage, name: string): string | undefined {
   const value = incoming.headers[name];

@@ -3,12 +3,14 @@
 // else (a query string, a percent-encoded namespace) by the Hono app. Every
 // create case must answer the same on both: status, the headers a client
 // reads, and body. The reviewer and the pipeline are stand-ins here (their
-// real selves are claims-http.test.ts's); what is checked is the HTTP layer.
-import { ReviewUnavailable, type AccessReviewer, type UserInfo } from '@warmpool/kube';
+// real selves are claims-http.test.ts's); what is checked is the HTTP layer,
+// including that both paths hand the request's connection to the access check
+// (a repeated header is not hashed again for its TokenReview key).
+import { ReviewUnavailable, type AccessReviewer, type TokenKey, type UserInfo } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClaimApi } from '../../src/http/claims/app.js';
+import { createClaimApi, type ClaimApi } from '../../src/http/claims/app.js';
 import { ClaimApiServer } from '../../src/http/claims/server.js';
 import {
   ClaimFailure,
@@ -26,9 +28,21 @@ const USERS: Record<string, UserInfo | 'down' | 'odd'> = {
   'odd-token': 'odd',
 };
 
-/** Alice may create in any namespace, Bob nowhere; `down-token` finds the apiserver unreachable. */
+/** Every token the reviewer's key was computed for (the hash a keep-alive connection spares), in order. */
+const keyed: string[] = [];
+const keyOf = (token: string): TokenKey => `k:${token}` as TokenKey;
+
+/**
+ * Alice may create in any namespace, Bob nowhere; `down-token` finds the apiserver unreachable. A key handed in must
+ * be the token's (else the request fails, 503).
+ */
 const reviewer: AccessReviewer = {
-  authenticate(token) {
+  tokenKey(token) {
+    keyed.push(token);
+    return keyOf(token);
+  },
+  authenticate(token, key) {
+    if (key !== undefined && key !== keyOf(token)) return Promise.reject(new Error(`${key} is not ${token}'s key`));
     const user = USERS[token];
     if (user === 'down') return Promise.reject(new ReviewUnavailable('the apiserver could not review the request'));
     // Something that is not an Error, as a buggy dependency may reject with.
@@ -96,11 +110,12 @@ const PATHS = {
 describe('the create route, ahead of Hono and through it', () => {
   const pipeline = new Pipeline();
   const taken: string[] = [];
+  let api: ClaimApi;
   let server: ClaimApiServer;
   let url: string;
 
   beforeAll(async () => {
-    const api = createClaimApi({
+    api = createClaimApi({
       claims: pipeline,
       reviewer,
       logger: silentLogger,
@@ -267,6 +282,54 @@ describe('the create route, ahead of Hono and through it', () => {
       const answered = await statusOf(path);
       expect(taken, path).not.toContain(path);
       if (status !== undefined) expect(answered, path).toBe(status);
+    }
+  });
+
+  it("keys a keep-alive connection's header once, on both paths and the app's other routes", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const ports = new Set<number | undefined>();
+    /** The status of `method path` sent on `agent`'s one connection with `token`. */
+    const on = (method: string, path: string, token: string): Promise<number | undefined> =>
+      new Promise((resolve, reject) => {
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+        const sent = request(`${url}${path}`, { method, agent, headers }, (answer) => {
+          answer.resume();
+          answer.on('end', () => {
+            ports.add(sent.socket?.localPort);
+            resolve(answer.statusCode);
+          });
+        });
+        sent.on('error', reject);
+        sent.end(method === 'POST' ? JSON.stringify({ warmPool: 'python' }) : undefined);
+      });
+    try {
+      const before = keyed.length;
+      const statuses = [
+        await on('POST', PATHS.direct('team-a'), 'alice-token'),
+        await on('POST', PATHS.app('team-a'), 'alice-token'),
+        await on('GET', '/v1/namespaces/team-a/claims/sb_none', 'alice-token'),
+        await on('POST', PATHS.direct('team-a'), 'alice-token'),
+        await on('POST', PATHS.direct('team-a'), 'bob-token'),
+        await on('POST', PATHS.app('team-a'), 'bob-token'),
+        await on('POST', PATHS.direct('team-a'), 'nobody-token'),
+        await on('POST', PATHS.app('team-a'), 'nobody-token'),
+        await on('POST', PATHS.app('team-a'), 'alice-token'),
+      ];
+      expect(statuses).toStrictEqual([200, 200, 404, 200, 403, 403, 401, 401, 200]);
+      expect(ports.size, 'all on one connection').toBe(1);
+      expect(keyed.slice(before), 'each change of header hashed, a repeated one not').toStrictEqual([
+        'alice-token',
+        'bob-token',
+        'nobody-token',
+        'alice-token',
+      ]);
+      // Without a connection (app.request()), every request is hashed.
+      const init = { method: 'GET', headers: { authorization: 'Bearer alice-token' } };
+      expect((await api.app.request('/v1/namespaces/team-a/claims/sb_none', init)).status).toBe(404);
+      expect((await api.app.request('/v1/namespaces/team-a/claims/sb_none', init)).status).toBe(404);
+      expect(keyed.length - before).toBe(6);
+    } finally {
+      agent.destroy();
     }
   });
 

@@ -7,11 +7,15 @@
 // pinned Env claims (the create route). Each route declares which with
 // RouteAccess (../access/route-access.ts); the rules themselves are
 // ClaimCallers', on the header and the path alone, so the create route
-// served ahead of Hono (direct-create.ts) applies the very same.
+// served ahead of Hono (direct-create.ts) applies the very same. Both hand in
+// the request's connection when they have it: a header that connection sent
+// before is not hashed again for its TokenReview key (ConnectionTokenKeys),
+// which changes no answer.
 import { isDnsLabel } from '@warmpool/api';
 import type { AccessReviewer, ClaimVerb } from '@warmpool/kube';
-import { bearerToken, requestHeader } from '@warmpool/runtime';
+import { bearerToken, requestConnection, requestHeader } from '@warmpool/runtime';
 import type { PeerCredentials } from '../../federation/peers.js';
+import { ConnectionTokenKeys } from '../access/connection-token-keys.js';
 import { RouteAccess } from '../access/route-access.js';
 import { callerOf, fail, isRefusal, type Caller, type ClaimApiEnv, type Refusal } from './answers.js';
 
@@ -27,20 +31,28 @@ export function peerUsername(peer: string): string {
 export class ClaimCallers {
   readonly #reviewer: AccessReviewer;
   readonly #peers: Pick<PeerCredentials, 'authenticate'> | undefined;
+  /** Undefined for a reviewer that keys nothing (a stand-in): it is asked with the token alone. */
+  readonly #keys: ConnectionTokenKeys | undefined;
 
   constructor(reviewer: AccessReviewer, peers: Pick<PeerCredentials, 'authenticate'> | undefined) {
     this.#reviewer = reviewer;
     this.#peers = peers;
+    const tokenKey = reviewer.tokenKey?.bind(reviewer);
+    this.#keys = tokenKey === undefined ? undefined : new ConnectionTokenKeys(tokenKey);
   }
 
-  /** The caller the header's bearer token names, or the refusal. */
-  async identify(authorization: string | undefined): Promise<Caller | Refusal> {
-    const token = bearerToken(authorization);
-    if (token === undefined)
+  /**
+   * The caller the header's bearer token names, or the refusal. `connection` (the request's socket, when known) only
+   * spares hashing a header it sent before: the answer is the same without it.
+   */
+  async identify(authorization: string | undefined, connection?: object): Promise<Caller | Refusal> {
+    const token = authorization === undefined ? undefined : bearerToken(authorization);
+    if (authorization === undefined || token === undefined)
       return { refused: 'Unauthenticated', error: 'an Authorization: Bearer <Kubernetes token> header is required' };
+    // Peers first, on every request, exactly as without a connection: a peer's token is never reviewed nor keyed.
     const peer = this.#peers?.authenticate(token);
     if (peer !== undefined) return { user: { username: peerUsername(peer) }, peer };
-    const user = await this.#reviewer.authenticate(token);
+    const user = await this.#reviewer.authenticate(token, this.#keys?.keyOf(authorization, token, connection));
     if (user === undefined) return { refused: 'Unauthenticated', error: 'the token is not valid' };
     return { user, peer: undefined };
   }
@@ -64,7 +76,7 @@ export class ClaimCallers {
 export function claimAccess(callers: ClaimCallers): RouteAccess<ClaimApiEnv, ClaimVerb> {
   return new RouteAccess<ClaimApiEnv, ClaimVerb>({
     authenticate: async (c) => {
-      const caller = await callers.identify(requestHeader(c, 'authorization'));
+      const caller = await callers.identify(requestHeader(c, 'authorization'), requestConnection(c));
       if (isRefusal(caller)) return fail(c, caller.refused, caller.error);
       c.set('peer', caller.peer);
       c.set('user', caller.user);

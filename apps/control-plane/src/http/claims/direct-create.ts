@@ -50,7 +50,7 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
     outgoing: ServerResponse,
     rawNamespace: string,
   ): Promise<CreateAnswer> {
-    const caller = await callers.identify(incomingHeader(incoming, 'authorization'));
+    const caller = await callers.identify(incomingHeader(incoming, 'authorization'), incoming.socket);
     if (isRefusal(caller)) return failureReply(caller.refused, caller.error);
     const namespace = await callers.admit(caller, rawNamespace, CREATE_VERB);
     if (typeof namespace !== 'string') return failureReply(namespace.refused, namespace.error);
