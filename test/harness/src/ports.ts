@@ -1,5 +1,6 @@
-// Free loopback ports. The OS picks one, we release it and hand it out; the
-// short window in which another process could take it is accepted for tests.
+// Free loopback ports for the processes tests start. We check one, release it
+// and hand it out; the short window in which another test could pick the same
+// one is accepted, and starters that restart retry on EADDRINUSE.
 import { createServer } from 'node:net';
 
 /** Whether `host:port` can be bound right now. */
@@ -32,36 +33,19 @@ export function addressInUse(log: string): boolean {
   return log.includes('EADDRINUSE');
 }
 
+/**
+ * A free loopback port for a child to listen on. Always a quiet one: a port
+ * from the ephemeral range can be taken by any outgoing connection between our
+ * check and the child's listen, the child's own connections to etcd, the
+ * apiserver or Redis included (seen in CI as EADDRINUSE).
+ */
 export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen({ host, port: 0, exclusive: true }, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no port assigned'))));
-    });
-  });
+  return quietPort(host);
 }
 
-/** `count` distinct free ports (held open together so none repeats). */
+/** `count` distinct free quiet ports. */
 export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject);
-          server.listen({ host, port: 0, exclusive: true }, () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const address = s.address();
-    return typeof address === 'object' && address !== null ? address.port : 0;
-  });
-  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-  return ports;
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await quietPort(host));
+  return [...ports];
 }

@@ -16,7 +16,7 @@ import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { DEMO_ACCOUNT, setUpDemoClaims, type DemoClaims } from './stack-claims.js';
 import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
-import { freePort } from './ports.js';
+import { quietPort } from './ports.js';
 import { preferredOrFreePort } from './stack-ports.js';
 import { eventually } from './wait.js';
 
@@ -334,7 +334,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       const wantedClaims = options.claimsPort ?? DEFAULTS.claimsPort;
       const claimsPort = await preferredOrFreePort('127.0.0.1', wantedClaims);
       claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
-      const sandboxApiPort = await freePort();
+      const sandboxApiPort = await quietPort();
       sandboxApiUrl = `https://127.0.0.1:${sandboxApiPort}`;
       log(
         `starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`,
