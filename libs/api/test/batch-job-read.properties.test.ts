@@ -2,6 +2,7 @@
 // faster: on any JSON a replica (or whatever wrote to Redis) can leave as a
 // job's data, the same verdict, the same value, and zod's own error for what
 // it leaves to zod.
+import { anyJsonField, parsedJson } from '@warmpool/harness/arbitraries';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { batchJobSchema, quickBatchJob, readBatchJob } from '../src/index.js';
@@ -19,14 +20,7 @@ const number: fc.Arbitrary<number> = fc.oneof(
   fc.constantFrom(0, -0, 0.5, 1, 1e21, 2 ** 53, 2 ** 53 + 2, Number.MIN_VALUE, 1_764_000_000_000.25),
 );
 
-const anyValue: fc.Arbitrary<unknown> = fc.oneof(
-  text,
-  number,
-  fc.boolean(),
-  fc.constant(null),
-  fc.array(fc.integer(), { maxLength: 2 }),
-  fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
-);
+const anyValue = anyJsonField(text, number);
 
 /** Mostly `valid`, sometimes anything: jobs near a valid one, so both checks see many valid jobs and many near misses. */
 const mostly = <T>(valid: fc.Arbitrary<T>, other: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> =>
@@ -78,21 +72,15 @@ const jobLike: fc.Arbitrary<unknown> = fc.record(
 );
 
 /** What a job's data can be once BullMQ has JSON-parsed it. */
-const data: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 8, arbitrary: jobLike.map((value) => JSON.parse(JSON.stringify(value)) as unknown) },
-  { weight: 1, arbitrary: fc.jsonValue() },
-  {
-    weight: 1,
-    arbitrary: fc
-      .constantFrom(
-        '{"__proto__":{"replyTo":"r"},"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t","net":"none","size":"small"},"deadline":1,"claims":[{"claimRef":"c","ttlSeconds":1,"door":"http","owner":"o","generated":false}]}',
-        '{"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t"},"deadline":1,"claims":[{"claimRef":"c","ttlSeconds":1,"door":"http","owner":"o","generated":false}]}',
-        '{"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t","net":"none","size":"small"},"deadline":1e400,"claims":[{"claimRef":"c","ttlSeconds":1,"door":"http","owner":"o","generated":false}]}',
-        '{"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t","net":"none","size":"small"},"deadline":1,"claims":[]}',
-      )
-      .map((raw) => JSON.parse(raw) as unknown),
-  },
-);
+const data = parsedJson({
+  near: [{ weight: 8, arbitrary: jobLike }],
+  edgeCases: [
+    '{"__proto__":{"replyTo":"r"},"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t","net":"none","size":"small"},"deadline":1,"claims":[{"claimRef":"c","ttlSeconds":1,"door":"http","owner":"o","generated":false}]}',
+    '{"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t"},"deadline":1,"claims":[{"claimRef":"c","ttlSeconds":1,"door":"http","owner":"o","generated":false}]}',
+    '{"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t","net":"none","size":"small"},"deadline":1e400,"claims":[{"claimRef":"c","ttlSeconds":1,"door":"http","owner":"o","generated":false}]}',
+    '{"replyTo":"r","namespace":"n","warmPool":"p","key":{"template":"t","net":"none","size":"small"},"deadline":1,"claims":[]}',
+  ],
+});
 
 const VALID = {
   replyTo: 'replica-1',

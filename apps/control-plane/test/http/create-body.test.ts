@@ -2,6 +2,7 @@
 // faster: same verdict and same value on any JSON a client can send, and the
 // same refusal (zod's words) for what it leaves to zod.
 import { createClaimRequestSchema, isDnsLabel, claimRefSchema } from '@warmpool/api';
+import { anyJsonField, parsedJson } from '@warmpool/harness/arbitraries';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createClaimBodySchema, quickCreateClaimRequest } from '../../src/http/claims/create-body.js';
@@ -24,14 +25,7 @@ const number: fc.Arbitrary<number> = fc.oneof(
   fc.constantFrom(0, -0, 0.5, 1, 86_400, 86_401, 1e21, 2 ** 53, Number.MIN_VALUE),
 );
 
-const anyField: fc.Arbitrary<unknown> = fc.oneof(
-  text,
-  number,
-  fc.boolean(),
-  fc.constant(null),
-  fc.array(fc.integer(), { maxLength: 2 }),
-  fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
-);
+const anyField = anyJsonField(text, number);
 
 const createLike: fc.Arbitrary<unknown> = fc.record(
   {
@@ -59,27 +53,23 @@ const nearValid: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 /** What a client can send, as the route sees it after JSON.parse. */
-const body: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 6, arbitrary: createLike.map((value) => JSON.parse(JSON.stringify(value)) as unknown) },
-  { weight: 4, arbitrary: nearValid.map((value) => JSON.parse(JSON.stringify(value)) as unknown) },
-  { weight: 1, arbitrary: fc.jsonValue() },
-  {
-    weight: 1,
-    arbitrary: fc
-      .constantFrom(
-        '{"warmPool":"p","ttlSeconds":-0}',
-        '{"warmPool":"p","ttlSeconds":1e400}',
-        '{"__proto__":{"warmPool":"p"}}',
-        '{"__proto__":{"warmPool":"p"},"warmPool":"q"}',
-        '{"warmPool":"a","warmPool":"b"}',
-        '{"constructor":"x","warmPool":"p"}',
-        '{"warmPool":"p","claimRef":null}',
-        '{"env":"e","scalingGroup":""}',
-        '[{"warmPool":"p"}]',
-      )
-      .map((raw) => JSON.parse(raw) as unknown),
-  },
-);
+const body = parsedJson({
+  near: [
+    { weight: 6, arbitrary: createLike },
+    { weight: 4, arbitrary: nearValid },
+  ],
+  edgeCases: [
+    '{"warmPool":"p","ttlSeconds":-0}',
+    '{"warmPool":"p","ttlSeconds":1e400}',
+    '{"__proto__":{"warmPool":"p"}}',
+    '{"__proto__":{"warmPool":"p"},"warmPool":"q"}',
+    '{"warmPool":"a","warmPool":"b"}',
+    '{"constructor":"x","warmPool":"p"}',
+    '{"warmPool":"p","claimRef":null}',
+    '{"env":"e","scalingGroup":""}',
+    '[{"warmPool":"p"}]',
+  ],
+});
 
 /** The quick check counts UTF-16 units; zod's count may be smaller, so astral strings near a limit are zod's. */
 const fitsInUnits = (json: unknown): boolean =>
