@@ -19,13 +19,20 @@
 // loaded warm-up of each (≈ 7 min at the default); HEAP_MB (default 30) sizes
 // the retained heap.
 import { loadavg } from 'node:os';
-import { Pool } from 'undici';
-import { agentNodeFlags, agentTo, floorInAgentTo, startSandboxd, TOKEN } from './lib/agent-hops.ts';
-import { claimFor, emptyTally, type Claim, type Tally } from './lib/claim-tally.ts';
-import { fleetCaller } from './lib/fleet-caller.ts';
-import { floorProxySource } from './lib/floor-proxy.ts';
-import { startProcess, type Server } from './lib/serving-process.ts';
-import { printTable, type Row } from './lib/table.ts';
+import type { Pool } from 'undici';
+import {
+  agentNodeFlags,
+  agentTo,
+  CLAIM,
+  fillWarmPool,
+  floorInAgentTo,
+  floorTo,
+  poolTo,
+  startSandboxd,
+} from './lib/agent-hops.ts';
+import { claimFor, emptyTally, type Tally } from './lib/claim-tally.ts';
+import type { Server } from './lib/serving-process.ts';
+import { median, printTable, signed, type Row } from './lib/table.ts';
 
 const ROUNDS = Number(process.env['ROUNDS'] ?? 20);
 const HEAP_MB = Number(process.env['HEAP_MB'] ?? 30);
@@ -35,36 +42,25 @@ const CONCURRENCY = 32;
 const CONNECTIONS = 16;
 const WARM_TARGET = 50_000;
 
-const { headers, call } = fleetCaller(TOKEN);
-const CLAIM: Claim = { headers, body: JSON.stringify({ template: 'bench', ttl_seconds: 3600 }) };
-
 /** One way a claim reaches fake-sandboxd, and how its hop process is started. */
 interface Variant {
   name: string;
   start(sandboxd: Server): Promise<Server>;
 }
 
-/** The floor's proxy with `nodeFlags`, and `extra` module code run after it listens. */
-const floorWith =
-  (nodeFlags: string[], extra = '') =>
-  (sandboxd: Server): Promise<Server> =>
-    startProcess(
-      [...nodeFlags, '--input-type=module', '-e', floorProxySource(sandboxd.base) + extra],
-      {},
-      'floor serving',
-      (r) => `http://${r['address']}`,
-    );
-
 // Objects of a few fields, as a loaded library's are: ≈ 100 bytes each.
 const retainedHeap = `;globalThis.retained = Array.from({ length: ${HEAP_MB * 10_000} }, (_, i) => ({ i, s: 'x' + i, a: [i, i + 1], o: { k: i } }));`;
 const defaultMetrics = `;(await import(${JSON.stringify(import.meta.resolve('prom-client'))})).collectDefaultMetrics();`;
 
 const VARIANTS: Variant[] = [
-  { name: 'floor', start: floorWith([]) },
-  { name: 'floor, its twin', start: floorWith([]) },
-  { name: "floor with the agents' Node flags", start: floorWith(agentNodeFlags) },
-  { name: `floor with ${HEAP_MB} MB retained`, start: floorWith([], retainedHeap) },
-  { name: "floor with prom-client's default metrics", start: floorWith([], defaultMetrics) },
+  { name: 'floor', start: (sandboxd) => floorTo(sandboxd) },
+  { name: 'floor, its twin', start: (sandboxd) => floorTo(sandboxd) },
+  { name: "floor with the agents' Node flags", start: (sandboxd) => floorTo(sandboxd, { nodeFlags: agentNodeFlags }) },
+  { name: `floor with ${HEAP_MB} MB retained`, start: (sandboxd) => floorTo(sandboxd, { alongside: retainedHeap }) },
+  {
+    name: "floor with prom-client's default metrics",
+    start: (sandboxd) => floorTo(sandboxd, { alongside: defaultMetrics }),
+  },
   { name: "floor in a node agent's process", start: floorInAgentTo },
   { name: 'node agent', start: (sandboxd) => agentTo(sandboxd) },
   { name: 'node agent, its twin', start: (sandboxd) => agentTo(sandboxd) },
@@ -78,18 +74,12 @@ interface Path {
   loaded: Tally;
 }
 
-/** The mean of `values` with its standard error, and their median. */
-function summary(values: number[]): { mean: number; error: number; median: number } {
+/** The mean of `values` with its standard error. */
+function meanWithError(values: number[]): { mean: number; error: number } {
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, values.length - 1);
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const median =
-    sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-  return { mean, error: Math.sqrt(variance / values.length), median };
+  return { mean, error: Math.sqrt(variance / values.length) };
 }
-
-const signed = (v: number): string => `${v >= 0 ? '+' : ''}${v.toFixed(1)}`;
 
 async function run(): Promise<void> {
   const loadBefore = loadavg()[0] as number;
@@ -98,20 +88,10 @@ async function run(): Promise<void> {
   try {
     for (const variant of VARIANTS) {
       const hop = await variant.start(sandboxd);
-      const pool = new Pool(hop.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 30_000 });
-      paths.push({ variant, hop, pool, warm: emptyTally(), loaded: emptyTally() });
+      paths.push({ variant, hop, pool: poolTo(hop.base, CONNECTIONS), warm: emptyTally(), loaded: emptyTally() });
     }
     const agent = paths.find((p) => p.variant.name === 'node agent') as Path;
-    const set = await call(agent.pool, 'PUT', '/v1/pools', {
-      generation: 1,
-      pools: [{ template: 'bench', warm: WARM_TARGET }],
-    });
-    if (set.status !== 200) throw new Error(`PUT /v1/pools answered ${set.status}: ${set.text}`);
-    for (let warm = 0; warm < WARM_TARGET;) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const info = JSON.parse((await call(agent.pool, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
-      warm = info.pools[0]?.warm ?? 0;
-    }
+    await fillWarmPool(agent.pool, agent.variant.name, WARM_TARGET);
     for (const p of paths) await claimFor(p.pool, CLAIM, WARM_MS, CONCURRENCY, p.warm, [p.hop.pid, sandboxd.pid]);
     for (let round = 0; round < ROUNDS; round++)
       for (const p of paths) await claimFor(p.pool, CLAIM, ROUND_MS, CONCURRENCY, p.loaded, [p.hop.pid, sandboxd.pid]);
@@ -121,11 +101,11 @@ async function run(): Promise<void> {
       const cpu = (p.loaded.cpu.get(p.hop.pid) ?? Number.NaN) / p.loaded.claims;
       const sandboxdCpu = (p.loaded.cpu.get(sandboxd.pid) ?? Number.NaN) / p.loaded.claims;
       const gaps = p.loaded.hopCpuPerClaim.map((c, i) => c - (floor.loaded.hopCpuPerClaim[i] ?? Number.NaN));
-      const { mean, error, median } = summary(gaps);
+      const { mean, error } = meanWithError(gaps);
       const refused = p.loaded.errors + p.warm.errors;
       return [
         `CPU per claim at ${CONCURRENCY} in flight: ${p.variant.name}`,
-        `${cpu.toFixed(1)} µs; − the floor, per round: mean ${signed(mean)} ± ${error.toFixed(1)} µs, median ${signed(median)} µs; ${(p.loaded.claims / p.loaded.seconds).toFixed(0)} claims/s; fake-sandboxd ${sandboxdCpu.toFixed(1)} µs${refused > 0 ? `; ${refused} refused` : ''}`,
+        `${cpu.toFixed(1)} µs; − the floor, per round: mean ${signed(mean)} ± ${error.toFixed(1)} µs, median ${signed(median(gaps))} µs; ${(p.loaded.claims / p.loaded.seconds).toFixed(0)} claims/s; fake-sandboxd ${sandboxdCpu.toFixed(1)} µs${refused > 0 ? `; ${refused} refused` : ''}`,
         '—',
         '—',
         refused > 0 ? 'FAIL' : 'info',

@@ -41,21 +41,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import {
   agentNodeFlags,
   agentTo,
+  CLAIM,
+  fillWarmPool,
   floorInAgentTo,
   floorTo,
   perfMap,
+  poolTo,
   startSandboxd,
-  TOKEN,
   traceGc,
 } from './lib/agent-hops.ts';
-import { claimFor, emptyTally, quantile, type Claim, type Tally } from './lib/claim-tally.ts';
-import { fleetCaller } from './lib/fleet-caller.ts';
+import { claimFor, emptyTally, quantile, type Tally } from './lib/claim-tally.ts';
 import { gcTraceOf } from './lib/gc-trace.ts';
 import type { Server } from './lib/serving-process.ts';
+import { median, signed } from './lib/table.ts';
 
 const WARM_TARGET = 50_000;
 const ROUNDS = 4;
@@ -69,17 +71,6 @@ const LOADED_ROUND_MS = 2_000;
 const WARM_LOADED_MS = Number(process.env['WARM_MS'] ?? 5_000);
 const LOADED_CONCURRENCY = 32;
 const CONNECTIONS = 16;
-
-/** An undici Pool to `base`, over TCP or a unix socket. */
-function poolTo(base: string, connections: number): Pool {
-  const options = { connections, pipelining: 1, keepAliveTimeout: 30_000 };
-  return base.startsWith('unix:')
-    ? new Pool('http://localhost', { ...options, socketPath: base.slice('unix:'.length) })
-    : new Pool(base, options);
-}
-
-const { headers, call } = fleetCaller(TOKEN);
-const CLAIM: Claim = { headers, body: JSON.stringify({ template: 'bench', ttl_seconds: 3600 }) };
 
 type Row = [metric: string, measured: string, goal: string, anchor: string, ok: boolean | 'info'];
 
@@ -115,7 +106,7 @@ async function run(): Promise<void> {
       servers.push([name, server]);
       return server;
     };
-    const floorTcp = await hop('floor proxy (tcp)', () => floorTo(sandboxdTcp, true));
+    const floorTcp = await hop('floor proxy (tcp)', () => floorTo(sandboxdTcp, { watched: true }));
     const agentTcp = await hop('node agent (tcp)', () => agentTo(sandboxdTcp, true));
     const floorInAgentTcp = await hop('floor in the agent process (tcp)', () => floorInAgentTo(sandboxdTcp));
     const floorUnix = await hop('floor proxy (unix)', () => floorTo(sandboxdUnix));
@@ -149,21 +140,7 @@ async function run(): Promise<void> {
     ]);
     const paths = [direct, viaFloorTcp, viaFloorInAgentTcp, viaAgentTcp, viaFloorUnix, viaAgentUnix];
 
-    for (const agent of [viaAgentTcp, viaAgentUnix]) {
-      const set = await call(agent.pool, 'PUT', '/v1/pools', {
-        generation: 1,
-        pools: [{ template: 'bench', warm: WARM_TARGET }],
-      });
-      if (set.status !== 200)
-        throw new Error(`PUT /v1/pools through ${agent.name} answered ${set.status}: ${set.text}`);
-    }
-    for (const agent of [viaAgentTcp, viaAgentUnix]) {
-      for (let warm = 0; warm < WARM_TARGET;) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        const info = JSON.parse((await call(agent.pool, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
-        warm = info.pools[0]?.warm ?? 0;
-      }
-    }
+    await Promise.all([viaAgentTcp, viaAgentUnix].map((agent) => fillWarmPool(agent.pool, agent.name, WARM_TARGET)));
     // Warm up connections and every JIT.
     for (const p of paths) await claimFor(p.pool, CLAIM, 500, 4, p.prewarm);
     for (const p of paths) await claimFor(p.pool, CLAIM, WARM_LOADED_MS, LOADED_CONCURRENCY, p.warm, p.watch);
@@ -188,12 +165,7 @@ async function run(): Promise<void> {
     const cpuPerClaim = (p: Path, i: number): string => `${cpuOf(p, i).toFixed(1)} µs`;
     const roundGaps = (agent: Path, floor: Path): string => {
       const gaps = agent.loaded.hopCpuPerClaim.map((cpu, i) => cpu - (floor.loaded.hopCpuPerClaim[i] ?? Number.NaN));
-      const sorted = [...gaps].sort((a, b) => a - b);
-      const mid = sorted.length / 2;
-      const median = Number.isInteger(mid)
-        ? ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
-        : (sorted[Math.floor(mid)] ?? Number.NaN);
-      return `${gaps.map((gap) => `${gap >= 0 ? '+' : ''}${gap.toFixed(1)}`).join(', ')} µs (median of the rounds ${median >= 0 ? '+' : ''}${median.toFixed(1)} µs)`;
+      return `${gaps.map(signed).join(', ')} µs (median of the rounds ${signed(median(gaps))} µs)`;
     };
     const scheduleText = (p: Path): string => {
       const { userMicros, systemMicros, voluntarySwitches, involuntarySwitches } = p.loaded.hopSchedule;

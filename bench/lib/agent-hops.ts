@@ -6,13 +6,40 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addressInUse, quietPort } from '@warmpool/harness';
+import { Pool } from 'undici';
 import { chartNodeFlags } from './chart-flags.ts';
+import type { Claim } from './claim-tally.ts';
+import { fleetCaller } from './fleet-caller.ts';
 import { floorInAgentSource, floorProxySource } from './floor-proxy.ts';
 import { startProcess, type Server } from './serving-process.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './unbounded-sandboxd.ts';
 
 /** The fleet token every process here is started with. */
 export const TOKEN = 'bench-token';
+
+const { headers, call } = fleetCaller(TOKEN);
+
+/** The claim every measured call sends: a warm hit on the pool fillWarmPool fills. */
+export const CLAIM: Claim = { headers, body: JSON.stringify({ template: 'bench', ttl_seconds: 3600 }) };
+
+/** An undici Pool of keep-alive connections to `base`, over TCP or a unix socket. */
+export function poolTo(base: string, connections: number): Pool {
+  const options = { connections, pipelining: 1, keepAliveTimeout: 30_000 };
+  return base.startsWith('unix:')
+    ? new Pool('http://localhost', { ...options, socketPath: base.slice('unix:'.length) })
+    : new Pool(base, options);
+}
+
+/** Sets CLAIM's pool to `warm` sandboxes through the agent behind `agent` (named `name`), and waits until they are. */
+export async function fillWarmPool(agent: Pool, name: string, warm: number): Promise<void> {
+  const set = await call(agent, 'PUT', '/v1/pools', { generation: 1, pools: [{ template: 'bench', warm }] });
+  if (set.status !== 200) throw new Error(`PUT /v1/pools through ${name} answered ${set.status}: ${set.text}`);
+  for (let now = 0; now < warm;) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const info = JSON.parse((await call(agent, 'GET', '/v1/info')).text) as { pools: Array<{ warm: number }> };
+    now = info.pools[0]?.warm ?? 0;
+  }
+}
 
 const profileDir = process.env['CPU_PROF'];
 /** Node flags that make a hop write its CPU profile, named `prefix`-…, when profiling was asked for. */
@@ -45,10 +72,26 @@ export async function startSandboxd(listen: string, base: (record: Record<string
   );
 }
 
-/** The bare floor proxy in front of `sandboxd`; `watched`: a TCP hop the diagnostic switches apply to. */
-export function floorTo(sandboxd: Server, watched = false): Promise<Server> {
+export interface FloorOptions {
+  /** A TCP hop the diagnostic switches apply to. */
+  watched?: boolean;
+  /** Node flags of the floor's process (none by default). */
+  nodeFlags?: string[];
+  /** Module code run in the floor's process once it listens. */
+  alongside?: string;
+}
+
+/** The bare floor proxy in front of `sandboxd`. */
+export function floorTo(sandboxd: Server, options: FloorOptions = {}): Promise<Server> {
+  const { watched = false, nodeFlags = [], alongside = '' } = options;
   return startProcess(
-    [...(watched ? watchedFlags('floor') : []), '--input-type=module', '-e', floorProxySource(sandboxd.base)],
+    [
+      ...nodeFlags,
+      ...(watched ? watchedFlags('floor') : []),
+      '--input-type=module',
+      '-e',
+      floorProxySource(sandboxd.base) + alongside,
+    ],
     {},
     'floor serving',
     (r) => `http://${r['address']}`,

@@ -21,6 +21,18 @@ export function quantile(samples: readonly number[], q: number): number {
   return sorted[rank] ?? Number.NaN;
 }
 
+/** The median of the samples (the mean of the middle two for an even count); NaN when there are none. */
+export function median(samples: readonly number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  return Number.isInteger(mid)
+    ? ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
+    : (sorted[Math.floor(mid)] ?? Number.NaN);
+}
+
+/** `value` with its sign, to one decimal: +3.2, -1.0. */
+export const signed = (value: number): string => `${value >= 0 ? '+' : ''}${value.toFixed(1)}`;
+
 export const ms = (value: number, digits = 1): string =>
   Number.isFinite(value) ? `${value.toFixed(digits)} ms` : 'n/a';
 export const seconds = (valueMs: number, digits = 2): string =>
