@@ -2,25 +2,34 @@
 // claim path. The floor proxy's own code (bench/lib/floor-proxy.ts) runs in
 // processes that differ from the bare floor in one thing each (the agents'
 // Node flags, a retained heap the size @kubernetes/client-node keeps,
-// prom-client's default metrics, a whole node agent started beside it), all
-// in front of one fake-sandboxd, next to two bare floors and two node agents.
-// Every path takes its turn in every round, so drift hits all of them; each
-// path's CPU per claim is compared with the first floor's in the same round,
-// and the rounds give a mean with its standard error.
+// prom-client's default metrics, the agent's code or its libraries loaded, a
+// whole node agent started beside it on its thread or with the floor in a
+// worker thread of it), all in front of one fake-sandboxd, next to two bare
+// floors and two node agents. Every path takes its turn in every round, so
+// drift hits all of them (in an order shuffled each round: bench/lib/order.ts;
+// the processes are started in a random order too); each path's CPU per
+// claim is compared with the floor's in the same round.
 //
 // Two processes of the same code are in the list on purpose: how far apart
 // they land is how much a process differs from its twin for reasons the code
-// does not choose (its placement on the cores, its memory layout), the
-// smallest effect one run can tell apart.
+// does not choose (its placement on the cores, its memory layout). That
+// spread stays for all twenty rounds, so one process per path cannot tell
+// apart effects smaller than it; REPLICAS starts several processes of each
+// path and makes the process, not the round, the sample.
 //
 //   make build && flock /tmp/warmpool-bench.lock node bench/node-agent-process.bench.ts
+//   ONLY='worker|agent\'s process' REPLICAS=4 ROUNDS=10 … (≈ 11 min)
 //
-// ROUNDS (default 20) rounds of 2 s at 32 in flight per path, after a 5 s
-// loaded warm-up of each (≈ 7 min at the default); HEAP_MB (default 30) sizes
-// the retained heap.
+// ONLY (a regular expression) keeps the paths whose names match it, beside
+// the first floor and the first node agent. REPLICAS (default 1) processes
+// per path; with more than one, the floor's processes' mean in each round is
+// the reference. ROUNDS (default 20) rounds of 2 s at 32 in flight per
+// process, after a 5 s loaded warm-up of each (≈ 9 min at the defaults);
+// HEAP_MB (default 30) sizes the retained heap.
 import { loadavg } from 'node:os';
 import type { Pool } from 'undici';
 import {
+  agentCodeLoaded,
   agentNodeFlags,
   agentTo,
   CLAIM,
@@ -30,12 +39,14 @@ import {
   poolTo,
   startSandboxd,
 } from './lib/agent-hops.ts';
-import { claimFor, emptyTally, type Tally } from './lib/claim-tally.ts';
+import { inRandomOrder } from './lib/order.ts';
+import { claimFor, emptyTally, meanHopCpuPerRound, type Tally } from './lib/claim-tally.ts';
 import type { Server } from './lib/serving-process.ts';
-import { median, printTable, signed, type Row } from './lib/table.ts';
+import { meanWithError, median, printTable, signed, type Row } from './lib/table.ts';
 
 const ROUNDS = Number(process.env['ROUNDS'] ?? 20);
 const HEAP_MB = Number(process.env['HEAP_MB'] ?? 30);
+const REPLICAS = Number(process.env['REPLICAS'] ?? 1);
 const ROUND_MS = 2_000;
 const WARM_MS = 5_000;
 const CONCURRENCY = 32;
@@ -52,7 +63,11 @@ interface Variant {
 const retainedHeap = `;globalThis.retained = Array.from({ length: ${HEAP_MB * 10_000} }, (_, i) => ({ i, s: 'x' + i, a: [i, i + 1], o: { k: i } }));`;
 const defaultMetrics = `;(await import(${JSON.stringify(import.meta.resolve('prom-client'))})).collectDefaultMetrics();`;
 
-const VARIANTS: Variant[] = [
+/** Module code, for floorTo's `alongside`, that loads `packages` (from the bench's resolution) and starts nothing. */
+const loaded = (...packages: string[]): string =>
+  packages.map((p, i) => `;globalThis.loaded${i} = await import(${JSON.stringify(import.meta.resolve(p))});`).join('');
+
+const ALL_VARIANTS: Variant[] = [
   { name: 'floor', start: (sandboxd) => floorTo(sandboxd) },
   { name: 'floor, its twin', start: (sandboxd) => floorTo(sandboxd) },
   { name: "floor with the agents' Node flags", start: (sandboxd) => floorTo(sandboxd, { nodeFlags: agentNodeFlags }) },
@@ -61,10 +76,32 @@ const VARIANTS: Variant[] = [
     name: "floor with prom-client's default metrics",
     start: (sandboxd) => floorTo(sandboxd, { alongside: defaultMetrics }),
   },
-  { name: "floor in a node agent's process", start: floorInAgentTo },
+  {
+    name: "floor with the node agent's code loaded",
+    start: (sandboxd) => floorTo(sandboxd, { alongside: agentCodeLoaded }),
+  },
+  {
+    name: 'floor with @kubernetes/client-node loaded',
+    start: (sandboxd) => floorTo(sandboxd, { alongside: loaded('@kubernetes/client-node') }),
+  },
+  {
+    name: 'floor with hono, @hono/node-server, zod and prom-client loaded',
+    start: (sandboxd) => floorTo(sandboxd, { alongside: loaded('hono', '@hono/node-server', 'zod', 'prom-client') }),
+  },
+  { name: "floor in a node agent's process", start: (sandboxd) => floorInAgentTo(sandboxd) },
+  {
+    name: "floor in a worker thread of a node agent's process",
+    start: (sandboxd) => floorInAgentTo(sandboxd, { worker: true }),
+  },
   { name: 'node agent', start: (sandboxd) => agentTo(sandboxd) },
   { name: 'node agent, its twin', start: (sandboxd) => agentTo(sandboxd) },
 ];
+
+// The first floor is every path's reference; the first node agent fills the warm pool.
+const only = process.env['ONLY'] === undefined ? undefined : new RegExp(process.env['ONLY']);
+const VARIANTS = ALL_VARIANTS.filter(
+  (v, i) => i === 0 || v.name === 'node agent' || only === undefined || only.test(v.name),
+);
 
 interface Path {
   variant: Variant;
@@ -74,11 +111,36 @@ interface Path {
   loaded: Tally;
 }
 
-/** The mean of `values` with its standard error. */
-function meanWithError(values: number[]): { mean: number; error: number } {
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, values.length - 1);
-  return { mean, error: Math.sqrt(variance / values.length) };
+/**
+ * One variant's row. With one process, ± is the standard error of its per-round gaps to the floor; with REPLICAS
+ * processes, each process's mean gap is one sample and ± is their standard error, so how far processes of the same
+ * code land apart is inside it.
+ */
+function rowOf(variant: Variant, paths: Path[], reference: number[], sandboxdPid: number): Row {
+  const processGaps = paths.map((p) => {
+    const gaps = p.loaded.hopCpuPerClaim.map((c, i) => c - (reference[i] ?? Number.NaN));
+    return { gaps, ...meanWithError(gaps) };
+  });
+  const claims = paths.reduce((sum, p) => sum + p.loaded.claims, 0);
+  const seconds = paths.reduce((sum, p) => sum + p.loaded.seconds, 0);
+  const cpu = paths.reduce((sum, p) => sum + (p.loaded.cpu.get(p.hop.pid) ?? Number.NaN), 0) / claims;
+  const sandboxdCpu = paths.reduce((sum, p) => sum + (p.loaded.cpu.get(sandboxdPid) ?? Number.NaN), 0) / claims;
+  const refused = paths.reduce((sum, p) => sum + p.loaded.errors + p.warm.errors, 0);
+  const only = processGaps[0] as { gaps: number[]; mean: number; error: number };
+  const gap =
+    paths.length === 1
+      ? `per round: mean ${signed(only.mean)} ± ${only.error.toFixed(1)} µs, median ${signed(median(only.gaps))} µs`
+      : (() => {
+          const { mean, error } = meanWithError(processGaps.map((g) => g.mean));
+          return `over ${paths.length} processes: mean ${signed(mean)} ± ${error.toFixed(1)} µs (each: ${processGaps.map((g) => signed(g.mean)).join(', ')})`;
+        })();
+  return [
+    `CPU per claim at ${CONCURRENCY} in flight: ${variant.name}`,
+    `${cpu.toFixed(1)} µs; − the floor, ${gap}; ${(claims / seconds).toFixed(0)} claims/s per process; fake-sandboxd ${sandboxdCpu.toFixed(1)} µs${refused > 0 ? `; ${refused} refused` : ''}`,
+    '—',
+    '—',
+    refused > 0 ? 'FAIL' : 'info',
+  ];
 }
 
 async function run(): Promise<void> {
@@ -86,35 +148,39 @@ async function run(): Promise<void> {
   const sandboxd = await startSandboxd('127.0.0.1:0', (r) => `http://${r['address']}`);
   const paths: Path[] = [];
   try {
-    for (const variant of VARIANTS) {
+    // Started in a random order, so that whatever a process gets from when it starts (its place in memory, its
+    // neighbours) falls on every kind alike.
+    for (const variant of inRandomOrder(VARIANTS.flatMap((v) => Array.from({ length: REPLICAS }, () => v)))) {
       const hop = await variant.start(sandboxd);
       paths.push({ variant, hop, pool: poolTo(hop.base, CONNECTIONS), warm: emptyTally(), loaded: emptyTally() });
     }
     const agent = paths.find((p) => p.variant.name === 'node agent') as Path;
     await fillWarmPool(agent.pool, agent.variant.name, WARM_TARGET);
-    for (const p of paths) await claimFor(p.pool, CLAIM, WARM_MS, CONCURRENCY, p.warm, [p.hop.pid, sandboxd.pid]);
+    const pids = (p: Path): number[] => [p.hop.pid, sandboxd.pid];
+    for (const p of paths) await claimFor(p.pool, CLAIM, WARM_MS, CONCURRENCY, p.warm, pids(p));
     for (let round = 0; round < ROUNDS; round++)
-      for (const p of paths) await claimFor(p.pool, CLAIM, ROUND_MS, CONCURRENCY, p.loaded, [p.hop.pid, sandboxd.pid]);
+      for (const p of inRandomOrder(paths)) await claimFor(p.pool, CLAIM, ROUND_MS, CONCURRENCY, p.loaded, pids(p));
 
-    const floor = paths[0] as Path;
-    const rows: Row[] = paths.map((p) => {
-      const cpu = (p.loaded.cpu.get(p.hop.pid) ?? Number.NaN) / p.loaded.claims;
-      const sandboxdCpu = (p.loaded.cpu.get(sandboxd.pid) ?? Number.NaN) / p.loaded.claims;
-      const gaps = p.loaded.hopCpuPerClaim.map((c, i) => c - (floor.loaded.hopCpuPerClaim[i] ?? Number.NaN));
-      const { mean, error } = meanWithError(gaps);
-      const refused = p.loaded.errors + p.warm.errors;
-      return [
-        `CPU per claim at ${CONCURRENCY} in flight: ${p.variant.name}`,
-        `${cpu.toFixed(1)} µs; − the floor, per round: mean ${signed(mean)} ± ${error.toFixed(1)} µs, median ${signed(median(gaps))} µs; ${(p.loaded.claims / p.loaded.seconds).toFixed(0)} claims/s; fake-sandboxd ${sandboxdCpu.toFixed(1)} µs${refused > 0 ? `; ${refused} refused` : ''}`,
-        '—',
-        '—',
-        refused > 0 ? 'FAIL' : 'info',
-      ];
-    });
+    const reference = meanHopCpuPerRound(
+      paths.filter((p) => p.variant === VARIANTS[0]).map((p) => p.loaded),
+      ROUNDS,
+    );
+    const rows = VARIANTS.map((v) =>
+      rowOf(
+        v,
+        paths.filter((p) => p.variant === v),
+        reference,
+        sandboxd.pid,
+      ),
+    );
+    const spread =
+      REPLICAS === 1
+        ? '± is the standard error of the per-round gaps'
+        : `${REPLICAS} processes per path, the floor's mean in each round the reference; ± is the standard error across a path's processes`;
     printTable(
       "node agent process: the floor's proxy in processes that differ in one thing each",
       [
-        `${ROUNDS} rounds × ${ROUND_MS / 1000} s per path after a ${WARM_MS / 1000} s warm-up; ± is the standard error of the per-round gaps; load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] as number).toFixed(2)} after`,
+        `${ROUNDS} rounds × ${ROUND_MS / 1000} s per process after a ${WARM_MS / 1000} s warm-up; ${spread}; load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] as number).toFixed(2)} after`,
       ],
       rows,
     );

@@ -20,7 +20,10 @@
 // node agent's process (the agent's main started beside it), so the agent's
 // CPU above the floor splits into what its process carries (heap, code,
 // timers, Node flags) and what its claim path costs. All paths take turns,
-// round by round, so drift on a shared machine hits all of them.
+// round by round, in an order shuffled each round, so drift on a shared
+// machine hits all of them. One process per path: a process's own lean (a
+// few µs per claim, kept all run) is inside every gap here;
+// bench/node-agent-replicas.bench.ts runs several of each.
 //
 //   npx tsc -b apps/fake-sandboxd apps/node-agent && node bench/node-agent.bench.ts
 //
@@ -54,6 +57,7 @@ import {
   startSandboxd,
   traceGc,
 } from './lib/agent-hops.ts';
+import { inRandomOrder } from './lib/order.ts';
 import { claimFor, emptyTally, quantile, type Tally } from './lib/claim-tally.ts';
 import { gcTraceOf } from './lib/gc-trace.ts';
 import type { Server } from './lib/serving-process.ts';
@@ -146,10 +150,11 @@ async function run(): Promise<void> {
     for (const p of paths) await claimFor(p.pool, CLAIM, WARM_LOADED_MS, LOADED_CONCURRENCY, p.warm, p.watch);
 
     for (let round = 0; round < ROUNDS; round++) {
-      for (const p of paths) await claimFor(p.pool, CLAIM, UNLOADED_ROUND_MS, 1, p.unloaded);
+      for (const p of inRandomOrder(paths)) await claimFor(p.pool, CLAIM, UNLOADED_ROUND_MS, 1, p.unloaded);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      for (const p of paths) await claimFor(p.pool, CLAIM, LOADED_ROUND_MS, LOADED_CONCURRENCY, p.loaded, p.watch);
+      for (const p of inRandomOrder(paths))
+        await claimFor(p.pool, CLAIM, LOADED_ROUND_MS, LOADED_CONCURRENCY, p.loaded, p.watch);
     }
     const loadAfter = loadavg()[0] as number;
 

@@ -10,7 +10,12 @@ import { Pool } from 'undici';
 import { chartNodeFlags } from './chart-flags.ts';
 import type { Claim } from './claim-tally.ts';
 import { fleetCaller } from './fleet-caller.ts';
-import { floorInAgentSource, floorProxySource } from './floor-proxy.ts';
+import {
+  agentCodeLoadedSource,
+  floorInAgentSource,
+  floorInAgentWorkerSource,
+  floorProxySource,
+} from './floor-proxy.ts';
 import { startProcess, type Server } from './serving-process.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './unbounded-sandboxd.ts';
 
@@ -60,7 +65,10 @@ const watchedFlags = (prefix: string): string[] => [
 export const agentNodeFlags =
   process.env['AGENT_NODE_FLAGS']?.split(' ').filter(Boolean) ?? chartNodeFlags('nodeAgent');
 
-const distOf = (pkg: string): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), 'main.js');
+const distOf = (pkg: string, file = 'main.js'): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), file);
+
+/** Module code, for floorTo's `alongside`, that loads the node agent's code and starts nothing of it. */
+export const agentCodeLoaded = agentCodeLoadedSource(distOf('@warmpool/node-agent', 'index.js'));
 
 /** fake-sandboxd on `listen` (an address or `unix:/path`), every claim a warm hit; `base` makes its URL from the serving record. */
 export async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {
@@ -108,15 +116,10 @@ const agentArgs = (sandboxd: Server): string[] => [
   'info',
 ];
 
-/** A node agent in front of `sandboxd`, with the agents' Node flags; `watched` as for floorTo. */
-export function agentTo(sandboxd: Server, watched = false): Promise<Server> {
+/** A node agent in front of `sandboxd`, with the agents' Node flags (or `nodeFlags`); `watched` as for floorTo. */
+export function agentTo(sandboxd: Server, watched = false, nodeFlags: string[] = agentNodeFlags): Promise<Server> {
   return startProcess(
-    [
-      ...agentNodeFlags,
-      ...(watched ? watchedFlags('agent') : []),
-      distOf('@warmpool/node-agent'),
-      ...agentArgs(sandboxd),
-    ],
+    [...nodeFlags, ...(watched ? watchedFlags('agent') : []), distOf('@warmpool/node-agent'), ...agentArgs(sandboxd)],
     { WARMPOOL_API_TOKEN: TOKEN },
     'node agent serving',
     (r) => r['url'] as string,
@@ -124,13 +127,15 @@ export function agentTo(sandboxd: Server, watched = false): Promise<Server> {
 }
 
 /**
- * The floor proxy inside a node agent's process (always watched), ready once the agent serves. Its port is chosen
+ * The floor proxy inside a node agent's process (always watched), ready once the agent serves: on the agent's own
+ * thread, or in a worker thread of it (`worker`). Its port is chosen
  * ahead, below the ephemeral range; one taken meanwhile fails the start, which is tried again on another.
  */
-export async function floorInAgentTo(sandboxd: Server): Promise<Server> {
+export async function floorInAgentTo(sandboxd: Server, options: { worker?: boolean } = {}): Promise<Server> {
+  const sourceOf = options.worker === true ? floorInAgentWorkerSource : floorInAgentSource;
   for (let attempt = 1; ; attempt++) {
     const port = await quietPort();
-    const source = floorInAgentSource(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd));
+    const source = sourceOf(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd));
     try {
       return await startProcess(
         [...agentNodeFlags, ...watchedFlags('floor-in-agent'), '--input-type=module', '-e', source],

@@ -72,6 +72,14 @@ export async function claimFor(
   }
 }
 
+/** Each of `rounds` calls' mean hop CPU per claim over `tallies` (the calls made in the same round). */
+export function meanHopCpuPerRound(tallies: readonly Tally[], rounds: number): number[] {
+  return Array.from(
+    { length: rounds },
+    (_, i) => tallies.reduce((sum, t) => sum + (t.hopCpuPerClaim[i] ?? Number.NaN), 0) / tallies.length,
+  );
+}
+
 export function quantile(values: number[], q: number): number {
   const sorted = Float64Array.from(values).sort();
   if (sorted.length === 0) return Number.NaN;

@@ -51,3 +51,32 @@ export function floorInAgentSource(upstream: string, port: number, agentMain: st
     await import(${JSON.stringify(pathToFileURL(agentMain).href)});
   `;
 }
+
+/**
+ * The floor's proxy in a worker thread of a running node agent's process, listening on `port`: the process is the
+ * agent's (its CPU counts the worker's), but the floor's code runs on its own isolate, with its own heap and its own
+ * inline caches, beside none of the agent's code. The agent's main starts once the worker listens.
+ */
+export function floorInAgentWorkerSource(
+  upstream: string,
+  port: number,
+  agentMain: string,
+  agentArgs: string[],
+): string {
+  const floor = `${floorProxySource(upstream, { port, msg: 'floor in worker serving', ownsProcess: false })}
+    (await import('node:worker_threads')).parentPort.postMessage('listening');
+  `;
+  return `
+    import { Worker } from 'node:worker_threads';
+    const worker = new Worker(new URL('data:text/javascript,' + encodeURIComponent(${JSON.stringify(floor)})));
+    await new Promise((listening, failed) => { worker.once('message', listening); worker.once('error', failed); });
+    worker.unref();
+    process.argv.splice(1, Infinity, ${JSON.stringify(agentMain)}, ...${JSON.stringify(agentArgs)});
+    await import(${JSON.stringify(pathToFileURL(agentMain).href)});
+  `;
+}
+
+/** Module code that loads the node agent's code (`agentIndex`, its library entry) and starts nothing of it. */
+export function agentCodeLoadedSource(agentIndex: string): string {
+  return `;globalThis.agentCode = await import(${JSON.stringify(pathToFileURL(agentIndex).href)});`;
+}

@@ -30,6 +30,13 @@ export function median(samples: readonly number[]): number {
     : (sorted[Math.floor(mid)] ?? Number.NaN);
 }
 
+/** The mean of `samples` with its standard error (NaN for no samples; 0 error for one). */
+export function meanWithError(samples: readonly number[]): { mean: number; error: number } {
+  const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+  const variance = samples.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, samples.length - 1);
+  return { mean, error: Math.sqrt(variance / samples.length) };
+}
+
 /** `value` with its sign, to one decimal: +3.2, -1.0. */
 export const signed = (value: number): string => `${value >= 0 ? '+' : ''}${value.toFixed(1)}`;
 

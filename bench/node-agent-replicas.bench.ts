@@ -1,0 +1,241 @@
+// Issue 21's three measures of the node agent's hop (added latency at 1 in
+// flight, share of direct throughput at 32, CPU per claim), with several
+// processes of the floor and of the agent instead of one each.
+//
+// A process lands a few µs per claim above or below its twin for reasons its
+// code does not choose (placement on the cores, memory layout), and keeps
+// that for the whole run (bench/node-agent-process.bench.ts shows it). With
+// one process per path, as in bench/node-agent.bench.ts, that spread is part
+// of every gap and cannot be told apart from it. Here each process is one
+// sample: a path's measure is the mean over its processes, ± their standard
+// error, and a gap's ± combines the two paths'.
+//
+// All processes sit in front of one fake-sandboxd (TCP); direct claims to it
+// are the reference for latency and share. Every round, each process takes a
+// 1 s turn at 1 in flight and a 2 s turn at 32 in flight, in an order
+// shuffled each round (bench/lib/order.ts); the processes are started in a
+// random order too.
+//
+//   make build && flock /tmp/warmpool-bench.lock node bench/node-agent-replicas.bench.ts
+//
+// REPLICAS (default 4) processes per hop, ROUNDS (default 10): ≈ 6 min.
+// AGENT_NODE_FLAGS replaces the chart's Node flags for the agents;
+// ALT_AGENT_FLAGS adds as many agents with other flags (≈ 9 min).
+import { loadavg } from 'node:os';
+import type { Pool } from 'undici';
+import { agentNodeFlags, agentTo, CLAIM, fillWarmPool, floorTo, poolTo, startSandboxd } from './lib/agent-hops.ts';
+import { inRandomOrder } from './lib/order.ts';
+import { claimFor, emptyTally, meanHopCpuPerRound, quantile, type Tally } from './lib/claim-tally.ts';
+import type { Server } from './lib/serving-process.ts';
+import { meanWithError, printTable, signed, type Row } from './lib/table.ts';
+
+const REPLICAS = Number(process.env['REPLICAS'] ?? 4);
+const ROUNDS = Number(process.env['ROUNDS'] ?? 10);
+const UNLOADED_MS = 1_000;
+const LOADED_MS = 2_000;
+const WARM_MS = 5_000;
+const CONCURRENCY = 32;
+const CONNECTIONS = 16;
+const WARM_TARGET = 50_000;
+
+// ALT_AGENT_FLAGS="…" adds REPLICAS agents started with those Node flags instead of the chart's, measured against
+// the same floors in the same rounds.
+const ALT_AGENT_FLAGS = process.env['ALT_AGENT_FLAGS']?.split(' ').filter(Boolean);
+
+type Hop = 'floor' | 'agent' | 'agent, other flags';
+
+/** One process claims go through (or none, for direct), and what its turns tallied. */
+interface Path {
+  hop: Hop | 'direct';
+  /** The process whose CPU is counted: the hop's, or fake-sandboxd's for direct. */
+  pid: number;
+  pool: Pool;
+  warm: Tally;
+  unloaded: Tally;
+  loaded: Tally;
+}
+
+/** One process's three measures, the first two against direct. */
+interface Measures {
+  addedP50Ms: number;
+  share: number;
+  /** Mean over the rounds of its CPU per claim minus the floors' mean in that round. */
+  cpuGapMicros: number;
+}
+
+const rate = (t: Tally): number => t.claims / t.seconds;
+const p50 = (t: Tally): number => quantile(t.latenciesMs, 0.5);
+
+function measuresOf(p: Path, direct: Path, floorCpuPerRound: number[]): Measures {
+  const gaps = p.loaded.hopCpuPerClaim.map((cpu, i) => cpu - (floorCpuPerRound[i] ?? Number.NaN));
+  return {
+    addedP50Ms: p50(p.unloaded) - p50(direct.unloaded),
+    share: rate(p.loaded) / rate(direct.loaded),
+    cpuGapMicros: meanWithError(gaps).mean,
+  };
+}
+
+/** A path's measure over its processes, with the standard error; the values each process gave. */
+function across(measures: Measures[], pick: (m: Measures) => number): { mean: number; error: number; each: number[] } {
+  const each = measures.map(pick);
+  return { ...meanWithError(each), each };
+}
+
+/** The error of a difference or ratio's parts, combined (independent processes). */
+const combined = (a: number, b: number): number => Math.sqrt(a * a + b * b);
+
+type Across = ReturnType<typeof across>;
+
+/** One of the issue's measures: how each path's processes give it, and how a gap to the floor is judged. */
+interface Measure {
+  label: string;
+  unit: string;
+  pick(m: Measures): number;
+  /** The gap (or ratio) to the floor, its ± and whether it meets the goal. */
+  judge(agent: Across, floor: Across): { text: string; met: boolean };
+  goal: string;
+}
+
+const MEASURES: Measure[] = [
+  {
+    label: 'added latency p50 at 1 in flight (over direct)',
+    unit: 'µs',
+    pick: (m) => m.addedP50Ms * 1_000,
+    judge: (a, f) => {
+      const ratio = a.mean / f.mean;
+      const error = ratio * combined(a.error / a.mean, f.error / f.mean);
+      return { text: `${ratio.toFixed(2)}× ± ${error.toFixed(2)} the floor's`, met: ratio <= 1.15 };
+    },
+    goal: '≤ floor × 1.15',
+  },
+  {
+    label: `share of direct at ${CONCURRENCY} in flight`,
+    unit: '%',
+    pick: (m) => m.share * 100,
+    judge: (a, f) => {
+      const gap = a.mean - f.mean;
+      return { text: `${signed(gap)} ± ${combined(a.error, f.error).toFixed(1)} points`, met: gap >= -3 };
+    },
+    goal: '≥ floor − 3 points',
+  },
+  {
+    label: `CPU per claim at ${CONCURRENCY} in flight, − the floors' mean in the round`,
+    unit: 'µs',
+    pick: (m) => m.cpuGapMicros,
+    judge: (a, f) => {
+      const gap = a.mean - f.mean;
+      return { text: `${signed(gap)} ± ${combined(a.error, f.error).toFixed(1)} µs`, met: gap <= 10 };
+    },
+    goal: '≤ floor + 10 µs',
+  },
+];
+
+/** Each measure: the floor's processes, then each agent kind's and its gap to the floor. */
+function rowsOf(floor: Measures[], agents: Array<[name: string, measures: Measures[]]>): Row[] {
+  const text = (v: Across, unit: string): string =>
+    `${v.mean.toFixed(1)} ± ${v.error.toFixed(1)} ${unit} (${v.each.map((x) => x.toFixed(1)).join(', ')})`;
+  return MEASURES.flatMap((measure): Row[] => {
+    const f = across(floor, measure.pick);
+    return [
+      [`${measure.label}: floor (each process)`, text(f, measure.unit), '—', '—', 'info'],
+      ...agents.map(([name, measures]): Row => {
+        const a = across(measures, measure.pick);
+        const { text: gap, met } = measure.judge(a, f);
+        return [
+          `${measure.label}: ${name}`,
+          `${text(a, measure.unit)}; ${gap}`,
+          measure.goal,
+          '—',
+          met ? 'PASS' : 'FAIL',
+        ];
+      }),
+    ];
+  });
+}
+
+async function startPaths(sandboxd: Server): Promise<{ direct: Path; hops: Path[]; servers: Server[] }> {
+  const path = (hop: Path['hop'], pid: number, base: string): Path => ({
+    hop,
+    pid,
+    pool: poolTo(base, CONNECTIONS),
+    warm: emptyTally(),
+    unloaded: emptyTally(),
+    loaded: emptyTally(),
+  });
+  const servers: Server[] = [];
+  const hops: Path[] = [];
+  // Started in a random order, so that whatever a process gets from when it starts (its place in memory, its
+  // neighbours) falls on every kind alike.
+  const each: Hop[] = ALT_AGENT_FLAGS === undefined ? ['floor', 'agent'] : ['floor', 'agent', 'agent, other flags'];
+  const kinds = inRandomOrder(each.flatMap((hop) => Array.from({ length: REPLICAS }, () => hop)));
+  for (const hop of kinds) {
+    const server =
+      hop === 'floor'
+        ? await floorTo(sandboxd)
+        : hop === 'agent'
+          ? await agentTo(sandboxd)
+          : await agentTo(sandboxd, false, ALT_AGENT_FLAGS);
+    servers.push(server);
+    hops.push(path(hop, server.pid, server.base));
+  }
+  return { direct: path('direct', sandboxd.pid, sandboxd.base), hops, servers };
+}
+
+async function run(): Promise<void> {
+  const loadBefore = loadavg()[0] as number;
+  const sandboxd = await startSandboxd('127.0.0.1:0', (r) => `http://${r['address']}`);
+  const servers: Server[] = [];
+  const pools: Pool[] = [];
+  try {
+    const { direct, hops, servers: started } = await startPaths(sandboxd);
+    servers.push(...started);
+    const paths = [direct, ...hops];
+    pools.push(...paths.map((p) => p.pool));
+    const firstAgent = hops.find((p) => p.hop === 'agent') as Path;
+    await fillWarmPool(firstAgent.pool, 'node agent', WARM_TARGET);
+    for (const p of paths) await claimFor(p.pool, CLAIM, WARM_MS, CONCURRENCY, p.warm, [p.pid]);
+    for (let round = 0; round < ROUNDS; round++)
+      for (const p of inRandomOrder(paths)) {
+        await claimFor(p.pool, CLAIM, UNLOADED_MS, 1, p.unloaded);
+        await claimFor(p.pool, CLAIM, LOADED_MS, CONCURRENCY, p.loaded, [p.pid]);
+      }
+
+    const floors = hops.filter((p) => p.hop === 'floor');
+    const measured = (hop: Hop): Measures[] =>
+      hops.filter((p) => p.hop === hop).map((p) => measuresOf(p, direct, reference));
+    const reference = meanHopCpuPerRound(
+      floors.map((p) => p.loaded),
+      ROUNDS,
+    );
+    const refused = paths.reduce((n, p) => n + p.warm.errors + p.unloaded.errors + p.loaded.errors, 0);
+    const rows: Row[] = [
+      [
+        'direct to fake-sandboxd: p50 at 1 in flight; claims/s at 32 in flight',
+        `${(p50(direct.unloaded) * 1_000).toFixed(1)} µs; ${rate(direct.loaded).toFixed(0)}/s`,
+        '—',
+        '—',
+        'info',
+      ],
+      ...rowsOf(measured('floor'), [
+        [`agent (${agentNodeFlags.join(' ')})`, measured('agent')],
+        ...(ALT_AGENT_FLAGS === undefined
+          ? []
+          : [[`agent (${ALT_AGENT_FLAGS.join(' ')})`, measured('agent, other flags')] as [string, Measures[]]]),
+      ]),
+      ['claims refused (non-200), every path', String(refused), '0', '—', refused === 0 ? 'PASS' : 'FAIL'],
+    ];
+    printTable(
+      `node agent hop, ${REPLICAS} processes of the floor and ${REPLICAS} of the agent`,
+      [
+        `${ROUNDS} rounds of ${UNLOADED_MS / 1000} s at 1 in flight and ${LOADED_MS / 1000} s at ${CONCURRENCY} per process, after a ${WARM_MS / 1000} s warm-up at ${CONCURRENCY}; ± is the standard error across processes (combined for a gap); load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] as number).toFixed(2)} after`,
+      ],
+      rows,
+    );
+  } finally {
+    for (const pool of pools) await pool.close();
+    for (const server of servers.reverse()) await server.stop();
+    await sandboxd.stop();
+  }
+}
+
+await run();
