@@ -18,7 +18,7 @@
 // path and makes the process, not the round, the sample.
 //
 //   make build && flock /tmp/warmpool-bench.lock node bench/node-agent-process.bench.ts
-//   ONLY='worker|agent\'s process' REPLICAS=4 ROUNDS=10 … (≈ 11 min)
+//   ONLY="worker|agent's process" REPLICAS=4 ROUNDS=10 … (≈ 8 min)
 //
 // ONLY (a regular expression) keeps the paths whose names match it, beside
 // the first floor and the first node agent. REPLICAS (default 1) processes
@@ -39,7 +39,7 @@ import {
   poolTo,
   startSandboxd,
 } from './lib/agent-hops.ts';
-import { inRandomOrder } from './lib/order.ts';
+import { inRandomOrder, startOrder } from './lib/order.ts';
 import { claimFor, emptyTally, meanHopCpuPerRound, type Tally } from './lib/claim-tally.ts';
 import type { Server } from './lib/serving-process.ts';
 import { meanWithError, median, printTable, signed, type Row } from './lib/table.ts';
@@ -111,29 +111,38 @@ interface Path {
   loaded: Tally;
 }
 
-/**
- * One variant's row. With one process, ± is the standard error of its per-round gaps to the floor; with REPLICAS
- * processes, each process's mean gap is one sample and ± is their standard error, so how far processes of the same
- * code land apart is inside it.
- */
-function rowOf(variant: Variant, paths: Path[], reference: number[], sandboxdPid: number): Row {
-  const processGaps = paths.map((p) => {
+/** Each process's per-round gaps to `reference`, with their mean and its standard error. */
+function gapsOf(paths: Path[], reference: number[]): Array<{ gaps: number[]; mean: number; error: number }> {
+  return paths.map((p) => {
     const gaps = p.loaded.hopCpuPerClaim.map((c, i) => c - (reference[i] ?? Number.NaN));
     return { gaps, ...meanWithError(gaps) };
   });
+}
+
+/**
+ * How a variant's processes land against the floor. With one process: its per-round gaps' mean ± their standard
+ * error. With REPLICAS: each process's mean gap is one sample, and ± combines their standard error with the floor's
+ * own (`floorError`, the floors' spread around their mean), so how far processes of the same code land apart is
+ * inside it on both sides.
+ */
+function gapText(processGaps: ReturnType<typeof gapsOf>, floorError: number): string {
+  const single = processGaps[0] as { gaps: number[]; mean: number; error: number };
+  if (processGaps.length === 1)
+    return `per round: mean ${signed(single.mean)} ± ${single.error.toFixed(1)} µs, median ${signed(median(single.gaps))} µs`;
+  const { mean, error } = meanWithError(processGaps.map((g) => g.mean));
+  const each = processGaps.map((g) => signed(g.mean)).join(', ');
+  return `over ${processGaps.length} processes: mean ${signed(mean)} ± ${Math.hypot(error, floorError).toFixed(1)} µs (each: ${each})`;
+}
+
+/** One variant's row; `floorError` as for gapText (0 for the floor's own row). */
+function rowOf(variant: Variant, paths: Path[], reference: number[], floorError: number, sandboxdPid: number): Row {
+  const processGaps = gapsOf(paths, reference);
   const claims = paths.reduce((sum, p) => sum + p.loaded.claims, 0);
   const seconds = paths.reduce((sum, p) => sum + p.loaded.seconds, 0);
   const cpu = paths.reduce((sum, p) => sum + (p.loaded.cpu.get(p.hop.pid) ?? Number.NaN), 0) / claims;
   const sandboxdCpu = paths.reduce((sum, p) => sum + (p.loaded.cpu.get(sandboxdPid) ?? Number.NaN), 0) / claims;
   const refused = paths.reduce((sum, p) => sum + p.loaded.errors + p.warm.errors, 0);
-  const only = processGaps[0] as { gaps: number[]; mean: number; error: number };
-  const gap =
-    paths.length === 1
-      ? `per round: mean ${signed(only.mean)} ± ${only.error.toFixed(1)} µs, median ${signed(median(only.gaps))} µs`
-      : (() => {
-          const { mean, error } = meanWithError(processGaps.map((g) => g.mean));
-          return `over ${paths.length} processes: mean ${signed(mean)} ± ${error.toFixed(1)} µs (each: ${processGaps.map((g) => signed(g.mean)).join(', ')})`;
-        })();
+  const gap = gapText(processGaps, floorError);
   return [
     `CPU per claim at ${CONCURRENCY} in flight: ${variant.name}`,
     `${cpu.toFixed(1)} µs; − the floor, ${gap}; ${(claims / seconds).toFixed(0)} claims/s per process; fake-sandboxd ${sandboxdCpu.toFixed(1)} µs${refused > 0 ? `; ${refused} refused` : ''}`,
@@ -148,9 +157,7 @@ async function run(): Promise<void> {
   const sandboxd = await startSandboxd('127.0.0.1:0', (r) => `http://${r['address']}`);
   const paths: Path[] = [];
   try {
-    // Started in a random order, so that whatever a process gets from when it starts (its place in memory, its
-    // neighbours) falls on every kind alike.
-    for (const variant of inRandomOrder(VARIANTS.flatMap((v) => Array.from({ length: REPLICAS }, () => v)))) {
+    for (const variant of startOrder(VARIANTS, REPLICAS)) {
       const hop = await variant.start(sandboxd);
       paths.push({ variant, hop, pool: poolTo(hop.base, CONNECTIONS), warm: emptyTally(), loaded: emptyTally() });
     }
@@ -165,18 +172,13 @@ async function run(): Promise<void> {
       paths.filter((p) => p.variant === VARIANTS[0]).map((p) => p.loaded),
       ROUNDS,
     );
-    const rows = VARIANTS.map((v) =>
-      rowOf(
-        v,
-        paths.filter((p) => p.variant === v),
-        reference,
-        sandboxd.pid,
-      ),
-    );
+    const pathsOf = (v: Variant): Path[] => paths.filter((p) => p.variant === v);
+    const floorError = meanWithError(gapsOf(pathsOf(VARIANTS[0] as Variant), reference).map((g) => g.mean)).error;
+    const rows = VARIANTS.map((v, i) => rowOf(v, pathsOf(v), reference, i === 0 ? 0 : floorError, sandboxd.pid));
     const spread =
       REPLICAS === 1
         ? '± is the standard error of the per-round gaps'
-        : `${REPLICAS} processes per path, the floor's mean in each round the reference; ± is the standard error across a path's processes`;
+        : `${REPLICAS} processes per path, the floor's mean in each round the reference; ± is the standard error across a path's processes, combined with the floor's (two paths other than the floor compare without it: the reference cancels)`;
     printTable(
       "node agent process: the floor's proxy in processes that differ in one thing each",
       [

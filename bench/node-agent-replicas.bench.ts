@@ -24,7 +24,7 @@
 import { loadavg } from 'node:os';
 import type { Pool } from 'undici';
 import { agentNodeFlags, agentTo, CLAIM, fillWarmPool, floorTo, poolTo, startSandboxd } from './lib/agent-hops.ts';
-import { inRandomOrder } from './lib/order.ts';
+import { inRandomOrder, startOrder } from './lib/order.ts';
 import { claimFor, emptyTally, meanHopCpuPerRound, quantile, type Tally } from './lib/claim-tally.ts';
 import type { Server } from './lib/serving-process.ts';
 import { meanWithError, printTable, signed, type Row } from './lib/table.ts';
@@ -153,7 +153,8 @@ function rowsOf(floor: Measures[], agents: Array<[name: string, measures: Measur
   });
 }
 
-async function startPaths(sandboxd: Server): Promise<{ direct: Path; hops: Path[]; servers: Server[] }> {
+/** The floors' and agents' processes, started in a random order; each is in `servers` as soon as it serves. */
+async function startPaths(sandboxd: Server, servers: Server[]): Promise<{ direct: Path; hops: Path[] }> {
   const path = (hop: Path['hop'], pid: number, base: string): Path => ({
     hop,
     pid,
@@ -162,13 +163,9 @@ async function startPaths(sandboxd: Server): Promise<{ direct: Path; hops: Path[
     unloaded: emptyTally(),
     loaded: emptyTally(),
   });
-  const servers: Server[] = [];
   const hops: Path[] = [];
-  // Started in a random order, so that whatever a process gets from when it starts (its place in memory, its
-  // neighbours) falls on every kind alike.
   const each: Hop[] = ALT_AGENT_FLAGS === undefined ? ['floor', 'agent'] : ['floor', 'agent', 'agent, other flags'];
-  const kinds = inRandomOrder(each.flatMap((hop) => Array.from({ length: REPLICAS }, () => hop)));
-  for (const hop of kinds) {
+  for (const hop of startOrder(each, REPLICAS)) {
     const server =
       hop === 'floor'
         ? await floorTo(sandboxd)
@@ -178,7 +175,7 @@ async function startPaths(sandboxd: Server): Promise<{ direct: Path; hops: Path[
     servers.push(server);
     hops.push(path(hop, server.pid, server.base));
   }
-  return { direct: path('direct', sandboxd.pid, sandboxd.base), hops, servers };
+  return { direct: path('direct', sandboxd.pid, sandboxd.base), hops };
 }
 
 async function run(): Promise<void> {
@@ -187,8 +184,7 @@ async function run(): Promise<void> {
   const servers: Server[] = [];
   const pools: Pool[] = [];
   try {
-    const { direct, hops, servers: started } = await startPaths(sandboxd);
-    servers.push(...started);
+    const { direct, hops } = await startPaths(sandboxd, servers);
     const paths = [direct, ...hops];
     pools.push(...paths.map((p) => p.pool));
     const firstAgent = hops.find((p) => p.hop === 'agent') as Path;
@@ -201,12 +197,12 @@ async function run(): Promise<void> {
       }
 
     const floors = hops.filter((p) => p.hop === 'floor');
-    const measured = (hop: Hop): Measures[] =>
-      hops.filter((p) => p.hop === hop).map((p) => measuresOf(p, direct, reference));
     const reference = meanHopCpuPerRound(
       floors.map((p) => p.loaded),
       ROUNDS,
     );
+    const measured = (hop: Hop): Measures[] =>
+      hops.filter((p) => p.hop === hop).map((p) => measuresOf(p, direct, reference));
     const refused = paths.reduce((n, p) => n + p.warm.errors + p.unloaded.errors + p.loaded.errors, 0);
     const rows: Row[] = [
       [

@@ -72,7 +72,10 @@ export async function claimFor(
   }
 }
 
-/** Each of `rounds` calls' mean hop CPU per claim over `tallies` (the calls made in the same round). */
+/**
+ * Each round's mean hop CPU per claim over `tallies`. Invariant: each tally had exactly one watched call per round,
+ * so its i-th `hopCpuPerClaim` is round i.
+ */
 export function meanHopCpuPerRound(tallies: readonly Tally[], rounds: number): number[] {
   return Array.from(
     { length: rounds },

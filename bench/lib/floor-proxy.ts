@@ -69,7 +69,11 @@ export function floorInAgentWorkerSource(
   return `
     import { Worker } from 'node:worker_threads';
     const worker = new Worker(new URL('data:text/javascript,' + encodeURIComponent(${JSON.stringify(floor)})));
-    await new Promise((listening, failed) => { worker.once('message', listening); worker.once('error', failed); });
+    await new Promise((listening, failed) => {
+      worker.once('message', listening);
+      worker.once('error', failed);
+      worker.once('exit', (code) => failed(new Error('the floor worker exited with ' + code + ' before it listened')));
+    });
     worker.unref();
     process.argv.splice(1, Infinity, ${JSON.stringify(agentMain)}, ...${JSON.stringify(agentArgs)});
     await import(${JSON.stringify(pathToFileURL(agentMain).href)});

@@ -4,6 +4,14 @@
 // then lands on the same path every time: shuffled each round, it spreads
 // over all of them.
 
+/**
+ * `replicas` of each of `kinds`, in the random order their processes are started in: whatever a process gets from
+ * when it starts (its place in memory, its neighbours) then falls on every kind alike.
+ */
+export function startOrder<T>(kinds: readonly T[], replicas: number): T[] {
+  return inRandomOrder(kinds.flatMap((kind) => Array.from({ length: replicas }, () => kind)));
+}
+
 /** A copy of `items` in a random order (Fisher–Yates). */
 export function inRandomOrder<T>(items: readonly T[]): T[] {
   const out = [...items];
