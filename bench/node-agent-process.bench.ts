@@ -39,6 +39,7 @@ import {
   poolTo,
   startSandboxd,
 } from './lib/agent-hops.ts';
+import { modulesLoadedSource } from './lib/floor-proxy.ts';
 import { inRandomOrder, startOrder } from './lib/order.ts';
 import { claimFor, emptyTally, meanHopCpuPerRound, type Tally } from './lib/claim-tally.ts';
 import type { Server } from './lib/serving-process.ts';
@@ -64,8 +65,7 @@ const retainedHeap = `;globalThis.retained = Array.from({ length: ${HEAP_MB * 10
 const defaultMetrics = `;(await import(${JSON.stringify(import.meta.resolve('prom-client'))})).collectDefaultMetrics();`;
 
 /** Module code, for floorTo's `alongside`, that loads `packages` (from the bench's resolution) and starts nothing. */
-const loaded = (...packages: string[]): string =>
-  packages.map((p, i) => `;globalThis.loaded${i} = await import(${JSON.stringify(import.meta.resolve(p))});`).join('');
+const loaded = (...packages: string[]): string => modulesLoadedSource(...packages.map((p) => import.meta.resolve(p)));
 
 const ALL_VARIANTS: Variant[] = [
   { name: 'floor', start: (sandboxd) => floorTo(sandboxd) },

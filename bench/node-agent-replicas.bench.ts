@@ -81,9 +81,6 @@ function across(measures: Measures[], pick: (m: Measures) => number): { mean: nu
   return { ...meanWithError(each), each };
 }
 
-/** The error of a difference or ratio's parts, combined (independent processes). */
-const combined = (a: number, b: number): number => Math.sqrt(a * a + b * b);
-
 type Across = ReturnType<typeof across>;
 
 /** One of the issue's measures: how each path's processes give it, and how a gap to the floor is judged. */
@@ -103,7 +100,8 @@ const MEASURES: Measure[] = [
     pick: (m) => m.addedP50Ms * 1_000,
     judge: (a, f) => {
       const ratio = a.mean / f.mean;
-      const error = ratio * combined(a.error / a.mean, f.error / f.mean);
+      // Independent processes: a ratio's relative errors, like a difference's errors, add in quadrature.
+      const error = ratio * Math.hypot(a.error / a.mean, f.error / f.mean);
       return { text: `${ratio.toFixed(2)}× ± ${error.toFixed(2)} the floor's`, met: ratio <= 1.15 };
     },
     goal: '≤ floor × 1.15',
@@ -114,7 +112,7 @@ const MEASURES: Measure[] = [
     pick: (m) => m.share * 100,
     judge: (a, f) => {
       const gap = a.mean - f.mean;
-      return { text: `${signed(gap)} ± ${combined(a.error, f.error).toFixed(1)} points`, met: gap >= -3 };
+      return { text: `${signed(gap)} ± ${Math.hypot(a.error, f.error).toFixed(1)} points`, met: gap >= -3 };
     },
     goal: '≥ floor − 3 points',
   },
@@ -124,7 +122,7 @@ const MEASURES: Measure[] = [
     pick: (m) => m.cpuGapMicros,
     judge: (a, f) => {
       const gap = a.mean - f.mean;
-      return { text: `${signed(gap)} ± ${combined(a.error, f.error).toFixed(1)} µs`, met: gap <= 10 };
+      return { text: `${signed(gap)} ± ${Math.hypot(a.error, f.error).toFixed(1)} µs`, met: gap <= 10 };
     },
     goal: '≤ floor + 10 µs',
   },

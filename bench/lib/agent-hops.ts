@@ -4,18 +4,13 @@
 // switches (CPU_PROF, TRACE_GC, PERF_MAP) apply to the hops started `watched`;
 // AGENT_NODE_FLAGS replaces the chart's Node flags for every agent process.
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { addressInUse, quietPort } from '@warmpool/harness';
 import { Pool } from 'undici';
 import { chartNodeFlags } from './chart-flags.ts';
 import type { Claim } from './claim-tally.ts';
 import { fleetCaller } from './fleet-caller.ts';
-import {
-  agentCodeLoadedSource,
-  floorInAgentSource,
-  floorInAgentWorkerSource,
-  floorProxySource,
-} from './floor-proxy.ts';
+import { floorInAgentSource, floorInAgentWorkerSource, floorProxySource, modulesLoadedSource } from './floor-proxy.ts';
 import { startProcess, type Server } from './serving-process.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './unbounded-sandboxd.ts';
 
@@ -68,7 +63,7 @@ export const agentNodeFlags =
 const distOf = (pkg: string, file = 'main.js'): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), file);
 
 /** Module code, for floorTo's `alongside`, that loads the node agent's code and starts nothing of it. */
-export const agentCodeLoaded = agentCodeLoadedSource(distOf('@warmpool/node-agent', 'index.js'));
+export const agentCodeLoaded = modulesLoadedSource(pathToFileURL(distOf('@warmpool/node-agent', 'index.js')).href);
 
 /** fake-sandboxd on `listen` (an address or `unix:/path`), every claim a warm hit; `base` makes its URL from the serving record. */
 export async function startSandboxd(listen: string, base: (record: Record<string, string>) => string): Promise<Server> {

@@ -80,7 +80,7 @@ export function floorInAgentWorkerSource(
   `;
 }
 
-/** Module code that loads the node agent's code (`agentIndex`, its library entry) and starts nothing of it. */
-export function agentCodeLoadedSource(agentIndex: string): string {
-  return `;globalThis.agentCode = await import(${JSON.stringify(pathToFileURL(agentIndex).href)});`;
+/** Module code, for a floor's `alongside`, that imports the modules at `urls` and starts nothing of them. */
+export function modulesLoadedSource(...urls: string[]): string {
+  return urls.map((url, i) => `;globalThis.loaded${i} = await import(${JSON.stringify(url)});`).join('');
 }
