@@ -49,7 +49,11 @@ export interface TestSentinelTopology {
   primaryAddress(): Promise<SentinelAddress>;
   /** SIGKILLs the node that is primary now; resolves with its address once it is gone. */
   killPrimary(): Promise<SentinelAddress>;
-  /** Until a Sentinel names a primary other than `from` (default: the one killed last), which it returns. */
+  /**
+   * Until a Sentinel names a primary other than `from` (default: the one killed last), which it returns.
+   * The default wait (60 s) outlasts Sentinel's TILT mode: a Sentinel whose timer was starved for over 2 s
+   * (a loaded CI machine) does nothing for 30 s, and a split election waits twice the failover-timeout.
+   */
   waitForFailover(options?: { from?: SentinelAddress; timeoutMs?: number }): Promise<SentinelAddress>;
   /** Stops every process and removes every temp dir; each step runs even when another fails. */
   close(): Promise<void>;
@@ -144,7 +148,7 @@ export async function startSentinelTopology(options: StartSentinelOptions = {}):
       lastKilled = address;
       return address;
     },
-    async waitForFailover({ from = lastKilled, timeoutMs = 30_000 } = {}) {
+    async waitForFailover({ from = lastKilled, timeoutMs = 60_000 } = {}) {
       if (from === undefined)
         throw new Error('waitForFailover: no primary was killed; say which one to fail over from');
       return eventually(

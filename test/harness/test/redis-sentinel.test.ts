@@ -40,7 +40,8 @@ describe('startSentinelTopology', () => {
     const killed = await topology.killPrimary();
     expect(killed.port).toBe(first?.port);
     expect(await topology.waitForFailover()).toEqual({ host: '127.0.0.1', port: second?.port });
-  });
+    // Longer than waitForFailover's own wait, so a failure says what the Sentinels did.
+  }, 90_000);
 
   it('stops every process and removes every temp dir at close', async () => {
     const { pids } = topology;

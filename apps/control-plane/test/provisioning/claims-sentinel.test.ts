@@ -101,7 +101,7 @@ describe('claims through a Sentinel failover (real apiserver, Redis + Sentinels,
     const failover = (async (): Promise<void> => {
       await sleep(400);
       const killed = await topology.killPrimary();
-      await topology.waitForFailover({ from: killed, timeoutMs: 30_000 });
+      await topology.waitForFailover({ from: killed });
     })();
     const answered = await claimBurst(burst, failover);
     await sleep(3_000);

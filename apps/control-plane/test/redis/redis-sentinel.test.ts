@@ -144,5 +144,6 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
     expect(await commands.set('claim:2', 'node-b')).toBe('OK');
     await servedJob('after-failover');
     await replyDelivered('after-failover');
-  });
+    // Longer than the waits above together, so a failure names the step that did not happen.
+  }, 180_000);
 });
