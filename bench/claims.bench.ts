@@ -61,13 +61,17 @@ const fleet = await startThreadedFleet({
 const claimsPort = await freePort();
 // CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
 const profileDir = process.env['CPU_PROF'];
+// CONTROL_PLANE_NODE_FLAGS: Node flags for the control plane after the chart's, e.g. to try a GC setting.
+const extraNodeFlags = (process.env['CONTROL_PLANE_NODE_FLAGS'] ?? '').split(/\s+/).filter(Boolean);
 const controlPlane = await startControlPlaneProcess({
   cluster,
   token,
   interval: '5s',
-  ...(profileDir !== undefined
-    ? { nodeArgs: [...chartNodeFlags('controlPlane'), '--cpu-prof', `--cpu-prof-dir=${profileDir}`] }
-    : {}),
+  nodeArgs: [
+    ...chartNodeFlags('controlPlane'),
+    ...extraNodeFlags,
+    ...(profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+  ],
   // CLAIM_FLAGS: more control-plane flags, e.g. `--claim-batch-max-items=8` to compare batch shapes.
   extraArgs: [
     `--redis-url=${redis.url}`,
@@ -454,7 +458,7 @@ try {
   const memory = memoryOf(controlPlane.pid);
   const rss = { now: memory.rss / 2 ** 20, peak: memory.peak / 2 ** 20 };
   rows.push([
-    'control-plane RSS at the end / peak (chart V8 flags)',
+    `control-plane RSS at the end / peak (chart V8 flags${extraNodeFlags.length > 0 ? ` + ${extraNodeFlags.join(' ')}` : ''})`,
     `${rss.now.toFixed(0)} / ${rss.peak.toFixed(0)} MiB`,
     '≤ 512 MiB (chart limit)',
     '',
