@@ -3,10 +3,11 @@
 // a process in which a String subclass was defined (the cliff): V8 then keeps
 // String.prototype as a dictionary, and every string method an optimized
 // function calls becomes a generic call, in the whole process. ioredis 6.0.0
-// defined such a subclass (its RESP3 VerbatimString) when loaded, so the
-// control plane ran on the cliff; ioredis 6.1.0 makes String.prototype fast
-// again. Each path runs in its own process, each process several times, in
-// an order shuffled each round.
+// defines such a subclass (its RESP3 VerbatimString) when loaded, so the
+// control plane ran on the cliff until it made String.prototype fast again
+// after loading ioredis (apps/control-plane/src/redis/fast-string-prototype.ts).
+// Each path runs in its own process, each process several times, in an order
+// shuffled each round.
 //   make build && node bench/string-methods.bench.ts
 // ROUNDS (default 3) processes per path.
 import { execFileSync } from 'node:child_process';

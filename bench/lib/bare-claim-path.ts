@@ -20,6 +20,11 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 
+// As the control plane does (apps/control-plane/src/redis/fast-string-prototype.ts): ioredis 6.0.0 leaves
+// String.prototype a dictionary, which makes every string method slow; this makes it fast again, so the design's
+// floor does not carry a cliff the control plane avoids.
+(Object.create(String.prototype) as Record<string, unknown>)['warmpoolFastStringPrototype'] = true;
+
 const env = (name: string): string => {
   const value = process.env[name];
   if (value === undefined || value === '') throw new Error(`${name} is required`);

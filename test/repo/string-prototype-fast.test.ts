@@ -4,8 +4,9 @@
 // plane) turns it into a dictionary, and from then on every string method
 // an optimized function calls (charCodeAt, indexOf, slice, toLowerCase…) is
 // a generic call: 5–25× slower, in the whole process, measured on the claim
-// path (docs/benchmarks.md). ioredis 6.1.0 makes it fast again; this keeps
-// any dependency from bringing the cliff back unnoticed.
+// path (docs/benchmarks.md). The control plane makes it fast again right
+// after loading ioredis (src/redis/fast-string-prototype.ts); this keeps that
+// in place and any other dependency from bringing the cliff back unnoticed.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { formatHostPort, type HostPort } from '@warmpool/runtime';
 import type { ConnectionOptions as BullConnectionOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import './fast-string-prototype.js';
 
 export const REDIS_PROTOCOLS: readonly string[] = ['redis:', 'rediss:'];
 
