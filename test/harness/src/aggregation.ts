@@ -33,9 +33,7 @@ export async function registerAggregatedApi(cluster: TestCluster, options: Aggre
     if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
     return result.stdout;
   };
-  if (options.replacesCrd !== undefined)
-    // Deleting a CRD waits for its objects to go; on a loaded machine that outlasts kubectl's usual 60 s watchdog.
-    await run(['delete', 'crd', options.replacesCrd, '--ignore-not-found', '--wait=true'], undefined, 300_000);
+  if (options.replacesCrd !== undefined) await deleteCrd(cluster, options.replacesCrd);
   const namespace = options.serviceNamespace ?? 'kube-system';
   const name = options.serviceName ?? `${options.version}-${options.group.replaceAll('.', '-')}`.slice(0, 63);
   const apiServiceName = `${options.version}.${options.group}`;
@@ -85,4 +83,43 @@ export async function registerAggregatedApi(cluster: TestCluster, options: Aggre
     },
   );
   rmSync(join(cluster.dataDir, 'kubectl-cache'), { recursive: true, force: true });
+}
+
+/** How long a deleted CRD may stay Terminating before an empty one has its cleanup finalizer removed. */
+const CRD_CLEANUP_GRACE_MS = 30_000;
+
+/**
+ * Deletes CRD `name` and waits until it is gone. The apiextensions cleanup finalizer deletes a CRD's objects first,
+ * and its controller retries a failed pass with exponential backoff: on a loaded machine a CRD installed moments
+ * before can stay Terminating for minutes (two CI runs hung here past 150 s). So the CRD must be Established before
+ * it is deleted, and once it has been Terminating for `graceMs` with no object left, its finalizer is
+ * removed (nothing is left for it to clean up). A CRD that still holds objects is waited on, never forced.
+ */
+export async function deleteCrd(cluster: TestCluster, name: string, graceMs = CRD_CLEANUP_GRACE_MS): Promise<void> {
+  const run = async (args: string[], timeoutMs?: number): Promise<string> => {
+    const result = await cluster.kubectl(args, timeoutMs === undefined ? {} : { timeoutMs });
+    if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
+    return result.stdout;
+  };
+  const exists = async (): Promise<boolean> =>
+    (await run(['get', 'crd', name, '--ignore-not-found', '-o', 'name'])).trim() !== '';
+  if (!(await exists())) return;
+  await run(['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s'], 90_000);
+  await run(['delete', 'crd', name, '--ignore-not-found', '--wait=false']);
+  const deleted = Date.now();
+  let forced = false;
+  await eventually(
+    async () => {
+      if (!(await exists())) return true;
+      if (!forced && Date.now() - deleted > graceMs) {
+        const objects = await cluster.kubectl(['get', name, '--all-namespaces', '-o', 'name']);
+        if (objects.code === 0 && objects.stdout.trim() === '') {
+          await run(['patch', 'crd', name, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+          forced = true;
+        }
+      }
+      return false;
+    },
+    { timeoutMs: 120_000, intervalMs: 500, what: () => `CRD ${name} to be deleted (finalizer removed: ${forced})` },
+  );
 }

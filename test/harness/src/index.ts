@@ -80,7 +80,7 @@ export type { TeardownStep } from './teardown.js';
 export { ensureFaketime, type FaketimeLookup } from './faketime.js';
 export { startFederatedStacks, type FederatedStacks } from './stack-federation.js';
 export { writeFederationPeers, type FederationMember } from './federation-peers.js';
-export { registerAggregatedApi } from './aggregation.js';
+export { deleteCrd, registerAggregatedApi } from './aggregation.js';
 export type { AggregatedApiOptions } from './aggregation.js';
 export { startSandboxdVariant } from './sandboxd-variant.js';
 export type { SandboxdVariant, SandboxdVariantBehaviour } from './sandboxd-variant.js';
