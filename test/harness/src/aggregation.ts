@@ -89,11 +89,12 @@ export async function registerAggregatedApi(cluster: TestCluster, options: Aggre
 const CRD_CLEANUP_GRACE_MS = 30_000;
 
 /**
- * Deletes CRD `name` and waits until it is gone. The apiextensions cleanup finalizer deletes a CRD's objects first,
- * and its controller retries a failed pass with exponential backoff: on a loaded machine a CRD installed moments
- * before can stay Terminating for minutes (two CI runs hung here past 150 s). So the CRD must be Established before
- * it is deleted, and once it has been Terminating for `graceMs` with no object left, its finalizer is
- * removed (nothing is left for it to clean up). A CRD that still holds objects is waited on, never forced.
+ * Deletes CRD `name` and waits until it is gone, by polling (no watch to miss an event). The apiextensions cleanup
+ * finalizer deletes a CRD's objects first, and its controller retries a failed pass with exponential backoff, so on
+ * a loaded machine a CRD installed moments before may stay Terminating for minutes; `kubectl delete --wait` did not
+ * return for over 150 s here twice (which of the two stalled is not known). So the CRD must be Established before it
+ * is deleted, and once it has been Terminating for `graceMs` with no object left, its finalizer is removed (nothing
+ * is left for it to clean up). A CRD that still holds objects is waited on, never forced.
  */
 export async function deleteCrd(cluster: TestCluster, name: string, graceMs = CRD_CLEANUP_GRACE_MS): Promise<void> {
   const run = async (args: string[], timeoutMs?: number): Promise<string> => {
