@@ -18,7 +18,7 @@ import { freePort, infoFields, respCommand, sleep, startCluster, startRedis } fr
 import { ResourceClient } from '@warmpool/kube';
 import { Pool } from 'undici';
 import { scrapeWrites, type WriteCounts } from './lib/apiserver-metrics.ts';
-import { chartNodeFlags } from './lib/chart-flags.ts';
+import { chartNodeFlags, flagsFromEnv } from './lib/chart-flags.ts';
 import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { parseSamples } from './lib/prom-text.ts';
@@ -62,7 +62,7 @@ const claimsPort = await freePort();
 // CPU_PROF=<dir>: the control plane writes a V8 CPU profile there when it stops.
 const profileDir = process.env['CPU_PROF'];
 // CONTROL_PLANE_NODE_FLAGS: Node flags for the control plane after the chart's, e.g. to try a GC setting.
-const extraNodeFlags = (process.env['CONTROL_PLANE_NODE_FLAGS'] ?? '').split(/\s+/).filter(Boolean);
+const extraNodeFlags = flagsFromEnv('CONTROL_PLANE_NODE_FLAGS') ?? [];
 const controlPlane = await startControlPlaneProcess({
   cluster,
   token,
@@ -76,7 +76,7 @@ const controlPlane = await startControlPlaneProcess({
   extraArgs: [
     `--redis-url=${redis.url}`,
     `--claims-listen=127.0.0.1:${claimsPort}`,
-    ...(process.env['CLAIM_FLAGS'] ?? '').split(/\s+/).filter(Boolean),
+    ...(flagsFromEnv('CLAIM_FLAGS') ?? []),
   ],
 });
 const claimsBase = `http://127.0.0.1:${claimsPort}`;

@@ -24,6 +24,7 @@
 import { loadavg } from 'node:os';
 import type { Pool } from 'undici';
 import { agentNodeFlags, agentTo, CLAIM, fillWarmPool, floorTo, poolTo, startSandboxd } from './lib/agent-hops.ts';
+import { flagsFromEnv } from './lib/chart-flags.ts';
 import { inRandomOrder, startOrder } from './lib/order.ts';
 import { claimFor, emptyTally, meanHopCpuPerRound, quantile, type Tally } from './lib/claim-tally.ts';
 import type { Server } from './lib/serving-process.ts';
@@ -40,7 +41,7 @@ const WARM_TARGET = 50_000;
 
 // ALT_AGENT_FLAGS="…" adds REPLICAS agents started with those Node flags instead of the chart's, measured against
 // the same floors in the same rounds.
-const ALT_AGENT_FLAGS = process.env['ALT_AGENT_FLAGS']?.split(' ').filter(Boolean);
+const ALT_AGENT_FLAGS = flagsFromEnv('ALT_AGENT_FLAGS');
 
 type Hop = 'floor' | 'agent' | 'agent, other flags';
 

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { addressInUse, quietPort } from '@warmpool/harness';
 import { Pool } from 'undici';
-import { chartNodeFlags } from './chart-flags.ts';
+import { chartNodeFlags, flagsFromEnv } from './chart-flags.ts';
 import type { Claim } from './claim-tally.ts';
 import { fleetCaller } from './fleet-caller.ts';
 import { floorInAgentSource, floorInAgentWorkerSource, floorProxySource, modulesLoadedSource } from './floor-proxy.ts';
@@ -57,8 +57,7 @@ const watchedFlags = (prefix: string): string[] => [
   // --perf-basic-prof also makes V8 write its log (isolate-*.log in the working directory unless told where).
   ...(perfMap ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/tmp/perf-%p.v8.log'] : []),
 ];
-export const agentNodeFlags =
-  process.env['AGENT_NODE_FLAGS']?.split(' ').filter(Boolean) ?? chartNodeFlags('nodeAgent');
+export const agentNodeFlags = flagsFromEnv('AGENT_NODE_FLAGS') ?? chartNodeFlags('nodeAgent');
 
 const distOf = (pkg: string, file = 'main.js'): string => join(dirname(fileURLToPath(import.meta.resolve(pkg))), file);
 

@@ -1,6 +1,7 @@
 // The Node.js flags the Helm chart runs each component with (`<component>.nodeFlags`
 // in charts/warmpool/values.yaml, given on node's command line), read from the
-// chart so a benchmark's process is the process the pod runs.
+// chart so a benchmark's process is the process the pod runs; and the flags a
+// benchmark's environment variable adds or puts in their place.
 import { readFileSync } from 'node:fs';
 import { load } from 'js-yaml';
 
@@ -15,4 +16,9 @@ export function chartNodeFlags(component: ChartComponent): string[] {
   if (!Array.isArray(flags) || !flags.every((flag) => typeof flag === 'string'))
     throw new Error(`charts/warmpool/values.yaml: ${component}.nodeFlags is not a list of strings`);
   return flags;
+}
+
+/** The whitespace-separated flags in environment variable `name`; undefined when it is not set (set and empty: none). */
+export function flagsFromEnv(name: string): string[] | undefined {
+  return process.env[name]?.split(/\s+/).filter(Boolean);
 }

@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestCluster } from './cluster.js';
+import type { KubectlOptions } from './kubectl.js';
 import { eventually } from './wait.js';
 
 export interface AggregatedApiOptions {
@@ -25,14 +26,6 @@ export interface AggregatedApiOptions {
 
 /** Registers and waits until the aggregator calls the APIService Available; kubectl's discovery cache is dropped. */
 export async function registerAggregatedApi(cluster: TestCluster, options: AggregatedApiOptions): Promise<void> {
-  const run = async (args: string[], input?: string, timeoutMs?: number): Promise<string> => {
-    const result = await cluster.kubectl(args, {
-      ...(input === undefined ? {} : { input }),
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    });
-    if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
-    return result.stdout;
-  };
   if (options.replacesCrd !== undefined) await deleteCrd(cluster, options.replacesCrd);
   const namespace = options.serviceNamespace ?? 'kube-system';
   const name = options.serviceName ?? `${options.version}-${options.group.replaceAll('.', '-')}`.slice(0, 63);
@@ -62,7 +55,9 @@ export async function registerAggregatedApi(cluster: TestCluster, options: Aggre
         : { insecureSkipTLSVerify: true }),
     },
   };
-  await run(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service, apiService] }));
+  await kubectlOrThrow(cluster, ['apply', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service, apiService] }),
+  });
   let last = '';
   await eventually(
     async () => {
@@ -97,16 +92,13 @@ const CRD_CLEANUP_GRACE_MS = 30_000;
  * is left for it to clean up). A CRD that still holds objects is waited on, never forced.
  */
 export async function deleteCrd(cluster: TestCluster, name: string, graceMs = CRD_CLEANUP_GRACE_MS): Promise<void> {
-  const run = async (args: string[], timeoutMs?: number): Promise<string> => {
-    const result = await cluster.kubectl(args, timeoutMs === undefined ? {} : { timeoutMs });
-    if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
-    return result.stdout;
-  };
   const exists = async (): Promise<boolean> =>
-    (await run(['get', 'crd', name, '--ignore-not-found', '-o', 'name'])).trim() !== '';
+    (await kubectlOrThrow(cluster, ['get', 'crd', name, '--ignore-not-found', '-o', 'name'])).trim() !== '';
   if (!(await exists())) return;
-  await run(['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s'], 90_000);
-  await run(['delete', 'crd', name, '--ignore-not-found', '--wait=false']);
+  await kubectlOrThrow(cluster, ['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s'], {
+    timeoutMs: 90_000,
+  });
+  await kubectlOrThrow(cluster, ['delete', 'crd', name, '--ignore-not-found', '--wait=false']);
   const deleted = Date.now();
   let forced = false;
   await eventually(
@@ -115,7 +107,14 @@ export async function deleteCrd(cluster: TestCluster, name: string, graceMs = CR
       if (!forced && Date.now() - deleted > graceMs) {
         const objects = await cluster.kubectl(['get', name, '--all-namespaces', '-o', 'name']);
         if (objects.code === 0 && objects.stdout.trim() === '') {
-          await run(['patch', 'crd', name, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+          await kubectlOrThrow(cluster, [
+            'patch',
+            'crd',
+            name,
+            '--type=merge',
+            '-p',
+            '{"metadata":{"finalizers":null}}',
+          ]);
           forced = true;
         }
       }
@@ -123,4 +122,11 @@ export async function deleteCrd(cluster: TestCluster, name: string, graceMs = CR
     },
     { timeoutMs: 120_000, intervalMs: 500, what: () => `CRD ${name} to be deleted (finalizer removed: ${forced})` },
   );
+}
+
+/** kubectl's stdout; a non-zero exit throws with what kubectl printed. */
+async function kubectlOrThrow(cluster: TestCluster, args: string[], options: KubectlOptions = {}): Promise<string> {
+  const result = await cluster.kubectl(args, options);
+  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed:\n${result.stderr}${result.stdout}`);
+  return result.stdout;
 }
