@@ -59,14 +59,23 @@ export interface KubeAccessReviewerOptions {
   ttlMs?: number;
   /** Entries kept per cache before the oldest go (default 10 000). */
   maxEntries?: number;
+  /**
+   * How long one review may go without a byte from the apiserver (default 10 s). Every caller of one token waits on
+   * the same review in flight, so a review stuck on a frozen apiserver would hold them all; past this it fails
+   * (ReviewUnavailable, 503) and the next call asks again.
+   */
+  reviewTimeoutMs?: number;
   now?: () => number;
 }
+
+export const DEFAULT_REVIEW_TIMEOUT_MS = 10_000;
 
 export class KubeAccessReviewer implements AccessReviewer {
   readonly #transport: Pick<KubeTransport, 'request'>;
   readonly #resource: { group: string; resource: string };
   readonly #ttlMs: number;
   readonly #maxEntries: number;
+  readonly #reviewTimeoutMs: number;
   readonly #now: () => number;
   readonly #users = new Map<string, Cached<UserInfo | undefined>>();
   readonly #userKeys = new WeakMap<UserInfo, string>();
@@ -78,6 +87,7 @@ export class KubeAccessReviewer implements AccessReviewer {
     this.#resource = options.resource ?? { group: EXTENSIONS_GROUP, resource: CLAIM_RESOURCE };
     this.#ttlMs = Math.min(options.ttlMs ?? 10_000, 10_000);
     this.#maxEntries = options.maxEntries ?? 10_000;
+    this.#reviewTimeoutMs = options.reviewTimeoutMs ?? DEFAULT_REVIEW_TIMEOUT_MS;
     this.#now = options.now ?? Date.now;
   }
 
@@ -141,7 +151,7 @@ export class KubeAccessReviewer implements AccessReviewer {
 
   async #post<T>(path: string, body: unknown): Promise<T> {
     try {
-      return await this.#transport.request<T>({ method: 'POST', path, body });
+      return await this.#transport.request<T>({ method: 'POST', path, body, idleTimeoutMs: this.#reviewTimeoutMs });
     } catch (err) {
       throw new ReviewUnavailable(
         `the apiserver could not review the request: ${err instanceof Error ? err.message : String(err)}`,

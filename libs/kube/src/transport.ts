@@ -27,9 +27,25 @@ export interface KubeRequest {
   /** Content type of the body; JSON unless a patch says otherwise. */
   contentType?: string;
   signal?: AbortSignal;
-  /** Fail the request when no byte arrives for this long (a dead peer on a long watch). */
+  /**
+   * Fail the request when no byte arrives for this long (a dead or frozen peer). A plain request takes the
+   * transport's requestIdleTimeoutMs when this is not given; a watch (streamLines) has none unless given.
+   */
   idleTimeoutMs?: number;
 }
+
+export interface KubeTransportOptions {
+  /**
+   * How long a plain request (not a watch) may go without a byte before it fails (default 70 s). A living
+   * apiserver ends every non-watch request itself within its --request-timeout (60 s by default), so only a
+   * dead or frozen one reaches this; without it, a request on a kept-alive connection to a frozen apiserver
+   * waits for TCP keepalive to give up (minutes).
+   */
+  requestIdleTimeoutMs?: number;
+}
+
+/** Past the apiserver's own 60 s request timeout, so a living apiserver always answers (504) first. */
+export const DEFAULT_REQUEST_IDLE_TIMEOUT_MS = 70_000;
 
 interface Prepared {
   url: URL;
@@ -38,17 +54,22 @@ interface Prepared {
 
 export class KubeTransport {
   readonly #kubeConfig: KubeConfig;
+  readonly #requestIdleTimeoutMs: number;
   // client-node's own agent opens a new TLS connection per request; ours keeps them alive.
   #agent: http.Agent | undefined;
   #agentMaterial = '';
 
-  constructor(kubeConfig: KubeConfig) {
+  constructor(kubeConfig: KubeConfig, options: KubeTransportOptions = {}) {
     this.#kubeConfig = kubeConfig;
+    this.#requestIdleTimeoutMs = options.requestIdleTimeoutMs ?? DEFAULT_REQUEST_IDLE_TIMEOUT_MS;
   }
 
-  /** Sends one request and returns the parsed JSON answer; throws KubeApiError on any non-2xx. */
+  /**
+   * Sends one request and returns the parsed JSON answer; throws KubeApiError on any non-2xx, and an Error when no
+   * byte arrived for the request's idle timeout.
+   */
   async request<R>(req: KubeRequest): Promise<R> {
-    const response = await this.#send(req);
+    const response = await this.#send({ ...req, idleTimeoutMs: req.idleTimeoutMs ?? this.#requestIdleTimeoutMs });
     const text = await readText(response);
     const status = response.statusCode ?? 0;
     if (status < 200 || status >= 300) throw errorFromBody(status, text);
