@@ -71,7 +71,77 @@ async function claimBatch(
   return { status: res.status, results, order };
 }
 
+/** The batch's three ways in: all must answer alike. */
+const PATHS: ReadonlyArray<[string, (n: Node, init: RequestInit) => Promise<Response>]> = [
+  ["directly, on Node's own response (served over HTTP)", (n, init) => fetch(`${n.url}/v1/claims`, init)],
+  ['through the app over HTTP (a query string)', (n, init) => fetch(`${n.url}/v1/claims?via=app`, init)],
+  ["through the app's Request and Response (app.request)", async (n, init) => n.agent.app.request('/v1/claims', init)],
+];
+
+/** What an answer says, for comparing paths: status, content type, and each line's status and reason (or body's). */
+async function outcomeOf(res: Response): Promise<unknown> {
+  const text = await res.text();
+  const type = res.headers.get('content-type');
+  if (type !== BATCH_CLAIM_RESULTS_MEDIA_TYPE) {
+    const body = JSON.parse(text) as { reason?: string };
+    return { status: res.status, type, reason: body.reason, authenticate: res.headers.get('www-authenticate') };
+  }
+  const lines = text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => agentBatchClaimResultSchema.parse(JSON.parse(line)))
+    .sort((a, b) => a.index - b.index)
+    .map(({ status, body }) => ({ status, reason: (body as { reason?: string } | null)?.reason }));
+  return { status: res.status, type, lines };
+}
+
 describe('POST /v1/claims', () => {
+  it('answers alike on each of its paths: results, and refusals of the caller, the body and the envelope', async () => {
+    const n = await node();
+    await withWarmPool(n, 3);
+    const auth = { authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' };
+    const item = { template: 'img' };
+    const cases: Array<[string, RequestInit]> = [
+      ['a served batch', { headers: auth, body: JSON.stringify({ claims: [item, { template: 'img', volumes: [] }] }) }],
+      ['no token', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ claims: [item] }) }],
+      ['not JSON', { headers: auth, body: '{"claims": [' }],
+      ['over 1 MiB', { headers: auth, body: JSON.stringify({ claims: [item], pad: 'x'.repeat(1024 * 1024) }) }],
+      ['an empty list', { headers: auth, body: JSON.stringify({ claims: [] }) }],
+    ];
+    for (const [what, init] of cases) {
+      const outcomes = [];
+      for (const [path, send] of PATHS)
+        outcomes.push({ path, outcome: await outcomeOf(await send(n, { method: 'POST', ...init })) });
+      const [first] = outcomes;
+      for (const other of outcomes.slice(1))
+        expect({ what, ...other }).toEqual({ what, path: other.path, outcome: first?.outcome });
+    }
+    // Each path served one batch of one claim (the second item refused): three sandboxes, no more.
+    expect(claimed(n)).toBe(3);
+  });
+
+  it('goes on claiming when the caller hangs up before the last line, and keeps serving', async () => {
+    const n = await node({}, { coldBootMs: 1_000 });
+    await withWarmPool(n, 2);
+    const hangUp = new AbortController();
+    const res = await fetch(`${n.url}/v1/claims`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${FLEET_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        claims: [
+          { template: 'cold-img', claim_ref: 'ns/hung-up-cold' },
+          { template: 'img', claim_ref: 'ns/hung-up-warm' },
+        ],
+      }),
+      signal: hangUp.signal,
+    });
+    await res.body?.getReader().read(); // the warm claim's line
+    hangUp.abort();
+    await eventually(() => claimed(n) === 2, { timeoutMs: 5_000, what: 'the cold claim served after the hang-up' });
+    const next = await claimBatch(n, { claims: [{ template: 'img', claim_ref: 'ns/after-hang-up' }] });
+    expect(next.results.map((r) => r.status)).toEqual([200]);
+  });
+
   it('answers every item as POST /v1/claim would, in item order; a bad item gets its own 400', async () => {
     const n = await node();
     await withWarmPool(n, 3);

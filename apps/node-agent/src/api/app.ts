@@ -1,7 +1,8 @@
 // The agent's HTTP API, composed: probes (probes.ts), the node's verbs
 // (node-routes.ts) and the sandbox verbs (sandbox-routes.ts), each a small
-// Hono app whose routes go through one wrapper (route.ts); and the claim's
-// direct path, which the server tries ahead of the app (claim-endpoint.ts). Deny by default:
+// Hono app whose routes go through one wrapper (route.ts); and the direct
+// paths of the claim and the batch claim, which the server tries ahead of the
+// app (claim-endpoint.ts). Deny by default:
 // every route must have its access declared in ROUTE_ACCESS (auth.ts), checked
 // when the app is built; any other method on a served path answers 405.
 import { methodNotAllowed, type AheadOfApp, type Logger } from '@warmpool/runtime';
@@ -37,7 +38,7 @@ export interface ApiDependencies {
 
 export interface ApiApp {
   app: Hono;
-  /** `POST /v1/claim` answered on Node's own objects, for the server to try ahead of `app`. */
+  /** `POST /v1/claim` and `POST /v1/claims` answered on Node's own objects, for the server to try ahead of `app`. */
   ahead: AheadOfApp;
 }
 
@@ -76,10 +77,12 @@ export function createApiApp(deps: ApiDependencies): ApiApp {
   if (undeclared.length > 0)
     throw new Error(`routes without a declared access in ROUTE_ACCESS: ${undeclared.join(', ')}`);
   if (app.routes.length !== ROUTE_ACCESS.size) throw new Error('ROUTE_ACCESS declares a route the API does not serve');
-  // Only the exact path: anything else (a query string, HEAD, another method) is the app's to route and answer.
+  // Only the exact paths: anything else (a query string, HEAD, another method) is the app's to route and answer.
   const ahead: AheadOfApp = (incoming, outgoing) => {
-    if (incoming.method !== 'POST' || incoming.url !== '/v1/claim') return false;
-    claim.direct(incoming, outgoing);
+    if (incoming.method !== 'POST') return false;
+    if (incoming.url === '/v1/claim') claim.direct(incoming, outgoing);
+    else if (incoming.url === '/v1/claims') claim.directBatch(incoming, outgoing);
+    else return false;
     return true;
   };
   return { app, ahead };

@@ -2,7 +2,8 @@
 // flight, the metrics and what an answer teaches the agent (a 429 asks for a
 // fresh look at the node, a 200 names its owner address), for both of the
 // claim's paths (claim-route.ts), and for every item of the batch verb
-// POST /v1/claims (claims-batch-route.ts).
+// POST /v1/claims on both of its paths (claims-batch-direct.ts,
+// claims-batch-route.ts).
 import { readJsonBody } from '@warmpool/runtime';
 import type { AgentMetrics } from '../metrics.js';
 import type { NodeState } from '../node-state.js';
@@ -11,6 +12,7 @@ import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
 import { accessOf, type Gatekeeper } from './auth.js';
 import { claimOne, type ClaimOneDependencies } from './claim-one.js';
 import { claimRoute, directClaim, type DirectClaimHandler } from './claim-route.js';
+import { directClaims } from './claims-batch-direct.js';
 import { claimsBatchRoute } from './claims-batch-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { toResponse } from './responses.js';
@@ -33,7 +35,9 @@ export interface ClaimEndpoint {
   direct: DirectClaimHandler;
   /** The claim's route in the Hono app. */
   route: Handler;
-  /** POST /v1/claims: many claims, each run as `route` runs one. */
+  /** POST /v1/claims on Node's own request and response: many claims, each run as `route` runs one. */
+  directBatch: DirectClaimHandler;
+  /** POST /v1/claims in the Hono app. */
   batch: Handler;
 }
 
@@ -78,6 +82,18 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
     failure: (err) => failure(err, 'POST', path),
   });
   const single = one('/v1/claim');
+  const batchItem = one('/v1/claims');
+  const batchAccess = accessOf('POST', '/v1/claims');
+  const recordBatch = metrics.requestRecorder('claims');
+  const directBatch = directClaims({
+    admit: (authorization, connection) => {
+      const caller = gatekeeper.admit(batchAccess, authorization, connection);
+      return caller.as === 'refused' ? caller.reply : undefined;
+    },
+    one: batchItem,
+    observeItem: observeClaim,
+    observeRequest: (status, started) => recordBatch('POST', status, started),
+  });
   const onHono = route('claim', async (c) => {
     const json = await readJsonBody(c, ANY_JSON, BODY);
     if (!json.ok) return bodyRefused(json);
@@ -86,6 +102,7 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
   return {
     direct,
     route: claimRoute(direct, onHono),
-    batch: claimsBatchRoute(routes, one('/v1/claims'), observeClaim),
+    directBatch,
+    batch: claimRoute(directBatch, claimsBatchRoute(routes, batchItem, observeClaim)),
   };
 }

@@ -3,7 +3,7 @@
 // it came, and what an answer teaches the agent. Shared by that route and by
 // every item of POST /v1/claims, so the two cannot drift apart.
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
-import { claimBodySchema, forwardedClaimJson } from './claim-body.js';
+import { claimBodySchema, forwardedClaimJson, quickForwardedClaimJson } from './claim-body.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { passThroughReply, type Reply } from './responses.js';
 import { parseBody } from './strict-body.js';
@@ -21,15 +21,20 @@ export interface ClaimOneDependencies {
 
 /** The reply POST /v1/claim gives for a body that parsed as `json`; never rejects. */
 export function claimOne(deps: ClaimOneDependencies, json: unknown): Promise<Reply> {
-  const body = parseBody(claimBodySchema, json);
-  if (!body.ok) return Promise.resolve(body.reply);
+  // The common body is checked and forwarded in one step; anything else is zod's to judge and word.
+  let forwarded = quickForwardedClaimJson(json);
+  if (forwarded === undefined) {
+    const body = parseBody(claimBodySchema, json);
+    if (!body.ok) return Promise.resolve(body.reply);
+    forwarded = forwardedClaimJson(body.value);
+  }
   if (!deps.inFlight.tryAcquire()) {
     deps.refusedAtLimit();
     return Promise.resolve(deps.inFlight.refusal());
   }
   let sent: Promise<SandboxdAnswer>;
   try {
-    sent = deps.sandboxd.claim(forwardedClaimJson(body.value));
+    sent = deps.sandboxd.claim(forwarded);
   } catch (err) {
     deps.inFlight.release();
     return Promise.resolve(deps.failure(err));

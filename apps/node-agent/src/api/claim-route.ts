@@ -59,7 +59,7 @@ export function directClaim(deps: ClaimRouteDependencies): DirectClaimHandler {
   return (incoming, outgoing) => new DirectClaim(deps, outgoing).start(incoming);
 }
 
-/** The claim route in the Hono app: `direct` when served by @hono/node-server, `onHono` otherwise. */
+/** A claim route in the Hono app (the claim's, the batch's): `direct` when served by @hono/node-server, `onHono` otherwise. */
 export function claimRoute(direct: DirectClaimHandler, onHono: Handler): Handler {
   return (c) => {
     const env = c.env as Partial<HttpBindings> | undefined;
