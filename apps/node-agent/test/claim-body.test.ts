@@ -62,6 +62,7 @@ const claimLike: fc.Arbitrary<unknown> = fc.record(
     ttl_seconds: fc.oneof(number, anyField),
     claim_ref: fc.oneof(text, anyField),
     no_redirect: fc.oneof(fc.constant(true), anyField),
+    require_promoted: fc.oneof(fc.boolean(), anyField),
     extra: anyField,
   },
   { requiredKeys: [] },

@@ -196,6 +196,16 @@ describe('the claim route', () => {
     expect(received).toHaveLength(0);
   });
 
+  it("refuses sandboxd's require_promoted (warmpool never follows redirects) on every path, never drops it", async () => {
+    const { agent, url, received } = await withStub({ status: 200, headers: {}, body: '{}' });
+    for (const [path, send] of everyPath(agent, url)) {
+      const answer = await send('{"template":"img","require_promoted":true}');
+      expect(answer.status, path).toBe(400);
+      expect(JSON.parse(answer.body), path).toMatchObject({ reason: 'UnsupportedField', fields: ['require_promoted'] });
+    }
+    expect(received).toHaveLength(0);
+  });
+
   it.each([
     ['no bearer token', '{"template":"img"}', {}, 401],
     ['a wrong token', '{"template":"img"}', { authorization: 'Bearer nope' }, 401],

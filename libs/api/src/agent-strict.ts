@@ -66,6 +66,7 @@ export type AgentSetPoolsStrict = z.output<typeof agentSetPoolsStrictSchema>;
  * anyway), nothing else: sandboxd's `volumes`, `volumes_attach_only` and `require_promoted` are not supported.
  */
 export const agentClaimRequestSchema = claimRequestSchema
+  .omit({ require_promoted: true })
   .extend({ no_redirect: z.literal(true, 'warmpool places claims itself: only true').optional() })
   .strict();
 export type AgentClaimRequest = z.output<typeof agentClaimRequestSchema>;

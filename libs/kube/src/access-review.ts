@@ -60,22 +60,23 @@ export interface KubeAccessReviewerOptions {
   /** Entries kept per cache before the oldest go (default 10 000). */
   maxEntries?: number;
   /**
-   * How long one review may go without a byte from the apiserver (default 10 s). Every caller of one token waits on
-   * the same review in flight, so a review stuck on a frozen apiserver would hold them all; past this it fails
-   * (ReviewUnavailable, 503) and the next call asks again.
+   * How long a call waits for a review (default 10 s); past it the call fails ReviewUnavailable (503). Every caller
+   * of one token waits on the same review in flight: one stuck on a frozen apiserver would otherwise hold them all
+   * for minutes. The review itself goes on (a slow authenticating webhook may take longer), under the transport's
+   * own idle timeout, and its answer is cached for the calls after it.
    */
-  reviewTimeoutMs?: number;
+  reviewWaitMs?: number;
   now?: () => number;
 }
 
-export const DEFAULT_REVIEW_TIMEOUT_MS = 10_000;
+export const DEFAULT_REVIEW_WAIT_MS = 10_000;
 
 export class KubeAccessReviewer implements AccessReviewer {
   readonly #transport: Pick<KubeTransport, 'request'>;
   readonly #resource: { group: string; resource: string };
   readonly #ttlMs: number;
   readonly #maxEntries: number;
-  readonly #reviewTimeoutMs: number;
+  readonly #reviewWaitMs: number;
   readonly #now: () => number;
   readonly #users = new Map<string, Cached<UserInfo | undefined>>();
   readonly #userKeys = new WeakMap<UserInfo, string>();
@@ -87,7 +88,7 @@ export class KubeAccessReviewer implements AccessReviewer {
     this.#resource = options.resource ?? { group: EXTENSIONS_GROUP, resource: CLAIM_RESOURCE };
     this.#ttlMs = Math.min(options.ttlMs ?? 10_000, 10_000);
     this.#maxEntries = options.maxEntries ?? 10_000;
-    this.#reviewTimeoutMs = options.reviewTimeoutMs ?? DEFAULT_REVIEW_TIMEOUT_MS;
+    this.#reviewWaitMs = options.reviewWaitMs ?? DEFAULT_REVIEW_WAIT_MS;
     this.#now = options.now ?? Date.now;
   }
 
@@ -151,7 +152,7 @@ export class KubeAccessReviewer implements AccessReviewer {
 
   async #post<T>(path: string, body: unknown): Promise<T> {
     try {
-      return await this.#transport.request<T>({ method: 'POST', path, body, idleTimeoutMs: this.#reviewTimeoutMs });
+      return await this.#transport.request<T>({ method: 'POST', path, body });
     } catch (err) {
       throw new ReviewUnavailable(
         `the apiserver could not review the request: ${err instanceof Error ? err.message : String(err)}`,
@@ -165,7 +166,7 @@ export class KubeAccessReviewer implements AccessReviewer {
     const hit = cache.get(key);
     if (hit !== undefined && hit.until > now) return hit.value;
     const pending = this.#inFlight.get(key) as Promise<T> | undefined;
-    if (pending !== undefined) return pending;
+    if (pending !== undefined) return this.#waitAtMost(pending);
     const asking = ask()
       .then((value) => {
         cache.delete(key);
@@ -178,6 +179,19 @@ export class KubeAccessReviewer implements AccessReviewer {
       })
       .finally(() => this.#inFlight.delete(key));
     this.#inFlight.set(key, asking);
-    return asking;
+    return this.#waitAtMost(asking);
+  }
+
+  /** `review`, or ReviewUnavailable once the call has waited reviewWaitMs (the review goes on). */
+  #waitAtMost<T>(review: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(new ReviewUnavailable(`the apiserver has not answered the review within ${this.#reviewWaitMs} ms`)),
+        this.#reviewWaitMs,
+      );
+    });
+    return Promise.race([review, waited]).finally(() => clearTimeout(timer));
   }
 }

@@ -37,14 +37,16 @@ export interface KubeRequest {
 export interface KubeTransportOptions {
   /**
    * How long a plain request (not a watch) may go without a byte before it fails (default 70 s). A living
-   * apiserver ends every non-watch request itself within its --request-timeout (60 s by default), so only a
-   * dead or frozen one reaches this; without it, a request on a kept-alive connection to a frozen apiserver
-   * waits for TCP keepalive to give up (minutes).
+   * apiserver ends every non-watch request itself within its --request-timeout (60 s by default), so with that
+   * default only a dead or frozen one reaches this; without it, a request on a kept-alive connection to a frozen
+   * apiserver waits for TCP keepalive to give up (minutes).
    */
   requestIdleTimeoutMs?: number;
 }
 
-/** Past the apiserver's own 60 s request timeout, so a living apiserver always answers (504) first. */
+/**
+ * Past the apiserver's default --request-timeout (60 s), so a living apiserver with that default answers (504) first.
+ */
 export const DEFAULT_REQUEST_IDLE_TIMEOUT_MS = 70_000;
 
 interface Prepared {

@@ -199,12 +199,20 @@ async function removeStaleSocket(path: string): Promise<void> {
   unlinkSync(path);
 }
 
+/** How often close() drops the keep-alive sockets that went idle since it began. */
+const IDLE_SWEEP_MS = 100;
+
 function closeServer(server: Server, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    // An answer whose head went out before close() (a streamed one) keeps its connection alive: once it ends, that
+    // socket is idle, and close() would wait for it until the timeout cut every connection still open.
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
     timer.unref();
+    sweep.unref();
     server.close(() => {
       clearTimeout(timer);
+      clearInterval(sweep);
       resolve();
     });
     // close() waits for keep-alive sockets; idle ones can go now, busy ones finish their request.

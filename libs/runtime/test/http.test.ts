@@ -45,6 +45,30 @@ describe('serveApp', () => {
     expect(await direct).toEqual({ status: 200, connection: 'close' });
     await closed;
   });
+
+  it('ends close() soon after an answer streamed since before close() ends, not at its timeout', async () => {
+    let finish: () => void = () => undefined;
+    const app = new Hono();
+    // The head goes out at once; the body ends later, as the node agent's batch claim streams its lines.
+    app.get('/stream', (c) => {
+      const { outgoing } = c.env as { outgoing: ServerResponse };
+      outgoing.writeHead(200, { 'content-type': 'text/plain' });
+      outgoing.write('first\n');
+      finish = () => outgoing.end('last\n');
+      return RESPONSE_ALREADY_SENT;
+    });
+    const server = await serveApp(app, { host: '127.0.0.1', port: 0, closeTimeoutMs: 10_000 });
+    const streamed = get(`${server.url}/stream`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = performance.now();
+    const closed = server.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    finish();
+    // Its head was written before close(): the connection was kept alive, and goes once idle.
+    expect(await streamed).toEqual({ status: 200, connection: 'keep-alive' });
+    await closed;
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
 });
 
 describe('a handler ahead of the app', () => {

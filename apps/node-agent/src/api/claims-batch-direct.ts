@@ -27,9 +27,19 @@ export interface DirectClaimsDependencies {
 export function directClaims(deps: DirectClaimsDependencies): DirectClaimHandler {
   return (incoming, outgoing) => {
     const started = performance.now();
+    // Never throws (it runs where nothing above would catch): an answer Node will not write becomes the failure's
+    // answer, or, with the head already out, the end of the connection (DirectClaim's rule).
     const reply = (answer: Reply): void => {
-      writeReply(outgoing, answer);
-      deps.observeRequest(answer.status, started);
+      let status = answer.status;
+      try {
+        writeReply(outgoing, answer);
+      } catch (err) {
+        const failure = deps.one.failure(err);
+        status = failure.status;
+        if (outgoing.headersSent) outgoing.destroy(err as Error);
+        else writeReply(outgoing, failure);
+      }
+      deps.observeRequest(status, started);
     };
     try {
       const refused = deps.admit(incoming.headers.authorization, incoming.socket);
