@@ -24,14 +24,23 @@ export interface Allocations {
 /** A connection to one process's inspector. */
 export class AllocationSampler {
   readonly #socket: WebSocket;
-  readonly #pending = new Map<number, (result: unknown) => void>();
+  readonly #pending = new Map<number, { resolve(result: unknown): void; reject(err: Error): void }>();
   #nextId = 1;
 
   private constructor(socket: WebSocket) {
     this.#socket = socket;
     socket.addEventListener('message', (event) => {
-      const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
-      if (message.id !== undefined) this.#pending.get(message.id)?.(message.result);
+      const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown; error?: { message: string } };
+      const call = message.id === undefined ? undefined : this.#pending.get(message.id);
+      if (call === undefined || message.id === undefined) return;
+      this.#pending.delete(message.id);
+      if (message.error !== undefined) call.reject(new Error(`inspector: ${message.error.message}`));
+      else call.resolve(message.result);
+    });
+    // A process that exits mid-call (a crash under the bench) fails the calls waiting on it.
+    socket.addEventListener('close', () => {
+      for (const call of this.#pending.values()) call.reject(new Error('the inspector connection closed'));
+      this.#pending.clear();
     });
   }
 
@@ -69,8 +78,8 @@ export class AllocationSampler {
 
   #send(method: string, params: object = {}): Promise<unknown> {
     const id = this.#nextId++;
-    return new Promise((resolve) => {
-      this.#pending.set(id, resolve);
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
       this.#socket.send(JSON.stringify({ id, method, params }));
     });
   }

@@ -902,16 +902,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
   afterAll(async () => cluster?.stop());
 
   it('installs every object, and the CRDs become Established', async () => {
-    const r = await cluster.kubectl([
-      'wait',
-      '--for=condition=Established',
-      '--timeout=30s',
-      'crd',
-      '-l',
-      '!nonexistent',
-      '--all',
-    ]);
-    expect(r.code, r.stderr).toBe(0);
+    await cluster.waitForCrds(['crd', '-l', '!nonexistent', '--all'], 30_000);
     const names = (await cluster.kubectl(['get', 'crd', '-o', 'name'])).stdout;
     for (const plural of ['sandboxwarmpools', 'sandboxtemplates', 'sandboxclaims', 'nodeinventories', 'sandboxenvs']) {
       expect(names).toContain(plural);

@@ -75,7 +75,7 @@ async function addressOf(node: string): Promise<string> {
 beforeAll(async () => {
   cluster = await startCluster({ name: 'chart-admission', crds: false });
   await helmInstall(cluster, ['fakeSandboxd.enabled=true']);
-  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/nodeinventories.warmpool.dev']);
+  await cluster.waitForCrds(['crd/nodeinventories.warmpool.dev']);
   await kubectl(['create', '-f', '-'], {
     apiVersion: 'v1',
     kind: 'List',

@@ -95,9 +95,7 @@ export async function deleteCrd(cluster: TestCluster, name: string, graceMs = CR
   const exists = async (): Promise<boolean> =>
     (await kubectlOrThrow(cluster, ['get', 'crd', name, '--ignore-not-found', '-o', 'name'])).trim() !== '';
   if (!(await exists())) return;
-  await kubectlOrThrow(cluster, ['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s'], {
-    timeoutMs: 90_000,
-  });
+  await cluster.waitForCrds([`crd/${name}`]);
   await kubectlOrThrow(cluster, ['delete', 'crd', name, '--ignore-not-found', '--wait=false']);
   const deleted = Date.now();
   let forced = false;

@@ -60,6 +60,11 @@ export interface TestCluster {
   /** Creates `<prefix>-<random>` and returns its name. */
   createNamespace(prefix: string): Promise<string>;
   installCrds(): Promise<void>;
+  /**
+   * Waits until the CRDs `targets` name (kubectl arguments: `crd/<name>`, `-f <dir>`, `crd --all`) are Established,
+   * at most `timeoutMs` (default 60 s); throws with kubectl's words otherwise.
+   */
+  waitForCrds(targets: readonly string[], timeoutMs?: number): Promise<void>;
   /** A KubeConfig that authenticates with a bearer token (e.g. from `kubectl create token`). */
   kubeConfigForToken(token: string): KubeConfig;
   /** Apiserver only; etcd keeps running, so state survives. */
@@ -72,7 +77,7 @@ export interface TestCluster {
   close(): Promise<void>;
 }
 
-/** How long installCrds waits for the CRDs to be Established. */
+/** How long waitForCrds waits for CRDs to be Established, by default. */
 const CRDS_ESTABLISHED_MS = 60_000;
 
 function dnsLabel(text: string, max: number): string {
@@ -159,27 +164,22 @@ class LocalCluster implements TestCluster {
     ]);
     if (apply.code !== 0)
       throw new Error(`installing CRDs from ${this.#crdsDir} failed:\n${apply.stderr}${apply.stdout}`);
-    await this.#waitEstablished(started + CRDS_ESTABLISHED_MS);
+    await this.waitForCrds(['-f', this.#crdsDir]);
     // kubectl cached discovery before the new kinds existed; start it afresh.
     rmSync(join(this.dataDir, 'kubectl-cache'), { recursive: true, force: true });
     this.timings.crdsMs = Math.round(performance.now() - started);
   }
 
   /**
-   * `kubectl wait --for=condition=Established` on every CRD, until `deadline` (performance.now()). kubectl exits at
-   * once, with ".status.conditions accessor error: <nil>", when it reads a CRD the apiserver has not given conditions
-   * yet (a known race of `kubectl wait`): that answer is asked again, any other failure is thrown.
+   * `kubectl wait --for=condition=Established`, asked again when kubectl exits at once with ".status.conditions
+   * accessor error: <nil>": it read a CRD the apiserver had not given conditions yet (a known race of `kubectl
+   * wait`). Any other failure, or the deadline, throws.
    */
-  async #waitEstablished(deadline: number): Promise<void> {
+  async waitForCrds(targets: readonly string[], timeoutMs = CRDS_ESTABLISHED_MS): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       const seconds = Math.max(1, Math.ceil((deadline - performance.now()) / 1000));
-      const wait = await this.kubectl([
-        'wait',
-        '--for=condition=Established',
-        `--timeout=${seconds}s`,
-        '-f',
-        this.#crdsDir,
-      ]);
+      const wait = await this.kubectl(['wait', '--for=condition=Established', `--timeout=${seconds}s`, ...targets]);
       if (wait.code === 0) return;
       const raced = `${wait.stderr}${wait.stdout}`.includes('.status.conditions accessor error: <nil>');
       if (!raced || performance.now() >= deadline)
