@@ -17,7 +17,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
 import { claimBodySchema, forwardedClaimJson, quickForwardedClaimJson } from './claim-body.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
-import { errorReply, writePassThrough, writeReply, type Reply } from './responses.js';
+import { errorReply, writeOrFail, writePassThrough, writeReply, type Reply } from './responses.js';
 import { refusalOf } from './strict-body.js';
 
 type Handler = (c: Context) => Promise<Response> | Response;
@@ -96,12 +96,8 @@ class DirectClaim implements SandboxdReceiver {
 
   answer(answer: SandboxdAnswer): void {
     this.#releaseSlot();
-    let status = answer.status;
-    try {
-      writePassThrough(this.#outgoing, answer);
-    } catch (err) {
-      status = this.#writeFailed(err);
-    }
+    const outgoing = this.#outgoing;
+    const status = writeOrFail(outgoing, answer.status, () => writePassThrough(outgoing, answer), this.#deps.failure);
     this.#deps.observe(status, this.#started);
     this.#deps.answered(answer);
   }
@@ -146,21 +142,8 @@ class DirectClaim implements SandboxdReceiver {
   }
 
   #reply(reply: Reply): void {
-    let status = reply.status;
-    try {
-      writeReply(this.#outgoing, reply);
-    } catch (err) {
-      status = this.#writeFailed(err);
-    }
-    this.#deps.observe(status, this.#started);
-  }
-
-  /** An answer Node would not write (say, a header sandboxd sent that Node finds invalid): node-server's own rule. */
-  #writeFailed(err: unknown): number {
     const outgoing = this.#outgoing;
-    const failure = this.#deps.failure(err);
-    if (!outgoing.headersSent) writeReply(outgoing, failure);
-    else outgoing.destroy(err as Error);
-    return failure.status;
+    const status = writeOrFail(outgoing, reply.status, () => writeReply(outgoing, reply), this.#deps.failure);
+    this.#deps.observe(status, this.#started);
   }
 }

@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import { claimOne, type ClaimOneDependencies } from './claim-one.js';
 import type { DirectClaimHandler } from './claim-route.js';
 import { RESULT_HEADERS, writeResultLines } from './claims-batch-lines.js';
-import { errorReply, writeReply, type Reply } from './responses.js';
+import { errorReply, writeOrFail, writeReply, type Reply } from './responses.js';
 import { parseBody } from './strict-body.js';
 
 export interface DirectClaimsDependencies {
@@ -27,20 +27,12 @@ export interface DirectClaimsDependencies {
 export function directClaims(deps: DirectClaimsDependencies): DirectClaimHandler {
   return (incoming, outgoing) => {
     const started = performance.now();
-    // Never throws (it runs where nothing above would catch): an answer Node will not write becomes the failure's
-    // answer, or, with the head already out, the end of the connection (DirectClaim's rule).
-    const reply = (answer: Reply): void => {
-      let status = answer.status;
-      try {
-        writeReply(outgoing, answer);
-      } catch (err) {
-        const failure = deps.one.failure(err);
-        status = failure.status;
-        if (outgoing.headersSent) outgoing.destroy(err as Error);
-        else writeReply(outgoing, failure);
-      }
-      deps.observeRequest(status, started);
-    };
+    // Never throws (it runs where nothing above would catch).
+    const reply = (answer: Reply): void =>
+      deps.observeRequest(
+        writeOrFail(outgoing, answer.status, () => writeReply(outgoing, answer), deps.one.failure),
+        started,
+      );
     try {
       const refused = deps.admit(incoming.headers.authorization, incoming.socket);
       if (refused !== undefined) return reply(refused);

@@ -108,6 +108,28 @@ export function writeReply(outgoing: ServerResponse, reply: Reply): void {
   outgoing.end(body);
 }
 
+/**
+ * Writes an answer on Node's response with `write` and gives the status answered, never throwing: an answer Node
+ * will not write (say, a header sandboxd sent that Node finds invalid) is answered with `failure(err)` instead, or,
+ * with the head already out, ends the connection (node-server's own rule).
+ */
+export function writeOrFail(
+  outgoing: ServerResponse,
+  status: number,
+  write: () => void,
+  failure: (err: unknown) => Reply,
+): number {
+  try {
+    write();
+    return status;
+  } catch (err) {
+    const answer = failure(err);
+    if (!outgoing.headersSent) writeReply(outgoing, answer);
+    else outgoing.destroy(err as Error);
+    return answer.status;
+  }
+}
+
 export function jsonResponse(status: number, body: unknown, headers?: Record<string, string>): Response {
   return toResponse(jsonReply(status, body, headers));
 }
