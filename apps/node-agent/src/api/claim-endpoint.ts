@@ -9,13 +9,13 @@ import type { AgentMetrics } from '../metrics.js';
 import type { NodeState } from '../node-state.js';
 import type { OwnerAddress } from '../owner-address.js';
 import type { SandboxdAnswer, SandboxdClient } from '../sandboxd/client.js';
-import { accessOf, type Gatekeeper } from './auth.js';
+import { accessOf, type Access, type Gatekeeper } from './auth.js';
 import { claimOne, type ClaimOneDependencies } from './claim-one.js';
 import { claimRoute, directClaim, type DirectClaimHandler } from './claim-route.js';
 import { directClaims } from './claims-batch-direct.js';
 import { claimsBatchRoute } from './claims-batch-route.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
-import { toResponse } from './responses.js';
+import { toResponse, type Reply } from './responses.js';
 import { BODY, bodyRefused, type Handler, type Routes } from './route.js';
 import { ANY_JSON } from './strict-body.js';
 
@@ -62,11 +62,15 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
   const refusedAtLimit = (): void => metrics.claimRefusedAtLimit();
   metrics.readClaimsInFlight(() => inFlight.count);
   const observeClaim = (status: number, started: number): void => recordClaim('POST', status, started);
-  const direct = directClaim({
-    admit: (authorization, connection) => {
-      const caller = gatekeeper.admit(claimAccess, authorization, connection);
+  // A direct path's admission: the route's declared access, answering only its refusal.
+  const admitTo =
+    (access: Access | undefined) =>
+    (authorization: string | undefined, connection: object): Reply | undefined => {
+      const caller = gatekeeper.admit(access, authorization, connection);
       return caller.as === 'refused' ? caller.reply : undefined;
-    },
+    };
+  const direct = directClaim({
+    admit: admitTo(claimAccess),
     sandboxd,
     inFlight,
     refusedAtLimit,
@@ -83,13 +87,9 @@ export function claimEndpoint(routes: Routes, deps: ClaimEndpointDependencies): 
   });
   const single = one('/v1/claim');
   const batchItem = one('/v1/claims');
-  const batchAccess = accessOf('POST', '/v1/claims');
   const recordBatch = metrics.requestRecorder('claims');
   const directBatch = directClaims({
-    admit: (authorization, connection) => {
-      const caller = gatekeeper.admit(batchAccess, authorization, connection);
-      return caller.as === 'refused' ? caller.reply : undefined;
-    },
+    admit: admitTo(accessOf('POST', '/v1/claims')),
     one: batchItem,
     observeItem: observeClaim,
     observeRequest: (status, started) => recordBatch('POST', status, started),

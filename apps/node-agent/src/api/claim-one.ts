@@ -19,15 +19,21 @@ export interface ClaimOneDependencies {
   failure(err: unknown): Reply;
 }
 
+/**
+ * What sandboxd is sent for a claim body that parsed as `json` (a string), or its refusal: the common body is checked
+ * and forwarded in one step, anything else is zod's to judge and word. Both paths of POST /v1/claim take it.
+ */
+export function forwardedOrRefused(json: unknown): string | Reply {
+  const quick = quickForwardedClaimJson(json);
+  if (quick !== undefined) return quick;
+  const body = parseBody(claimBodySchema, json);
+  return body.ok ? forwardedClaimJson(body.value) : body.reply;
+}
+
 /** The reply POST /v1/claim gives for a body that parsed as `json`; never rejects. */
 export function claimOne(deps: ClaimOneDependencies, json: unknown): Promise<Reply> {
-  // The common body is checked and forwarded in one step; anything else is zod's to judge and word.
-  let forwarded = quickForwardedClaimJson(json);
-  if (forwarded === undefined) {
-    const body = parseBody(claimBodySchema, json);
-    if (!body.ok) return Promise.resolve(body.reply);
-    forwarded = forwardedClaimJson(body.value);
-  }
+  const forwarded = forwardedOrRefused(json);
+  if (typeof forwarded !== 'string') return Promise.resolve(forwarded);
   if (!deps.inFlight.tryAcquire()) {
     deps.refusedAtLimit();
     return Promise.resolve(deps.inFlight.refusal());

@@ -15,10 +15,9 @@ import { readIncomingJson, TOO_LARGE, UNREADABLE } from '@warmpool/runtime';
 import type { Context } from 'hono';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxdAnswer, SandboxdClient, SandboxdReceiver } from '../sandboxd/client.js';
-import { claimBodySchema, forwardedClaimJson, quickForwardedClaimJson } from './claim-body.js';
+import { forwardedOrRefused } from './claim-one.js';
 import type { ClaimsInFlight } from './claims-in-flight.js';
 import { errorReply, writeOrFail, writePassThrough, writeReply, type Reply } from './responses.js';
-import { refusalOf } from './strict-body.js';
 
 type Handler = (c: Context) => Promise<Response> | Response;
 
@@ -114,14 +113,10 @@ class DirectClaim implements SandboxdReceiver {
         this.#reply(errorReply(400, json === TOO_LARGE ? 'BodyTooLarge' : 'InvalidBody', INVALID_BODY_MESSAGE));
         return;
       }
-      let forwarded = quickForwardedClaimJson(json);
-      if (forwarded === undefined) {
-        const parsed = claimBodySchema.safeParse(json);
-        if (!parsed.success) {
-          this.#reply(refusalOf(parsed.error));
-          return;
-        }
-        forwarded = forwardedClaimJson(parsed.data);
+      const forwarded = forwardedOrRefused(json);
+      if (typeof forwarded !== 'string') {
+        this.#reply(forwarded);
+        return;
       }
       if (!this.#deps.inFlight.tryAcquire()) {
         this.#deps.refusedAtLimit();
