@@ -11,7 +11,10 @@
 // difference is the claim path, not the nodes. Paths take turns, round by
 // round, so drift on a shared machine hits both.
 //   npx tsc -b && node bench/claims.bench.ts
-// About 1.5 minutes.
+// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, CLAIM_FLAGS, CONTROL_PLANE_NODE_FLAGS,
+// CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design), ALLOC_SITES=<n> (bytes each allocates
+// per claim, and its top n sites). Beside CPU per claim, each level reports what the kernel counted for the control
+// plane and the bare design: user and system CPU, read and write system calls, per claim.
 import { randomBytes } from 'node:crypto';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { freePort, infoFields, respCommand, sleep, startCluster, startRedis } from '@warmpool/harness';
@@ -23,11 +26,13 @@ import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
 import { parseSamples } from './lib/prom-text.ts';
 import { cpuMsOf, memoryOf } from './lib/proc.ts';
+import { countedBy, emptyKernel, kernelText } from './lib/kernel-tally.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { claimantToken } from './lib/claimant.ts';
 import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
 import { startProcess, type Server } from './lib/serving-process.ts';
+import { PathAllocations } from './lib/path-allocations.ts';
 
 const NODES = 3;
 const LEVELS = (process.env['LEVELS'] ?? '1,32,256').split(',').map(Number);
@@ -63,6 +68,12 @@ const claimsPort = await freePort();
 const profileDir = process.env['CPU_PROF'];
 // CONTROL_PLANE_NODE_FLAGS: Node flags for the control plane after the chart's, e.g. to try a GC setting.
 const extraNodeFlags = flagsFromEnv('CONTROL_PLANE_NODE_FLAGS') ?? [];
+// ALLOC_SITES=<n>: sample what the control plane and the bare design allocate while their claims run (V8's sampling
+// heap profiler over each one's inspector, garbage included), and print bytes per claim and the top n sites of each.
+// The sampler costs CPU: read a sampled run's CPU and share figures apart from unsampled ones.
+const allocSites = process.env['ALLOC_SITES'] !== undefined ? Number(process.env['ALLOC_SITES']) : undefined;
+const cpAllocations = allocSites !== undefined ? await PathAllocations.reserve() : undefined;
+const bareAllocations = allocSites !== undefined ? await PathAllocations.reserve() : undefined;
 const controlPlane = await startControlPlaneProcess({
   cluster,
   token,
@@ -71,6 +82,7 @@ const controlPlane = await startControlPlaneProcess({
     ...chartNodeFlags('controlPlane'),
     ...extraNodeFlags,
     ...(profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ...(cpAllocations !== undefined ? [cpAllocations.nodeFlag] : []),
   ],
   // CLAIM_FLAGS: more control-plane flags, e.g. `--claim-batch-max-items=8` to compare batch shapes.
   extraArgs: [
@@ -285,6 +297,7 @@ try {
             ...(profileDir !== undefined
               ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-name=bare-claim-path.cpuprofile']
               : []),
+            ...(bareAllocations !== undefined ? [bareAllocations.nodeFlag] : []),
             new URL('./lib/bare-claim-path.ts', import.meta.url).pathname,
           ],
           {
@@ -323,6 +336,8 @@ try {
     const bareRuns: PathResult[] = [];
     let bareCpuMs = 0;
     const bareGcTally: GcTally = { count: 0, ms: 0, over10ms: 0 };
+    const bareKernel = emptyKernel();
+    const httpKernel = emptyKernel();
     const httpGc: GcTally = { count: 0, ms: 0, over10ms: 0 };
     const http: PathResult[] = [];
     let batches = { count: 0, sum: 0 };
@@ -350,9 +365,9 @@ try {
       if (bare !== undefined && barePool !== undefined && BARE_LEVELS.has(concurrency)) {
         const bareCpuBefore = cpuMsOf(bare.pid);
         const gcBefore = await bareGc(bare.base);
-        bareRuns.push(
-          await drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' })),
-        );
+        const turn = (): Promise<PathResult> =>
+          drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' }));
+        bareRuns.push(await countedBy(bare.pid, bareKernel, () => bareAllocations?.sample(turn) ?? turn()));
         bareCpuMs += cpuMsOf(bare.pid) - bareCpuBefore;
         addGc(bareGcTally, gcBefore, await bareGc(bare.base));
       }
@@ -362,13 +377,13 @@ try {
       const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
       const cpuBefore = { controlPlane: cpuMsOf(controlPlane.pid), redis: cpuMsOf(redis.pid) };
       const callsBefore = await redisCalls();
-      http.push(
-        await drive(claimsPool, concurrency, ROUND_MS, () => ({
+      const turn = (): Promise<PathResult> =>
+        drive(claimsPool, concurrency, ROUND_MS, () => ({
           path: '/v1/namespaces/default/claims',
           body: httpBody,
           authorization: `Bearer ${userToken}`,
-        })),
-      );
+        }));
+      http.push(await countedBy(controlPlane.pid, httpKernel, () => cpAllocations?.sample(turn) ?? turn()));
       const callsAfter = await redisCalls();
       calls = {
         total: calls.total + callsAfter.total - callsBefore.total,
@@ -440,6 +455,13 @@ try {
         '',
       ],
       [
+        `the kernel's count per claim, ${concurrency} in flight: control plane${bareRuns.length > 0 ? ' / bare design' : ''}`,
+        `${kernelText(httpKernel, h.claims)}${bareRuns.length > 0 ? ` / ${kernelText(bareKernel, merge(bareRuns).claims)}` : ''}`,
+        '',
+        '',
+        '',
+      ],
+      [
         `Redis commands per HTTP claim, ${concurrency} in flight`,
         `${(calls.total / Math.max(1, h.claims)).toFixed(2)}, of which scripts ${(calls.scripts / Math.max(1, h.claims)).toFixed(2)} (last round: ${calls.top})`,
         '',
@@ -471,11 +493,31 @@ try {
   notes.push(
     'Apiserver writes count everything written while the HTTP claims ran: leader lease renewals, agents republishing NodeInventory, pool status, and the cached TokenReview/SubjectAccessReview (created, never stored, at most one per token and verb per 10 s); none is per claim.',
   );
+  if (cpAllocations !== undefined)
+    rows.push([
+      `bytes allocated per claim, every level (sampled): control plane${bareAllocations !== undefined && BARE_LEVELS.size > 0 ? ' / bare design' : ''}`,
+      `${cpAllocations.perClaimKiB().toFixed(1)} KiB${bareAllocations !== undefined && BARE_LEVELS.size > 0 ? ` / ${bareAllocations.perClaimKiB().toFixed(1)} KiB` : ''}`,
+      '',
+      '',
+      '',
+    ]);
   printTable('## Claims: direct agent (floor) vs the HTTP claim API', notes, rows);
+  for (const [name, allocations] of [
+    ['control plane', cpAllocations],
+    ['bare design', BARE_LEVELS.size > 0 ? bareAllocations : undefined],
+  ] as const) {
+    if (allocations === undefined) continue;
+    console.log(`\n${name}, top allocation sites (bytes per claim, site < caller):`);
+    for (const line of allocations.topSites(allocSites ?? 0)) console.log(line);
+    console.log(`\n${name}, bytes per claim by the innermost frame of our own code that allocated them:`);
+    for (const line of allocations.topSites(allocSites ?? 0, 'byOwnFrame')) console.log(line);
+  }
   await claimsPool.close();
   await barePool?.close();
   await Promise.all(agentPools.map((p) => p.close()));
 } finally {
+  cpAllocations?.close();
+  bareAllocations?.close();
   await bare?.stop();
   await controlPlane.stop();
   await fleet.close();

@@ -58,7 +58,15 @@ try {
   for (const [name, server] of started) {
     const sampler = await AllocationSampler.connect(name === 'floor' ? floorPort : agentPort);
     const pool = poolTo(server.base, CONNECTIONS);
-    hops.push({ name, server, pool, sampler, claims: 0, perTurn: [], allocations: { bytes: 0, bySite: new Map() } });
+    hops.push({
+      name,
+      server,
+      pool,
+      sampler,
+      claims: 0,
+      perTurn: [],
+      allocations: { bytes: 0, bySite: new Map(), byOwnFrame: new Map() },
+    });
   }
   const agent = hops.find((h) => h.name === 'node agent') as Hop;
   await fillWarmPool(agent.pool, agent.name, WARM_TARGET);

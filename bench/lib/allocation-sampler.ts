@@ -19,6 +19,11 @@ export interface Allocations {
   bytes: number;
   /** Bytes by site: the allocating function and its caller, `fn file:line < caller file:line`. */
   bySite: Map<string, number>;
+  /**
+   * Bytes by the innermost frame of the project's own code on the allocating stack (apps, libs, the bench's own
+   * servers), whatever library or builtin allocated below it: what each of our functions costs, dependencies included.
+   */
+  byOwnFrame: Map<string, number>;
 }
 
 /** A connection to one process's inspector. */
@@ -85,20 +90,26 @@ export class AllocationSampler {
   }
 }
 
+const OWN_CODE = /\/(apps|libs)\/|\/bench\/lib\//;
+
 function allocationsOf(head: ProfileNode): Allocations {
   const bySite = new Map<string, number>();
+  const byOwnFrame = new Map<string, number>();
   let bytes = 0;
-  const walk = (node: ProfileNode, caller: string): void => {
+  const walk = (node: ProfileNode, caller: string, own: string): void => {
     const name = frameName(node);
+    const url = node.callFrame.url;
+    const ownHere = OWN_CODE.test(url) && !url.includes('/node_modules/') ? name : own;
     if (node.selfSize > 0) {
       bytes += node.selfSize;
       const site = `${name} < ${caller}`;
       bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+      byOwnFrame.set(ownHere, (byOwnFrame.get(ownHere) ?? 0) + node.selfSize);
     }
-    for (const child of node.children) walk(child, name);
+    for (const child of node.children) walk(child, name, ownHere);
   };
-  walk(head, '(root)');
-  return { bytes, bySite };
+  walk(head, '(root)', '(no frame of our own)');
+  return { bytes, bySite, byOwnFrame };
 }
 
 /** `function file:line`, the file shortened to its package (or last two path segments). */
@@ -115,11 +126,17 @@ function frameName({ callFrame: { functionName, url, lineNumber } }: ProfileNode
 export function addAllocations(into: Allocations, more: Allocations): void {
   into.bytes += more.bytes;
   for (const [site, bytes] of more.bySite) into.bySite.set(site, (into.bySite.get(site) ?? 0) + bytes);
+  for (const [frame, bytes] of more.byOwnFrame) into.byOwnFrame.set(frame, (into.byOwnFrame.get(frame) ?? 0) + bytes);
 }
 
 /** The `count` sites that allocated most, as `bytes per claim  site` lines. */
-export function topSites(allocations: Allocations, claims: number, count: number): string[] {
-  return [...allocations.bySite]
+export function topSites(
+  allocations: Allocations,
+  claims: number,
+  count: number,
+  by: 'bySite' | 'byOwnFrame' = 'bySite',
+): string[] {
+  return [...allocations[by]]
     .sort((a, b) => b[1] - a[1])
     .slice(0, count)
     .map(([site, bytes]) => `${(bytes / claims).toFixed(0).padStart(6)} B  ${site}`);

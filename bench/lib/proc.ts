@@ -68,3 +68,20 @@ export function scheduleOf(pid: number): Schedule {
     return { userMicros: NaN, systemMicros: NaN, voluntarySwitches: NaN, involuntarySwitches: NaN };
   }
 }
+
+/** Read and write system calls a process has made so far (/proc/`pid`/io: read(2)/readv(2), write(2)/writev(2), …). */
+export interface IoCalls {
+  reads: number;
+  writes: number;
+}
+
+/** A process's IoCalls now (NaN fields when unreadable). */
+export function ioCallsOf(pid: number): IoCalls {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const count = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(io)?.[1]);
+    return { reads: count('syscr'), writes: count('syscw') };
+  } catch {
+    return { reads: NaN, writes: NaN };
+  }
+}

@@ -16,13 +16,13 @@
 //
 // Whether a request took the short path reveals only whether its header
 // equals a valid one, which the answer's status says anyway.
-import { sameHeader } from './same-header.js';
+import { rememberHeader, sameHeader, type RememberedHeader } from './same-header.js';
 import type { AcceptedToken } from './token-check.js';
 import { bearerToken } from './token.js';
 
 interface Remembered {
   /** The whole Authorization header, as the connection sent it. */
-  header: string;
+  header: RememberedHeader;
   generation: number;
 }
 
@@ -47,7 +47,7 @@ export class ConnectionTokenCheck {
     )
       return true;
     const match = this.#token.match(bearerToken(authorization));
-    if (match === 'current') this.#admitted.set(connection, { header: authorization, generation });
+    if (match === 'current') this.#admitted.set(connection, { header: rememberHeader(authorization), generation });
     return match !== undefined;
   }
 }

@@ -85,3 +85,17 @@ export function parseValue(value: string): ClaimRecord | Reservation | undefined
   const reservation = reservationSchema.safeParse(json);
   return reservation.success ? reservation.data : undefined;
 }
+
+/**
+ * A record's JSON and its claimed event's (the record without its token: the events stream feeds views that never
+ * show a token), from one serialisation of the record without its token.
+ */
+export function recordAndEventJson(record: ClaimRecord): { recordJson: string; eventJson: string } {
+  const { token, ...shown } = record;
+  const shownJson = JSON.stringify(shown);
+  // shownJson is an object's JSON, so it ends with '}' and holds at least `id`: the token goes in before that brace.
+  return {
+    recordJson: `${shownJson.slice(0, -1)},"token":${JSON.stringify(token)}}`,
+    eventJson: `{"op":"claimed","record":${shownJson}}`,
+  };
+}

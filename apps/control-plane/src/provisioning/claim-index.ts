@@ -24,6 +24,7 @@ import type { ClaimScope } from './claim-service.js';
 import { RECOVERY_TTL_MS, withScripts, type Scripts } from './claim-index-scripts.js';
 import {
   parseValue,
+  recordAndEventJson,
   scopeOf,
   scopePath,
   type JobProgress,
@@ -255,18 +256,10 @@ export class ClaimIndex {
     const keys: string[] = [this.eventsKey];
     const args: string[] = [this.#eventsMinId()];
     for (const { record, job } of items) {
-      const scope = scopeOf(record);
-      const { token: _token, ...shown } = record;
-      const event: ClaimEvent = { op: 'claimed', record: shown };
-      keys.push(this.refKey(scope, record.claimRef), this.idKey(record.namespace, record.id));
-      args.push(
-        job,
-        JSON.stringify(record),
-        String(this.#expiresAt(record.deadline)),
-        `${scopePath(scope)}/${record.claimRef}`,
-        record.id,
-        JSON.stringify(event),
-      );
+      const path = `${scopePath(scopeOf(record))}/${record.claimRef}`;
+      const { recordJson, eventJson } = recordAndEventJson(record);
+      keys.push(`${this.#prefix}ref:${path}`, this.idKey(record.namespace, record.id));
+      args.push(job, recordJson, String(this.#expiresAt(record.deadline)), path, record.id, eventJson);
     }
     const found = await this.#redis.warmpoolIndexRecord(keys.length, ...keys, ...args);
     return found.map((value) => (value === '' ? { ok: true } : { ok: false, holder: parseValue(value) }));

@@ -13,6 +13,7 @@
 // - release() and renew() work from any replica: they resolve the claim
 //   through the shared index, not through local memory.
 import type { ClaimDoor, ClaimFailureReason } from '@warmpool/api';
+import type { CallerGone } from './caller-signal.js';
 
 export type { ClaimDoor } from '@warmpool/api';
 export type ClaimTier = 'warm' | 'cold';
@@ -121,7 +122,7 @@ export interface LookupOptions {
 
 export interface ClaimCallOptions {
   /** The caller gave up: an unanswered claim is released when it lands (see claim()). */
-  signal?: AbortSignal;
+  givenUp?: CallerGone;
 }
 
 /** A claim that could not be served; `reason` is what the front doors answer and write. */
@@ -145,7 +146,7 @@ export class ClaimFailure extends Error {
 export interface ClaimService {
   /**
    * Serves the order (batched per pool). Rejects with ClaimFailure. When the
-   * signal aborts before the answer: an order without a client-chosen claimRef
+   * caller gives up before the answer: an order without a client-chosen claimRef
    * (the HTTP API generated it) has its sandbox released once served; one with
    * a client claimRef keeps it for the client's retry until its TTL.
    */

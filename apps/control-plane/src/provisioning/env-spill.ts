@@ -13,6 +13,7 @@ import {
 import { messageOf, type Logger } from '@warmpool/runtime';
 import type { FederationMetrics } from '../federation/metrics.js';
 import type { PeerAnswer, PeerClaimsClient } from '../federation/peer-claims.js';
+import { abortSignalOf } from './caller-signal.js';
 import type { ClaimIndex } from './claim-index.js';
 import { ClaimFailure, ownerMark, type ClaimCallOptions, type ClaimGrant } from './claim-service.js';
 import type { EnvClaimOrder, EnvGrant } from './env-claim-router.js';
@@ -37,7 +38,7 @@ export class EnvSpill {
   /** The claim served by a foreign member, or undefined when none would serve it. */
   async spill(order: EnvClaimOrder, options: ClaimCallOptions): Promise<EnvGrant | undefined> {
     for (const candidate of this.#candidates(order)) {
-      if (options.signal?.aborted === true) throw new ClaimFailure('Timeout', 'the caller gave up');
+      if (options.givenUp?.gone === true) throw new ClaimFailure('Timeout', 'the caller gave up');
       const served = await this.#ask(candidate, order, options);
       if (served === undefined) continue;
       const grant = grantOf(served, candidate.clusterId, order);
@@ -77,7 +78,7 @@ export class EnvSpill {
           ttlSeconds: order.ttlSeconds,
           claimRef: order.claimRef,
         },
-        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        ...(options.givenUp !== undefined ? { signal: abortSignalOf(options.givenUp) } : {}),
         claimRefGenerated: order.claimRefGenerated,
       });
     } catch (err) {

@@ -24,7 +24,7 @@ import type { NodeView } from '../nodes/tracker.js';
 import { bullConnection, describeRedis, type RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../agents/token.js';
 import { batchWorker } from './batch-workers.js';
-import { answerUntilGivenUp } from './caller-signal.js';
+import { answerUntilGivenUp, type CallerGone } from './caller-signal.js';
 import { ClaimDirectory } from './claim-directory.js';
 import { ClaimIndex } from './claim-index.js';
 import { scopeOf } from './claim-index-values.js';
@@ -226,7 +226,7 @@ class ClaimPipeline implements ProvisioningPipeline {
   async claim(order: ClaimOrder, callOptions: ClaimCallOptions = {}): Promise<ServedGrant> {
     const started = performance.now();
     try {
-      const grant = await this.#submit(order, callOptions.signal);
+      const grant = await this.#submit(order, callOptions.givenUp);
       this.#metrics.served(order.owner.door, grant.tier, (performance.now() - started) / 1000);
       this.#options.onServed?.(order, grant);
       return grant;
@@ -268,8 +268,8 @@ class ClaimPipeline implements ProvisioningPipeline {
     this.#dispatcher.close();
   }
 
-  /** Adds the order to its pool's batch; with a signal, a caller who gives up is answered Timeout at once. */
-  #submit(order: ClaimOrder, signal: AbortSignal | undefined): Promise<ServedGrant> {
+  /** Adds the order to its pool's batch; a caller who gives up is answered Timeout at once. */
+  #submit(order: ClaimOrder, caller: CallerGone | undefined): Promise<ServedGrant> {
     const reasons = this.notReadyReasons();
     if (reasons.length > 0)
       return Promise.reject(
@@ -279,8 +279,8 @@ class ClaimPipeline implements ProvisioningPipeline {
     if (provisioner === undefined || !provisioner.accepting)
       return Promise.reject(this.provisioners.refusal(order.namespace, order.warmPool));
     const answer = provisioner.add(order);
-    if (signal === undefined) return answer;
-    return answerUntilGivenUp(order, answer, signal, (grant, why) => this.#releaseUnanswered(grant, why));
+    if (caller === undefined) return answer;
+    return answerUntilGivenUp(order, answer, caller, (grant, why) => this.#releaseUnanswered(grant, why));
   }
 
   /** Releases a served sandbox nobody will take (best effort: its node reaps it at its deadline). */

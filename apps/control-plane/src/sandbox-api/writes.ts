@@ -15,6 +15,7 @@ import { readBodyBytes, decodeBody } from '@warmpool/runtime';
 import { randomBytes } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import type { RouteAccess } from '../http/access/route-access.js';
+import { callerGoneWith } from '../provisioning/caller-signal.js';
 import type { ClaimService } from '../provisioning/claim-service.js';
 import type { SandboxApiEnv, SandboxVerb } from './access.js';
 import { NAMESPACED, represent } from './reads.js';
@@ -94,7 +95,7 @@ async function create(c: Context<SandboxApiEnv>, options: WriteOptions): Promise
       // A name made from generateName cannot be come back for: released if the client gives up before the answer.
       ...(body.metadata.name === undefined ? { claimRefGenerated: true } : {}),
     },
-    { signal: c.req.raw.signal },
+    { givenUp: callerGoneWith(c.req.raw.signal) },
   );
   if (grant.fresh !== true) throw alreadyExists(name);
   const now = options.now();

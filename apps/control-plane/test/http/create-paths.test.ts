@@ -19,6 +19,7 @@ import {
   type ClaimService,
   type ServedGrant,
 } from '../../src/provisioning/claim-service.js';
+import type { CallerGone } from '../../src/provisioning/caller-signal.js';
 import { callClaims, type Answer } from '../support/claims.js';
 
 const USERS: Record<string, UserInfo | 'down' | 'odd'> = {
@@ -54,10 +55,12 @@ const reviewer: AccessReviewer = {
 
 /** The pipeline's stand-in: each claim does what its pool's name says, and is remembered. */
 class Pipeline implements ClaimService {
-  readonly orders: Array<{ order: ClaimOrder; signal: AbortSignal | undefined }> = [];
+  readonly orders: Array<{ order: ClaimOrder; givenUp: CallerGone | undefined; heardGone: boolean }> = [];
 
   async claim(order: ClaimOrder, options?: ClaimCallOptions): Promise<ServedGrant> {
-    this.orders.push({ order, signal: options?.signal });
+    const seen = { order, givenUp: options?.givenUp, heardGone: false };
+    options?.givenUp?.onGone(() => (seen.heardGone = true));
+    this.orders.push(seen);
     switch (order.warmPool) {
       case 'full':
         throw new ClaimFailure('NoCapacity', 'no node has room', { retryAfterSeconds: 2 });
@@ -347,7 +350,8 @@ describe('the create route, ahead of Hono and through it', () => {
       aborted.abort();
       await call;
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(pipeline.orders[before]?.signal?.aborted).toBe(true);
+      expect(pipeline.orders[before]?.givenUp?.gone).toBe(true);
+      expect(pipeline.orders[before]?.heardGone).toBe(true);
     }
   });
 });

@@ -22,11 +22,11 @@
 // - One header per connection, the last one hashed. Any other header, and a
 //   request with no connection (app.request() in a test), is hashed.
 import type { TokenKey } from '@warmpool/kube';
-import { sameHeader } from '@warmpool/runtime';
+import { rememberHeader, sameHeader, type RememberedHeader } from '@warmpool/runtime';
 
 interface Remembered {
   /** The whole Authorization header, as the connection sent it. */
-  header: string;
+  header: RememberedHeader;
   /** tokenKey of that header's bearer token. */
   key: TokenKey;
 }
@@ -50,7 +50,7 @@ export class ConnectionTokenKeys {
     const remembered = this.#remembered.get(connection);
     if (remembered !== undefined && sameHeader(authorization, remembered.header)) return remembered.key;
     const key = this.#tokenKey(token);
-    this.#remembered.set(connection, { header: authorization, key });
+    this.#remembered.set(connection, { header: rememberHeader(authorization), key });
     return key;
   }
 }

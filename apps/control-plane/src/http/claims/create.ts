@@ -14,6 +14,7 @@ import { readJsonBody, requestHeader } from '@warmpool/runtime';
 import { Hono } from 'hono';
 import type { EnvClaimRouter, EnvGrant } from '../../provisioning/env-claim-router.js';
 import { generateClaimRef } from '../../provisioning/claim-ref.js';
+import { callerGoneWith, type CallerGone } from '../../provisioning/caller-signal.js';
 import type { ClaimService } from '../../provisioning/claim-service.js';
 import type { RouteAccess } from '../access/route-access.js';
 import {
@@ -50,8 +51,8 @@ export interface CreateRequest {
   body: CreateClaimRequest;
   /** The request's CLAIMREF_GENERATED_HEADER, as sent (heeded from a peer only). */
   claimRefGenerated: string | undefined;
-  /** Aborts when the caller gives up (its connection closes before the answer). */
-  signal: AbortSignal;
+  /** The caller gives up when its connection closes before the answer. */
+  givenUp: CallerGone;
 }
 
 /** The route on Hono; the same request served ahead of Hono is direct-create.ts's. Both serve it with createClaim. */
@@ -68,7 +69,7 @@ export function createRoute(access: RouteAccess<ClaimApiEnv, ClaimVerb>, options
         namespace: c.get('namespace'),
         body: body.value,
         claimRefGenerated: requestHeader(c, CLAIMREF_GENERATED_HEADER),
-        signal: c.req.raw.signal,
+        givenUp: callerGoneWith(c.req.raw.signal),
       },
       options,
     );
@@ -105,7 +106,7 @@ export async function createClaim(request: CreateRequest, options: CreateOptions
       owner: ownerOf(caller, `pool:${warmPool}`),
       claimRefGenerated: claimRef === undefined,
     },
-    { signal: request.signal },
+    { givenUp: request.givenUp },
   );
   return bodyOf(grant, true);
 }
@@ -116,7 +117,7 @@ async function claimFromEnv(request: CreateRequest, options: CreateOptions, env:
       refused: 'BadRequest',
       error: 'claims for a SandboxEnv need the claim pipeline with SandboxEnvs (not configured here)',
     };
-  const { caller, namespace, body, signal } = request;
+  const { caller, namespace, body } = request;
   const { peer } = caller;
   const { claimRef, target } = body;
   const order = {
@@ -133,7 +134,7 @@ async function claimFromEnv(request: CreateRequest, options: CreateOptions, env:
   };
   const served: EnvGrant =
     peer !== undefined && target !== undefined
-      ? await options.envs.claimPinned(peer, order, target, { signal })
-      : await options.envs.claim(order, { signal });
+      ? await options.envs.claimPinned(peer, order, target, { givenUp: request.givenUp })
+      : await options.envs.claim(order, { givenUp: request.givenUp });
   return { ...bodyOf(served.grant, true), cluster: served.cluster, memberPool: served.memberPool };
 }

@@ -20,6 +20,7 @@ import {
   type Logger,
 } from '@warmpool/runtime';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CallerGone } from '../../provisioning/caller-signal.js';
 import type { ClaimCallers } from './access.js';
 import { errorReply, failureReply, isRefusal, type FailureReply } from './answers.js';
 import { createClaimBodySchema } from './create-body.js';
@@ -64,7 +65,7 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
         namespace,
         body: body.data,
         claimRefGenerated: incomingHeader(incoming, CLAIMREF_GENERATED_HEADER),
-        signal: givenUp(outgoing),
+        givenUp: new ResponseGone(outgoing),
       },
       options,
     );
@@ -74,13 +75,29 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
 
 type CreateAnswer = FailureReply | { status: 200; headers: Record<string, never>; body: ClaimBody };
 
-/** Aborts when the response closes before it was all written: the caller gave up (node-server's rule). */
-function givenUp(outgoing: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  outgoing.once('close', () => {
-    if (!outgoing.writableFinished) controller.abort(new Error('the caller gave up'));
-  });
-  return controller.signal;
+/**
+ * The caller gave up when its response closed before it was all written (node-server's rule for its request signal).
+ * Read from the response itself: no AbortController, no listener until the claim path asks for one.
+ */
+class ResponseGone implements CallerGone {
+  readonly #outgoing: ServerResponse;
+
+  constructor(outgoing: ServerResponse) {
+    this.#outgoing = outgoing;
+  }
+
+  get gone(): boolean {
+    return this.#outgoing.closed && !this.#outgoing.writableFinished;
+  }
+
+  onGone(listener: () => void): () => void {
+    const outgoing = this.#outgoing;
+    const onClose = (): void => {
+      if (!outgoing.writableFinished) listener();
+    };
+    outgoing.once('close', onClose);
+    return () => outgoing.off('close', onClose);
+  }
 }
 
 /** The answer as Hono's c.json writes it; a response whose connection is gone takes nothing. */

@@ -1,0 +1,34 @@
+// What the kernel counts for a serving process while a bench drives it: CPU
+// by mode and read and write system calls, summed over the turns measured and
+// given per claim, so two processes driven alike (the control plane and the
+// bare design) compare side by side.
+import { ioCallsOf, scheduleOf } from './proc.ts';
+
+/** What the kernel counted for a process over the turns measured: CPU by mode, read and write system calls. */
+export interface KernelTally {
+  userMicros: number;
+  systemMicros: number;
+  reads: number;
+  writes: number;
+}
+
+export const emptyKernel = (): KernelTally => ({ userMicros: 0, systemMicros: 0, reads: 0, writes: 0 });
+
+function kernelNow(pid: number): KernelTally {
+  const { userMicros, systemMicros } = scheduleOf(pid);
+  return { userMicros, systemMicros, ...ioCallsOf(pid) };
+}
+
+/** Runs `turn`, adding what the kernel counted for `pid` meanwhile to `into`. */
+export async function countedBy<T>(pid: number, into: KernelTally, turn: () => Promise<T>): Promise<T> {
+  const before = kernelNow(pid);
+  const result = await turn();
+  const after = kernelNow(pid);
+  for (const key of ['userMicros', 'systemMicros', 'reads', 'writes'] as const) into[key] += after[key] - before[key];
+  return result;
+}
+
+export function kernelText(k: KernelTally, claims: number): string {
+  const per = (n: number): string => (n / Math.max(1, claims)).toFixed(1);
+  return `user ${per(k.userMicros)} / system ${per(k.systemMicros)} µs, ${per(k.reads)} reads and ${per(k.writes)} writes`;
+}
