@@ -74,7 +74,7 @@ async function main({ config, version, logger }: ProcessContext<typeof FLAGS>): 
   const controlPlane = createControlPlane({
     ...settings,
     federation: { ...settings.federation, ...(peers !== undefined ? { peers } : {}) },
-    kubeConfig: loadKubeConfig(config.kubeconfig),
+    kubeConfig: loadKubeConfig(config.kubeconfig, { requestIdleTimeoutMs: config.kubeRequestTimeout }),
     token,
     version,
     logger,

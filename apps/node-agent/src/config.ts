@@ -11,6 +11,7 @@ import {
   type FlagsSpec,
   type HostPort,
 } from '@warmpool/runtime';
+import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, KUBE_REQUEST_TIMEOUT_HELP } from '@warmpool/kube';
 import { DEFAULTS } from './agent.js';
 import { parseSandboxdUrl } from './sandboxd/client.js';
 
@@ -49,6 +50,12 @@ export const FLAGS = {
   kubeconfig: {
     kind: 'string',
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
+  },
+  kubeRequestTimeout: {
+    kind: 'duration',
+    description: KUBE_REQUEST_TIMEOUT_HELP,
+    env: 'KUBE_REQUEST_TIMEOUT',
+    default: DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
   },
   noInventory: {
     kind: 'boolean',

@@ -25,7 +25,9 @@ async function main({ config, version, logger }: ProcessContext<typeof FLAGS>): 
     }
   }
   if (!config.noInventory) advertiseAddressOf(config, listen);
-  const inventory = !config.noInventory ? new KubeInventoryWriter(loadKubeConfig(config.kubeconfig)) : undefined;
+  const inventory = !config.noInventory
+    ? new KubeInventoryWriter(loadKubeConfig(config.kubeconfig, { requestIdleTimeoutMs: config.kubeRequestTimeout }))
+    : undefined;
   const registry = processRegistry('node-agent', version);
 
   const agent = createNodeAgent({

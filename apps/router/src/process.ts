@@ -8,7 +8,9 @@ import { startRouter } from './router.js';
 async function main({ config, version, logger }: ProcessContext<typeof FLAGS>): Promise<void> {
   const { listen } = validateConfig(config);
   const registry = processRegistry('router', version);
-  const transport = transportFor(loadKubeConfig(config.kubeconfig));
+  const transport = transportFor(
+    loadKubeConfig(config.kubeconfig, { requestIdleTimeoutMs: config.kubeRequestTimeout }),
+  );
   const shutdown = new Shutdown({ logger, timeoutMs: config.shutdownTimeout + 5_000 });
   const router = await startRouter({
     transport,

@@ -49,6 +49,10 @@ export interface KubeTransportOptions {
  */
 export const DEFAULT_REQUEST_IDLE_TIMEOUT_MS = 70_000;
 
+/** The --help line of each app's --kube-request-timeout, which sets requestIdleTimeoutMs. */
+export const KUBE_REQUEST_TIMEOUT_HELP =
+  "A request to the apiserver (not a watch) fails after this long without a byte of its answer; keep it above the apiserver's --request-timeout (60s by default); 0: none";
+
 interface Prepared {
   url: URL;
   options: https.RequestOptions;
@@ -203,6 +207,16 @@ function errorFromBody(statusCode: number, text: string): KubeApiError {
 }
 
 const transports = new WeakMap<KubeConfig, KubeTransport>();
+
+/**
+ * Sets the options of the transport every client of `kubeConfig` will share. Only before the first of them is made
+ * (a transport's options are fixed once clients hold it): throws after.
+ */
+export function configureTransport(kubeConfig: KubeConfig, options: KubeTransportOptions): void {
+  if (transports.has(kubeConfig))
+    throw new Error('this KubeConfig has its transport already: configure it before any client is made');
+  transports.set(kubeConfig, new KubeTransport(kubeConfig, options));
+}
 
 /** One transport (and so one connection pool) per KubeConfig object. */
 export function transportFor(kubeConfig: KubeConfig): KubeTransport {

@@ -4,7 +4,14 @@
 // plain requests' deadline.
 import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { KubeAccessReviewer, KubeTransport, ReviewUnavailable } from '../src/index.js';
+import {
+  configureTransport,
+  KubeAccessReviewer,
+  KubeTransport,
+  loadKubeConfig,
+  ReviewUnavailable,
+  transportFor,
+} from '../src/index.js';
 
 const IDLE_MS = 500;
 /** What a request to the running apiserver may take on a loaded CI machine. */
@@ -53,6 +60,22 @@ describe('a frozen apiserver', () => {
     expect(performance.now() - started).toBeLessThan(10_000);
     thaw();
     await expect(namespaceOf('default', HEALTHY_MS)).resolves.toMatchObject({ metadata: { name: 'default' } });
+  });
+
+  it("hands a KubeConfig's clients the timeout it was loaded with (the apps' --kube-request-timeout)", async () => {
+    const kubeConfig = loadKubeConfig(cluster.kubeconfigPath, { requestIdleTimeoutMs: IDLE_MS });
+    const shared = transportFor(kubeConfig);
+    try {
+      await namespaceOf('default', HEALTHY_MS, shared);
+      freeze();
+      await expect(namespaceOf('default', undefined, shared)).rejects.toThrow(
+        `no data from the apiserver for ${IDLE_MS} ms`,
+      );
+      // Its clients hold that transport already: it can no longer be configured otherwise.
+      expect(() => configureTransport(kubeConfig, {})).toThrow('configure it before any client is made');
+    } finally {
+      shared.close();
+    }
   });
 
   it('fails a request that opens a new connection (the TLS handshake stalls) after the idle timeout', async () => {
