@@ -493,10 +493,12 @@ try {
   notes.push(
     'Apiserver writes count everything written while the HTTP claims ran: leader lease renewals, agents republishing NodeInventory, pool status, and the cached TokenReview/SubjectAccessReview (created, never stored, at most one per token and verb per 10 s); none is per claim.',
   );
+  const bareSampled = bareAllocations !== undefined && BARE_LEVELS.size > 0;
   if (cpAllocations !== undefined)
     rows.push([
-      `bytes allocated per claim, every level (sampled): control plane${bareAllocations !== undefined && BARE_LEVELS.size > 0 ? ' / bare design' : ''}`,
-      `${cpAllocations.perClaimKiB().toFixed(1)} KiB${bareAllocations !== undefined && BARE_LEVELS.size > 0 ? ` / ${bareAllocations.perClaimKiB().toFixed(1)} KiB` : ''}`,
+      // Each over the levels it ran at: with BARE_LEVELS narrower than LEVELS, over different levels.
+      `bytes allocated per claim (sampled): control plane at ${LEVELS.join(', ')} in flight${bareSampled ? ` / bare design at ${[...BARE_LEVELS].join(', ')}` : ''}`,
+      `${cpAllocations.perClaimKiB().toFixed(1)} KiB${bareSampled ? ` / ${bareAllocations.perClaimKiB().toFixed(1)} KiB` : ''}`,
       '',
       '',
       '',

@@ -9,6 +9,7 @@
 //   node bench/cpu-profile.ts <file.cpuprofile> [--own | fragment ...]
 //   node bench/cpu-profile.ts /tmp/prof/agent-123.cpuprofile 'admit' 'readIncomingJson' 'claimInto'
 import { readFileSync } from 'node:fs';
+import { isOwnCode } from './lib/own-code.ts';
 
 interface ProfileNode {
   id: number;
@@ -28,7 +29,7 @@ const START_UP =
 const [file, ...rest] = process.argv.slice(2);
 const byOwnFrame = rest.includes('--own');
 const fragments = rest.filter((arg) => arg !== '--own');
-if (file === undefined) {
+if (file === undefined || (byOwnFrame && fragments.length > 0)) {
   console.error('usage: node bench/cpu-profile.ts <file.cpuprofile> [--own | function-name fragment ...]');
   process.exit(2);
 }
@@ -42,13 +43,11 @@ function frameName(id: number): string {
   return `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber + 1}`;
 }
 
-const OWN_CODE = /\/(apps|libs)\/|\/bench\/lib\//;
-
 /** Where a sample's time goes by --own: its innermost frame of our own code, else the package (or builtin) it ran. */
 function ownerOf(stack: number[]): string {
   for (const id of stack) {
     const { url } = (nodes.get(id) as ProfileNode).callFrame;
-    if (OWN_CODE.test(url) && !url.includes('/node_modules/')) return frameName(id);
+    if (isOwnCode(url)) return frameName(id);
   }
   const { url, functionName } = (nodes.get(stack[0] as number) as ProfileNode).callFrame;
   const where = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.startsWith('node:') ? 'node' : functionName);

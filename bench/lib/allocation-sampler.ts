@@ -6,6 +6,8 @@
 // old generation collections free are kept in the profile, as garbage is what
 // a claim path's GC pays for.
 
+import { isOwnCode } from './own-code.ts';
+
 /** Where a process's inspector listens: the Node flag to start it with. */
 export const inspectFlag = (port: number): string => `--inspect=127.0.0.1:${port}`;
 
@@ -90,8 +92,6 @@ export class AllocationSampler {
   }
 }
 
-const OWN_CODE = /\/(apps|libs)\/|\/bench\/lib\//;
-
 function allocationsOf(head: ProfileNode): Allocations {
   const bySite = new Map<string, number>();
   const byOwnFrame = new Map<string, number>();
@@ -99,7 +99,7 @@ function allocationsOf(head: ProfileNode): Allocations {
   const walk = (node: ProfileNode, caller: string, own: string): void => {
     const name = frameName(node);
     const url = node.callFrame.url;
-    const ownHere = OWN_CODE.test(url) && !url.includes('/node_modules/') ? name : own;
+    const ownHere = isOwnCode(url) ? name : own;
     if (node.selfSize > 0) {
       bytes += node.selfSize;
       const site = `${name} < ${caller}`;

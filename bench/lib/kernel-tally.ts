@@ -1,7 +1,13 @@
 // What the kernel counts for a serving process while a bench drives it: CPU
-// by mode and read and write system calls, summed over the turns measured and
-// given per claim, so two processes driven alike (the control plane and the
-// bare design) compare side by side.
+// by mode and read- and write-family system calls, summed over the turns
+// measured and given per claim, so two processes driven alike (the control
+// plane and the bare design) compare side by side.
+//
+// What they cover: CPU in 10 ms clock ticks (over 2 rounds of 3 s, ±1–2 µs
+// per claim, the user/system split estimated from ticks too); /proc/<pid>/io's
+// syscr and syscw, every thread's read/readv/pread and write/writev/pwrite
+// (sockets and libuv's eventfd wake-ups alike), not sendmsg/recvmsg,
+// epoll_wait, futex, mmap or madvise.
 import { ioCallsOf, scheduleOf } from './proc.ts';
 
 /** What the kernel counted for a process over the turns measured: CPU by mode, read and write system calls. */
@@ -29,6 +35,6 @@ export async function countedBy<T>(pid: number, into: KernelTally, turn: () => P
 }
 
 export function kernelText(k: KernelTally, claims: number): string {
-  const per = (n: number): string => (n / Math.max(1, claims)).toFixed(1);
-  return `user ${per(k.userMicros)} / system ${per(k.systemMicros)} µs, ${per(k.reads)} reads and ${per(k.writes)} writes`;
+  const per = (n: number, digits: number): string => (n / Math.max(1, claims)).toFixed(digits);
+  return `user ${per(k.userMicros, 0)} / system ${per(k.systemMicros, 0)} µs, ${per(k.reads, 1)} read- and ${per(k.writes, 1)} write-family calls`;
 }

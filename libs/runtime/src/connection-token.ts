@@ -16,7 +16,7 @@
 //
 // Whether a request took the short path reveals only whether its header
 // equals a valid one, which the answer's status says anyway.
-import { rememberHeader, sameHeader, type RememberedHeader } from './same-header.js';
+import { RememberedHeader } from './same-header.js';
 import type { AcceptedToken } from './token-check.js';
 import { bearerToken } from './token.js';
 
@@ -40,14 +40,11 @@ export class ConnectionTokenCheck {
     if (authorization === undefined) return false;
     const generation = this.#token.generation;
     const remembered = this.#admitted.get(connection);
-    if (
-      remembered !== undefined &&
-      remembered.generation === generation &&
-      sameHeader(authorization, remembered.header)
-    )
+    if (remembered !== undefined && remembered.generation === generation && remembered.header.matches(authorization))
       return true;
     const match = this.#token.match(bearerToken(authorization));
-    if (match === 'current') this.#admitted.set(connection, { header: rememberHeader(authorization), generation });
+    if (match === 'current')
+      this.#admitted.set(connection, { header: new RememberedHeader(authorization), generation });
     return match !== undefined;
   }
 }

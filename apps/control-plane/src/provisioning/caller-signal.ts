@@ -14,7 +14,10 @@ import { ClaimFailure, type ClaimOrder, type ServedGrant } from './claim-service
 export interface CallerGone {
   /** It has given up. */
   readonly gone: boolean;
-  /** Calls `listener` once, when it gives up; the function returned stops that. */
+  /**
+   * Calls `listener` once, when it gives up; the function returned stops that. Never called for a caller gone
+   * already: read `gone` first, in the same turn.
+   */
   onGone(listener: () => void): () => void;
 }
 
@@ -31,12 +34,18 @@ export function callerGoneWith(signal: AbortSignal): CallerGone {
   };
 }
 
-/** An AbortSignal that aborts when the caller gives up, for a call that takes one (it listens until the caller goes). */
-export function abortSignalOf(caller: CallerGone): AbortSignal {
+/**
+ * An AbortSignal that aborts when the caller gives up, for a call that takes one; `stop()` once the call is over ends
+ * the listening.
+ */
+export function abortSignalOf(caller: CallerGone): { signal: AbortSignal; stop: () => void } {
   const controller = new AbortController();
-  if (caller.gone) controller.abort(new Error('the caller gave up'));
-  else caller.onGone(() => controller.abort(new Error('the caller gave up')));
-  return controller.signal;
+  const abort = (): void => controller.abort(new Error('the caller gave up'));
+  if (caller.gone) {
+    abort();
+    return { signal: controller.signal, stop: () => undefined };
+  }
+  return { signal: controller.signal, stop: caller.onGone(abort) };
 }
 
 export function answerUntilGivenUp(

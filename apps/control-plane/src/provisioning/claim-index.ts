@@ -110,7 +110,12 @@ export class ClaimIndex {
   }
 
   refKey(scope: ClaimScope, claimRef: string): string {
-    return `${this.#prefix}ref:${scopePath(scope)}/${claimRef}`;
+    return this.#refKeyAt(`${scopePath(scope)}/${claimRef}`);
+  }
+
+  /** The ref key of `<scope>/<claimRef>` (what an id key holds). */
+  #refKeyAt(path: string): string {
+    return `${this.#prefix}ref:${path}`;
   }
 
   idKey(namespace: string, id: string): string {
@@ -258,7 +263,7 @@ export class ClaimIndex {
     for (const { record, job } of items) {
       const path = `${scopePath(scopeOf(record))}/${record.claimRef}`;
       const { recordJson, eventJson } = recordAndEventJson(record);
-      keys.push(`${this.#prefix}ref:${path}`, this.idKey(record.namespace, record.id));
+      keys.push(this.#refKeyAt(path), this.idKey(record.namespace, record.id));
       args.push(job, recordJson, String(this.#expiresAt(record.deadline)), path, record.id, eventJson);
     }
     const found = await this.#redis.warmpoolIndexRecord(keys.length, ...keys, ...args);
@@ -291,7 +296,7 @@ export class ClaimIndex {
     if (direct !== undefined && 'id' in direct) return direct;
     const head = `${scopePath(scope)}/`;
     if (refOfId === null || refOfId === undefined || !refOfId.startsWith(head)) return undefined;
-    const value = await this.#redis.get(`${this.#prefix}ref:${refOfId}`);
+    const value = await this.#redis.get(this.#refKeyAt(refOfId));
     const record = value === null ? undefined : parseValue(value);
     return record !== undefined && 'id' in record && record.id === idOrClaimRef ? record : undefined;
   }

@@ -69,6 +69,7 @@ export class EnvSpill {
     const target = formatPinnedTarget(candidate);
     const group = order.scalingGroup;
     let answer: PeerAnswer;
+    const givenUp = options.givenUp !== undefined ? abortSignalOf(options.givenUp) : undefined;
     try {
       answer = await this.#options.peers.call(candidate.clusterId, 'POST', [order.namespace], {
         body: {
@@ -78,13 +79,15 @@ export class EnvSpill {
           ttlSeconds: order.ttlSeconds,
           claimRef: order.claimRef,
         },
-        ...(options.givenUp !== undefined ? { signal: abortSignalOf(options.givenUp) } : {}),
+        ...(givenUp !== undefined ? { signal: givenUp.signal } : {}),
         claimRefGenerated: order.claimRefGenerated,
       });
     } catch (err) {
       metrics?.forward('unreachable');
       logger.info('a foreign member could not be asked: trying the next', { target, err: messageOf(err) });
       return undefined;
+    } finally {
+      givenUp?.stop();
     }
     if (answer.status !== 200) {
       metrics?.forward('refused');

@@ -123,10 +123,20 @@ describe('a caller from an AbortSignal, and an AbortSignal from a caller', () =>
 
   it('abortSignalOf aborts when the caller gives up, or at once when it has', () => {
     const caller = new Caller();
-    const signal = abortSignalOf(caller);
+    const { signal } = abortSignalOf(caller);
     expect(signal.aborted).toBe(false);
     caller.giveUp();
     expect(signal.aborted).toBe(true);
-    expect(abortSignalOf(caller).aborted).toBe(true);
+    expect(abortSignalOf(caller).signal.aborted).toBe(true);
+  });
+
+  it('abortSignalOf stops listening once its call is over', () => {
+    const caller = new Caller();
+    const { signal, stop } = abortSignalOf(caller);
+    expect(caller.listeners.size).toBe(1);
+    stop();
+    expect(caller.listeners.size).toBe(0);
+    caller.giveUp();
+    expect(signal.aborted).toBe(false);
   });
 });

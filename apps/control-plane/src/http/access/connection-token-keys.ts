@@ -14,7 +14,7 @@
 // - For the same reason a header is remembered whatever its review says
 //   (valid, not valid, or undecided): remembering one changes no answer,
 //   only whether the next identical header is hashed.
-// - The remembered header is compared with the presented one by sameHeader
+// - The remembered header is compared with the presented one by RememberedHeader.matches
 //   (libs/runtime), in time that depends only on the presented header's
 //   length: a connection a proxy shares between callers learns nothing about
 //   a header another caller sent (only, by presenting the very same header,
@@ -22,7 +22,7 @@
 // - One header per connection, the last one hashed. Any other header, and a
 //   request with no connection (app.request() in a test), is hashed.
 import type { TokenKey } from '@warmpool/kube';
-import { rememberHeader, sameHeader, type RememberedHeader } from '@warmpool/runtime';
+import { RememberedHeader } from '@warmpool/runtime';
 
 interface Remembered {
   /** The whole Authorization header, as the connection sent it. */
@@ -48,9 +48,9 @@ export class ConnectionTokenKeys {
   keyOf(authorization: string, token: string, connection: object | undefined): TokenKey {
     if (connection === undefined) return this.#tokenKey(token);
     const remembered = this.#remembered.get(connection);
-    if (remembered !== undefined && sameHeader(authorization, remembered.header)) return remembered.key;
+    if (remembered !== undefined && remembered.header.matches(authorization)) return remembered.key;
     const key = this.#tokenKey(token);
-    this.#remembered.set(connection, { header: rememberHeader(authorization), key });
+    this.#remembered.set(connection, { header: new RememberedHeader(authorization), key });
     return key;
   }
 }

@@ -20,10 +20,10 @@ import {
   type Logger,
 } from '@warmpool/runtime';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CallerGone } from '../../provisioning/caller-signal.js';
 import type { ClaimCallers } from './access.js';
 import { errorReply, failureReply, isRefusal, type FailureReply } from './answers.js';
 import { createClaimBodySchema } from './create-body.js';
+import { ResponseGone } from './response-gone.js';
 import { CREATE_VERB, INVALID_BODY, MAX_BODY_BYTES, createClaim, type CreateOptions } from './create.js';
 
 /**
@@ -74,31 +74,6 @@ export function directCreate(callers: ClaimCallers, options: CreateOptions, logg
 }
 
 type CreateAnswer = FailureReply | { status: 200; headers: Record<string, never>; body: ClaimBody };
-
-/**
- * The caller gave up when its response closed before it was all written (node-server's rule for its request signal).
- * Read from the response itself: no AbortController, no listener until the claim path asks for one.
- */
-class ResponseGone implements CallerGone {
-  readonly #outgoing: ServerResponse;
-
-  constructor(outgoing: ServerResponse) {
-    this.#outgoing = outgoing;
-  }
-
-  get gone(): boolean {
-    return this.#outgoing.closed && !this.#outgoing.writableFinished;
-  }
-
-  onGone(listener: () => void): () => void {
-    const outgoing = this.#outgoing;
-    const onClose = (): void => {
-      if (!outgoing.writableFinished) listener();
-    };
-    outgoing.once('close', onClose);
-    return () => outgoing.off('close', onClose);
-  }
-}
 
 /** The answer as Hono's c.json writes it; a response whose connection is gone takes nothing. */
 function write(outgoing: ServerResponse, { status, headers, body }: CreateAnswer): void {
