@@ -11,6 +11,7 @@ import {
   type CallerGone,
 } from '../../src/provisioning/caller-signal.js';
 import { ClaimFailure, type ClaimOrder, type ServedGrant } from '../../src/provisioning/claim-service.js';
+import { aGrant } from '../support/grants.js';
 
 /** A caller that gives up when told to, counting who listens. */
 class Caller implements CallerGone {
@@ -41,20 +42,7 @@ const ORDER: ClaimOrder = {
 };
 
 function grant(fresh: boolean): ServedGrant {
-  return {
-    id: 'sb_1',
-    token: 't',
-    deadline: '2026-12-04T13:00:00.000Z',
-    ownerAddr: '10.0.0.7:9090',
-    node: 'node-1',
-    namespace: 'ns',
-    warmPool: 'pool',
-    claimRef: 'c-1',
-    tier: 'warm',
-    door: 'http',
-    owner: 'd',
-    ...(fresh ? { fresh: true as const } : {}),
-  };
+  return aGrant(fresh ? { fresh: true } : {});
 }
 
 function deferred<T>(): { promise: Promise<T>; resolve(value: T): void } {

@@ -10,6 +10,7 @@ import { SandboxClaimMetrics } from '../../../src/controllers/sandboxclaims/metr
 import { claimedStatus, failedStatus, readyOf } from '../../../src/controllers/sandboxclaims/status.js';
 import { ClaimWriter } from '../../../src/controllers/sandboxclaims/writer.js';
 import type { ClaimGrant } from '../../../src/provisioning/claim-service.js';
+import { aGrant } from '../../support/grants.js';
 
 const NAMESPACE = 'default';
 const NOW = Date.parse('2030-01-01T00:00:00Z');
@@ -23,19 +24,12 @@ const OTHER: Condition = {
 };
 
 function grantFor(claim: SandboxClaim): ClaimGrant {
-  return {
-    id: 'sb_1',
-    token: 'secret-token',
-    deadline: '2030-01-01T01:00:00Z',
-    ownerAddr: '10.0.0.7:9000',
-    node: 'node-0',
+  return aGrant({
     namespace: NAMESPACE,
-    warmPool: 'pool',
     claimRef: claim.metadata.name ?? '',
-    tier: 'warm',
     door: 'crd',
     owner: claim.metadata.uid ?? '',
-  };
+  });
 }
 
 describe("the SandboxClaim controller's Ready write", () => {
