@@ -11,6 +11,7 @@ import { AUTOSCALER_DEFAULTS } from '../controllers/sandboxenvs/autoscaler.js';
 import { DRIVER_DEFAULTS } from '../controllers/warmpool/options.js';
 import { FEDERATION_DEFAULTS } from '../federation/federation.js';
 import { PROVISIONING_DEFAULTS } from '../provisioning/options.js';
+import { DEFAULT_REDIS_TIMEOUT_MS } from '../redis/dead-peer.js';
 import { DEFAULT_LEASE_NAME } from './settings.js';
 
 export const PEERS_FILE_HINT =
@@ -182,6 +183,13 @@ export const FLAGS = {
       "PEM file of the CA that signed the certificate of --redis-url's Redis (a rediss:// URL only; default: the system's CAs)",
     env: 'REDIS_CA_FILE',
   },
+  redisTimeout: {
+    kind: 'duration',
+    description:
+      "How long a command waits for --redis-url's Redis: then it fails, and a connection that got no answer for this long is made anew (a Redis stopped or behind a partition holds nothing longer). A blocking read waits its block on top (BullMQ's worker: up to 10 s more). Also bounds connecting and each question to a Sentinel",
+    env: 'REDIS_TIMEOUT',
+    default: DEFAULT_REDIS_TIMEOUT_MS,
+  },
   redisSentinels: {
     kind: 'string',
     description:
@@ -327,6 +335,13 @@ export const FLAGS = {
     description:
       "PEM file of the CA that signed the federation hub's certificate (a rediss:// --federation-redis-url only; default: the system's CAs)",
     env: 'FEDERATION_REDIS_CA_FILE',
+  },
+  federationRedisTimeout: {
+    kind: 'duration',
+    description:
+      'How long a command waits for the federation hub (--federation-redis-url): then it fails, and a connection that got no answer for this long is made anew',
+    env: 'FEDERATION_REDIS_TIMEOUT',
+    default: DEFAULT_REDIS_TIMEOUT_MS,
   },
   federationInterval: {
     kind: 'duration',

@@ -1,6 +1,6 @@
 // How the flags of one Redis (the claims' Redis, the federation hub) become
 // its connection settings; every inconsistency is a ConfigError naming its flags.
-import { ConfigError, hostPortFlag, messageOf } from '@warmpool/runtime';
+import { ConfigError, hostPortFlag, messageOf, positiveDurations } from '@warmpool/runtime';
 import { parseRedisUrl, type RedisSettings } from '../redis/connection.js';
 
 type FileFlag = readonly [flag: string, file: string | undefined];
@@ -10,6 +10,8 @@ export interface RedisFlags {
   url: readonly [flag: string, url: string | undefined];
   passwordFile: FileFlag;
   caFile: FileFlag;
+  /** How long a command waits for this Redis (redis/dead-peer.ts). */
+  timeout: readonly [flag: string, ms: number];
   sentinels?: readonly [flag: string, list: string | undefined];
   sentinelMaster?: readonly [flag: string, name: string | undefined];
   sentinelPasswordFile?: FileFlag;
@@ -38,8 +40,10 @@ export function redisSettingsOf(flags: RedisFlags, url: string): RedisSettings {
   const [caFlag, caFile] = flags.caFile;
   if (caFile !== undefined && !parsed.tls)
     throw new ConfigError(`${caFlag} needs a rediss:// ${urlFlagName} (TLS); this one is redis://`);
+  positiveDurations([flags.timeout]);
   const settings: RedisSettings = {
     url,
+    timeoutMs: flags.timeout[1],
     ...(passwordFile !== undefined ? { passwordFile } : {}),
     ...(caFile !== undefined ? { caFile } : {}),
   };

@@ -126,6 +126,7 @@ function validateFederation(config: ControlPlaneConfig): FederationSettings & { 
     url: ['--federation-redis-url', config.federationRedisUrl],
     passwordFile: ['--federation-redis-password-file', config.federationRedisPasswordFile],
     caFile: ['--federation-redis-ca-file', config.federationRedisCaFile],
+    timeout: ['--federation-redis-timeout', config.federationRedisTimeout],
   };
   if (!config.federationRedisUrl) noRedisFlagsWithoutUrl(redisFlags);
   const redis = config.federationRedisUrl ? redisSettingsOf(redisFlags, config.federationRedisUrl) : undefined;
@@ -167,6 +168,7 @@ function validateClaims(config: ControlPlaneConfig): ClaimsSettings | undefined 
     url: ['--redis-url', config.redisUrl],
     passwordFile: ['--redis-password-file', config.redisPasswordFile],
     caFile: ['--redis-ca-file', config.redisCaFile],
+    timeout: ['--redis-timeout', config.redisTimeout],
     sentinels: ['--redis-sentinels', config.redisSentinels],
     sentinelMaster: ['--redis-sentinel-master', config.redisSentinelMaster],
     sentinelPasswordFile: ['--redis-sentinel-password-file', config.redisSentinelPasswordFile],

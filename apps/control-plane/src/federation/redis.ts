@@ -1,6 +1,9 @@
 // Connections to the federation hub. Commands fail at once while Redis is
 // away (nothing queues behind a reconnect: the next report or read simply
-// tries again), and reconnects back off up to a few seconds.
+// tries again), and reconnects back off up to a few seconds. A hub that stops
+// answering fails each command after the hub's timeout and has its
+// connection made anew (redis/dead-peer.ts); the subscriber, which waits for
+// nothing once subscribed, is probed by TCP keepalive after that timeout.
 import type { Redis } from 'ioredis';
 import { connect, type RedisSettings } from '../redis/connection.js';
 

@@ -36,7 +36,10 @@ interface Waiting {
 export class ClaimDispatcher {
   readonly #options: ClaimDispatcherOptions;
   readonly #waiting = new Map<string, Waiting>();
-  /** Jobs some of whose callers were answered Timeout: a late outcome releases what nobody can come back for. */
+  /**
+   * Jobs whose callers were answered without them (some Timeout, or all Unavailable when the add failed: an add that
+   * timed out may still run): a late outcome releases what nobody can come back for.
+   */
   readonly #abandoned = new Map<string, { items: readonly PendingClaim[]; answered: readonly boolean[] }>();
   /** Job ids stay unique across restarts of a replica with the same name: BullMQ ignores an add whose id it holds. */
   readonly #jobIdPrefix: string;
@@ -89,6 +92,9 @@ export class ClaimDispatcher {
     } catch (err) {
       if (!this.#waiting.delete(jobId)) return;
       clearTimeout(timer);
+      // An add that timed out may still run (Redis reads it once it answers again): its late reply releases what it
+      // served nobody, as a timed-out job's does.
+      this.#abandon(jobId, items, answered);
       this.#options.logger.warn('could not queue a claim batch', { jobId, claims: items.length, err });
       const failure = new ClaimFailure('Unavailable', `Redis is not reachable: ${messageOf(err)}`, {
         retryAfterSeconds: 1,
@@ -125,11 +131,16 @@ export class ClaimDispatcher {
   #timeOut(jobId: string, items: readonly PendingClaim[], answered: readonly boolean[]): void {
     if (!this.#waiting.delete(jobId)) return;
     const { claimTimeoutMs } = this.#options;
-    this.#abandoned.set(jobId, { items, answered: [...answered] });
-    setTimeout(() => this.#abandoned.delete(jobId), claimTimeoutMs * 3).unref();
+    this.#abandon(jobId, items, answered);
     items.forEach((item, i) => {
       if (answered[i] !== true) item.reject(new ClaimFailure('Timeout', `no answer within ${claimTimeoutMs} ms`));
     });
+  }
+
+  /** Remembers a job whose callers are answered without it, for a while: see #lateReply. */
+  #abandon(jobId: string, items: readonly PendingClaim[], answered: readonly boolean[]): void {
+    this.#abandoned.set(jobId, { items, answered: [...answered] });
+    setTimeout(() => this.#abandoned.delete(jobId), this.#options.claimTimeoutMs * 3).unref();
   }
 
   #lateReply(reply: BatchReply): void {

@@ -21,7 +21,7 @@ import { AgentClient } from '../agents/client.js';
 import type { Runnable } from '../manager/runnable.js';
 import { vouchedAgents, type AddressCheck, type AgentAddress } from '../nodes/addresses.js';
 import type { NodeView } from '../nodes/tracker.js';
-import { bullConnection, describeRedis, type RedisSettings } from '../redis/connection.js';
+import { describeRedis, type RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../agents/token.js';
 import { batchWorker } from './batch-workers.js';
 import { answerUntilGivenUp, type CallerGone } from './caller-signal.js';
@@ -120,12 +120,13 @@ class ClaimPipeline implements ProvisioningPipeline {
     this.settings = provisioningSettings(options);
     this.#replica = options.replica.replaceAll(':', '_');
     const prefix = options.prefix ?? DEFAULT_PREFIX;
-    const { redis, listener, bull } = pipelineConnections(options.redis, logger);
+    const connections = pipelineConnections(options.redis, logger);
+    const { redis, listener } = connections;
     this.#redis = redis;
     this.#listener = listener;
     const bullPrefix = `${prefix}:bull`;
     const queue = new Queue<BatchJob>(QUEUE_NAME, {
-      connection: bullConnection(options.redis, { ...bull, enableOfflineQueue: false }),
+      connection: connections.queue,
       prefix: bullPrefix,
     });
     queue.on('error', (err: Error) => logger.debug('claim queue connection error', { err: err.message }));
@@ -166,7 +167,7 @@ class ClaimPipeline implements ProvisioningPipeline {
       queue,
       queueName: QUEUE_NAME,
       prefix: bullPrefix,
-      connection: bullConnection(options.redis, bull),
+      connection: connections.worker,
       index: this.index,
       agents: this.#agents,
       replies: this.#replies,

@@ -3,15 +3,25 @@
 // 503) rather than queueing behind a reconnect, and auto-pipelines (the index
 // commands a batch issues in one turn go out in one write); the reply
 // listener blocks on a connection of its own; BullMQ makes its own from the
-// same settings with `bull`'s overrides.
+// same settings: the Queue's, like the commands connection, fails at once
+// while Redis is away; the Worker's queue while it is away (BullMQ retries).
+// Every command of these fails after the Redis timeout, a blocking one after
+// its block plus that timeout (redis/dead-peer.ts), and a connection that
+// waits longer is made anew.
 import type { Logger } from '@warmpool/runtime';
+import type { ConnectionOptions as BullConnectionOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { connect, describeRedis, type RedisSettings } from '../redis/connection.js';
+import { blockingOptions, bullConnection, connect, describeRedis, type RedisSettings } from '../redis/connection.js';
+import { BULLMQ_MAX_BLOCK_MS } from '../redis/dead-peer.js';
+import { BLOCK_SECONDS } from './reply-channel.js';
 
 export interface PipelineConnections {
   redis: Redis;
   listener: Redis;
-  bull: { maxRetriesPerRequest: null; retryStrategy: (times: number) => number };
+  /** BullMQ's Queue's `connection`. */
+  queue: BullConnectionOptions;
+  /** BullMQ's Worker's `connection` (its blocking connection for BZPOPMIN is made from the same options). */
+  worker: BullConnectionOptions;
 }
 
 export function pipelineConnections(settings: RedisSettings, logger: Logger): PipelineConnections {
@@ -22,7 +32,12 @@ export function pipelineConnections(settings: RedisSettings, logger: Logger): Pi
     lazyConnect: true,
     enableAutoPipelining: true,
   });
-  const listener = connect(settings, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay, lazyConnect: true });
+  const listener = connect(settings, {
+    maxRetriesPerRequest: null,
+    retryStrategy: reconnectDelay,
+    lazyConnect: true,
+    ...blockingOptions(settings, BLOCK_SECONDS * 1000),
+  });
   for (const [name, connection] of [
     ['commands', redis],
     ['replies', listener],
@@ -31,7 +46,13 @@ export function pipelineConnections(settings: RedisSettings, logger: Logger): Pi
       logger.debug('redis connection error', { connection: name, err: err.message }),
     );
   }
-  return { redis, listener, bull: { maxRetriesPerRequest: null, retryStrategy: reconnectDelay } };
+  const bull = { maxRetriesPerRequest: null, retryStrategy: reconnectDelay };
+  return {
+    redis,
+    listener,
+    queue: bullConnection(settings, { ...bull, enableOfflineQueue: false }),
+    worker: bullConnection(settings, { ...bull, ...blockingOptions(settings, BULLMQ_MAX_BLOCK_MS) }),
+  };
 }
 
 export function warnUnlessNoEviction(redis: Redis, settings: RedisSettings, logger: Logger): void {

@@ -10,8 +10,8 @@ import { sleep } from '@warmpool/kube';
 
 /** A reply list nobody reads (its replica is gone) goes after this long. */
 const REPLY_LIST_TTL_MS = 60_000;
-/** BLPOP's timeout: how long close() may wait for the listener at most. */
-const BLOCK_SECONDS = 1;
+/** BLPOP's timeout: how long close() may wait for the listener at most (and the listener connection's block). */
+export const BLOCK_SECONDS = 1;
 /** Replies taken per round trip once one has arrived. */
 const DRAIN_COUNT = 128;
 

@@ -1,8 +1,9 @@
 // One way to reach Redis for every client of the control plane: the claim
 // pipeline's commands and reply listener, BullMQ's Queue and Worker, the
 // Sandbox API's claim feed and the federation hub. Each client adds only
-// its own behaviour (offline queue, retries, auto-pipelining) as overrides;
-// where Redis is, how to log in and how to trust it is decided here, once.
+// its own behaviour (offline queue, retries, auto-pipelining, how long it
+// blocks) as overrides; where Redis is, how to log in, how to trust it and
+// how long to wait for it (dead-peer.ts) is decided here, once.
 //
 // Secrets are never in the settings: they are read from files (a mounted
 // Secret) each time a client's options are built, and never logged
@@ -11,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { formatHostPort, type HostPort } from '@warmpool/runtime';
 import type { ConnectionOptions as BullConnectionOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import { blockingFor, deadPeerOptions, DEFAULT_REDIS_TIMEOUT_MS } from './dead-peer.js';
 import './fast-string-prototype.js';
 
 export const REDIS_PROTOCOLS: readonly string[] = ['redis:', 'rediss:'];
@@ -39,6 +41,11 @@ export interface RedisSettings {
   caFile?: string;
   /** Find the primary through Redis Sentinel. */
   sentinel?: SentinelSettings;
+  /**
+   * How long a command waits for Redis's answer before it fails and its connection is made anew (dead-peer.ts);
+   * a blocking command waits its block on top. Default DEFAULT_REDIS_TIMEOUT_MS.
+   */
+  timeoutMs?: number;
 }
 
 /** How a file's secret is read; a test may read from elsewhere. */
@@ -46,7 +53,9 @@ export type ReadSecret = (file: string) => string;
 
 /**
  * The ioredis options for these settings, `overrides` (a client's own
- * behaviour: retries, offline queue, lazyConnect, …) applied last.
+ * behaviour: retries, offline queue, lazyConnect, blockingOptions, …) applied
+ * last. Without overrides a connection's commands must not block: each waits
+ * at most the settings' timeout.
  * Throws when the URL is unusable or a secret file cannot be read; the
  * message names the file, never its content.
  */
@@ -64,6 +73,7 @@ export function redisOptions(
     throw new Error('a CA file for Redis needs a rediss:// URL (TLS); this one is redis://');
   const tls = url.tls ? { ...(settings.caFile !== undefined ? { ca: readCaFile(settings.caFile) } : {}) } : undefined;
   const base: RedisOptions = {
+    ...deadPeerOptions(redisTimeoutMs(settings)),
     db: url.db,
     ...(username !== undefined ? { username } : {}),
     ...(password !== undefined ? { password } : {}),
@@ -90,6 +100,19 @@ export function redisOptions(
     ...(tls !== undefined ? { tls, sentinelTLS: tls, enableTLSForSentinelMode: true } : {}),
     ...overrides,
   };
+}
+
+/** How long a command of these settings waits for Redis (a blocking one: on top of its block). */
+export function redisTimeoutMs(settings: RedisSettings): number {
+  return settings.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
+}
+
+/**
+ * The overrides of a connection whose blocking commands block up to `maxBlockMs`: its commands and socket wait that
+ * plus the settings' timeout, so a block is never cut and a dead Redis is still noticed.
+ */
+export function blockingOptions(settings: RedisSettings, maxBlockMs: number): RedisOptions {
+  return blockingFor(redisTimeoutMs(settings), maxBlockMs);
 }
 
 /** A client for these settings (see redisOptions). */

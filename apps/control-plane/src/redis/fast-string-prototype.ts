@@ -6,7 +6,9 @@
 // (bench/string-methods.bench.ts), 8–18 µs per HTTP claim in the profile.
 // Adding a property to an object whose prototype is String.prototype makes V8
 // turn String.prototype back into a fast prototype, and a subclass defined
-// later leaves it fast (ioredis 6.1.0 does the same after its class).
+// later leaves it fast. ioredis 6.1.0 does the same after its class, so with
+// it this is a no-op; it stays so that no ioredis release that defines such a
+// class without the fix can put the control plane back on that cliff.
 // redis/connection.ts, which builds every Redis client of the control plane,
 // imports this module; test/repo/string-prototype-fast.test.ts checks that
 // the control plane's modules leave String.prototype fast.

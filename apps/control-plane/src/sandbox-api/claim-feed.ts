@@ -8,7 +8,7 @@ import { claimEventSchema, type ClaimEvent } from '@warmpool/api';
 import { messageOf } from '@warmpool/runtime';
 import type { Logger } from '@warmpool/runtime';
 import type { Redis } from 'ioredis';
-import { connect, type RedisSettings } from '../redis/connection.js';
+import { blockingOptions, connect, type RedisSettings } from '../redis/connection.js';
 import type { SandboxView } from './view.js';
 
 export interface ClaimFeedOptions {
@@ -23,6 +23,7 @@ export interface ClaimFeedOptions {
 }
 
 const PAGE = 1_000;
+const DEFAULT_BLOCK_MS = 5_000;
 
 export class ClaimFeed {
   readonly #options: ClaimFeedOptions;
@@ -39,6 +40,7 @@ export class ClaimFeed {
       maxRetriesPerRequest: null,
       lazyConnect: true,
       retryStrategy: (times) => Math.min(200 * times, 2_000),
+      ...blockingOptions(options.redis, options.blockMs ?? DEFAULT_BLOCK_MS),
     });
     this.#redis.on('error', (err: Error) => options.logger.debug('claim feed connection error', { err: err.message }));
   }
@@ -87,7 +89,7 @@ export class ClaimFeed {
           'COUNT',
           PAGE,
           'BLOCK',
-          this.#options.blockMs ?? 5_000,
+          this.#options.blockMs ?? DEFAULT_BLOCK_MS,
           'STREAMS',
           key,
           this.#cursor,

@@ -90,7 +90,7 @@ describe('control plane flags', () => {
     expect(
       parse('--redis-url=rediss://warmpool@r:6380/2', '--redis-password-file=/pw', '--redis-ca-file=/ca.crt').claims
         ?.redis,
-    ).toEqual({ url: 'rediss://warmpool@r:6380/2', passwordFile: '/pw', caFile: '/ca.crt' });
+    ).toEqual({ url: 'rediss://warmpool@r:6380/2', passwordFile: '/pw', caFile: '/ca.crt', timeoutMs: 10_000 });
     expect(
       parse(
         '--redis-url=redis://ignored',
@@ -100,6 +100,7 @@ describe('control plane flags', () => {
       ).claims?.redis,
     ).toEqual({
       url: 'redis://ignored',
+      timeoutMs: 10_000,
       sentinel: {
         hosts: [
           { host: 's-0.s', port: 26379 },
@@ -147,7 +148,17 @@ describe('control plane flags', () => {
         '--federation-redis-password-file=/hub-pw',
         '--federation-redis-ca-file=/hub-ca.crt',
       ).federation.hub?.redis,
-    ).toEqual({ url: 'rediss://hub:6380', passwordFile: '/hub-pw', caFile: '/hub-ca.crt' });
+    ).toEqual({ url: 'rediss://hub:6380', passwordFile: '/hub-pw', caFile: '/hub-ca.crt', timeoutMs: 10_000 });
+    // How long a command waits for each Redis: its own flag, positive.
+    expect(parse('--redis-url=redis://r', '--redis-timeout=3s').claims?.redis.timeoutMs).toBe(3_000);
+    expect(
+      parse('--cluster-id=east', '--federation-redis-url=redis://hub', '--federation-redis-timeout=30s').federation.hub
+        ?.redis.timeoutMs,
+    ).toBe(30_000);
+    expect(() => parse('--redis-url=redis://r', '--redis-timeout=0s')).toThrow('--redis-timeout must be positive');
+    expect(() =>
+      parse('--cluster-id=east', '--federation-redis-url=redis://hub', '--federation-redis-timeout=0s'),
+    ).toThrow('--federation-redis-timeout must be positive');
     expect(() => parse('--federation-redis-password-file=/hub-pw')).toThrow(
       '--federation-redis-password-file needs --federation-redis-url',
     );
@@ -201,7 +212,7 @@ describe('control plane flags', () => {
     expect(parse('--federation-redis-url=redis://hub:6379').federation).toEqual({ intervalMs: 2_000 });
     expect(parse('--cluster-id=east', '--federation-redis-url=redis://hub:6379').federation).toEqual({
       clusterId: 'east',
-      hub: { redis: { url: 'redis://hub:6379' }, prefix: 'warmpool:federation' },
+      hub: { redis: { url: 'redis://hub:6379', timeoutMs: 10_000 }, prefix: 'warmpool:federation' },
       intervalMs: 2_000,
       ttlMs: 6_000,
     });
