@@ -2,7 +2,7 @@
 // not hold a plain request, nor an access review every caller of a token waits
 // on, for the minutes TCP keepalive takes to notice; a watch is not cut by the
 // plain requests' deadline.
-import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, freezeProcess, startCluster, thawProcess, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   configureTransport,
@@ -27,12 +27,12 @@ describe('a frozen apiserver', () => {
     if (pid === undefined) throw new Error('the apiserver is not running');
     return pid;
   };
-  const freeze = (): void => {
-    process.kill(apiserverPid(), 'SIGSTOP');
+  const freeze = async (): Promise<void> => {
     frozen = true;
+    await freezeProcess(apiserverPid());
   };
   const thaw = (): void => {
-    if (frozen) process.kill(apiserverPid(), 'SIGCONT');
+    if (frozen) thawProcess(apiserverPid());
     frozen = false;
   };
   /** GET a namespace; `idleTimeoutMs` undefined: the transport's default (the frozen cases' IDLE_MS). */
@@ -54,7 +54,7 @@ describe('a frozen apiserver', () => {
 
   it('fails a plain request on a kept-alive connection after the idle timeout, and the next one succeeds', async () => {
     await namespaceOf('default', HEALTHY_MS); // a kept-alive connection to reuse
-    freeze();
+    await freeze();
     const started = performance.now();
     await expect(namespaceOf('default')).rejects.toThrow(`no data from the apiserver for ${IDLE_MS} ms`);
     expect(performance.now() - started).toBeLessThan(10_000);
@@ -67,7 +67,7 @@ describe('a frozen apiserver', () => {
     const shared = transportFor(kubeConfig);
     try {
       await namespaceOf('default', HEALTHY_MS, shared);
-      freeze();
+      await freeze();
       await expect(namespaceOf('default', undefined, shared)).rejects.toThrow(
         `no data from the apiserver for ${IDLE_MS} ms`,
       );
@@ -80,7 +80,7 @@ describe('a frozen apiserver', () => {
 
   it('fails a request that opens a new connection (the TLS handshake stalls) after the idle timeout', async () => {
     transport.close(); // no kept-alive connection left
-    freeze();
+    await freeze();
     await expect(namespaceOf('kube-system')).rejects.toThrow(`no data from the apiserver for ${IDLE_MS} ms`);
   });
 
@@ -90,7 +90,7 @@ describe('a frozen apiserver', () => {
     const reviewer = new KubeAccessReviewer({ transport: patient, reviewWaitMs: IDLE_MS });
     try {
       await namespaceOf('default', HEALTHY_MS, patient); // a kept-alive connection for the review
-      freeze();
+      await freeze();
       const started = performance.now();
       const stuck = reviewer.authenticate('another-token');
       const sharing = reviewer.authenticate('another-token'); // waits on the same review in flight

@@ -6,7 +6,7 @@
 // freeze still gets exactly one sandbox per claimRef. Real apiserver,
 // Redis, two agents over fake-sandboxd, two control-plane replicas.
 import { parseNodeClaimRef } from '@warmpool/api';
-import { eventually, sleep, template, warmPool } from '@warmpool/harness';
+import { eventually, freezeProcess, sleep, template, thawProcess, warmPool } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../src/options.js';
 import {
@@ -38,12 +38,12 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
   let token: string;
   let frozen = false;
 
-  const freeze = (): void => {
-    process.kill(world.redis.pid, 'SIGSTOP');
+  const freeze = async (): Promise<void> => {
     frozen = true;
+    await freezeProcess(world.redis.pid);
   };
   const thaw = (): void => {
-    if (frozen) process.kill(world.redis.pid, 'SIGCONT');
+    if (frozen) thawProcess(world.redis.pid);
     frozen = false;
   };
   const claim = (url: string, claimRef: string) =>
@@ -100,7 +100,7 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     const before = await claim(urlOf(first), 'before');
     expect(before.status).toBe(200);
 
-    freeze();
+    await freeze();
     try {
       const started = performance.now();
       const stalled = await claim(urlOf(first), 'while-frozen');
@@ -157,7 +157,7 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     };
     const freezeMidBurst = async (): Promise<void> => {
       await eventually(() => attempts >= burst.claims / 4, { what: 'a quarter of the burst asked' });
-      freeze();
+      await freeze();
       try {
         await sleep(4_000);
       } finally {

@@ -5,7 +5,7 @@
 // command runs twice. Blocking reads, which wait longer than that timeout on
 // purpose, are not cut. Real redis-server; the claim pipeline's connections
 // (pipelineConnections) and the federation hub's (Federation).
-import { eventually, sleep, startRedis, type TestRedis } from '@warmpool/harness';
+import { eventually, freezeProcess, sleep, startRedis, thawProcess, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Queue, Worker } from 'bullmq';
 import { Registry } from 'prom-client';
@@ -32,12 +32,12 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
   };
   const cleanups: Array<() => unknown> = [];
 
-  const freeze = (): void => {
-    process.kill(server.pid, 'SIGSTOP');
+  const freeze = async (): Promise<void> => {
     frozen = true;
+    await freezeProcess(server.pid);
   };
   const thaw = (): void => {
-    if (frozen) process.kill(server.pid, 'SIGCONT');
+    if (frozen) thawProcess(server.pid);
     frozen = false;
   };
   /** How long `promise` takes to settle, and how it settled. */
@@ -90,7 +90,7 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
       return redis.incr('frozen:count');
     };
 
-    freeze();
+    await freeze();
     const first = await timed(incr());
     expect(first.error).toBe('Command timed out');
     expect(first.ms).toBeLessThan(BOUND_MS);
@@ -178,7 +178,7 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     await queue.add('job', {}, { jobId: 'before' });
     await eventually(() => served.includes('before'), { what: 'a job served before the freeze' });
 
-    freeze();
+    await freeze();
     // Adding a job (the dispatcher's call) fails within the timeout, not when TCP gives up.
     const add = await timed(queue.add('job', {}, { jobId: 'frozen' }));
     expect(add.error).toMatch(/Command timed out|Stream isn't writeable/);
@@ -225,7 +225,7 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     federation.setLocal([]);
     await reporter.report();
 
-    freeze();
+    await freeze();
     const report = await timed(reporter.report());
     expect(report.error).toMatch(/Command timed out|Stream isn't writeable/);
     expect(report.ms).toBeLessThan(BOUND_MS);
