@@ -130,9 +130,13 @@ export class BatchClaimer {
         recovering,
         emit,
       );
+    // Past its deadline every caller of the job has its answer (Timeout, or Unavailable for an add that timed out and
+    // ran once Redis answered again): a claim no node was asked for yet is claimed nowhere, so nothing is left behind.
+    const late = this.#settings.now() > job.data.deadline;
     for (const { work, ask } of fresh) {
       if (work.outcome !== undefined) continue;
-      if (ask !== undefined) {
+      if (ask !== undefined && late) fail(work, 'Timeout', 'the claim was not served before its caller gave up');
+      else if (ask !== undefined) {
         work.asked = 1;
         checks.push(this.#claimOn(job, work, ask, round, emit));
       } else if (work.tried.length > 0) checks.push(this.#lookup.askTried(job, work, work.tried, emit));

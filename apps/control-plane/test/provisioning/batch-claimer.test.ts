@@ -68,13 +68,18 @@ function nodeRefOf(claimRef: string, owner = ALICE): string {
 }
 
 /** A batch job handle; `progress` is what an earlier run recorded. */
-function job(id: string, claims: BatchClaim[], progress?: BatchProgress): BatchJobHandle {
+function job(
+  id: string,
+  claims: BatchClaim[],
+  progress?: BatchProgress,
+  deadline = Date.now() + 10_000,
+): BatchJobHandle {
   const data: BatchJob = {
     replyTo: 'replica-1',
     namespace: NAMESPACE,
     warmPool: POOL,
     key: KEY,
-    deadline: Date.now() + 10_000,
+    deadline,
     claims,
   };
   return { id, data, progress, progressKey: `test:job:${id}` };
@@ -298,6 +303,19 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
       // The owner's record stays.
       expect(await index.peek(HTTP, 'one')).toEqual(successOf(served).grant);
     });
+  });
+
+  it('claims nothing for a job that runs past its deadline (its callers have their answers): Timeout, no node asked', async () => {
+    // An add that timed out while Redis was stopped, run once it answered again; or a job that waited out its deadline.
+    const stale = job('job-late', [claim('late')], undefined, Date.now() - 1);
+    const [outcome] = await claimer([snapshot('a', 5)]).serve(stale);
+    expect(outcome).toMatchObject({ ok: false, claimRef: 'late', reason: 'Timeout' });
+    expect(agents.callsOf('claim')).toEqual([]);
+    expect(agents.held.size).toBe(0);
+    // Its reservation is dropped: the client's retry with the claimRef is served as new.
+    expect(await index.peek(HTTP, 'late')).toBeUndefined();
+    const [retried] = await claimer([snapshot('a', 5)]).serve(job('job-retry', [claim('late')]));
+    expect(successOf(retried)).toMatchObject({ claimRef: 'late', fresh: true });
   });
 
   it('does not ask another node once its reservation vanished (Redis flushed between rounds): Unavailable', async () => {
