@@ -21,7 +21,7 @@ import { AgentClient } from '../agents/client.js';
 import type { Runnable } from '../manager/runnable.js';
 import { vouchedAgents, type AddressCheck, type AgentAddress } from '../nodes/addresses.js';
 import type { NodeView } from '../nodes/tracker.js';
-import { describeRedis, type RedisSettings } from '../redis/connection.js';
+import { describeRedis, redisTimeoutMs, type RedisSettings } from '../redis/connection.js';
 import type { TokenSource } from '../agents/token.js';
 import { batchWorker } from './batch-workers.js';
 import { answerUntilGivenUp, type CallerGone } from './caller-signal.js';
@@ -45,6 +45,7 @@ import { nodeOwnerAddrs } from './node-owner-addrs.js';
 import { provisioningSettings, type ProvisioningSettings } from './options.js';
 import { ProvisionerRegistry } from './provisioners.js';
 import { pipelineConnections, warnUnlessNoEviction } from './redis-connections.js';
+import { RedisHeartbeat } from './redis-heartbeat.js';
 import { ReplyChannel } from './reply-channel.js';
 import { watchProvisioners } from './watch.js';
 
@@ -112,6 +113,7 @@ class ClaimPipeline implements ProvisioningPipeline {
   readonly #dispatcher: ClaimDispatcher;
   readonly #replies: ReplyChannel;
   readonly #worker: ClaimWorker;
+  readonly #heartbeat: RedisHeartbeat;
   readonly #stopping = new AbortController();
 
   constructor(options: ProvisioningOptions) {
@@ -124,6 +126,7 @@ class ClaimPipeline implements ProvisioningPipeline {
     const { redis, listener } = connections;
     this.#redis = redis;
     this.#listener = listener;
+    this.#heartbeat = new RedisHeartbeat(redis, redisTimeoutMs(options.redis));
     const bullPrefix = `${prefix}:bull`;
     const queue = new Queue<BatchJob>(QUEUE_NAME, {
       connection: connections.queue,
@@ -210,6 +213,7 @@ class ClaimPipeline implements ProvisioningPipeline {
         logger.error('Redis (--redis-url) is not reachable: claims answer 503 until it is', { err }),
       );
     void this.#listener.connect().catch(() => undefined);
+    this.#heartbeat.start();
     this.#replies.start();
     // A worker places claims from the inventory cache: it takes jobs only once that cache is filled.
     void this.#options.inventories.waitForSync(this.#stopping.signal).then(
@@ -256,6 +260,7 @@ class ClaimPipeline implements ProvisioningPipeline {
     await closeInOrder(
       'the provisioning pipeline',
       [
+        ['heartbeat', () => this.#heartbeat.close()],
         ['provisioners', () => this.provisioners.close()],
         ['worker', () => this.#worker.close()],
         ['queue', () => this.#queue.close()],

@@ -1,7 +1,8 @@
 // Claims through a Redis that stops answering (SIGSTOP: connections stay
 // open, nothing answers), the failure TCP takes minutes to notice. A claim
 // is answered 503 within the Redis timeout, with a message naming Redis,
-// rather than waiting out its claim timeout, as often as it is asked; after
+// rather than waiting out its claim timeout, as often as it is asked; an
+// idle replica turns unready to claim within the timeout too; after
 // SIGCONT the replicas serve again, and a burst of clients that retry with their claimRef through a
 // freeze still gets exactly one sandbox per claimRef. Real apiserver,
 // Redis, two agents over fake-sandboxd, two control-plane replicas.
@@ -139,6 +140,24 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     for (const id of [before.body.id, after.body.id])
       expect((await callClaims(urlOf(first), 'DELETE', `/v1/namespaces/${ns}/claims/${id}`, token)).status).toBe(204);
   }, 120_000);
+
+  it('turns an idle replica unready to claim while Redis is stopped, and ready again after SIGCONT', async () => {
+    await readyToClaim();
+    await freeze();
+    try {
+      // No claim asks: the replicas' heartbeat PING waits, and the Redis timeout drops its connection.
+      const started = performance.now();
+      await eventually(async () => (await Promise.all(replicas.map(claimsReady))).every((ready) => !ready), {
+        what: 'every replica unready to claim while Redis is stopped',
+        timeoutMs: BOUND_MS,
+        intervalMs: 100,
+      });
+      expect(performance.now() - started).toBeLessThan(BOUND_MS);
+    } finally {
+      thaw();
+    }
+    await readyToClaim();
+  }, 60_000);
 
   it('serves a burst of claimRefs exactly once each with Redis stopped for 4 s mid-burst', async () => {
     let attempts = 0;
