@@ -11,7 +11,7 @@ import { Queue, Worker } from 'bullmq';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Federation } from '../../src/federation/federation.js';
-import { pipelineConnections } from '../../src/provisioning/redis-connections.js';
+import { pipelineConnections, type PipelineConnections } from '../../src/provisioning/redis-connections.js';
 import { BLOCK_SECONDS } from '../../src/provisioning/reply-channel.js';
 import type { RedisSettings } from '../../src/redis/connection.js';
 
@@ -69,7 +69,7 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
   });
 
   /** The claim pipeline's connections, connected; closed after the case. */
-  async function claimConnections(on = settings): Promise<ReturnType<typeof pipelineConnections>> {
+  async function claimConnections(on = settings): Promise<PipelineConnections> {
     const connections = pipelineConnections(on, silentLogger);
     cleanups.push(() => {
       connections.redis.disconnect();
@@ -77,6 +77,29 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     });
     await Promise.all([connections.redis.connect(), connections.listener.connect()]);
     return connections;
+  }
+
+  /** A BullMQ Queue and a Worker on the claim pipeline's connection options, noting the jobs served; closed after. */
+  function queueAndWorker(
+    name: string,
+    queueConnection: PipelineConnections['queue'],
+    workerConnection: PipelineConnections['worker'],
+    drainDelay: number,
+  ): { queue: Queue; worker: Worker; served: string[] } {
+    const queue = new Queue(name, { connection: queueConnection, prefix: 'frozen' });
+    const served: string[] = [];
+    const worker = new Worker(
+      name,
+      async (job) => {
+        served.push(job.id ?? '');
+      },
+      { connection: workerConnection, prefix: 'frozen', drainDelay },
+    );
+    cleanups.push(async () => {
+      await worker.close(true);
+      await queue.close();
+    });
+    return { queue, worker, served };
   }
 
   it('fails a claim-path command within the timeout, makes the connection anew, serves after SIGCONT, and runs no command twice', async () => {
@@ -133,21 +156,9 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     expect(pop.error).toBeUndefined();
     expect(pop.ms).toBeGreaterThanOrEqual(BLOCK_SECONDS * 1000 - 100);
 
-    const queue = new Queue('frozen-block', { connection: queueConnection, prefix: 'frozen' });
-    const errors: string[] = [];
-    const served: string[] = [];
     // drainDelay: an idle worker's BZPOPMIN blocks 3 s, 10 × this timeout.
-    const worker = new Worker(
-      'frozen-block',
-      async (job) => {
-        served.push(job.id ?? '');
-      },
-      { connection: workerConnection, prefix: 'frozen', drainDelay: 3 },
-    );
-    cleanups.push(async () => {
-      await worker.close(true);
-      await queue.close();
-    });
+    const { queue, worker, served } = queueAndWorker('frozen-block', queueConnection, workerConnection, 3);
+    const errors: string[] = [];
     queue.on('error', (err: Error) => errors.push(err.message));
     worker.on('error', (err: Error) => errors.push(err.message));
     await worker.waitUntilReady();
@@ -159,19 +170,7 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
 
   it('brings BullMQ’s worker and the reply listener back after SIGCONT', async () => {
     const { listener, queue: queueConnection, worker: workerConnection } = await claimConnections();
-    const queue = new Queue('frozen-back', { connection: queueConnection, prefix: 'frozen' });
-    const served: string[] = [];
-    const worker = new Worker(
-      'frozen-back',
-      async (job) => {
-        served.push(job.id ?? '');
-      },
-      { connection: workerConnection, prefix: 'frozen', drainDelay: 1 },
-    );
-    cleanups.push(async () => {
-      await worker.close(true);
-      await queue.close();
-    });
+    const { queue, worker, served } = queueAndWorker('frozen-back', queueConnection, workerConnection, 1);
     queue.on('error', () => undefined);
     worker.on('error', () => undefined);
     await worker.waitUntilReady();
