@@ -5,13 +5,13 @@
 // end with exactly one sandbox on the nodes, the one its client was answered,
 // and nothing else may be left claimed. Real apiserver, Redis, three agents
 // over fake-sandboxd and two control-plane replicas.
-import { eventually, sleep, template, warmPool } from '@warmpool/harness';
+import { sleep, template, warmPool } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../src/options.js';
 import { burstOnNodes, claimBurst, releaseBurst, serviceAccountToken, type ClaimBurst } from '../support/claims.js';
 import { apply } from '../support/objects.js';
 import { testWorld, type TestWorld } from '../support/world.js';
-import { claimsReady } from '../support/metrics.js';
+import { everyReadyToClaim, startClaimReplicas } from '../support/claim-replicas.js';
 
 const TOKEN = 'fleet-token-for-crash-tests';
 const IMAGE = 'registry.test/crash:1';
@@ -30,30 +30,16 @@ describe('claims through a Redis crash (real apiserver, Redis, agents; two repli
     ns = await world.namespace('crash');
     token = await serviceAccountToken(world.cluster, ns, 'burst', ['create', 'get', 'update', 'delete']);
     await apply(world.cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'python', 'tpl', 30));
-    replicas = [];
-    for (let i = 0; i < 2; i++)
-      replicas.push(
-        await world.controlPlane('default', {
-          claims: world.claimsOptions({ settings: { claimTimeoutMs: 6_000 } }),
-          sandboxClaims: { janitor: { intervalMs: 3_600_000, recoveryPollMs: 200 } },
-        }),
-      );
-    await eventually(() => replicas.some((r) => r.isLeader()), { what: 'a leader' });
-    await eventually(async () => (await world.fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w >= 10), {
-      what: '10 warm on every node',
-      timeoutMs: 30_000,
+    replicas = await startClaimReplicas(world, {
+      claims: { settings: { claimTimeoutMs: 6_000 } },
+      warmKey: `${IMAGE}|none|small`,
+      warmPerNode: 10,
     });
-    await readyToClaim();
   });
 
   afterAll(() => world?.close());
 
-  async function readyToClaim(): Promise<void> {
-    await eventually(async () => (await Promise.all(replicas.map(claimsReady))).every(Boolean), {
-      what: 'every replica ready to claim',
-      timeoutMs: 30_000,
-    });
-  }
+  const readyToClaim = (): Promise<void> => everyReadyToClaim(replicas);
 
   const burstOf = (run: number): ClaimBurst => ({
     urls: () => replicas.map((r) => r.claimsUrl ?? ''),

@@ -19,6 +19,7 @@ import {
   serviceAccountToken,
   type ClaimBurst,
 } from '../support/claims.js';
+import { everyReadyToClaim, startClaimReplicas } from '../support/claim-replicas.js';
 import { claimsReady } from '../support/metrics.js';
 import { apply } from '../support/objects.js';
 import { testWorld, type TestWorld } from '../support/world.js';
@@ -60,25 +61,16 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     ns = await world.namespace('frozen');
     token = await serviceAccountToken(world.cluster, ns, 'frozen', ['create', 'get', 'update', 'delete']);
     await apply(world.cluster, template(ns, 'tpl', IMAGE), warmPool(ns, 'python', 'tpl', 20));
-    replicas = [];
-    for (let i = 0; i < 2; i++)
-      replicas.push(
-        await world.controlPlane('default', {
-          claims: world.claimsOptions({
-            redis: { url: world.redis.url, timeoutMs: REDIS_TIMEOUT_MS },
-            // A claimRef whose batch Redis cut short waits for the node it was sent to up to the cold timeout
-            // before it is placed elsewhere; short here, so such a claimRef is served again within seconds.
-            settings: { claimTimeoutMs: CLAIM_TIMEOUT_MS, coldNodeTimeoutMs: 5_000 },
-          }),
-          sandboxClaims: { janitor: { intervalMs: 3_600_000, recoveryPollMs: 200 } },
-        }),
-      );
-    await eventually(() => replicas.some((r) => r.isLeader()), { what: 'a leader' });
-    await eventually(async () => (await world.fleet.warmOf(`${IMAGE}|none|small`)).every((w) => w >= 10), {
-      what: '10 warm on every node',
-      timeoutMs: 30_000,
+    replicas = await startClaimReplicas(world, {
+      claims: {
+        redis: { url: world.redis.url, timeoutMs: REDIS_TIMEOUT_MS },
+        // A claimRef whose batch Redis cut short waits for the node it was sent to up to the cold timeout
+        // before it is placed elsewhere; short here, so such a claimRef is served again within seconds.
+        settings: { claimTimeoutMs: CLAIM_TIMEOUT_MS, coldNodeTimeoutMs: 5_000 },
+      },
+      warmKey: `${IMAGE}|none|small`,
+      warmPerNode: 10,
     });
-    await readyToClaim();
   });
 
   // Never leave Redis stopped: the next case, and the world's teardown, need it to answer.
@@ -89,12 +81,7 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     await world?.close();
   });
 
-  async function readyToClaim(): Promise<void> {
-    await eventually(async () => (await Promise.all(replicas.map(claimsReady))).every(Boolean), {
-      what: 'every replica ready to claim',
-      timeoutMs: 30_000,
-    });
-  }
+  const readyToClaim = (): Promise<void> => everyReadyToClaim(replicas);
 
   it('answers a claim 503 within the Redis timeout while Redis is stopped, and serves it once after SIGCONT', async () => {
     const [first] = replicas;
