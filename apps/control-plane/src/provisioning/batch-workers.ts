@@ -60,6 +60,7 @@ export function batchWorker(parts: BatchWorkerParts): ClaimWorker {
     concurrency: settings.workerConcurrency,
     lockDurationMs: settings.lockDurationMs,
     stalledIntervalMs: settings.stalledIntervalMs,
+    drainMs: settings.claimTimeoutMs,
     metrics,
     logger,
   });

@@ -1,12 +1,19 @@
 // The worker side of the claim queue: a BullMQ Worker whose handler claims a
 // batch on the nodes (BatchClaimer) and sends each outcome back to the
 // replica whose callers wait, as soon as it is final (ReplyBatcher).
+//
+// Closing drains: the worker takes no new batch, serves the ones under way up
+// to their deadline (by which each of their callers has had an answer), then
+// gives BullMQ the Redis timeout to record them (RedisClose). A batch whose
+// end went unrecorded is served again by a replica's stalled check, which
+// asks the nodes it tried first: nothing is claimed twice.
 import { batchProgressSchema, readBatchJob, type BatchJob, type BatchReply } from '@warmpool/api';
 import { messageOf, type Logger } from '@warmpool/runtime';
 import { Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { BatchClaimer } from './batch-claimer.js';
 import type { ProvisioningMetrics } from './metrics.js';
 import { ReplyBatcher } from './reply-batcher.js';
+import { settlesWithin, type RedisClose } from './redis-close.js';
 
 export interface ClaimWorkerOptions {
   queueName: string;
@@ -18,6 +25,8 @@ export interface ClaimWorkerOptions {
   concurrency: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
+  /** How long a close waits for the batches under way: their deadline, the claim timeout. */
+  drainMs: number;
   metrics: ProvisioningMetrics;
   logger: Logger;
 }
@@ -26,6 +35,7 @@ export class ClaimWorker {
   readonly #options: ClaimWorkerOptions;
   #worker: Worker<BatchJob> | undefined;
   #closed = false;
+  readonly #serving = new Set<Promise<void>>();
 
   constructor(options: ClaimWorkerOptions) {
     this.#options = options;
@@ -35,7 +45,7 @@ export class ClaimWorker {
   start(): void {
     if (this.#closed || this.#worker !== undefined) return;
     const o = this.#options;
-    const worker = new Worker<BatchJob>(o.queueName, (job) => this.#handle(job), {
+    const worker = new Worker<BatchJob>(o.queueName, (job) => this.#serve(job), {
       connection: o.connection,
       prefix: o.prefix,
       concurrency: o.concurrency,
@@ -58,9 +68,22 @@ export class ClaimWorker {
     this.#worker = worker;
   }
 
-  async close(): Promise<void> {
+  /** Drains (see the top of this file); `redis` bounds what is left of the close once the batches are done. */
+  async close(redis: RedisClose): Promise<void> {
     this.#closed = true;
-    await this.#worker?.close();
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    const closing = worker.close();
+    await settlesWithin(Promise.allSettled(this.#serving), this.#options.drainMs);
+    await redis.closeOrCut('the claim worker', closing, () => worker.disconnect());
+  }
+
+  #serve(job: Job<BatchJob>): Promise<void> {
+    const serving = this.#handle(job);
+    this.#serving.add(serving);
+    const done = (): void => void this.#serving.delete(serving);
+    serving.then(done, done);
+    return serving;
   }
 
   async #handle(job: Job<BatchJob>): Promise<void> {

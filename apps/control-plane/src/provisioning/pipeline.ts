@@ -45,6 +45,7 @@ import { nodeOwnerAddrs } from './node-owner-addrs.js';
 import { provisioningSettings, type ProvisioningSettings } from './options.js';
 import { ProvisionerRegistry } from './provisioners.js';
 import { pipelineConnections, warnUnlessNoEviction } from './redis-connections.js';
+import { RedisClose } from './redis-close.js';
 import { RedisHeartbeat } from './redis-heartbeat.js';
 import { ReplyChannel } from './reply-channel.js';
 import { watchProvisioners } from './watch.js';
@@ -257,13 +258,18 @@ class ClaimPipeline implements ProvisioningPipeline {
 
   async close(): Promise<void> {
     this.#stopping.abort();
+    const redis = new RedisClose({
+      timeoutMs: redisTimeoutMs(this.#options.redis),
+      answering: () => this.#redis.status === 'ready',
+      logger: this.#options.logger,
+    });
     await closeInOrder(
       'the provisioning pipeline',
       [
         ['heartbeat', () => this.#heartbeat.close()],
         ['provisioners', () => this.provisioners.close()],
-        ['worker', () => this.#worker.close()],
-        ['queue', () => this.#queue.close()],
+        ['worker', () => this.#worker.close(redis)],
+        ['queue', () => redis.closeOrCut('the claim queue', this.#queue.close(), () => this.#queue.disconnect())],
         ['replies', () => this.#replies.close()],
         ['agents', () => this.#agents.close()],
         ['index', () => this.index.close()],

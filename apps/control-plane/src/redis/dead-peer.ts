@@ -14,7 +14,11 @@
 //   is why a resend could run it twice;
 // - the TCP connect and TLS handshake, and each question to a Sentinel, are
 //   bounded by T too; TCP keepalive probes an idle connection after T
-//   (a partitioned subscriber, which waits for nothing, is noticed then).
+//   (a partitioned subscriber, which waits for nothing, is noticed then);
+// - a disconnect waits DISCONNECT_WAIT_MS for Redis to close its end, then
+//   destroys the socket: a running Redis closes at once, a stopped one never
+//   does, and ioredis's own 2 s wait made every cut connection hold a
+//   shutdown that long.
 //
 // A blocking command (BLPOP, XREAD BLOCK, BullMQ's BZPOPMIN) waits for its
 // block on purpose: its connection's bounds are T plus the longest block
@@ -27,6 +31,9 @@ export const DEFAULT_REDIS_TIMEOUT_MS = 10_000;
 /** The longest a BullMQ Worker's BZPOPMIN blocks (BullMQ caps its block at 10 s). */
 export const BULLMQ_MAX_BLOCK_MS = 10_000;
 
+/** How long a disconnect waits for Redis to close its end of the socket before the socket is destroyed. */
+export const DISCONNECT_WAIT_MS = 200;
+
 /** The options that bound every wait of a connection whose commands never block. */
 export function deadPeerOptions(timeoutMs: number): RedisOptions {
   return {
@@ -35,6 +42,7 @@ export function deadPeerOptions(timeoutMs: number): RedisOptions {
     connectTimeout: timeoutMs,
     sentinelCommandTimeout: timeoutMs,
     keepAlive: timeoutMs,
+    disconnectTimeout: DISCONNECT_WAIT_MS,
     autoResendUnfulfilledCommands: false,
   };
 }

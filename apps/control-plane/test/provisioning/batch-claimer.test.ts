@@ -28,6 +28,7 @@ import type { AgentClient, ClaimAnswer } from '../../src/agents/client.js';
 import { BatchClaimer, type BatchJobHandle } from '../../src/provisioning/batch-claimer.js';
 import { ClaimIndex } from '../../src/provisioning/claim-index.js';
 import { ClaimWorker } from '../../src/provisioning/claim-worker.js';
+import { RedisClose } from '../../src/provisioning/redis-close.js';
 import type { ClaimScope } from '../../src/provisioning/claim-service.js';
 import { ProvisioningMetrics, type ProvisioningReaders } from '../../src/provisioning/metrics.js';
 import { Placement } from '../../src/provisioning/placement.js';
@@ -509,6 +510,7 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
           concurrency: 1,
           lockDurationMs: 500,
           stalledIntervalMs: 200,
+          drainMs: 1_000,
           metrics: new ProvisioningMetrics(new Registry(), noReaders),
           logger: silentLogger,
         });
@@ -549,7 +551,8 @@ describe('BatchClaimer (real Redis, scripted nodes)', () => {
         ]);
       } finally {
         hear({ ok: false, refusal: { kind: 'unreachable', message: 'the worker was gone' } });
-        await Promise.all([first.close(), second?.close()]);
+        const redisClose = new RedisClose({ timeoutMs: 1_000, answering: () => true, logger: silentLogger });
+        await Promise.all([first.close(redisClose), second?.close(redisClose)]);
         await queue.close();
       }
     });

@@ -2,7 +2,8 @@
 // open, nothing answers), the failure TCP takes minutes to notice. A claim
 // is answered 503 within the Redis timeout, with a message naming Redis,
 // rather than waiting out its claim timeout, as often as it is asked; an
-// idle replica turns unready to claim within the timeout too; after
+// idle replica turns unready to claim within the timeout too, and closes
+// within it (a shutdown fits --shutdown-timeout); after
 // SIGCONT the replicas serve again, and a burst of clients that retry with their claimRef through a
 // freeze still gets exactly one sandbox per claimRef. Real apiserver,
 // Redis, two agents over fake-sandboxd, two control-plane replicas.
@@ -32,6 +33,11 @@ const REDIS_TIMEOUT_MS = 1_000;
 const CLAIM_TIMEOUT_MS = 30_000;
 /** What a bounded failure may take on a loaded CI machine. */
 const BOUND_MS = 15_000;
+/**
+ * A replica's close with Redis stopped: one Redis timeout, then its connections are cut. It used to wait out
+ * BullMQ's 10 s block twice, and the Queue's QUIT too.
+ */
+const CLOSE_BOUND_MS = 5_000;
 
 describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, Redis, agents; two replicas)', () => {
   let world: TestWorld;
@@ -144,6 +150,27 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
       thaw();
     }
     await readyToClaim();
+  }, 60_000);
+
+  it('closes a replica within one Redis timeout while Redis is stopped, and the others serve after SIGCONT', async () => {
+    const third = await world.controlPlane('default', {
+      claims: world.claimsOptions({ redis: { url: world.redis.url, timeoutMs: REDIS_TIMEOUT_MS } }),
+    });
+    await everyReadyToClaim([third]);
+    await freeze();
+    try {
+      const started = performance.now();
+      await third.close();
+      expect(performance.now() - started).toBeLessThan(CLOSE_BOUND_MS);
+    } finally {
+      thaw();
+    }
+    await readyToClaim();
+    const served = await claim(urlOf(replicas[0]), 'after-a-close');
+    expect(served.status).toBe(200);
+    expect(
+      (await callClaims(urlOf(replicas[0]), 'DELETE', `/v1/namespaces/${ns}/claims/${served.body.id}`, token)).status,
+    ).toBe(204);
   }, 60_000);
 
   it('serves a burst of claimRefs exactly once each with Redis stopped for 4 s mid-burst', async () => {

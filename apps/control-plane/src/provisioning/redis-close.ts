@@ -1,0 +1,75 @@
+// Closing what talks to Redis within the Redis timeout, so that a shutdown
+// with Redis stopped (SIGSTOP, a paused VM, a partition) ends well inside
+// --shutdown-timeout. BullMQ's graceful close waits on Redis: the Worker's
+// blocking read is retried on a new connection, its bookkeeping and the
+// Queue's QUIT each wait out the timeout, so a stopped Redis held a replica's
+// close for two blocks plus three timeouts (50 s at the defaults).
+//
+// Each graceful close gets at most the Redis timeout T; past it, its
+// connections are cut (what it still waited for fails at once), and the
+// close is left after CUT_WAIT_MS at most. Once Redis is seen away (the
+// commands connection is not ready, or one close went unanswered) every
+// later one is cut at once: nothing more can be recorded.
+import type { Logger } from '@warmpool/runtime';
+
+/**
+ * How long a cut close may take: cutting is local (each socket is destroyed redis/dead-peer.ts's
+ * DISCONNECT_WAIT_MS after its disconnect), but BullMQ disconnects a connection only once its first commands (the handshake it sends on
+ * connecting) have settled, and with Redis stopped those wait out their own timeout.
+ */
+const CUT_WAIT_MS = 1_000;
+
+export interface RedisCloseOptions {
+  /** The Redis timeout T: the longest a graceful close may wait for Redis. */
+  timeoutMs: number;
+  /** Whether Redis answers now, by the commands connection (the dead-peer timeout drops it when Redis stops). */
+  answering(): boolean;
+  logger: Logger;
+}
+
+export class RedisClose {
+  readonly #options: RedisCloseOptions;
+  #unanswered = false;
+
+  constructor(options: RedisCloseOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Awaits `closing` for at most the Redis timeout (not at all once Redis is seen away), then cuts: `cut()` drops
+   * the connections `closing` waits on, and `closing` is awaited once more, CUT_WAIT_MS at most.
+   */
+  async closeOrCut(what: string, closing: Promise<unknown>, cut: () => unknown): Promise<void> {
+    const { timeoutMs, logger } = this.#options;
+    // Its failure is the caller's to hear (the await below), never an unhandled rejection while the cut runs.
+    closing.catch(() => undefined);
+    if (!this.#unanswered && this.#options.answering() && (await settlesWithin(closing, timeoutMs))) {
+      await closing;
+      return;
+    }
+    this.#unanswered = true;
+    logger.warn(`closing ${what} without waiting for Redis: it does not answer`, { timeoutMs });
+    const cutting = Promise.allSettled([Promise.resolve().then(cut), closing]);
+    if (!(await settlesWithin(cutting, CUT_WAIT_MS)))
+      logger.warn(`left ${what} closing: its connections end with the process`, { waitedMs: CUT_WAIT_MS });
+  }
+}
+
+/** Whether `promise` settles (either way) within `ms`; the timer is cleared as soon as it does. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      expired,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
