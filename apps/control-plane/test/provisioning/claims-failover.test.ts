@@ -3,7 +3,9 @@
 // enough that it dies mid-job). The other takes those jobs over, asks the
 // nodes the dead worker had asked, and answers every claim exactly once: the
 // distinct claim_refs on the nodes equal the claims made, and after releasing
-// everything no node holds a claim.
+// everything no node holds a claim. A replica stopped with SIGTERM (a rolling
+// update) serves the jobs it holds to the end before it exits: none is left
+// for another replica to take over.
 import { claimBodySchema } from '@warmpool/api';
 import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,10 +24,11 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
   let fleet: Fleet;
   let ns: string;
   let user: string;
+  const started: Replica[] = [];
 
   /** A replica process ready to claim, its claim worker serving this many jobs at once. */
   async function replica(identity: string, workerConcurrency: number, extraArgs: string[] = []): Promise<Replica> {
-    return startReplica(world.replicaOptions('default'), identity, {
+    const r = await startReplica(world.replicaOptions('default'), identity, {
       claims: { redisUrl: world.redis.url },
       args: [
         '--claim-worker-concurrency',
@@ -44,6 +47,18 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
       ],
       timeoutMs: 30_000,
     });
+    started.push(r);
+    return r;
+  }
+
+  /** Batch jobs every replica still running has found stalled and taken over, so far. */
+  async function stalledJobs(): Promise<number> {
+    let total = 0;
+    for (const r of started.filter((s) => s.proc.running)) {
+      const text = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
+      total += Number(/warmpool_controlplane_claim_jobs_stalled_total (\d+)/.exec(text)?.[1] ?? 0);
+    }
+    return total;
   }
 
   /** Batch jobs being served right now, as the replica reads the shared queue. */
@@ -113,6 +128,46 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     for (const claim of claims)
       expect((await callClaims(base, 'DELETE', `${path}/${claim.claimRef}`, user)).status).toBe(204);
     expect(await claimsOnNodes(fleet, TOKEN)).toEqual([]);
+  });
+
+  it('serves the jobs a replica holds to the end when it is stopped with SIGTERM: none stalls, every claim once', async () => {
+    const stays = await replica('stays', 1);
+    const leaves = await replica('leaves', 64);
+    const base = stays.claimsUrl ?? '';
+    const path = `/v1/namespaces/${ns}/claims`;
+    const stalledBefore = await stalledJobs();
+
+    const refs = Array.from({ length: 24 }, (_, i) => `term-${i}`);
+    const answers = Promise.all(
+      refs.map(async (claimRef, i) => {
+        await sleep((i % 6) * 40);
+        return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
+      }),
+    );
+    await eventually(async () => (await activeJobs(stays)) >= 2, {
+      what: "the leaving replica's worker to hold a job",
+      intervalMs: 20,
+    });
+    // The default --shutdown-timeout (20 s) bounds its close; the jobs' cold boots take COLD_BOOT_MS.
+    expect(await leaves.proc.stop('SIGTERM', 30_000)).toEqual({ code: 0, signal: null });
+    const answered = await answers;
+
+    expect(
+      answered.map((x) => x.status),
+      JSON.stringify(answered.filter((x) => x.status !== 200).map((x) => x.body)),
+    ).toEqual(refs.map(() => 200));
+    const claims = answered.map((x) => claimBodySchema.parse(x.body));
+    expect(new Set(claims.map((c) => c.id)).size).toBe(refs.length);
+    // It finished what it held: no replica had to take a job over.
+    expect(await stalledJobs()).toBe(stalledBefore);
+    const held = (await claimsOnNodes(fleet, TOKEN))
+      .map((c) => claimOfNodeRef(c.claimRef))
+      .filter((ref) => ref?.startsWith(`${ns}/term-`) === true);
+    expect(held.sort()).toEqual(refs.map((r) => `${ns}/${r}`).sort());
+
+    for (const claim of claims)
+      expect((await callClaims(base, 'DELETE', `${path}/${claim.claimRef}`, user)).status).toBe(204);
+    await stays.proc.stop();
   });
 
   it('answers 504 Timeout when no node answers in time, and releases what lands later for a caller without a claimRef', async () => {
