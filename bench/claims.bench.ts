@@ -17,14 +17,15 @@
 // plane and the bare design: user and system CPU, read and write system calls, per claim.
 import { randomBytes } from 'node:crypto';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
-import { freePort, infoFields, respCommand, sleep, startCluster, startRedis } from '@warmpool/harness';
+import { freePort, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { Pool } from 'undici';
-import { scrapeWrites, type WriteCounts } from './lib/apiserver-metrics.ts';
 import { chartNodeFlags, flagsFromEnv } from './lib/chart-flags.ts';
+import { drive, merge, type PathResult } from './lib/claim-load.ts';
+import { addGc, bareGc, gcText, STAGES, type GcTally } from './lib/claim-path-metrics.ts';
+import { ClaimRoundMeter } from './lib/claim-round-meter.ts';
 import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
-import { parseSamples } from './lib/prom-text.ts';
 import { cpuMsOf, memoryOf } from './lib/proc.ts';
 import { countedBy, emptyKernel, kernelText } from './lib/kernel-tally.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
@@ -49,8 +50,6 @@ const POOL = 'claims';
 /** Issue 21's goal at 32 in flight: at least half the direct-agent rate measured in the same run, p99 ≤ 50 ms. */
 const GOAL_SHARE = 0.5;
 const GOAL_P99_MS = 50;
-/** The worker stages of claim_stage_seconds, in the order a claim meets them. */
-const STAGES = ['queue', 'reserve', 'node', 'record'] as const;
 
 const cluster = await startCluster({ name: 'bench-claims' });
 const redis = await startRedis();
@@ -97,170 +96,6 @@ async function kubectl(args: string[]): Promise<string> {
   const result = await cluster.kubectl(args);
   if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
   return result.stdout;
-}
-
-interface PathResult {
-  latencies: number[];
-  claims: number;
-  errors: number;
-  elapsedMs: number;
-}
-
-/** Keeps `concurrency` claims in flight for `durationMs`. */
-async function drive(
-  pool: Pool,
-  concurrency: number,
-  durationMs: number,
-  request: (i: number) => { path: string; body: string; authorization: string },
-): Promise<PathResult> {
-  const latencies: number[] = [];
-  let errors = 0;
-  let next = 0;
-  const started = performance.now();
-  const end = started + durationMs;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        const { path, body, authorization } = request(next++);
-        const t0 = performance.now();
-        try {
-          const res = await pool.request({
-            method: 'POST',
-            path,
-            body,
-            headers: { authorization, 'content-type': 'application/json' },
-          });
-          await res.body.text();
-          if (res.statusCode === 200) latencies.push(performance.now() - t0);
-          else errors++;
-        } catch {
-          errors++;
-        }
-      }
-    }),
-  );
-  return { latencies, claims: latencies.length, errors, elapsedMs: performance.now() - started };
-}
-
-function merge(results: PathResult[]): PathResult {
-  return {
-    latencies: results.flatMap((r) => r.latencies),
-    claims: results.reduce((n, r) => n + r.claims, 0),
-    errors: results.reduce((n, r) => n + r.errors, 0),
-    elapsedMs: results.reduce((n, r) => n + r.elapsedMs, 0),
-  };
-}
-
-/** Commands Redis has run so far, and how many of them were scripts (EVALSHA / EVAL): BullMQ's and the index's. */
-async function redisCalls(): Promise<{ total: number; scripts: number; byCommand: Map<string, number> }> {
-  const info = infoFields(await respCommand(redis.target, ['INFO', 'commandstats']));
-  let total = 0;
-  let scripts = 0;
-  const byCommand = new Map<string, number>();
-  for (const [name, value] of Object.entries(info)) {
-    if (!name.startsWith('cmdstat_')) continue;
-    const calls = Number(/calls=(\d+)/.exec(value)?.[1] ?? 0);
-    total += calls;
-    byCommand.set(name.slice('cmdstat_'.length), calls);
-    if (name === 'cmdstat_evalsha' || name === 'cmdstat_eval') scripts += calls;
-  }
-  return { total, scripts, byCommand };
-}
-
-/** The commands run between two readings, most first: `name count`. */
-function topCommands(before: Map<string, number>, after: Map<string, number>, per: number): string {
-  return [...after]
-    .map(([name, n]): [string, number] => [name, n - (before.get(name) ?? 0)])
-    .filter(([, n]) => n > 0)
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 5)
-    .map(([name, n]) => `${name} ${(n / Math.max(1, per)).toFixed(2)}`)
-    .join(', ');
-}
-
-interface Tally {
-  count: number;
-  sum: number;
-}
-
-function batchStats(text: string): Tally {
-  const count = parseSamples(text, 'warmpool_controlplane_claim_batch_size_count').reduce((n, s) => n + s.value, 0);
-  const sum = parseSamples(text, 'warmpool_controlplane_claim_batch_size_sum').reduce((n, s) => n + s.value, 0);
-  return { count, sum };
-}
-
-/** claim_stage_seconds per stage: observations and their sum (seconds). */
-function stageStats(text: string): Map<string, Tally> {
-  const tallies = new Map<string, Tally>(STAGES.map((stage) => [stage, { count: 0, sum: 0 }]));
-  for (const [suffix, field] of [
-    ['_count', 'count'],
-    ['_sum', 'sum'],
-  ] as const)
-    for (const sample of parseSamples(text, `warmpool_controlplane_claim_stage_seconds${suffix}`)) {
-      const tally = tallies.get(sample.labels.get('stage') ?? '');
-      if (tally !== undefined) tally[field] += sample.value;
-    }
-  return tallies;
-}
-
-function addTallies(into: Map<string, Tally>, before: Map<string, Tally>, after: Map<string, Tally>): void {
-  for (const [stage, tally] of into) {
-    tally.count += (after.get(stage)?.count ?? 0) - (before.get(stage)?.count ?? 0);
-    tally.sum += (after.get(stage)?.sum ?? 0) - (before.get(stage)?.sum ?? 0);
-  }
-}
-
-/** GC pauses of a process: how many, their total, and how many were over 10 ms (each one stalls every claim in flight). */
-interface GcTally {
-  count: number;
-  ms: number;
-  over10ms: number;
-}
-
-/** The control plane's pauses so far, from prom-client's nodejs_gc_duration_seconds (every kind). */
-function controlPlaneGc(text: string): GcTally {
-  const total = (suffix: string, le?: string): number =>
-    parseSamples(text, `nodejs_gc_duration_seconds${suffix}`)
-      .filter((sample) => le === undefined || sample.labels.get('le') === le)
-      .reduce((n, sample) => n + sample.value, 0);
-  const count = total('_count');
-  return { count, ms: total('_sum') * 1000, over10ms: count - total('_bucket', '0.01') };
-}
-
-async function bareGc(base: string): Promise<GcTally> {
-  return (await (await fetch(`${base}/gc`)).json()) as GcTally;
-}
-
-function addGc(into: GcTally, before: GcTally, after: GcTally): void {
-  into.count += after.count - before.count;
-  into.ms += after.ms - before.ms;
-  into.over10ms += after.over10ms - before.over10ms;
-}
-
-function gcText(gc: GcTally, claims: number): string {
-  return `${gc.count} pauses, ${gc.ms.toFixed(0)} ms (${((gc.ms * 1000) / Math.max(1, claims)).toFixed(0)} µs per claim), ${gc.over10ms} over 10 ms`;
-}
-
-/**
- * Objects a claim could be written as; anything else written meanwhile is background (leases, inventories, reviews).
- */
-const CLAIM_RESOURCES = new Set(['sandboxclaims', 'sandboxclaims/status', 'sandboxes', 'sandboxes/status', 'secrets']);
-
-function writesDelta(
-  before: WriteCounts,
-  after: WriteCounts,
-): { total: number; perClaimKinds: number; byResource: string } {
-  let total = 0;
-  let perClaimKinds = 0;
-  const parts: string[] = [];
-  for (const [resource, n] of after) {
-    const delta = n - (before.get(resource) ?? 0);
-    if (delta <= 0) continue;
-    total += delta;
-    if (CLAIM_RESOURCES.has(resource)) perClaimKinds += delta;
-    parts.push(`${resource} ${delta}`);
-  }
-  return { total, perClaimKinds, byResource: parts.join(', ') || 'none' };
 }
 
 /** The design's floor row: the bare path's rate, latency and CPU per claim. */
@@ -337,14 +172,12 @@ try {
     let bareCpuMs = 0;
     const bareGcTally: GcTally = { count: 0, ms: 0, over10ms: 0 };
     const bareKernel = emptyKernel();
-    const httpKernel = emptyKernel();
-    const httpGc: GcTally = { count: 0, ms: 0, over10ms: 0 };
     const http: PathResult[] = [];
-    let batches = { count: 0, sum: 0 };
-    const stages = stageStats('');
-    let writes = { total: 0, perClaimKinds: 0, byResource: '' };
-    let cpu = { controlPlane: 0, redis: 0 };
-    let calls = { total: 0, scripts: 0, top: '' };
+    const meter = new ClaimRoundMeter({
+      controlPlane,
+      redis,
+      apiserver: { server: cluster.server, tls: cluster.adminTls },
+    });
     for (let round = 0; round < ROUNDS; round++) {
       // Direct: the same number in flight, split over the agents (at 1 in flight, the first agent only).
       const shares = agentPools.map((_, a) => Math.floor(concurrency / NODES) + (a < concurrency % NODES ? 1 : 0));
@@ -371,45 +204,16 @@ try {
         bareCpuMs += cpuMsOf(bare.pid) - bareCpuBefore;
         addGc(bareGcTally, gcBefore, await bareGc(bare.base));
       }
-      const pageBefore = await controlPlane.metrics();
-      const metricsBefore = batchStats(pageBefore);
-      const stagesBefore = stageStats(pageBefore);
-      const writesBefore = await scrapeWrites(cluster.server, cluster.adminTls);
-      const cpuBefore = { controlPlane: cpuMsOf(controlPlane.pid), redis: cpuMsOf(redis.pid) };
-      const callsBefore = await redisCalls();
+      // The HTTP claim API, with what the control plane, the apiserver and Redis counted meanwhile.
       const turn = (): Promise<PathResult> =>
         drive(claimsPool, concurrency, ROUND_MS, () => ({
           path: '/v1/namespaces/default/claims',
           body: httpBody,
           authorization: `Bearer ${userToken}`,
         }));
-      http.push(await countedBy(controlPlane.pid, httpKernel, () => cpAllocations?.sample(turn) ?? turn()));
-      const callsAfter = await redisCalls();
-      calls = {
-        total: calls.total + callsAfter.total - callsBefore.total,
-        scripts: calls.scripts + callsAfter.scripts - callsBefore.scripts,
-        top: topCommands(callsBefore.byCommand, callsAfter.byCommand, http[http.length - 1]?.claims ?? 0),
-      };
-      cpu = {
-        controlPlane: cpu.controlPlane + cpuMsOf(controlPlane.pid) - cpuBefore.controlPlane,
-        redis: cpu.redis + cpuMsOf(redis.pid) - cpuBefore.redis,
-      };
-      const writesAfter = await scrapeWrites(cluster.server, cluster.adminTls);
-      const pageAfter = await controlPlane.metrics();
-      const metricsAfter = batchStats(pageAfter);
-      addTallies(stages, stagesBefore, stageStats(pageAfter));
-      addGc(httpGc, controlPlaneGc(pageBefore), controlPlaneGc(pageAfter));
-      batches = {
-        count: batches.count + metricsAfter.count - metricsBefore.count,
-        sum: batches.sum + metricsAfter.sum - metricsBefore.sum,
-      };
-      const delta = writesDelta(writesBefore, writesAfter);
-      writes = {
-        total: writes.total + delta.total,
-        perClaimKinds: writes.perClaimKinds + delta.perClaimKinds,
-        byResource: delta.byResource,
-      };
+      http.push(await meter.round(() => cpAllocations?.sample(turn) ?? turn()));
     }
+    const { batches, stages, gc: httpGc, cpu, kernel: httpKernel, calls, writes } = meter;
     const d = merge(direct);
     const h = merge(http);
     const rate = (r: PathResult): number => (r.claims / r.elapsedMs) * 1000;
@@ -470,10 +274,10 @@ try {
       ],
       [
         `apiserver writes per HTTP claim, ${concurrency} in flight`,
-        `${writes.perClaimKinds} claim/sandbox/secret writes; ${writes.total} writes of any kind over ${h.claims} claims (last round: ${writes.byResource})`,
+        `${writes.claimKinds} claim/sandbox/secret writes; ${writes.total} writes of any kind over ${h.claims} claims (last round: ${writes.byResource})`,
         '0',
         '',
-        pass(writes.perClaimKinds === 0 && writes.total < h.claims / 10),
+        pass(writes.claimKinds === 0 && writes.total < h.claims / 10),
       ],
     );
   }

@@ -56,6 +56,30 @@ export async function scrapeWrites(server: string, tls: TlsClientAuth): Promise<
   return parseWrites(await fetchMetrics(server, tls));
 }
 
+/**
+ * Objects a claim could be written as; anything else written meanwhile is background (leases, inventories, reviews).
+ */
+export const CLAIM_RESOURCES: ReadonlySet<string> = new Set([
+  'sandboxclaims',
+  'sandboxclaims/status',
+  'sandboxes',
+  'sandboxes/status',
+  'secrets',
+]);
+
+/** The writes between two scrapes: all of them, those to `claimKinds`, and each resource's (`none` when none). */
+export function claimKindWrites(
+  before: WriteCounts,
+  after: WriteCounts,
+  claimKinds: ReadonlySet<string>,
+): { total: number; claimKinds: number; byResource: string } {
+  const delta = writesBetween(before, after);
+  let ofClaimKinds = 0;
+  for (const [resource, n] of delta) if (claimKinds.has(resource)) ofClaimKinds += n;
+  const byResource = [...delta].map(([resource, n]) => `${resource} ${n}`).join(', ');
+  return { total: total(delta), claimKinds: ofClaimKinds, byResource: byResource || 'none' };
+}
+
 /** after − before, dropping resources with no writes in between. */
 export function writesBetween(before: WriteCounts, after: WriteCounts): WriteCounts {
   const delta: WriteCounts = new Map();
