@@ -21,6 +21,7 @@ import {
   type ClaimBurst,
 } from '../support/claims.js';
 import { everyReadyToClaim, startClaimReplicas } from '../support/claim-replicas.js';
+import { startReplica } from '../support/replicas.js';
 import { claimsReady } from '../support/metrics.js';
 import { apply } from '../support/objects.js';
 import { testWorld, type TestWorld } from '../support/world.js';
@@ -34,8 +35,8 @@ const CLAIM_TIMEOUT_MS = 30_000;
 /** What a bounded failure may take on a loaded CI machine. */
 const BOUND_MS = 15_000;
 /**
- * A replica's close with Redis stopped: one Redis timeout, then its connections are cut. It used to wait out
- * BullMQ's 10 s block twice, and the Queue's QUIT too.
+ * A replica's SIGTERM with Redis stopped: one Redis timeout, then its connections are cut, and the process exits. Its
+ * close used to wait out BullMQ's 10 s block twice, and the Queue's QUIT too, until --shutdown-timeout gave up.
  */
 const CLOSE_BOUND_MS = 5_000;
 
@@ -152,26 +153,33 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     await readyToClaim();
   }, 60_000);
 
-  it('closes a replica within one Redis timeout while Redis is stopped, and the others serve after SIGCONT', async () => {
-    const third = await world.controlPlane('default', {
-      claims: world.claimsOptions({ redis: { url: world.redis.url, timeoutMs: REDIS_TIMEOUT_MS } }),
+  it('stops a replica process with SIGTERM within one Redis timeout while Redis is stopped, every part closed', async () => {
+    const leaving = await startReplica(world.replicaOptions('default'), 'leaving', {
+      claims: { redisUrl: world.redis.url },
+      args: ['--redis-timeout', `${REDIS_TIMEOUT_MS}ms`],
+      timeoutMs: 30_000,
     });
-    await everyReadyToClaim([third]);
     await freeze();
     try {
       const started = performance.now();
-      await third.close();
+      expect(await leaving.proc.stop('SIGTERM', 30_000)).toEqual({ code: 0, signal: null });
       expect(performance.now() - started).toBeLessThan(CLOSE_BOUND_MS);
+      // Everything closed, rather than the --shutdown-timeout (20 s) giving up on the rest.
+      expect(leaving.proc.logLines().map((line) => line['msg'])).toContain('shutdown complete');
     } finally {
       thaw();
     }
     await readyToClaim();
     const served = await claim(urlOf(replicas[0]), 'after-a-close');
     expect(served.status).toBe(200);
-    expect(
-      (await callClaims(urlOf(replicas[0]), 'DELETE', `/v1/namespaces/${ns}/claims/${served.body.id}`, token)).status,
-    ).toBe(204);
-  }, 60_000);
+    const released = await callClaims(
+      urlOf(replicas[0]),
+      'DELETE',
+      `/v1/namespaces/${ns}/claims/${served.body.id}`,
+      token,
+    );
+    expect(released.status).toBe(204);
+  }, 90_000);
 
   it('serves a burst of claimRefs exactly once each with Redis stopped for 4 s mid-burst', async () => {
     let attempts = 0;
