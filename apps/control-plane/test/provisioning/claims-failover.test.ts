@@ -6,10 +6,10 @@
 // everything no node holds a claim. A replica stopped with SIGTERM (a rolling
 // update) serves the jobs it holds to the end before it exits: none is left
 // for another replica to take over.
-import { claimBodySchema } from '@warmpool/api';
+import { claimBodySchema, type ClaimBody } from '@warmpool/api';
 import { eventually, sleep, template, warmPool, type TestCluster } from '@warmpool/harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callClaims, claimOfNodeRef, claimsOnNodes, serviceAccountToken } from '../support/claims.js';
+import { callClaims, claimOfNodeRef, claimsOnNodes, serviceAccountToken, type Answer } from '../support/claims.js';
 import type { Fleet } from '../support/fleet.js';
 import { apply } from '../support/objects.js';
 import { startReplica, type Replica } from '../support/replicas.js';
@@ -61,6 +61,34 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     return total;
   }
 
+  /** 24 claims under `prefix-<i>`, in several batches (staggered); their answers once all are in. */
+  function claimStaggered(base: string, prefix: string): { refs: string[]; answers: Promise<Answer[]> } {
+    const refs = Array.from({ length: 24 }, (_, i) => `${prefix}-${i}`);
+    const answers = Promise.all(
+      refs.map(async (claimRef, i) => {
+        await sleep((i % 6) * 40);
+        return callClaims(base, 'POST', `/v1/namespaces/${ns}/claims`, user, {
+          warmPool: 'cold',
+          claimRef,
+          ttlSeconds: 600,
+        });
+      }),
+    );
+    return { refs, answers };
+  }
+
+  /** Every answer a 200, each with a sandbox of its own: the claims, in the order of `refs`. */
+  function servedOnceEach(answered: Answer[], refs: string[]): ClaimBody[] {
+    expect(
+      answered.map((x) => x.status),
+      JSON.stringify(answered.filter((x) => x.status !== 200).map((x) => x.body)),
+    ).toEqual(refs.map(() => 200));
+    const claims = answered.map((x) => claimBodySchema.parse(x.body));
+    expect(claims.map((c) => c.claimRef)).toEqual(refs);
+    expect(new Set(claims.map((c) => c.id)).size).toBe(refs.length);
+    return claims;
+  }
+
   /** Batch jobs being served right now, as the replica reads the shared queue. */
   async function activeJobs(r: Replica): Promise<number> {
     const text = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
@@ -90,28 +118,14 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     const base = survivor.claimsUrl ?? '';
     const path = `/v1/namespaces/${ns}/claims`;
 
-    const refs = Array.from({ length: 24 }, (_, i) => `fo-${i}`);
-    const answers = Promise.all(
-      refs.map(async (claimRef, i) => {
-        await sleep((i % 6) * 40); // several batches
-        return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
-      }),
-    );
+    const { refs, answers } = claimStaggered(base, 'fo');
     // Kill it once it holds jobs: more are active than the survivor's one slot.
     await eventually(async () => (await activeJobs(survivor)) >= 2, {
       what: "the victim's worker to hold a job",
       intervalMs: 20,
     });
     await victim.proc.stop('SIGKILL');
-    const answered = await answers;
-
-    expect(
-      answered.map((x) => x.status),
-      JSON.stringify(answered.filter((x) => x.status !== 200).map((x) => x.body)),
-    ).toEqual(refs.map(() => 200));
-    const claims = answered.map((x) => claimBodySchema.parse(x.body));
-    expect(claims.map((c) => c.claimRef)).toEqual(refs);
-    expect(new Set(claims.map((c) => c.id)).size).toBe(refs.length);
+    const claims = servedOnceEach(await answers, refs);
 
     // The survivor took over the victim's jobs.
     const metrics = await (await fetch(`http://127.0.0.1:${survivor.port}/metrics`)).text();
@@ -137,27 +151,14 @@ describe('claims when a replica dies mid-job (two control-plane processes, one R
     const path = `/v1/namespaces/${ns}/claims`;
     const stalledBefore = await stalledJobs();
 
-    const refs = Array.from({ length: 24 }, (_, i) => `term-${i}`);
-    const answers = Promise.all(
-      refs.map(async (claimRef, i) => {
-        await sleep((i % 6) * 40);
-        return callClaims(base, 'POST', path, user, { warmPool: 'cold', claimRef, ttlSeconds: 600 });
-      }),
-    );
+    const { refs, answers } = claimStaggered(base, 'term');
     await eventually(async () => (await activeJobs(stays)) >= 2, {
       what: "the leaving replica's worker to hold a job",
       intervalMs: 20,
     });
     // The default --shutdown-timeout (20 s) bounds its close; the jobs' cold boots take COLD_BOOT_MS.
     expect(await leaves.proc.stop('SIGTERM', 30_000)).toEqual({ code: 0, signal: null });
-    const answered = await answers;
-
-    expect(
-      answered.map((x) => x.status),
-      JSON.stringify(answered.filter((x) => x.status !== 200).map((x) => x.body)),
-    ).toEqual(refs.map(() => 200));
-    const claims = answered.map((x) => claimBodySchema.parse(x.body));
-    expect(new Set(claims.map((c) => c.id)).size).toBe(refs.length);
+    const claims = servedOnceEach(await answers, refs);
     // It finished what it held: no replica had to take a job over.
     expect(await stalledJobs()).toBe(stalledBefore);
     const held = (await claimsOnNodes(fleet, TOKEN))
