@@ -4,7 +4,9 @@
 //
 // Closing drains: the worker takes no new batch, serves the ones under way up
 // to their deadline (by which each of their callers has had an answer), then
-// gives BullMQ the Redis timeout to record them (RedisClose). A batch whose
+// gives BullMQ the Redis timeout to record them (RedisClose). One BullMQ
+// hands in meanwhile (the next job a completion fetched as close() came in)
+// is under way too: it is served the same way, not cut. A batch whose
 // end went unrecorded is served again by a replica's stalled check, which
 // asks the nodes it tried first: nothing is claimed twice.
 import { batchProgressSchema, readBatchJob, type BatchJob, type BatchReply } from '@warmpool/api';
@@ -74,8 +76,19 @@ export class ClaimWorker {
     const worker = this.#worker;
     if (worker === undefined) return;
     const closing = worker.close();
-    await settlesWithin(Promise.allSettled(this.#serving), this.#options.drainMs);
-    await redis.closeOrCut('the claim worker', closing, () => worker.disconnect());
+    const deadline = performance.now() + this.#options.drainMs;
+    await redis.closeOrCut('the claim worker', closing, () => worker.disconnect(), {
+      drained: () => this.#drained(deadline),
+      busy: () => this.#serving.size > 0 && performance.now() < deadline,
+    });
+  }
+
+  /** Settles once no batch is served (those that started meanwhile included), or at `deadline`. */
+  async #drained(deadline: number): Promise<void> {
+    while (this.#serving.size > 0) {
+      const left = deadline - performance.now();
+      if (left <= 0 || !(await settlesWithin(Promise.allSettled([...this.#serving]), left))) return;
+    }
   }
 
   #serve(job: Job<BatchJob>): Promise<void> {

@@ -1,9 +1,9 @@
 // RedisClose: a graceful close that waits on Redis gets at most the Redis
-// timeout; past it, or once Redis is seen away, its connections are cut and
-// every later close is cut at once.
+// timeout (time its own work runs not counted); past it, or once Redis is
+// seen away, its connections are cut and every later close is cut at once.
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
-import { RedisClose } from '../../src/provisioning/redis-close.js';
+import { RedisClose, type Draining } from '../../src/provisioning/redis-close.js';
 
 const TIMEOUT_MS = 200;
 
@@ -20,6 +20,26 @@ function gracefulClose(): { closing: Promise<void>; cut: () => void; finish: () 
     },
     finish: () => end(),
     cuts: () => cuts,
+  };
+}
+
+/** Work a close drains (a worker's batches): `start` runs one for `ms`, then calls `then`. */
+function work(): { draining: Draining; start: (ms: number, then: () => void) => void } {
+  const running = new Set<Promise<void>>();
+  return {
+    start: (ms, then) => {
+      const one: Promise<void> = new Promise<void>((resolve) => setTimeout(resolve, ms)).then(() => {
+        running.delete(one);
+        then();
+      });
+      running.add(one);
+    },
+    draining: {
+      drained: async () => {
+        while (running.size > 0) await Promise.all([...running]);
+      },
+      busy: () => running.size > 0,
+    },
   };
 }
 
@@ -45,6 +65,17 @@ describe('RedisClose', () => {
     await close.closeOrCut('a queue', second.closing, second.cut);
     expect(second.cuts()).toBe(1);
     expect(performance.now() - then).toBeLessThan(TIMEOUT_MS);
+  });
+
+  it('does not count the time work runs in the Redis timeout: work that starts while it waits is drained too', async () => {
+    const close = new RedisClose({ timeoutMs: TIMEOUT_MS, answering: () => true, logger: silentLogger });
+    const graceful = gracefulClose();
+    const batches = work();
+    // Handed in after the close began (as BullMQ hands a worker the job a completion fetched), running past T; the
+    // graceful close ends once it is done.
+    setTimeout(() => batches.start(3 * TIMEOUT_MS, () => setTimeout(graceful.finish, 20)), 20);
+    await close.closeOrCut('a worker', graceful.closing, graceful.cut, batches.draining);
+    expect(graceful.cuts()).toBe(0);
   });
 
   it('cuts at once while the commands connection says Redis is away', async () => {
