@@ -16,8 +16,9 @@ import type { Logger } from '@warmpool/runtime';
 
 /**
  * How long a cut close may take: cutting is local (each socket is destroyed redis/dead-peer.ts's
- * DISCONNECT_WAIT_MS after its disconnect), but BullMQ disconnects a connection only once its first commands (the handshake it sends on
- * connecting) have settled, and with Redis stopped those wait out their own timeout.
+ * DISCONNECT_WAIT_MS after its disconnect), but BullMQ disconnects a connection only once its first
+ * commands (the handshake it sends on connecting) have settled, and with Redis stopped those wait out
+ * their own timeout.
  */
 const CUT_WAIT_MS = 1_000;
 
