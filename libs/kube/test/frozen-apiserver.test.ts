@@ -2,7 +2,7 @@
 // not hold a plain request, nor an access review every caller of a token waits
 // on, for the minutes TCP keepalive takes to notice; a watch is not cut by the
 // plain requests' deadline.
-import { eventually, freezeProcess, startCluster, thawProcess, type TestCluster } from '@warmpool/harness';
+import { eventually, Freezer, startCluster, type TestCluster } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   configureTransport,
@@ -20,21 +20,15 @@ const HEALTHY_MS = 30_000;
 describe('a frozen apiserver', () => {
   let cluster: TestCluster;
   let transport: KubeTransport;
-  let frozen = false;
 
   const apiserverPid = (): number => {
     const pid = cluster.pids().apiserver;
     if (pid === undefined) throw new Error('the apiserver is not running');
     return pid;
   };
-  const freeze = async (): Promise<void> => {
-    frozen = true;
-    await freezeProcess(apiserverPid());
-  };
-  const thaw = (): void => {
-    if (frozen) thawProcess(apiserverPid());
-    frozen = false;
-  };
+  const frozen = new Freezer(apiserverPid);
+  const freeze = (): Promise<void> => frozen.freeze();
+  const thaw = (): void => frozen.thaw();
   /** GET a namespace; `idleTimeoutMs` undefined: the transport's default (the frozen cases' IDLE_MS). */
   const namespaceOf = (name: string, idleTimeoutMs?: number, via = transport): Promise<unknown> =>
     via.request({ method: 'GET', path: `/api/v1/namespaces/${name}`, idleTimeoutMs });

@@ -33,3 +33,27 @@ export async function freezeProcess(pid: number, timeoutMs = 5_000): Promise<voi
 export function thawProcess(pid: number): void {
   process.kill(pid, 'SIGCONT');
 }
+
+/**
+ * A process a spec stops and lets run again, possibly many times: thaw() continues it only when this froze it, so a
+ * spec's teardown may always call thaw() (Redis or the apiserver must answer the next case and the teardown).
+ */
+export class Freezer {
+  readonly #pid: () => number;
+  #frozen = false;
+
+  /** `pid` is asked at each freeze: the process may be started after the Freezer is made. */
+  constructor(pid: () => number) {
+    this.#pid = pid;
+  }
+
+  async freeze(): Promise<void> {
+    this.#frozen = true;
+    await freezeProcess(this.#pid());
+  }
+
+  thaw(): void {
+    if (this.#frozen) thawProcess(this.#pid());
+    this.#frozen = false;
+  }
+}

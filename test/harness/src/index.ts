@@ -68,7 +68,7 @@ export {
   SAMPLE_REPLICAS,
 } from './stack-manifests.js';
 export { preferredOrFreePort } from './stack-ports.js';
-export { freezeProcess, thawProcess } from './freeze.js';
+export { Freezer, freezeProcess, thawProcess } from './freeze.js';
 export { eventually, sleep } from './wait.js';
 export type { EventuallyOptions } from './wait.js';
 export { ManualClock } from './manual-clock.js';

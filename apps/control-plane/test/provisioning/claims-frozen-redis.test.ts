@@ -8,7 +8,7 @@
 // freeze still gets exactly one sandbox per claimRef. Real apiserver,
 // Redis, two agents over fake-sandboxd, two control-plane replicas.
 import { parseNodeClaimRef } from '@warmpool/api';
-import { eventually, freezeProcess, sleep, template, thawProcess, warmPool } from '@warmpool/harness';
+import { eventually, Freezer, sleep, template, warmPool } from '@warmpool/harness';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../src/options.js';
 import {
@@ -45,16 +45,10 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
   let ns: string;
   let replicas: ControlPlane[];
   let token: string;
-  let frozen = false;
 
-  const freeze = async (): Promise<void> => {
-    frozen = true;
-    await freezeProcess(world.redis.pid);
-  };
-  const thaw = (): void => {
-    if (frozen) thawProcess(world.redis.pid);
-    frozen = false;
-  };
+  const frozen = new Freezer(() => world.redis.pid);
+  const freeze = (): Promise<void> => frozen.freeze();
+  const thaw = (): void => frozen.thaw();
   const claim = (url: string, claimRef: string) =>
     callClaims<{ id?: string; reason?: string; error?: string }>(url, 'POST', `/v1/namespaces/${ns}/claims`, token, {
       warmPool: 'python',

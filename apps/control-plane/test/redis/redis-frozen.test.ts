@@ -5,7 +5,7 @@
 // command runs twice. Blocking reads, which wait longer than that timeout on
 // purpose, are not cut. Real redis-server; the claim pipeline's connections
 // (pipelineConnections) and the federation hub's (Federation).
-import { eventually, freezeProcess, sleep, startRedis, thawProcess, type TestRedis } from '@warmpool/harness';
+import { eventually, Freezer, sleep, startRedis, type TestRedis } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { Queue, Worker } from 'bullmq';
 import { Registry } from 'prom-client';
@@ -25,21 +25,15 @@ const RECOVERY_MS = 30_000;
 describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
   let server: TestRedis;
   let settings: RedisSettings;
-  let frozen = false;
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown): void => {
     unhandled.push(reason);
   };
   const cleanups: Array<() => unknown> = [];
 
-  const freeze = async (): Promise<void> => {
-    frozen = true;
-    await freezeProcess(server.pid);
-  };
-  const thaw = (): void => {
-    if (frozen) thawProcess(server.pid);
-    frozen = false;
-  };
+  const frozen = new Freezer(() => server.pid);
+  const freeze = (): Promise<void> => frozen.freeze();
+  const thaw = (): void => frozen.thaw();
   /** How long `promise` takes to settle, and how it settled. */
   const timed = async (promise: Promise<unknown>): Promise<{ ms: number; error: string | undefined }> => {
     const started = performance.now();
