@@ -11,7 +11,7 @@ import {
   type FlagsSpec,
   type HostPort,
 } from '@warmpool/runtime';
-import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, KUBE_REQUEST_TIMEOUT_HELP } from '@warmpool/kube';
+import { KUBE_REQUEST_TIMEOUT_FLAG } from '@warmpool/kube';
 import { DEFAULTS } from './agent.js';
 import { parseSandboxdUrl } from './sandboxd/client.js';
 
@@ -51,12 +51,7 @@ export const FLAGS = {
     kind: 'string',
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
   },
-  kubeRequestTimeout: {
-    kind: 'duration',
-    description: KUBE_REQUEST_TIMEOUT_HELP,
-    env: 'KUBE_REQUEST_TIMEOUT',
-    default: DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
-  },
+  kubeRequestTimeout: KUBE_REQUEST_TIMEOUT_FLAG,
   noInventory: {
     kind: 'boolean',
     description: 'Do not publish the NodeInventory: no Kubernetes access at all (local runs, benchmarks)',

@@ -1,7 +1,7 @@
 // The router's settings: flags, their environment variables and defaults in
 // one table, which is also what --help prints.
 import { DEFAULT_SANDBOX_PORT } from '@warmpool/api';
-import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, KUBE_REQUEST_TIMEOUT_HELP } from '@warmpool/kube';
+import { KUBE_REQUEST_TIMEOUT_FLAG } from '@warmpool/kube';
 import {
   ConfigError,
   hostPortFlag,
@@ -25,12 +25,7 @@ export const FLAGS = {
     kind: 'string',
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
   },
-  kubeRequestTimeout: {
-    kind: 'duration',
-    description: KUBE_REQUEST_TIMEOUT_HELP,
-    env: 'KUBE_REQUEST_TIMEOUT',
-    default: DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
-  },
+  kubeRequestTimeout: KUBE_REQUEST_TIMEOUT_FLAG,
   runtimePort: {
     kind: 'number',
     description: 'The one X-Sandbox-Port taken (a warmpool sandbox serves one runtime); others answer 400',

@@ -3,13 +3,7 @@ export * from './keys.js';
 export * from './logger.js';
 export { Backoff, sleep } from './backoff.js';
 export type { BackoffOptions } from './backoff.js';
-export {
-  configureTransport,
-  DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
-  KUBE_REQUEST_TIMEOUT_HELP,
-  KubeTransport,
-  transportFor,
-} from './transport.js';
+export { configureTransport, KUBE_REQUEST_TIMEOUT_FLAG, KubeTransport, transportFor } from './transport.js';
 export type { KubeRequest, KubeTransportOptions, QueryValue } from './transport.js';
 export * from './client.js';
 export * from './retry.js';

@@ -49,9 +49,17 @@ export interface KubeTransportOptions {
  */
 export const DEFAULT_REQUEST_IDLE_TIMEOUT_MS = 70_000;
 
-/** The --help line of each app's --kube-request-timeout, which sets requestIdleTimeoutMs. */
-export const KUBE_REQUEST_TIMEOUT_HELP =
-  "A request to the apiserver (not a watch) fails after this long without a byte of its answer; keep it above the apiserver's --request-timeout (60s by default); 0: none";
+/**
+ * Each app's --kube-request-timeout (KUBE_REQUEST_TIMEOUT), which sets requestIdleTimeoutMs: one flag spec
+ * (@warmpool/runtime's FlagSpec shape) for the control plane, the node agent and the router.
+ */
+export const KUBE_REQUEST_TIMEOUT_FLAG = {
+  kind: 'duration',
+  description:
+    "A request to the apiserver (not a watch) fails after this long without a byte of its answer; keep it above the apiserver's --request-timeout (60s by default); 0: none",
+  env: 'KUBE_REQUEST_TIMEOUT',
+  default: DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
+} as const;
 
 interface Prepared {
   url: URL;

@@ -2,7 +2,7 @@
 // in one table, which is also what --help prints. The chart
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
-import { DEFAULT_REQUEST_IDLE_TIMEOUT_MS, KUBE_REQUEST_TIMEOUT_HELP } from '@warmpool/kube';
+import { KUBE_REQUEST_TIMEOUT_FLAG } from '@warmpool/kube';
 import { DEFAULT_TOKEN_GRACE_MS, FLEET_TOKEN_ENV, type ConfigOf, type FlagsSpec } from '@warmpool/runtime';
 import { DEFAULT_PUSH_TIMEOUT_MS } from '../agents/client.js';
 import { SANDBOX_CLAIM_DEFAULTS } from '../controllers/sandboxclaims/controller.js';
@@ -152,12 +152,7 @@ export const FLAGS = {
     kind: 'string',
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
   },
-  kubeRequestTimeout: {
-    kind: 'duration',
-    description: KUBE_REQUEST_TIMEOUT_HELP,
-    env: 'KUBE_REQUEST_TIMEOUT',
-    default: DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
-  },
+  kubeRequestTimeout: KUBE_REQUEST_TIMEOUT_FLAG,
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
   logFormat: {
     kind: 'string',
