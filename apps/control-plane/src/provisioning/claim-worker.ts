@@ -15,7 +15,8 @@ import { Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { BatchClaimer } from './batch-claimer.js';
 import type { ProvisioningMetrics } from './metrics.js';
 import { ReplyBatcher } from './reply-batcher.js';
-import { settlesWithin, type RedisClose } from './redis-close.js';
+import type { RedisClose } from './redis-close.js';
+import { settlesWithin } from './within.js';
 
 export interface ClaimWorkerOptions {
   queueName: string;

@@ -10,6 +10,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { CLAIM_FAILURE_REASONS, claimDoorSchema, type ClaimFailureReason } from '@warmpool/api';
 import { KeptCounter, KeptHistogram, type CounterSeries, type HistogramSeries } from '@warmpool/runtime';
 import type { ClaimDoor, ClaimTier } from './claim-service.js';
+import { answerWithin } from './within.js';
 
 const PREFIX = 'warmpool_controlplane_';
 
@@ -198,13 +199,5 @@ export function epochNowMs(): number {
 
 /** What `read` answers within SCRAPE_READ_MS, or undefined when it fails or takes longer (its answer is then dropped). */
 async function withinScrape<T>(read: () => Promise<T>): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), SCRAPE_READ_MS);
-  });
-  try {
-    return await Promise.race([read().catch(() => undefined), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return answerWithin(read(), SCRAPE_READ_MS);
 }

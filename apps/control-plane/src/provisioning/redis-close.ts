@@ -13,6 +13,7 @@
 // ready, or one close went unanswered) every later one is cut at once:
 // nothing more can be recorded.
 import type { Logger } from '@warmpool/runtime';
+import { settlesWithin } from './within.js';
 
 /**
  * How long a cut close may take: cutting is local (each socket is destroyed redis/dead-peer.ts's
@@ -87,24 +88,5 @@ export class RedisClose {
       if (await settlesWithin(closing, this.#options.timeoutMs)) return true;
       if (draining?.busy() !== true) return false;
     }
-  }
-}
-
-/** Whether `promise` settles (either way) within `ms`; the timer is cleared as soon as it does. */
-export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([
-      promise.then(
-        () => true,
-        () => true,
-      ),
-      expired,
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }
