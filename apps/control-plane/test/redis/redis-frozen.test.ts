@@ -122,17 +122,10 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     expect(meanwhile.ms).toBeLessThan(BOUND_MS);
 
     thaw();
-    await eventually(
-      () =>
-        redis.ping().then(
-          (pong) => pong === 'PONG',
-          () => false,
-        ),
-      {
-        what: 'the commands connection to answer again',
-        timeoutMs: RECOVERY_MS,
-      },
-    );
+    await eventually(async () => (await redis.ping()) === 'PONG', {
+      what: 'the commands connection to answer again',
+      timeoutMs: RECOVERY_MS,
+    });
     expect(redis.status).toBe('ready');
     // Redis ran what reached it before it stopped (the first INCR sat in its socket buffer), but no command
     // was sent again on the new connection: each ran at most once.
@@ -183,11 +176,10 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     thaw();
 
     await eventually(
-      () =>
-        queue.add('job', {}, { jobId: 'after' }).then(
-          () => true,
-          () => false,
-        ),
+      async () => {
+        await queue.add('job', {}, { jobId: 'after' });
+        return true;
+      },
       { what: 'the queue to take a job again', timeoutMs: RECOVERY_MS },
     );
     await eventually(() => served.includes('after'), {
@@ -225,11 +217,10 @@ describe('a Redis that stops answering (SIGSTOP, real redis-server)', () => {
     thaw();
 
     await eventually(
-      () =>
-        reporter.report().then(
-          () => true,
-          () => false,
-        ),
+      async () => {
+        await reporter.report();
+        return true;
+      },
       {
         what: 'a report reaching the hub again',
         timeoutMs: RECOVERY_MS,

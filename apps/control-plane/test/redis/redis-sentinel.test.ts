@@ -94,11 +94,10 @@ describe('Redis through Sentinel (primary, replica, three Sentinels; the primary
   const replyDelivered = async (reply: string): Promise<void> => {
     const popped = listener.blpop('replies:spec', 5);
     await eventually(
-      () =>
-        commands.rpush('replies:spec', reply).then(
-          () => true,
-          () => false,
-        ),
+      async () => {
+        await commands.rpush('replies:spec', reply);
+        return true;
+      },
       {
         timeoutMs: 30_000,
         intervalMs: 200,
