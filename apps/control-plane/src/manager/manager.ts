@@ -4,8 +4,11 @@
 //    signal, which aborts the moment the term ends (lost or resigned);
 //  - leadership is the campaign's alone: the manager only turns its terms on
 //    and off, so no runnable elects or resigns itself;
-//  - close() resigns first (leader work stops, a standby takes over at once),
-//    then closes every runnable in reverse list order, each isolated;
+//  - close() resigns first (leader work stops at once), then closes every
+//    runnable in reverse list order, each isolated, while the Lease is
+//    released beside them (a standby takes over as soon as the apiserver
+//    answers, and a stopped apiserver costs the close the longer of the two,
+//    not their sum);
 //  - readiness and liveness are the union of what the runnables report.
 import { closeInOrder, type Logger } from '@warmpool/runtime';
 import type { HeldLease } from '../generation/lease-epoch-store.js';
@@ -144,14 +147,27 @@ export class Manager {
 
   async #close(): Promise<void> {
     this.#campaign.stopFollowingToken();
+    // The term ends before resign() returns its promise; only the Lease's release is left in it, an apiserver write
+    // that waits up to the renew deadline. Its outcome is held here (never an unhandled rejection) and awaited last.
+    const released = settled(this.#campaign.resign());
     await closeInOrder(
       'the control plane',
       [
-        ['leadership', () => this.#campaign.resign()],
         ['lifetime', () => this.#lifetime.abort(new Error('closing'))],
         ...[...this.#runnables].reverse().map((r) => [r.name, () => r.close()] as const),
+        ['leadership', () => released.then((outcome) => outcome())],
       ],
       this.#logger,
     );
   }
+}
+
+/** A promise's outcome, kept: calling it returns the value or throws the error it rejected with. */
+function settled(promise: Promise<void>): Promise<() => void> {
+  return promise.then(
+    () => () => undefined,
+    (err: unknown) => () => {
+      throw err;
+    },
+  );
 }
