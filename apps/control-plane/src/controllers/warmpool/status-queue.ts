@@ -48,6 +48,21 @@ interface Written {
   full: SandboxWarmPoolStatus;
 }
 
+/** A pool's status to write. */
+interface StatusWrite {
+  /** As the write takes it: at the version `at`. */
+  pool: SandboxWarmPool;
+  uid: string;
+  /** The version the write is pinned to. */
+  at: string | undefined;
+  /** What transition events are judged against. */
+  previous: SandboxWarmPoolStatus | undefined;
+  /** As computed, with transition times. */
+  next: SandboxWarmPoolStatus;
+  /** What the schema holds of `next`: what is written. */
+  stored: SandboxWarmPoolStatus;
+}
+
 /** A status found needing no write, and what it was compared with: the same again need none either. */
 interface Settled {
   status: SandboxWarmPoolStatus;
@@ -79,18 +94,18 @@ export class PoolStatusQueue {
 
   /** Writes each status of the batch that differs from the pool's current one, then emits its transition events. */
   async #write(batch: StatusBatch, signal: AbortSignal): Promise<void> {
-    const { metrics, logger, writer, events } = this.#options;
+    const writes = this.#differing(batch);
+    await forEachLimited(writes, this.#options.concurrency, (write) => this.#writeOne(write, signal));
+  }
+
+  /**
+   * The batch's statuses that differ from their pools' current ones, as writes. Settles the rest (the next batch skips
+   * them while nothing they were compared with moved) and forgets pools no longer in the batch.
+   */
+  #differing(batch: StatusBatch): StatusWrite[] {
+    const { writer } = this.#options;
     const live = new Set<string>();
-    const writes: Array<{
-      /** As the write takes it: at the version `at`. */
-      pool: SandboxWarmPool;
-      uid: string;
-      /** The version the write is pinned to. */
-      at: string | undefined;
-      previous: SandboxWarmPoolStatus | undefined;
-      next: SandboxWarmPoolStatus;
-      stored: SandboxWarmPoolStatus;
-    }> = [];
+    const writes: StatusWrite[] = [];
     const settled = new Map<string, Settled>();
     for (const { plan, status } of batch.statuses) {
       const pool = plan.pool;
@@ -130,45 +145,46 @@ export class PoolStatusQueue {
     }
     this.#settled = settled;
     this.#written.retain(live);
+    return writes;
+  }
 
-    await forEachLimited(writes, this.#options.concurrency, async (write) => {
-      // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
-      if (signal.aborted || !this.#options.mayWrite()) return;
-      try {
-        const result = await writer.write(write.pool, write.stored, signal);
-        if (result.outcome !== 'written') {
-          // Gone, or no longer at the version the status was computed from (changed, or deleted and replaced by a
-          // namesake): nothing was written, and the run after the cache catches up computes again.
-          metrics.statusWrite(result.outcome === 'gone' ? 'gone' : 'conflict');
-          // What we wrote before still tells a lagging cache's versions apart, so a moved pool keeps it.
-          if (result.outcome === 'gone') this.#written.forget(write.uid);
-          else this.#written.refused(write.uid, write.at);
-          logger.debug('pool status not written: the pool is not the one it was computed from', {
-            pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`,
-            resourceVersion: write.at,
-            outcome: result.outcome,
-          });
-          return;
-        }
-        this.#written.written(write.uid, write.at, result.object.metadata?.resourceVersion, {
-          status: write.stored,
-          full: write.next,
+  /** One status write, remembered when it lands (with its transition events), and counted whatever it meets. */
+  async #writeOne(write: StatusWrite, signal: AbortSignal): Promise<void> {
+    const { metrics, logger, writer, events } = this.#options;
+    // Like pushes: a leader past its renew deadline writes nothing (its term is about to end).
+    if (signal.aborted || !this.#options.mayWrite()) return;
+    const pool = `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`;
+    try {
+      const result = await writer.write(write.pool, write.stored, signal);
+      if (result.outcome !== 'written') {
+        // Gone, or no longer at the version the status was computed from (changed, or deleted and replaced by a
+        // namesake): nothing was written, and the run after the cache catches up computes again.
+        metrics.statusWrite(result.outcome === 'gone' ? 'gone' : 'conflict');
+        // What we wrote before still tells a lagging cache's versions apart, so a moved pool keeps it.
+        if (result.outcome === 'gone') this.#written.forget(write.uid);
+        else this.#written.refused(write.uid, write.at);
+        logger.debug('pool status not written: the pool is not the one it was computed from', {
+          pool,
+          resourceVersion: write.at,
+          outcome: result.outcome,
         });
-        metrics.statusWrite('written');
-        for (const event of transitionEvents(write.previous, write.next)) {
-          events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
-          metrics.event(event.reason);
-        }
-      } catch (err) {
-        if (signal.aborted) return;
-        metrics.statusWrite('error');
-        // The next run computes the same difference and tries again.
-        logger.warn('cannot write pool status', {
-          pool: `${write.pool.metadata?.namespace}/${write.pool.metadata?.name}`,
-          err,
-        });
+        return;
       }
-    });
+      this.#written.written(write.uid, write.at, result.object.metadata?.resourceVersion, {
+        status: write.stored,
+        full: write.next,
+      });
+      metrics.statusWrite('written');
+      for (const event of transitionEvents(write.previous, write.next)) {
+        events.record(write.pool, SandboxWarmPoolType, event.type, event.reason, event.message);
+        metrics.event(event.reason);
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      metrics.statusWrite('error');
+      // The next run computes the same difference and tries again.
+      logger.warn('cannot write pool status', { pool, err });
+    }
   }
 }
 
