@@ -90,14 +90,23 @@ export class Campaign {
     clearInterval(this.#tokenWatch);
   }
 
-  /** Stops driving and campaigning; a held lease is released so a standby takes over at once. */
+  /**
+   * Stops driving and campaigning; a held lease is released so a standby takes over at once. A throw of the term's
+   * end callback is passed on once the elector is closed: an elector left running would renew the Lease until the exit.
+   */
   async resign(): Promise<void> {
-    this.#options.onStoppedLeading('resigned');
+    const stopping = this.#elector;
+    let ended: { failed: false } | { failed: true; err: unknown } = { failed: false };
+    try {
+      this.#options.onStoppedLeading('resigned');
+    } catch (err) {
+      ended = { failed: true, err };
+    }
     this.#standalone?.abort();
     this.#standalone = undefined;
-    const stopping = this.#elector;
     this.#elector = undefined;
     await stopping?.close({ release: true });
+    if (ended.failed) throw ended.err;
   }
 
   #campaign(): void {

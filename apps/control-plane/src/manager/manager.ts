@@ -99,7 +99,10 @@ export class Manager {
     return this.#started;
   }
 
-  /** Resigns, then closes every runnable in reverse order. Idempotent; waits for a start in progress. */
+  /**
+   * Ends the term, closes every runnable in reverse order beside the Lease's release, and waits for that release last.
+   * Idempotent; waits for a start in progress.
+   */
   close(): Promise<void> {
     this.#closing ??= (this.#started ?? Promise.resolve()).catch(() => undefined).then(() => this.#close());
     return this.#closing;
