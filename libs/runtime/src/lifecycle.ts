@@ -74,14 +74,17 @@ export type CloseStep = readonly [name: string, close: () => unknown];
 
 /**
  * Runs every step in order, each isolated: a step that throws (or rejects) is
- * logged under `what` and the next one still runs.
+ * logged under `what` and the next one still runs. Each step's time is logged
+ * (debug), so a shutdown that took long says which step held it.
  */
 export async function closeInOrder(what: string, steps: ReadonlyArray<CloseStep>, logger: Logger): Promise<void> {
   for (const [name, step] of steps) {
+    const started = performance.now();
     try {
       await step();
     } catch (err) {
       logger.warn(`closing ${what}: a step failed`, { step: name, err });
     }
+    logger.debug(`closing ${what}: step done`, { step: name, ms: Math.round(performance.now() - started) });
   }
 }
