@@ -67,71 +67,26 @@ interface RunningSentinel {
 
 const SENTINELS = 3;
 const QUORUM = 2;
+const HOST = '127.0.0.1';
 
 export async function startSentinelTopology(options: StartSentinelOptions = {}): Promise<TestSentinelTopology> {
   const command = findOnPath('redis-sentinel');
   if (command === undefined)
     throw new Error('redis-sentinel not found on PATH: run `make redis` (installs the Debian redis-sentinel package)');
   const masterName = options.masterName ?? 'warmpool';
-  const host = '127.0.0.1';
   const nodes: TestRedis[] = [];
   const sentinels: RunningSentinel[] = [];
   let lastKilled: SentinelAddress | undefined;
-
-  const close = async (): Promise<void> => {
-    const failures: unknown[] = [];
-    for (const step of [
-      ...sentinels.map((s) => async () => {
-        await s.child.stop();
-        rmSync(s.dir, { recursive: true, force: true });
-        forgetRemoveAtExit(s.dir);
-      }),
-      ...nodes.map((node) => () => node.stop()),
-    ]) {
-      try {
-        await step();
-      } catch (err) {
-        failures.push(err);
-      }
-    }
-    if (failures.length > 0) throw new AggregateError(failures, 'the Sentinel topology did not stop cleanly');
-  };
+  const close = (): Promise<void> => stopTopology(nodes, sentinels);
 
   try {
-    const auth = options.password !== undefined ? { password: options.password } : {};
-    const primary = await startRedis({ ...auth, name: 'redis-primary' });
-    nodes.push(primary);
-    nodes.push(await startRedis({ ...auth, name: 'redis-replica', replicaOf: { host, port: primary.port } }));
-    for (let i = 0; i < SENTINELS; i++) {
-      sentinels.push(await startSentinel(command, i, { host, masterName, primaryPort: primary.port, options }));
-    }
-    await eventually(() => topologyKnown(nodes, sentinels, masterName), {
-      timeoutMs: options.readyTimeoutMs ?? 30_000,
-      intervalMs: 100,
-      what: () =>
-        `the Sentinels do not all know the primary, the replica and each other; last lines of sentinel-0:\n${sentinels[0]?.child.logTail() ?? ''}`,
-      abort: () => {
-        const exited = sentinels.find((s) => !s.child.running)?.child;
-        return exited === undefined ? undefined : `${exited.name} exited (${JSON.stringify(exited.exitStatus)})`;
-      },
-    });
+    await startTopology(command, masterName, options, nodes, sentinels);
   } catch (err) {
     await close().catch(() => undefined);
     throw err;
   }
 
-  const primaryAddress = async (): Promise<SentinelAddress> => {
-    for (const sentinel of sentinels) {
-      if (!sentinel.child.running) continue;
-      const reply = await respCommand(sentinel.target, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName]).catch(
-        () => undefined,
-      );
-      if (Array.isArray(reply) && typeof reply[0] === 'string' && typeof reply[1] === 'string')
-        return { host: reply[0], port: Number(reply[1]) };
-    }
-    throw new Error(`no Sentinel names a primary for ${masterName}`);
-  };
-
+  const primaryAddress = (): Promise<SentinelAddress> => primaryNamedBy(sentinels, masterName);
   return {
     masterName,
     sentinels: sentinels.map((s) => `${s.target.host}:${s.target.port}`),
@@ -151,21 +106,94 @@ export async function startSentinelTopology(options: StartSentinelOptions = {}):
     async waitForFailover({ from = lastKilled, timeoutMs = 60_000 } = {}) {
       if (from === undefined)
         throw new Error('waitForFailover: no primary was killed; say which one to fail over from');
-      return eventually(
-        async () => {
-          const now = await primaryAddress().catch(() => undefined);
-          return now !== undefined && (now.host !== from.host || now.port !== from.port) ? now : undefined;
-        },
-        {
-          timeoutMs,
-          intervalMs: 100,
-          what: () =>
-            `no Sentinel names a primary other than ${from.host}:${from.port}; last lines of sentinel-0:\n${sentinels[0]?.child.logTail() ?? ''}`,
-        },
-      );
+      return primaryOtherThan(from, sentinels, masterName, timeoutMs);
     },
     close,
   };
+}
+
+/**
+ * Starts the primary, the replica and the Sentinels, each pushed onto `nodes` or `sentinels` as soon as it runs (so
+ * that stopTopology after a failure here stops exactly what was started), then waits until every Sentinel knows them.
+ */
+async function startTopology(
+  command: string,
+  masterName: string,
+  options: StartSentinelOptions,
+  nodes: TestRedis[],
+  sentinels: RunningSentinel[],
+): Promise<void> {
+  const auth = options.password !== undefined ? { password: options.password } : {};
+  const primary = await startRedis({ ...auth, name: 'redis-primary' });
+  nodes.push(primary);
+  nodes.push(await startRedis({ ...auth, name: 'redis-replica', replicaOf: { host: HOST, port: primary.port } }));
+  for (let i = 0; i < SENTINELS; i++) {
+    sentinels.push(await startSentinel(command, i, { host: HOST, masterName, primaryPort: primary.port, options }));
+  }
+  await eventually(() => topologyKnown(nodes, sentinels, masterName), {
+    timeoutMs: options.readyTimeoutMs ?? 30_000,
+    intervalMs: 100,
+    what: () =>
+      `the Sentinels do not all know the primary, the replica and each other; last lines of sentinel-0:\n${sentinels[0]?.child.logTail() ?? ''}`,
+    abort: () => {
+      const exited = sentinels.find((s) => !s.child.running)?.child;
+      return exited === undefined ? undefined : `${exited.name} exited (${JSON.stringify(exited.exitStatus)})`;
+    },
+  });
+}
+
+/** Sentinels first (none is left to react to a node going away), then the nodes; each step runs even when one fails. */
+async function stopTopology(nodes: readonly TestRedis[], sentinels: readonly RunningSentinel[]): Promise<void> {
+  const failures: unknown[] = [];
+  for (const step of [
+    ...sentinels.map((s) => async () => {
+      await s.child.stop();
+      rmSync(s.dir, { recursive: true, force: true });
+      forgetRemoveAtExit(s.dir);
+    }),
+    ...nodes.map((node) => () => node.stop()),
+  ]) {
+    try {
+      await step();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length > 0) throw new AggregateError(failures, 'the Sentinel topology did not stop cleanly');
+}
+
+/** Where the first running Sentinel that answers says the primary is. */
+async function primaryNamedBy(sentinels: readonly RunningSentinel[], masterName: string): Promise<SentinelAddress> {
+  for (const sentinel of sentinels) {
+    if (!sentinel.child.running) continue;
+    const reply = await respCommand(sentinel.target, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName]).catch(
+      () => undefined,
+    );
+    if (Array.isArray(reply) && typeof reply[0] === 'string' && typeof reply[1] === 'string')
+      return { host: reply[0], port: Number(reply[1]) };
+  }
+  throw new Error(`no Sentinel names a primary for ${masterName}`);
+}
+
+/** Until a Sentinel names a primary other than `from`, which it returns. */
+function primaryOtherThan(
+  from: SentinelAddress,
+  sentinels: readonly RunningSentinel[],
+  masterName: string,
+  timeoutMs: number,
+): Promise<SentinelAddress> {
+  return eventually(
+    async () => {
+      const now = await primaryNamedBy(sentinels, masterName).catch(() => undefined);
+      return now !== undefined && (now.host !== from.host || now.port !== from.port) ? now : undefined;
+    },
+    {
+      timeoutMs,
+      intervalMs: 100,
+      what: () =>
+        `no Sentinel names a primary other than ${from.host}:${from.port}; last lines of sentinel-0:\n${sentinels[0]?.child.logTail() ?? ''}`,
+    },
+  );
 }
 
 async function startSentinel(

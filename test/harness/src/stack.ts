@@ -3,38 +3,27 @@
 // simulated nodes, each a fake-sandboxd and a node agent on its own loopback
 // address (127.0.1.1, 127.0.1.2, …) so every node looks like a separate host.
 // The apps run as processes from their dist/, exactly as they would in pods.
+// startStack starts the parts one after another; they stop last-started first,
+// also when a start fails (stack-parts.ts).
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { SandboxType } from '@warmpool/api';
-import { registerAggregatedApi } from './aggregation.js';
-import { ManagedChild } from './children.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from './cluster.js';
-import { get } from './http.js';
 import { startRedis, type TestRedis } from './redis.js';
-import { DEMO_ACCOUNT, setUpDemoClaims, type DemoClaims } from './stack-claims.js';
-import { nodeObject, SAMPLE_IMAGE, SAMPLE_NAME, SAMPLE_REPLICAS, sampleManifest } from './stack-manifests.js';
-import { quietPort } from './ports.js';
-import { preferredOrFreePort } from './stack-ports.js';
-import { eventually } from './wait.js';
+import { REPO_ROOT } from './stack-apps.js';
+import { setUpDemoClaims, type DemoClaims } from './stack-claims.js';
+import { startControlPlane, type StackFederation } from './stack-control-plane.js';
+import { startNodes, type StackNode } from './stack-nodes.js';
+import { StackParts, type StackContext, type UnexpectedExit } from './stack-parts.js';
+import { startRouter } from './stack-router.js';
+import { applySample, type StackSample, type StackSampleOptions } from './stack-sample.js';
 
-/** The repository root, found from this file in both src/ and dist/. */
-export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-
-export const APP_ENTRYPOINTS = {
-  fakeSandboxd: join(REPO_ROOT, 'apps/fake-sandboxd/dist/main.js'),
-  nodeAgent: join(REPO_ROOT, 'apps/node-agent/dist/main.js'),
-  controlPlane: join(REPO_ROOT, 'apps/control-plane/dist/main.js'),
-  router: join(REPO_ROOT, 'apps/router/dist/main.js'),
-} as const;
-
-export interface StackSampleOptions {
-  name?: string;
-  image?: string;
-  replicas?: number;
-}
+export { APP_ENTRYPOINTS, REPO_ROOT } from './stack-apps.js';
+export type { StackFederation } from './stack-control-plane.js';
+export type { StackNode } from './stack-nodes.js';
+export type { UnexpectedExit } from './stack-parts.js';
+export type { StackSample, StackSampleOptions } from './stack-sample.js';
 
 export interface StartStackOptions {
   /** kubeconfig, token, logs/ and stack.json go here (default `<repo>/.local`). */
@@ -80,32 +69,6 @@ export interface StartStackOptions {
   log?: (line: string) => void;
 }
 
-export interface StackFederation {
-  clusterId: string;
-  /** The hub (--federation-redis-url). */
-  hubUrl: string;
-  /** The peer clusters and their credentials (--federation-peers-file; see writeFederationPeers). */
-  peersFile?: string;
-}
-
-export interface StackNode {
-  /** The Node / NodeInventory name, `warmpool-node-<i>`. */
-  name: string;
-  host: string;
-  /** host:port the agent serves and advertises (NodeInventory spec.address). */
-  agentAddress: string;
-  agentUrl: string;
-  sandboxdUrl: string;
-}
-
-export interface StackSample {
-  namespace: string;
-  name: string;
-  image: string;
-  replicas: number;
-  manifestPath: string;
-}
-
 export interface StackDescription {
   dir: string;
   kubeconfig: string;
@@ -142,13 +105,6 @@ export interface StackDescription {
   pids: Record<string, number>;
 }
 
-export interface UnexpectedExit {
-  name: string;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  logTail: string;
-}
-
 export interface LocalStack {
   readonly description: StackDescription;
   /** Resolves if one of the stack's own processes exits before stop() was called. */
@@ -161,12 +117,6 @@ export interface LocalStack {
   stop(): Promise<void>;
   /** Same as stop(). */
   close(): Promise<void>;
-}
-
-/** Something started, in start order, so stop() can undo it in reverse. */
-interface Started {
-  name: string;
-  stop(): Promise<unknown>;
 }
 
 const DEFAULTS = {
@@ -184,257 +134,65 @@ const DEFAULTS = {
 
 export const DEFAULT_STACK_DIR = join(REPO_ROOT, '.local');
 
-async function waitForHttp(child: ManagedChild, url: string, timeoutMs = 30_000): Promise<void> {
-  let last = 'no answer yet';
-  await eventually(
-    async () => {
-      const res = await get(url).catch((error: Error) => ({ status: 0, body: error.message }));
-      last = `${res.status} ${res.body.slice(0, 500)}`;
-      return res.status === 200;
-    },
-    {
-      timeoutMs,
-      intervalMs: 100,
-      what: () => `${child.name} at ${url} not ready (last answer: ${last}); last log lines:\n${child.logTail()}`,
-      abort: () => (child.running ? undefined : `${child.name} exited (${JSON.stringify(child.exitStatus)})`),
-    },
-  );
-}
-
-function startApp(
-  logsDir: string,
-  name: string,
-  entrypoint: string,
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): ManagedChild {
-  const logFile = join(logsDir, `${name}.log`);
-  writeFileSync(logFile, '');
-  return new ManagedChild({
-    name,
-    command: process.execPath,
-    args: [entrypoint, ...args],
-    logFile,
-    env: { ...process.env, ...env },
-  });
-}
-
 export async function startStack(options: StartStackOptions = {}): Promise<LocalStack> {
   const log = options.log ?? ((): void => undefined);
   const dir = resolve(options.dir ?? DEFAULT_STACK_DIR);
   const logsDir = join(dir, 'logs');
   mkdirSync(logsDir, { recursive: true });
   const namespace = options.namespace ?? DEFAULTS.namespace;
-  const started: Started[] = [];
-  let stopping: Promise<void> | undefined;
-  let reportUnexpectedExit: (exit: UnexpectedExit) => void = () => undefined;
-  const unexpectedExit = new Promise<UnexpectedExit>((resolve) => {
-    reportUnexpectedExit = resolve;
-  });
-  const track = (child: ManagedChild): ManagedChild => {
-    started.push({ name: child.name, stop: () => child.stop() });
-    void child.exited.then(({ code, signal }) => {
-      if (stopping === undefined) reportUnexpectedExit({ name: child.name, code, signal, logTail: child.logTail(20) });
-    });
-    return child;
-  };
-  const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      for (const part of [...started].reverse()) {
-        log(`stopping ${part.name}`);
-        await part.stop();
-      }
-    })());
+  const parts = new StackParts(logsDir, log);
+  const stop = (): Promise<void> => parts.stop();
 
   try {
     log('starting etcd and kube-apiserver (with the CRDs)');
     const cluster = await startCluster({ name: options.clusterName ?? 'warmpool-local' });
-    started.push({ name: 'kube-apiserver and etcd', stop: () => cluster.stop() });
+    parts.add('kube-apiserver and etcd', () => cluster.stop());
     const kubeconfig = join(dir, 'kubeconfig');
     copyFileSync(cluster.kubeconfigPath, kubeconfig);
-
-    let redis: TestRedis;
-    if (options.redis !== undefined) {
-      redis = options.redis;
-    } else {
-      log('starting redis-server');
-      const own = await startRedis();
-      started.push({ name: 'redis-server', stop: () => own.stop() });
-      redis = own;
-    }
+    const redis = options.redis ?? (await startOwnRedis(parts, log));
     const claimsRedisUrl =
       options.redisDb === undefined || options.redisDb === 0 ? redis.url : `${redis.url}/${options.redisDb}`;
-
     const token = randomBytes(24).toString('hex');
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+    const context: StackContext = { dir, kubeconfig, tokenFile, namespace, parts, log };
+    const pids = clusterAndRedisPids(cluster, redis);
 
-    const count = options.nodes ?? DEFAULTS.nodes;
-    if (!Number.isInteger(count) || count < 1 || count > 254)
-      throw new Error(`nodes must be 1..254 (one loopback address each), got ${count}`);
-    const prefix = options.loopbackPrefix ?? DEFAULTS.loopbackPrefix;
-    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    const nodes: StackNode[] = [];
-    const agents: Array<{ node: StackNode; child: ManagedChild }> = [];
-    const clusterPids = cluster.pids();
-    const pids: Record<string, number> = { redis: redis.pid };
-    if (clusterPids.etcd !== undefined) pids['etcd'] = clusterPids.etcd;
-    if (clusterPids.apiserver !== undefined) pids['kube-apiserver'] = clusterPids.apiserver;
-    for (let i = 1; i <= count; i++) {
-      const name = `warmpool-node-${i}`;
-      const host = `${prefix}.${i}`;
-      const sandboxdPort = (await preferredOrFreePort(host, options.sandboxdPort ?? DEFAULTS.sandboxdPort)).port;
-      const agentPort = (await preferredOrFreePort(host, options.agentPort ?? DEFAULTS.agentPort)).port;
-      const sandboxdUrl = `http://${host}:${sandboxdPort}`;
-      const agentAddress = `${host}:${agentPort}`;
-      await core.createNode({ body: nodeObject(name, host) });
-
-      log(`starting ${name}: fake-sandboxd on ${host}:${sandboxdPort}, node-agent on ${agentAddress}`);
-      const sandboxd = track(
-        startApp(
-          logsDir,
-          `fake-sandboxd-${i}`,
-          APP_ENTRYPOINTS.fakeSandboxd,
-          // The same token file as every other process (never the token itself in `ps`): rotating it rotates the stack.
-          [`--listen=${host}:${sandboxdPort}`, `--api-token-file=${tokenFile}`, ...(options.sandboxdArgs ?? [])],
-        ),
-      );
-      pids[sandboxd.name] = sandboxd.pid;
-      await waitForHttp(sandboxd, `${sandboxdUrl}/healthz`);
-
-      const agent = track(
-        startApp(logsDir, `node-agent-${i}`, APP_ENTRYPOINTS.nodeAgent, [
-          `--listen=${agentAddress}`,
-          `--sandboxd-url=${sandboxdUrl}`,
-          `--token-file=${tokenFile}`,
-          `--node-name=${name}`,
-          `--advertise-address=${agentAddress}`,
-          `--kubeconfig=${kubeconfig}`,
-          '--publish-interval=30s',
-          `--min-publish-gap=${options.minPublishGap ?? DEFAULTS.minPublishGap}`,
-          // Nothing here routes by the agents' readiness, so stopping the stack need not wait out a drain delay.
-          '--drain-delay=0s',
-        ]),
-      );
-      pids[agent.name] = agent.pid;
-      const node = { name, host, agentAddress, agentUrl: `http://${agentAddress}`, sandboxdUrl };
-      nodes.push(node);
-      agents.push({ node, child: agent });
-    }
-    // Agents start in parallel; readiness includes their first NodeInventory write.
-    await Promise.all(agents.map(({ node, child }) => waitForHttp(child, `${node.agentUrl}/readyz`)));
-
-    let controlPlaneUrl: string | undefined;
-    let claimsUrl: string | undefined;
-    let sandboxApiUrl: string | undefined;
-    if (options.controlPlane ?? true) {
-      const wanted = options.controlPlanePort ?? DEFAULTS.controlPlanePort;
-      const cpPort = await preferredOrFreePort('127.0.0.1', wanted);
-      controlPlaneUrl = `http://127.0.0.1:${cpPort.port}`;
-      const wantedClaims = options.claimsPort ?? DEFAULTS.claimsPort;
-      const claimsPort = await preferredOrFreePort('127.0.0.1', wantedClaims);
-      claimsUrl = `http://127.0.0.1:${claimsPort.port}`;
-      const sandboxApiPort = await quietPort();
-      sandboxApiUrl = `https://127.0.0.1:${sandboxApiPort}`;
-      log(
-        `starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${wanted} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${wantedClaims} was taken)`}`,
-      );
-      const controlPlane = track(
-        startApp(logsDir, 'control-plane', APP_ENTRYPOINTS.controlPlane, [
-          `--kubeconfig=${kubeconfig}`,
-          `--token-file=${tokenFile}`,
-          `--listen=127.0.0.1:${cpPort.port}`,
-          `--interval=${options.interval ?? DEFAULTS.interval}`,
-          `--namespace=${namespace}`,
-          `--identity=local-${process.pid}`,
-          `--redis-url=${claimsRedisUrl}`,
-          `--claims-listen=127.0.0.1:${claimsPort.port}`,
-          ...(options.federation !== undefined
-            ? [
-                `--cluster-id=${options.federation.clusterId}`,
-                `--federation-redis-url=${options.federation.hubUrl}`,
-                ...(options.federation.peersFile !== undefined
-                  ? [`--federation-peers-file=${options.federation.peersFile}`]
-                  : []),
-              ]
-            : []),
-          `--aggregated-listen=127.0.0.1:${sandboxApiPort}`,
-        ]),
-      );
-      pids[controlPlane.name] = controlPlane.pid;
-      await waitForHttp(controlPlane, `${controlPlaneUrl}/readyz`);
-      // /readyz can answer before the claim API's listener is bound (it starts after the caches and Redis).
-      await waitForHttp(controlPlane, `${claimsUrl}/openapi.json`);
-      // For scripts: `curl -X POST … $(cat .local/claims-url)`.
-      writeFileSync(join(dir, 'claims-url'), `${claimsUrl}/v1/namespaces/${namespace}/claims\n`);
-      // `kubectl get sandboxes` through the aggregation layer, instead of the Sandbox CRD.
-      log(`registering the Sandbox API (APIService v1beta1.agents.x-k8s.io) at ${sandboxApiUrl}`);
-      await registerAggregatedApi(cluster, {
-        group: SandboxType.group,
-        version: SandboxType.version,
-        port: sandboxApiPort,
-        replacesCrd: `${SandboxType.plural}.${SandboxType.group}`,
-        serviceName: 'warmpool-sandbox-api',
-      });
-    }
-
-    let routerUrl: string | undefined;
-    if (controlPlaneUrl !== undefined) {
-      const wantedRouter = options.routerPort ?? DEFAULTS.routerPort;
-      const routerPort = await preferredOrFreePort('127.0.0.1', wantedRouter);
-      routerUrl = `http://127.0.0.1:${routerPort.port}`;
-      log(
-        `starting the sandbox router on ${routerUrl}${routerPort.preferred ? '' : ` (port ${wantedRouter} was taken)`}`,
-      );
-      const router = track(
-        startApp(logsDir, 'router', APP_ENTRYPOINTS.router, [
-          `--kubeconfig=${kubeconfig}`,
-          `--listen=127.0.0.1:${routerPort.port}`,
-          `--tokenless-user=system:serviceaccount:${namespace}:${DEMO_ACCOUNT}`,
-        ]),
-      );
-      pids[router.name] = router.pid;
-      await waitForHttp(router, `${routerUrl}/readyz`);
-    }
-
-    let sample: StackSample | undefined;
-    if (options.sample !== false) {
-      const wanted = {
-        namespace,
-        name: options.sample?.name ?? SAMPLE_NAME,
-        image: options.sample?.image ?? SAMPLE_IMAGE,
-        replicas: options.sample?.replicas ?? SAMPLE_REPLICAS,
-      };
-      const manifestPath = join(dir, 'sample.json');
-      writeFileSync(manifestPath, sampleManifest(wanted, { env: options.sampleEnv === true }));
-      log(
-        `applying the sample SandboxTemplate and SandboxWarmPool ${namespace}/${wanted.name} (${wanted.replicas} replicas of ${wanted.image})`,
-      );
-      const applied = await cluster.kubectl([
-        'apply',
-        '--server-side',
-        '--field-manager=warmpool-local',
-        '-f',
-        manifestPath,
-      ]);
-      if (applied.code !== 0) throw new Error(`applying ${manifestPath} failed:\n${applied.stderr}${applied.stdout}`);
-      sample = { ...wanted, manifestPath };
-    }
-
-    let claims: DemoClaims | undefined;
-    if (sample !== undefined) {
-      log(`creating the ServiceAccount ${namespace}/warmpool-demo (may claim sandboxes) and a SandboxClaim example`);
-      claims = await setUpDemoClaims(cluster, dir, namespace, sample.name);
-    }
+    const nodes = await startNodes(cluster, context, {
+      count: options.nodes ?? DEFAULTS.nodes,
+      loopbackPrefix: options.loopbackPrefix ?? DEFAULTS.loopbackPrefix,
+      sandboxdPort: options.sandboxdPort ?? DEFAULTS.sandboxdPort,
+      agentPort: options.agentPort ?? DEFAULTS.agentPort,
+      minPublishGap: options.minPublishGap ?? DEFAULTS.minPublishGap,
+      sandboxdArgs: options.sandboxdArgs ?? [],
+    });
+    const controlPlane =
+      (options.controlPlane ?? true)
+        ? await startControlPlane(cluster, context, {
+            port: options.controlPlanePort ?? DEFAULTS.controlPlanePort,
+            claimsPort: options.claimsPort ?? DEFAULTS.claimsPort,
+            interval: options.interval ?? DEFAULTS.interval,
+            redisUrl: claimsRedisUrl,
+            federation: options.federation,
+          })
+        : undefined;
+    // The router needs the control plane.
+    const routerUrl =
+      controlPlane !== undefined ? await startRouter(context, options.routerPort ?? DEFAULTS.routerPort) : undefined;
+    const sample =
+      options.sample !== false
+        ? await applySample(cluster, context, options.sample ?? {}, options.sampleEnv === true)
+        : undefined;
+    const claims = sample !== undefined ? await setUpClaims(cluster, context, sample) : undefined;
 
     const description: StackDescription = {
       dir,
       kubeconfig,
       tokenFile,
       server: cluster.server,
-      controlPlaneUrl,
-      claimsUrl,
-      sandboxApiUrl,
+      controlPlaneUrl: controlPlane?.controlPlaneUrl,
+      claimsUrl: controlPlane?.claimsUrl,
+      sandboxApiUrl: controlPlane?.sandboxApiUrl,
       routerUrl,
       clusterId: options.federation?.clusterId,
       redisUrl: claimsRedisUrl,
@@ -444,12 +202,40 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
       claims,
       logsDir,
       clusterDataDir: cluster.dataDir,
-      pids,
+      pids: { ...pids, ...parts.appPids() },
     };
     writeFileSync(join(dir, 'stack.json'), `${JSON.stringify(description, null, 2)}\n`);
+    const { unexpectedExit } = parts;
     return { description, unexpectedExit, cluster, redis, kubeConfig: cluster.kubeConfig, token, stop, close: stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** A redis-server of the stack's own (stopped with it), when none is shared. */
+async function startOwnRedis(parts: StackParts, log: (line: string) => void): Promise<TestRedis> {
+  log('starting redis-server');
+  const own = await startRedis();
+  parts.add('redis-server', () => own.stop());
+  return own;
+}
+
+/** The demo ServiceAccount and a SandboxClaim example of the sample pool. */
+async function setUpClaims(
+  cluster: TestCluster,
+  { dir, namespace, log }: StackContext,
+  sample: StackSample,
+): Promise<DemoClaims> {
+  log(`creating the ServiceAccount ${namespace}/warmpool-demo (may claim sandboxes) and a SandboxClaim example`);
+  return setUpDemoClaims(cluster, dir, namespace, sample.name);
+}
+
+/** The pids the stack did not start as apps, first in stack.json (its apps' follow, in start order). */
+function clusterAndRedisPids(cluster: TestCluster, redis: TestRedis): Record<string, number> {
+  const clusterPids = cluster.pids();
+  const pids: Record<string, number> = { redis: redis.pid };
+  if (clusterPids.etcd !== undefined) pids['etcd'] = clusterPids.etcd;
+  if (clusterPids.apiserver !== undefined) pids['kube-apiserver'] = clusterPids.apiserver;
+  return pids;
 }
