@@ -58,12 +58,20 @@ export class StackParts {
     return { ...this.#appPids };
   }
 
+  /** Stops every part, each isolated: one that fails does not leave the rest running; the first failure is thrown after. */
   stop(): Promise<void> {
     return (this.#stopping ??= (async () => {
+      const failures: unknown[] = [];
       for (const part of [...this.#started].reverse()) {
         this.#log(`stopping ${part.name}`);
-        await part.stop();
+        try {
+          await part.stop();
+        } catch (err) {
+          this.#log(`stopping ${part.name} failed: ${err instanceof Error ? err.message : String(err)}`);
+          failures.push(err);
+        }
       }
+      if (failures.length > 0) throw failures[0];
     })());
   }
 }

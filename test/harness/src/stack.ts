@@ -208,7 +208,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Local
     const { unexpectedExit } = parts;
     return { description, unexpectedExit, cluster, redis, kubeConfig: cluster.kubeConfig, token, stop, close: stop };
   } catch (error) {
-    await stop();
+    // The start's own failure is what the caller needs; a failed stop is already in the log.
+    await stop().catch(() => undefined);
     throw error;
   }
 }

@@ -12,7 +12,7 @@ import { messageOf } from '@warmpool/runtime';
 import { leaveSignalsToCaller } from '../children.js';
 import { runHelm } from '../helm.js';
 import { sampleManifest } from '../stack-manifests.js';
-import { REPO_ROOT } from '../stack.js';
+import { REPO_ROOT } from '../stack-apps.js';
 import { startNodeCluster, type NodeCluster } from './node-cluster.js';
 
 const HELP = `Usage: node test/harness/dist/nodes/cluster-main.js [flags]
