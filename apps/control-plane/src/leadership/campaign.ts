@@ -96,17 +96,14 @@ export class Campaign {
    */
   async resign(): Promise<void> {
     const stopping = this.#elector;
-    let ended: { failed: false } | { failed: true; err: unknown } = { failed: false };
     try {
       this.#options.onStoppedLeading('resigned');
-    } catch (err) {
-      ended = { failed: true, err };
+    } finally {
+      this.#standalone?.abort();
+      this.#standalone = undefined;
+      this.#elector = undefined;
+      await stopping?.close({ release: true });
     }
-    this.#standalone?.abort();
-    this.#standalone = undefined;
-    this.#elector = undefined;
-    await stopping?.close({ release: true });
-    if (ended.failed) throw ended.err;
   }
 
   #campaign(): void {

@@ -151,26 +151,17 @@ export class Manager {
   async #close(): Promise<void> {
     this.#campaign.stopFollowingToken();
     // The term ends before resign() returns its promise; only the Lease's release is left in it, an apiserver write
-    // that waits up to the renew deadline. Its outcome is held here (never an unhandled rejection) and awaited last.
-    const released = settled(this.#campaign.resign());
+    // that waits up to the renew deadline. Handled at once (never an unhandled rejection), awaited last.
+    const released = this.#campaign.resign();
+    released.catch(() => undefined);
     await closeInOrder(
       'the control plane',
       [
         ['lifetime', () => this.#lifetime.abort(new Error('closing'))],
         ...[...this.#runnables].reverse().map((r) => [r.name, () => r.close()] as const),
-        ['leadership', () => released.then((outcome) => outcome())],
+        ['leadership', () => released],
       ],
       this.#logger,
     );
   }
-}
-
-/** A promise's outcome, kept: calling it returns the value or throws the error it rejected with. */
-function settled(promise: Promise<void>): Promise<() => void> {
-  return promise.then(
-    () => () => undefined,
-    (err: unknown) => () => {
-      throw err;
-    },
-  );
 }

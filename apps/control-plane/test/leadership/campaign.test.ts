@@ -1,7 +1,7 @@
 // The campaign on a real apiserver: resigning ends the term, stops
 // campaigning and releases the Lease, even when the term's end callback
 // throws (the throw is passed on after the release, never instead of it).
-import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, sleep, startCluster, type TestCluster } from '@warmpool/harness';
 import { LeaseType, ResourceClient, type Lease } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,7 +72,7 @@ describe('Campaign on a real apiserver', () => {
     expect(campaign.leadership.holding()).toBe(false);
     expect(await holderOf('callback-throws')).toBeUndefined();
     // Not renewed behind our back: the released Lease stays free past a few retry periods.
-    await new Promise((resolve) => setTimeout(resolve, 4 * timing.retryPeriodMs));
+    await sleep(4 * timing.retryPeriodMs);
     expect(await holderOf('callback-throws')).toBeUndefined();
   });
 });
