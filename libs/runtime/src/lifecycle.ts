@@ -78,13 +78,23 @@ export type CloseStep = readonly [name: string, close: () => unknown];
  * (debug), so a shutdown that took long says which step held it.
  */
 export async function closeInOrder(what: string, steps: ReadonlyArray<CloseStep>, logger: Logger): Promise<void> {
-  for (const [name, step] of steps) {
-    const started = performance.now();
-    try {
-      await step();
-    } catch (err) {
-      logger.warn(`closing ${what}: a step failed`, { step: name, err });
-    }
-    logger.debug(`closing ${what}: step done`, { step: name, ms: Math.round(performance.now() - started) });
+  for (const step of steps) await runStep(what, step, logger);
+}
+
+/**
+ * Runs every step at once, each isolated as in closeInOrder, and resolves once all have settled (never rejects): for
+ * steps that do not depend on each other, so a close takes the longest of them rather than their sum.
+ */
+export async function closeTogether(what: string, steps: ReadonlyArray<CloseStep>, logger: Logger): Promise<void> {
+  await Promise.all(steps.map((step) => runStep(what, step, logger)));
+}
+
+async function runStep(what: string, [name, step]: CloseStep, logger: Logger): Promise<void> {
+  const started = performance.now();
+  try {
+    await step();
+  } catch (err) {
+    logger.warn(`closing ${what}: a step failed`, { step: name, err });
   }
+  logger.debug(`closing ${what}: step done`, { step: name, ms: Math.round(performance.now() - started) });
 }

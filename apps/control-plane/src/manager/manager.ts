@@ -4,13 +4,15 @@
 //    signal, which aborts the moment the term ends (lost or resigned);
 //  - leadership is the campaign's alone: the manager only turns its terms on
 //    and off, so no runnable elects or resigns itself;
-//  - close() resigns first (leader work stops at once), then closes every
-//    runnable in reverse list order, each isolated, while the Lease is
-//    released beside them (a standby takes over as soon as the apiserver
-//    answers, and a stopped apiserver costs the close the longer of the two,
-//    not their sum);
+//  - close() resigns first (leader work stops at once), then closes the
+//    leader runnables together (their term has ended, and none needs another
+//    to close: a stopped apiserver costs the longest of their closes, not
+//    their sum, as controller-runtime stops a runnable group), then every
+//    other runnable in reverse list order; each close is isolated, and the
+//    Lease is released beside them all (a standby takes over as soon as the
+//    apiserver answers; a stopped apiserver costs the longer of the two);
 //  - readiness and liveness are the union of what the runnables report.
-import { closeInOrder, type Logger } from '@warmpool/runtime';
+import { closeInOrder, closeTogether, type CloseStep, type Logger } from '@warmpool/runtime';
 import type { HeldLease } from '../generation/lease-epoch-store.js';
 import { Campaign, type CampaignOptions } from '../leadership/campaign.js';
 import type { Leadership } from '../controllers/warmpool/reconciler.js';
@@ -100,7 +102,8 @@ export class Manager {
   }
 
   /**
-   * Ends the term, closes every runnable in reverse order beside the Lease's release, and waits for that release last.
+   * Ends the term, closes the leader runnables together and then the others in reverse order, beside the Lease's
+   * release, and waits for that release last.
    * Idempotent; waits for a start in progress.
    */
   close(): Promise<void> {
@@ -154,11 +157,15 @@ export class Manager {
     // that waits up to the renew deadline. Handled at once (never an unhandled rejection), awaited last.
     const released = this.#campaign.resign();
     released.catch(() => undefined);
+    const stepOf = (r: Runnable): CloseStep => [r.name, () => r.close()];
+    const leaders = this.#runnables.filter((r) => r.needsLeader).map(stepOf);
+    const everyReplica = this.#runnables.filter((r) => !r.needsLeader).map(stepOf);
     await closeInOrder(
       'the control plane',
       [
         ['lifetime', () => this.#lifetime.abort(new Error('closing'))],
-        ...[...this.#runnables].reverse().map((r) => [r.name, () => r.close()] as const),
+        ['leader runnables', () => closeTogether('the leader runnables', leaders, this.#logger)],
+        ...everyReplica.reverse(),
         ['leadership', () => released],
       ],
       this.#logger,

@@ -5,9 +5,11 @@
 //    lifetime or term ends; the runnable stops its work then, at once.
 //  - start() resolves once the runnable is up (not when its work is done);
 //    a leader runnable that needs synced caches waits for them itself.
-//  - close() is called once, after the last term ended, in reverse list
-//    order; it releases everything the runnable opened and may not assume
-//    start() ever ran. A throwing close() never skips the next one.
+//  - close() is called once, after the last term ended: the leader
+//    runnables' together, then the others' in reverse list order (so a
+//    leader runnable's close may not wait for another's). It releases
+//    everything the runnable opened and may not assume start() ever ran. A
+//    throwing close() never skips another.
 import type { Informer } from '@warmpool/kube';
 import type { KubeObject } from '@warmpool/api';
 
