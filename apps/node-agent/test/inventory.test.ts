@@ -9,7 +9,7 @@ import {
   type NodeInventory,
   type NodeInventoryStatus,
 } from '@warmpool/api';
-import { eventually, startCluster, type TestCluster } from '@warmpool/harness';
+import { eventually, Freezer, startCluster, type TestCluster } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import {
   KubeInventoryWriter,
@@ -22,9 +22,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSandboxd } from '@warmpool/fake-sandboxd';
 import { call, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
 
-/** The real writer, counting the writes that reach the apiserver. */
+/** The real writer, counting the calls it was given and the writes that reach the apiserver. */
 class CountingWriter implements InventoryWriter {
   readonly inner: InventoryWriter;
+  calls = 0;
   statusWrites = 0;
   objectWrites = 0;
 
@@ -32,21 +33,29 @@ class CountingWriter implements InventoryWriter {
     this.inner = inner;
   }
 
-  readStatus(name: string): ReturnType<InventoryWriter['readStatus']> {
-    return this.inner.readStatus(name);
+  readStatus(name: string, signal?: AbortSignal): ReturnType<InventoryWriter['readStatus']> {
+    this.calls += 1;
+    return this.inner.readStatus(name, signal);
   }
 
-  nodeOwner(name: string): ReturnType<InventoryWriter['nodeOwner']> {
-    return this.inner.nodeOwner(name);
+  nodeOwner(name: string, signal?: AbortSignal): ReturnType<InventoryWriter['nodeOwner']> {
+    this.calls += 1;
+    return this.inner.nodeOwner(name, signal);
   }
 
-  async applyObject(identity: InventoryIdentity): Promise<void> {
-    await this.inner.applyObject(identity);
+  async applyObject(identity: InventoryIdentity, signal?: AbortSignal): Promise<void> {
+    this.calls += 1;
+    await this.inner.applyObject(identity, signal);
     this.objectWrites += 1;
   }
 
-  async applyStatus(name: string, status: NodeInventoryStatus): ReturnType<InventoryWriter['applyStatus']> {
-    const outcome = await this.inner.applyStatus(name, status);
+  async applyStatus(
+    name: string,
+    status: NodeInventoryStatus,
+    signal?: AbortSignal,
+  ): ReturnType<InventoryWriter['applyStatus']> {
+    this.calls += 1;
+    const outcome = await this.inner.applyStatus(name, status, signal);
     if (outcome !== 'missing') this.statusWrites += 1;
     return outcome;
   }
@@ -425,6 +434,34 @@ describe('NodeInventory publisher', () => {
     expect(status.pools?.[0]?.target).toBe(4);
     expect(status.claimed).toBe(6);
   });
+
+  it('closes without waiting for a write to an apiserver that stopped answering', async () => {
+    const name = nodeName();
+    // The write's own timeout is far beyond this test's: only the close's abort can end it in time.
+    const writer = new CountingWriter(new KubeInventoryWriter(cluster.kubeConfig, { timeoutMs: 120_000 }));
+    const n = await agentFor(name, {}, writer);
+    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 1, pools: [{ template: 'img', warm: 3 }] } });
+    await eventually(async () => ((await statusOf(name))?.pools?.[0]?.warm ?? 0) > 0, {
+      timeoutMs: 10_000,
+      what: 'the warm pool published',
+    });
+
+    const apiserver = new Freezer(() => {
+      const pid = cluster.pids().apiserver;
+      if (pid === undefined) throw new Error('the apiserver is not running');
+      return pid;
+    });
+    await apiserver.freeze();
+    try {
+      const before = writer.calls;
+      await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 5 }] } });
+      await eventually(() => writer.calls > before, { timeoutMs: 10_000, what: 'a write to the stopped apiserver' });
+      open.splice(open.indexOf(n), 1);
+      await n.close();
+    } finally {
+      apiserver.thaw();
+    }
+  }, 20_000);
 
   it('starting while the apiserver is down: serves claims, refuses SetPools until the generation is read back, then catches up', async () => {
     const name = nodeName();

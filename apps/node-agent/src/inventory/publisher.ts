@@ -80,6 +80,8 @@ export class InventoryPublisher {
   #dueAt = Number.POSITIVE_INFINITY;
   #inFlight: Promise<void> | undefined;
   #closed = false;
+  /** Aborts the apiserver call in flight at close: a stopped apiserver must not hold the agent's shutdown. */
+  readonly #closing = new AbortController();
   #owner: OwnerReference | undefined;
   #objectApplied = false;
   #started = false;
@@ -126,10 +128,12 @@ export class InventoryPublisher {
     this.#schedule(Math.max(0, gapLeft), false);
   }
 
+  /** Stops publishing; a write in flight is abandoned (the next agent's first write puts the status right). */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#closing.abort(new Error('the node agent is closing'));
     await this.#inFlight;
   }
 
@@ -163,7 +167,7 @@ export class InventoryPublisher {
     const started = this.#lastAttemptAt;
     try {
       if (!this.#readBack) {
-        const previous = await writer.readStatus(nodeName);
+        const previous = await writer.readStatus(nodeName, this.#closing.signal);
         ownerAddress.recover(previous?.status.ownerAddr);
         this.#readBack = true;
         if (!generations.recovered) this.#recoverGeneration(previous);
@@ -219,7 +223,7 @@ export class InventoryPublisher {
   async #write(snapshot: InventorySnapshot, entries: PublishedEntries | undefined): Promise<void> {
     const { writer, nodeName } = this.#options;
     if (this.#owner === undefined) {
-      const owner = await writer.nodeOwner(nodeName);
+      const owner = await writer.nodeOwner(nodeName, this.#closing.signal);
       if (owner !== undefined) {
         this.#owner = owner;
         this.#objectApplied = false;
@@ -227,11 +231,12 @@ export class InventoryPublisher {
     }
     if (!this.#objectApplied) await this.#applyObject();
     const status = statusOf(snapshot, new Date(), this.#options.capacity, entries);
-    let written = await writer.applyStatus(nodeName, status);
+    const signal = this.#closing.signal;
+    let written = await writer.applyStatus(nodeName, status, signal);
     if (written === 'missing') {
       // Deleted behind our back (kubectl delete, or its Node went): create it again.
       await this.#applyObject();
-      written = await writer.applyStatus(nodeName, status);
+      written = await writer.applyStatus(nodeName, status, signal);
       if (written === 'missing') throw new Error(`NodeInventory ${nodeName} vanished while being written`);
     }
     // The spec is re-asserted on every publish: anyone who re-pointed spec.address (say, with a
@@ -254,7 +259,10 @@ export class InventoryPublisher {
 
   async #applyObject(): Promise<void> {
     const { writer, nodeName } = this.#options;
-    await writer.applyObject({ name: nodeName, spec: this.#spec(), ...(this.#owner ? { owner: this.#owner } : {}) });
+    await writer.applyObject(
+      { name: nodeName, spec: this.#spec(), ...(this.#owner ? { owner: this.#owner } : {}) },
+      this.#closing.signal,
+    );
     this.#objectApplied = true;
   }
 
@@ -277,6 +285,10 @@ export class InventoryPublisher {
 
   #failed(err: unknown): void {
     const { logger, metrics } = this.#options;
+    if (this.#closed) {
+      logger.debug('NodeInventory write abandoned at close', { err: messageOf(err) });
+      return;
+    }
     metrics.publishFailed();
     this.#failures += 1;
     this.#lastError = messageOf(err);

@@ -29,21 +29,22 @@ export interface InventoryReadBack {
   annotations: Record<string, string>;
 }
 
+/** Each call gives up when `signal` aborts (the publisher closing), besides its own timeout. */
 export interface InventoryWriter {
   /**
    * The status this node last published (and the object's annotations), or undefined when it has no NodeInventory yet.
    */
-  readStatus(name: string): Promise<InventoryReadBack | undefined>;
+  readStatus(name: string, signal?: AbortSignal): Promise<InventoryReadBack | undefined>;
   /** An owner reference to the Node of that name, or undefined when there is no such Node. */
-  nodeOwner(name: string): Promise<OwnerReference | undefined>;
+  nodeOwner(name: string, signal?: AbortSignal): Promise<OwnerReference | undefined>;
   /** Creates or updates the object's metadata and spec (not its status). */
-  applyObject(identity: InventoryIdentity): Promise<void>;
+  applyObject(identity: InventoryIdentity, signal?: AbortSignal): Promise<void>;
   /**
    * Writes the status; 'missing' when the object does not exist (so applyObject must run first).
    * Else the spec the object has now, as the write's answer carries it: how the publisher sees,
    * at no extra call, whether someone changed it.
    */
-  applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'>;
+  applyStatus(name: string, status: NodeInventoryStatus, signal?: AbortSignal): Promise<StatusWritten | 'missing'>;
 }
 
 export interface StatusWritten {
@@ -69,35 +70,39 @@ export class KubeInventoryWriter implements InventoryWriter {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async readStatus(name: string): Promise<InventoryReadBack | undefined> {
-    const inventory = await ignoreNotFound(this.#inventories.get({ name }, { signal: this.#signal() }));
+  async readStatus(name: string, signal?: AbortSignal): Promise<InventoryReadBack | undefined> {
+    const inventory = await ignoreNotFound(this.#inventories.get({ name }, { signal: this.#signal(signal) }));
     return inventory === undefined
       ? undefined
       : { status: inventory.status ?? {}, annotations: inventory.metadata.annotations ?? {} };
   }
 
-  async nodeOwner(name: string): Promise<OwnerReference | undefined> {
-    const uid = (await ignoreNotFound(this.#nodes.get({ name }, { signal: this.#signal() })))?.metadata?.uid;
+  async nodeOwner(name: string, signal?: AbortSignal): Promise<OwnerReference | undefined> {
+    const uid = (await ignoreNotFound(this.#nodes.get({ name }, { signal: this.#signal(signal) })))?.metadata?.uid;
     return uid === undefined
       ? undefined
       : { apiVersion: apiVersionOf(KubeNodeType), kind: KubeNodeType.kind, name, uid };
   }
 
-  async applyObject(identity: InventoryIdentity): Promise<void> {
+  async applyObject(identity: InventoryIdentity, signal?: AbortSignal): Promise<void> {
     await this.#inventories.apply(
       {
         metadata: { name: identity.name, ...(identity.owner ? { ownerReferences: [identity.owner] } : {}) },
         spec: identity.spec,
       },
-      { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() },
+      { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal(signal) },
     );
   }
 
-  async applyStatus(name: string, status: NodeInventoryStatus): Promise<StatusWritten | 'missing'> {
+  async applyStatus(
+    name: string,
+    status: NodeInventoryStatus,
+    signal?: AbortSignal,
+  ): Promise<StatusWritten | 'missing'> {
     try {
       const written = await this.#inventories.applyStatus(
         { metadata: { name }, status },
-        { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal() },
+        { fieldManager: FIELD_MANAGER, force: true, signal: this.#signal(signal) },
       );
       return { spec: written.spec };
     } catch (err) {
@@ -106,7 +111,8 @@ export class KubeInventoryWriter implements InventoryWriter {
     }
   }
 
-  #signal(): AbortSignal {
-    return AbortSignal.timeout(this.#timeoutMs);
+  #signal(caller: AbortSignal | undefined): AbortSignal {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    return caller === undefined ? timeout : AbortSignal.any([timeout, caller]);
   }
 }
