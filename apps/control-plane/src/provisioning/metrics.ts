@@ -53,12 +53,9 @@ export class ProvisioningMetrics {
   readonly #nodeClaims: Record<NodeClaimOutcome, CounterSeries<'outcome'>>;
   readonly #adopted: Counter;
   readonly #released: Counter;
-  readonly #jobs: Gauge;
   readonly #stalled: Counter;
-  readonly #recovering: Gauge;
 
   constructor(registry: Registry, readers: ProvisioningReaders) {
-    const { jobCounts, recovering } = readers;
     const registers = [registry];
     const doors = claimDoorSchema.options;
     const claimDuration = new KeptHistogram({
@@ -121,29 +118,7 @@ export class ProvisioningMetrics {
       help: "Batch jobs this replica's worker found stalled (their worker died or froze) and took over",
       registers,
     });
-    this.#jobs = new Gauge({
-      name: `${PREFIX}claim_jobs`,
-      help: 'Batch jobs in the shared queue, by state (waiting / active), as this replica read them at scrape time',
-      labelNames: ['state'],
-      registers,
-      collect: async () => {
-        // Redis down or stalled: the last values stay; readiness says why.
-        const counts = await withinScrape(jobCounts);
-        if (counts === undefined) return;
-        this.#jobs.set({ state: 'waiting' }, counts.waiting);
-        this.#jobs.set({ state: 'active' }, counts.active);
-      },
-    });
-    this.#recovering = new Gauge({
-      name: `${PREFIX}claim_index_recovering`,
-      help: '1 while the claim index recovers from a loss (Redis restarted empty, or a replica promoted): each batch first looks for its fresh claims on every node, so claims are slower until a complete repair sweep ends it; read at scrape time',
-      registers,
-      collect: async () => {
-        // Redis down or stalled: the last value stays; readiness says why.
-        const value = await withinScrape(recovering);
-        if (value !== undefined) this.#recovering.set(value ? 1 : 0);
-      },
-    });
+    scrapeGauges(registers, readers);
   }
 
   served(path: ClaimDoor, tier: ClaimTier, seconds: number): void {
@@ -185,6 +160,31 @@ export class ProvisioningMetrics {
   releasedUnanswered(): void {
     this.#released.inc();
   }
+}
+
+/** The gauges read from Redis at scrape time; Redis down or stalled, each keeps its last value (readiness says why). */
+function scrapeGauges(registers: Registry[], { jobCounts, recovering }: ProvisioningReaders): void {
+  const jobs: Gauge = new Gauge({
+    name: `${PREFIX}claim_jobs`,
+    help: 'Batch jobs in the shared queue, by state (waiting / active), as this replica read them at scrape time',
+    labelNames: ['state'],
+    registers,
+    collect: async () => {
+      const counts = await withinScrape(jobCounts);
+      if (counts === undefined) return;
+      jobs.set({ state: 'waiting' }, counts.waiting);
+      jobs.set({ state: 'active' }, counts.active);
+    },
+  });
+  const recoveringGauge: Gauge = new Gauge({
+    name: `${PREFIX}claim_index_recovering`,
+    help: '1 while the claim index recovers from a loss (Redis restarted empty, or a replica promoted): each batch first looks for its fresh claims on every node, so claims are slower until a complete repair sweep ends it; read at scrape time',
+    registers,
+    collect: async () => {
+      const value = await withinScrape(recovering);
+      if (value !== undefined) recoveringGauge.set(value ? 1 : 0);
+    },
+  });
 }
 
 /** One value per key, as a record: the series for label values known in advance, reached by a property read. */
