@@ -4,6 +4,7 @@
 // reverse list order; a close that throws skips nothing. Standalone (no
 // election), so the order is the manager's alone.
 import { KubeConfig } from '@kubernetes/client-node';
+import { eventually } from '@warmpool/harness';
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
 import { Manager } from '../../src/manager/manager.js';
@@ -43,9 +44,9 @@ function runnable(
   };
 }
 
-/** Resolves once `log` holds `entry` (checked on every turn of the event loop). */
+/** Resolves once `log` holds `entry`; fails after a few seconds (a close that waits for another never gets there). */
 async function logged(log: readonly string[], entry: string): Promise<void> {
-  while (!log.includes(entry)) await new Promise((resolve) => setImmediate(resolve));
+  await eventually(() => log.includes(entry), { timeoutMs: 3_000, what: `"${entry}" logged` });
 }
 
 describe('Manager.close', () => {
@@ -65,6 +66,7 @@ describe('Manager.close', () => {
     await manager.close();
 
     expect(manager.leading).toBe(false);
+    expect(log).toEqual(expect.arrayContaining(['driver closed', 'reporter closed']));
     const leadersDone = Math.max(log.indexOf('driver closed'), log.indexOf('reporter closed'));
     expect(log.slice(leadersDone + 1)).toEqual([
       'pipeline closing',
