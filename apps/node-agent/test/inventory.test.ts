@@ -22,10 +22,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSandboxd } from '@warmpool/fake-sandboxd';
 import { call, FLEET_TOKEN, spawnAgent, startNode, type Node } from './helpers.js';
 
-/** The real writer, counting the calls it was given and the writes that reach the apiserver. */
+/** The real writer, counting its calls in flight and the writes that reach the apiserver. */
 class CountingWriter implements InventoryWriter {
   readonly inner: InventoryWriter;
-  calls = 0;
+  /** Calls not yet settled. */
+  pending = 0;
   statusWrites = 0;
   objectWrites = 0;
 
@@ -34,18 +35,15 @@ class CountingWriter implements InventoryWriter {
   }
 
   readStatus(name: string, signal?: AbortSignal): ReturnType<InventoryWriter['readStatus']> {
-    this.calls += 1;
-    return this.inner.readStatus(name, signal);
+    return this.#counted(this.inner.readStatus(name, signal));
   }
 
   nodeOwner(name: string, signal?: AbortSignal): ReturnType<InventoryWriter['nodeOwner']> {
-    this.calls += 1;
-    return this.inner.nodeOwner(name, signal);
+    return this.#counted(this.inner.nodeOwner(name, signal));
   }
 
   async applyObject(identity: InventoryIdentity, signal?: AbortSignal): Promise<void> {
-    this.calls += 1;
-    await this.inner.applyObject(identity, signal);
+    await this.#counted(this.inner.applyObject(identity, signal));
     this.objectWrites += 1;
   }
 
@@ -54,16 +52,26 @@ class CountingWriter implements InventoryWriter {
     status: NodeInventoryStatus,
     signal?: AbortSignal,
   ): ReturnType<InventoryWriter['applyStatus']> {
-    this.calls += 1;
-    const outcome = await this.inner.applyStatus(name, status, signal);
+    const outcome = await this.#counted(this.inner.applyStatus(name, status, signal));
     if (outcome !== 'missing') this.statusWrites += 1;
     return outcome;
+  }
+
+  async #counted<T>(call: Promise<T>): Promise<T> {
+    this.pending += 1;
+    try {
+      return await call;
+    } finally {
+      this.pending -= 1;
+    }
   }
 }
 
 let cluster: TestCluster;
 let inventories: ResourceClient<NodeInventory>;
 const open: Node[] = [];
+/** Processes a spec stopped: running again before anything else in the teardown, even after a spec timed out. */
+const frozen: Freezer[] = [];
 
 beforeAll(async () => {
   cluster = await startCluster({ name: 'node-agent' });
@@ -75,6 +83,7 @@ afterAll(async () => {
 });
 
 afterEach(async () => {
+  for (const process of frozen.splice(0)) process.thaw();
   for (const n of open.splice(0).reverse()) await n.close();
   await cluster.startApiserver();
 });
@@ -451,16 +460,13 @@ describe('NodeInventory publisher', () => {
       if (pid === undefined) throw new Error('the apiserver is not running');
       return pid;
     });
+    frozen.push(apiserver);
     await apiserver.freeze();
-    try {
-      const before = writer.calls;
-      await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 5 }] } });
-      await eventually(() => writer.calls > before, { timeoutMs: 10_000, what: 'a write to the stopped apiserver' });
-      open.splice(open.indexOf(n), 1);
-      await n.close();
-    } finally {
-      apiserver.thaw();
-    }
+    await call(n.url, 'PUT', '/v1/pools', { body: { generation: 2, pools: [{ template: 'img', warm: 5 }] } });
+    // A call in flight, whichever: one begun just before the freeze is as stuck as the push's (which waits behind it).
+    await eventually(() => writer.pending > 0, { timeoutMs: 10_000, what: 'a write to the stopped apiserver' });
+    open.splice(open.indexOf(n), 1);
+    await n.close();
   }, 20_000);
 
   it('starting while the apiserver is down: serves claims, refuses SetPools until the generation is read back, then catches up', async () => {

@@ -86,7 +86,8 @@ export async function closeInOrder(what: string, steps: ReadonlyArray<CloseStep>
  * steps that do not depend on each other, so a close takes the longest of them rather than their sum.
  */
 export async function closeTogether(what: string, steps: ReadonlyArray<CloseStep>, logger: Logger): Promise<void> {
-  await Promise.all(steps.map((step) => runStep(what, step, logger)));
+  // allSettled: a logger that throws must not end the wait before every step has settled.
+  await Promise.allSettled(steps.map((step) => runStep(what, step, logger)));
 }
 
 async function runStep(what: string, [name, step]: CloseStep, logger: Logger): Promise<void> {

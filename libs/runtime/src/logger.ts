@@ -73,8 +73,49 @@ function errorLines(err: unknown, indent = '    '): string[] {
   return lines;
 }
 
+/**
+ * JSON.stringify that never throws, so a log line never turns into its caller's failure: a value it refuses (a cycle,
+ * a BigInt) is written again with each object already seen as "[Circular]" and a BigInt as its digits, and one it
+ * still refuses (a toJSON or a getter that throws) as "[unserializable]".
+ */
+function safeJson(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    try {
+      return JSON.stringify(value, seenOnce());
+    } catch {
+      return '"[unserializable]"';
+    }
+  }
+}
+
+function seenOnce(): (key: string, value: unknown) => unknown {
+  const seen = new WeakSet<object>();
+  return (_key, value) => {
+    if (typeof value === 'bigint') return value.toString();
+    if (value === null || typeof value !== 'object') return value;
+    if (seen.has(value)) return '[Circular]';
+    seen.add(value);
+    return value;
+  };
+}
+
+/** The record as one JSON object; one JSON refuses is written field by field, each through safeJson. */
+function jsonLine(record: LogFields): string {
+  try {
+    return JSON.stringify(record);
+  } catch {
+    const fields = Object.entries(record).flatMap(([key, value]) => {
+      const json = safeJson(value);
+      return json === undefined ? [] : [`${JSON.stringify(key)}:${json}`];
+    });
+    return `{${fields.join(',')}}`;
+  }
+}
+
 function textValue(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const text = typeof value === 'string' || typeof value === 'bigint' ? String(value) : safeJson(value);
   return /^[^\s"=]+$/.test(text ?? '') ? (text ?? '') : JSON.stringify(text);
 }
 
@@ -96,7 +137,7 @@ function textLine(record: LogFields): string {
 export function createLogger(component: string, options: LoggerOptions = {}): Logger {
   const min = LEVEL_RANK[options.level ?? parseLogLevel(process.env['LOG_LEVEL'])];
   const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'));
-  const render = options.format === 'text' ? textLine : (record: LogFields): string => JSON.stringify(record);
+  const render = options.format === 'text' ? textLine : jsonLine;
 
   const make = (base: LogFields): Logger => {
     const emit = (level: LogLevel, msg: string, fields?: LogFields): void => {

@@ -105,6 +105,32 @@ describe('createLogger with errors', () => {
     createLogger('cp', { write: (l) => lines.push(l) }).error('loop', { err: a });
     expect(lines[0]?.length).toBeLessThan(20_000);
   });
+
+  it('writes a line for fields JSON refuses (a cycle, a BigInt, a throwing toJSON), in both formats, and never throws', () => {
+    const cycle: Record<string, unknown> = { name: 'a' };
+    cycle['self'] = cycle;
+    const failure = new Error('close failed', { cause: cycle });
+    const refuses = {
+      toJSON: (): never => {
+        throw new Error('no');
+      },
+    };
+    for (const format of ['json', 'text'] as const) {
+      const lines: string[] = [];
+      const log = createLogger('cp', { format, write: (l) => lines.push(l) });
+      expect(() => log.warn('a step failed', { err: failure, bytes: 12n, refuses })).not.toThrow();
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('a step failed');
+      expect(lines[0]).toContain('[unserializable]');
+    }
+    const json: string[] = [];
+    createLogger('cp', { write: (l) => json.push(l) }).warn('sizes', { bytes: 12n, nested: { cycle } });
+    expect(JSON.parse(json[0] ?? '')).toMatchObject({
+      msg: 'sizes',
+      bytes: '12',
+      nested: { cycle: { name: 'a', self: '[Circular]' } },
+    });
+  });
 });
 
 describe('messageOf', () => {
