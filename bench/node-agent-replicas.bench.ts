@@ -10,18 +10,24 @@
 // sample: a path's measure is the mean over its processes, ± their standard
 // error, and a gap's ± combines the two paths'.
 //
-// All processes sit in front of one fake-sandboxd (TCP); direct claims to it
-// are the reference for latency and share. Every round, each process takes a
+// All processes sit in front of one fake-sandboxd, over TCP, or with
+// TRANSPORT=unix over a unix socket as the real sandboxd is reached on a node
+// (direct claims then reach it over that socket too; the client reaches the
+// hops over TCP either way); direct claims to it are the reference for
+// latency and share. Every round, each process takes a
 // 1 s turn at 1 in flight and a 2 s turn at 32 in flight, in an order
 // shuffled each round (bench/lib/order.ts); the processes are started in a
 // random order too.
 //
 //   make build && flock /tmp/warmpool-bench.lock node bench/node-agent-replicas.bench.ts
+//   TRANSPORT=unix … (sandboxd on a unix socket)
 //
 // REPLICAS (default 4) processes per hop, ROUNDS (default 10): ≈ 6 min.
 // AGENT_NODE_FLAGS replaces the chart's Node flags for the agents;
 // ALT_AGENT_FLAGS adds as many agents with other flags (≈ 9 min).
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Pool } from 'undici';
 import { agentNodeFlags, agentTo, CLAIM, fillWarmPool, floorTo, poolTo, startSandboxd } from './lib/agent-hops.ts';
 import { flagsFromEnv } from './lib/chart-flags.ts';
@@ -42,6 +48,7 @@ const WARM_TARGET = 50_000;
 // ALT_AGENT_FLAGS="…" adds REPLICAS agents started with those Node flags instead of the chart's, measured against
 // the same floors in the same rounds.
 const ALT_AGENT_FLAGS = flagsFromEnv('ALT_AGENT_FLAGS');
+const TRANSPORT = process.env['TRANSPORT'] === 'unix' ? 'unix' : 'tcp';
 
 type Hop = 'floor' | 'agent' | 'agent, other flags';
 
@@ -179,7 +186,11 @@ async function startPaths(sandboxd: Server, servers: Server[]): Promise<{ direct
 
 async function run(): Promise<void> {
   const loadBefore = loadavg()[0] as number;
-  const sandboxd = await startSandboxd('127.0.0.1:0', (r) => `http://${r['address']}`);
+  const socketDir = TRANSPORT === 'unix' ? mkdtempSync(join(tmpdir(), 'agent-replicas-')) : undefined;
+  const sandboxd =
+    socketDir === undefined
+      ? await startSandboxd('127.0.0.1:0', (r) => `http://${r['address']}`)
+      : await startSandboxd(`unix:${join(socketDir, 'sandboxd.sock')}`, (r) => r['address'] as string);
   const servers: Server[] = [];
   const pools: Pool[] = [];
   try {
@@ -220,7 +231,7 @@ async function run(): Promise<void> {
       ['claims refused (non-200), every path', String(refused), '0', '—', refused === 0 ? 'PASS' : 'FAIL'],
     ];
     printTable(
-      `node agent hop, ${REPLICAS} processes of the floor and ${REPLICAS} of the agent`,
+      `node agent hop, ${REPLICAS} processes of the floor and ${REPLICAS} of the agent, sandboxd over ${TRANSPORT === 'unix' ? 'a unix socket' : 'TCP'}`,
       [
         `${ROUNDS} rounds of ${UNLOADED_MS / 1000} s at 1 in flight and ${LOADED_MS / 1000} s at ${CONCURRENCY} per process, after a ${WARM_MS / 1000} s warm-up at ${CONCURRENCY}; ± is the standard error across processes (combined for a gap); load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] as number).toFixed(2)} after`,
       ],
@@ -230,6 +241,7 @@ async function run(): Promise<void> {
     for (const pool of pools) await pool.close();
     for (const server of servers.reverse()) await server.stop();
     await sandboxd.stop();
+    if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
   }
 }
 
