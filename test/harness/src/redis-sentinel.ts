@@ -14,6 +14,7 @@ import { forgetRemoveAtExit, ManagedChild, removeAtExit } from './children.js';
 import { freePort } from './ports.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { fieldsOf, infoFields, respCommand, type RespTarget } from './resp.js';
+import { eachIsolated } from './teardown.js';
 import { eventually } from './wait.js';
 
 export interface StartSentinelOptions {
@@ -144,21 +145,14 @@ async function startTopology(
 
 /** Sentinels first (none is left to react to a node going away), then the nodes; each step runs even when one fails. */
 async function stopTopology(nodes: readonly TestRedis[], sentinels: readonly RunningSentinel[]): Promise<void> {
-  const failures: unknown[] = [];
-  for (const step of [
+  const failures = await eachIsolated([
     ...sentinels.map((s) => async () => {
       await s.child.stop();
       rmSync(s.dir, { recursive: true, force: true });
       forgetRemoveAtExit(s.dir);
     }),
     ...nodes.map((node) => () => node.stop()),
-  ]) {
-    try {
-      await step();
-    } catch (err) {
-      failures.push(err);
-    }
-  }
+  ]);
   if (failures.length > 0) throw new AggregateError(failures, 'the Sentinel topology did not stop cleanly');
 }
 

@@ -9,7 +9,7 @@ import type { TestCluster } from './cluster.js';
 import { quietPort } from './ports.js';
 import { APP_ENTRYPOINTS, waitForHttp } from './stack-apps.js';
 import type { StackContext } from './stack-parts.js';
-import { preferredOrFreePort } from './stack-ports.js';
+import { preferredOrFreePort, takenNote } from './stack-ports.js';
 
 export interface StackFederation {
   clusterId: string;
@@ -50,7 +50,7 @@ export async function startControlPlane(
   const sandboxApiPort = await quietPort();
   const sandboxApiUrl = `https://127.0.0.1:${sandboxApiPort}`;
   log(
-    `starting the control plane on ${controlPlaneUrl}${cpPort.preferred ? '' : ` (port ${settings.port} was taken)`}, its claim API on ${claimsUrl}${claimsPort.preferred ? '' : ` (port ${settings.claimsPort} was taken)`}`,
+    `starting the control plane on ${controlPlaneUrl}${takenNote(settings.port, cpPort)}, its claim API on ${claimsUrl}${takenNote(settings.claimsPort, claimsPort)}`,
   );
   const controlPlane = parts.startApp('control-plane', APP_ENTRYPOINTS.controlPlane, [
     `--kubeconfig=${kubeconfig}`,

@@ -2,8 +2,10 @@
 // the parts last-started first, once (later calls share the first run); an
 // app that exits before stop() was called resolves unexpectedExit; an app's
 // pid is recorded when it starts, under its name.
+import { messageOf } from '@warmpool/runtime';
 import type { ManagedChild } from './children.js';
 import { startApp } from './stack-apps.js';
+import { eachIsolated } from './teardown.js';
 
 export interface UnexpectedExit {
   name: string;
@@ -61,16 +63,15 @@ export class StackParts {
   /** Stops every part, each isolated: one that fails does not leave the rest running; the first failure is thrown after. */
   stop(): Promise<void> {
     return (this.#stopping ??= (async () => {
-      const failures: unknown[] = [];
-      for (const part of [...this.#started].reverse()) {
-        this.#log(`stopping ${part.name}`);
-        try {
-          await part.stop();
-        } catch (err) {
-          this.#log(`stopping ${part.name} failed: ${err instanceof Error ? err.message : String(err)}`);
-          failures.push(err);
-        }
-      }
+      const failures = await eachIsolated(
+        [...this.#started].reverse().map((part) => async () => {
+          this.#log(`stopping ${part.name}`);
+          await part.stop().catch((err: unknown) => {
+            this.#log(`stopping ${part.name} failed: ${messageOf(err)}`);
+            throw err;
+          });
+        }),
+      );
       if (failures.length > 0) throw failures[0];
     })());
   }

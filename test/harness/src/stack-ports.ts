@@ -13,3 +13,8 @@ export async function preferredOrFreePort(
   if (preferred > 0 && (await canListen(host, preferred))) return { port: preferred, preferred: true };
   return { port: await quietPort(host), preferred: preferred === 0 };
 }
+
+/** For a log line: what became of the preferred port, when another was taken in its place ('' when it was free). */
+export function takenNote(wanted: number, got: { preferred: boolean }): string {
+  return got.preferred ? '' : ` (port ${wanted} was taken)`;
+}

@@ -4,7 +4,7 @@
 import { APP_ENTRYPOINTS, waitForHttp } from './stack-apps.js';
 import { DEMO_ACCOUNT } from './stack-claims.js';
 import type { StackContext } from './stack-parts.js';
-import { preferredOrFreePort } from './stack-ports.js';
+import { preferredOrFreePort, takenNote } from './stack-ports.js';
 
 /** Starts the router on `wantedPort` (0 = any; a taken one is replaced by a free one); resolves with its URL once ready. */
 export async function startRouter(
@@ -13,7 +13,7 @@ export async function startRouter(
 ): Promise<string> {
   const routerPort = await preferredOrFreePort('127.0.0.1', wantedPort);
   const routerUrl = `http://127.0.0.1:${routerPort.port}`;
-  log(`starting the sandbox router on ${routerUrl}${routerPort.preferred ? '' : ` (port ${wantedPort} was taken)`}`);
+  log(`starting the sandbox router on ${routerUrl}${takenNote(wantedPort, routerPort)}`);
   const router = parts.startApp('router', APP_ENTRYPOINTS.router, [
     `--kubeconfig=${kubeconfig}`,
     `--listen=127.0.0.1:${routerPort.port}`,

@@ -10,6 +10,16 @@ export async function tearDown(
   logs: { dir: string | undefined; what: string },
   ...steps: TeardownStep[]
 ): Promise<void> {
+  const errors = await eachIsolated(steps);
+  if (logs.dir !== undefined) {
+    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(logs.dir, { recursive: true, force: true });
+    else console.error(`${logs.what} logs kept in ${logs.dir}`);
+  }
+  if (errors.length > 0) throw errors[0];
+}
+
+/** Runs each step in order, on its own (one that throws or rejects does not skip the rest); answers their errors. */
+export async function eachIsolated(steps: readonly TeardownStep[]): Promise<unknown[]> {
   const errors: unknown[] = [];
   for (const step of steps) {
     try {
@@ -18,9 +28,5 @@ export async function tearDown(
       errors.push(err);
     }
   }
-  if (logs.dir !== undefined) {
-    if (process.env['WARMPOOL_KEEP_LOGS'] !== '1') rmSync(logs.dir, { recursive: true, force: true });
-    else console.error(`${logs.what} logs kept in ${logs.dir}`);
-  }
-  if (errors.length > 0) throw errors[0];
+  return errors;
 }
