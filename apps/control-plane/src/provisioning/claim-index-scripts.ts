@@ -84,9 +84,11 @@ return 1`;
 
 // KEYS[1]: the event stream, then per record k (k = 1..n) KEYS[2k]: its ref key, KEYS[2k + 1]: its id key. ARGV[1]:
 // the stream's MINID, then per record k, from ARGV[6k - 4]: the job that served it ('' for a rebuilt record), the
-// record, its expiry (epoch ms), the id key's value, the sandbox id, the claimed event. Writes each record (and
-// appends its event) when its ref is free, reserved by that job, or already names that sandbox; answers per record ''
-// when written, else what holds its ref (left as it is). One script for every record of a turn.
+// record's JSON without its token (an object with at least one member), its expiry (epoch ms), the id key's value,
+// the sandbox id, the token's JSON. Writes each record (the token put back before its closing brace) and appends its
+// claimed event (the record without its token) when its ref is free, reserved by that job, or already names that
+// sandbox; answers per record '' when written, else what holds its ref (left as it is). One script for every record
+// of a turn.
 const RECORD = `${DECODE}
 local out = {}
 for k = 1, (#KEYS - 1) / 2 do
@@ -99,9 +101,10 @@ for k = 1, (#KEYS - 1) / 2 do
     mine = value ~= nil and ((value.job ~= nil and value.job == job) or (value.id ~= nil and value.id == sandbox))
   end
   if mine then
-    redis.call('SET', ref, ARGV[a + 1], 'PXAT', ARGV[a + 2])
+    local shown = ARGV[a + 1]
+    redis.call('SET', ref, string.sub(shown, 1, -2) .. ',"token":' .. ARGV[a + 5] .. '}', 'PXAT', ARGV[a + 2])
     redis.call('SET', id, ARGV[a + 3], 'PXAT', ARGV[a + 2])
-    redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', ARGV[a + 5])
+    redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'e', '{"op":"claimed","record":' .. shown .. '}')
     out[k] = ''
   else
     out[k] = found

@@ -87,15 +87,11 @@ export function parseValue(value: string): ClaimRecord | Reservation | undefined
 }
 
 /**
- * A record's JSON and its claimed event's (the record without its token: the events stream feeds views that never
- * show a token), from one serialisation of the record without its token.
+ * What the record script is given for a served claim: the record's JSON without its token, and the token's JSON. The
+ * script writes the record (the token put back before the closing brace) and the claimed event (the record as given:
+ * the events stream feeds views that never show a token), so the record travels to Redis once.
  */
-export function recordAndEventJson(record: ClaimRecord): { recordJson: string; eventJson: string } {
+export function recordParts(record: ClaimRecord): { shownJson: string; tokenJson: string } {
   const { token, ...shown } = record;
-  const shownJson = JSON.stringify(shown);
-  // shownJson is an object's JSON, so it ends with '}' and holds at least `id`: the token goes in before that brace.
-  return {
-    recordJson: `${shownJson.slice(0, -1)},"token":${JSON.stringify(token)}}`,
-    eventJson: `{"op":"claimed","record":${shownJson}}`,
-  };
+  return { shownJson: JSON.stringify(shown), tokenJson: JSON.stringify(token) };
 }

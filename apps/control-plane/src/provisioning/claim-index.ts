@@ -24,7 +24,7 @@ import type { ClaimScope } from './claim-service.js';
 import { RECOVERY_TTL_MS, withScripts, type Scripts } from './claim-index-scripts.js';
 import {
   parseValue,
-  recordAndEventJson,
+  recordParts,
   scopeOf,
   scopePath,
   type JobProgress,
@@ -262,9 +262,9 @@ export class ClaimIndex {
     const args: string[] = [this.#eventsMinId()];
     for (const { record, job } of items) {
       const path = `${scopePath(scopeOf(record))}/${record.claimRef}`;
-      const { recordJson, eventJson } = recordAndEventJson(record);
+      const { shownJson, tokenJson } = recordParts(record);
       keys.push(this.#refKeyAt(path), this.idKey(record.namespace, record.id));
-      args.push(job, recordJson, String(this.#expiresAt(record.deadline)), path, record.id, eventJson);
+      args.push(job, shownJson, String(this.#expiresAt(record.deadline)), path, record.id, tokenJson);
     }
     const found = await this.#redis.warmpoolIndexRecord(keys.length, ...keys, ...args);
     return found.map((value) => (value === '' ? { ok: true } : { ok: false, holder: parseValue(value) }));
