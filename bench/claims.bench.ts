@@ -11,10 +11,11 @@
 // difference is the claim path, not the nodes. Paths take turns, round by
 // round, so drift on a shared machine hits both.
 //   npx tsc -b && node bench/claims.bench.ts
-// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, CLAIM_FLAGS, CONTROL_PLANE_NODE_FLAGS,
-// CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design), ALLOC_SITES=<n> (bytes each allocates
-// per claim, and its top n sites). Beside CPU per claim, each level reports what the kernel counted for the control
-// plane and the bare design: user and system CPU, read and write system calls, per claim.
+// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, CLAIM_FLAGS,
+// CONTROL_PLANE_NODE_FLAGS, CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design),
+// ALLOC_SITES=<n> (bytes each allocates per claim, and its top n sites). Beside CPU per claim, each level reports what
+// the kernel counted for the control plane and the bare design (user and system CPU, read and write system calls and
+// the bytes they moved, per claim) and Redis's own time per claim by command.
 import { randomBytes } from 'node:crypto';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { freePort, sleep, startCluster, startRedis } from '@warmpool/harness';
@@ -141,6 +142,7 @@ try {
             BARE_TOKEN: token,
             BARE_TEMPLATE: IMAGE,
             BARE_CONCURRENCY: process.env['BARE_CONCURRENCY'] ?? '64',
+            BARE_SCRIPTS: process.env['BARE_SCRIPTS'] ?? '1',
           },
           'bare claim path serving',
           (record) => `http://${record['address'] ?? ''}`,
@@ -268,6 +270,13 @@ try {
       [
         `Redis commands per HTTP claim, ${concurrency} in flight`,
         `${(calls.total / Math.max(1, h.claims)).toFixed(2)}, of which scripts ${(calls.scripts / Math.max(1, h.claims)).toFixed(2)} (last round: ${calls.top})`,
+        '',
+        '',
+        '',
+      ],
+      [
+        `Redis's own time per HTTP claim by command (µs; a script's includes what it ran), ${concurrency} in flight`,
+        `last round: ${calls.topUsec}`,
         '',
         '',
         '',

@@ -12,7 +12,10 @@
 // the control plane, without access review, validation, metrics, logs, the
 // nodes-are-the-truth checks or any retry. Run by bench/claims.bench.ts as its
 // own process:
-//   node bench/lib/bare-claim-path.ts  (BARE_REDIS_URL, BARE_AGENTS, BARE_TOKEN, BARE_TEMPLATE, BARE_CONCURRENCY)
+//   node bench/lib/bare-claim-path.ts  (BARE_REDIS_URL, BARE_AGENTS, BARE_TOKEN, BARE_TEMPLATE, BARE_CONCURRENCY,
+//   BARE_SCRIPTS)
+// BARE_SCRIPTS=0 leaves the two scripts out (no reservation, no record): what the design's exactly-once index
+// costs it, measured by its absence.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -39,6 +42,7 @@ const agents = env('BARE_AGENTS')
 const authorization = `Bearer ${env('BARE_TOKEN')}`;
 const template = env('BARE_TEMPLATE');
 const concurrency = Number(process.env['BARE_CONCURRENCY'] ?? 64);
+const scripts = process.env['BARE_SCRIPTS'] !== '0';
 const QUEUE = 'bare-claims';
 
 // The index's two scripts, reduced to their writes: reserve each claimRef (and the job's progress), record each grant.
@@ -83,7 +87,7 @@ async function serve(job: Job<Batch>): Promise<readonly Answer[]> {
   const id = job.id ?? '';
   const ttlMs = (claims[0]?.ttlSeconds ?? 3_600) * 1000;
   const refs = claims.map((c) => `bare:ref:${c.claimRef}`);
-  await commands.reserve(1 + refs.length, `${job.queueQualifiedName}:${id}`, ...refs, id, ttlMs, '{}');
+  if (scripts) await commands.reserve(1 + refs.length, `${job.queueQualifiedName}:${id}`, ...refs, id, ttlMs, '{}');
   const byAgent = new Map<Pool, number[]>();
   claims.forEach((_, i) => {
     const agent = agents[nextAgent++ % agents.length] as Pool;
@@ -112,7 +116,7 @@ async function serve(job: Job<Batch>): Promise<readonly Answer[]> {
     }),
   );
   const served = answers.flatMap((a, i) => (a.status === 200 ? [{ ref: refs[i] as string, body: a.body }] : []));
-  if (served.length > 0)
+  if (scripts && served.length > 0)
     await commands.record(
       1 + served.length,
       'bare:unused',

@@ -42,7 +42,7 @@ export class ClaimRoundMeter {
   readonly cpu = { controlPlane: 0, redis: 0 };
   readonly kernel = emptyKernel();
   /** Redis commands, and the scripts among them; `top`: the last round's, per claim. */
-  readonly calls = { total: 0, scripts: 0, top: '' };
+  readonly calls = { total: 0, scripts: 0, top: '', topUsec: '' };
   /** Apiserver writes, and those of claim kinds; `byResource`: the last round's. */
   readonly writes = { total: 0, claimKinds: 0, byResource: '' };
   readonly #options: ClaimRoundMeterOptions;
@@ -63,6 +63,7 @@ export class ClaimRoundMeter {
     this.calls.total += callsAfter.total - callsBefore.total;
     this.calls.scripts += callsAfter.scripts - callsBefore.scripts;
     this.calls.top = topCommands(callsBefore.byCommand, callsAfter.byCommand, result.claims);
+    this.calls.topUsec = topCommands(callsBefore.usecByCommand, callsAfter.usecByCommand, result.claims, 1);
     this.cpu.controlPlane += cpuMsOf(controlPlane.pid) - cpuBefore.controlPlane;
     this.cpu.redis += cpuMsOf(redis.pid) - cpuBefore.redis;
     const writesAfter = await scrapeWrites(apiserver.server, apiserver.tls);

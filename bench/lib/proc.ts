@@ -69,10 +69,15 @@ export function scheduleOf(pid: number): Schedule {
   }
 }
 
-/** Read and write system calls a process has made so far (/proc/`pid`/io: read(2)/readv(2), write(2)/writev(2), …). */
+/**
+ * Read and write system calls a process has made so far (/proc/`pid`/io: read(2)/readv(2), write(2)/writev(2), …),
+ * and the bytes they moved (rchar, wchar: sockets and files alike).
+ */
 export interface IoCalls {
   reads: number;
   writes: number;
+  readBytes: number;
+  writtenBytes: number;
 }
 
 /** A process's IoCalls now (NaN fields when unreadable). */
@@ -80,8 +85,8 @@ export function ioCallsOf(pid: number): IoCalls {
   try {
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
     const count = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(io)?.[1]);
-    return { reads: count('syscr'), writes: count('syscw') };
+    return { reads: count('syscr'), writes: count('syscw'), readBytes: count('rchar'), writtenBytes: count('wchar') };
   } catch {
-    return { reads: NaN, writes: NaN };
+    return { reads: NaN, writes: NaN, readBytes: NaN, writtenBytes: NaN };
   }
 }
