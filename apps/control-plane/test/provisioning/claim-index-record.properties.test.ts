@@ -1,8 +1,9 @@
-// What the index writes for a served claim, on a real Redis: the record script
-// is given the record without its token and the token apart, and writes the
-// record (token included) and its claimed event (without it). For any record
-// the schema accepts, each reads back as exactly what it stands for.
-import { claimEventSchema, claimRecordSchema, type ClaimRecord } from '@warmpool/api';
+// What the index writes for served claims, on a real Redis: the record script
+// is given each record without its token and the token apart, and writes the
+// record (token included) and its claimed event (without it); the records of
+// one turn go in one call. For any records the schema accepts, each reads
+// back as exactly what it stands for.
+import { claimEventSchema, claimRecordSchema, federationPeerIdSchema, type ClaimRecord } from '@warmpool/api';
 import { startRedis, type TestRedis } from '@warmpool/harness';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
@@ -10,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimIndex } from '../../src/provisioning/claim-index.js';
 import { scopeOf } from '../../src/provisioning/claim-index-values.js';
 
-const text = fc.string({ unit: 'binary', minLength: 1, maxLength: 12 });
+/** Any code point, lone surrogates included (the schema takes any string; 'binary' alone leaves them out). */
+const unit = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), fc.constantFrom('\ud800', '\udfff'));
+const text = fc.string({ unit, minLength: 1, maxLength: 12 });
 /** A pool key's part: printable, no whitespace (poolKeySchema). */
 const keyPart = fc.stringMatching(/^[a-z0-9.:/_-]{1,12}$/);
 const maybe = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(arb, { nil: undefined });
@@ -18,7 +21,7 @@ const maybe = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.optio
 const records: fc.Arbitrary<ClaimRecord> = fc
   .record({
     id: text,
-    token: fc.string({ unit: 'binary', maxLength: 40 }),
+    token: fc.string({ unit, maxLength: 40 }),
     deadline: fc.string(),
     ownerAddr: fc.string(),
     node: text,
@@ -28,7 +31,12 @@ const records: fc.Arbitrary<ClaimRecord> = fc
     tier: fc.constantFrom('warm', 'cold'),
     door: fc.constantFrom('crd', 'http', 'fed'),
     owner: text,
-    peer: maybe(text),
+    // A peer is a federation peer id (its key space percent-encodes it); every other field any string.
+    peer: maybe(
+      fc
+        .stringMatching(/^[a-z0-9]([-a-z0-9.]{0,10}[a-z0-9])?$/)
+        .filter((p) => federationPeerIdSchema.safeParse(p).success),
+    ),
     cluster: maybe(text),
     key: maybe(fc.record({ template: keyPart, net: keyPart, size: keyPart })),
   })
@@ -52,24 +60,31 @@ describe('the record script (real Redis)', () => {
     await server?.stop();
   });
 
-  it('writes the record, token included, and its claimed event without the token', async () => {
+  it('writes each record of a turn, token included, and its claimed event without the token, in order', async () => {
     let serial = 0;
     await fc.assert(
-      fc.asyncProperty(records, async (generated) => {
+      fc.asyncProperty(fc.array(records, { minLength: 1, maxLength: 5 }), async (generated) => {
         // Each record a claimRef of its own: a second record of one claimRef and another sandbox is refused.
-        const record = { ...generated, claimRef: `${generated.claimRef}~${++serial}` };
-        expect(await index.record(record, '')).toEqual({ ok: true });
-        expect(JSON.parse((await redis.get(index.refKey(scopeOf(record), record.claimRef))) ?? 'null')).toEqual(record);
-        const [[, fields] = ['', []]] = (await redis.xrevrange(index.eventsKey, '+', '-', 'COUNT', 1)) as Array<
+        const turn = generated.map((r) => ({ ...r, claimRef: `${r.claimRef}~${++serial}` }));
+        // Added in one turn, so one script call writes them all (each at its own place in the arguments).
+        expect(await Promise.all(turn.map((record) => index.record(record, '')))).toEqual(
+          turn.map(() => ({ ok: true })),
+        );
+        for (const record of turn)
+          expect(JSON.parse((await redis.get(index.refKey(scopeOf(record), record.claimRef))) ?? 'null')).toEqual(
+            record,
+          );
+        const entries = (await redis.xrevrange(index.eventsKey, '+', '-', 'COUNT', turn.length)) as Array<
           [string, string[]]
         >;
-        const event = JSON.parse(fields[1] ?? 'null') as { record: object };
-        const { token: _token, ...shown } = record;
-        expect(event).toEqual({ op: 'claimed', record: shown });
-        expect(claimEventSchema.parse(event)).toEqual(event);
-        expect('token' in event.record).toBe(false);
+        const events = entries.reverse().map(([, fields]) => JSON.parse(fields[1] ?? 'null') as { record: object });
+        expect(events).toEqual(turn.map(({ token: _token, ...shown }) => ({ op: 'claimed', record: shown })));
+        for (const event of events) {
+          expect(claimEventSchema.parse(event)).toEqual(event);
+          expect('token' in event.record).toBe(false);
+        }
       }),
-      { numRuns: 200 },
+      { numRuns: 150 },
     );
   });
 });
