@@ -1,7 +1,7 @@
 // What the kernel counts for a serving process while a bench drives it: CPU
-// by mode, read- and write-family system calls and the bytes they moved, summed over the turns
-// measured and given per claim, so two processes driven alike (the control
-// plane and the bare design) compare side by side.
+// by mode, read- and write-family system calls and the bytes they moved,
+// summed over the turns measured and given per claim, so two processes driven
+// alike (the control plane and the bare design) compare side by side.
 //
 // What they cover: CPU in 10 ms clock ticks (over 2 rounds of 3 s, ±1–2 µs
 // per claim, the user/system split estimated from ticks too); /proc/<pid>/io's
@@ -40,8 +40,7 @@ export async function countedBy<T>(pid: number, into: KernelTally, turn: () => P
   const before = kernelNow(pid);
   const result = await turn();
   const after = kernelNow(pid);
-  for (const key of ['userMicros', 'systemMicros', 'reads', 'writes', 'readBytes', 'writtenBytes'] as const)
-    into[key] += after[key] - before[key];
+  for (const key of Object.keys(into) as Array<keyof KernelTally>) into[key] += after[key] - before[key];
   return result;
 }
 

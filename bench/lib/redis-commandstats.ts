@@ -1,7 +1,7 @@
 // Redis's own count of the commands it has run and of its time in each (INFO
-// commandstats), so a reading before and after a turn gives what the turn cost. Scripts
-// count once each as EVALSHA / EVAL; the commands they run inside count too,
-// under their own names.
+// commandstats), so a reading before and after a turn gives what the turn
+// cost. Scripts count once each as EVALSHA / EVAL; the commands they run
+// inside count too, under their own names.
 import { infoFields, respCommand, type RespTarget } from '@warmpool/harness';
 
 /** Commands run so far: all of them, the scripts among them, each command's count and Redis's time in it (µs). */
