@@ -12,11 +12,15 @@
 // round, so drift on a shared machine hits both.
 //   npx tsc -b && node bench/claims.bench.ts
 // About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, CLAIM_FLAGS,
-// CONTROL_PLANE_NODE_FLAGS, CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design),
+// CONTROL_PLANE_NODE_FLAGS, BARE_NODE_FLAGS (Node flags for the bare design, e.g. the control plane's young generation),
+// LOG_DIR=<dir> (the control plane's and the bare design's output kept there, e.g. a --trace-gc-nvp trace for
+// `node bench/gc-trace.ts`), CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design),
 // ALLOC_SITES=<n> (bytes each allocates per claim, and its top n sites). Beside CPU per claim, each level reports what
 // the kernel counted for the control plane and the bare design (user and system CPU, read and write system calls and
 // the bytes they moved, per claim) and Redis's own time per claim by command.
 import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { freePort, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
@@ -134,6 +138,7 @@ try {
               ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-name=bare-claim-path.cpuprofile']
               : []),
             ...(bareAllocations !== undefined ? [bareAllocations.nodeFlag] : []),
+            ...(flagsFromEnv('BARE_NODE_FLAGS') ?? []),
             new URL('./lib/bare-claim-path.ts', import.meta.url).pathname,
           ],
           {
@@ -333,9 +338,19 @@ try {
 } finally {
   cpAllocations?.close();
   bareAllocations?.close();
+  keepLogs(process.env['LOG_DIR']);
   await bare?.stop();
   await controlPlane.stop();
   await fleet.close();
   await redis.stop();
   await cluster.stop();
+}
+
+/** LOG_DIR: the control plane's and the bare design's output, copied out before their directories go. */
+function keepLogs(dir: string | undefined): void {
+  if (dir === undefined || dir === '') return;
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(controlPlane.logFile, join(dir, 'control-plane.log'));
+  if (bare !== undefined) copyFileSync(bare.logFile, join(dir, 'bare-design.log'));
+  console.log(`\nlogs kept in ${dir}: control-plane.log${bare !== undefined ? ', bare-design.log' : ''}`);
 }

@@ -27,6 +27,8 @@ export interface ControlPlaneProcess {
    */
   claimIndexSettled(timeoutMs?: number): Promise<void>;
   logTail(lines?: number): string;
+  /** Its stdout and stderr (JSON logs, and whatever Node flags such as --trace-gc-nvp print); removed by stop(). */
+  readonly logFile: string;
   stop(): Promise<void>;
 }
 
@@ -56,6 +58,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
   writeFileSync(tokenFile, `${options.token}\n`, { mode: 0o600 });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const logFile = join(dir, 'control-plane.log');
   const child = new ManagedChild({
     name: 'control-plane',
     command: process.execPath,
@@ -71,7 +74,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
       '--log-level=warn',
       ...(options.extraArgs ?? []),
     ],
-    logFile: join(dir, 'control-plane.log'),
+    logFile,
     orphanCleanupDir: dir,
   });
   const stop = async (): Promise<void> => {
@@ -96,6 +99,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
   return {
     pid: child.pid,
     url,
+    logFile,
     metrics,
     async claimIndexSettled(timeoutMs = 60_000) {
       const recovering = 'warmpool_controlplane_claim_index_recovering';
