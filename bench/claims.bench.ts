@@ -346,11 +346,18 @@ try {
   await cluster.stop();
 }
 
-/** LOG_DIR: the control plane's and the bare design's output, copied out before their directories go. */
+/**
+ * LOG_DIR: the control plane's and the bare design's output, copied out before their directories go. Runs in the
+ * teardown, so a copy that fails is reported and never stops the processes after it from being stopped.
+ */
 function keepLogs(dir: string | undefined): void {
   if (dir === undefined || dir === '') return;
-  mkdirSync(dir, { recursive: true });
-  copyFileSync(controlPlane.logFile, join(dir, 'control-plane.log'));
-  if (bare !== undefined) copyFileSync(bare.logFile, join(dir, 'bare-design.log'));
-  console.log(`\nlogs kept in ${dir}: control-plane.log${bare !== undefined ? ', bare-design.log' : ''}`);
+  try {
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(controlPlane.logFile, join(dir, 'control-plane.log'));
+    if (bare !== undefined) copyFileSync(bare.logFile, join(dir, 'bare-design.log'));
+    console.log(`\nlogs kept in ${dir}: control-plane.log${bare !== undefined ? ', bare-design.log' : ''}`);
+  } catch (err) {
+    console.error(`LOG_DIR: the logs could not be kept in ${dir}: ${String(err)}`);
+  }
 }
