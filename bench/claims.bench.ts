@@ -17,7 +17,7 @@
 // `node bench/gc-trace.ts`), CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design),
 // ALLOC_SITES=<n> (bytes each allocates per claim, and its top n sites). Beside CPU per claim, each level reports what
 // the kernel counted for the control plane and the bare design (user and system CPU, read and write system calls and
-// the bytes they moved, per claim) and Redis's own time per claim by command.
+// the bytes they moved, per claim), and redis-server's CPU, commands and own time per claim by command, for both.
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,6 +34,7 @@ import { Pools } from './lib/pools.ts';
 import { cpuMsOf, memoryOf } from './lib/proc.ts';
 import { countedBy, emptyKernel, kernelText } from './lib/kernel-tally.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
+import { redisCalls, topCommands } from './lib/redis-commandstats.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { claimantToken } from './lib/claimant.ts';
 import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
@@ -104,11 +105,12 @@ async function kubectl(args: string[]): Promise<string> {
 }
 
 /** The design's floor row: the bare path's rate, latency and CPU per claim. */
-function bareRow(concurrency: number, b: PathResult, cpu: number, floorRate: number): Row {
+function bareRow(concurrency: number, b: PathResult, cpu: { bare: number; redis: number }, floorRate: number): Row {
   const rate = (b.claims / b.elapsedMs) * 1000;
+  const perClaim = (ms: number): string => ((ms / Math.max(1, b.claims)) * 1000).toFixed(0);
   return [
     `bare design (the batch hold, a BullMQ job per batch, 2 scripts, a call per node; no warmpool code), ${concurrency} in flight`,
-    `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${((cpu / Math.max(1, b.claims)) * 1000).toFixed(0)} µs`,
+    `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${perClaim(cpu.bare)} µs, redis-server ${perClaim(cpu.redis)} µs`,
     'floor of the design',
     '',
     '',
@@ -176,7 +178,8 @@ try {
   for (const concurrency of LEVELS) {
     const direct: PathResult[] = [];
     const bareRuns: PathResult[] = [];
-    let bareCpuMs = 0;
+    const bareCpuMs = { bare: 0, redis: 0 };
+    let bareRedis = '';
     const bareGcTally: GcTally = { count: 0, ms: 0, over10ms: 0 };
     const bareKernel = emptyKernel();
     const http: PathResult[] = [];
@@ -203,12 +206,17 @@ try {
       );
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
       if (bare !== undefined && barePool !== undefined && BARE_LEVELS.has(concurrency)) {
-        const bareCpuBefore = cpuMsOf(bare.pid);
+        const bareCpuBefore = { bare: cpuMsOf(bare.pid), redis: cpuMsOf(redis.pid) };
+        const callsBefore = await redisCalls(redis.target);
         const gcBefore = await bareGc(bare.base);
         const turn = (): Promise<PathResult> =>
           drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' }));
         bareRuns.push(await countedBy(bare.pid, bareKernel, () => bareAllocations?.sample(turn) ?? turn()));
-        bareCpuMs += cpuMsOf(bare.pid) - bareCpuBefore;
+        bareCpuMs.bare += cpuMsOf(bare.pid) - bareCpuBefore.bare;
+        bareCpuMs.redis += cpuMsOf(redis.pid) - bareCpuBefore.redis;
+        const callsAfter = await redisCalls(redis.target);
+        const served = bareRuns.at(-1)?.claims ?? 0;
+        bareRedis = `${((callsAfter.total - callsBefore.total) / Math.max(1, served)).toFixed(2)} commands (${topCommands(callsBefore.byCommand, callsAfter.byCommand, served)}); own time ${topCommands(callsBefore.usecByCommand, callsAfter.usecByCommand, served, 1)} µs`;
         addGc(bareGcTally, gcBefore, await bareGc(bare.base));
       }
       // The HTTP claim API, with what the control plane, the apiserver and Redis counted meanwhile.
@@ -286,6 +294,9 @@ try {
         '',
         '',
       ],
+      ...(bareRedis !== ''
+        ? [[`Redis per bare-design claim, ${concurrency} in flight (its last round)`, bareRedis, '', '', ''] as Row]
+        : []),
       [
         `apiserver writes per HTTP claim, ${concurrency} in flight`,
         `${writes.claimKinds} claim/sandbox/secret writes; ${writes.total} writes of any kind over ${h.claims} claims (last round: ${writes.byResource})`,
