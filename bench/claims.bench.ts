@@ -12,7 +12,8 @@
 // round, so drift on a shared machine hits both.
 //   npx tsc -b && node bench/claims.bench.ts
 // About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, CLAIM_FLAGS,
-// CONTROL_PLANE_NODE_FLAGS, BARE_NODE_FLAGS (Node flags for the bare design, e.g. the control plane's young generation),
+// AUTOSCALED=1 (the pool autoscaled, its claims counted for it), CONTROL_PLANE_NODE_FLAGS, BARE_NODE_FLAGS (Node
+// flags for the bare design, e.g. the control plane's young generation),
 // LOG_DIR=<dir> (the control plane's and the bare design's output kept there, e.g. a --trace-gc-nvp trace for
 // `node bench/gc-trace.ts`), CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design),
 // ALLOC_SITES=<n> (bytes each allocates per claim, and its top n sites). Beside CPU per claim, each level reports what
@@ -21,7 +22,14 @@
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NodeInventoryType, type NodeInventory } from '@warmpool/api';
+import {
+  NodeInventoryType,
+  SandboxWarmPoolAutoscalerType,
+  WARMPOOL_GROUP,
+  WARMPOOL_VERSION,
+  type NodeInventory,
+  type SandboxWarmPoolAutoscaler,
+} from '@warmpool/api';
 import { freePort, sleep, startCluster, startRedis } from '@warmpool/harness';
 import { ResourceClient } from '@warmpool/kube';
 import { Pool } from 'undici';
@@ -117,9 +125,23 @@ function bareRow(concurrency: number, b: PathResult, cpu: { bare: number; redis:
   ];
 }
 
+/**
+ * AUTOSCALED=1: the pool gets a SandboxWarmPoolAutoscaler held at its size (minReplicas = maxReplicas), so every
+ * served claim is counted for the demand autoscaler, in Redis, as for an autoscaled pool, and nothing is rescaled.
+ */
+async function autoscale(pool: string, replicas: number): Promise<void> {
+  await new ResourceClient<SandboxWarmPoolAutoscaler>(cluster.kubeConfig, SandboxWarmPoolAutoscalerType).create({
+    apiVersion: `${WARMPOOL_GROUP}/${WARMPOOL_VERSION}`,
+    kind: 'SandboxWarmPoolAutoscaler',
+    metadata: { namespace: 'default', name: pool },
+    spec: { scaleTargetRef: { kind: 'SandboxWarmPool', name: pool }, minReplicas: replicas, maxReplicas: replicas },
+  });
+}
+
 let bare: Server | undefined;
 try {
   await new Pools(cluster.kubeConfig).apply({ name: POOL, image: IMAGE, replicas: NODES * WARM_PER_NODE });
+  if (process.env['AUTOSCALED'] === '1') await autoscale(POOL, NODES * WARM_PER_NODE);
   const userToken = await claimantToken(kubectl);
 
   // Wait for the pools to fill and the claim API to answer.

@@ -16,11 +16,18 @@
 // Buckets are whole seconds of the recording replica's clock; the leader reads
 // a second only once it is READ_LAG_SECONDS old, so a peer whose clock is a
 // little behind still lands in a bucket not yet read.
+//
+// A replica's counts gather for FLUSH_MS and go to Redis together, one
+// transaction per flush (HINCRBY and EXPIRE per bucket touched), not one per
+// claim: a claim's count lands at most FLUSH_MS after it, a small part of
+// READ_LAG_SECONDS.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 export const BUCKET_TTL_SECONDS = 15 * 60;
 export const READ_LAG_SECONDS = 1;
+/** How long a replica's counts gather before they are written together. */
+export const FLUSH_MS = 50;
 
 export type ClaimTier = 'warm' | 'cold';
 
@@ -31,25 +38,68 @@ export interface CountedClaims {
   complete: boolean;
 }
 
+export interface ClaimCounterOptions {
+  /** A flush Redis refused or could not take: its counts are lost (the scaler then reads low). */
+  onLost?: (err: unknown, claims: number) => void;
+}
+
 export class ClaimCounter {
   readonly #redis: Redis;
   readonly #prefix: string;
+  readonly #onLost: (err: unknown, claims: number) => void;
   /** The epoch this leader last saw; undefined until its first read. */
   #epoch: string | undefined;
+  /** Counts not written yet, by bucket key. */
+  #pending = new Map<string, Record<ClaimTier, number>>();
+  #flushTimer: NodeJS.Timeout | undefined;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, options: ClaimCounterOptions = {}) {
     this.#redis = redis;
     this.#prefix = `${prefix}:demand:`;
+    this.#onLost = options.onLost ?? (() => undefined);
   }
 
   #bucket(namespace: string, pool: string, second: number): string {
     return `${this.#prefix}${namespace}/${pool}:${second}`;
   }
 
-  /** Counts one served claim (any replica). Best effort: a lost count only makes the autoscaler read low. */
-  async record(namespace: string, pool: string, tier: ClaimTier, atMs: number): Promise<void> {
+  /**
+   * Counts one served claim (any replica), written with the others of the next FLUSH_MS. Best effort: a lost count
+   * only makes the autoscaler read low.
+   */
+  record(namespace: string, pool: string, tier: ClaimTier, atMs: number): void {
     const key = this.#bucket(namespace, pool, Math.floor(atMs / 1000));
-    await this.#redis.multi().hincrby(key, tier, 1).expire(key, BUCKET_TTL_SECONDS).exec();
+    let counts = this.#pending.get(key);
+    if (counts === undefined) {
+      counts = { warm: 0, cold: 0 };
+      this.#pending.set(key, counts);
+    }
+    counts[tier]++;
+    this.#flushTimer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+  }
+
+  /** Writes the counts gathered so far in one transaction; never rejects (a failed write goes to `onLost`). */
+  async flush(): Promise<void> {
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#pending.size === 0) return;
+    const pending = this.#pending;
+    this.#pending = new Map();
+    const transaction = this.#redis.multi();
+    let claims = 0;
+    for (const [key, counts] of pending) {
+      for (const tier of ['warm', 'cold'] as const) if (counts[tier] > 0) transaction.hincrby(key, tier, counts[tier]);
+      transaction.expire(key, BUCKET_TTL_SECONDS);
+      claims += counts.warm + counts.cold;
+    }
+    try {
+      const replies = (await transaction.exec()) ?? [];
+      const failed = replies.find(([err]) => err !== null)?.[0];
+      if (replies.length === 0 || failed !== undefined)
+        this.#onLost(failed ?? new Error('transaction discarded'), claims);
+    } catch (err) {
+      this.#onLost(err, claims);
+    }
   }
 
   /**

@@ -59,14 +59,20 @@ export class PoolAutoscaler {
   readonly #logger: Logger;
   /** Autoscaled pools, `namespace/name`, from the informer: only their claims are recorded in Redis. */
   #targets = new Set<string>();
-  #recordFailures = 0;
+  #lostFlushes = 0;
 
   constructor(options: PoolAutoscalerOptions) {
     this.#clock = options.clock;
     this.#logger = options.logger.child({ controller: 'pool-autoscaler' });
     this.#redis = new Redis(redisOptions(options.redis, { lazyConnect: true, maxRetriesPerRequest: 1 }));
     this.#redis.on('error', () => undefined); // the pipeline's own connection reports Redis trouble
-    this.#counter = new ClaimCounter(this.#redis, options.prefix);
+    this.#counter = new ClaimCounter(this.#redis, options.prefix, {
+      onLost: (err, claims) => {
+        // Rate-limited: a Redis outage loses every flush's counts.
+        if (this.#lostFlushes++ % 100 === 0)
+          this.#logger.warn('could not count claims for the pool autoscaler', { claims, err });
+      },
+    });
     this.metrics = new PoolAutoscalerMetrics(options.registry);
     this.informer = createInformer<SandboxWarmPoolAutoscaler>(options.kubeConfig, SandboxWarmPoolAutoscalerType, {
       logger: options.kubeLogger,
@@ -104,15 +110,13 @@ export class PoolAutoscaler {
     if (grant.fresh !== true) return;
     this.metrics.claim(order.namespace, order.warmPool, grant.tier);
     if (!this.#targets.has(`${order.namespace}/${order.warmPool}`)) return;
-    this.#counter.record(order.namespace, order.warmPool, grant.tier, this.#clock.now()).catch((err: unknown) => {
-      // Rate-limited: a Redis outage fails every claim's count at once.
-      if (this.#recordFailures++ % 100 === 0)
-        this.#logger.warn('could not count a claim for the pool autoscaler', { pool: order.warmPool, err });
-    });
+    this.#counter.record(order.namespace, order.warmPool, grant.tier, this.#clock.now());
   };
 
+  /** Stops the controller, writes the counts still gathering, then closes its connection; each step isolated. */
   async close(): Promise<void> {
-    await this.controller.close();
+    await this.controller.close().catch((err: unknown) => this.#logger.warn('pool autoscaler close failed', { err }));
+    await this.#counter.flush();
     this.#redis.disconnect();
   }
 }

@@ -1,0 +1,87 @@
+// The pool autoscaler's claim counts, on a real Redis: every replica counts
+// the claims it serves, a flush's worth in one transaction, and the leader
+// reads them back by pool, tier and second. A count Redis could not take is
+// reported, never thrown into the claim path.
+import { eventually, startRedis, type TestRedis } from '@warmpool/harness';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BUCKET_TTL_SECONDS, ClaimCounter } from '../../../src/controllers/pool-autoscaler/claim-counter.js';
+
+/** Redis's own count of a command's calls (INFO commandstats). */
+async function callsOf(redis: Redis, command: string): Promise<number> {
+  const info = await redis.info('commandstats');
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+}
+
+describe("the pool autoscaler's claim counts (real Redis)", () => {
+  let server: TestRedis;
+  let redis: Redis;
+  let prefix = 'counts';
+  let run = 0;
+  const second = 1_900_000_000;
+  const pools = [
+    { namespace: 'team-a', pool: 'py' },
+    { namespace: 'team-b', pool: 'node' },
+  ];
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  afterEach(() => {
+    prefix = `counts-${++run}`;
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('writes a burst of claims in one transaction, and reads them back by pool, tier and second', async () => {
+    const counter = new ClaimCounter(redis, prefix);
+    const transactionsBefore = await callsOf(redis, 'exec');
+    for (let i = 0; i < 60; i++) counter.record('team-a', 'py', i % 3 === 0 ? 'cold' : 'warm', second * 1000 + i);
+    for (let i = 0; i < 5; i++) counter.record('team-b', 'node', 'warm', (second + 1) * 1000 + i);
+    await counter.flush();
+    expect((await callsOf(redis, 'exec')) - transactionsBefore).toBe(1);
+    const { counts } = await counter.read(pools, second, second + 2);
+    expect(counts.map(({ warm, cold }) => ({ warm, cold }))).toEqual([
+      { warm: 40, cold: 20 },
+      { warm: 5, cold: 0 },
+    ]);
+  });
+
+  it('writes on its own, without a flush, and each bucket expires', async () => {
+    const counter = new ClaimCounter(redis, prefix);
+    counter.record('team-a', 'py', 'warm', second * 1000);
+    const key = `${prefix}:demand:team-a/py:${second}`;
+    await eventually(async () => (await redis.hget(key, 'warm')) === '1', { what: 'the count in Redis' });
+    const ttl = await redis.ttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(BUCKET_TTL_SECONDS);
+  });
+
+  it('adds to what other replicas counted in the same second', async () => {
+    const one = new ClaimCounter(redis, prefix);
+    const other = new ClaimCounter(redis, prefix);
+    one.record('team-a', 'py', 'warm', second * 1000);
+    other.record('team-a', 'py', 'warm', second * 1000 + 500);
+    other.record('team-a', 'py', 'cold', second * 1000 + 900);
+    await Promise.all([one.flush(), other.flush()]);
+    const { counts } = await one.read(pools.slice(0, 1), second, second + 1);
+    expect(counts[0]).toMatchObject({ warm: 2, cold: 1 });
+  });
+
+  it('reports the counts it could not write, and never throws to the claim path', async () => {
+    const down = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    down.on('error', () => undefined);
+    const lost: number[] = [];
+    const counter = new ClaimCounter(down, prefix, { onLost: (_err, claims) => lost.push(claims) });
+    expect(() => {
+      counter.record('team-a', 'py', 'warm', second * 1000);
+      counter.record('team-a', 'py', 'cold', second * 1000);
+    }).not.toThrow();
+    await counter.flush();
+    expect(lost).toEqual([2]);
+    down.disconnect();
+  });
+});
