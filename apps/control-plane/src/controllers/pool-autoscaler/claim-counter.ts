@@ -86,19 +86,34 @@ export class ClaimCounter {
     const pending = this.#pending;
     this.#pending = new Map();
     const transaction = this.#redis.multi();
-    let claims = 0;
+    /** The claims each command of the transaction carries (an EXPIRE none), to report what a failed one lost. */
+    const carried: number[] = [];
     for (const [key, counts] of pending) {
-      for (const tier of ['warm', 'cold'] as const) if (counts[tier] > 0) transaction.hincrby(key, tier, counts[tier]);
+      for (const tier of ['warm', 'cold'] as const)
+        if (counts[tier] > 0) {
+          transaction.hincrby(key, tier, counts[tier]);
+          carried.push(counts[tier]);
+        }
       transaction.expire(key, BUCKET_TTL_SECONDS);
-      claims += counts.warm + counts.cold;
+      carried.push(0);
     }
+    const all = carried.reduce((sum, n) => sum + n, 0);
     try {
-      const replies = (await transaction.exec()) ?? [];
-      const failed = replies.find(([err]) => err !== null)?.[0];
-      if (replies.length === 0 || failed !== undefined)
-        this.#onLost(failed ?? new Error('transaction discarded'), claims);
+      const replies = await transaction.exec();
+      if (replies === null || replies.length === 0) {
+        this.#onLost(new Error('the transaction was discarded'), all);
+        return;
+      }
+      let lost = 0;
+      let firstErr: unknown;
+      replies.forEach(([err], i) => {
+        if (err === null) return;
+        lost += carried[i] ?? 0;
+        firstErr ??= err;
+      });
+      if (firstErr !== undefined && lost > 0) this.#onLost(firstErr, lost);
     } catch (err) {
-      this.#onLost(err, claims);
+      this.#onLost(err, all);
     }
   }
 

@@ -71,6 +71,18 @@ describe("the pool autoscaler's claim counts (real Redis)", () => {
     expect(counts[0]).toMatchObject({ warm: 2, cold: 1 });
   });
 
+  it('reports only the counts a refused command carried, and writes the others', async () => {
+    await redis.set(`${prefix}:demand:team-a/py:${second}`, 'not a bucket');
+    const lost: number[] = [];
+    const counter = new ClaimCounter(redis, prefix, { onLost: (_err, claims) => lost.push(claims) });
+    counter.record('team-a', 'py', 'warm', second * 1000);
+    counter.record('team-a', 'py', 'cold', second * 1000);
+    counter.record('team-b', 'node', 'warm', second * 1000);
+    await counter.flush();
+    expect(lost).toEqual([2]);
+    expect(await redis.hget(`${prefix}:demand:team-b/node:${second}`, 'warm')).toBe('1');
+  });
+
   it('reports the counts it could not write, and never throws to the claim path', async () => {
     const down = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     down.on('error', () => undefined);
