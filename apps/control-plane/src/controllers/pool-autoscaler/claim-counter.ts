@@ -19,8 +19,8 @@
 //
 // A replica's counts gather for FLUSH_MS and go to Redis together, one
 // transaction per flush (HINCRBY and EXPIRE per bucket touched), not one per
-// claim: a claim's count lands at most FLUSH_MS after it, a small part of
-// READ_LAG_SECONDS.
+// claim: a claim's count is sent FLUSH_MS after it at the latest (plus the
+// event loop's lag), a small part of READ_LAG_SECONDS.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
