@@ -20,7 +20,10 @@
 // A replica's counts gather for FLUSH_MS and go to Redis together, one
 // transaction per flush (HINCRBY and EXPIRE per bucket touched), not one per
 // claim: a claim's count is sent FLUSH_MS after it at the latest (plus the
-// event loop's lag), a small part of READ_LAG_SECONDS.
+// event loop's lag), a small part of READ_LAG_SECONDS. A count whose second
+// the leader may already have read by the time it is sent (an event loop
+// stalled for a second) goes to the current second instead: late, never
+// unread.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
@@ -39,28 +42,44 @@ export interface CountedClaims {
 }
 
 export interface ClaimCounterOptions {
-  /** A flush Redis refused or could not take: its counts are lost (the scaler then reads low). */
+  /** Counts Redis refused or could not take, or recorded after close(): lost (the scaler then reads low). */
   onLost?: (err: unknown, claims: number) => void;
+  /** Epoch milliseconds; the clock `record` is given. Default: Date.now. */
+  now?: () => number;
+}
+
+/** Claims not written yet, of one pool in one second. */
+interface PendingBucket {
+  /** `namespace/pool` */
+  pool: string;
+  second: number;
+  warm: number;
+  cold: number;
 }
 
 export class ClaimCounter {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #onLost: (err: unknown, claims: number) => void;
+  readonly #now: () => number;
   /** The epoch this leader last saw; undefined until its first read. */
   #epoch: string | undefined;
   /** Counts not written yet, by bucket key. */
-  #pending = new Map<string, Record<ClaimTier, number>>();
+  #pending = new Map<string, PendingBucket>();
   #flushTimer: NodeJS.Timeout | undefined;
+  /** Transactions sent and not answered yet: close() waits for them before the connection goes. */
+  readonly #inFlight = new Set<Promise<void>>();
+  #closed = false;
 
   constructor(redis: Redis, prefix: string, options: ClaimCounterOptions = {}) {
     this.#redis = redis;
     this.#prefix = `${prefix}:demand:`;
     this.#onLost = options.onLost ?? (() => undefined);
+    this.#now = options.now ?? Date.now;
   }
 
-  #bucket(namespace: string, pool: string, second: number): string {
-    return `${this.#prefix}${namespace}/${pool}:${second}`;
+  #bucket(pool: string, second: number): string {
+    return `${this.#prefix}${pool}:${second}`;
   }
 
   /**
@@ -68,14 +87,31 @@ export class ClaimCounter {
    * only makes the autoscaler read low.
    */
   record(namespace: string, pool: string, tier: ClaimTier, atMs: number): void {
-    const key = this.#bucket(namespace, pool, Math.floor(atMs / 1000));
-    let counts = this.#pending.get(key);
-    if (counts === undefined) {
-      counts = { warm: 0, cold: 0 };
-      this.#pending.set(key, counts);
+    if (this.#closed) {
+      this.#lose(new Error('the claim counter is closed'), 1);
+      return;
     }
-    counts[tier]++;
-    this.#flushTimer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+    this.#add(
+      this.#pending,
+      `${namespace}/${pool}`,
+      Math.floor(atMs / 1000),
+      tier === 'warm' ? 1 : 0,
+      tier === 'cold' ? 1 : 0,
+    );
+    if (this.#flushTimer === undefined) {
+      this.#flushTimer = setTimeout(() => void this.flush(), FLUSH_MS);
+      this.#flushTimer.unref(); // close() flushes what is left; the timer must not hold the process
+    }
+  }
+
+  #add(into: Map<string, PendingBucket>, pool: string, second: number, warm: number, cold: number): void {
+    const key = this.#bucket(pool, second);
+    const bucket = into.get(key);
+    if (bucket === undefined) into.set(key, { pool, second, warm, cold });
+    else {
+      bucket.warm += warm;
+      bucket.cold += cold;
+    }
   }
 
   /** Writes the counts gathered so far in one transaction; never rejects (a failed write goes to `onLost`). */
@@ -85,23 +121,55 @@ export class ClaimCounter {
     if (this.#pending.size === 0) return;
     const pending = this.#pending;
     this.#pending = new Map();
+    const write = this.#write(this.#onTime(pending));
+    this.#inFlight.add(write);
+    try {
+      await write;
+    } finally {
+      this.#inFlight.delete(write);
+    }
+  }
+
+  /** Writes what is still gathering and waits for every transaction in flight; later records are lost. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+    await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /**
+   * The buckets, with any second the leader may already have read (older than READ_LAG_SECONDS by this replica's
+   * clock) moved to the current second, so a count sent late is read late, not never.
+   */
+  #onTime(pending: Map<string, PendingBucket>): Map<string, PendingBucket> {
+    const now = Math.floor(this.#now() / 1000);
+    const onTime = new Map<string, PendingBucket>();
+    for (const b of pending.values()) {
+      const second = b.second < now - READ_LAG_SECONDS ? now : b.second;
+      this.#add(onTime, b.pool, second, b.warm, b.cold);
+    }
+    return onTime;
+  }
+
+  async #write(pending: Map<string, PendingBucket>): Promise<void> {
     const transaction = this.#redis.multi();
     /** The claims each command of the transaction carries (an EXPIRE none), to report what a failed one lost. */
     const carried: number[] = [];
-    for (const [key, counts] of pending) {
+    for (const [key, bucket] of pending) {
       for (const tier of ['warm', 'cold'] as const)
-        if (counts[tier] > 0) {
-          transaction.hincrby(key, tier, counts[tier]);
-          carried.push(counts[tier]);
+        if (bucket[tier] > 0) {
+          transaction.hincrby(key, tier, bucket[tier]);
+          carried.push(bucket[tier]);
         }
       transaction.expire(key, BUCKET_TTL_SECONDS);
       carried.push(0);
     }
     const all = carried.reduce((sum, n) => sum + n, 0);
     try {
+      // null only when a WATCH failed, which this transaction has none of: treat it as refused all the same.
       const replies = await transaction.exec();
-      if (replies === null || replies.length === 0) {
-        this.#onLost(new Error('the transaction was discarded'), all);
+      if (replies === null) {
+        this.#lose(new Error('the transaction was discarded'), all);
         return;
       }
       let lost = 0;
@@ -111,9 +179,18 @@ export class ClaimCounter {
         lost += carried[i] ?? 0;
         firstErr ??= err;
       });
-      if (firstErr !== undefined && lost > 0) this.#onLost(firstErr, lost);
+      if (firstErr !== undefined && lost > 0) this.#lose(firstErr, lost);
     } catch (err) {
-      this.#onLost(err, all);
+      this.#lose(err, all);
+    }
+  }
+
+  /** Reports lost counts; a throwing listener must not reach the claim path or a flush. */
+  #lose(err: unknown, claims: number): void {
+    try {
+      this.#onLost(err, claims);
+    } catch {
+      // the listener's own failure: nothing more to do with these counts
     }
   }
 
@@ -132,7 +209,7 @@ export class ClaimCounter {
       const pipeline = this.#redis.pipeline();
       pipeline.get(`${this.#prefix}epoch`);
       for (const { namespace, pool } of pools)
-        for (let s = start; s < toSecond; s++) pipeline.hmget(this.#bucket(namespace, pool, s), 'warm', 'cold');
+        for (let s = start; s < toSecond; s++) pipeline.hmget(this.#bucket(`${namespace}/${pool}`, s), 'warm', 'cold');
       const replies = (await pipeline.exec()) ?? [];
       const [epochErr, epoch] = replies[0] ?? [new Error('no reply')];
       const epochHeld = epochErr === null && typeof epoch === 'string' && epoch === this.#epoch;

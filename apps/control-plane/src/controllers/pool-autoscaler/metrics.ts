@@ -28,6 +28,7 @@ export class PoolAutoscalerMetrics {
   readonly #desired: Gauge;
   readonly #recommended: Gauge;
   readonly #scales: Counter;
+  readonly #uncounted: Counter;
   #series = new Set<string>();
 
   constructor(registry: Registry) {
@@ -74,10 +75,19 @@ export class PoolAutoscalerMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.#uncounted = new Counter({
+      name: 'warmpool_pool_autoscaler_uncounted_claims_total',
+      help: "Fresh claims of autoscaled pools this replica could not count in Redis (the leader's claim rate reads low)",
+      registers,
+    });
   }
 
   claim(namespace: string, pool: string, tier: ClaimTier): void {
     this.#claims.inc({ pool_namespace: namespace, pool, tier });
+  }
+
+  uncounted(claims: number): void {
+    this.#uncounted.inc(claims);
   }
 
   scaled(outcome: 'ok' | 'error'): void {

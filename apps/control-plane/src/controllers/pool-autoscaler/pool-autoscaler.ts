@@ -66,14 +66,16 @@ export class PoolAutoscaler {
     this.#logger = options.logger.child({ controller: 'pool-autoscaler' });
     this.#redis = new Redis(redisOptions(options.redis, { lazyConnect: true, maxRetriesPerRequest: 1 }));
     this.#redis.on('error', () => undefined); // the pipeline's own connection reports Redis trouble
+    this.metrics = new PoolAutoscalerMetrics(options.registry);
     this.#counter = new ClaimCounter(this.#redis, options.prefix, {
+      now: () => this.#clock.now(),
       onLost: (err, claims) => {
-        // Rate-limited: a Redis outage loses every flush's counts.
+        this.metrics.uncounted(claims);
+        // Rate-limited: a Redis outage loses every flush's counts; the metric has the whole loss.
         if (this.#lostFlushes++ % 100 === 0)
           this.#logger.warn('could not count claims for the pool autoscaler', { claims, err });
       },
     });
-    this.metrics = new PoolAutoscalerMetrics(options.registry);
     this.informer = createInformer<SandboxWarmPoolAutoscaler>(options.kubeConfig, SandboxWarmPoolAutoscalerType, {
       logger: options.kubeLogger,
     });
@@ -113,10 +115,13 @@ export class PoolAutoscaler {
     this.#counter.record(order.namespace, order.warmPool, grant.tier, this.#clock.now());
   };
 
-  /** Stops the controller, writes the counts still gathering, then closes its connection; each step isolated. */
+  /**
+   * Stops the controller, writes the counts still gathering and waits for those in flight, then closes its
+   * connection; each step isolated.
+   */
   async close(): Promise<void> {
     await this.controller.close().catch((err: unknown) => this.#logger.warn('pool autoscaler close failed', { err }));
-    await this.#counter.flush();
+    await this.#counter.close();
     this.#redis.disconnect();
   }
 }

@@ -4,8 +4,14 @@
 // reported, never thrown into the claim path.
 import { eventually, startRedis, type TestRedis } from '@warmpool/harness';
 import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BUCKET_TTL_SECONDS, ClaimCounter } from '../../../src/controllers/pool-autoscaler/claim-counter.js';
+import {
+  BUCKET_TTL_SECONDS,
+  ClaimCounter,
+  FLUSH_MS,
+  READ_LAG_SECONDS,
+} from '../../../src/controllers/pool-autoscaler/claim-counter.js';
 
 /** Redis's own count of a command's calls (INFO commandstats). */
 async function callsOf(redis: Redis, command: string): Promise<number> {
@@ -83,6 +89,46 @@ describe("the pool autoscaler's claim counts (real Redis)", () => {
     expect(await redis.hget(`${prefix}:demand:team-b/node:${second}`, 'warm')).toBe('1');
   });
 
+  it('writes a count sent after its second was read to the current second, so the leader still reads it', async () => {
+    const now = (second + 10) * 1000 + 300;
+    const counter = new ClaimCounter(redis, prefix, { now: () => now });
+    counter.record('team-a', 'py', 'warm', second * 1000); // stalled for ten seconds before its flush
+    counter.record('team-a', 'py', 'cold', (second + 10 - READ_LAG_SECONDS) * 1000); // not read yet: stays
+    await counter.flush();
+    const at = async (s: number): Promise<Record<string, string>> => redis.hgetall(`${prefix}:demand:team-a/py:${s}`);
+    expect(await at(second)).toEqual({});
+    expect(await at(second + 10)).toEqual({ warm: '1' });
+    expect(await at(second + 10 - READ_LAG_SECONDS)).toEqual({ cold: '1' });
+  });
+
+  it('on close, waits for the write already in flight before the connection may go', async () => {
+    const admin = new Redis(server.url);
+    const counter = new ClaimCounter(redis, prefix);
+    counter.record('team-a', 'py', 'warm', second * 1000);
+    await admin.call('CLIENT', 'PAUSE', '400', 'WRITE'); // holds the timer's transaction in Redis
+    await sleep(FLUSH_MS * 2);
+    await counter.close();
+    expect(await admin.hgetall(`${prefix}:demand:team-a/py:${second}`)).toEqual({ warm: '1' });
+    admin.disconnect();
+  });
+
+  it('on close, writes what is still gathering', async () => {
+    const counter = new ClaimCounter(redis, prefix);
+    counter.record('team-a', 'py', 'cold', second * 1000);
+    await counter.close();
+    expect(await redis.hgetall(`${prefix}:demand:team-a/py:${second}`)).toEqual({ cold: '1' });
+  });
+
+  it('reports a claim recorded after close as lost, and writes nothing for it', async () => {
+    const lost: number[] = [];
+    const counter = new ClaimCounter(redis, prefix, { onLost: (_err, claims) => lost.push(claims) });
+    await counter.close();
+    counter.record('team-a', 'py', 'warm', second * 1000);
+    await counter.flush();
+    expect(lost).toEqual([1]);
+    expect(await redis.exists(`${prefix}:demand:team-a/py:${second}`)).toBe(0);
+  });
+
   it('reports the counts it could not write, and never throws to the claim path', async () => {
     const down = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     down.on('error', () => undefined);
@@ -94,6 +140,21 @@ describe("the pool autoscaler's claim counts (real Redis)", () => {
     }).not.toThrow();
     await counter.flush();
     expect(lost).toEqual([2]);
+    down.disconnect();
+  });
+
+  it('keeps a listener that throws out of the claim path and the flush', async () => {
+    const down = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    down.on('error', () => undefined);
+    const counter = new ClaimCounter(down, prefix, {
+      onLost: () => {
+        throw new Error('a broken listener');
+      },
+    });
+    counter.record('team-a', 'py', 'warm', second * 1000);
+    await expect(counter.flush()).resolves.toBeUndefined();
+    await counter.close();
+    expect(() => counter.record('team-a', 'py', 'warm', second * 1000)).not.toThrow();
     down.disconnect();
   });
 });
