@@ -8,6 +8,7 @@
 //
 //   node bench/gc-trace.ts <log> [--after <ms>]
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 
 interface Collection {
   atMs: number;
@@ -15,13 +16,19 @@ interface Collection {
   fields: Map<string, number>;
 }
 
-const [file, ...rest] = process.argv.slice(2);
-const afterAt = rest.indexOf('--after');
-const afterMs = afterAt >= 0 ? Number(rest[afterAt + 1]) : 0;
-if (file === undefined || !Number.isFinite(afterMs)) {
-  console.error('usage: node bench/gc-trace.ts <log> [--after <ms>]');
-  process.exit(2);
+const USAGE = 'usage: node bench/gc-trace.ts <log> [--after <ms>]';
+function argsOf(): { file: string; afterMs: number } {
+  try {
+    const { values, positionals } = parseArgs({ options: { after: { type: 'string' } }, allowPositionals: true });
+    const afterMs = Number(values.after ?? 0);
+    if (positionals.length !== 1 || !Number.isFinite(afterMs)) throw new Error('one log and a number of ms');
+    return { file: positionals[0] ?? '', afterMs };
+  } catch (err) {
+    console.error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    process.exit(2);
+  }
 }
+const { file, afterMs } = argsOf();
 
 /** One `--trace-gc-nvp` line: `[pid:isolate:0]   1234 ms: pause=2.1 mutator=… gc=s … promoted=… …`. */
 function collectionOf(line: string): Collection | undefined {
@@ -43,20 +50,34 @@ const collections = readFileSync(file, 'utf8')
   .map(collectionOf)
   .filter((c): c is Collection => c !== undefined && c.atMs >= afterMs);
 
+/** A field's mean over collections, of which there is at least one. */
 const mean = (of: Collection[], field: string): number =>
-  of.reduce((sum, c) => sum + (c.fields.get(field) ?? 0), 0) / Math.max(1, of.length);
+  of.reduce((sum, c) => sum + (c.fields.get(field) ?? 0), 0) / of.length;
 const kib = (bytes: number): string => `${(bytes / 1_024).toFixed(0)} KiB`;
+/** `<what>: <n>`, then the averages only when there is something to average (no zero that reads as measured). */
+const line = (what: string, of: Collection[], averages: () => string): string =>
+  of.length === 0 ? `${what}: none` : `${what}: ${of.length}; each, on average: ${averages()}`;
 
 const scavenges = collections.filter((c) => c.kind === 's');
 const markCompacts = collections.filter((c) => c.kind === 'mc');
 const spanMs = collections.length > 1 ? (collections.at(-1)?.atMs ?? 0) - (collections[0]?.atMs ?? 0) : 0;
 console.log(`${file}: ${collections.length} collections from ${afterMs} ms on, over ${spanMs} ms`);
 console.log(
-  `scavenges: ${scavenges.length}; each, on average: allocated ${kib(mean(scavenges, 'allocated'))} since the one before, ` +
-    `found ${kib(mean(scavenges, 'new_space_survived'))} live, promoted ${kib(mean(scavenges, 'promoted'))}, ` +
-    `paused ${mean(scavenges, 'pause').toFixed(2)} ms`,
+  line(
+    'scavenges',
+    scavenges,
+    () =>
+      `allocated ${kib(mean(scavenges, 'allocated'))} since the one before, ` +
+      `found ${kib(mean(scavenges, 'new_space_survived'))} live, promoted ${kib(mean(scavenges, 'promoted'))}, ` +
+      `paused ${mean(scavenges, 'pause').toFixed(2)} ms`,
+  ),
 );
 console.log(
-  `mark-compacts: ${markCompacts.length}; each, on average: paused ${mean(markCompacts, 'pause').toFixed(2)} ms ` +
-    `after ${mean(markCompacts, 'incremental').toFixed(1)} ms of incremental marking steps`,
+  line(
+    'mark-compacts',
+    markCompacts,
+    () =>
+      `paused ${mean(markCompacts, 'pause').toFixed(2)} ms ` +
+      `after ${mean(markCompacts, 'incremental').toFixed(1)} ms of incremental marking steps`,
+  ),
 );
