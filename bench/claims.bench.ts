@@ -42,7 +42,7 @@ import { Pools } from './lib/pools.ts';
 import { cpuMsOf, memoryOf } from './lib/proc.ts';
 import { countedBy, emptyKernel, kernelText } from './lib/kernel-tally.ts';
 import { machineNote, ms, pass, printTable, quantile, type Row } from './lib/table.ts';
-import { redisCalls, topCommands } from './lib/redis-commandstats.ts';
+import { RedisTally } from './lib/redis-commandstats.ts';
 import { startThreadedFleet } from './lib/threaded-fleet.ts';
 import { claimantToken } from './lib/claimant.ts';
 import { UNBOUNDED_SANDBOXD_OPTIONS } from './lib/unbounded-sandboxd.ts';
@@ -201,7 +201,7 @@ try {
     const direct: PathResult[] = [];
     const bareRuns: PathResult[] = [];
     const bareCpuMs = { bare: 0, redis: 0 };
-    let bareRedis = '';
+    const bareRedis = new RedisTally(redis.target);
     const bareGcTally: GcTally = { count: 0, ms: 0, over10ms: 0 };
     const bareKernel = emptyKernel();
     const http: PathResult[] = [];
@@ -228,17 +228,16 @@ try {
       );
       direct.push({ ...merge(perAgent), elapsedMs: Math.max(...perAgent.map((r) => r.elapsedMs)) });
       if (bare !== undefined && barePool !== undefined && BARE_LEVELS.has(concurrency)) {
-        const bareCpuBefore = { bare: cpuMsOf(bare.pid), redis: cpuMsOf(redis.pid) };
-        const callsBefore = await redisCalls(redis.target);
+        const barePid = bare.pid;
+        const bareCpuBefore = { bare: cpuMsOf(barePid), redis: cpuMsOf(redis.pid) };
         const gcBefore = await bareGc(bare.base);
         const turn = (): Promise<PathResult> =>
           drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' }));
-        bareRuns.push(await countedBy(bare.pid, bareKernel, () => bareAllocations?.sample(turn) ?? turn()));
-        bareCpuMs.bare += cpuMsOf(bare.pid) - bareCpuBefore.bare;
+        bareRuns.push(
+          await bareRedis.around(() => countedBy(barePid, bareKernel, () => bareAllocations?.sample(turn) ?? turn())),
+        );
+        bareCpuMs.bare += cpuMsOf(barePid) - bareCpuBefore.bare;
         bareCpuMs.redis += cpuMsOf(redis.pid) - bareCpuBefore.redis;
-        const callsAfter = await redisCalls(redis.target);
-        const served = bareRuns.at(-1)?.claims ?? 0;
-        bareRedis = `${((callsAfter.total - callsBefore.total) / Math.max(1, served)).toFixed(2)} commands (${topCommands(callsBefore.byCommand, callsAfter.byCommand, served)}); own time ${topCommands(callsBefore.usecByCommand, callsAfter.usecByCommand, served, 1)} µs`;
         addGc(bareGcTally, gcBefore, await bareGc(bare.base));
       }
       // The HTTP claim API, with what the control plane, the apiserver and Redis counted meanwhile.
@@ -316,8 +315,16 @@ try {
         '',
         '',
       ],
-      ...(bareRedis !== ''
-        ? [[`Redis per bare-design claim, ${concurrency} in flight (its last round)`, bareRedis, '', '', ''] as Row]
+      ...(bareRuns.length > 0
+        ? [
+            [
+              `Redis per bare-design claim, ${concurrency} in flight`,
+              `${(bareRedis.total / Math.max(1, merge(bareRuns).claims)).toFixed(2)} commands (last round: ${bareRedis.top}); own time, last round: ${bareRedis.topUsec} µs`,
+              '',
+              '',
+              '',
+            ] as Row,
+          ]
         : []),
       [
         `apiserver writes per HTTP claim, ${concurrency} in flight`,

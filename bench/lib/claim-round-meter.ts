@@ -24,7 +24,7 @@ import {
 } from './claim-path-metrics.ts';
 import { countedBy, emptyKernel } from './kernel-tally.ts';
 import { cpuMsOf } from './proc.ts';
-import { redisCalls, topCommands } from './redis-commandstats.ts';
+import { RedisTally } from './redis-commandstats.ts';
 
 export interface ClaimRoundMeterOptions {
   controlPlane: { readonly pid: number; metrics(): Promise<string> };
@@ -42,13 +42,14 @@ export class ClaimRoundMeter {
   readonly cpu = { controlPlane: 0, redis: 0 };
   readonly kernel = emptyKernel();
   /** Redis commands, and the scripts among them; `top`: the last round's, per claim. */
-  readonly calls = { total: 0, scripts: 0, top: '', topUsec: '' };
+  readonly calls: RedisTally;
   /** Apiserver writes, and those of claim kinds; `byResource`: the last round's. */
   readonly writes = { total: 0, claimKinds: 0, byResource: '' };
   readonly #options: ClaimRoundMeterOptions;
 
   constructor(options: ClaimRoundMeterOptions) {
     this.#options = options;
+    this.calls = new RedisTally(options.redis.target);
   }
 
   /** Runs `turn` as a round, adding what it cost to the tallies. */
@@ -57,13 +58,7 @@ export class ClaimRoundMeter {
     const pageBefore = await controlPlane.metrics();
     const writesBefore = await scrapeWrites(apiserver.server, apiserver.tls);
     const cpuBefore = { controlPlane: cpuMsOf(controlPlane.pid), redis: cpuMsOf(redis.pid) };
-    const callsBefore = await redisCalls(redis.target);
-    const result = await countedBy(controlPlane.pid, this.kernel, turn);
-    const callsAfter = await redisCalls(redis.target);
-    this.calls.total += callsAfter.total - callsBefore.total;
-    this.calls.scripts += callsAfter.scripts - callsBefore.scripts;
-    this.calls.top = topCommands(callsBefore.byCommand, callsAfter.byCommand, result.claims);
-    this.calls.topUsec = topCommands(callsBefore.usecByCommand, callsAfter.usecByCommand, result.claims, 1);
+    const result = await this.calls.around(() => countedBy(controlPlane.pid, this.kernel, turn));
     this.cpu.controlPlane += cpuMsOf(controlPlane.pid) - cpuBefore.controlPlane;
     this.cpu.redis += cpuMsOf(redis.pid) - cpuBefore.redis;
     const writesAfter = await scrapeWrites(apiserver.server, apiserver.tls);

@@ -41,3 +41,31 @@ export function topCommands(before: Map<string, number>, after: Map<string, numb
     .map(([name, n]) => `${name} ${(n / Math.max(1, per)).toFixed(digits)}`)
     .join(', ');
 }
+
+/**
+ * Redis's commands over a level's turns: all of them and the scripts among them summed, and the last turn's top
+ * commands by count (`top`) and by Redis's own time (`topUsec`, µs), each per claim of that turn.
+ */
+export class RedisTally {
+  total = 0;
+  scripts = 0;
+  top = '';
+  topUsec = '';
+  readonly #target: RespTarget;
+
+  constructor(target: RespTarget) {
+    this.#target = target;
+  }
+
+  /** Runs `turn` between two readings and adds what Redis ran meanwhile. */
+  async around<T extends { claims: number }>(turn: () => Promise<T>): Promise<T> {
+    const before = await redisCalls(this.#target);
+    const result = await turn();
+    const after = await redisCalls(this.#target);
+    this.total += after.total - before.total;
+    this.scripts += after.scripts - before.scripts;
+    this.top = topCommands(before.byCommand, after.byCommand, result.claims);
+    this.topUsec = topCommands(before.usecByCommand, after.usecByCommand, result.claims, 1);
+    return result;
+  }
+}
