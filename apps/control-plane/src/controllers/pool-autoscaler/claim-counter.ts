@@ -31,6 +31,8 @@ export const BUCKET_TTL_SECONDS = 15 * 60;
 export const READ_LAG_SECONDS = 1;
 /** How long a replica's counts gather before they are written together. */
 export const FLUSH_MS = 50;
+/** The longest close() waits for writes in flight; what is still unanswered then is lost with the connection. */
+export const CLOSE_WAIT_MS = 2_000;
 
 export type ClaimTier = 'warm' | 'cold';
 
@@ -99,7 +101,7 @@ export class ClaimCounter {
       tier === 'cold' ? 1 : 0,
     );
     if (this.#flushTimer === undefined) {
-      this.#flushTimer = setTimeout(() => void this.flush(), FLUSH_MS);
+      this.#flushTimer = setTimeout(() => void this.flush().catch(() => undefined), FLUSH_MS);
       this.#flushTimer.unref(); // close() flushes what is left; the timer must not hold the process
     }
   }
@@ -130,22 +132,30 @@ export class ClaimCounter {
     }
   }
 
-  /** Writes what is still gathering and waits for every transaction in flight; later records are lost. */
-  async close(): Promise<void> {
+  /**
+   * Writes what is still gathering and waits for every transaction in flight, at most `waitMs` (a Redis that is down
+   * would otherwise hold a shutdown for its command timeout); later records are lost.
+   */
+  async close(waitMs = CLOSE_WAIT_MS): Promise<void> {
     this.#closed = true;
-    await this.flush();
-    await Promise.allSettled([...this.#inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([Promise.allSettled([this.flush(), ...this.#inFlight]), deadline]);
+    clearTimeout(timer);
   }
 
   /**
-   * The buckets, with any second the leader may already have read (older than READ_LAG_SECONDS by this replica's
-   * clock) moved to the current second, so a count sent late is read late, not never.
+   * The buckets, with any second the leader may read before this write lands (READ_LAG_SECONDS old or more by this
+   * replica's clock: the leader reads second s once its clock reaches s + READ_LAG_SECONDS + 1) moved to the current
+   * second, so a count sent late is read late, not never, with a second's margin for the write and the clocks.
    */
   #onTime(pending: Map<string, PendingBucket>): Map<string, PendingBucket> {
     const now = Math.floor(this.#now() / 1000);
     const onTime = new Map<string, PendingBucket>();
     for (const b of pending.values()) {
-      const second = b.second < now - READ_LAG_SECONDS ? now : b.second;
+      const second = b.second <= now - READ_LAG_SECONDS ? now : b.second;
       this.#add(onTime, b.pool, second, b.warm, b.cold);
     }
     return onTime;

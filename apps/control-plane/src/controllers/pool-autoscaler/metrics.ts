@@ -77,7 +77,7 @@ export class PoolAutoscalerMetrics {
     });
     this.#uncounted = new Counter({
       name: 'warmpool_pool_autoscaler_uncounted_claims_total',
-      help: "Fresh claims of autoscaled pools this replica could not count in Redis (the leader's claim rate reads low)",
+      help: "Fresh claims of autoscaled pools whose count Redis refused or did not confirm (a timed-out write may still have landed); the leader's claim rate may read low",
       registers,
     });
   }

@@ -93,12 +93,14 @@ describe("the pool autoscaler's claim counts (real Redis)", () => {
     const now = (second + 10) * 1000 + 300;
     const counter = new ClaimCounter(redis, prefix, { now: () => now });
     counter.record('team-a', 'py', 'warm', second * 1000); // stalled for ten seconds before its flush
-    counter.record('team-a', 'py', 'cold', (second + 10 - READ_LAG_SECONDS) * 1000); // not read yet: stays
+    // Read by the leader within this second, maybe before the write lands: moves too.
+    counter.record('team-a', 'py', 'cold', (second + 10 - READ_LAG_SECONDS) * 1000);
+    counter.record('team-a', 'py', 'cold', (second + 10) * 1000 + 100); // the current second: stays
     await counter.flush();
     const at = async (s: number): Promise<Record<string, string>> => redis.hgetall(`${prefix}:demand:team-a/py:${s}`);
     expect(await at(second)).toEqual({});
-    expect(await at(second + 10)).toEqual({ warm: '1' });
-    expect(await at(second + 10 - READ_LAG_SECONDS)).toEqual({ cold: '1' });
+    expect(await at(second + 10 - READ_LAG_SECONDS)).toEqual({});
+    expect(await at(second + 10)).toEqual({ warm: '1', cold: '2' });
   });
 
   it('on close, waits for the write already in flight before the connection may go', async () => {
@@ -109,6 +111,18 @@ describe("the pool autoscaler's claim counts (real Redis)", () => {
     await sleep(FLUSH_MS * 2);
     await counter.close();
     expect(await admin.hgetall(`${prefix}:demand:team-a/py:${second}`)).toEqual({ warm: '1' });
+    admin.disconnect();
+  });
+
+  it('on close, stops waiting for a Redis that does not answer after its wait', async () => {
+    const admin = new Redis(server.url);
+    const counter = new ClaimCounter(redis, prefix);
+    await admin.call('CLIENT', 'PAUSE', '3000', 'WRITE'); // longer than the wait below
+    counter.record('team-a', 'py', 'warm', second * 1000);
+    await counter.close(100);
+    // close() came back while Redis still held the write (reads go on during a write pause)
+    expect(await admin.hgetall(`${prefix}:demand:team-a/py:${second}`)).toEqual({});
+    await admin.call('CLIENT', 'UNPAUSE');
     admin.disconnect();
   });
 
