@@ -24,12 +24,28 @@
 //
 // REPLICAS (default 4) processes per hop, ROUNDS (default 10): ≈ 6 min.
 // AGENT_NODE_FLAGS replaces the chart's Node flags for the agents;
-// ALT_AGENT_FLAGS adds as many agents with other flags (≈ 9 min).
+// ALT_AGENT_FLAGS adds as many agents with other flags (≈ 9 min);
+// WORKER_AGENTS=1 adds as many processes that serve claims from a second
+// agent in a worker thread beside their own (bench/lib/agent-hops.ts).
+//
+// The share of direct follows the CPU every process spends per claim, not
+// the hop's alone: the machine's cores are what the claims wait for. So the
+// last rows give, per path, the CPU per claim of the hop, of fake-sandboxd
+// and of this process (the client) during its loaded turns, and their sum.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool } from 'undici';
-import { agentNodeFlags, agentTo, CLAIM, fillWarmPool, floorTo, poolTo, startSandboxd } from './lib/agent-hops.ts';
+import {
+  agentInWorkerTo,
+  agentNodeFlags,
+  agentTo,
+  CLAIM,
+  fillWarmPool,
+  floorTo,
+  poolTo,
+  startSandboxd,
+} from './lib/agent-hops.ts';
 import { flagsFromEnv } from './lib/chart-flags.ts';
 import { inRandomOrder, startOrder } from './lib/order.ts';
 import { claimFor, emptyTally, meanHopCpuPerRound, quantile, type Tally } from './lib/claim-tally.ts';
@@ -48,9 +64,10 @@ const WARM_TARGET = 50_000;
 // ALT_AGENT_FLAGS="…" adds REPLICAS agents started with those Node flags instead of the chart's, measured against
 // the same floors in the same rounds.
 const ALT_AGENT_FLAGS = flagsFromEnv('ALT_AGENT_FLAGS');
+const WORKER_AGENTS = process.env['WORKER_AGENTS'] === '1';
 const TRANSPORT = process.env['TRANSPORT'] === 'unix' ? 'unix' : 'tcp';
 
-type Hop = 'floor' | 'agent' | 'agent, other flags';
+type Hop = 'floor' | 'agent' | 'agent, other flags' | 'agent in a worker thread';
 
 /** One process claims go through (or none, for direct), and what its turns tallied. */
 interface Path {
@@ -159,6 +176,35 @@ function rowsOf(floor: Measures[], agents: Array<[name: string, measures: Measur
   });
 }
 
+/** The processes whose CPU a loaded turn of `p` counts: the hop first, then fake-sandboxd, then this process. */
+function watched(p: Path, sandboxd: Server): number[] {
+  return p.hop === 'direct' ? [p.pid, process.pid] : [p.pid, sandboxd.pid, process.pid];
+}
+
+/**
+ * Per path, the CPU per claim of the machine's processes at 32 in flight (mean over the path's processes): the hop,
+ * fake-sandboxd, this process; their sum, and the cores they kept busy at the path's rate.
+ */
+function machineRows(direct: Path, groups: Array<[name: string, paths: Path[]]>, sandboxdPid: number): Row[] {
+  const perClaim = (p: Path, pid: number): number => (p.loaded.cpu.get(pid) ?? 0) / Math.max(1, p.loaded.claims);
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const row = (name: string, paths: Path[]): Row => {
+    const hopMicros = mean(paths.map((p) => perClaim(p, p.pid)));
+    const sandboxdMicros = mean(paths.map((p) => (p === direct ? 0 : perClaim(p, sandboxdPid))));
+    const clientMicros = mean(paths.map((p) => perClaim(p, process.pid)));
+    const total = hopMicros + sandboxdMicros + clientMicros;
+    const cores = mean(paths.map((p) => rate(p.loaded))) * total * 1e-6;
+    return [
+      `CPU per claim at ${CONCURRENCY} in flight, the machine's processes: ${name}`,
+      `${total.toFixed(1)} µs = hop ${hopMicros.toFixed(1)} + fake-sandboxd ${sandboxdMicros.toFixed(1)} + client ${clientMicros.toFixed(1)}; ${cores.toFixed(2)} cores busy`,
+      '—',
+      '—',
+      'info',
+    ];
+  };
+  return [row('direct (the hop is fake-sandboxd)', [direct]), ...groups.map(([name, paths]) => row(name, paths))];
+}
+
 /** The floors' and agents' processes, started in a random order; each is in `servers` as soon as it serves. */
 async function startPaths(sandboxd: Server, servers: Server[]): Promise<{ direct: Path; hops: Path[] }> {
   const path = (hop: Path['hop'], pid: number, base: string): Path => ({
@@ -170,14 +216,20 @@ async function startPaths(sandboxd: Server, servers: Server[]): Promise<{ direct
     loaded: emptyTally(),
   });
   const hops: Path[] = [];
-  const each: Hop[] = ALT_AGENT_FLAGS === undefined ? ['floor', 'agent'] : ['floor', 'agent', 'agent, other flags'];
+  const each: Hop[] = [
+    'floor',
+    'agent',
+    ...(ALT_AGENT_FLAGS === undefined ? [] : ['agent, other flags' as const]),
+    ...(WORKER_AGENTS ? ['agent in a worker thread' as const] : []),
+  ];
+  const start: Record<Hop, () => Promise<Server>> = {
+    floor: () => floorTo(sandboxd),
+    agent: () => agentTo(sandboxd),
+    'agent, other flags': () => agentTo(sandboxd, false, ALT_AGENT_FLAGS),
+    'agent in a worker thread': () => agentInWorkerTo(sandboxd),
+  };
   for (const hop of startOrder(each, REPLICAS)) {
-    const server =
-      hop === 'floor'
-        ? await floorTo(sandboxd)
-        : hop === 'agent'
-          ? await agentTo(sandboxd)
-          : await agentTo(sandboxd, false, ALT_AGENT_FLAGS);
+    const server = await start[hop]();
     servers.push(server);
     hops.push(path(hop, server.pid, server.base));
   }
@@ -203,7 +255,7 @@ async function run(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++)
       for (const p of inRandomOrder(paths)) {
         await claimFor(p.pool, CLAIM, UNLOADED_MS, 1, p.unloaded);
-        await claimFor(p.pool, CLAIM, LOADED_MS, CONCURRENCY, p.loaded, [p.pid]);
+        await claimFor(p.pool, CLAIM, LOADED_MS, CONCURRENCY, p.loaded, watched(p, sandboxd));
       }
 
     const floors = hops.filter((p) => p.hop === 'floor');
@@ -213,6 +265,15 @@ async function run(): Promise<void> {
     );
     const measured = (hop: Hop): Measures[] =>
       hops.filter((p) => p.hop === hop).map((p) => measuresOf(p, direct, reference));
+    const agentKinds: Array<[Hop, string]> = [
+      ['agent', `agent (${agentNodeFlags.join(' ')})`],
+      ...(ALT_AGENT_FLAGS === undefined
+        ? []
+        : [['agent, other flags', `agent (${ALT_AGENT_FLAGS.join(' ')})`] as [Hop, string]]),
+      ...(WORKER_AGENTS
+        ? [['agent in a worker thread', 'a second agent in a worker thread of an agent'] as [Hop, string]]
+        : []),
+    ];
     const refused = paths.reduce((n, p) => n + p.warm.errors + p.unloaded.errors + p.loaded.errors, 0);
     const rows: Row[] = [
       [
@@ -222,12 +283,18 @@ async function run(): Promise<void> {
         '—',
         'info',
       ],
-      ...rowsOf(measured('floor'), [
-        [`agent (${agentNodeFlags.join(' ')})`, measured('agent')],
-        ...(ALT_AGENT_FLAGS === undefined
-          ? []
-          : [[`agent (${ALT_AGENT_FLAGS.join(' ')})`, measured('agent, other flags')] as [string, Measures[]]]),
-      ]),
+      ...rowsOf(
+        measured('floor'),
+        agentKinds.map(([hop, name]): [string, Measures[]] => [name, measured(hop)]),
+      ),
+      ...machineRows(
+        direct,
+        [['floor', 'floor'] as [Hop, string], ...agentKinds].map(([hop, name]): [string, Path[]] => [
+          name,
+          hops.filter((p) => p.hop === hop),
+        ]),
+        sandboxd.pid,
+      ),
       ['claims refused (non-200), every path', String(refused), '0', '—', refused === 0 ? 'PASS' : 'FAIL'],
     ];
     printTable(

@@ -10,7 +10,13 @@ import { Pool } from 'undici';
 import { chartNodeFlags, flagsFromEnv } from './chart-flags.ts';
 import type { Claim } from './claim-tally.ts';
 import { fleetCaller } from './fleet-caller.ts';
-import { floorInAgentSource, floorInAgentWorkerSource, floorProxySource, modulesLoadedSource } from './floor-proxy.ts';
+import {
+  floorInAgentSource,
+  floorInAgentWorkerSource,
+  floorProxySource,
+  inWorkerBesideAgentSource,
+  modulesLoadedSource,
+} from './floor-proxy.ts';
 import { startProcess, type Server } from './serving-process.ts';
 import { UNBOUNDED_SANDBOXD_ARGS } from './unbounded-sandboxd.ts';
 
@@ -122,17 +128,45 @@ export function agentTo(sandboxd: Server, watched = false, nodeFlags: string[] =
 
 /**
  * The floor proxy inside a node agent's process (always watched), ready once the agent serves: on the agent's own
- * thread, or in a worker thread of it (`worker`). Its port is chosen
- * ahead, below the ephemeral range; one taken meanwhile fails the start, which is tried again on another.
+ * thread, or in a worker thread of it (`worker`).
  */
-export async function floorInAgentTo(sandboxd: Server, options: { worker?: boolean } = {}): Promise<Server> {
+export function floorInAgentTo(sandboxd: Server, options: { worker?: boolean } = {}): Promise<Server> {
   const sourceOf = options.worker === true ? floorInAgentWorkerSource : floorInAgentSource;
+  return inAgentProcessTo(
+    (port) => sourceOf(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd)),
+    [...agentNodeFlags, ...watchedFlags('floor-in-agent')],
+  );
+}
+
+/**
+ * A second node agent in a worker thread of a node agent's process, serving claims on its own port, ready once the
+ * process's own agent serves: what a claim path on its own isolate (its heap, its young generation, its inline caches)
+ * beside a whole agent would cost. The worker's agent is the shipped code with no inventory; like any agent, it also
+ * reads sandboxd's info once a second.
+ */
+export function agentInWorkerTo(sandboxd: Server): Promise<Server> {
+  const agentIndex = pathToFileURL(distOf('@warmpool/node-agent', 'index.js')).href;
+  const inWorker = (port: number): string => `
+    const { createNodeAgent } = await import(${JSON.stringify(agentIndex)});
+    const agent = createNodeAgent({ sandboxdUrl: ${JSON.stringify(sandboxd.base)}, token: ${JSON.stringify(TOKEN)}, listen: { host: '127.0.0.1', port: ${port} } });
+    await agent.start();
+  `;
+  return inAgentProcessTo(
+    (port) => inWorkerBesideAgentSource(inWorker(port), distOf('@warmpool/node-agent'), agentArgs(sandboxd)),
+    agentNodeFlags,
+  );
+}
+
+/**
+ * A node agent's process that also serves `sourceOf(port)`'s hop on `port`, measured there. The port is chosen ahead,
+ * below the ephemeral range; one taken meanwhile fails the start, which is tried again on another.
+ */
+async function inAgentProcessTo(sourceOf: (port: number) => string, nodeFlags: string[]): Promise<Server> {
   for (let attempt = 1; ; attempt++) {
     const port = await quietPort();
-    const source = sourceOf(sandboxd.base, port, distOf('@warmpool/node-agent'), agentArgs(sandboxd));
     try {
       return await startProcess(
-        [...agentNodeFlags, ...watchedFlags('floor-in-agent'), '--input-type=module', '-e', source],
+        [...nodeFlags, '--input-type=module', '-e', sourceOf(port)],
         { WARMPOOL_API_TOKEN: TOKEN },
         'node agent serving',
         () => `http://127.0.0.1:${port}`,

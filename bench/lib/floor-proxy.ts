@@ -63,16 +63,25 @@ export function floorInAgentWorkerSource(
   agentMain: string,
   agentArgs: string[],
 ): string {
-  const floor = `${floorProxySource(upstream, { port, msg: 'floor in worker serving', ownsProcess: false })}
+  const floor = floorProxySource(upstream, { port, msg: 'floor in worker serving', ownsProcess: false });
+  return inWorkerBesideAgentSource(floor, agentMain, agentArgs);
+}
+
+/**
+ * Module code that runs `workerSource` in a worker thread and, once it has run to its end (it listens by then), the
+ * node agent's main with `agentArgs` on the main thread.
+ */
+export function inWorkerBesideAgentSource(workerSource: string, agentMain: string, agentArgs: string[]): string {
+  const inWorker = `${workerSource}
     (await import('node:worker_threads')).parentPort.postMessage('listening');
   `;
   return `
     import { Worker } from 'node:worker_threads';
-    const worker = new Worker(new URL('data:text/javascript,' + encodeURIComponent(${JSON.stringify(floor)})));
+    const worker = new Worker(new URL('data:text/javascript,' + encodeURIComponent(${JSON.stringify(inWorker)})));
     await new Promise((listening, failed) => {
       worker.once('message', listening);
       worker.once('error', failed);
-      worker.once('exit', (code) => failed(new Error('the floor worker exited with ' + code + ' before it listened')));
+      worker.once('exit', (code) => failed(new Error('the worker exited with ' + code + ' before it listened')));
     });
     worker.unref();
     process.argv.splice(1, Infinity, ${JSON.stringify(agentMain)}, ...${JSON.stringify(agentArgs)});
