@@ -31,7 +31,8 @@
 // The share of direct follows the CPU every process spends per claim, not
 // the hop's alone: the machine's cores are what the claims wait for. So the
 // last rows give, per path, the CPU per claim of the hop, of fake-sandboxd
-// and of this process (the client) during its loaded turns, and their sum.
+// and of this process (the client) during its loaded turns, their sum, and
+// how many claims each served per wake-up of its main thread.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,7 @@ import {
 import { flagsFromEnv } from './lib/chart-flags.ts';
 import { inRandomOrder, startOrder } from './lib/order.ts';
 import { claimFor, emptyTally, meanHopCpuPerRound, quantile, type Tally } from './lib/claim-tally.ts';
+import { scheduleOf } from './lib/proc.ts';
 import type { Server } from './lib/serving-process.ts';
 import { meanWithError, printTable, signed, type Row } from './lib/table.ts';
 
@@ -78,6 +80,8 @@ interface Path {
   warm: Tally;
   unloaded: Tally;
   loaded: Tally;
+  /** Each watched process's main-thread sleeps (voluntary context switches) over the loaded turns: its wake-ups. */
+  sleeps: Map<number, number>;
 }
 
 /** One process's three measures, the first two against direct. */
@@ -176,6 +180,15 @@ function rowsOf(floor: Measures[], agents: Array<[name: string, measures: Measur
   });
 }
 
+/** A turn at 32 in flight through `p`, counting the CPU and the main-thread sleeps of `pids` (the hop first). */
+async function loadedTurn(p: Path, pids: number[]): Promise<void> {
+  const before = pids.map((pid) => scheduleOf(pid).voluntarySwitches);
+  await claimFor(p.pool, CLAIM, LOADED_MS, CONCURRENCY, p.loaded, pids);
+  pids.forEach((pid, i) =>
+    p.sleeps.set(pid, (p.sleeps.get(pid) ?? 0) + scheduleOf(pid).voluntarySwitches - (before[i] as number)),
+  );
+}
+
 /** The processes whose CPU a loaded turn of `p` counts: the hop first, then fake-sandboxd, then this process. */
 function watched(p: Path, sandboxd: Server): number[] {
   return p.hop === 'direct' ? [p.pid, process.pid] : [p.pid, sandboxd.pid, process.pid];
@@ -183,10 +196,12 @@ function watched(p: Path, sandboxd: Server): number[] {
 
 /**
  * Per path, the CPU per claim of the machine's processes at 32 in flight (mean over the path's processes): the hop,
- * fake-sandboxd, this process; their sum, and the cores they kept busy at the path's rate.
+ * fake-sandboxd, this process; their sum, and the cores they kept busy at the path's rate. Then how many claims each
+ * served per wake-up of its main thread.
  */
 function machineRows(direct: Path, groups: Array<[name: string, paths: Path[]]>, sandboxdPid: number): Row[] {
   const perClaim = (p: Path, pid: number): number => (p.loaded.cpu.get(pid) ?? 0) / Math.max(1, p.loaded.claims);
+  const perWakeup = (p: Path, pid: number): number => p.loaded.claims / Math.max(1, p.sleeps.get(pid) ?? 0);
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const row = (name: string, paths: Path[]): Row => {
     const hopMicros = mean(paths.map((p) => perClaim(p, p.pid)));
@@ -194,9 +209,11 @@ function machineRows(direct: Path, groups: Array<[name: string, paths: Path[]]>,
     const clientMicros = mean(paths.map((p) => perClaim(p, process.pid)));
     const total = hopMicros + sandboxdMicros + clientMicros;
     const cores = mean(paths.map((p) => rate(p.loaded))) * total * 1e-6;
+    const batching = (pid: (p: Path) => number): string => mean(paths.map((p) => perWakeup(p, pid(p)))).toFixed(1);
+    const sandboxdBatching = paths.includes(direct) ? '' : ` fake-sandboxd ${batching(() => sandboxdPid)},`;
     return [
       `CPU per claim at ${CONCURRENCY} in flight, the machine's processes: ${name}`,
-      `${total.toFixed(1)} µs = hop ${hopMicros.toFixed(1)} + fake-sandboxd ${sandboxdMicros.toFixed(1)} + client ${clientMicros.toFixed(1)}; ${cores.toFixed(2)} cores busy`,
+      `${total.toFixed(1)} µs = hop ${hopMicros.toFixed(1)} + fake-sandboxd ${sandboxdMicros.toFixed(1)} + client ${clientMicros.toFixed(1)}; ${cores.toFixed(2)} cores busy; claims per main-thread wake-up: hop ${batching((p) => p.pid)},${sandboxdBatching} client ${batching(() => process.pid)}`,
       '—',
       '—',
       'info',
@@ -214,6 +231,7 @@ async function startPaths(sandboxd: Server, servers: Server[]): Promise<{ direct
     warm: emptyTally(),
     unloaded: emptyTally(),
     loaded: emptyTally(),
+    sleeps: new Map(),
   });
   const hops: Path[] = [];
   const each: Hop[] = [
@@ -255,7 +273,7 @@ async function run(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++)
       for (const p of inRandomOrder(paths)) {
         await claimFor(p.pool, CLAIM, UNLOADED_MS, 1, p.unloaded);
-        await claimFor(p.pool, CLAIM, LOADED_MS, CONCURRENCY, p.loaded, watched(p, sandboxd));
+        await loadedTurn(p, watched(p, sandboxd));
       }
 
     const floors = hops.filter((p) => p.hop === 'floor');
