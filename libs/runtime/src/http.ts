@@ -17,6 +17,7 @@ import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HostPort } from './address.js';
 import { bodyLeftUnread } from './incoming-body.js';
+import { lingerAtClose } from './lingering-close.js';
 
 export interface HttpServer {
   /** The bound address (the real port when 0 was asked for). */
@@ -88,7 +89,9 @@ interface Adapted {
  * is still unread (refused before reading, or cut at the size cap): keeping
  * that connection alive would mean reading the rest of the body first, which
  * is what a refusal must not do, and a client stalled mid-body would hold
- * close() for its whole timeout. That is decided in the response class, when
+ * close() for its whole timeout; such a connection is then closed gently
+ * (lingering-close.ts), so that a client still sending the body reads the
+ * answer rather than a reset. That is decided in the response class, when
  * the head is written, rather than by wrapping every request's fetch in one
  * more promise (and it holds for handlers that write on Node's response
  * directly).
@@ -97,7 +100,11 @@ function adapt(app: AnyHono, tuning: ServeTuning, tls?: ServeOptions['tls']): Ad
   let closing = false;
   class DrainingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
     override writeHead(statusCode: number, statusMessage?: string | HeadFields, headers?: HeadFields): this {
-      if (closing || bodyLeftUnread(this.req)) this.shouldKeepAlive = false;
+      if (bodyLeftUnread(this.req)) {
+        this.shouldKeepAlive = false;
+        // The client may still be sending it: a close at once would reset the connection under the answer.
+        if (this.socket !== null) lingerAtClose(this.socket);
+      } else if (closing) this.shouldKeepAlive = false;
       // Node takes the headers in either place, as the overloads say.
       return typeof statusMessage === 'string'
         ? super.writeHead(statusCode, statusMessage, headers)

@@ -1,6 +1,8 @@
 // Oversized bodies over real HTTP: refused without reading past the cap, and
 // the connection closed after the answer, so neither the app nor Node's
-// keep-alive reads the rest, and a client stalled mid-body cannot hold close().
+// keep-alive reads the rest, and a client stalled mid-body cannot hold close();
+// closed gently, so a client still sending the body reads the answer, not a
+// reset.
 import { connect, type Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { HttpBindings } from '@hono/node-server';
@@ -106,6 +108,47 @@ describe('a body over the cap', () => {
       const started = performance.now();
       await server.close();
       expect(performance.now() - started).toBeLessThan(5_000);
+    },
+  );
+
+  it.each(['/json', '/direct'])(
+    '%s: a client still sending a refused body reads the answer and its end before the connection goes, never a reset',
+    async (path) => {
+      const { server, refused } = await serve();
+      const socket = connect({ port: server.address.port, host: '127.0.0.1', allowHalfOpen: true });
+      open.push(() => void socket.destroy());
+      const errors: unknown[] = [];
+      socket.on('error', (err) => errors.push(err));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      const ended = new Promise<void>((resolve) => socket.once('end', resolve));
+      const closed = new Promise<void>((resolve) => socket.once('close', resolve));
+      let serverEnded = false;
+      void ended.then(() => (serverEnded = true));
+      // 64 MiB declared and on offer, as fast as the connection takes it, while the server has not ended its side.
+      socket.write(headOf(path, `content-length: ${64 * MAX}`));
+      const chunk = Buffer.alloc(256 * 1024, 'x');
+      let offered = 0;
+      const pump = (): void => {
+        while (offered < 256 && !serverEnded && !socket.destroyed) {
+          offered += 1;
+          if (!socket.write(chunk)) {
+            socket.once('drain', pump);
+            return;
+          }
+        }
+      };
+      pump();
+      // A reset closes the socket without an end: either way, whichever comes first.
+      await Promise.race([ended, closed]);
+      // Answered, the server's side ended, and the connection still held: the client's writes cannot fail under it.
+      expect(received).toMatch(/^HTTP\/1\.1 400 /);
+      expect(received.toLowerCase()).toContain('connection: close');
+      expect(errors).toEqual([]);
+      expect(refused[0]?.socket?.destroyed).toBe(false);
+      // The server lets the connection go by itself, having read nothing more of the body meanwhile.
+      await closed;
+      expect(refused[0]?.socket?.bytesRead).toBeLessThan(2 * MAX);
     },
   );
 
