@@ -3,7 +3,7 @@
 // main thread with its time, and closes its slice when told.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import { loadKubeConfig } from '@warmpool/kube';
+import { KubeConfig } from '@kubernetes/client-node';
 import { startFleet, type AgentTuning } from './fleet.ts';
 import type { FakeSandboxdOptions } from '@warmpool/fake-sandboxd';
 
@@ -43,7 +43,7 @@ try {
   const fleet = await startFleet({
     nodes: data.nodes,
     firstIndex: data.firstIndex,
-    kubeConfig: loadKubeConfig(data.kubeconfigPath),
+    kubeConfig: clientNodeKubeConfig(data.kubeconfigPath),
     token: data.token,
     ...(data.namePrefix === undefined ? {} : { namePrefix: data.namePrefix }),
     ...(data.sandboxd === undefined ? {} : { sandboxd: data.sandboxd }),
@@ -75,4 +75,11 @@ try {
 } catch (error) {
   post({ kind: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   process.exit(1);
+}
+
+/** client-node's own KubeConfig: the fleet also creates its Node objects through client-node's API classes. */
+function clientNodeKubeConfig(path: string): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(path);
+  return kubeConfig;
 }

@@ -1,7 +1,7 @@
 // What createControlPlane takes and gives: the settings (config/settings.ts)
 // plus what a process, a spec or a benchmark injects (Kubernetes access, the
 // fleet token, logger, clock, metrics registry, and fakes at the process edge).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
 import type { PoolSetter } from './agents/pool-setter.js';

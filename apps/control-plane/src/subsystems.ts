@@ -4,8 +4,7 @@
 // claim API in front of it, the SandboxClaim controller and janitor over it);
 // the Sandbox API that serves what the nodes and the pipeline know. Optional
 // ones are undefined when their settings are absent; nothing starts here.
-import type { KubeConfig } from '@kubernetes/client-node';
-import { transportFor, type KubeLogger } from '@warmpool/kube';
+import { transportFor, type KubeLogger, type KubeConfig } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
 import type { SandboxApiSettings, ClaimsSettings } from './config/settings.js';
 import { SandboxClaims } from './controllers/sandboxclaims/sandboxclaims.js';

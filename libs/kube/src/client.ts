@@ -1,6 +1,6 @@
 // A typed client for one ResourceType: CRUD, merge patch, server-side apply
 // (also on /status) and the scale subresource, all over one KubeTransport.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from './kubeconfig/kubeconfig.js';
 import { apiVersionOf } from '@warmpool/api';
 import type { KubeObject, ObjectMeta, ResourceType } from '@warmpool/api';
 import { KubeApiError } from './errors.js';

@@ -13,7 +13,7 @@ export type { ReadableStore } from './store.js';
 export * from './lister.js';
 export * from './informer.js';
 export * from './leader-election.js';
-export * from './kubeconfig.js';
+export * from './kubeconfig/index.js';
 export * from './access-review.js';
 export { DONE, WorkQueue } from './workqueue.js';
 export type { WorkOutcome, WorkQueueOptions } from './workqueue.js';

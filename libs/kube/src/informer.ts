@@ -4,7 +4,7 @@
 // any break (server timeout, network error, apiserver restart), with backoff
 // while the apiserver is unreachable, and the cache is rebuilt by a fresh list
 // when that resourceVersion is too old (410 Expired).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from './kubeconfig/kubeconfig.js';
 import type { KubeObject, ResourceType } from '@warmpool/api';
 import { Backoff, sleep } from './backoff.js';
 import type { BackoffOptions } from './backoff.js';

@@ -28,7 +28,7 @@
 //   one atomic check-and-write the apiserver offers (a precondition on one
 //   object); a write to any other object could not be conditional on who
 //   holds this one.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from './kubeconfig/kubeconfig.js';
 import { jittered, sleep } from './backoff.js';
 import { ResourceClient } from './client.js';
 import { isConflict } from './errors.js';

@@ -11,9 +11,11 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import type { HttpMethod, KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError } from './errors.js';
 import type { KubeStatus } from './errors.js';
+import type { KubeConfig } from './kubeconfig/kubeconfig.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type QueryValue = string | number | boolean | undefined;
 

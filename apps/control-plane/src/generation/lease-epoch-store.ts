@@ -22,7 +22,6 @@
 // Epochs stored before this lived on a Lease of their own,
 // `<lease-name>-generation`; it is read (never written) so that an upgrade
 // keeps generations growing.
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   isAlreadyExists,
   isConflict,
@@ -31,6 +30,7 @@ import {
   ResourceClient,
   retryOnConflict,
   type Lease,
+  type KubeConfig,
 } from '@warmpool/kube';
 import { GenerationExhaustedError, MAX_EPOCH, type EpochStore } from './generation.js';
 

@@ -5,8 +5,7 @@
 // construction) it leads at once. Each term is a signal: it aborts when the
 // term ends, and whoever runs leader-only work stops with it.
 import { FLEET_TOKEN_ENV } from '@warmpool/runtime';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, NotLeaderError, type KubeLogger, type Lease } from '@warmpool/kube';
+import { LeaderElector, NotLeaderError, type KubeLogger, type Lease, type KubeConfig } from '@warmpool/kube';
 import type { Logger } from '@warmpool/runtime';
 import type { Leadership } from '../controllers/warmpool/reconciler.js';
 import type { HeldLease } from '../generation/lease-epoch-store.js';

@@ -2,7 +2,6 @@
 // Kubernetes implementation below is the production one, and anything else
 // (a fleet benchmark hosting many agents, a test counting writes) can wrap or
 // replace it without the publisher knowing.
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   apiVersionOf,
   KubeNodeType,
@@ -13,7 +12,7 @@ import {
   type NodeInventoryStatus,
   type OwnerReference,
 } from '@warmpool/api';
-import { ignoreNotFound, isNotFound, ResourceClient } from '@warmpool/kube';
+import { ignoreNotFound, isNotFound, ResourceClient, type KubeConfig } from '@warmpool/kube';
 
 export interface InventoryIdentity {
   /** The node's name, which is also the NodeInventory's. */

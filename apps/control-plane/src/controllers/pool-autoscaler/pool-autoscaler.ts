@@ -4,7 +4,6 @@
 // the leader-only controller and its watch wiring, and the two runnables the
 // manager runs. Needs the claim pipeline's Redis: without claims there is
 // nothing to size from.
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   type KubeObject,
   SandboxWarmPoolAutoscalerType,
@@ -13,7 +12,7 @@ import {
   type SandboxWarmPool,
   type SandboxWarmPoolAutoscaler,
 } from '@warmpool/api';
-import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
+import { createInformer, type Informer, type KubeLogger, type KubeConfig } from '@warmpool/kube';
 import type { Clock, Logger } from '@warmpool/runtime';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';

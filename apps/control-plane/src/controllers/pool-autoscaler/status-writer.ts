@@ -4,13 +4,12 @@
 // the cache never lands on a namesake created after a delete. What the step
 // computed replaces those fields (conditions whole, as the controller owns
 // them all); any other status field is kept as it was at that version.
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   SandboxWarmPoolAutoscalerType,
   type PoolAutoscalerStatus,
   type SandboxWarmPoolAutoscaler,
 } from '@warmpool/api';
-import { pinnedWrite, ResourceClient, statusReplacementOf, type PinnedWrite } from '@warmpool/kube';
+import { pinnedWrite, ResourceClient, statusReplacementOf, type PinnedWrite, type KubeConfig } from '@warmpool/kube';
 
 export interface AutoscalerStatusWriter {
   /**

@@ -11,7 +11,6 @@
 // write one claim's status twice. A deposed leader stops taking claims at
 // once; a claim it had in flight is answered idempotently to the next leader
 // (same claimRef, same sandbox).
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   SandboxClaimType,
   type NodeInventory,
@@ -19,7 +18,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
+import { createInformer, type Informer, type KubeLogger, type KubeConfig } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Registry } from 'prom-client';
 import { vouchedAgents, type AddressCheck } from '../../nodes/addresses.js';

@@ -4,7 +4,6 @@
 // metadata patches and every status write (Ready=True, Ready=False, Expired)
 // carry the resourceVersion they were computed from, deletes a uid
 // precondition.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { SANDBOX_CLAIM_FINALIZER, SandboxClaimType, type SandboxClaim, type ShutdownPolicy } from '@warmpool/api';
 import {
   ignoreNotFound,
@@ -13,6 +12,7 @@ import {
   isNotFound,
   ResourceClient,
   retryOnConflict,
+  type KubeConfig,
 } from '@warmpool/kube';
 import type { ClaimGrant } from '../../provisioning/claim-service.js';
 import type { SandboxClaimMetrics } from './metrics.js';

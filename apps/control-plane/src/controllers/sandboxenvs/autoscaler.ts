@@ -17,9 +17,8 @@
 //   (saturatedFor) and nothing is raised.
 // New replicas go to the member with the fewest; removed ones come from the
 // member with the most.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxWarmPoolType, type SandboxEnv, type SandboxWarmPool } from '@warmpool/api';
-import { ResourceClient } from '@warmpool/kube';
+import { ResourceClient, type KubeConfig } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { refOf, type PoolCounts } from './counts.js';
 import { autoscalingOf, type EnvCapacity } from './status.js';

@@ -2,7 +2,6 @@
 // reconciler (every replica runs it: each Env's local capacity feeds its claim
 // router and the federation records), its status writes and the autoscaler
 // (the leader only, SandboxEnvReconciler.lead), and the watch wiring.
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   SandboxEnvType,
   type KubeObject,
@@ -11,7 +10,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
+import { createInformer, type Informer, type KubeLogger, type KubeConfig } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { Federation } from '../../federation/federation.js';
 import { cachesSynced, type Runnable } from '../../manager/runnable.js';

@@ -4,9 +4,8 @@
 // namesake created after a delete. The rows and the foreign view replace what
 // was there (a row or cluster that went away goes from status too); any other
 // status field the Env shows is kept as it was at that version.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxEnvType, type SandboxEnv, type SandboxEnvStatus } from '@warmpool/api';
-import { pinnedWrite, ResourceClient, statusReplacementOf, type PinnedWrite } from '@warmpool/kube';
+import { pinnedWrite, ResourceClient, statusReplacementOf, type PinnedWrite, type KubeConfig } from '@warmpool/kube';
 
 export interface EnvStatusWriter {
   /**

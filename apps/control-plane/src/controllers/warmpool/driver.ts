@@ -3,7 +3,6 @@
 // SandboxWarmPool CRD whose schema decides which status fields are written),
 // the reconciler over them and the watch wiring that pokes it. Every replica
 // keeps the caches; only the leader drives (WarmPoolReconciler.lead).
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   CustomResourceDefinitionType,
   KubeNodeType,
@@ -20,7 +19,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@warmpool/api';
-import { createInformer, type Informer, type KubeLogger } from '@warmpool/kube';
+import { createInformer, type Informer, type KubeLogger, type KubeConfig } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import type { PoolSetter } from '../../agents/pool-setter.js';
 import type { GenerationSource } from '../../generation/generation.js';

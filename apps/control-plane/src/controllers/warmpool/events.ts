@@ -2,9 +2,8 @@
 // degraded, a node left placement). core/v1 Events, written in the background:
 // an event is a courtesy to humans and must never slow or fail a reconcile.
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { apiVersionOf, type KubeObject, type ObjectMeta, type ResourceType } from '@warmpool/api';
-import { ResourceClient } from '@warmpool/kube';
+import { ResourceClient, type KubeConfig } from '@warmpool/kube';
 import type { Logger, Clock } from '@warmpool/runtime';
 import { kubeTime } from '../kube-time.js';
 

@@ -5,9 +5,8 @@
 // carries the resourceVersion the status was computed from, so it lands only
 // on that pool as it was then: never on a namesake created after a delete, nor
 // over a change the status did not see (the next run computes again).
-import type { KubeConfig } from '@kubernetes/client-node';
 import { SandboxWarmPoolType, type SandboxWarmPool, type SandboxWarmPoolStatus } from '@warmpool/api';
-import { pinnedWrite, ResourceClient, versionOf, type PinnedWrite } from '@warmpool/kube';
+import { pinnedWrite, ResourceClient, versionOf, type PinnedWrite, type KubeConfig } from '@warmpool/kube';
 import { fitStatus, type StatusFields } from './status-schema.js';
 
 export const FIELD_MANAGER = 'warmpool-control-plane';

@@ -3,9 +3,8 @@
 // SubjectAccessReview) unless given another reviewer, and claims for a
 // SandboxEnv routed to a member pool here or, with federation, in another
 // cluster.
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { SandboxEnv } from '@warmpool/api';
-import { transportFor, type Lister } from '@warmpool/kube';
+import { transportFor, type Lister, type KubeConfig } from '@warmpool/kube';
 import { readFile } from 'node:fs/promises';
 import { serveApp, type HostPort, type HttpServer, type Logger } from '@warmpool/runtime';
 import type { TlsFiles } from '../../config/settings.js';

@@ -1,0 +1,3 @@
+export { KubeConfigError } from './kubeconfig.js';
+export type { KubeCluster, KubeConfig } from './kubeconfig.js';
+export { loadKubeConfig } from './load.js';

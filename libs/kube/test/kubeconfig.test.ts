@@ -1,0 +1,226 @@
+// loadKubeConfig against a real apiserver: every kind of credential a
+// kubeconfig or a pod carries authenticates as the identity it names, and
+// client-node (≈ 86 MiB of RSS) is loaded only for what only it implements.
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { issueCertificate, startCluster, type TestCluster } from '@warmpool/harness';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { KubeConfigError, KubeTransport, loadKubeConfig, type KubeConfig } from '../src/index.js';
+import { inClusterKubeConfig } from '../src/kubeconfig/in-cluster.js';
+import { RefreshedFile } from '../src/kubeconfig/refreshed-file.js';
+
+const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+
+/** The username the apiserver authenticates a request from `kubeConfig` as (a SelfSubjectReview). */
+async function whoAmI(kubeConfig: KubeConfig): Promise<string> {
+  const transport = new KubeTransport(kubeConfig);
+  try {
+    const review = await transport.request<{ status: { userInfo: { username: string } } }>({
+      method: 'POST',
+      path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    return review.status.userInfo.username;
+  } finally {
+    transport.close();
+  }
+}
+
+describe('loadKubeConfig', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  let token: string;
+  const savedEnv = { ...process.env };
+
+  /** A kubeconfig file in `dir` with one context, `ctx`, for the cluster and the given user. */
+  const kubeconfig = (name: string, user: object, cluster_: object = {}, extra: object = {}): string => {
+    const path = join(dir, name);
+    const file = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'ctx',
+      clusters: [
+        {
+          name: 'c',
+          cluster: { server: cluster.server, 'certificate-authority-data': b64(cluster.pki.ca.certPem), ...cluster_ },
+        },
+      ],
+      users: [{ name: 'u', user }],
+      contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+      ...extra,
+    };
+    writeFileSync(path, JSON.stringify(file), { mode: 0o600 });
+    return path;
+  };
+
+  beforeAll(async () => {
+    cluster = await startCluster({ name: 'kubeconfig' });
+    dir = mkdtempSync(join(tmpdir(), 'warmpool-kubeconfig-'));
+    await cluster.kubectl(['create', 'serviceaccount', 'reader', '-n', 'default']);
+    token = (await cluster.kubectl(['create', 'token', 'reader', '-n', 'default'])).stdout.trim();
+  });
+
+  afterEach(() => {
+    for (const key of Object.keys(process.env)) if (!(key in savedEnv)) delete process.env[key];
+    Object.assign(process.env, savedEnv);
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('authenticates with the client certificate and key embedded in the file', async () => {
+    expect(await whoAmI(loadKubeConfig(cluster.kubeconfigPath))).toBe('admin');
+  });
+
+  it('reads certificate, key and CA from files named relative to the kubeconfig', async () => {
+    const alice = issueCertificate({ subject: { commonName: 'alice' }, issuer: cluster.pki.ca, usages: ['client'] });
+    writeFileSync(join(dir, 'alice.crt'), alice.certPem);
+    writeFileSync(join(dir, 'alice.key'), alice.keyPem);
+    writeFileSync(join(dir, 'ca.crt'), cluster.pki.ca.certPem);
+    const path = kubeconfig(
+      'files.yaml',
+      { 'client-certificate': 'alice.crt', 'client-key': './alice.key' },
+      { 'certificate-authority-data': undefined, 'certificate-authority': 'ca.crt' },
+    );
+    expect(await whoAmI(loadKubeConfig(path))).toBe('alice');
+  });
+
+  it('sends a bearer token given inline, or read from tokenFile with its newline trimmed', async () => {
+    expect(await whoAmI(loadKubeConfig(kubeconfig('token.yaml', { token })))).toBe(
+      'system:serviceaccount:default:reader',
+    );
+    writeFileSync(join(dir, 'reader.token'), `${token}\n`);
+    expect(await whoAmI(loadKubeConfig(kubeconfig('token-file.yaml', { tokenFile: 'reader.token' })))).toBe(
+      'system:serviceaccount:default:reader',
+    );
+  });
+
+  it("verifies the apiserver's certificate against tls-server-name, and trusts it blindly only when told to", async () => {
+    const named = (tlsServerName: string): string =>
+      kubeconfig(`tls-${tlsServerName}.yaml`, { token }, { 'tls-server-name': tlsServerName });
+    expect(await whoAmI(loadKubeConfig(named('kubernetes.default.svc')))).toBe('system:serviceaccount:default:reader');
+    await expect(whoAmI(loadKubeConfig(named('not-the-apiserver')))).rejects.toThrow(/not-the-apiserver/);
+    const untrusted = kubeconfig('skip.yaml', { token }, { 'certificate-authority-data': undefined });
+    await expect(whoAmI(loadKubeConfig(untrusted))).rejects.toThrow(/certificate/);
+    const skipping = kubeconfig(
+      'skip-on.yaml',
+      { token },
+      { 'certificate-authority-data': undefined, 'insecure-skip-tls-verify': true },
+    );
+    expect(await whoAmI(loadKubeConfig(skipping))).toBe('system:serviceaccount:default:reader');
+  });
+
+  it('runs an exec credential plugin through client-node, loaded only then', async () => {
+    const plugin = join(dir, 'plugin.mjs');
+    writeFileSync(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: ${JSON.stringify(token)} } }));`,
+    );
+    const path = kubeconfig('exec.yaml', {
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: process.execPath,
+        args: [plugin],
+        interactiveMode: 'Never',
+      },
+    });
+    expect(await whoAmI(loadKubeConfig(path))).toBe('system:serviceaccount:default:reader');
+  });
+
+  it("merges $KUBECONFIG's files: the first to set current-context, and the first to name an entry, win", async () => {
+    const first = join(dir, 'first.yaml');
+    writeFileSync(first, JSON.stringify({ 'current-context': 'ctx', users: [{ name: 'u', user: { token } }] }));
+    const second = kubeconfig('second.yaml', { token: 'not-this-one' }, {}, { 'current-context': 'elsewhere' });
+    process.env['KUBECONFIG'] = `${first}::${second}`;
+    expect(await whoAmI(loadKubeConfig())).toBe('system:serviceaccount:default:reader');
+  });
+
+  it("uses a pod's service account when there is no kubeconfig: its CA, its token, the service environment", async () => {
+    const account = join(dir, 'serviceaccount');
+    mkdirSync(account);
+    writeFileSync(join(account, 'token'), token);
+    writeFileSync(join(account, 'ca.crt'), cluster.pki.ca.certPem);
+    const { hostname, port } = new URL(cluster.server);
+    process.env['KUBERNETES_SERVICE_HOST'] = hostname;
+    process.env['KUBERNETES_SERVICE_PORT'] = port;
+    expect(await whoAmI(inClusterKubeConfig(account))).toBe('system:serviceaccount:default:reader');
+  });
+
+  it('refuses, with KubeConfigError naming the file, a kubeconfig it cannot use', () => {
+    const refused = (name: string, content: string | object): KubeConfigError => {
+      const path = join(dir, name);
+      writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+      try {
+        loadKubeConfig(path);
+      } catch (error) {
+        expect(error).toBeInstanceOf(KubeConfigError);
+        expect((error as Error).message).toContain(path);
+        return error as KubeConfigError;
+      }
+      throw new Error(`${name} was accepted`);
+    };
+    expect(refused('not-yaml', 'clusters: [').message).toMatch(/cannot read/);
+    expect(refused('no-context', { clusters: [] }).message).toMatch(/no current-context/);
+    expect(refused('unknown-context', { 'current-context': 'x' }).message).toMatch(/no context named x/);
+    expect(refused('bad-server', { clusters: [{ name: 'c', cluster: { server: 7 } }] }).message).toMatch(/server/);
+    expect(
+      refused('two-credentials', {
+        'current-context': 'ctx',
+        clusters: [{ name: 'c', cluster: { server: cluster.server } }],
+        users: [{ name: 'u', user: { token, username: 'bob', password: 'pw' } }],
+        contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
+      }).message,
+    ).toMatch(/username and a bearer token/);
+    expect(() => loadKubeConfig(join(dir, 'absent.yaml'))).toThrow(KubeConfigError);
+  });
+
+  it('leaves client-node unloaded for a plain kubeconfig, in a process of its own', async () => {
+    // The hook sees every module the process resolves; client-node must not be among them.
+    const script = `
+      import { registerHooks } from 'node:module';
+      let loaded = false;
+      registerHooks({ resolve(specifier, context, next) {
+        if (specifier.includes('@kubernetes/client-node')) loaded = true;
+        return next(specifier, context);
+      } });
+      const { loadKubeConfig, KubeTransport } = await import('@warmpool/kube');
+      const transport = new KubeTransport(loadKubeConfig(process.argv[1]));
+      await transport.request({ method: 'GET', path: '/api/v1/namespaces/default' });
+      transport.close();
+      process.stdout.write(JSON.stringify({ loaded }));`;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--input-type=module', '-e', script, cluster.kubeconfigPath],
+      { cwd: join(import.meta.dirname, '..') },
+    );
+    expect(JSON.parse(stdout)).toEqual({ loaded: false });
+  });
+});
+
+describe('a credential file (a projected token, a mounted certificate)', () => {
+  it('is read again once older than the refresh interval, and not before', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warmpool-refreshed-'));
+    try {
+      const path = join(dir, 'token');
+      writeFileSync(path, 'first');
+      let now = 0;
+      const file = new RefreshedFile(path, { refreshMs: 60_000, now: () => now });
+      expect(file.read().toString()).toBe('first');
+      writeFileSync(path, 'rotated');
+      now = 59_999;
+      expect(file.read().toString()).toBe('first');
+      now = 60_000;
+      expect(file.read().toString()).toBe('rotated');
+      rmSync(path);
+      now = 120_000;
+      expect(() => file.read()).toThrow(KubeConfigError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
