@@ -178,7 +178,7 @@ export class KubeTransport {
       .map(String)
       .join('\0');
     if (this.#agent && material === this.#agentMaterial) return this.#agent;
-    this.#agent?.destroy();
+    if (this.#agent) retire(this.#agent);
     this.#agentMaterial = material;
     const common = { keepAlive: true, keepAliveMsecs: 30_000 };
     this.#agent =
@@ -196,6 +196,15 @@ export class KubeTransport {
           });
     return this.#agent;
   }
+}
+
+/**
+ * An agent whose TLS material rotated: its idle connections close now, and each one still carrying a request (a
+ * watch, say) closes when that request ends, instead of being cut under it.
+ */
+function retire(agent: http.Agent): void {
+  (agent as http.Agent & { keepAlive: boolean }).keepAlive = false;
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 async function readText(response: IncomingMessage): Promise<string> {

@@ -2,7 +2,9 @@
 // kubeconfig or a pod carries authenticates as the identity it names, and
 // client-node (≈ 86 MiB of RSS) is loaded only for what only it implements.
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,20 +12,31 @@ import { issueCertificate, startCluster, type TestCluster } from '@warmpool/harn
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KubeConfigError, KubeTransport, loadKubeConfig, type KubeConfig } from '../src/index.js';
 import { inClusterKubeConfig } from '../src/kubeconfig/in-cluster.js';
-import { RefreshedFile } from '../src/kubeconfig/refreshed-file.js';
 
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
+interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
 /** The username the apiserver authenticates a request from `kubeConfig` as (a SelfSubjectReview). */
 async function whoAmI(kubeConfig: KubeConfig): Promise<string> {
+  return (await userInfo(kubeConfig)).username;
+}
+
+/** Who the apiserver authenticates a request from `kubeConfig` as. */
+async function userInfo(kubeConfig: KubeConfig): Promise<UserInfo> {
   const transport = new KubeTransport(kubeConfig);
   try {
-    const review = await transport.request<{ status: { userInfo: { username: string } } }>({
+    const review = await transport.request<{ status: { userInfo: UserInfo } }>({
       method: 'POST',
       path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
     });
-    return review.status.userInfo.username;
+    return review.status.userInfo;
   } finally {
     transport.close();
   }
@@ -151,32 +164,88 @@ describe('loadKubeConfig', () => {
     expect(await whoAmI(inClusterKubeConfig(account))).toBe('system:serviceaccount:default:reader');
   });
 
-  it('refuses, with KubeConfigError naming the file, a kubeconfig it cannot use', () => {
-    const refused = (name: string, content: string | object): KubeConfigError => {
-      const path = join(dir, name);
-      writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
-      try {
-        loadKubeConfig(path);
-      } catch (error) {
-        expect(error).toBeInstanceOf(KubeConfigError);
-        expect((error as Error).message).toContain(path);
-        return error as KubeConfigError;
-      }
-      throw new Error(`${name} was accepted`);
+  it('impersonates the user, groups, uid and extras the kubeconfig names, all of them', async () => {
+    const admin = {
+      'client-certificate-data': b64(cluster.pki.admin.certPem),
+      'client-key-data': b64(cluster.pki.admin.keyPem),
     };
-    expect(refused('not-yaml', 'clusters: [').message).toMatch(/cannot read/);
-    expect(refused('no-context', { clusters: [] }).message).toMatch(/no current-context/);
-    expect(refused('unknown-context', { 'current-context': 'x' }).message).toMatch(/no context named x/);
-    expect(refused('bad-server', { clusters: [{ name: 'c', cluster: { server: 7 } }] }).message).toMatch(/server/);
-    expect(
-      refused('two-credentials', {
-        'current-context': 'ctx',
-        clusters: [{ name: 'c', cluster: { server: cluster.server } }],
-        users: [{ name: 'u', user: { token, username: 'bob', password: 'pw' } }],
-        contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u' } }],
-      }).message,
-    ).toMatch(/username and a bearer token/);
-    expect(() => loadKubeConfig(join(dir, 'absent.yaml'))).toThrow(KubeConfigError);
+    const path = kubeconfig('impersonate.yaml', {
+      ...admin,
+      as: 'carol',
+      'as-groups': ['team-a', 'team-b'],
+      'as-uid': 'uid-7',
+      'as-user-extra': { 'scopes.example.com/read only': ['pods', 'logs'] },
+    });
+    const info = await userInfo(loadKubeConfig(path));
+    expect(info.username).toBe('carol');
+    expect(info.uid).toBe('uid-7');
+    expect(info.groups).toEqual(expect.arrayContaining(['team-a', 'team-b']));
+    expect(info.extra).toEqual({ 'scopes.example.com/read only': ['pods', 'logs'] });
+  });
+
+  it('reaches the apiserver through a proxy-url (client-node), with its own rotating token file', async () => {
+    const tunnels: string[] = [];
+    const proxy = createServer();
+    proxy.on('connect', (request: IncomingMessage, client: Socket, head: Buffer) => {
+      tunnels.push(request.url ?? '');
+      const [host, port] = (request.url ?? '').split(':');
+      const upstream = connect(Number(port), host, () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(client).pipe(upstream);
+      });
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      writeFileSync(join(dir, 'proxied.token'), `${token}\n`);
+      const { port } = proxy.address() as AddressInfo;
+      const path = kubeconfig(
+        'proxy.yaml',
+        { tokenFile: 'proxied.token' },
+        { 'proxy-url': `http://127.0.0.1:${port}` },
+      );
+      expect(await whoAmI(loadKubeConfig(path))).toBe('system:serviceaccount:default:reader');
+      expect(tunnels).toEqual([new URL(cluster.server).host]);
+    } finally {
+      proxy.close();
+    }
+  });
+
+  it('runs an exec plugin once for requests that wait on it together, and names it when it fails', async () => {
+    const runs = join(dir, 'plugin-runs');
+    writeFileSync(runs, '');
+    const plugin = join(dir, 'counted-plugin.mjs');
+    writeFileSync(
+      plugin,
+      `import { appendFileSync } from 'node:fs';
+       appendFileSync(${JSON.stringify(runs)}, 'x');
+       await new Promise((resolve) => setTimeout(resolve, 200));
+       process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: ${JSON.stringify(token)}, expirationTimestamp: new Date(Date.now() + 3600e3).toISOString() } }));`,
+    );
+    const exec = (args: string[]): object => ({
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: process.execPath,
+        args,
+        interactiveMode: 'Never',
+      },
+    });
+    const counted = loadKubeConfig(kubeconfig('counted.yaml', exec([plugin])));
+    const names = await Promise.all(Array.from({ length: 5 }, () => whoAmI(counted)));
+    expect(names).toEqual(Array(5).fill('system:serviceaccount:default:reader'));
+    expect(readFileSync(runs, 'utf8')).toBe('x');
+
+    const failing = join(dir, 'failing-plugin.mjs');
+    writeFileSync(failing, 'process.exit(3);');
+    const broken = loadKubeConfig(kubeconfig('failing.yaml', exec([failing])));
+    const error = await whoAmI(broken).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(KubeConfigError);
+    expect((error as Error).message).toContain(`exec plugin ${process.execPath}`);
   });
 
   it('leaves client-node unloaded for a plain kubeconfig, in a process of its own', async () => {
@@ -199,28 +268,5 @@ describe('loadKubeConfig', () => {
       { cwd: join(import.meta.dirname, '..') },
     );
     expect(JSON.parse(stdout)).toEqual({ loaded: false });
-  });
-});
-
-describe('a credential file (a projected token, a mounted certificate)', () => {
-  it('is read again once older than the refresh interval, and not before', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'warmpool-refreshed-'));
-    try {
-      const path = join(dir, 'token');
-      writeFileSync(path, 'first');
-      let now = 0;
-      const file = new RefreshedFile(path, { refreshMs: 60_000, now: () => now });
-      expect(file.read().toString()).toBe('first');
-      writeFileSync(path, 'rotated');
-      now = 59_999;
-      expect(file.read().toString()).toBe('first');
-      now = 60_000;
-      expect(file.read().toString()).toBe('rotated');
-      rmSync(path);
-      now = 120_000;
-      expect(() => file.read()).toThrow(KubeConfigError);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
   });
 });

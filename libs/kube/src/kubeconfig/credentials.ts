@@ -3,26 +3,35 @@
 // needs more (exec plugins, auth providers, a proxy) goes to client-node
 // instead (client-node.ts); loadKubeConfig chooses.
 import type https from 'node:https';
+import { bytesOf, type ClientCertificate, type Material } from './client-certificate.js';
+import type { Headers } from './impersonation.js';
 import type { KubeCluster, KubeConfig } from './kubeconfig.js';
-import type { RefreshedFile } from './refreshed-file.js';
+import { RefreshedFile } from './refreshed-file.js';
 
-/** Bytes given inline, or a file read again as it rotates. */
-export type Material = { readonly data: Buffer } | { readonly file: RefreshedFile };
+/** A bearer token: from a file (read again as it rotates), else given inline. */
+export type Token = { readonly value: string } | { readonly file: RefreshedFile };
+
+/** A token file: read again as it rotates; while it is empty the last token it held is used. */
+export function tokenFile(path: string): Token {
+  return {
+    file: new RefreshedFile(path, {
+      refuse: (content) => (content.toString('utf8').trim() === '' ? 'empty' : undefined),
+    }),
+  };
+}
 
 export interface Credentials {
   readonly server: string;
   readonly ca?: Material | undefined;
-  /** Trust any certificate the apiserver shows (kubeconfig's insecure-skip-tls-verify). */
+  /** Trust any certificate the apiserver shows (kubeconfig's insecure-skip-tls-verify; never with a CA). */
   readonly skipTlsVerify?: boolean | undefined;
   /** The name to verify the apiserver's certificate against, when not the server URL's host. */
   readonly tlsServerName?: string | undefined;
-  readonly clientCertificate?: Material | undefined;
-  readonly clientKey?: Material | undefined;
-  /** A bearer token; from a file, its content with surrounding whitespace trimmed. */
-  readonly token?: { readonly value: string } | { readonly file: RefreshedFile } | undefined;
+  readonly clientCertificate?: ClientCertificate | undefined;
+  readonly token?: Token | undefined;
   readonly basic?: { readonly username: string; readonly password: string } | undefined;
-  /** Sent as Impersonate-User. */
-  readonly impersonate?: string | undefined;
+  /** Impersonate-* headers. */
+  readonly impersonation?: Headers | undefined;
 }
 
 export class CredentialsKubeConfig implements KubeConfig {
@@ -43,21 +52,24 @@ export class CredentialsKubeConfig implements KubeConfig {
     if (c.skipTlsVerify) options.rejectUnauthorized = false;
     if (c.tlsServerName !== undefined) options.servername = c.tlsServerName;
     if (c.ca) options.ca = bytesOf(c.ca);
-    if (c.clientCertificate) options.cert = bytesOf(c.clientCertificate);
-    if (c.clientKey) options.key = bytesOf(c.clientKey);
-    const headers: Record<string, string> = { ...(options.headers as Record<string, string> | undefined) };
-    if (c.token) headers['Authorization'] = `Bearer ${tokenOf(c.token)}`;
-    else if (c.basic) options.auth = `${c.basic.username}:${c.basic.password}`;
-    if (c.impersonate !== undefined) headers['Impersonate-User'] = c.impersonate;
-    options.headers = headers;
+    if (c.clientCertificate) Object.assign(options, c.clientCertificate.current());
+    if (c.basic) options.auth = `${c.basic.username}:${c.basic.password}`;
+    options.headers = withCredentialHeaders(options.headers, c.token, c.impersonation);
     return Promise.resolve();
   }
 }
 
-function bytesOf(material: Material): Buffer {
-  return 'data' in material ? material.data : material.file.read();
+/** `headers` with the bearer token and the impersonation added (they replace any set before). */
+export function withCredentialHeaders(
+  headers: https.RequestOptions['headers'],
+  token: Token | undefined,
+  impersonation: Headers | undefined,
+): Headers {
+  const out: Headers = { ...(headers as Headers | undefined), ...impersonation };
+  if (token) out['Authorization'] = `Bearer ${tokenOf(token)}`;
+  return out;
 }
 
-function tokenOf(token: NonNullable<Credentials['token']>): string {
+function tokenOf(token: Token): string {
   return 'value' in token ? token.value : token.file.read().toString('utf8').trim();
 }

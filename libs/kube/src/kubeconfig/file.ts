@@ -33,12 +33,18 @@ const userSchema = z
     username: z.string().optional(),
     password: z.string().optional(),
     as: z.string().optional(),
+    'as-groups': z.array(z.string()).optional(),
+    'as-uid': z.string().optional(),
+    'as-user-extra': z.record(z.string(), z.array(z.string())).optional(),
     exec: z.unknown().optional(),
     'auth-provider': z.unknown().optional(),
   })
   .loose();
 
-const contextSchema = z.object({ cluster: z.string(), user: z.string(), namespace: z.string().optional() }).loose();
+// A context without a user (`kubectl config set-context c --cluster=x` writes one) is anonymous.
+const contextSchema = z
+  .object({ cluster: z.string(), user: z.string().optional(), namespace: z.string().optional() })
+  .loose();
 
 const fileSchema = z
   .object({
@@ -95,18 +101,25 @@ export function readKubeconfigFiles(files: readonly string[]): ResolvedContext {
     throw new KubeConfigError(
       `kubeconfig ${where}: context ${contextName} names cluster ${context.cluster}, not defined`,
     );
-  const user = find((file) => file.users, context.user);
+  const user = context.user ? find((file) => file.users, context.user) : {};
   if (user === undefined)
     throw new KubeConfigError(`kubeconfig ${where}: context ${contextName} names user ${context.user}, not defined`);
   return { files, contextName, cluster, user, namespace: context.namespace };
 }
 
 function readFile(path: string): ParsedFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
   let raw: unknown;
   try {
-    raw = load(readFileSync(path, 'utf8'));
+    raw = load(text);
   } catch (error) {
-    throw new KubeConfigError(`cannot read kubeconfig ${path}: ${(error as Error).message}`, { cause: error });
+    // js-yaml's message quotes the lines around the error, which may hold a token or a key: never repeat it.
+    throw new KubeConfigError(`kubeconfig ${path} is not valid YAML: ${whereInYaml(error)}`);
   }
   const parsed = fileSchema.safeParse(raw ?? {});
   if (!parsed.success) throw new KubeConfigError(`${path} is not a kubeconfig: ${z.prettifyError(parsed.error)}`);
@@ -130,4 +143,13 @@ function readFile(path: string): ParsedFile {
     })),
     contexts: (parsed.data.contexts ?? []).map(({ name, context }) => ({ name, value: context })),
   };
+}
+
+function whereInYaml(error: unknown): string {
+  const { reason, mark } = error as { reason?: unknown; mark?: { line?: unknown; column?: unknown } };
+  const at =
+    typeof mark?.line === 'number' && typeof mark.column === 'number'
+      ? ` at line ${mark.line + 1}, column ${mark.column + 1}`
+      : '';
+  return `${typeof reason === 'string' ? reason : 'a syntax error'}${at}`;
 }

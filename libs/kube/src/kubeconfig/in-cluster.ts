@@ -2,7 +2,7 @@
 // sets, the CA and the (rotating, projected) token its service account mounts.
 import { existsSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { CredentialsKubeConfig } from './credentials.js';
+import { CredentialsKubeConfig, tokenFile } from './credentials.js';
 import { KubeConfigError } from './kubeconfig.js';
 import { RefreshedFile } from './refreshed-file.js';
 
@@ -10,7 +10,7 @@ const SERVICE_ACCOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** Whether this process runs in a pod with a service account token mounted. */
 export function inCluster(root = SERVICE_ACCOUNT): boolean {
-  return process.env['KUBERNETES_SERVICE_HOST'] !== undefined && existsSync(`${root}/token`);
+  return Boolean(process.env['KUBERNETES_SERVICE_HOST']) && existsSync(`${root}/token`);
 }
 
 /** The pod's service account, as client-go's rest.InClusterConfig reads it. */
@@ -24,6 +24,6 @@ export function inClusterKubeConfig(root = SERVICE_ACCOUNT): CredentialsKubeConf
   return new CredentialsKubeConfig({
     server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
     ca: { file: new RefreshedFile(`${root}/ca.crt`) },
-    token: { file: new RefreshedFile(`${root}/token`) },
+    token: tokenFile(`${root}/token`),
   });
 }
