@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { issueCertificate, startCluster, type TestCluster } from '@warmpool/harness';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KubeConfigError, KubeTransport, loadKubeConfig, type KubeConfig } from '../src/index.js';
 import { inClusterKubeConfig } from '../src/kubeconfig/in-cluster.js';
 
@@ -246,6 +246,42 @@ describe('loadKubeConfig', () => {
     );
     expect(error).toBeInstanceOf(KubeConfigError);
     expect((error as Error).message).toContain(`exec plugin ${process.execPath}`);
+  });
+
+  it('keeps a watch open when the TLS material rotates under it: only idle connections close', async () => {
+    const base = loadKubeConfig(cluster.kubeconfigPath);
+    let ca = Buffer.from(cluster.pki.ca.certPem);
+    const rotating: KubeConfig = {
+      getCurrentCluster: () => base.getCurrentCluster(),
+      applyToHTTPSOptions: async (options) => {
+        await base.applyToHTTPSOptions(options);
+        options.ca = ca;
+      },
+    };
+    const transport = new KubeTransport(rotating);
+    const path = '/api/v1/namespaces/default/configmaps';
+    const create = (name: string): Promise<unknown> =>
+      transport.request({ method: 'POST', path, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } } });
+    const stop = new AbortController();
+    const added: string[] = [];
+    const watching = (async () => {
+      const lines = transport.streamLines({ method: 'GET', path, query: { watch: true }, signal: stop.signal });
+      for await (const line of lines) {
+        const event = line as { type: string; object: { metadata: { name: string } } };
+        if (event.type === 'ADDED') added.push(event.object.metadata.name);
+      }
+    })();
+    try {
+      await create('before-rotation');
+      await vi.waitFor(() => expect(added).toContain('before-rotation'));
+      ca = Buffer.from(`${cluster.pki.ca.certPem}\n`); // new bytes, the same CA: a new agent
+      await create('after-rotation');
+      await vi.waitFor(() => expect(added).toContain('after-rotation'));
+    } finally {
+      stop.abort();
+      await watching;
+      transport.close();
+    }
   });
 
   it('leaves client-node unloaded for a plain kubeconfig, in a process of its own', async () => {
