@@ -1,16 +1,17 @@
 // What loadKubeConfig refuses, and how credential files behave as they rotate,
 // without an apiserver: a refusal is a KubeConfigError naming the file and
 // never quoting a secret; a rotation caught half done keeps the last good one.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueCertificate } from '@warmpool/harness';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { KubeConfigError, loadKubeConfig } from '../src/index.js';
 import { ClientCertificate } from '../src/kubeconfig/client-certificate.js';
+import { ExecPlugin, type ExecConfig } from '../src/kubeconfig/exec-plugin.js';
 import { inCluster } from '../src/kubeconfig/in-cluster.js';
-import { RefreshedFile } from '../src/kubeconfig/refreshed-file.js';
+import { pemFile, RefreshedFile } from '../src/kubeconfig/refreshed-file.js';
 
 const SECRET = 'SUPERSECRETTOKEN123';
 const dir = mkdtempSync(join(tmpdir(), 'warmpool-kubeconfig-refusals-'));
@@ -59,10 +60,20 @@ async function headersOf(path: string): Promise<https.RequestOptions> {
 const https_ = { server: 'https://127.0.0.1:6443' };
 
 describe('loadKubeConfig refuses', () => {
-  it('a file that is not YAML, without quoting the lines around the error (they may hold a token)', () => {
-    const path = join(dir, 'not-yaml');
-    writeFileSync(path, `users:\n- name: u\n  user:\n    token: ${SECRET}\n  bad: [\n`);
-    expect(refusal(path).message).toMatch(/not valid YAML: .* at line \d+, column \d+/);
+  it('a file that is not YAML, saying where and never what (YAML errors quote lines, tags and aliases)', () => {
+    const write = (name: string, text: string): string => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    };
+    const cases = [
+      `users:\n- name: u\n  user:\n    token: ${SECRET}\n  bad: [\n`,
+      `users:\n- name: u\n  user:\n    password: !${SECRET}\n`,
+      `users:\n- name: u\n  user:\n    password: *${SECRET}\n`,
+    ];
+    for (const [i, text] of cases.entries())
+      expect(refusal(write(`not-yaml-${i}`, text)).message).toMatch(
+        /not valid YAML: an error at line \d+, column \d+$/,
+      );
   });
 
   it('a file without a usable current context, cluster or server', () => {
@@ -92,6 +103,18 @@ describe('loadKubeConfig refuses', () => {
     ] as const)
       expect(refusal(kubeconfig(name, plain, user)).message).toMatch(/not https/);
     expect(refusal(kubeconfig('half-pair', https_, { 'client-certificate': '/x.crt' })).message).toMatch(/its key/);
+    const proxied = { ...https_, 'proxy-url': 'http://127.0.0.1:3128' };
+    expect(refusal(kubeconfig('half-pair-proxied', proxied, { 'client-key': '/x.key' })).message).toMatch(/its key/);
+    const withPassword = { server: `https://admin:${SECRET}@127.0.0.1:6443` };
+    expect(refusal(kubeconfig('userinfo', withPassword, {})).message).toMatch(/credentials in its URL/);
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1', command: 'plugin' };
+    expect(refusal(kubeconfig('token-and-exec', https_, { token: SECRET, exec })).message).toMatch(/exec plugin/);
+    expect(refusal(kubeconfig('exec-no-version', https_, { exec: { command: 'plugin' } })).message).toMatch(
+      /apiVersion/,
+    );
+    expect(
+      refusal(kubeconfig('exec-terminal', https_, { exec: { ...exec, interactiveMode: 'Always' } })).message,
+    ).toMatch(/needs a terminal/);
     expect(
       refusal(kubeconfig('bad-base64', { ...https_, 'certificate-authority-data': '-----BEGIN' })).message,
     ).toMatch(/certificate-authority-data is not base64/);
@@ -129,6 +152,55 @@ describe('loadKubeConfig accepts', () => {
   });
 });
 
+describe('an exec plugin', () => {
+  const exec = (script: string): ExecConfig => {
+    const path = join(dir, `plugin-${Math.random().toString(36).slice(2)}.mjs`);
+    writeFileSync(path, script);
+    return { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [path] };
+  };
+
+  it('is killed and named when it does not answer in time', async () => {
+    const pidFile = join(dir, 'hung.pid');
+    const plugin = new ExecPlugin(
+      exec(
+        `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => {}, 60_000);`,
+      ),
+      undefined,
+      { timeoutMs: 500 },
+    );
+    await expect(plugin.credential()).rejects.toThrow(/did not answer within 500 ms/);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow());
+  });
+
+  it('never repeats what it printed when that is not an ExecCredential (it may be the token itself)', async () => {
+    const plugin = new ExecPlugin(exec(`process.stdout.write(${JSON.stringify(SECRET)});`));
+    const error = await plugin.credential().then(
+      () => undefined,
+      (thrown: unknown) => thrown as Error,
+    );
+    expect(error?.message).toMatch(/not an ExecCredential/);
+    expect(error?.message).not.toContain(SECRET);
+    expect(error?.cause).toBeUndefined();
+  });
+
+  it('is run again once its credential expired, and not before', async () => {
+    const runs = join(dir, 'expiring-runs');
+    writeFileSync(runs, '');
+    const credential = (expiresInMs: number): string =>
+      `import { appendFileSync } from 'node:fs'; appendFileSync(${JSON.stringify(runs)}, 'x');
+       process.stdout.write(JSON.stringify({ kind: 'ExecCredential', status: { token: 't', expirationTimestamp: new Date(Date.now() + ${expiresInMs}).toISOString() } }));`;
+    const expired = new ExecPlugin(exec(credential(-1000)));
+    await expired.credential();
+    await expired.credential();
+    expect(readFileSync(runs, 'utf8')).toBe('xx');
+    const fresh = new ExecPlugin(exec(credential(3_600_000)));
+    await fresh.credential();
+    await fresh.credential();
+    expect(readFileSync(runs, 'utf8')).toBe('xxx');
+  });
+});
+
 describe('a credential file (a projected token, a mounted certificate)', () => {
   it('is read again once older than the refresh interval, and not before', () => {
     const path = join(dir, 'rotating');
@@ -158,6 +230,20 @@ describe('a credential file (a projected token, a mounted certificate)', () => {
     rmSync(path);
     now = 3;
     expect(file.read().toString()).toBe('good');
+  });
+
+  it('keeps the last good PEM while a CA file is caught empty or mid-write', () => {
+    const path = join(dir, 'ca.pem');
+    writeFileSync(path, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
+    let now = 0;
+    const pem = pemFile(path, { refreshMs: 1, now: () => now });
+    expect(pem.read().toString()).toContain('AAAA');
+    writeFileSync(path, '-----BEGIN CERTIFICATE-----\nBB');
+    now = 1;
+    expect(pem.read().toString()).toContain('AAAA');
+    writeFileSync(path, '');
+    now = 2;
+    expect(pem.read().toString()).toContain('AAAA');
   });
 
   it('pairs a certificate with its key: a pair caught between two writes is not used, the last matching one is', () => {

@@ -128,7 +128,7 @@ describe('loadKubeConfig', () => {
     expect(await whoAmI(loadKubeConfig(skipping))).toBe('system:serviceaccount:default:reader');
   });
 
-  it('runs an exec credential plugin through client-node, loaded only then', async () => {
+  it("runs an exec credential plugin (client-go's protocol) for a token", async () => {
     const plugin = join(dir, 'plugin.mjs');
     writeFileSync(
       plugin,
@@ -143,6 +143,39 @@ describe('loadKubeConfig', () => {
       },
     });
     expect(await whoAmI(loadKubeConfig(path))).toBe('system:serviceaccount:default:reader');
+  });
+
+  it('runs an exec plugin for a client certificate, named relative to the kubeconfig, told the cluster when it asks', async () => {
+    const dave = issueCertificate({ subject: { commonName: 'dave' }, issuer: cluster.pki.ca, usages: ['client'] });
+    const infoFile = join(dir, 'exec-info.json');
+    const script = join(dir, 'cert-plugin.mjs');
+    writeFileSync(
+      script,
+      `import { writeFileSync } from 'node:fs';
+       writeFileSync(${JSON.stringify(infoFile)}, process.env.KUBERNETES_EXEC_INFO ?? '');
+       process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',
+         status: { clientCertificateData: ${JSON.stringify(dave.certPem)}, clientKeyData: ${JSON.stringify(dave.keyPem)} } }));`,
+    );
+    writeFileSync(
+      join(dir, 'cert-plugin.sh'),
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(script)}\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    const path = kubeconfig('exec-cert.yaml', {
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: './cert-plugin.sh',
+        provideClusterInfo: true,
+        interactiveMode: 'Never',
+      },
+    });
+    expect(await whoAmI(loadKubeConfig(path))).toBe('dave');
+    expect(JSON.parse(readFileSync(infoFile, 'utf8'))).toMatchObject({
+      kind: 'ExecCredential',
+      spec: { interactive: false, cluster: { server: cluster.server } },
+    });
   });
 
   it("merges $KUBECONFIG's files: the first to set current-context, and the first to name an entry, win", async () => {

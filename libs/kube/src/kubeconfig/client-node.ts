@@ -1,30 +1,41 @@
-// The kubeconfigs only client-node can serve: exec credential plugins (EKS,
-// GKE, AKS, OIDC logins), the legacy auth providers, and a cluster behind a
-// proxy (its agent). client-node is imported the first time such a
-// KubeConfig authenticates a request, so a process that never meets one never
-// pays for it. The bearer token and impersonation stay ours (client-node
-// reads a token file once and drops as-groups, as-uid and as-user-extra).
+// The kubeconfigs only client-node can serve: the legacy auth providers (gcp,
+// azure, oidc) and a cluster behind a proxy (its agent). client-node is
+// imported the first time such a KubeConfig authenticates a request, so a
+// process that never meets one never pays for it. The bearer token, an exec
+// plugin and impersonation stay ours (client-node reads a token file once,
+// runs a plugin with no time limit and drops as-groups, as-uid and
+// as-user-extra). Through it, the CA and client certificate are read as
+// client-node reads them: its agent keeps the ones it started with.
 import type https from 'node:https';
 import { withCredentialHeaders, type Token } from './credentials.js';
 import type { ResolvedContext } from './file.js';
+import type { ExecPlugin } from './exec-plugin.js';
 import type { Headers } from './impersonation.js';
 import { KubeConfigError, type KubeCluster, type KubeConfig } from './kubeconfig.js';
 
-const OURS = ['token', 'tokenFile', 'token-file', 'as', 'as-groups', 'as-uid', 'as-user-extra'];
+const OURS = ['token', 'tokenFile', 'token-file', 'exec', 'as', 'as-groups', 'as-uid', 'as-user-extra'];
+
+/** How long a request waits for client-node's credentials (an auth provider may run a command) before it fails. */
+export const CLIENT_NODE_TIMEOUT_MS = 30_000;
+
+/** What stays ours on a context client-node serves. */
+export interface OwnCredentials {
+  token: Token | undefined;
+  plugin: ExecPlugin | undefined;
+  impersonation: Headers;
+}
 
 export class ClientNodeKubeConfig implements KubeConfig {
   readonly #cluster: KubeCluster;
   readonly #context: ResolvedContext;
-  readonly #token: Token | undefined;
-  readonly #impersonation: Headers;
+  readonly #own: OwnCredentials;
   #loaded: Promise<KubeConfig> | undefined;
-  /** Requests authenticate one at a time: a plugin's credential is fetched once, then cached, not once per request. */
+  /** Requests authenticate one at a time: an auth provider's credential is fetched once, then cached. */
   #turn: Promise<unknown> = Promise.resolve();
 
-  constructor(context: ResolvedContext, token: Token | undefined, impersonation: Headers) {
+  constructor(context: ResolvedContext, own: OwnCredentials) {
     this.#context = context;
-    this.#token = token;
-    this.#impersonation = impersonation;
+    this.#own = own;
     this.#cluster = { server: context.cluster.server.replace(/\/+$/, ''), proxyUrl: context.cluster['proxy-url'] };
   }
 
@@ -40,26 +51,38 @@ export class ClientNodeKubeConfig implements KubeConfig {
 
   async #apply(options: https.RequestOptions): Promise<void> {
     this.#loaded ??= this.#load();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(this.#failure(`gave no credentials within ${CLIENT_NODE_TIMEOUT_MS} ms`)),
+        CLIENT_NODE_TIMEOUT_MS,
+      );
+    });
     try {
-      await (await this.#loaded).applyToHTTPSOptions(options);
+      await Promise.race([this.#loaded.then((loaded) => loaded.applyToHTTPSOptions(options)), late]);
     } catch (error) {
+      if (error instanceof KubeConfigError) throw error;
       this.#loaded = undefined; // the next request loads and tries again
-      const first = ((error as Error).message || 'no message').split('\n')[0]?.slice(0, 300);
-      throw new KubeConfigError(`credentials of context ${this.#context.contextName} (${this.#kind()}): ${first}`, {
-        cause: error,
-      });
+      // client-node's message may quote an auth provider's output, a token with it: say only where it failed.
+      const code = (error as NodeJS.ErrnoException).code;
+      throw this.#failure(`failed${typeof code === 'string' ? ` (${code})` : ''}`);
+    } finally {
+      clearTimeout(timer);
     }
-    options.headers = withCredentialHeaders(options.headers, this.#token, this.#impersonation);
+    let token = this.#own.token;
+    if (this.#own.plugin) {
+      const credential = await this.#own.plugin.credential();
+      if (credential.cert && credential.key) Object.assign(options, { cert: credential.cert, key: credential.key });
+      if (credential.token !== undefined) token = { value: credential.token };
+    }
+    options.headers = withCredentialHeaders(options.headers, token, this.#own.impersonation);
   }
 
-  #kind(): string {
+  #failure(what: string): KubeConfigError {
     const { user, cluster } = this.#context;
-    if (user.exec !== undefined) {
-      const command = (user.exec as { command?: unknown }).command;
-      return `exec plugin ${typeof command === 'string' ? command : '(no command)'}`;
-    }
-    if (user['auth-provider'] !== undefined) return 'auth provider';
-    return `proxy ${hostOf(cluster['proxy-url'])}`;
+    const through =
+      user['auth-provider'] !== undefined ? 'its auth provider' : `the proxy ${hostOf(cluster['proxy-url'])}`;
+    return new KubeConfigError(`context ${this.#context.contextName}: client-node, for ${through}, ${what}`);
   }
 
   /** client-node given the one context we resolved (its own merge refuses names defined twice; kubectl's does not). */

@@ -1,9 +1,10 @@
 // A KubeConfig from a resolved kubeconfig context or from a pod's service
-// account: TLS material, a bearer token or basic auth, impersonation. What
-// needs more (exec plugins, auth providers, a proxy) goes to client-node
-// instead (client-node.ts); loadKubeConfig chooses.
+// account: TLS material, a bearer token, basic auth or an exec plugin,
+// impersonation. What needs more (an auth provider, a proxy) goes to
+// client-node instead (client-node.ts); loadKubeConfig chooses.
 import type https from 'node:https';
 import { bytesOf, type ClientCertificate, type Material } from './client-certificate.js';
+import type { ExecPlugin } from './exec-plugin.js';
 import type { Headers } from './impersonation.js';
 import type { KubeCluster, KubeConfig } from './kubeconfig.js';
 import { RefreshedFile } from './refreshed-file.js';
@@ -30,6 +31,8 @@ export interface Credentials {
   readonly clientCertificate?: ClientCertificate | undefined;
   readonly token?: Token | undefined;
   readonly basic?: { readonly username: string; readonly password: string } | undefined;
+  /** Its token or client certificate replace the ones above. */
+  readonly plugin?: ExecPlugin | undefined;
   /** Impersonate-* headers. */
   readonly impersonation?: Headers | undefined;
 }
@@ -47,15 +50,20 @@ export class CredentialsKubeConfig implements KubeConfig {
     return this.#cluster;
   }
 
-  applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
+  async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
     const c = this.#credentials;
     if (c.skipTlsVerify) options.rejectUnauthorized = false;
     if (c.tlsServerName !== undefined) options.servername = c.tlsServerName;
     if (c.ca) options.ca = bytesOf(c.ca);
     if (c.clientCertificate) Object.assign(options, c.clientCertificate.current());
     if (c.basic) options.auth = `${c.basic.username}:${c.basic.password}`;
-    options.headers = withCredentialHeaders(options.headers, c.token, c.impersonation);
-    return Promise.resolve();
+    let token = c.token;
+    if (c.plugin) {
+      const credential = await c.plugin.credential();
+      if (credential.cert && credential.key) Object.assign(options, { cert: credential.cert, key: credential.key });
+      if (credential.token !== undefined) token = { value: credential.token };
+    }
+    options.headers = withCredentialHeaders(options.headers, token, c.impersonation);
   }
 }
 

@@ -139,17 +139,25 @@ function readFile(path: string): ParsedFile {
         tokenFile: absolute(user?.tokenFile ?? user?.['token-file']),
         'client-certificate': absolute(user?.['client-certificate']),
         'client-key': absolute(user?.['client-key']),
+        exec: withCommandResolved(user?.exec, absolute),
       },
     })),
     contexts: (parsed.data.contexts ?? []).map(({ name, context }) => ({ name, value: context })),
   };
 }
 
+/** Where the error is, never what: js-yaml's reason repeats tags and aliases, which may be a password. */
 function whereInYaml(error: unknown): string {
-  const { reason, mark } = error as { reason?: unknown; mark?: { line?: unknown; column?: unknown } };
-  const at =
-    typeof mark?.line === 'number' && typeof mark.column === 'number'
-      ? ` at line ${mark.line + 1}, column ${mark.column + 1}`
-      : '';
-  return `${typeof reason === 'string' ? reason : 'a syntax error'}${at}`;
+  const { mark } = error as { mark?: { line?: unknown; column?: unknown } };
+  return typeof mark?.line === 'number' && typeof mark.column === 'number'
+    ? `an error at line ${mark.line + 1}, column ${mark.column + 1}`
+    : 'an error';
+}
+
+/** client-go's rule: an exec command with a path separator in it is relative to the kubeconfig's directory. */
+function withCommandResolved(exec: unknown, absolute: (file: string) => string | undefined): unknown {
+  if (typeof exec !== 'object' || exec === null) return exec;
+  const { command } = exec as { command?: unknown };
+  if (typeof command !== 'string' || !command.includes('/')) return exec;
+  return { ...exec, command: absolute(command) };
 }

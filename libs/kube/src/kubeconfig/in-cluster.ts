@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { CredentialsKubeConfig, tokenFile } from './credentials.js';
 import { KubeConfigError } from './kubeconfig.js';
-import { RefreshedFile } from './refreshed-file.js';
+import { pemFile } from './refreshed-file.js';
 
 const SERVICE_ACCOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -23,7 +23,7 @@ export function inClusterKubeConfig(root = SERVICE_ACCOUNT): CredentialsKubeConf
     );
   return new CredentialsKubeConfig({
     server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
-    ca: { file: new RefreshedFile(`${root}/ca.crt`) },
+    ca: { file: pemFile(`${root}/ca.crt`) },
     token: tokenFile(`${root}/token`),
   });
 }

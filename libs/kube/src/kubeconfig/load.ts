@@ -1,17 +1,19 @@
 // Which kubeconfig a process uses, in client-go's order: --kubeconfig, then
 // $KUBECONFIG, then the pod's service account, then ~/.kube/config.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { z } from 'zod';
 import { configureTransport, type KubeTransportOptions } from '../transport.js';
 import { ClientCertificate, type Material } from './client-certificate.js';
 import { ClientNodeKubeConfig } from './client-node.js';
 import { CredentialsKubeConfig, tokenFile, type Token } from './credentials.js';
-import { readKubeconfigFiles, type ResolvedContext } from './file.js';
+import { readKubeconfigFiles, type KubeconfigCluster, type ResolvedContext } from './file.js';
+import { ExecPlugin, execConfigSchema } from './exec-plugin.js';
 import { impersonationHeaders } from './impersonation.js';
 import { inCluster, inClusterKubeConfig } from './in-cluster.js';
 import { KubeConfigError, type KubeConfig } from './kubeconfig.js';
-import { RefreshedFile } from './refreshed-file.js';
+import { pemFile } from './refreshed-file.js';
 
 /**
  * The KubeConfig to use: the file at `path` when given; else $KUBECONFIG's files, merged (those missing skipped);
@@ -40,15 +42,17 @@ function chooseKubeConfig(path: string | undefined): KubeConfig {
   );
 }
 
-/** A KubeConfig for a resolved context: our own when its credentials are plain, client-node's when they are not. */
+/** A KubeConfig for a resolved context: our own, or client-node's for an auth provider or a proxy. */
 export function fromContext(context: ResolvedContext): KubeConfig {
   const { cluster, user } = context;
   const where = `kubeconfig ${context.files.join(delimiter)}, context ${context.contextName}`;
   const refuse = (why: string): never => {
     throw new KubeConfigError(`${where}: ${why}`);
   };
+  const server = serverOf(cluster.server, refuse);
   const token = tokenOf(user.token, user.tokenFile);
   if (token && user.username !== undefined) refuse('a username and a bearer token are both set; choose one');
+  if (token && user.exec !== undefined) refuse('a bearer token and an exec plugin are both set; choose one');
   const ca = material(
     where,
     'certificate-authority',
@@ -57,15 +61,17 @@ export function fromContext(context: ResolvedContext): KubeConfig {
   );
   if (ca && cluster['insecure-skip-tls-verify'])
     refuse('a certificate authority and insecure-skip-tls-verify are both set (client-go refuses this too)');
-  const plugin = user.exec !== undefined || user['auth-provider'] !== undefined;
-  if ((token || user.username !== undefined || plugin) && !/^https:/i.test(cluster.server))
-    refuse(`the server ${cluster.server} is not https: its credentials would be sent in the clear`);
-  const impersonation = impersonationHeaders(user);
-  if (plugin || cluster['proxy-url'] !== undefined) return new ClientNodeKubeConfig(context, token, impersonation);
   const cert = material(where, 'client-certificate', user['client-certificate-data'], user['client-certificate']);
   const key = material(where, 'client-key', user['client-key-data'], user['client-key']);
   if ((cert === undefined) !== (key === undefined))
     refuse('a client certificate needs its key, and a key its certificate');
+  const plugin = user.exec === undefined ? undefined : execPlugin(user.exec, cluster, refuse);
+  const credentialed = token || user.username !== undefined || plugin || user['auth-provider'] !== undefined;
+  if (credentialed && server.protocol !== 'https:')
+    refuse(`the server ${server.host} is not https: its credentials would be sent in the clear`);
+  const impersonation = impersonationHeaders(user);
+  if (user['auth-provider'] !== undefined || cluster['proxy-url'] !== undefined)
+    return new ClientNodeKubeConfig(context, { token, plugin, impersonation });
   return new CredentialsKubeConfig({
     server: cluster.server,
     ca,
@@ -74,8 +80,49 @@ export function fromContext(context: ResolvedContext): KubeConfig {
     clientCertificate: cert && key ? new ClientCertificate(cert, key) : undefined,
     token,
     basic: user.username !== undefined ? { username: user.username, password: user.password ?? '' } : undefined,
+    plugin,
     impersonation,
   });
+}
+
+/** The server's URL; credentials belong in the user, never in it (they would show wherever the URL does). */
+function serverOf(server: string, refuse: (why: string) => never): URL {
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    return refuse('the server is not a URL');
+  }
+  if (url.username || url.password)
+    refuse(`the server ${url.host} carries credentials in its URL; put them in the user`);
+  return url;
+}
+
+function execPlugin(exec: unknown, cluster: KubeconfigCluster, refuse: (why: string) => never): ExecPlugin {
+  const parsed = execConfigSchema.safeParse(exec);
+  if (!parsed.success) return refuse(`its exec plugin is not one this loader runs: ${z.prettifyError(parsed.error)}`);
+  if (parsed.data.interactiveMode === 'Always') refuse('its exec plugin needs a terminal (interactiveMode: Always)');
+  return new ExecPlugin(parsed.data, parsed.data.provideClusterInfo ? clusterInfo(cluster) : undefined);
+}
+
+/** The cluster as client-go describes it to a plugin that asks (KUBERNETES_EXEC_INFO). */
+function clusterInfo(cluster: KubeconfigCluster): object {
+  let caData = cluster['certificate-authority-data'];
+  const caFile = cluster['certificate-authority'];
+  if (caData === undefined && caFile) {
+    try {
+      caData = readFileSync(caFile).toString('base64');
+    } catch {
+      // The plugin is told no CA; the requests themselves will say what is wrong with the file.
+    }
+  }
+  return {
+    server: cluster.server,
+    'tls-server-name': cluster['tls-server-name'],
+    'insecure-skip-tls-verify': cluster['insecure-skip-tls-verify'],
+    'certificate-authority-data': caData,
+    'proxy-url': cluster['proxy-url'],
+  };
 }
 
 /** A token file, read again as it rotates, wins over an inline token (client-go's rule); an empty one is not used. */
@@ -97,6 +144,6 @@ function material(
       throw new KubeConfigError(`${where}: ${field}-data is not base64`);
     return { data: Buffer.from(compact, 'base64') };
   }
-  if (file) return { file: new RefreshedFile(file) };
+  if (file) return { file: pemFile(file) };
   return undefined;
 }

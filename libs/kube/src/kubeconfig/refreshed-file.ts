@@ -50,3 +50,11 @@ export class RefreshedFile {
     throw new KubeConfigError(`cannot use ${this.path}: ${problem}`);
   }
 }
+
+/** A PEM file (a CA, a certificate, a key): one caught empty or mid-write keeps the last good content. */
+export function pemFile(path: string, options: Omit<RefreshedFileOptions, 'refuse'> = {}): RefreshedFile {
+  return new RefreshedFile(path, {
+    ...options,
+    refuse: (content) => (content.includes('-----BEGIN') && content.includes('-----END') ? undefined : 'no PEM block'),
+  });
+}

@@ -1,0 +1,133 @@
+// A client-go exec credential plugin (client.authentication.k8s.io v1 and
+// v1beta1): the command a kubeconfig names prints an ExecCredential (a token,
+// or a client certificate and key) with an optional expiry. Run without a
+// terminal (a server has none): stdin closed, its stderr passed through to
+// ours as client-go does, and killed when it does not answer in time. Its
+// credential is kept until it expires; requests that find none wait together
+// on one run.
+import { spawn } from 'node:child_process';
+import { z } from 'zod';
+import { KubeConfigError } from './kubeconfig.js';
+
+export const execConfigSchema = z
+  .object({
+    apiVersion: z.enum(['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1']),
+    command: z.string().min(1),
+    args: z.array(z.string()).nullish(),
+    env: z.array(z.object({ name: z.string().min(1), value: z.string() })).nullish(),
+    provideClusterInfo: z.boolean().optional(),
+    interactiveMode: z.enum(['Never', 'IfAvailable', 'Always']).optional(),
+  })
+  .loose();
+
+export type ExecConfig = z.infer<typeof execConfigSchema>;
+
+const execCredentialSchema = z.object({
+  kind: z.literal('ExecCredential'),
+  status: z.object({
+    token: z.string().min(1).optional(),
+    clientCertificateData: z.string().min(1).optional(),
+    clientKeyData: z.string().min(1).optional(),
+    expirationTimestamp: z.string().optional(),
+  }),
+});
+
+export interface PluginCredential {
+  readonly token?: string | undefined;
+  readonly cert?: Buffer | undefined;
+  readonly key?: Buffer | undefined;
+  /** Epoch ms; Infinity when the plugin gave no expiry. */
+  readonly expiresAt: number;
+}
+
+export const PLUGIN_TIMEOUT_MS = 30_000;
+const MAX_OUTPUT_BYTES = 1 << 20;
+
+export class ExecPlugin {
+  readonly #config: ExecConfig;
+  readonly #clusterInfo: object | undefined;
+  readonly #timeoutMs: number;
+  #credential: PluginCredential | undefined;
+  #running: Promise<PluginCredential> | undefined;
+
+  /** `clusterInfo`: the cluster as the plugin sees it in KUBERNETES_EXEC_INFO when it asks for it. */
+  constructor(config: ExecConfig, clusterInfo?: object, options: { timeoutMs?: number } = {}) {
+    this.#config = config;
+    this.#clusterInfo = clusterInfo;
+    this.#timeoutMs = options.timeoutMs ?? PLUGIN_TIMEOUT_MS;
+  }
+
+  /** The current credential; runs the plugin when there is none or it expired. */
+  credential(): Promise<PluginCredential> {
+    if (this.#credential && this.#credential.expiresAt > Date.now()) return Promise.resolve(this.#credential);
+    this.#running ??= this.#run().finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  async #run(): Promise<PluginCredential> {
+    const output = await this.#spawn();
+    let parsed: z.infer<typeof execCredentialSchema> | undefined;
+    try {
+      parsed = execCredentialSchema.parse(JSON.parse(output));
+    } catch {
+      // Neither the output nor the parser's message is repeated: either may be the token itself.
+      throw this.#failure('printed something that is not an ExecCredential');
+    }
+    const { token, clientCertificateData, clientKeyData, expirationTimestamp } = parsed.status;
+    if ((clientCertificateData === undefined) !== (clientKeyData === undefined))
+      throw this.#failure('gave a client certificate without its key, or a key without its certificate');
+    if (token === undefined && clientCertificateData === undefined)
+      throw this.#failure('gave no token nor certificate');
+    const expiresAt = expirationTimestamp === undefined ? Infinity : Date.parse(expirationTimestamp);
+    if (Number.isNaN(expiresAt)) throw this.#failure('gave an expirationTimestamp that is not a time');
+    return (this.#credential = {
+      token,
+      cert: clientCertificateData === undefined ? undefined : Buffer.from(clientCertificateData),
+      key: clientKeyData === undefined ? undefined : Buffer.from(clientKeyData),
+      expiresAt,
+    });
+  }
+
+  #spawn(): Promise<string> {
+    const { command, args, env, apiVersion } = this.#config;
+    const info = { apiVersion, kind: 'ExecCredential', spec: { interactive: false, cluster: this.#clusterInfo } };
+    const child = spawn(command, args ?? [], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        ...Object.fromEntries((env ?? []).map(({ name, value }) => [name, value])),
+        KUBERNETES_EXEC_INFO: JSON.stringify(info),
+      },
+    });
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(this.#failure(`did not answer within ${this.#timeoutMs} ms`));
+      }, this.#timeoutMs);
+      child.stdout.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_OUTPUT_BYTES) chunks.push(chunk);
+        else child.kill('SIGKILL');
+      });
+      child.on('error', (error: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(this.#failure(`could not be started: ${error.code ?? 'error'}`));
+      });
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        if (size > MAX_OUTPUT_BYTES) reject(this.#failure(`printed more than ${MAX_OUTPUT_BYTES} bytes`));
+        else if (code !== 0)
+          reject(this.#failure(`exited with ${code === null ? `signal ${signal}` : `code ${code}`}`));
+        else resolve(Buffer.concat(chunks).toString('utf8'));
+      });
+    });
+  }
+
+  #failure(what: string): KubeConfigError {
+    return new KubeConfigError(
+      `exec plugin ${this.#config.command} ${what} (its stderr, if any, is in this process's)`,
+    );
+  }
+}
