@@ -88,6 +88,7 @@ export class KubeTransport {
     const response = await this.#send({ ...req, idleTimeoutMs: req.idleTimeoutMs ?? this.#requestIdleTimeoutMs });
     const text = await readText(response);
     const status = response.statusCode ?? 0;
+    if (status === 401) this.#kubeConfig.onUnauthorized?.();
     if (status < 200 || status >= 300) throw errorFromBody(status, text);
     return (text === '' ? undefined : JSON.parse(text)) as R;
   }
@@ -101,6 +102,7 @@ export class KubeTransport {
     let response: IncomingMessage | undefined;
     try {
       response = await this.#send(req);
+      if (response.statusCode === 401) this.#kubeConfig.onUnauthorized?.();
       if (response.statusCode !== 200) throw errorFromBody(response.statusCode ?? 0, await readText(response));
       response.setEncoding('utf8');
       let buffered = '';

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { issueCertificate } from '@warmpool/harness';
+import { issueCertificate, processGroupMembers } from '@warmpool/harness';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { KubeConfigError, loadKubeConfig } from '../src/index.js';
 import { ClientCertificate } from '../src/kubeconfig/client-certificate.js';
@@ -115,6 +115,11 @@ describe('loadKubeConfig refuses', () => {
     expect(
       refusal(kubeconfig('exec-terminal', https_, { exec: { ...exec, interactiveMode: 'Always' } })).message,
     ).toMatch(/needs a terminal/);
+    const provider = { name: 'gcp', config: { 'cmd-path': '/usr/bin/gcloud' } };
+    expect(refusal(kubeconfig('exec-and-provider', https_, { exec, 'auth-provider': provider })).message).toMatch(
+      /exec plugin and an auth provider/,
+    );
+    expect(refusal(kubeconfig('provider-command', https_, { 'auth-provider': provider })).message).toMatch(/cmd-path/);
     expect(
       refusal(kubeconfig('bad-base64', { ...https_, 'certificate-authority-data': '-----BEGIN' })).message,
     ).toMatch(/certificate-authority-data is not base64/);
@@ -159,18 +164,53 @@ describe('an exec plugin', () => {
     return { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [path] };
   };
 
-  it('is killed and named when it does not answer in time', async () => {
-    const pidFile = join(dir, 'hung.pid');
+  it('is killed, with what it started, and named when it does not answer in time', async () => {
+    const pids = join(dir, 'hung.pids');
     const plugin = new ExecPlugin(
-      exec(
-        `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => {}, 60_000);`,
-      ),
+      exec(`import { spawn } from 'node:child_process'; import { writeFileSync } from 'node:fs';
+        const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+        writeFileSync(${JSON.stringify(pids)}, JSON.stringify([process.pid, child.pid]));
+        setTimeout(() => {}, 60_000);`),
       undefined,
-      { timeoutMs: 500 },
+      { timeoutMs: 1_000 },
     );
-    await expect(plugin.credential()).rejects.toThrow(/did not answer within 500 ms/);
-    const pid = Number(readFileSync(pidFile, 'utf8'));
-    await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow());
+    await expect(plugin.credential()).rejects.toThrow(/did not answer within 1000 ms/);
+    const [pluginPid, child] = JSON.parse(readFileSync(pids, 'utf8')) as number[];
+    expect(child).toBeGreaterThan(0);
+    // The plugin leads its own process group; nothing of it is left (a zombie awaiting init is not alive).
+    await vi.waitFor(() => expect(processGroupMembers(pluginPid ?? 0)).toEqual([]));
+  });
+
+  it('answers once it exited, even when a child it left behind holds its output open', async () => {
+    const plugin = new ExecPlugin(
+      exec(`import { spawn } from 'node:child_process';
+        spawn(process.execPath, ['-e', 'setTimeout(() => {}, 3000)'], { stdio: ['ignore', 'inherit', 'ignore'] }).unref();
+        process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 't' } }));`),
+      undefined,
+      { timeoutMs: 2_500 },
+    );
+    expect((await plugin.credential()).token).toBe('t');
+  });
+
+  it('refuses an answer in another apiVersion, or with an expiry that is not RFC 3339', async () => {
+    const answer = (apiVersion: string, expirationTimestamp?: string): string =>
+      `process.stdout.write(JSON.stringify({ apiVersion: ${JSON.stringify(apiVersion)}, kind: 'ExecCredential', status: { token: 't', ${expirationTimestamp === undefined ? '' : `expirationTimestamp: ${JSON.stringify(expirationTimestamp)}`} } }));`;
+    await expect(new ExecPlugin(exec(answer('client.authentication.k8s.io/v1beta1'))).credential()).rejects.toThrow(
+      /answered in client.authentication.k8s.io\/v1beta1/,
+    );
+    await expect(new ExecPlugin(exec(answer('client.authentication.k8s.io/v1', '1'))).credential()).rejects.toThrow(
+      /not an RFC 3339 time/,
+    );
+  });
+
+  it('names an env or args it cannot pass without quoting them', async () => {
+    const config = { ...exec(''), env: [{ name: 'SECRET', value: `${SECRET}\u0000` }] };
+    const error = await new ExecPlugin(config).credential().then(
+      () => undefined,
+      (thrown: unknown) => thrown as Error,
+    );
+    expect(error?.message).toMatch(/could not be started/);
+    expect(error?.message).not.toContain(SECRET);
   });
 
   it('never repeats what it printed when that is not an ExecCredential (it may be the token itself)', async () => {
@@ -184,12 +224,12 @@ describe('an exec plugin', () => {
     expect(error?.cause).toBeUndefined();
   });
 
-  it('is run again once its credential expired, and not before', async () => {
+  it('is run again once its credential expired or was refused (invalidate), and not before', async () => {
     const runs = join(dir, 'expiring-runs');
     writeFileSync(runs, '');
     const credential = (expiresInMs: number): string =>
       `import { appendFileSync } from 'node:fs'; appendFileSync(${JSON.stringify(runs)}, 'x');
-       process.stdout.write(JSON.stringify({ kind: 'ExecCredential', status: { token: 't', expirationTimestamp: new Date(Date.now() + ${expiresInMs}).toISOString() } }));`;
+       process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 't', expirationTimestamp: new Date(Date.now() + ${expiresInMs}).toISOString() } }));`;
     const expired = new ExecPlugin(exec(credential(-1000)));
     await expired.credential();
     await expired.credential();
@@ -198,6 +238,9 @@ describe('an exec plugin', () => {
     await fresh.credential();
     await fresh.credential();
     expect(readFileSync(runs, 'utf8')).toBe('xxx');
+    fresh.invalidate();
+    await fresh.credential();
+    expect(readFileSync(runs, 'utf8')).toBe('xxxx');
   });
 });
 

@@ -178,6 +178,27 @@ describe('loadKubeConfig', () => {
     });
   });
 
+  it('runs an exec plugin again when the apiserver refuses its credential (401), as client-go does', async () => {
+    const runs = join(dir, 'refused-runs');
+    writeFileSync(runs, '');
+    const plugin = join(dir, 'refused-plugin.mjs');
+    writeFileSync(
+      plugin,
+      `import { appendFileSync, readFileSync } from 'node:fs';
+       const first = readFileSync(${JSON.stringify(runs)}, 'utf8') === '';
+       appendFileSync(${JSON.stringify(runs)}, 'x');
+       process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: first ? 'revoked' : ${JSON.stringify(token)} } }));`,
+    );
+    const kubeConfig = loadKubeConfig(
+      kubeconfig('refused.yaml', {
+        exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin] },
+      }),
+    );
+    await expect(whoAmI(kubeConfig)).rejects.toMatchObject({ statusCode: 401 });
+    expect(await whoAmI(kubeConfig)).toBe('system:serviceaccount:default:reader');
+    expect(readFileSync(runs, 'utf8')).toBe('xx');
+  });
+
   it("merges $KUBECONFIG's files: the first to set current-context, and the first to name an entry, win", async () => {
     const first = join(dir, 'first.yaml');
     writeFileSync(first, JSON.stringify({ 'current-context': 'ctx', users: [{ name: 'u', user: { token } }] }));

@@ -43,14 +43,11 @@ export class ClientNodeKubeConfig implements KubeConfig {
     return this.#cluster;
   }
 
-  applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
-    const turn = this.#turn.then(() => this.#apply(options));
-    this.#turn = turn.catch(() => undefined);
-    return turn;
-  }
-
-  async #apply(options: https.RequestOptions): Promise<void> {
-    this.#loaded ??= this.#load();
+  async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
+    // The next request's turn comes when client-node's call settles, not when this request gives up on it: two
+    // refreshes at once may spend one refresh token twice, which a provider may treat as theft.
+    const settled = this.#turn.then(() => this.#fromClientNode(options));
+    this.#turn = settled.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -59,16 +56,31 @@ export class ClientNodeKubeConfig implements KubeConfig {
       );
     });
     try {
-      await Promise.race([this.#loaded.then((loaded) => loaded.applyToHTTPSOptions(options)), late]);
+      await Promise.race([settled, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    await this.#applyOwn(options);
+  }
+
+  /** Invalidates what client-node's credentials do not cover: our exec plugin's cached credential. */
+  onUnauthorized(): void {
+    this.#own.plugin?.invalidate();
+  }
+
+  async #fromClientNode(options: https.RequestOptions): Promise<void> {
+    this.#loaded ??= this.#load();
+    try {
+      await (await this.#loaded).applyToHTTPSOptions(options);
     } catch (error) {
-      if (error instanceof KubeConfigError) throw error;
       this.#loaded = undefined; // the next request loads and tries again
       // client-node's message may quote an auth provider's output, a token with it: say only where it failed.
       const code = (error as NodeJS.ErrnoException).code;
       throw this.#failure(`failed${typeof code === 'string' ? ` (${code})` : ''}`);
-    } finally {
-      clearTimeout(timer);
     }
+  }
+
+  async #applyOwn(options: https.RequestOptions): Promise<void> {
     let token = this.#own.token;
     if (this.#own.plugin) {
       const credential = await this.#own.plugin.credential();

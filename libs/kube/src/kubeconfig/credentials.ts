@@ -50,6 +50,10 @@ export class CredentialsKubeConfig implements KubeConfig {
     return this.#cluster;
   }
 
+  onUnauthorized(): void {
+    this.#credentials.plugin?.invalidate();
+  }
+
   async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
     const c = this.#credentials;
     if (c.skipTlsVerify) options.rejectUnauthorized = false;

@@ -5,7 +5,8 @@
 // ours as client-go does, and killed when it does not answer in time. Its
 // credential is kept until it expires; requests that find none wait together
 // on one run.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { KubeConfigError } from './kubeconfig.js';
 
@@ -23,6 +24,7 @@ export const execConfigSchema = z
 export type ExecConfig = z.infer<typeof execConfigSchema>;
 
 const execCredentialSchema = z.object({
+  apiVersion: z.string(),
   kind: z.literal('ExecCredential'),
   status: z.object({
     token: z.string().min(1).optional(),
@@ -42,6 +44,9 @@ export interface PluginCredential {
 
 export const PLUGIN_TIMEOUT_MS = 30_000;
 const MAX_OUTPUT_BYTES = 1 << 20;
+/** How long after the plugin exits its output may still arrive (a child it left behind may hold the pipe open). */
+const OUTPUT_GRACE_MS = 1_000;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 export class ExecPlugin {
   readonly #config: ExecConfig;
@@ -55,6 +60,11 @@ export class ExecPlugin {
     this.#config = config;
     this.#clusterInfo = clusterInfo;
     this.#timeoutMs = options.timeoutMs ?? PLUGIN_TIMEOUT_MS;
+  }
+
+  /** Forgets the credential (the apiserver refused it): the next request runs the plugin again, as client-go does. */
+  invalidate(): void {
+    this.#credential = undefined;
   }
 
   /** The current credential; runs the plugin when there is none or it expired. */
@@ -73,13 +83,16 @@ export class ExecPlugin {
       // Neither the output nor the parser's message is repeated: either may be the token itself.
       throw this.#failure('printed something that is not an ExecCredential');
     }
+    if (parsed.apiVersion !== this.#config.apiVersion)
+      throw this.#failure(`answered in ${parsed.apiVersion}, not the ${this.#config.apiVersion} it is configured for`);
     const { token, clientCertificateData, clientKeyData, expirationTimestamp } = parsed.status;
     if ((clientCertificateData === undefined) !== (clientKeyData === undefined))
       throw this.#failure('gave a client certificate without its key, or a key without its certificate');
     if (token === undefined && clientCertificateData === undefined)
       throw this.#failure('gave no token nor certificate');
     const expiresAt = expirationTimestamp === undefined ? Infinity : Date.parse(expirationTimestamp);
-    if (Number.isNaN(expiresAt)) throw this.#failure('gave an expirationTimestamp that is not a time');
+    if (expirationTimestamp !== undefined && (!RFC3339.test(expirationTimestamp) || Number.isNaN(expiresAt)))
+      throw this.#failure('gave an expirationTimestamp that is not an RFC 3339 time');
     return (this.#credential = {
       token,
       cert: clientCertificateData === undefined ? undefined : Buffer.from(clientCertificateData),
@@ -91,36 +104,66 @@ export class ExecPlugin {
   #spawn(): Promise<string> {
     const { command, args, env, apiVersion } = this.#config;
     const info = { apiVersion, kind: 'ExecCredential', spec: { interactive: false, cluster: this.#clusterInfo } };
-    const child = spawn(command, args ?? [], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...process.env,
-        ...Object.fromEntries((env ?? []).map(({ name, value }) => [name, value])),
-        KUBERNETES_EXEC_INFO: JSON.stringify(info),
-      },
-    });
+    let child: ChildProcessByStdio<null, Readable, null>;
+    try {
+      // Its own process group, so a timeout kills whatever it started too.
+      child = spawn(command, args ?? [], {
+        detached: true,
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: {
+          ...process.env,
+          ...Object.fromEntries((env ?? []).map(({ name, value }) => [name, value])),
+          KUBERNETES_EXEC_INFO: JSON.stringify(info),
+        },
+      });
+    } catch {
+      // Node's message quotes the offending argument or variable, which may be a secret.
+      return Promise.reject(this.#failure('could not be started: its command, args or env are not valid'));
+    }
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+      let grace: NodeJS.Timeout | undefined;
+      const killGroup = (): void => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      };
+      const finish = (): void => {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        child.stdout.destroy();
+        if (size > MAX_OUTPUT_BYTES) reject(this.#failure(`printed more than ${MAX_OUTPUT_BYTES} bytes`));
+        else if (exited && exited.code !== 0)
+          reject(
+            this.#failure(`exited with ${exited.code === null ? `signal ${exited.signal}` : `code ${exited.code}`}`),
+          );
+        else resolve(Buffer.concat(chunks).toString('utf8'));
+      };
       const timer = setTimeout(() => {
-        child.kill('SIGKILL');
+        killGroup();
+        child.stdout.destroy();
         reject(this.#failure(`did not answer within ${this.#timeoutMs} ms`));
       }, this.#timeoutMs);
       child.stdout.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size <= MAX_OUTPUT_BYTES) chunks.push(chunk);
-        else child.kill('SIGKILL');
+        else killGroup();
+      });
+      child.stdout.on('end', () => {
+        if (exited) finish();
       });
       child.on('error', (error: NodeJS.ErrnoException) => {
         clearTimeout(timer);
         reject(this.#failure(`could not be started: ${error.code ?? 'error'}`));
       });
-      child.on('close', (code, signal) => {
-        clearTimeout(timer);
-        if (size > MAX_OUTPUT_BYTES) reject(this.#failure(`printed more than ${MAX_OUTPUT_BYTES} bytes`));
-        else if (code !== 0)
-          reject(this.#failure(`exited with ${code === null ? `signal ${signal}` : `code ${code}`}`));
-        else resolve(Buffer.concat(chunks).toString('utf8'));
+      child.on('exit', (code, signal) => {
+        exited = { code, signal };
+        if (child.stdout.readableEnded) finish();
+        else grace = setTimeout(finish, OUTPUT_GRACE_MS);
       });
     });
   }

@@ -23,6 +23,8 @@ export interface KubeConfig {
    * request: tokens and certificates rotate.
    */
   applyToHTTPSOptions(options: https.RequestOptions): Promise<void>;
+  /** The apiserver answered 401 to what applyToHTTPSOptions gave: a plugin's cached credential is dropped. */
+  onUnauthorized?(): void;
 }
 
 /** A kubeconfig that cannot be used, or none found; the message says which file and what. */

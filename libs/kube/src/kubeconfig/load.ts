@@ -53,6 +53,12 @@ export function fromContext(context: ResolvedContext): KubeConfig {
   const token = tokenOf(user.token, user.tokenFile);
   if (token && user.username !== undefined) refuse('a username and a bearer token are both set; choose one');
   if (token && user.exec !== undefined) refuse('a bearer token and an exec plugin are both set; choose one');
+  if (user.exec !== undefined && user['auth-provider'] !== undefined)
+    refuse('an exec plugin and an auth provider are both set (client-go refuses this too)');
+  if (hasCommand(user['auth-provider']))
+    refuse(
+      'its auth provider runs a command (cmd-path), which client-node runs blocking the whole process; use an exec plugin (gke-gcloud-auth-plugin, kubelogin)',
+    );
   const ca = material(
     where,
     'certificate-authority',
@@ -105,6 +111,11 @@ function execPlugin(exec: unknown, cluster: KubeconfigCluster, refuse: (why: str
   return new ExecPlugin(parsed.data, parsed.data.provideClusterInfo ? clusterInfo(cluster) : undefined);
 }
 
+function hasCommand(provider: unknown): boolean {
+  const config = (provider as { config?: Record<string, unknown> } | undefined)?.config;
+  return typeof config?.['cmd-path'] === 'string' && config['cmd-path'] !== '';
+}
+
 /** The cluster as client-go describes it to a plugin that asks (KUBERNETES_EXEC_INFO). */
 function clusterInfo(cluster: KubeconfigCluster): object {
   let caData = cluster['certificate-authority-data'];
@@ -122,6 +133,7 @@ function clusterInfo(cluster: KubeconfigCluster): object {
     'insecure-skip-tls-verify': cluster['insecure-skip-tls-verify'],
     'certificate-authority-data': caData,
     'proxy-url': cluster['proxy-url'],
+    config: execExtension(cluster),
   };
 }
 
@@ -146,4 +158,14 @@ function material(
   }
   if (file) return { file: pemFile(file) };
   return undefined;
+}
+
+/** The cluster's extension for exec plugins, handed to them as `config` (client-go's rule). */
+function execExtension(cluster: KubeconfigCluster): unknown {
+  const { extensions } = cluster as { extensions?: unknown };
+  if (!Array.isArray(extensions)) return undefined;
+  const found = (extensions as Array<{ name?: unknown; extension?: unknown }>).find(
+    (entry) => entry.name === 'client.authentication.k8s.io/exec',
+  );
+  return found?.extension;
 }
