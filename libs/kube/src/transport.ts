@@ -88,7 +88,6 @@ export class KubeTransport {
     const response = await this.#send({ ...req, idleTimeoutMs: req.idleTimeoutMs ?? this.#requestIdleTimeoutMs });
     const text = await readText(response);
     const status = response.statusCode ?? 0;
-    if (status === 401) this.#kubeConfig.onUnauthorized?.();
     if (status < 200 || status >= 300) throw errorFromBody(status, text);
     return (text === '' ? undefined : JSON.parse(text)) as R;
   }
@@ -102,7 +101,6 @@ export class KubeTransport {
     let response: IncomingMessage | undefined;
     try {
       response = await this.#send(req);
-      if (response.statusCode === 401) this.#kubeConfig.onUnauthorized?.();
       if (response.statusCode !== 200) throw errorFromBody(response.statusCode ?? 0, await readText(response));
       response.setEncoding('utf8');
       let buffered = '';
@@ -150,7 +148,12 @@ export class KubeTransport {
     }
     const lib = url.protocol === 'http:' ? http : https;
     return new Promise((resolve, reject) => {
-      const request = lib.request(url, { ...options, method: req.method, headers, signal: req.signal }, resolve);
+      const answered = (response: IncomingMessage): void => {
+        // The credential these options carried was refused: a plugin's is dropped, unless already replaced.
+        if (response.statusCode === 401) this.#kubeConfig.onUnauthorized?.(options);
+        resolve(response);
+      };
+      const request = lib.request(url, { ...options, method: req.method, headers, signal: req.signal }, answered);
       request.on('error', reject);
       if (req.idleTimeoutMs !== undefined) {
         request.setTimeout(req.idleTimeoutMs, () =>

@@ -181,15 +181,19 @@ describe('an exec plugin', () => {
     await vi.waitFor(() => expect(processGroupMembers(pluginPid ?? 0)).toEqual([]));
   });
 
-  it('answers once it exited, even when a child it left behind holds its output open', async () => {
+  it('answers once it exited, even when a child it left behind holds its output open; the child goes', async () => {
+    const pidFile = join(dir, 'leaving.pid');
     const plugin = new ExecPlugin(
-      exec(`import { spawn } from 'node:child_process';
-        spawn(process.execPath, ['-e', 'setTimeout(() => {}, 3000)'], { stdio: ['ignore', 'inherit', 'ignore'] }).unref();
+      exec(`import { spawn } from 'node:child_process'; import { writeFileSync } from 'node:fs';
+        writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
+        spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: ['ignore', 'inherit', 'ignore'] }).unref();
         process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 't' } }));`),
       undefined,
       { timeoutMs: 2_500 },
     );
     expect((await plugin.credential()).token).toBe('t');
+    const pluginPid = Number(readFileSync(pidFile, 'utf8'));
+    await vi.waitFor(() => expect(processGroupMembers(pluginPid)).toEqual([]));
   });
 
   it('refuses an answer in another apiVersion, or with an expiry that is not RFC 3339', async () => {
@@ -238,8 +242,12 @@ describe('an exec plugin', () => {
     await fresh.credential();
     await fresh.credential();
     expect(readFileSync(runs, 'utf8')).toBe('xxx');
-    fresh.invalidate();
-    await fresh.credential();
+    const refused = await fresh.credential();
+    fresh.invalidate(refused);
+    const replacement = await fresh.credential();
+    expect(readFileSync(runs, 'utf8')).toBe('xxxx');
+    fresh.invalidate(refused); // a late 401 for the credential already replaced
+    expect(await fresh.credential()).toBe(replacement);
     expect(readFileSync(runs, 'utf8')).toBe('xxxx');
   });
 });

@@ -9,7 +9,7 @@
 import type https from 'node:https';
 import { withCredentialHeaders, type Token } from './credentials.js';
 import type { ResolvedContext } from './file.js';
-import type { ExecPlugin } from './exec-plugin.js';
+import type { ExecPlugin, PluginCredential } from './exec-plugin.js';
 import type { Headers } from './impersonation.js';
 import { KubeConfigError, type KubeCluster, type KubeConfig } from './kubeconfig.js';
 
@@ -17,6 +17,8 @@ const OURS = ['token', 'tokenFile', 'token-file', 'exec', 'as', 'as-groups', 'as
 
 /** How long a request waits for client-node's credentials (an auth provider may run a command) before it fails. */
 export const CLIENT_NODE_TIMEOUT_MS = 30_000;
+/** How long a call client-node never ends holds back the next one. */
+const TURN_CAP_MS = 5 * 60_000;
 
 /** What stays ours on a context client-node serves. */
 export interface OwnCredentials {
@@ -47,7 +49,7 @@ export class ClientNodeKubeConfig implements KubeConfig {
     // The next request's turn comes when client-node's call settles, not when this request gives up on it: two
     // refreshes at once may spend one refresh token twice, which a provider may treat as theft.
     const settled = this.#turn.then(() => this.#fromClientNode(options));
-    this.#turn = settled.catch(() => undefined);
+    this.#turn = this.#released(settled);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -63,9 +65,31 @@ export class ClientNodeKubeConfig implements KubeConfig {
     await this.#applyOwn(options);
   }
 
-  /** Invalidates what client-node's credentials do not cover: our exec plugin's cached credential. */
-  onUnauthorized(): void {
-    this.#own.plugin?.invalidate();
+  /** Which plugin credential each request's options carried, for onUnauthorized. */
+  readonly #used = new WeakMap<https.RequestOptions, PluginCredential>();
+
+  /** What client-node's credentials do not cover: our exec plugin's credential, if that is what was refused. */
+  onUnauthorized(options: https.RequestOptions): void {
+    this.#own.plugin?.invalidate(this.#used.get(options));
+  }
+
+  /**
+   * When the next request's turn comes: once `call` settles, or after TURN_CAP_MS if it never does (client-node
+   * loaded again then, so one hung call does not fail every request for good).
+   */
+  #released(call: Promise<void>): Promise<void> {
+    return new Promise((release) => {
+      const cap = setTimeout(() => {
+        this.#loaded = undefined;
+        release();
+      }, TURN_CAP_MS);
+      cap.unref();
+      const settle = (): void => {
+        clearTimeout(cap);
+        release();
+      };
+      call.then(settle, settle);
+    });
   }
 
   async #fromClientNode(options: https.RequestOptions): Promise<void> {
@@ -84,6 +108,7 @@ export class ClientNodeKubeConfig implements KubeConfig {
     let token = this.#own.token;
     if (this.#own.plugin) {
       const credential = await this.#own.plugin.credential();
+      this.#used.set(options, credential);
       if (credential.cert && credential.key) Object.assign(options, { cert: credential.cert, key: credential.key });
       if (credential.token !== undefined) token = { value: credential.token };
     }

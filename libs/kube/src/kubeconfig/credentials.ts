@@ -4,7 +4,7 @@
 // client-node instead (client-node.ts); loadKubeConfig chooses.
 import type https from 'node:https';
 import { bytesOf, type ClientCertificate, type Material } from './client-certificate.js';
-import type { ExecPlugin } from './exec-plugin.js';
+import type { ExecPlugin, PluginCredential } from './exec-plugin.js';
 import type { Headers } from './impersonation.js';
 import type { KubeCluster, KubeConfig } from './kubeconfig.js';
 import { RefreshedFile } from './refreshed-file.js';
@@ -50,8 +50,11 @@ export class CredentialsKubeConfig implements KubeConfig {
     return this.#cluster;
   }
 
-  onUnauthorized(): void {
-    this.#credentials.plugin?.invalidate();
+  /** Which plugin credential each request's options carried, for onUnauthorized. */
+  readonly #used = new WeakMap<https.RequestOptions, PluginCredential>();
+
+  onUnauthorized(options: https.RequestOptions): void {
+    this.#credentials.plugin?.invalidate(this.#used.get(options));
   }
 
   async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
@@ -64,6 +67,7 @@ export class CredentialsKubeConfig implements KubeConfig {
     let token = c.token;
     if (c.plugin) {
       const credential = await c.plugin.credential();
+      this.#used.set(options, credential);
       if (credential.cert && credential.key) Object.assign(options, { cert: credential.cert, key: credential.key });
       if (credential.token !== undefined) token = { value: credential.token };
     }

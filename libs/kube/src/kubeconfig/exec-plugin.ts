@@ -62,9 +62,13 @@ export class ExecPlugin {
     this.#timeoutMs = options.timeoutMs ?? PLUGIN_TIMEOUT_MS;
   }
 
-  /** Forgets the credential (the apiserver refused it): the next request runs the plugin again, as client-go does. */
-  invalidate(): void {
-    this.#credential = undefined;
+  /**
+   * Forgets `refused` (the apiserver answered 401 to it): the next request runs the plugin again, as client-go does.
+   * A 401 for a credential already replaced changes nothing (client-go's rule too), so requests sent with an old one
+   * do not each cost a run.
+   */
+  invalidate(refused: PluginCredential | undefined): void {
+    if (refused !== undefined && refused === this.#credential) this.#credential = undefined;
   }
 
   /** The current credential; runs the plugin when there is none or it expired. */
@@ -124,6 +128,7 @@ export class ExecPlugin {
       const chunks: Buffer[] = [];
       let size = 0;
       let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+      let timedOut = false;
       let grace: NodeJS.Timeout | undefined;
       const killGroup = (): void => {
         try {
@@ -135,6 +140,8 @@ export class ExecPlugin {
       const finish = (): void => {
         clearTimeout(timer);
         clearTimeout(grace);
+        // A child it left holding the output would outlive every run (each 401 starts one): it goes too.
+        if (!child.stdout.readableEnded) killGroup();
         child.stdout.destroy();
         if (size > MAX_OUTPUT_BYTES) reject(this.#failure(`printed more than ${MAX_OUTPUT_BYTES} bytes`));
         else if (exited && exited.code !== 0)
@@ -144,6 +151,7 @@ export class ExecPlugin {
         else resolve(Buffer.concat(chunks).toString('utf8'));
       };
       const timer = setTimeout(() => {
+        timedOut = true;
         killGroup();
         child.stdout.destroy();
         reject(this.#failure(`did not answer within ${this.#timeoutMs} ms`));
@@ -161,6 +169,7 @@ export class ExecPlugin {
         reject(this.#failure(`could not be started: ${error.code ?? 'error'}`));
       });
       child.on('exit', (code, signal) => {
+        if (timedOut) return;
         exited = { code, signal };
         if (child.stdout.readableEnded) finish();
         else grace = setTimeout(finish, OUTPUT_GRACE_MS);

@@ -23,8 +23,11 @@ export interface KubeConfig {
    * request: tokens and certificates rotate.
    */
   applyToHTTPSOptions(options: https.RequestOptions): Promise<void>;
-  /** The apiserver answered 401 to what applyToHTTPSOptions gave: a plugin's cached credential is dropped. */
-  onUnauthorized?(): void;
+  /**
+   * The apiserver answered 401 to the request sent with `options` (as applyToHTTPSOptions set them): the plugin's
+   * credential they carried is dropped, unless a newer one has replaced it already.
+   */
+  onUnauthorized?(options: https.RequestOptions): void;
 }
 
 /** A kubeconfig that cannot be used, or none found; the message says which file and what. */
