@@ -338,7 +338,7 @@ describe('loadKubeConfig', () => {
     }
   });
 
-  it('leaves client-node unloaded for a plain kubeconfig, in a process of its own', async () => {
+  it('leaves client-node unloaded for certificates and for an exec plugin, in a process of its own', async () => {
     // The hook sees every module the process resolves; client-node must not be among them.
     const script = `
       import { registerHooks } from 'node:module';
@@ -349,14 +349,25 @@ describe('loadKubeConfig', () => {
       } });
       const { loadKubeConfig, KubeTransport } = await import('@warmpool/kube');
       const transport = new KubeTransport(loadKubeConfig(process.argv[1]));
-      await transport.request({ method: 'GET', path: '/api/v1/namespaces/default' });
+      await transport.request({ method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
       transport.close();
       process.stdout.write(JSON.stringify({ loaded }));`;
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ['--input-type=module', '-e', script, cluster.kubeconfigPath],
-      { cwd: join(import.meta.dirname, '..') },
+    const loads = async (kubeconfigPath: string): Promise<unknown> => {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--input-type=module', '-e', script, kubeconfigPath],
+        { cwd: join(import.meta.dirname, '..') },
+      );
+      return JSON.parse(stdout);
+    };
+    const plugin = join(dir, 'unloaded-plugin.mjs');
+    writeFileSync(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: ${JSON.stringify(token)} } }));`,
     );
-    expect(JSON.parse(stdout)).toEqual({ loaded: false });
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin] };
+    expect(await loads(cluster.kubeconfigPath)).toEqual({ loaded: false });
+    expect(await loads(kubeconfig('unloaded-exec.yaml', { exec }))).toEqual({ loaded: false });
   });
 });
