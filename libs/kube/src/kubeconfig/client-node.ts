@@ -7,9 +7,9 @@
 // as-user-extra). Through it, the CA and client certificate are read as
 // client-node reads them: its agent keeps the ones it started with.
 import type https from 'node:https';
-import { withCredentialHeaders, type Token } from './credentials.js';
+import { RequestIdentity, type Token } from './credentials.js';
 import type { ResolvedContext } from './file.js';
-import type { ExecPlugin, PluginCredential } from './exec-plugin.js';
+import type { ExecPlugin } from './exec-plugin.js';
 import type { Headers } from './impersonation.js';
 import { KubeConfigError, type KubeCluster, type KubeConfig } from './kubeconfig.js';
 
@@ -30,15 +30,16 @@ export interface OwnCredentials {
 export class ClientNodeKubeConfig implements KubeConfig {
   readonly #cluster: KubeCluster;
   readonly #context: ResolvedContext;
-  readonly #own: OwnCredentials;
+  readonly #identity: RequestIdentity;
   #loaded: Promise<KubeConfig> | undefined;
   /** Requests authenticate one at a time: an auth provider's credential is fetched once, then cached. */
   #turn: Promise<unknown> = Promise.resolve();
 
   constructor(context: ResolvedContext, own: OwnCredentials) {
     this.#context = context;
-    this.#own = own;
-    this.#cluster = { server: context.cluster.server.replace(/\/+$/, ''), proxyUrl: context.cluster['proxy-url'] };
+    this.#identity = new RequestIdentity(own);
+    // The transport trims a trailing slash off the server itself.
+    this.#cluster = { server: context.cluster.server, proxyUrl: context.cluster['proxy-url'] };
   }
 
   getCurrentCluster(): KubeCluster {
@@ -62,15 +63,12 @@ export class ClientNodeKubeConfig implements KubeConfig {
     } finally {
       clearTimeout(timer);
     }
-    await this.#applyOwn(options);
+    await this.#identity.apply(options);
   }
-
-  /** Which plugin credential each request's options carried, for onUnauthorized. */
-  readonly #used = new WeakMap<https.RequestOptions, PluginCredential>();
 
   /** What client-node's credentials do not cover: our exec plugin's credential, if that is what was refused. */
   onUnauthorized(options: https.RequestOptions): void {
-    this.#own.plugin?.invalidate(this.#used.get(options));
+    this.#identity.onUnauthorized(options);
   }
 
   /**
@@ -102,17 +100,6 @@ export class ClientNodeKubeConfig implements KubeConfig {
       const code = (error as NodeJS.ErrnoException).code;
       throw this.#failure(`failed${typeof code === 'string' ? ` (${code})` : ''}`);
     }
-  }
-
-  async #applyOwn(options: https.RequestOptions): Promise<void> {
-    let token = this.#own.token;
-    if (this.#own.plugin) {
-      const credential = await this.#own.plugin.credential();
-      this.#used.set(options, credential);
-      if (credential.cert && credential.key) Object.assign(options, { cert: credential.cert, key: credential.key });
-      if (credential.token !== undefined) token = { value: credential.token };
-    }
-    options.headers = withCredentialHeaders(options.headers, token, this.#own.impersonation);
   }
 
   #failure(what: string): KubeConfigError {

@@ -40,21 +40,21 @@ export interface Credentials {
 export class CredentialsKubeConfig implements KubeConfig {
   readonly #cluster: KubeCluster;
   readonly #credentials: Credentials;
+  readonly #identity: RequestIdentity;
 
   constructor(credentials: Credentials) {
     this.#credentials = credentials;
-    this.#cluster = { server: credentials.server.replace(/\/+$/, '') };
+    // The transport trims a trailing slash off the server itself.
+    this.#cluster = { server: credentials.server };
+    this.#identity = new RequestIdentity(credentials);
   }
 
   getCurrentCluster(): KubeCluster {
     return this.#cluster;
   }
 
-  /** Which plugin credential each request's options carried, for onUnauthorized. */
-  readonly #used = new WeakMap<https.RequestOptions, PluginCredential>();
-
   onUnauthorized(options: https.RequestOptions): void {
-    this.#credentials.plugin?.invalidate(this.#used.get(options));
+    this.#identity.onUnauthorized(options);
   }
 
   async applyToHTTPSOptions(options: https.RequestOptions): Promise<void> {
@@ -64,26 +64,46 @@ export class CredentialsKubeConfig implements KubeConfig {
     if (c.ca) options.ca = bytesOf(c.ca);
     if (c.clientCertificate) Object.assign(options, c.clientCertificate.current());
     if (c.basic) options.auth = `${c.basic.username}:${c.basic.password}`;
-    let token = c.token;
-    if (c.plugin) {
-      const credential = await c.plugin.credential();
+    await this.#identity.apply(options);
+  }
+}
+
+/**
+ * Who a request says it is in its headers: the bearer token (an exec plugin's replacing the kubeconfig's, with the
+ * plugin's client certificate if it gives one) and the impersonation. Shared by our KubeConfig and client-node's
+ * delegate, which leaves these to us.
+ */
+export class RequestIdentity {
+  readonly #token: Token | undefined;
+  readonly #plugin: ExecPlugin | undefined;
+  readonly #impersonation: Headers | undefined;
+  /** Which plugin credential each request's options carried, for onUnauthorized. */
+  readonly #used = new WeakMap<https.RequestOptions, PluginCredential>();
+
+  constructor(own: Pick<Credentials, 'token' | 'plugin' | 'impersonation'>) {
+    this.#token = own.token;
+    this.#plugin = own.plugin;
+    this.#impersonation = own.impersonation;
+  }
+
+  /** Sets the headers on `options` (replacing any set before), and the plugin's client certificate. */
+  async apply(options: https.RequestOptions): Promise<void> {
+    let token = this.#token;
+    if (this.#plugin) {
+      const credential = await this.#plugin.credential();
       this.#used.set(options, credential);
       if (credential.cert && credential.key) Object.assign(options, { cert: credential.cert, key: credential.key });
       if (credential.token !== undefined) token = { value: credential.token };
     }
-    options.headers = withCredentialHeaders(options.headers, token, c.impersonation);
+    const headers: Headers = { ...(options.headers as Headers | undefined), ...this.#impersonation };
+    if (token) headers['Authorization'] = `Bearer ${tokenOf(token)}`;
+    options.headers = headers;
   }
-}
 
-/** `headers` with the bearer token and the impersonation added (they replace any set before). */
-export function withCredentialHeaders(
-  headers: https.RequestOptions['headers'],
-  token: Token | undefined,
-  impersonation: Headers | undefined,
-): Headers {
-  const out: Headers = { ...(headers as Headers | undefined), ...impersonation };
-  if (token) out['Authorization'] = `Bearer ${tokenOf(token)}`;
-  return out;
+  /** The request sent with `options` got a 401: the plugin's credential it carried is dropped, if still current. */
+  onUnauthorized(options: https.RequestOptions): void {
+    this.#plugin?.invalidate(this.#used.get(options));
+  }
 }
 
 function tokenOf(token: Token): string {

@@ -50,13 +50,13 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 
 export class ExecPlugin {
   readonly #config: ExecConfig;
-  readonly #clusterInfo: object | undefined;
+  readonly #clusterInfo: (() => object) | undefined;
   readonly #timeoutMs: number;
   #credential: PluginCredential | undefined;
   #running: Promise<PluginCredential> | undefined;
 
-  /** `clusterInfo`: the cluster as the plugin sees it in KUBERNETES_EXEC_INFO when it asks for it. */
-  constructor(config: ExecConfig, clusterInfo?: object, options: { timeoutMs?: number } = {}) {
+  /** `clusterInfo`: the cluster as the plugin sees it in KUBERNETES_EXEC_INFO when it asks for it, as of each run. */
+  constructor(config: ExecConfig, clusterInfo?: () => object, options: { timeoutMs?: number } = {}) {
     this.#config = config;
     this.#clusterInfo = clusterInfo;
     this.#timeoutMs = options.timeoutMs ?? PLUGIN_TIMEOUT_MS;
@@ -107,7 +107,7 @@ export class ExecPlugin {
 
   #spawn(): Promise<string> {
     const { command, args, env, apiVersion } = this.#config;
-    const info = { apiVersion, kind: 'ExecCredential', spec: { interactive: false, cluster: this.#clusterInfo } };
+    const info = { apiVersion, kind: 'ExecCredential', spec: { interactive: false, cluster: this.#clusterInfo?.() } };
     let child: ChildProcessByStdio<null, Readable, null>;
     try {
       // Its own process group, so a timeout kills whatever it started too.

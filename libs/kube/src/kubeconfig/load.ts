@@ -1,11 +1,11 @@
 // Which kubeconfig a process uses, in client-go's order: --kubeconfig, then
 // $KUBECONFIG, then the pod's service account, then ~/.kube/config.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { z } from 'zod';
 import { configureTransport, type KubeTransportOptions } from '../transport.js';
-import { ClientCertificate, type Material } from './client-certificate.js';
+import { bytesOf, ClientCertificate, type Material } from './client-certificate.js';
 import { ClientNodeKubeConfig } from './client-node.js';
 import { CredentialsKubeConfig, tokenFile, type Token } from './credentials.js';
 import { readKubeconfigFiles, type KubeconfigCluster, type ResolvedContext } from './file.js';
@@ -50,7 +50,7 @@ export function fromContext(context: ResolvedContext): KubeConfig {
     throw new KubeConfigError(`${where}: ${why}`);
   };
   const server = serverOf(cluster.server, refuse);
-  const token = tokenOf(user.token, user.tokenFile);
+  const token = bearerToken(user.token, user.tokenFile);
   if (token && user.username !== undefined) refuse('a username and a bearer token are both set; choose one');
   if (token && user.exec !== undefined) refuse('a bearer token and an exec plugin are both set; choose one');
   if (user.exec !== undefined && user['auth-provider'] !== undefined)
@@ -71,7 +71,7 @@ export function fromContext(context: ResolvedContext): KubeConfig {
   const key = material(where, 'client-key', user['client-key-data'], user['client-key']);
   if ((cert === undefined) !== (key === undefined))
     refuse('a client certificate needs its key, and a key its certificate');
-  const plugin = user.exec === undefined ? undefined : execPlugin(user.exec, cluster, refuse);
+  const plugin = user.exec === undefined ? undefined : execPlugin(user.exec, cluster, ca, refuse);
   const credentialed = token || user.username !== undefined || plugin || user['auth-provider'] !== undefined;
   if (credentialed && server.protocol !== 'https:')
     refuse(`the server ${server.host} is not https: its credentials would be sent in the clear`);
@@ -104,11 +104,16 @@ function serverOf(server: string, refuse: (why: string) => never): URL {
   return url;
 }
 
-function execPlugin(exec: unknown, cluster: KubeconfigCluster, refuse: (why: string) => never): ExecPlugin {
+function execPlugin(
+  exec: unknown,
+  cluster: KubeconfigCluster,
+  ca: Material | undefined,
+  refuse: (why: string) => never,
+): ExecPlugin {
   const parsed = execConfigSchema.safeParse(exec);
   if (!parsed.success) return refuse(`its exec plugin is not one this loader runs: ${z.prettifyError(parsed.error)}`);
   if (parsed.data.interactiveMode === 'Always') refuse('its exec plugin needs a terminal (interactiveMode: Always)');
-  return new ExecPlugin(parsed.data, parsed.data.provideClusterInfo ? clusterInfo(cluster) : undefined);
+  return new ExecPlugin(parsed.data, parsed.data.provideClusterInfo ? () => clusterInfo(cluster, ca) : undefined);
 }
 
 function hasCommand(provider: unknown): boolean {
@@ -116,16 +121,13 @@ function hasCommand(provider: unknown): boolean {
   return typeof config?.['cmd-path'] === 'string' && config['cmd-path'] !== '';
 }
 
-/** The cluster as client-go describes it to a plugin that asks (KUBERNETES_EXEC_INFO). */
-function clusterInfo(cluster: KubeconfigCluster): object {
-  let caData = cluster['certificate-authority-data'];
-  const caFile = cluster['certificate-authority'];
-  if (caData === undefined && caFile) {
-    try {
-      caData = readFileSync(caFile).toString('base64');
-    } catch {
-      // The plugin is told no CA; the requests themselves will say what is wrong with the file.
-    }
+/** The cluster as client-go describes it to a plugin that asks (KUBERNETES_EXEC_INFO); the CA as the requests use it. */
+function clusterInfo(cluster: KubeconfigCluster, ca: Material | undefined): object {
+  let caData: string | undefined;
+  try {
+    caData = ca && bytesOf(ca).toString('base64');
+  } catch {
+    // The plugin is told no CA; the requests themselves will say what is wrong with the file.
   }
   return {
     server: cluster.server,
@@ -138,7 +140,7 @@ function clusterInfo(cluster: KubeconfigCluster): object {
 }
 
 /** A token file, read again as it rotates, wins over an inline token (client-go's rule); an empty one is not used. */
-function tokenOf(inline: string | undefined, file: string | undefined): Token | undefined {
+function bearerToken(inline: string | undefined, file: string | undefined): Token | undefined {
   if (file) return tokenFile(file);
   return inline ? { value: inline } : undefined;
 }
