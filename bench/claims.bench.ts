@@ -16,7 +16,9 @@
 // flags for the bare design, e.g. the control plane's young generation),
 // LOG_DIR=<dir> (the control plane's and the bare design's output kept there, e.g. a --trace-gc-nvp trace for
 // `node bench/gc-trace.ts`), CPU_PROF=<dir> (V8 CPU profiles of the control plane and the bare design),
-// ALLOC_SITES=<n> (bytes each allocates per claim, and its top n sites). Beside CPU per claim, each level reports what
+// ALLOC_SITES=<n> (bytes each allocates per claim, and its top n sites), BARE_IN_CONTROL_PLANE=1 (the bare design
+// served from inside the control plane's process, so its row carries that process: its heap, Node flags and
+// subsystems, without warmpool's claim path). Beside CPU per claim, each level reports what
 // the kernel counted for the control plane and the bare design (user and system CPU, read and write system calls and
 // the bytes they moved, per claim), and redis-server's CPU, commands and own time per claim by command, for both.
 import { randomBytes } from 'node:crypto';
@@ -86,8 +88,29 @@ const extraNodeFlags = flagsFromEnv('CONTROL_PLANE_NODE_FLAGS') ?? [];
 // The sampler costs CPU: read a sampled run's CPU and share figures apart from unsampled ones.
 const allocSites = process.env['ALLOC_SITES'] !== undefined ? Number(process.env['ALLOC_SITES']) : undefined;
 const cpAllocations = allocSites !== undefined ? await PathAllocations.reserve() : undefined;
-const bareAllocations = allocSites !== undefined ? await PathAllocations.reserve() : undefined;
+const bareInControlPlane = process.env['BARE_IN_CONTROL_PLANE'] === '1' && BARE_LEVELS.size > 0;
+// Inside the control plane's process, the bare design's allocations are the control plane's: not sampled apart.
+const bareAllocations = allocSites !== undefined && !bareInControlPlane ? await PathAllocations.reserve() : undefined;
+// The nodes' agents, as they published themselves (every one has once the fleet has started).
+const agents = (await new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType).list()).items.map(
+  (i) => i.spec.address,
+);
+const BARE_ENTRY = new URL('./lib/bare-claim-path.ts', import.meta.url).pathname;
+const bareEnv: Record<string, string> = {
+  BARE_REDIS_URL: redis.url,
+  BARE_AGENTS: agents.join(','),
+  BARE_TOKEN: token,
+  BARE_TEMPLATE: IMAGE,
+  BARE_CONCURRENCY: process.env['BARE_CONCURRENCY'] ?? '64',
+  BARE_SCRIPTS: process.env['BARE_SCRIPTS'] ?? '1',
+};
+// BARE_IN_CONTROL_PLANE=1: the bare design is imported into the control plane's process before its main (Node's
+// --import) and serves on a port of its own there; its rounds then count that process's CPU.
+const bareInControlPlanePort = bareInControlPlane ? await freePort() : undefined;
 const controlPlane = await startControlPlaneProcess({
+  ...(bareInControlPlanePort !== undefined
+    ? { env: { ...bareEnv, BARE_IN_PROCESS: '1', BARE_PORT: String(bareInControlPlanePort) } }
+    : {}),
   cluster,
   token,
   interval: '5s',
@@ -96,6 +119,7 @@ const controlPlane = await startControlPlaneProcess({
     ...extraNodeFlags,
     ...(profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
     ...(cpAllocations !== undefined ? [cpAllocations.nodeFlag] : []),
+    ...(bareInControlPlanePort !== undefined ? ['--import', BARE_ENTRY] : []),
   ],
   // CLAIM_FLAGS: more control-plane flags, e.g. `--claim-batch-max-items=8` to compare batch shapes.
   extraArgs: [
@@ -117,7 +141,7 @@ function bareRow(concurrency: number, b: PathResult, cpu: { bare: number; redis:
   const rate = (b.claims / b.elapsedMs) * 1000;
   const perClaim = (ms: number): string => ((ms / Math.max(1, b.claims)) * 1000).toFixed(0);
   return [
-    `bare design (the batch hold, a BullMQ job per batch, 2 scripts, a call per node; no warmpool code), ${concurrency} in flight`,
+    `bare design (the batch hold, a BullMQ job per batch, 2 scripts, a call per node; no warmpool code${bareInControlPlane ? "; served from the control plane's process, whose CPU it counts" : ''}), ${concurrency} in flight`,
     `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${perClaim(cpu.bare)} µs, redis-server ${perClaim(cpu.redis)} µs`,
     'floor of the design',
     '',
@@ -152,31 +176,30 @@ try {
     if (warm.length === NODES && warm.every((w) => w >= WARM_PER_NODE / 2)) break;
     await sleep(500);
   }
-  const agents = (await inventories.list()).items.map((i) => i.spec.address);
   const claimsPool = new Pool(claimsBase, { connections: 256, pipelining: 1 });
   bare =
-    BARE_LEVELS.size > 0
-      ? await startProcess(
-          [
-            ...(profileDir !== undefined
-              ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-name=bare-claim-path.cpuprofile']
-              : []),
-            ...(bareAllocations !== undefined ? [bareAllocations.nodeFlag] : []),
-            ...(flagsFromEnv('BARE_NODE_FLAGS') ?? []),
-            new URL('./lib/bare-claim-path.ts', import.meta.url).pathname,
-          ],
-          {
-            BARE_REDIS_URL: redis.url,
-            BARE_AGENTS: agents.join(','),
-            BARE_TOKEN: token,
-            BARE_TEMPLATE: IMAGE,
-            BARE_CONCURRENCY: process.env['BARE_CONCURRENCY'] ?? '64',
-            BARE_SCRIPTS: process.env['BARE_SCRIPTS'] ?? '1',
-          },
-          'bare claim path serving',
-          (record) => `http://${record['address'] ?? ''}`,
-        )
-      : undefined;
+    BARE_LEVELS.size === 0
+      ? undefined
+      : bareInControlPlanePort !== undefined
+        ? {
+            base: `http://127.0.0.1:${bareInControlPlanePort}`,
+            pid: controlPlane.pid,
+            logFile: controlPlane.logFile,
+            stop: () => Promise.resolve(null), // stopped with the control plane
+          }
+        : await startProcess(
+            [
+              ...(profileDir !== undefined
+                ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-name=bare-claim-path.cpuprofile']
+                : []),
+              ...(bareAllocations !== undefined ? [bareAllocations.nodeFlag] : []),
+              ...(flagsFromEnv('BARE_NODE_FLAGS') ?? []),
+              BARE_ENTRY,
+            ],
+            bareEnv,
+            'bare claim path serving',
+            (record) => `http://${record['address'] ?? ''}`,
+          );
   const barePool = bare !== undefined ? new Pool(bare.base, { connections: 256, pipelining: 1 }) : undefined;
   const agentPools = agents.map((address) => new Pool(`http://${address}`, { connections: 128, pipelining: 1 }));
   for (;;) {
@@ -395,8 +418,9 @@ function keepLogs(dir: string | undefined): void {
   try {
     mkdirSync(dir, { recursive: true });
     copyFileSync(controlPlane.logFile, join(dir, 'control-plane.log'));
-    if (bare !== undefined) copyFileSync(bare.logFile, join(dir, 'bare-design.log'));
-    console.log(`\nlogs kept in ${dir}: control-plane.log${bare !== undefined ? ', bare-design.log' : ''}`);
+    const bareLog = bare !== undefined && !bareInControlPlane ? bare.logFile : undefined;
+    if (bareLog !== undefined) copyFileSync(bareLog, join(dir, 'bare-design.log'));
+    console.log(`\nlogs kept in ${dir}: control-plane.log${bareLog !== undefined ? ', bare-design.log' : ''}`);
   } catch (err) {
     console.error(`LOG_DIR: the logs could not be kept in ${dir}: ${String(err)}`);
   }

@@ -16,6 +16,8 @@
 //   BARE_SCRIPTS)
 // BARE_SCRIPTS=0 leaves the two scripts out (no reservation, no record): what the design's exactly-once index
 // costs it, measured by its absence.
+// BARE_IN_PROCESS=1: imported into another program's process (the control plane's, by Node's --import), so it
+// listens on BARE_PORT and leaves the process's signals to its host; its connections go when the process does.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -234,15 +236,17 @@ const server = createServer((req, res) => {
   });
 });
 await worker.waitUntilReady();
-server.listen(0, '127.0.0.1', () => {
+const inProcess = process.env['BARE_IN_PROCESS'] === '1';
+server.listen(inProcess ? Number(env('BARE_PORT')) : 0, '127.0.0.1', () => {
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   console.error(JSON.stringify({ msg: 'bare claim path serving', address: `127.0.0.1:${port}` }));
 });
-process.on('SIGTERM', () => {
-  server.close();
-  void Promise.allSettled([worker.close(), queue.close()]).then(() => {
-    commands.disconnect();
-    process.exit(0);
+if (!inProcess)
+  process.on('SIGTERM', () => {
+    server.close();
+    void Promise.allSettled([worker.close(), queue.close()]).then(() => {
+      commands.disconnect();
+      process.exit(0);
+    });
   });
-});

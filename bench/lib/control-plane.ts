@@ -50,6 +50,8 @@ export interface StartControlPlaneOptions {
   nodeArgs?: string[];
   /** The kubeconfig the control plane uses (default: the cluster's admin kubeconfig, a client certificate). */
   kubeconfigPath?: string;
+  /** Environment variables set for the control plane on top of this process's. */
+  env?: Record<string, string>;
 }
 
 export async function startControlPlaneProcess(options: StartControlPlaneOptions): Promise<ControlPlaneProcess> {
@@ -76,6 +78,7 @@ export async function startControlPlaneProcess(options: StartControlPlaneOptions
     ],
     logFile,
     orphanCleanupDir: dir,
+    ...(options.env !== undefined ? { env: { ...process.env, ...options.env } } : {}),
   });
   const stop = async (): Promise<void> => {
     await child.stop();
