@@ -80,7 +80,8 @@ command: {{ concat (list "/usr/local/bin/node") (.flags | default list) (list (p
 {{- else if (hasKey $sa "create" | ternary $sa.create true) -}}
 {{- printf "%s-%s" (include "warmpool.fullname" .root) .component -}}
 {{- else -}}
-default
+{{- /* Never the namespace's `default` ServiceAccount: the chart's bindings would grant it (every pod there runs as it). */ -}}
+{{- fail (printf "serviceAccount.create=false for %s needs serviceAccount.name: an existing ServiceAccount the chart's bindings then grant" .component) -}}
 {{- end -}}
 {{- end -}}
 
@@ -172,4 +173,14 @@ key: {{ $f.redisPasswordSecret.key }}
 {{- else -}}
 {{- .Values.sandboxApi.tlsSecret -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* A duration as the schema takes it (500ms, 5s, 1m30s, 1.5h) in milliseconds, for the checks the apps would otherwise fail at start. */ -}}
+{{- define "warmpool.durationMs" -}}
+{{- $ms := 0.0 -}}
+{{- $units := dict "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ms|h|m|s)" . -1 -}}
+{{- $ms = addf $ms (mulf (regexFind "^[0-9]+(\\.[0-9]+)?" . | float64) (get $units (regexReplaceAll "^[0-9]+(\\.[0-9]+)?" . ""))) -}}
+{{- end -}}
+{{- $ms -}}
 {{- end -}}

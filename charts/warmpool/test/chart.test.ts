@@ -232,6 +232,23 @@ describe('the Helm chart, rendered', () => {
     );
   });
 
+  it("refuses the control plane's timings it would refuse at start, so the install fails instead of every pod", async () => {
+    const refused: Array<[string[], RegExp]> = [
+      [['controlPlane.interval=0s'], /controlPlane.interval must be positive/],
+      [['controlPlane.staleAfter=3s'], /staleAfter must be greater than controlPlane.interval/],
+      [['controlPlane.interval=2m', 'controlPlane.staleAfter=1m30s'], /staleAfter must be greater/],
+      [['controlPlane.stallTimeout=5s'], /stallTimeout must be greater than controlPlane.interval/],
+      [['controlPlane.leaseDuration=5s'], /leaseDuration must be greater than controlPlane.renewDeadline/],
+      [['controlPlane.renewDeadline=2400ms', 'controlPlane.retryPeriod=2s'], /renewDeadline must be greater than 1.2/],
+    ];
+    for (const [set, message] of refused) await expect(render(set)).rejects.toThrow(message);
+    // Units add up as Go's durations do: 1m30s is 90 s, more than an 89.5 s interval; 500ms counts as half a second.
+    await expect(
+      render(['controlPlane.interval=89.5s', 'controlPlane.staleAfter=1m30s', 'controlPlane.stallTimeout=2m']),
+    ).resolves.toBeDefined();
+    await expect(render(['controlPlane.renewDeadline=2500ms', 'controlPlane.retryPeriod=2s'])).resolves.toBeDefined();
+  });
+
   it('adds a fake-sandboxd sidecar, reached over loopback, when fakeSandboxd.enabled (the kind path)', async () => {
     const out = await helmTemplate(['fakeSandboxd.enabled=true']);
     expect(out).toContain('name: fake-sandboxd');
@@ -243,6 +260,36 @@ describe('the Helm chart, rendered', () => {
     expect(out.match(/--token-grace=5m/g)).toHaveLength(3);
     // The sidecar's room is the node's capacity, so NodeInventory's CAPACITY column is filled.
     expect(out).toContain('--capacity=2000');
+  });
+
+  it("mounts the node's sandboxd socket directory only for a unix: sandboxd, and refuses a socket outside it", async () => {
+    const agentOf = async (set: string[]) => {
+      const daemonSet = find(await render(['fleetToken.value=t', ...set], []), 'DaemonSet', 'node-agent');
+      return { pod: podOf(daemonSet), agent: containerOf(daemonSet, 'node-agent') };
+    };
+    const socket = await agentOf([]);
+    expect(socket.agent.args).toContain('--sandboxd-url=unix:/run/sandboxd/sandboxd.sock');
+    expect(socket.agent.volumeMounts).toContainEqual({ name: 'sandboxd-socket', mountPath: '/run/sandboxd' });
+    expect(socket.pod.spec.volumes).toContainEqual({
+      name: 'sandboxd-socket',
+      hostPath: { path: '/run/sandboxd', type: 'Directory' },
+    });
+    // client-go's form of the same socket (unix:///path) is the same path.
+    expect((await agentOf(['nodeAgent.sandboxdUrl=unix:///run/sandboxd/s.sock'])).pod.spec.volumes).toContainEqual(
+      expect.objectContaining({ name: 'sandboxd-socket' }),
+    );
+    // Over http nothing is mounted: a node without the directory would keep the pod from starting.
+    const http = await agentOf(['nodeAgent.sandboxdUrl=http://$(HOST_IP):7777']);
+    expect(http.agent.args).toContain('--sandboxd-url=http://$(HOST_IP):7777');
+    expect(http.agent.env).toContainEqual({ name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } });
+    expect(http.agent.volumeMounts?.map((m) => m.name)).not.toContain('sandboxd-socket');
+    expect(http.pod.spec.volumes.map((v) => v.name)).not.toContain('sandboxd-socket');
+    await expect(agentOf(['nodeAgent.sandboxdUrl=unix:/var/run/other/sandboxd.sock'])).rejects.toThrow(
+      /the socket \/var\/run\/other\/sandboxd.sock is not inside nodeAgent.sandboxdSocketDir \(\/run\/sandboxd\)/,
+    );
+    await expect(agentOf(['nodeAgent.sandboxdUrl=unix:/run/sandboxd-other.sock'])).rejects.toThrow(/not inside/);
+    // The agent speaks http and unix only.
+    await expect(agentOf(['nodeAgent.sandboxdUrl=https://10.0.0.1:7777'])).rejects.toThrow(/sandboxdUrl/);
   });
 
   it('starts every probed container under a startup probe, so a slow start on a busy node is no liveness kill', async () => {

@@ -97,6 +97,11 @@ describe('chart knobs', () => {
     expect(new Set(subjects)).toEqual(new Set(['platform-cp', 'agents']));
     const policy = find(own, 'ValidatingAdmissionPolicy', 'warmpool-node-agent-own-inventory');
     expect(JSON.stringify(policy.spec)).toContain('system:serviceaccount:warmpool-system:agents');
+    // Never the namespace's default account, which every other pod there runs as: the bindings would grant it.
+    for (const component of ['controlPlane', 'nodeAgent'])
+      await expect(render([`${component}.serviceAccount.create=false`])).rejects.toThrow(
+        /serviceAccount.create=false for (control-plane|node-agent) needs serviceAccount.name/,
+      );
   });
 
   it('extraVolumes, extraVolumeMounts and envFrom reach both components', async () => {

@@ -47,6 +47,24 @@ describe('the chart’s sandbox router, rendered', () => {
     ).not.toContainEqual(expect.stringContaining('--tokenless-user'));
   });
 
+  it("lets the router reach the fake sidecar's sandboxes: it advertises the pod's address, which the NetworkPolicy opens to the router", async () => {
+    const fakeArgs = (objects: Rendered[]) =>
+      objects
+        .find((o) => o.kind === 'DaemonSet')
+        ?.spec?.template?.spec.containers.find((c) => c.name === 'fake-sandboxd')?.args ?? [];
+    expect(fakeArgs(await render([]))).toContain('--listen=127.0.0.1:7070');
+    const objects = await render(['router.enabled=true', 'networkPolicy.enabled=true']);
+    expect(fakeArgs(objects)).toEqual(expect.arrayContaining(['--listen=0.0.0.0:7070', '--advertise=$(POD_IP):7070']));
+    // client-node's loader names `from` `_from`.
+    const policy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'warmpool-node-agent') as
+      { spec: { ingress: Array<{ _from: unknown[]; ports: unknown[] }> } } | undefined;
+    const toFake = policy?.spec.ingress.find((rule) => JSON.stringify(rule.ports).includes('7070'));
+    expect(toFake?.ports).toEqual([{ protocol: 'TCP', port: 7070 }]);
+    expect(toFake?._from).toEqual([
+      { podSelector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/component': 'router' }) } },
+    ]);
+  });
+
   it('reads claim Secrets only in router.secretNamespaces when listed (a RoleBinding each)', async () => {
     const objects = await render(['router.enabled=true', 'router.secretNamespaces={team-a,team-b}']);
     const bindings = objects.filter((o) => o.metadata.name === 'warmpool-router-secrets' && o.kind.endsWith('Binding'));

@@ -97,6 +97,8 @@ describe("the chart's ClusterRoles aggregate to the built-in view, edit and admi
     for (const verb of ['list', 'create', 'delete'])
       expect(await canI('alice', verb, 'sandboxes.agents.x-k8s.io')).toBe('yes');
     expect(await canI('alice', 'create', 'sandboxenvs.warmpool.dev')).toBe('yes');
+    for (const verb of ['create', 'patch', 'delete'])
+      expect(await canI('alice', verb, 'sandboxwarmpoolautoscalers.warmpool.dev')).toBe('yes');
     await kubectl(
       ['create', '-f', '-', '--as=alice'],
       JSON.stringify({
@@ -113,6 +115,9 @@ describe("the chart's ClusterRoles aggregate to the built-in view, edit and admi
     expect(await canI('bob', 'list', 'sandboxclaims.extensions.agents.x-k8s.io')).toBe('yes');
     expect(await canI('bob', 'get', 'sandboxes.agents.x-k8s.io')).toBe('yes');
     expect(await canI('bob', 'list', 'sandboxenvs.warmpool.dev')).toBe('yes');
+    // `kubectl get warmpool` lists every kind of the category, the autoscalers among them.
+    expect(await canI('bob', 'list', 'sandboxwarmpoolautoscalers.warmpool.dev')).toBe('yes');
+    expect(await canI('bob', 'create', 'sandboxwarmpoolautoscalers.warmpool.dev')).toBe('no');
     expect(await canI('bob', 'create', 'sandboxclaims.extensions.agents.x-k8s.io')).toBe('no');
     expect(await canI('bob', 'delete', 'sandboxes.agents.x-k8s.io')).toBe('no');
   });
