@@ -63,6 +63,12 @@ export const FLAGS = {
     default: 30_000,
   },
   logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
+  logFormat: {
+    kind: 'string',
+    description: 'json (one object per line) | text (one readable line, stacks below)',
+    env: 'LOG_FORMAT',
+    default: 'json',
+  },
 } satisfies FlagsSpec;
 
 export type RouterConfig = ConfigOf<typeof FLAGS>;

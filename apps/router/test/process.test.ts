@@ -14,7 +14,14 @@ describe('router process', () => {
   it('prints its flags with --help', async () => {
     const result = await router('--help');
     expect(result.code).toBe(0);
-    for (const flag of ['--listen', '--tokenless-user', '--runtime-port', '--proxy-timeout', '--route-cache-ttl'])
+    for (const flag of [
+      '--listen',
+      '--tokenless-user',
+      '--runtime-port',
+      '--proxy-timeout',
+      '--route-cache-ttl',
+      '--log-format',
+    ])
       expect(result.stdout).toContain(flag);
   });
 
@@ -23,6 +30,7 @@ describe('router process', () => {
     [['--runtime-port=70000'], '--runtime-port'],
     [['--review-cache-ttl=1m'], '--review-cache-ttl'],
     [['--tokenless-user= '], '--tokenless-user'],
+    [['--log-format=xml'], '--log-format'],
   ])('refuses %j (exit 2, naming %s)', async (args, flag) => {
     const result = await router(...args);
     expect(result.code).toBe(2);

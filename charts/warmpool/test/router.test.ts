@@ -38,7 +38,12 @@ describe('the chart’s sandbox router, rendered', () => {
     const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'warmpool-router');
     const args = deployment?.spec?.template?.spec.containers.find((c) => c.name === 'router')?.args ?? [];
     expect(args).toEqual(
-      expect.arrayContaining(['--listen=0.0.0.0:8080', '--runtime-port=8888', '--tokenless-user=sandbox-router-guest']),
+      expect.arrayContaining([
+        '--listen=0.0.0.0:8080',
+        '--runtime-port=8888',
+        '--tokenless-user=sandbox-router-guest',
+        '--log-format=json',
+      ]),
     );
     expect(
       (await render(['router.enabled=true']))

@@ -125,14 +125,19 @@ export class PoolAutoscaler {
   }
 }
 
-/** Undefined without claims (no `claims` settings: no Redis, no claims to count). */
+/** Undefined without claims (no `claims` settings: no Redis, no claims to count), said once in the log. */
 export function createPoolAutoscalerOf(
   shared: Shared,
   options: Pick<ControlPlaneOptions, 'claims' | 'poolAutoscaler' | 'scaleTarget'>,
   driver: Pick<WarmPoolDriver, 'pools' | 'templates' | 'inventories' | 'reconciler'>,
 ): PoolAutoscaler | undefined {
   const claims = options.claims;
-  if (claims === undefined) return undefined;
+  if (claims === undefined) {
+    shared.logger.info(
+      'SandboxWarmPoolAutoscalers are not acted on: they size pools by the claims counted in the claim pipeline, which needs --redis-url',
+    );
+    return undefined;
+  }
   return new PoolAutoscaler({
     kubeConfig: shared.kubeConfig,
     pools: driver.pools,
