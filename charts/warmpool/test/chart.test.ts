@@ -999,6 +999,9 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('delete', 'nodeinventories.warmpool.dev', 'warmpool-node-agent')).toBe(false);
     expect(await can('list', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-node-agent')).toBe(false);
     expect(await can('get', 'secrets', 'warmpool-node-agent')).toBe(false);
+    // Its status goes by server-side apply: a patch, nothing else.
+    expect(await can('patch', 'nodeinventories.warmpool.dev/status', 'warmpool-node-agent')).toBe(true);
+    expect(await can('create', 'nodeinventories.warmpool.dev/status', 'warmpool-node-agent')).toBe(false);
   });
 
   it('lets the control plane read intent, write pool status and its Lease, but never write pool specs', async () => {
@@ -1011,36 +1014,54 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('create', 'events', 'warmpool-control-plane')).toBe(true);
     expect(await can('watch', 'nodes', 'warmpool-control-plane')).toBe(true);
     expect(await can('watch', 'pods', 'warmpool-control-plane')).toBe(true);
-    const canGetCrd = async (name: string): Promise<boolean> =>
+    // The pool CRD by name, through an informer (list and watch with a metadata.name field selector).
+    const canOnCrd = async (verb: string, name: string): Promise<boolean> =>
       (
         await cluster.kubectl([
           'auth',
           'can-i',
-          'get',
+          verb,
           `customresourcedefinitions.apiextensions.k8s.io/${name}`,
           `--as=system:serviceaccount:${NAMESPACE}:warmpool-control-plane`,
         ])
       ).stdout.trim() === 'yes';
-    expect(await canGetCrd('sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
-    expect(await canGetCrd('nodeinventories.warmpool.dev')).toBe(false);
+    expect(await canOnCrd('watch', 'sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
+    expect(await canOnCrd('list', 'sandboxwarmpools.extensions.agents.x-k8s.io')).toBe(true);
+    expect(await canOnCrd('watch', 'nodeinventories.warmpool.dev')).toBe(false);
     expect(await can('patch', 'nodes', 'warmpool-control-plane')).toBe(false);
-    expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    // Each verb is one the code uses: Env and autoscaler status are replaced (update), pool status applied (patch).
+    expect(await can('update', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxenvs.warmpool.dev/status', 'warmpool-control-plane')).toBe(false);
+    expect(await can('update', 'sandboxwarmpools.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(
+      false,
+    );
+    expect(await can('patch', 'leases.coordination.k8s.io', 'warmpool-control-plane')).toBe(false);
+    expect(await can('list', 'leases.coordination.k8s.io', 'warmpool-control-plane')).toBe(false);
+    expect(await can('create', 'events.events.k8s.io', 'warmpool-control-plane')).toBe(false);
+    expect(await can('patch', 'events', 'warmpool-control-plane')).toBe(false);
+    expect(await can('get', 'pods', 'warmpool-control-plane')).toBe(false);
     // The pool autoscaler reads its objects and writes only their status.
     expect(await can('watch', 'sandboxwarmpoolautoscalers.warmpool.dev', 'warmpool-control-plane')).toBe(true);
-    expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('update', 'sandboxwarmpoolautoscalers.warmpool.dev/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev/status', 'warmpool-control-plane')).toBe(false);
     expect(await can('patch', 'sandboxwarmpoolautoscalers.warmpool.dev', 'warmpool-control-plane')).toBe(false);
     // The SandboxEnv autoscaler moves replicas through the scale subresource only.
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(
       true,
+    );
+    expect(await can('update', 'sandboxwarmpools.extensions.agents.x-k8s.io/scale', 'warmpool-control-plane')).toBe(
+      false,
     );
     expect(await can('patch', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
     expect(await can('delete', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
   });
 
   it('lets the control plane answer SandboxClaims (status, finalizer, annotation, the token Secret by name) and no more', async () => {
-    for (const verb of ['get', 'list', 'watch', 'update', 'patch', 'delete'])
+    for (const verb of ['get', 'list', 'watch', 'patch', 'delete'])
       expect(await can(verb, 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane'), verb).toBe(true);
-    expect(await can('patch', 'sandboxclaims.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io', 'warmpool-control-plane')).toBe(false);
+    expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(true);
+    expect(await can('patch', 'sandboxclaims.extensions.agents.x-k8s.io/status', 'warmpool-control-plane')).toBe(false);
     expect(await can('update', 'sandboxclaims.extensions.agents.x-k8s.io/finalizers', 'warmpool-control-plane')).toBe(
       true,
     );
