@@ -235,6 +235,8 @@ describe('the Helm chart, rendered', () => {
   it("refuses the control plane's timings it would refuse at start, so the install fails instead of every pod", async () => {
     const refused: Array<[string[], RegExp]> = [
       [['controlPlane.interval=0s'], /controlPlane.interval must be positive/],
+      [['controlPlane.retryPeriod=0s'], /controlPlane.retryPeriod must be positive/],
+      [['controlPlane.setPoolsTimeout=0s'], /controlPlane.setPoolsTimeout must be positive/],
       [['controlPlane.staleAfter=3s'], /staleAfter must be greater than controlPlane.interval/],
       [['controlPlane.interval=2m', 'controlPlane.staleAfter=1m30s'], /staleAfter must be greater/],
       [['controlPlane.stallTimeout=5s'], /stallTimeout must be greater than controlPlane.interval/],
@@ -288,6 +290,11 @@ describe('the Helm chart, rendered', () => {
       /the socket \/var\/run\/other\/sandboxd.sock is not inside nodeAgent.sandboxdSocketDir \(\/run\/sandboxd\)/,
     );
     await expect(agentOf(['nodeAgent.sandboxdUrl=unix:/run/sandboxd-other.sock'])).rejects.toThrow(/not inside/);
+    await expect(agentOf(['nodeAgent.sandboxdUrl=unix:/run/sandboxd/../x.sock'])).rejects.toThrow(/not inside/);
+    expect((await agentOf(['nodeAgent.sandboxdSocketDir=/run/sandboxd//'])).agent.volumeMounts).toContainEqual(
+      expect.objectContaining({ name: 'sandboxd-socket' }),
+    );
+    await expect(agentOf(['nodeAgent.sandboxdSocketDir=/'])).rejects.toThrow(/sandboxdSocketDir/);
     // The agent speaks http and unix only.
     await expect(agentOf(['nodeAgent.sandboxdUrl=https://10.0.0.1:7777'])).rejects.toThrow(/sandboxdUrl/);
   });
@@ -996,7 +1003,9 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(await can('patch', 'nodeinventories.warmpool.dev', 'warmpool-node-agent')).toBe(true);
     expect(await can('create', 'nodeinventories.warmpool.dev', 'warmpool-node-agent')).toBe(true);
     expect(await can('get', 'nodes', 'warmpool-node-agent')).toBe(true);
-    expect(await can('delete', 'nodeinventories.warmpool.dev', 'warmpool-node-agent')).toBe(false);
+    // Asked of whoever sets an owner reference where owner-reference permissions are enforced; the admission policy
+    // pins it to the agent's own node's NodeInventory (node-agent-admission.test.ts).
+    expect(await can('delete', 'nodeinventories.warmpool.dev', 'warmpool-node-agent')).toBe(true);
     expect(await can('list', 'sandboxwarmpools.extensions.agents.x-k8s.io', 'warmpool-node-agent')).toBe(false);
     expect(await can('get', 'secrets', 'warmpool-node-agent')).toBe(false);
     // Its status goes by server-side apply: a patch, nothing else.

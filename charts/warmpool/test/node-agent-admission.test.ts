@@ -2,10 +2,13 @@
 // bound to its pod on node A (as the DaemonSet's projected token is), writes
 // NodeInventory A and nothing else; a token of the agent's ServiceAccount that
 // names no node writes nothing; and no NodeInventory can be named after one
-// node while claiming another.
+// node while claiming another. The apiserver enforces owner-reference
+// permissions (OwnerReferencesPermissionEnforcement, on in OpenShift and
+// other distributions): setting the Node as its NodeInventory's owner takes
+// `delete` on that object, which the admission policy pins to the agent's own.
 import { apiVersionOf, NodeInventoryType, type NodeInventory } from '@warmpool/api';
 import { nodeObject, startCluster, type TestCluster } from '@warmpool/harness';
-import { isKubeApiError } from '@warmpool/kube';
+import { isKubeApiError, ResourceClient } from '@warmpool/kube';
 import { KubeInventoryWriter } from '@warmpool/node-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helmInstall, NAMESPACE } from './support.js';
@@ -73,7 +76,11 @@ async function addressOf(node: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  cluster = await startCluster({ name: 'chart-admission', crds: false });
+  cluster = await startCluster({
+    name: 'chart-admission',
+    crds: false,
+    admissionPlugins: ['OwnerReferencesPermissionEnforcement'],
+  });
   await helmInstall(cluster, ['fakeSandboxd.enabled=true']);
   await cluster.waitForCrds(['crd/nodeinventories.warmpool.dev']);
   await kubectl(['create', '-f', '-'], {
@@ -98,6 +105,21 @@ describe('the node agent admission policy', () => {
     expect(await addressOf('node-a')).toBe('127.0.1.1:7443');
   });
 
+  it('lets an agent make its Node the owner of its NodeInventory, as the publisher does once the Node exists', async () => {
+    const writer = writerFor(await podBoundToken('agent-a'));
+    const owner = await writer.nodeOwner('node-a');
+    expect(owner).toMatchObject({ kind: 'Node', name: 'node-a' });
+    await writer.applyObject({ ...spec('node-a', '127.0.1.1:7443'), ...(owner ? { owner } : {}) });
+    const owners = await kubectl([
+      'get',
+      'nodeinventory',
+      'node-a',
+      '-o',
+      'jsonpath={.metadata.ownerReferences[*].name}',
+    ]);
+    expect(owners.trim()).toBe('node-a');
+  });
+
   it("refuses an agent on node A every write to node B's NodeInventory, and B stays as its agent wrote it", async () => {
     const writer = writerFor(await podBoundToken('agent-a'));
     const onSpec = await refusal(writer.applyObject(spec('node-b', '127.0.9.9:7443')));
@@ -107,6 +129,12 @@ describe('the node agent admission policy', () => {
       writer.applyStatus('node-b', { capacity: 100_000, publishedAt: new Date().toISOString() }),
     );
     expect(onStatus.statusCode).toBe(403);
+    const inventories = new ResourceClient<NodeInventory>(
+      cluster.kubeConfigForToken(await podBoundToken('agent-a')),
+      NodeInventoryType,
+    );
+    const deleted = await refusal(inventories.delete({ name: 'node-b' }));
+    expect(deleted.statusCode).toBe(403);
     expect(await addressOf('node-b')).toBe('127.0.1.2:7443');
   });
 

@@ -22,6 +22,8 @@ export interface ApiserverOptions {
    * Off by default: tests never need it.
    */
   profiling?: boolean;
+  /** Admission plugins enabled beyond the apiserver's defaults. */
+  admissionPlugins?: readonly string[];
 }
 
 export function apiserverArgs(options: ApiserverOptions): string[] {
@@ -54,6 +56,9 @@ export function apiserverArgs(options: ApiserverOptions): string[] {
     // Never write outside the cluster's temp dir (the default is /var/run/kubernetes).
     `--cert-dir=${dirname(pki.caCert)}`,
     `--profiling=${options.profiling === true}`,
+    ...(options.admissionPlugins !== undefined && options.admissionPlugins.length > 0
+      ? [`--enable-admission-plugins=${options.admissionPlugins.join(',')}`]
+      : []),
   ];
 }
 

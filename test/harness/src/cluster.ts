@@ -28,6 +28,8 @@ export interface StartClusterOptions {
   readyTimeoutMs?: number;
   /** Let the apiserver serve /debug/pprof to the admin client (default false; see ApiserverOptions.profiling). */
   apiserverProfiling?: boolean;
+  /** Admission plugins the apiserver enables beyond its defaults (e.g. OwnerReferencesPermissionEnforcement). */
+  admissionPlugins?: readonly string[];
 }
 
 export interface ClusterTimings {
@@ -273,6 +275,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<T
       orphanCleanupDir: dataDir,
       ...(options.readyTimeoutMs === undefined ? {} : { readyTimeoutMs: options.readyTimeoutMs }),
       ...(options.apiserverProfiling === true ? { profiling: true } : {}),
+      ...(options.admissionPlugins === undefined ? {} : { admissionPlugins: options.admissionPlugins }),
     };
     cluster = new LocalCluster({
       name,
