@@ -58,7 +58,7 @@ export class SandboxClaimMetrics {
     });
     this.#janitorSweeps = new Counter({
       name: `${PREFIX}claim_janitor_sweeps_total`,
-      help: 'Janitor sweeps, by outcome (ok; partial: some nodes did not answer; skipped: caches not synced)',
+      help: 'Janitor sweeps, by outcome (ok; partial: some nodes did not answer)',
       labelNames: ['outcome'],
       registers,
     });
@@ -94,7 +94,7 @@ export class SandboxClaimMetrics {
     this.#janitor.inc();
   }
 
-  janitorSwept(outcome: 'ok' | 'partial' | 'skipped'): void {
+  janitorSwept(outcome: 'ok' | 'partial'): void {
     this.#janitorSweeps.inc({ outcome });
   }
 

@@ -126,7 +126,7 @@ const PATHS: Json = {
       "Extend a claim's lease by ttlSeconds from now; needs update on sandboxclaims",
       {
         '200': json('RenewClaimResponse', 'the new deadline'),
-        ...failure(['ClaimNotFound', 'Expired'], 'ClaimNotFound or Expired'),
+        ...failure(['ClaimNotFound'], 'ClaimNotFound'),
         ...COMMON_ERRORS,
       },
       { parameters: [NAMESPACE, ID], requestBody: body('RenewClaimRequest', false) },
