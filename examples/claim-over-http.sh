@@ -6,7 +6,8 @@
 #   CLAIMS_URL=http://warmpool-claims.warmpool-system:8081 examples/claim-over-http.sh
 #
 # Settings (environment):
-#   CLAIMS_URL       the claim API's origin (required), e.g. the Service <release>-claims, port 8081
+#   CLAIMS_URL       the claim API's origin (required), e.g. the Service <fullname>-claims, port 8081
+#                    (<fullname>: <release>-warmpool, or the release name when it contains warmpool)
 #   NAMESPACE        where the pool is (default team-a)
 #   POOL             the SandboxWarmPool (default python)
 #   SERVICE_ACCOUNT  whose token to use (default claimer, see 20-claimer-rbac.yaml)
@@ -33,7 +34,7 @@ call() {
   local data=()
   [[ $# -ge 3 ]] && data=(-H 'content-type: application/json' --data "$3")
   curl -sS --max-time 30 -o "$body" -w '%{http_code}' -X "$1" \
-    -H "Authorization: Bearer $TOKEN" "${data[@]}" "$2" 2>/dev/null || true
+    -H "Authorization: Bearer $TOKEN" ${data[@]+"${data[@]}"} "$2" 2>/dev/null || true
 }
 
 # field NAME: a string field of the JSON answer (the API answers flat JSON).

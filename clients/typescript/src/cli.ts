@@ -21,9 +21,10 @@ commands:
 flags:
   --url URL            the claim API origin (WARMPOOL_CLAIMS_URL)
   -n, --namespace NS   (WARMPOOL_NAMESPACE, else the kubeconfig context's, else default)
-  --token-file PATH    a bearer token file (WARMPOOL_TOKEN_FILE; else WARMPOOL_TOKEN, the pod's
-                       ServiceAccount token, the kubeconfig's token)
-  --kubeconfig PATH    (KUBECONFIG, else ~/.kube/config)   --context NAME
+  --token-file PATH    a bearer token file (else WARMPOOL_TOKEN, the file WARMPOOL_TOKEN_FILE,
+                       the pod's ServiceAccount token, the kubeconfig's token)
+  --kubeconfig PATH    (KUBECONFIG's first file, else ~/.kube/config)   --context NAME
+                       (either one: the token is the kubeconfig's, whatever the environment says)
   --timeout SECONDS    per attempt (default 30)            --attempts N  (default 5)
 `;
 
