@@ -149,6 +149,20 @@ describe('the local stack (make up)', () => {
       const claim = (await res.json()) as { id?: string };
       expect(res.status, JSON.stringify(claim)).toBe(200);
       expect(claim.id).toMatch(/^sb_/);
+      // The README's line for the same claim with the TypeScript client, as written there (.local is run.dir here).
+      const readmeLine = `WARMPOOL_TOKEN=$TOKEN node clients/typescript/dist/cli.js claim --url $(sed 's|/v1/.*||' ${join(run.dir, 'claims-url')}) --pool python --ttl 60`;
+      const byClient = await runCommand({
+        command: 'bash',
+        args: ['-c', readmeLine],
+        cwd: REPO_ROOT,
+        env: { ...process.env, TOKEN: token, KUBECONFIG: join(run.dir, 'kubeconfig') },
+        timeoutMs: 60_000,
+      });
+      expect(byClient.code, byClient.stderr).toBe(0);
+      expect((JSON.parse(byClient.stdout) as { id?: string }).id).toMatch(/^sb_/);
+      expect(readFileSync(join(REPO_ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ')).toContain(
+        readmeLine.replace(join(run.dir, 'claims-url'), '.local/claims-url'),
+      );
 
       await kubectl(['apply', '-f', join(run.dir, 'sandboxclaim.yaml')]);
       await kubectl(['wait', '--for=condition=Ready', 'sandboxclaim/demo', '-n', 'default', '--timeout=60s']);
