@@ -1,4 +1,5 @@
-# warmpool — every target installs what it needs by itself.
+# warmpool — every target installs what it needs by itself, except the Go toolchain (the Kubernetes
+# binaries are built with it); building images needs root.
 #   make up     runs the local stack (real kube-apiserver + etcd, Redis, control plane, node agents);
 #               make up CLUSTERS=2 runs two of them, federated
 #   make test   lint, typecheck and every test, against real parts

@@ -7,7 +7,7 @@
 // enough that nothing is released. Two phases: one client in flight (latency
 // of a single hand-over) and 32 in flight over a keep-alive pool (throughput).
 //
-//   npx tsc -b apps/fake-sandboxd && node bench/fake-sandboxd.bench.ts
+//   npx tsc -b apps/fake-sandboxd test/harness && node bench/fake-sandboxd.bench.ts
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';

@@ -28,7 +28,8 @@ const FLAGS = {
   },
   apiToken: {
     kind: 'string',
-    description: 'Root bearer token; empty = accept unauthenticated calls, like the real daemon',
+    description:
+      'Root bearer token; empty (and no --api-token-file, no --tenants) = accept unauthenticated calls, like the real daemon',
     env: 'SANDBOXD_API_TOKEN',
   },
   apiTokenFile: {

@@ -31,6 +31,7 @@ describe('router process', () => {
     [['--review-cache-ttl=1m'], '--review-cache-ttl'],
     [['--tokenless-user= '], '--tokenless-user'],
     [['--log-format=xml'], '--log-format'],
+    [['--log-level=degub'], '--log-level'],
   ])('refuses %j (exit 2, naming %s)', async (args, flag) => {
     const result = await router(...args);
     expect(result.code).toBe(2);

@@ -37,8 +37,18 @@ export function parseLogFormat(value: string | undefined): LogFormat {
   throw new ConfigError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, not ${JSON.stringify(value)}`);
 }
 
+/** A level, or `fallback` for anything else (an environment default, where no flag names the mistake). */
 export function parseLogLevel(value: string | undefined, fallback: LogLevel = 'info'): LogLevel {
-  return value !== undefined && value in LEVEL_RANK ? (value as LogLevel) : fallback;
+  return value !== undefined && Object.hasOwn(LEVEL_RANK, value) ? (value as LogLevel) : fallback;
+}
+
+/** A `--log-level` value; throws (with the choices) on anything else, as a bad flag should. */
+export function parseLogLevelFlag(value: string | undefined): LogLevel {
+  if (value === undefined || value === '') return 'info';
+  if (Object.hasOwn(LEVEL_RANK, value)) return value as LogLevel;
+  throw new ConfigError(
+    `--log-level must be one of ${Object.keys(LEVEL_RANK).join(', ')}, not ${JSON.stringify(value)}`,
+  );
 }
 
 /** The causes followed at most this deep (a cause chain may loop). */

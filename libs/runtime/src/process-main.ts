@@ -7,7 +7,7 @@
 // `main`.
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { helpText, parseConfig, type ConfigOf, type FlagsSpec } from './config.js';
-import { createLogger, parseLogFormat, parseLogLevel, type Logger } from './logger.js';
+import { createLogger, parseLogFormat, parseLogLevelFlag, type Logger } from './logger.js';
 import { runMain, type RunMainOptions } from './run-main.js';
 import { packageVersion, versionLine } from './version.js';
 
@@ -61,7 +61,7 @@ export function processContext<S extends FlagsSpec>(
   }
   const logging = config as Record<string, unknown>;
   const logger = createLogger(spec.name, {
-    level: parseLogLevel(stringOrUndefined(logging['logLevel'])),
+    level: parseLogLevelFlag(stringOrUndefined(logging['logLevel'])),
     format: parseLogFormat(stringOrUndefined(logging['logFormat'])),
     ...(inputs.log !== undefined ? { write: inputs.log } : {}),
   });

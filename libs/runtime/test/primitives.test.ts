@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, formatDuration, messageOf, parseDuration, parseHostPort, parseLogFormat } from '../src/index.js';
+import {
+  createLogger,
+  formatDuration,
+  messageOf,
+  parseDuration,
+  parseHostPort,
+  parseLogFormat,
+  parseLogLevelFlag,
+} from '../src/index.js';
 
 describe('parseDuration', () => {
   it.each([
@@ -95,6 +103,18 @@ describe('createLogger with errors', () => {
       'text',
     ]);
     expect(() => parseLogFormat('yaml')).toThrow(/--log-format must be one of json, text/);
+  });
+
+  it('takes the four levels for --log-level, and refuses anything else (no silent fallback to info)', () => {
+    expect(['debug', 'info', 'warn', 'error', undefined].map(parseLogLevelFlag)).toEqual([
+      'debug',
+      'info',
+      'warn',
+      'error',
+      'info',
+    ]);
+    for (const bad of ['degub', 'INFO', 'constructor', 'toString'])
+      expect(() => parseLogLevelFlag(bad)).toThrow(/--log-level must be one of debug, info, warn, error/);
   });
 
   it('follows a cause chain that loops only so deep', () => {

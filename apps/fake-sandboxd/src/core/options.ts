@@ -1,4 +1,5 @@
-// The knobs of a fake node, with defaults close to a real sandboxd node.
+// The knobs of a fake node. The defaults are fast, not realistic (a cold boot of 150 ms against a real daemon's
+// seconds), so tests stay quick; the README says which to set for realistic timing.
 import { DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS } from '@warmpool/api';
 import { systemClock, type TimerClock } from '@warmpool/runtime';
 
