@@ -1121,7 +1121,7 @@ describe('the Helm chart, installed on a real apiserver', () => {
         ])
       ).code,
     ).toBe(0);
-    await helmInstall(
+    const notes = await helmInstall(
       cluster,
       [
         'crds.upstream.install=false',
@@ -1142,6 +1142,10 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(objects).toContain('networkpolicy.networking.k8s.io/second-warmpool-node-agent');
     expect(objects).not.toContain('poddisruptionbudget');
     expect(objects).not.toContain('secret/second-warmpool-fleet-token');
+    // NOTES rotate the token under the key the pods read, and say what no Redis means.
+    expect(notes).toContain(`patch secret platform-token`);
+    expect(notes).toContain(`'{"stringData":{"fleet":"<new token>"}}'`);
+    expect(notes).toContain('SandboxWarmPoolAutoscalers are not\nacted on');
   });
 
   it('installs the claim API with the in-chart Redis and its NetworkPolicies: the apiserver accepts every object', async () => {

@@ -1,7 +1,7 @@
 // The custom resources warmpool serves and consumes (docs/crds.md),
 // written once. The upstream agent-sandbox shapes are fixed by upstream; ours
 // live in warmpool.dev/v1alpha1. The schemas the apiserver enforces are in
-// charts/warmpool/crds/ and must agree with these types.
+// charts/warmpool/files/crds/ and must agree with these types.
 import type { FederationRecord } from './federation.js';
 import type { Condition, KubeObject, ObjectMeta, ResourceType } from './meta.js';
 
@@ -274,12 +274,10 @@ export interface ScalingGroupStatus {
 }
 
 /**
- * One foreign member as `SandboxEnv.status.clusters` shows it: the federation record minus what the Env already says.
+ * One foreign member as `SandboxEnv.status.clusters` shows it: the federation record minus what the Env already says,
+ * and without its age (which would make every status write a change).
  */
-export type ForeignClusterMember = Omit<FederationRecord, 'namespace' | 'envName' | 'saturatedForMs'> & {
-  /** Age of the record as observed on the hub's clock, in ms. */
-  ageMs?: number;
-};
+export type ForeignClusterMember = Omit<FederationRecord, 'namespace' | 'envName' | 'saturatedForMs'>;
 
 export interface SandboxEnvSpec {
   members: SandboxEnvMember[];

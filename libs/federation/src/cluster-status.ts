@@ -1,7 +1,7 @@
 import type { ForeignClusterMember } from '@warmpool/api';
 import type { CapacityRecord } from './registry.js';
 
-/** One entry of `SandboxEnv.status.clusters`, from a record of `foreignMembers()`. */
+/** One entry of `SandboxEnv.status.clusters`, from a record of `foreignMembers()` (its age left out). */
 export function toForeignClusterMember(record: CapacityRecord): ForeignClusterMember {
   return {
     clusterId: record.clusterId,
@@ -13,6 +13,5 @@ export function toForeignClusterMember(record: CapacityRecord): ForeignClusterMe
     desired: record.desired,
     autoscalingEnabled: record.autoscalingEnabled,
     capacity: record.capacity,
-    ageMs: Math.round(record.ageMs),
   };
 }

@@ -462,7 +462,6 @@ describe('SandboxEnv', () => {
           desired: 3,
           autoscalingEnabled: false,
           capacity: 7,
-          ageMs: 1500,
         },
       ],
     };

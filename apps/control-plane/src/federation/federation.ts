@@ -122,10 +122,7 @@ export class Federation {
    * change).
    */
   foreignMembers(namespace: string, env: string): ForeignClusterMember[] {
-    return this.registry.foreignMembers(namespace, env).map((record) => {
-      const { ageMs: _age, ...member } = toForeignClusterMember(record);
-      return member;
-    });
+    return this.registry.foreignMembers(namespace, env).map(toForeignClusterMember);
   }
 
   /** Connects to the hub and starts watching (every replica). Never throws: a hub that is down is retried. */

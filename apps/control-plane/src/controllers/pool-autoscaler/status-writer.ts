@@ -38,7 +38,9 @@ export class KubeAutoscalerStatusWriter implements AutoscalerStatusWriter {
   ): Promise<PinnedWrite<SandboxWarmPoolAutoscaler>> {
     const timeout = AbortSignal.timeout(10_000);
     return pinnedWrite(
-      this.#client.replaceStatus(statusReplacementOf(autoscaler, { ...autoscaler.status, ...status }), {
+      // The step's status whole (statusOf carries over what outlives a step, lastScaleTime): a number the step no
+      // longer has (the hit ratio without claims, the rate after the target went) is gone, not left stale.
+      this.#client.replaceStatus(statusReplacementOf(autoscaler, status), {
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       }),
     );

@@ -110,9 +110,13 @@ export class WarmPoolMetrics {
     this.#poolSeries = seen;
   }
 
-  /** Leadership ended: the per-pool series are the leader's to report. */
+  /**
+   * Leadership ended: the per-pool series and the fleet's placement gauges are the leader's to report (a former
+   * leader's last values would keep an alert on unplaced replicas firing from a standby).
+   */
   forgetPools(): void {
     this.poolReplicas([]);
+    this.placement(0, 0);
   }
 
   setPools(node: string, outcome: PushOutcomeLabel, seconds: number): void {

@@ -76,6 +76,22 @@ describe("the pool autoscaler's status write", () => {
     expect(result.outcome).toBe('written');
   });
 
+  it('replaces the status whole: a number the new step does not have is gone, not left from the last one', async () => {
+    const created = await create('numbers');
+    const first = await writer.write(created, {
+      ...STATUS,
+      claimRate: 12.5,
+      observedHitRatio: 0.98,
+      leadTimeSeconds: 3,
+    });
+    expect(first.outcome).toBe('written');
+    const before = await autoscalers.get({ namespace: NAMESPACE, name: 'numbers' });
+    expect(before.status?.observedHitRatio).toBe(0.98);
+    await writer.write(before, STATUS);
+    const stored = await autoscalers.get({ namespace: NAMESPACE, name: 'numbers' });
+    expect(stored.status).toEqual(STATUS);
+  });
+
   it('writes nothing onto a namesake created after the autoscaler was deleted', async () => {
     const { old, namesake } = await recreate('reborn');
     const result = await writer.write(old, STATUS);

@@ -15,7 +15,7 @@ import {
   type SandboxWarmPool,
 } from '@warmpool/api';
 import { federationRecord, sandboxEnv, startCluster, type TestCluster } from '@warmpool/harness';
-import { Lister, ObjectStore, ResourceClient } from '@warmpool/kube';
+import { isKubeApiError, Lister, ObjectStore, ResourceClient } from '@warmpool/kube';
 import { createLogger, systemClock } from '@warmpool/runtime';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reborn } from '../../support/namesake.js';
@@ -86,6 +86,19 @@ describe("the SandboxEnv controller's status write", () => {
     reconciler.lead(new AbortController().signal);
     return { reconciler, outcomes, lines, runs: () => runs };
   }
+
+  it('cannot be given a member or autoscaling group "", the name of the whole-Env row its status keeps', async () => {
+    for (const env of [
+      sandboxEnv(NAMESPACE, 'empty-group', { cpu: '' }),
+      sandboxEnv(NAMESPACE, 'empty-group', { cpu: 'a' }, [{ scalingGroup: '', enabled: false }]),
+    ]) {
+      const refused = await envs.create(env).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(isKubeApiError(refused) ? refused.statusCode : refused).toBe(422);
+    }
+  });
 
   it('writes the rows onto the Env it was computed from', async () => {
     const env = await create('plain');

@@ -767,6 +767,26 @@ describe('WarmPoolReconciler', () => {
     expect(await series()).toEqual([]);
   });
 
+  it('drops the pool series and zeroes the placement gauges when it stops leading: a standby reports none of them', async () => {
+    const w = world();
+    const lines = async () =>
+      (await w.metrics.registry.metrics())
+        .split('\n')
+        .filter((l) => /^warmpool_controlplane_(pool_|unplaced_replicas |degraded_pools )/.test(l));
+    w.pools.upsert(poolObject('ns', 'pool', 'tpl', 6));
+    w.drive();
+    await w.settle();
+    w.metrics.placement(7, 2); // whatever the leader's last run found unplaced
+    expect(await lines()).toEqual(
+      expect.arrayContaining(['warmpool_controlplane_unplaced_replicas 7', 'warmpool_controlplane_degraded_pools 2']),
+    );
+    w.leadership.abort();
+    expect(await lines()).toEqual([
+      'warmpool_controlplane_unplaced_replicas 0',
+      'warmpool_controlplane_degraded_pools 0',
+    ]);
+  });
+
   it('measures how long the loop has gone without finishing a run while it drives, so liveness catches a wedged loop', async () => {
     const w = world({ intervalMs: 20 });
     w.pools.upsert(poolObject('ns', 'pool', 'tpl', 3));
