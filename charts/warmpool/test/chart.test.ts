@@ -1105,7 +1105,8 @@ describe('the Helm chart, installed on a real apiserver', () => {
     expect(columns).toContain('Reason');
   });
 
-  it('installs a second release next to the first: existing token Secret, no CRDs, another namespace, NetworkPolicy and no PDB', async () => {
+  // A second release on the same test apiserver only to render these knobs for real; production runs one per cluster.
+  it('installs with an existing token Secret under its own key, no CRDs, another namespace, NetworkPolicy and no PDB', async () => {
     const other = 'warmpool-two';
     expect((await cluster.kubectl(['create', 'namespace', other])).code).toBe(0);
     expect(
