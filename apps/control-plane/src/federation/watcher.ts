@@ -36,10 +36,6 @@ interface Change {
   now: FederationRecord | undefined;
 }
 
-function isDeletion(change: Change): change is Change & { was: FederationRecord } {
-  return change.was !== undefined && change.now === undefined;
-}
-
 /** One foreign cluster as this watcher last read it. */
 interface Mirror {
   epoch: string;
@@ -135,7 +131,12 @@ export class FederationWatcher {
       kind === 'full' && mirror !== undefined ? [...mirror.records].filter(([field]) => !records.has(field)) : [];
     const ageMs = Math.max(0, now - entry.at);
     const { registry } = this.#options;
-    registry.remove([...gone.map(([, record]) => record), ...changed.filter(isDeletion).map((c) => c.was)]);
+    // A changed record replaces the one held whatever their ages say: this read is of a later version (reads of a
+    // cluster go one at a time), while two reports within the clocks' jitter can look the other way round by age.
+    registry.remove([
+      ...gone.map(([, record]) => record),
+      ...changed.flatMap((c) => (c.was === undefined ? [] : [c.was])),
+    ]);
     registry.upsert(changed.flatMap((c) => (c.now === undefined ? [] : [{ ...c.now, ageMs }])));
     const updated: Mirror = { epoch: entry.epoch, version: entry.version, records };
     this.#mirrors.set(clusterId, updated);

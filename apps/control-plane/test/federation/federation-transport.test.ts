@@ -55,9 +55,13 @@ describe('the federation transport (real redis-server)', () => {
   async function watcher(
     localClusterId: string,
     keys: FederationKeys,
-    options: { ttlMs?: number; intervalMs?: number } = {},
+    options: { ttlMs?: number; intervalMs?: number; now?: () => number } = {},
   ): Promise<{ registry: CapacityRegistry; watcher: FederationWatcher }> {
-    const registry = new CapacityRegistry({ localClusterId, ttlMs: options.ttlMs ?? 3_000 });
+    const registry = new CapacityRegistry({
+      localClusterId,
+      ttlMs: options.ttlMs ?? 3_000,
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
     const w = new FederationWatcher({
       redis: connection(),
       subscriber: connection(),
@@ -273,6 +277,23 @@ describe('the federation transport (real redis-server)', () => {
     await east.report();
     await w.readAll();
     expect(registry.foreignMembers('ns', 'env').map((m) => m.idle)).toEqual([5, 1]);
+  });
+
+  it("takes a later version over the record it holds even when its age says otherwise (reports within the clocks' jitter)", async () => {
+    const keys = freshKeys();
+    let idle = 1;
+    const east = reporter('east', keys, () => [record('a', idle)]);
+    await east.report();
+    // This process's clock steps back 50 ms at every reading: each later read looks older than the one before.
+    let local = 10_000_000;
+    const { registry, watcher: w } = await watcher('west', keys, { ttlMs: 600_000, now: () => (local -= 50) });
+    await w.readAll();
+    expect(registry.foreignMembers('ns', 'env').map((m) => m.idle)).toEqual([1]);
+    for (idle = 2; idle <= 4; idle++) {
+      await east.report();
+      await w.readAll();
+      expect(registry.foreignMembers('ns', 'env').map((m) => m.idle)).toEqual([idle]);
+    }
   });
 
   it('takes over from another writer of the same cluster id (a paused leader) with a full write, never a mixed view', async () => {
