@@ -4,6 +4,7 @@ import {
   DEFAULT_TOKEN_GRACE_MS,
   formatHostPort,
   hostPortFlag,
+  LOGGING_FLAGS,
   normalizeToken,
   runProcess,
   Shutdown,
@@ -174,13 +175,7 @@ const FLAGS = {
     env: 'SANDBOXD_NO_RUNTIME',
     default: false,
   },
-  logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  logFormat: {
-    kind: 'string',
-    description: 'json (one object per line) | text (one readable line, stacks below)',
-    env: 'LOG_FORMAT',
-    default: 'json',
-  },
+  ...LOGGING_FLAGS,
 } satisfies FlagsSpec;
 
 const SUMMARY =

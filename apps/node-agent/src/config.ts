@@ -5,6 +5,7 @@ import {
   DEFAULT_TOKEN_GRACE_MS,
   FLEET_TOKEN_ENV,
   hostPortFlag,
+  LOGGING_FLAGS,
   messageOf,
   positiveDurations,
   type ConfigOf,
@@ -118,13 +119,7 @@ export const FLAGS = {
     env: 'SHUTDOWN_TIMEOUT',
     default: DEFAULTS.closeTimeoutMs,
   },
-  logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  logFormat: {
-    kind: 'string',
-    description: 'json (one object per line) | text (one readable line, stacks below)',
-    env: 'LOG_FORMAT',
-    default: 'json',
-  },
+  ...LOGGING_FLAGS,
 } satisfies FlagsSpec;
 
 export type AgentConfig = ConfigOf<typeof FLAGS>;

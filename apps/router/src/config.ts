@@ -5,6 +5,7 @@ import { KUBE_REQUEST_TIMEOUT_FLAG } from '@warmpool/kube';
 import {
   ConfigError,
   hostPortFlag,
+  LOGGING_FLAGS,
   positiveDurations,
   type ConfigOf,
   type FlagsSpec,
@@ -62,13 +63,7 @@ export const FLAGS = {
     env: 'ROUTER_SHUTDOWN_TIMEOUT',
     default: 30_000,
   },
-  logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  logFormat: {
-    kind: 'string',
-    description: 'json (one object per line) | text (one readable line, stacks below)',
-    env: 'LOG_FORMAT',
-    default: 'json',
-  },
+  ...LOGGING_FLAGS,
 } satisfies FlagsSpec;
 
 export type RouterConfig = ConfigOf<typeof FLAGS>;

@@ -16,13 +16,27 @@ export interface ProcessSpec<S extends FlagsSpec> {
   name: string;
   /** --help's first line. */
   summary: string;
-  /** Its flags; `logLevel` and `logFormat`, when among them, set the logger's. */
+  /** Its flags; `logLevel` and `logFormat` (LOGGING_FLAGS), when among them, set the logger's. */
   flags: S;
   /** The app's process module (`import.meta.url`): the package.json above its folder gives the version. */
   moduleUrl: string;
   /** Further error classes that mean a bad setting (exit 2), beside ConfigError. */
   usageErrors?: RunMainOptions['usageErrors'];
 }
+
+/**
+ * The two logging flags every app takes, read by processContext into its logger: spread them into an app's FLAGS, so
+ * their names, environment variables, defaults and help are the same everywhere.
+ */
+export const LOGGING_FLAGS = {
+  logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
+  logFormat: {
+    kind: 'string',
+    description: 'json (one object per line) | text (one readable line, stacks below)',
+    env: 'LOG_FORMAT',
+    default: 'json',
+  },
+} satisfies FlagsSpec;
 
 /** What a process's `main` starts from. */
 export interface ProcessContext<S extends FlagsSpec> {

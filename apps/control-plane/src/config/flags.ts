@@ -3,7 +3,13 @@
 // (charts/warmpool/templates/control-plane.yaml) passes these names.
 import { DEFAULT_BATCH_OPTIONS } from '@warmpool/batcher';
 import { KUBE_REQUEST_TIMEOUT_FLAG } from '@warmpool/kube';
-import { DEFAULT_TOKEN_GRACE_MS, FLEET_TOKEN_ENV, type ConfigOf, type FlagsSpec } from '@warmpool/runtime';
+import {
+  DEFAULT_TOKEN_GRACE_MS,
+  FLEET_TOKEN_ENV,
+  LOGGING_FLAGS,
+  type ConfigOf,
+  type FlagsSpec,
+} from '@warmpool/runtime';
 import { DEFAULT_PUSH_TIMEOUT_MS } from '../agents/client.js';
 import { SANDBOX_CLAIM_DEFAULTS } from '../controllers/sandboxclaims/controller.js';
 import { JANITOR_DEFAULTS } from '../controllers/sandboxclaims/janitor.js';
@@ -153,13 +159,7 @@ export const FLAGS = {
     description: 'Kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)',
   },
   kubeRequestTimeout: KUBE_REQUEST_TIMEOUT_FLAG,
-  logLevel: { kind: 'string', description: 'debug | info | warn | error', env: 'LOG_LEVEL', default: 'info' },
-  logFormat: {
-    kind: 'string',
-    description: 'json (one object per line) | text (one readable line, stacks below)',
-    env: 'LOG_FORMAT',
-    default: 'json',
-  },
+  ...LOGGING_FLAGS,
   redisUrl: {
     kind: 'string',
     description:
