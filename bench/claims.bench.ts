@@ -91,10 +91,9 @@ const cpAllocations = allocSites !== undefined ? await PathAllocations.reserve()
 const bareInControlPlane = process.env['BARE_IN_CONTROL_PLANE'] === '1' && BARE_LEVELS.size > 0;
 // Inside the control plane's process, the bare design's allocations are the control plane's: not sampled apart.
 const bareAllocations = allocSites !== undefined && !bareInControlPlane ? await PathAllocations.reserve() : undefined;
+const inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
 // The nodes' agents, as they published themselves (every one has once the fleet has started).
-const agents = (await new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType).list()).items.map(
-  (i) => i.spec.address,
-);
+const agents = (await inventories.list()).items.map((i) => i.spec.address);
 const BARE_ENTRY = new URL('./lib/bare-claim-path.ts', import.meta.url).pathname;
 const bareEnv: Record<string, string> = {
   BARE_REDIS_URL: redis.url,
@@ -169,7 +168,6 @@ try {
   const userToken = await claimantToken(kubectl);
 
   // Wait for the pools to fill and the claim API to answer.
-  const inventories = new ResourceClient<NodeInventory>(cluster.kubeConfig, NodeInventoryType);
   for (;;) {
     const list = await inventories.list();
     const warm = list.items.map((i) => i.status?.pools?.find((p) => p.template === IMAGE)?.warm ?? 0);
