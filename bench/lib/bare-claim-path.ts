@@ -24,6 +24,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { BARE_RECORD, BARE_RESERVE } from './bare-index-scripts.ts';
 
 // As the control plane does (apps/control-plane/src/redis/fast-string-prototype.ts): ioredis 6.0.0 leaves
 // String.prototype a dictionary, which makes every string method slow; this makes it fast again, so the design's
@@ -47,29 +48,14 @@ const concurrency = Number(process.env['BARE_CONCURRENCY'] ?? 64);
 const scripts = process.env['BARE_SCRIPTS'] !== '0';
 const QUEUE = 'bare-claims';
 
-// The index's two scripts, reduced to their writes: reserve each claimRef (and the job's progress), record each grant.
-const RESERVE = `
-local n = 0
-for i = 2, #KEYS do
-  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then n = n + 1 end
-end
-redis.call('HSET', KEYS[1], 'progress', ARGV[3])
-return n`;
-const RECORD = `
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[i], 'PX', ARGV[1])
-  redis.call('XADD', 'bare:events', 'MAXLEN', '~', 10000, '*', 'e', ARGV[i])
-end
-return #KEYS - 1`;
-
 interface BareRedis extends Redis {
   reserve(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
   record(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
 }
 
 const commands = new Redis({ ...connection, enableAutoPipelining: true }) as BareRedis;
-commands.defineCommand('reserve', { lua: RESERVE });
-commands.defineCommand('record', { lua: RECORD });
+commands.defineCommand('reserve', { lua: BARE_RESERVE });
+commands.defineCommand('record', { lua: BARE_RECORD });
 
 interface Batch {
   claims: Array<{ claimRef: string; ttlSeconds: number }>;

@@ -18,3 +18,5 @@ export { WarmPoolReconciler, type WarmPoolReconcilerOptions } from './controller
 export { WarmPoolMetrics, type SpecAnswerStage } from './controllers/warmpool/metrics.js';
 export { GenerationSource, MemoryEpochStore } from './generation/generation.js';
 export { addressCheckOf } from './nodes/addresses.js';
+// The claim index's scripts against the bare design's (bench/claim-index-scripts.bench.ts).
+export { ClaimIndex } from './provisioning/claim-index.js';

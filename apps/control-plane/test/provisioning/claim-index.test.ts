@@ -240,6 +240,9 @@ describe('ClaimIndex (real Redis)', () => {
       expect(await index.record(record('a', 'sb_2'), '')).toMatchObject({ ok: false, holder: { job: 'job-1' } });
       expect(await index.peek(HTTP, 'a')).toEqual({ job: 'job-1', tried: [NODE_A] });
       expect(await index.lookup(HTTP, 'sb_2')).toBeUndefined();
+      // A job whose id begins another's is not that job.
+      await index.reserve([{ scope: HTTP, claimRef: 'b', tried: [NODE_A] }], 'job-10', 60_000);
+      expect(await index.record(record('b', 'sb_3'), 'job-1')).toMatchObject({ ok: false, holder: { job: 'job-10' } });
     });
 
     it("refuses a record over another sandbox's record, and answers that record", async () => {
@@ -258,6 +261,11 @@ describe('ClaimIndex (real Redis)', () => {
       await index.reserve(at(HTTP, 'mine'), 'job-1', 60_000);
       expect(await index.record(record('mine', 'sb_1'), 'job-1')).toEqual({ ok: true });
       expect(await index.lookup(HTTP, 'mine')).toMatchObject({ id: 'sb_1' });
+      // A reservation whose job id JSON and Lua spell differently ('/' escaped or not) is still that job's.
+      await index.reserve(at(HTTP, 'slash'), 'job/1', 60_000);
+      await index.noteTried([{ scope: HTTP, claimRef: 'slash', tried: [NODE_A] }], 'job/1', 60_000);
+      expect(await index.record(record('slash', 'sb_s'), 'job/1')).toEqual({ ok: true });
+      expect(await index.record(record('slash', 'sb_t'), 'job/2')).toMatchObject({ ok: false, holder: { id: 'sb_s' } });
 
       expect(await index.peek(HTTP, 'absent')).toBeUndefined();
       expect(await index.record(record('absent', 'sb_2'), 'job-1')).toEqual({ ok: true });
