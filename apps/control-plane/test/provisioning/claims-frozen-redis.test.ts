@@ -176,11 +176,27 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
   }, 90_000);
 
   it('serves a burst of claimRefs exactly once each with Redis stopped for 4 s mid-burst', async () => {
+    // Redis stops as the burst's attempt at its quarter is sent (SIGSTOP goes at once), so the freeze hits the claims
+    // under way however fast the burst runs; the burst ends once the freeze is over.
     let attempts = 0;
+    let freezing: Promise<void> | undefined;
+    let freezeBegun: () => void = () => undefined;
+    const begun = new Promise<void>((resolve) => (freezeBegun = resolve));
+    const freezeFor4s = async (): Promise<void> => {
+      try {
+        await freeze();
+        await sleep(4_000);
+      } finally {
+        thaw();
+      }
+    };
     const burst: ClaimBurst = {
       // Asked once per attempt: counts them.
       urls: () => {
-        attempts++;
+        if (++attempts === burst.claims / 4) {
+          freezing = freezeFor4s();
+          freezeBegun();
+        }
         return replicas.map(urlOf);
       },
       namespace: ns,
@@ -190,16 +206,10 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
       claims: 200,
       inFlight: 16,
     };
-    const freezeMidBurst = async (): Promise<void> => {
-      await eventually(() => attempts >= burst.claims / 4, { what: 'a quarter of the burst asked' });
-      await freeze();
-      try {
-        await sleep(4_000);
-      } finally {
-        thaw();
-      }
-    };
-    const answered = await claimBurst(burst, freezeMidBurst());
+    const answered = await claimBurst(
+      burst,
+      begun.then(() => freezing),
+    );
     // The freeze hit claims under way: they were answered 5xx and asked again.
     expect(attempts).toBeGreaterThan(burst.claims);
     // Whatever a job queued before the freeze still had under way has settled by now.
