@@ -226,6 +226,13 @@ export const FLAGS = {
     env: 'CLAIM_BATCH_IDLE',
     default: PROVISIONING_DEFAULTS.batcher.idleMs,
   },
+  claimBatchRejoin: {
+    kind: 'duration',
+    description:
+      "When a pool's batch out is answered, the claims held behind it wait up to this long for as many new claims as it answered (its callers asking again), and go as soon as that many came, so one batch carries both (0: they go at once)",
+    env: 'CLAIM_BATCH_REJOIN',
+    default: PROVISIONING_DEFAULTS.batchRejoinMs,
+  },
   claimBatchMax: {
     kind: 'duration',
     description: 'A claim batch closes after this long at the latest',

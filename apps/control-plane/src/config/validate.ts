@@ -198,6 +198,7 @@ function validateClaims(config: ControlPlaneConfig): ClaimsSettings | undefined 
   if (config.claimColdNodeTimeout < config.claimNodeTimeout)
     throw new ConfigError('--claim-cold-node-timeout must not be below --claim-node-timeout');
   if (config.claimBatchIdle < 0) throw new ConfigError('--claim-batch-idle must not be negative');
+  if (config.claimBatchRejoin < 0) throw new ConfigError('--claim-batch-rejoin must not be negative');
   countsOfAtLeastOne([
     ['--claim-batch-max-items', config.claimBatchMaxItems],
     ['--claim-worker-concurrency', config.claimWorkerConcurrency],
@@ -213,6 +214,7 @@ function validateClaims(config: ControlPlaneConfig): ClaimsSettings | undefined 
         maxDurationMs: config.claimBatchMax,
         maxItems: config.claimBatchMaxItems,
       },
+      batchRejoinMs: config.claimBatchRejoin,
       claimTimeoutMs: config.claimTimeout,
       workerConcurrency: config.claimWorkerConcurrency,
       lockDurationMs: config.claimLockDuration,

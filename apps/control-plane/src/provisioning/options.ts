@@ -4,6 +4,11 @@ import type { BatcherOptions } from '@warmpool/batcher';
 export interface ProvisioningSettings {
   /** Claim batching windows (default: idle 0, see provisioner.ts; libs/batcher's 20 ms max, 2 000 items). */
   batcher: Partial<BatcherOptions> & Pick<BatcherOptions, 'idleMs'>;
+  /**
+   * When a pool's batch out is answered, how long the claims held behind it wait for that batch's callers to ask
+   * again (as many new claims as it answered), so one batch carries both (provisioner.ts); 0: they go at once.
+   */
+  batchRejoinMs: number;
   /** Batch jobs one replica's worker serves at once. */
   workerConcurrency: number;
   /** A worker's lock on a job; a dead worker's job is taken over within about this plus the stalled interval. */
@@ -25,6 +30,7 @@ export interface ProvisioningSettings {
 
 export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
   batcher: { idleMs: 0 },
+  batchRejoinMs: 2,
   workerConcurrency: 64,
   lockDurationMs: 5_000,
   stalledIntervalMs: 2_000,

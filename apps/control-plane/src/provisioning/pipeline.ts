@@ -188,6 +188,7 @@ class ClaimPipeline implements ProvisioningPipeline {
       templates: options.templates.lister,
       dispatch: this.#dispatcher.dispatch,
       batcher: this.settings.batcher,
+      rejoinMs: this.settings.batchRejoinMs,
       logger: logger.child({ component: 'provisioners' }),
     });
     watchProvisioners(this.provisioners, options.pools, options.templates);

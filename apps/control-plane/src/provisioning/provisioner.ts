@@ -9,7 +9,14 @@
 // - a batch is out: the claims gather until it is answered, the batch holds
 //   max items, or the first of them has waited the max duration. Per-batch
 //   costs (the job's Redis round trips) are then shared by every claim that
-//   arrived meanwhile, and no claim waits longer than the max duration.
+//   arrived meanwhile, and no claim waits longer than the max duration;
+// - the batch out is answered: its callers are free to ask again, and a
+//   closed-loop caller does within a round trip. The held claims wait up to
+//   the rejoin gap more for as many new claims as that batch answered, and go
+//   as soon as that many have come. Without it the returning callers would
+//   make a batch of their own behind the held one, and two half-size batches
+//   would alternate for as long as the load lasts (each paying the job's
+//   per-batch costs). Still no claim waits longer than the max duration.
 import { Batcher, type Batch, type BatcherOptions } from '@warmpool/batcher';
 import type { PoolKey } from '@warmpool/api';
 import { ClaimFailure, type ClaimOrder, type ServedGrant } from './claim-service.js';
@@ -31,11 +38,14 @@ export interface ProvisionerOptions {
   name: string;
   key: PoolKey;
   batcher?: Partial<BatcherOptions>;
+  /** How long held claims wait for the answered batch's callers to ask again (0: they go at once). Default 0. */
+  rejoinMs?: number;
   dispatch: BatchDispatch;
 }
 
 /** A sent batch, until every claim in it is answered. */
 interface OutBatch {
+  readonly size: number;
   unanswered: number;
 }
 
@@ -58,12 +68,22 @@ export class Provisioner {
   /** Set while the loop holds claims back because a batch is out. */
   #endHold: (() => void) | undefined;
   #holdTimer: NodeJS.Timeout | undefined;
+  readonly #rejoinMs: number;
+  /** While the hold waits for callers to rejoin: the size at which the held batch goes. */
+  #rejoinAt: number | undefined;
+  /**
+   * Claims added since the first answer of a batch out (undefined before it): callers answered early may be back
+   * before the batch's last answer, and are not waited for again.
+   */
+  #returned: number | undefined;
+  #rejoinTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ProvisionerOptions) {
     this.namespace = options.namespace;
     this.name = options.name;
     this.#key = options.key;
     this.#dispatch = options.dispatch;
+    this.#rejoinMs = options.rejoinMs ?? 0;
     this.#batcher = new Batcher<QueuedClaim>(options.batcher);
     this.#loop = this.#run();
   }
@@ -126,9 +146,10 @@ export class Provisioner {
 
   #afterAdd(): void {
     const { idleMs, maxItems, maxDurationMs } = this.#batcher.options;
+    if (this.#returned !== undefined) this.#returned++;
     if (this.#endHold === undefined) {
       if (idleMs === 0) this.#flushAtEndOfTurn();
-    } else if (this.#batcher.size >= maxItems) this.#releaseHold();
+    } else if (this.#batcher.size >= Math.min(maxItems, this.#rejoinAt ?? maxItems)) this.#releaseHold();
     else this.#holdTimer ??= setTimeout(() => this.#releaseHold(), maxDurationMs);
   }
 
@@ -145,8 +166,28 @@ export class Provisioner {
     if (claim.settled) return;
     claim.settled = true;
     const out = claim.out;
-    if (out === undefined || --out.unanswered > 0) return;
-    if (--this.#out === 0) this.#releaseHold();
+    if (out === undefined) return;
+    this.#returned ??= 0;
+    if (--out.unanswered > 0) return;
+    if (--this.#out === 0) this.#awaitRejoin(out.size);
+  }
+
+  /**
+   * The last batch out is answered: the hold ends once as many claims came as it answered (those back already
+   * counted), or the rejoin gap passed.
+   */
+  #awaitRejoin(answered: number): void {
+    if (this.#endHold === undefined || this.#rejoinMs === 0) {
+      this.#releaseHold();
+      return;
+    }
+    const awaited = Math.max(0, answered - (this.#returned ?? 0));
+    this.#rejoinAt = Math.min(this.#batcher.options.maxItems, this.#batcher.size + awaited);
+    if (this.#batcher.size >= this.#rejoinAt) {
+      this.#releaseHold();
+      return;
+    }
+    this.#rejoinTimer = setTimeout(() => this.#releaseHold(), this.#rejoinMs);
   }
 
   /** Resolves at once unless a batch is out; then when the hold ends (see the header). */
@@ -162,6 +203,10 @@ export class Provisioner {
   #releaseHold(): void {
     clearTimeout(this.#holdTimer);
     this.#holdTimer = undefined;
+    clearTimeout(this.#rejoinTimer);
+    this.#rejoinTimer = undefined;
+    this.#rejoinAt = undefined;
+    this.#returned = undefined;
     const end = this.#endHold;
     this.#endHold = undefined;
     end?.();
@@ -180,12 +225,9 @@ export class Provisioner {
   }
 
   #send(batch: Batch<QueuedClaim>): void {
-    const out: OutBatch = { unanswered: 0 };
-    for (const claim of batch.items) {
-      if (claim.settled) continue;
-      claim.out = out;
-      out.unanswered++;
-    }
+    const live = batch.items.filter((claim) => !claim.settled);
+    const out: OutBatch = { size: live.length, unanswered: live.length };
+    for (const claim of live) claim.out = out;
     if (out.unanswered > 0) this.#out++;
     const running = this.#dispatch(this, batch).catch(() => undefined);
     this.#inFlight.add(running);

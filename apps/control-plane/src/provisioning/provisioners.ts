@@ -16,6 +16,8 @@ export interface ProvisionerRegistryOptions {
   templates: Lister<SandboxTemplate>;
   dispatch: BatchDispatch;
   batcher?: Partial<BatcherOptions>;
+  /** See ProvisionerOptions.rejoinMs. */
+  rejoinMs?: number;
   logger: Logger;
 }
 
@@ -43,6 +45,7 @@ export class ProvisionerRegistry {
       key,
       dispatch: this.#options.dispatch,
       ...(this.#options.batcher !== undefined ? { batcher: this.#options.batcher } : {}),
+      ...(this.#options.rejoinMs !== undefined ? { rejoinMs: this.#options.rejoinMs } : {}),
     });
     this.#provisioners.set(id, provisioner);
     this.#options.logger.info('provisioner started', { pool: id, key });

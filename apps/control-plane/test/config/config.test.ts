@@ -51,7 +51,7 @@ describe('control plane flags', () => {
     expect(flags.length).toBeGreaterThan(10);
     const argv = flags.map(
       (flag) =>
-        `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|batch-max$|delay$|lease$|ttl$/.test(flag) ? '1s' : 'x'}`,
+        `--${flag}=${/concurrency|items$/.test(flag) ? '8' : flag === 'leader-elect' ? 'true' : /timeout|interval|after|duration|deadline|period|grace|idle$|rejoin$|batch-max$|delay$|lease$|ttl$/.test(flag) ? '1s' : 'x'}`,
     );
     expect(() => parseConfig(FLAGS, argv, {})).not.toThrow();
   });

@@ -9,7 +9,7 @@ import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
 import { ClaimFailure, ownerMark, type ClaimOrder } from '../../src/provisioning/claim-service.js';
 import { ProvisionerRegistry } from '../../src/provisioning/provisioners.js';
-import type { PendingClaim, Provisioner } from '../../src/provisioning/provisioner.js';
+import { Provisioner, type PendingClaim } from '../../src/provisioning/provisioner.js';
 
 function lister<T extends { metadata?: { namespace?: string; name?: string } }>(items: () => T[]): Lister<T> {
   return {
@@ -31,7 +31,7 @@ const order = (warmPool: string, claimRef: string): ClaimOrder => ({
 });
 
 describe('ProvisionerRegistry', () => {
-  function setup(batcher = { idleMs: 5, maxDurationMs: 50 }) {
+  function setup(batcher = { idleMs: 5, maxDurationMs: 50 }, rejoinMs?: number) {
     let pools: SandboxWarmPool[] = [
       poolObject('ns', 'py', 'py-tpl', 2),
       poolObject('ns', 'up', 'up-tpl', 1),
@@ -68,6 +68,7 @@ describe('ProvisionerRegistry', () => {
       templates: lister(() => templates),
       dispatch,
       batcher,
+      ...(rejoinMs !== undefined ? { rejoinMs } : {}),
       logger: silentLogger,
     });
     return { controller, batches, release, setPools: (next: SandboxWarmPool[]) => (pools = next) };
@@ -116,6 +117,111 @@ describe('ProvisionerRegistry', () => {
       { pool: 'py', claimRefs: ['b', 'c'] },
     ]);
     await controller.close();
+  });
+
+  describe('with a rejoin gap, claims held behind an answered batch wait for its callers to ask again', () => {
+    const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+    it('goes as soon as as many new claims came as the batch answered: the held and the returning claims together', async () => {
+      const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 }, 60_000);
+      controller.sync();
+      const provisioner = controller.get('ns', 'py') as Provisioner;
+      const out = ['a', 'b'].map((ref) => provisioner.add(order('py', ref)));
+      await turn();
+      const held = provisioner.add(order('py', 'c'));
+      // Each caller of the answered batch asks again as soon as it has its answer (a closed loop).
+      const again = out.map(async (answer, i) => {
+        await answer;
+        return provisioner.add(order('py', `again-${i}`));
+      });
+      release();
+      expect((await Promise.all([held, ...(await Promise.all(again))])).map((g) => g.id)).toEqual([
+        'sb_c',
+        'sb_again-0',
+        'sb_again-1',
+      ]);
+      expect(batches).toEqual([
+        { pool: 'py', claimRefs: ['a', 'b'] },
+        { pool: 'py', claimRefs: ['c', 'again-0', 'again-1'] },
+      ]);
+      await controller.close();
+    });
+
+    it('does not wait again for callers answered early and back before the batch’s last answer', async () => {
+      const sent: Array<readonly PendingClaim[]> = [];
+      const provisioner = new Provisioner({
+        namespace: 'ns',
+        name: 'py',
+        key: { template: 'img:1', net: 'none', size: 'small' },
+        batcher: { idleMs: 0, maxDurationMs: 60_000 },
+        rejoinMs: 60_000,
+        dispatch: async (_, batch) => {
+          sent.push(batch.items);
+        },
+      });
+      const grant = (item: PendingClaim) => ({
+        id: `sb_${item.order.claimRef}`,
+        token: 't',
+        deadline: '',
+        ownerAddr: '',
+        node: 'n',
+        namespace: 'ns',
+        warmPool: 'py',
+        claimRef: item.order.claimRef,
+        tier: 'warm' as const,
+        door: item.order.owner.door,
+        owner: ownerMark(item.order.owner),
+      });
+      const a = provisioner.add(order('py', 'a'));
+      const b = provisioner.add(order('py', 'b'));
+      await turn();
+      const [first, second] = sent[0] ?? [];
+      // a is answered first (its node answered sooner) and its caller asks again before b's answer.
+      first?.resolve(grant(first));
+      await a;
+      const aAgain = provisioner.add(order('py', 'a-again'));
+      second?.resolve(grant(second));
+      await b;
+      const bAgain = provisioner.add(order('py', 'b-again'));
+      await turn();
+      expect(sent.map((items) => items.map((i) => i.order.claimRef))).toEqual([
+        ['a', 'b'],
+        ['a-again', 'b-again'],
+      ]);
+      for (const item of sent[1] ?? []) item.resolve(grant(item));
+      await Promise.all([aAgain, bAgain]);
+      await provisioner.stop();
+    });
+
+    it('goes at the gap when fewer come back, and never later than the max duration', async () => {
+      const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 }, 40);
+      controller.sync();
+      const provisioner = controller.get('ns', 'py') as Provisioner;
+      const out = ['a', 'b'].map((ref) => provisioner.add(order('py', ref)));
+      await turn();
+      const held = provisioner.add(order('py', 'c'));
+      release();
+      await Promise.all(out);
+      const returned = provisioner.add(order('py', 'again'));
+      await turn();
+      expect(batches).toHaveLength(1);
+      await expect(Promise.all([held, returned])).resolves.toMatchObject([{ id: 'sb_c' }, { id: 'sb_again' }]);
+      expect(batches[1]).toEqual({ pool: 'py', claimRefs: ['c', 'again'] });
+      await controller.close();
+
+      // The max duration bounds a held claim whatever the gap.
+      const bounded = setup({ idleMs: 0, maxDurationMs: 30 }, 60_000);
+      bounded.controller.sync();
+      const pool = bounded.controller.get('ns', 'py') as Provisioner;
+      const first = pool.add(order('py', 'a'));
+      await turn();
+      const waiting = pool.add(order('py', 'b'));
+      bounded.release();
+      await first;
+      // Nobody comes back: the 30 ms bound sends it (the 60 s gap would outlast the spec's timeout).
+      await expect(waiting).resolves.toMatchObject({ id: 'sb_b' });
+      await bounded.controller.close();
+    });
   });
 
   it('deleting a pool stops its Provisioner: new claims are refused, enqueued ones are still served', async () => {
