@@ -7,7 +7,7 @@ import type { Batch } from '@warmpool/batcher';
 import type { Lister } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it } from 'vitest';
-import { ClaimFailure, ownerMark, type ClaimOrder } from '../../src/provisioning/claim-service.js';
+import { ClaimFailure, ownerMark, type ClaimOrder, type ServedGrant } from '../../src/provisioning/claim-service.js';
 import { ProvisionerRegistry } from '../../src/provisioning/provisioners.js';
 import { Provisioner, type PendingClaim } from '../../src/provisioning/provisioner.js';
 
@@ -30,6 +30,21 @@ const order = (warmPool: string, claimRef: string): ClaimOrder => ({
   owner: { door: 'http', digest: '0123456789abcdef0123456789abcdef' },
 });
 
+/** What a node grants a claim of `warmPool`. */
+const grantOf = (item: PendingClaim, warmPool: string): ServedGrant => ({
+  id: `sb_${item.order.claimRef}`,
+  token: 't',
+  deadline: '',
+  ownerAddr: '',
+  node: 'n',
+  namespace: 'ns',
+  warmPool,
+  claimRef: item.order.claimRef,
+  tier: 'warm',
+  door: item.order.owner.door,
+  owner: ownerMark(item.order.owner),
+});
+
 describe('ProvisionerRegistry', () => {
   function setup(batcher = { idleMs: 5, maxDurationMs: 50 }, rejoinMs?: number) {
     let pools: SandboxWarmPool[] = [
@@ -47,21 +62,7 @@ describe('ProvisionerRegistry', () => {
     const dispatch = async (provisioner: Provisioner, batch: Batch<PendingClaim>): Promise<void> => {
       batches.push({ pool: provisioner.name, claimRefs: batch.items.map((i) => i.order.claimRef) });
       await gate;
-      for (const item of batch.items) {
-        item.resolve({
-          id: `sb_${item.order.claimRef}`,
-          token: 't',
-          deadline: '',
-          ownerAddr: '',
-          node: 'n',
-          namespace: 'ns',
-          warmPool: provisioner.name,
-          claimRef: item.order.claimRef,
-          tier: 'warm',
-          door: item.order.owner.door,
-          owner: ownerMark(item.order.owner),
-        });
-      }
+      for (const item of batch.items) item.resolve(grantOf(item, provisioner.name));
     };
     const controller = new ProvisionerRegistry({
       pools: lister(() => pools),
@@ -159,28 +160,15 @@ describe('ProvisionerRegistry', () => {
           sent.push(batch.items);
         },
       });
-      const grant = (item: PendingClaim) => ({
-        id: `sb_${item.order.claimRef}`,
-        token: 't',
-        deadline: '',
-        ownerAddr: '',
-        node: 'n',
-        namespace: 'ns',
-        warmPool: 'py',
-        claimRef: item.order.claimRef,
-        tier: 'warm' as const,
-        door: item.order.owner.door,
-        owner: ownerMark(item.order.owner),
-      });
       const a = provisioner.add(order('py', 'a'));
       const b = provisioner.add(order('py', 'b'));
       await turn();
       const [first, second] = sent[0] ?? [];
       // a is answered first (its node answered sooner) and its caller asks again before b's answer.
-      first?.resolve(grant(first));
+      first?.resolve(grantOf(first, 'py'));
       await a;
       const aAgain = provisioner.add(order('py', 'a-again'));
-      second?.resolve(grant(second));
+      second?.resolve(grantOf(second, 'py'));
       await b;
       const bAgain = provisioner.add(order('py', 'b-again'));
       await turn();
@@ -188,7 +176,7 @@ describe('ProvisionerRegistry', () => {
         ['a', 'b'],
         ['a-again', 'b-again'],
       ]);
-      for (const item of sent[1] ?? []) item.resolve(grant(item));
+      for (const item of sent[1] ?? []) item.resolve(grantOf(item, 'py'));
       await Promise.all([aAgain, bAgain]);
       await provisioner.stop();
     });
