@@ -69,7 +69,7 @@ export class Provisioner {
   #endHold: (() => void) | undefined;
   #holdTimer: NodeJS.Timeout | undefined;
   readonly #rejoinMs: number;
-  /** While the hold waits for callers to rejoin: the size at which the held batch goes. */
+  /** While the hold waits for callers to rejoin: the size at which the held batch goes (at most max items). */
   #rejoinAt: number | undefined;
   /**
    * Claims added since the first answer of a batch out (undefined before it): callers answered early may be back
@@ -149,7 +149,7 @@ export class Provisioner {
     if (this.#returned !== undefined) this.#returned++;
     if (this.#endHold === undefined) {
       if (idleMs === 0) this.#flushAtEndOfTurn();
-    } else if (this.#batcher.size >= Math.min(maxItems, this.#rejoinAt ?? maxItems)) this.#releaseHold();
+    } else if (this.#batcher.size >= (this.#rejoinAt ?? maxItems)) this.#releaseHold();
     else this.#holdTimer ??= setTimeout(() => this.#releaseHold(), maxDurationMs);
   }
 

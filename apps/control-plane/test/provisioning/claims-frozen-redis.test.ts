@@ -179,9 +179,8 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     // Redis stops as the burst's attempt at its quarter is sent (SIGSTOP goes at once), so the freeze hits the claims
     // under way however fast the burst runs; the burst ends once the freeze is over.
     let attempts = 0;
-    let freezing: Promise<void> | undefined;
-    let freezeBegun: () => void = () => undefined;
-    const begun = new Promise<void>((resolve) => (freezeBegun = resolve));
+    let startFreeze: (episode: Promise<void>) => void = () => undefined;
+    const freezing = new Promise<void>((resolve) => (startFreeze = resolve));
     const freezeFor4s = async (): Promise<void> => {
       try {
         await freeze();
@@ -193,10 +192,7 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
     const burst: ClaimBurst = {
       // Asked once per attempt: counts them.
       urls: () => {
-        if (++attempts === burst.claims / 4) {
-          freezing = freezeFor4s();
-          freezeBegun();
-        }
+        if (++attempts === burst.claims / 4) startFreeze(freezeFor4s());
         return replicas.map(urlOf);
       },
       namespace: ns,
@@ -206,10 +202,7 @@ describe('claims through a Redis that stops answering (SIGSTOP; real apiserver, 
       claims: 200,
       inFlight: 16,
     };
-    const answered = await claimBurst(
-      burst,
-      begun.then(() => freezing),
-    );
+    const answered = await claimBurst(burst, freezing);
     // The freeze hit claims under way: they were answered 5xx and asked again.
     expect(attempts).toBeGreaterThan(burst.claims);
     // Whatever a job queued before the freeze still had under way has settled by now.
