@@ -11,7 +11,8 @@
 // difference is the claim path, not the nodes. Paths take turns, round by
 // round, so drift on a shared machine hits both.
 //   npx tsc -b && node bench/claims.bench.ts
-// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, CLAIM_FLAGS,
+// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, BARE_REJOIN_MS (default 2 ms,
+// as --claim-batch-rejoin), CLAIM_FLAGS,
 // AUTOSCALED=1 (the pool autoscaled, its claims counted for it), CONTROL_PLANE_NODE_FLAGS, BARE_NODE_FLAGS (Node
 // flags for the bare design, e.g. the control plane's young generation),
 // LOG_DIR=<dir> (the control plane's and the bare design's output kept there, e.g. a --trace-gc-nvp trace for
@@ -37,7 +38,7 @@ import { ResourceClient } from '@warmpool/kube';
 import { Pool } from 'undici';
 import { chartNodeFlags, flagsFromEnv } from './lib/chart-flags.ts';
 import { drive, merge, type PathResult } from './lib/claim-load.ts';
-import { addGc, bareGc, gcText, STAGES, type GcTally } from './lib/claim-path-metrics.ts';
+import { addGc, bareBatches, bareGc, gcText, STAGES, type GcTally } from './lib/claim-path-metrics.ts';
 import { ClaimRoundMeter } from './lib/claim-round-meter.ts';
 import { startControlPlaneProcess } from './lib/control-plane.ts';
 import { Pools } from './lib/pools.ts';
@@ -102,6 +103,7 @@ const bareEnv: Record<string, string> = {
   BARE_TEMPLATE: IMAGE,
   BARE_CONCURRENCY: process.env['BARE_CONCURRENCY'] ?? '64',
   BARE_SCRIPTS: process.env['BARE_SCRIPTS'] ?? '1',
+  BARE_REJOIN_MS: process.env['BARE_REJOIN_MS'] ?? '2',
 };
 // BARE_IN_CONTROL_PLANE=1: the bare design is imported into the control plane's process before its main (Node's
 // --import) and serves on a port of its own there; its rounds then count that process's CPU.
@@ -136,12 +138,18 @@ async function kubectl(args: string[]): Promise<string> {
 }
 
 /** The design's floor row: the bare path's rate, latency and CPU per claim. */
-function bareRow(concurrency: number, b: PathResult, cpu: { bare: number; redis: number }, floorRate: number): Row {
+function bareRow(
+  concurrency: number,
+  b: PathResult,
+  cpu: { bare: number; redis: number },
+  batches: number,
+  floorRate: number,
+): Row {
   const rate = (b.claims / b.elapsedMs) * 1000;
   const perClaim = (ms: number): string => ((ms / Math.max(1, b.claims)) * 1000).toFixed(0);
   return [
     `bare design (the batch hold, a BullMQ job per batch, 2 scripts, a call per node; no warmpool code${bareInControlPlane ? "; served from the control plane's process, whose CPU it counts" : ''}), ${concurrency} in flight`,
-    `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${perClaim(cpu.bare)} µs, redis-server ${perClaim(cpu.redis)} µs`,
+    `${rate.toFixed(0)}/s (${((100 * rate) / Math.max(1e-9, floorRate)).toFixed(1)} % of the floor), p50 ${ms(quantile(b.latencies, 0.5), 2)}, p99 ${ms(quantile(b.latencies, 0.99), 2)}${b.errors > 0 ? `, ${b.errors} errors` : ''}; CPU per claim ${perClaim(cpu.bare)} µs, redis-server ${perClaim(cpu.redis)} µs; batches ${batches}, mean size ${(b.claims / Math.max(1, batches)).toFixed(1)}`,
     'floor of the design',
     '',
     '',
@@ -224,6 +232,7 @@ try {
     const bareCpuMs = { bare: 0, redis: 0 };
     const bareRedis = new RedisTally(redis.target);
     const bareGcTally: GcTally = { count: 0, ms: 0, over10ms: 0 };
+    let bareBatchCount = 0;
     const bareKernel = emptyKernel();
     const http: PathResult[] = [];
     const meter = new ClaimRoundMeter({
@@ -252,6 +261,7 @@ try {
         const barePid = bare.pid;
         const bareCpuBefore = { bare: cpuMsOf(barePid), redis: cpuMsOf(redis.pid) };
         const gcBefore = await bareGc(bare.base);
+        const batchesBefore = await bareBatches(bare.base);
         const turn = (): Promise<PathResult> =>
           drive(barePool, concurrency, ROUND_MS, () => ({ path: '/', body: httpBody, authorization: '' }));
         bareRuns.push(
@@ -260,6 +270,7 @@ try {
         bareCpuMs.bare += cpuMsOf(barePid) - bareCpuBefore.bare;
         bareCpuMs.redis += cpuMsOf(redis.pid) - bareCpuBefore.redis;
         addGc(bareGcTally, gcBefore, await bareGc(bare.base));
+        bareBatchCount += (await bareBatches(bare.base)) - batchesBefore;
       }
       // The HTTP claim API, with what the control plane, the apiserver and Redis counted meanwhile.
       const turn = (): Promise<PathResult> =>
@@ -283,7 +294,7 @@ try {
         '',
         '',
       ],
-      ...(bareRuns.length > 0 ? [bareRow(concurrency, merge(bareRuns), bareCpuMs, rate(d))] : []),
+      ...(bareRuns.length > 0 ? [bareRow(concurrency, merge(bareRuns), bareCpuMs, bareBatchCount, rate(d))] : []),
       [
         `HTTP claim API, ${concurrency} in flight`,
         `${rate(h).toFixed(0)}/s (${((100 * rate(h)) / Math.max(1e-9, rate(d))).toFixed(1)} % of the floor), p50 ${ms(quantile(h.latencies, 0.5), 2)}, p99 ${ms(quantile(h.latencies, 0.99), 2)}${h.errors > 0 ? `, ${h.errors} errors` : ''}; batches ${batches.count}, mean size ${(batches.sum / Math.max(1, batches.count)).toFixed(1)}`,

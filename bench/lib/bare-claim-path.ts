@@ -2,8 +2,9 @@
 // cost on this machine, measured beside the control plane.
 //
 // Requests read in one event-loop turn form a batch; while a batch is out,
-// the next gathers until it is answered or 20 ms have passed (the control
-// plane's batch hold). Each batch is one BullMQ job (Queue.add, a Worker of the
+// the next gathers until it is answered or 20 ms have passed; once it is
+// answered, up to BARE_REJOIN_MS (default 2) more for as many new requests as
+// it answered (the control plane's batch hold, --claim-batch-rejoin). Each batch is one BullMQ job (Queue.add, a Worker of the
 // same concurrency in this process) whose handler runs one reservation script
 // for all its claims, one request per node agent (POST /v1/claim for a lone
 // claim, POST /v1/claims otherwise), one record script, and hands each answer
@@ -13,7 +14,7 @@
 // nodes-are-the-truth checks or any retry. Run by bench/claims.bench.ts as its
 // own process:
 //   node bench/lib/bare-claim-path.ts  (BARE_REDIS_URL, BARE_AGENTS, BARE_TOKEN, BARE_TEMPLATE, BARE_CONCURRENCY,
-//   BARE_SCRIPTS)
+//   BARE_SCRIPTS, BARE_REJOIN_MS)
 // BARE_SCRIPTS=0 leaves the two scripts out (no reservation, no record): what the design's exactly-once index
 // costs it, measured by its absence.
 // BARE_IN_PROCESS=1: imported into another program's process (the control plane's, by Node's --import), so it
@@ -46,6 +47,7 @@ const authorization = `Bearer ${env('BARE_TOKEN')}`;
 const template = env('BARE_TEMPLATE');
 const concurrency = Number(process.env['BARE_CONCURRENCY'] ?? 64);
 const scripts = process.env['BARE_SCRIPTS'] !== '0';
+const rejoinMs = Number(process.env['BARE_REJOIN_MS'] ?? 2);
 const QUEUE = 'bare-claims';
 
 interface BareRedis extends Redis {
@@ -136,7 +138,10 @@ const worker = new Worker<Batch>(
   { connection, concurrency, drainDelay: 1 },
 );
 
-/** The batch hold: claims of one turn go together; while a batch is out, until it is answered or 20 ms passed. */
+/**
+ * The batch hold: claims of one turn go together; while a batch is out, until it is answered or 20 ms passed; once
+ * answered, until as many claims came as it answered or the rejoin gap passed (bounded by the 20 ms too).
+ */
 interface Waiting {
   claim: { claimRef: string; ttlSeconds: number };
   answer(a: Answer): void;
@@ -145,24 +150,46 @@ let gathering: Waiting[] = [];
 let out = 0;
 let flushScheduled = false;
 let holdTimer: NodeJS.Timeout | undefined;
+let rejoinAt: number | undefined;
+let rejoinTimer: NodeJS.Timeout | undefined;
 let sequence = 0;
 
 function enqueue(waiting: Waiting): void {
   gathering.push(waiting);
-  if (out === 0) {
+  if (rejoinAt !== undefined) {
+    if (gathering.length >= rejoinAt) send();
+    else holdTimer ??= setTimeout(send, 20);
+  } else if (out === 0) {
     if (!flushScheduled) {
       flushScheduled = true;
       setImmediate(() => {
         flushScheduled = false;
-        if (out === 0) send();
+        if (out === 0 && rejoinAt === undefined) send();
       });
     }
   } else holdTimer ??= setTimeout(send, 20);
 }
 
+/**
+ * The batch out is answered, all its claims at once (so none of its callers is back yet): they ask again within a
+ * round trip.
+ */
+function awaitRejoin(answered: number): void {
+  if (rejoinMs === 0) {
+    send();
+    return;
+  }
+  // The held claims go with the callers it answered, not in a batch of their own ahead of them.
+  rejoinAt = gathering.length + answered;
+  rejoinTimer = setTimeout(send, rejoinMs);
+}
+
 function send(): void {
   clearTimeout(holdTimer);
   holdTimer = undefined;
+  clearTimeout(rejoinTimer);
+  rejoinTimer = undefined;
+  rejoinAt = undefined;
   if (gathering.length === 0) return;
   const batch = gathering;
   gathering = [];
@@ -170,7 +197,7 @@ function send(): void {
   const jobId = `bare-${++sequence}`;
   replies.set(jobId, (answers) => {
     batch.forEach((w, i) => w.answer(answers[i] ?? { status: 502, body: '' }));
-    if (--out === 0) send();
+    if (--out === 0) awaitRejoin(batch.length);
   });
   queue
     .add('batch', { claims: batch.map((w) => w.claim) }, { jobId, removeOnComplete: true, attempts: 2 })
@@ -214,6 +241,12 @@ const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/gc') {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(gc));
+    return;
+  }
+  // The batches sent so far: the bench's mean batch size beside the control plane's.
+  if (req.method === 'GET' && req.url === '/batches') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ count: sequence }));
     return;
   }
   claim(req, res).catch((err: unknown) => {

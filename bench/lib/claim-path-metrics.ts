@@ -65,6 +65,11 @@ export async function bareGc(base: string): Promise<GcTally> {
   return (await (await fetch(`${base}/gc`)).json()) as GcTally;
 }
 
+/** The batches the bare design sent so far (GET /batches). */
+export async function bareBatches(base: string): Promise<number> {
+  return ((await (await fetch(`${base}/batches`)).json()) as { count: number }).count;
+}
+
 export function addGc(into: GcTally, before: GcTally, after: GcTally): void {
   into.count += after.count - before.count;
   into.ms += after.ms - before.ms;
