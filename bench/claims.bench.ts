@@ -11,7 +11,7 @@
 // difference is the claim path, not the nodes. Paths take turns, round by
 // round, so drift on a shared machine hits both.
 //   npx tsc -b && node bench/claims.bench.ts
-// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, BARE_REJOIN_MS (default 2 ms,
+// About 1.5 minutes. Knobs: LEVELS, ROUND_MS, BARE_LEVELS, BARE_CONCURRENCY, BARE_SCRIPTS, BARE_REJOIN_MS (default 5 ms,
 // as --claim-batch-rejoin), CLAIM_FLAGS,
 // AUTOSCALED=1 (the pool autoscaled, its claims counted for it), CONTROL_PLANE_NODE_FLAGS, BARE_NODE_FLAGS (Node
 // flags for the bare design, e.g. the control plane's young generation),
@@ -103,7 +103,7 @@ const bareEnv: Record<string, string> = {
   BARE_TEMPLATE: IMAGE,
   BARE_CONCURRENCY: process.env['BARE_CONCURRENCY'] ?? '64',
   BARE_SCRIPTS: process.env['BARE_SCRIPTS'] ?? '1',
-  BARE_REJOIN_MS: process.env['BARE_REJOIN_MS'] ?? '2',
+  BARE_REJOIN_MS: process.env['BARE_REJOIN_MS'] ?? '5',
 };
 // BARE_IN_CONTROL_PLANE=1: the bare design is imported into the control plane's process before its main (Node's
 // --import) and serves on a port of its own there; its rounds then count that process's CPU.

@@ -3,7 +3,7 @@
 //
 // Requests read in one event-loop turn form a batch; while a batch is out,
 // the next gathers until it is answered or 20 ms have passed; once it is
-// answered, up to BARE_REJOIN_MS (default 2) more for as many new requests as
+// answered, up to BARE_REJOIN_MS (default 5) more for as many new requests as
 // it answered (the control plane's batch hold, --claim-batch-rejoin). Each batch is one BullMQ job (Queue.add, a Worker of the
 // same concurrency in this process) whose handler runs one reservation script
 // for all its claims, one request per node agent (POST /v1/claim for a lone
@@ -47,7 +47,7 @@ const authorization = `Bearer ${env('BARE_TOKEN')}`;
 const template = env('BARE_TEMPLATE');
 const concurrency = Number(process.env['BARE_CONCURRENCY'] ?? 64);
 const scripts = process.env['BARE_SCRIPTS'] !== '0';
-const rejoinMs = Number(process.env['BARE_REJOIN_MS'] ?? 2);
+const rejoinMs = Number(process.env['BARE_REJOIN_MS'] ?? 5);
 const QUEUE = 'bare-claims';
 
 interface BareRedis extends Redis {

@@ -20,3 +20,5 @@ export { GenerationSource, MemoryEpochStore } from './generation/generation.js';
 export { addressCheckOf } from './nodes/addresses.js';
 // The claim index's scripts against the bare design's (bench/claim-index-scripts.bench.ts).
 export { ClaimIndex } from './provisioning/claim-index.js';
+// A pool's batch hold on synthetic callers (bench/claim-batch-hold.bench.ts).
+export { Provisioner, type PendingClaim } from './provisioning/provisioner.js';

@@ -532,7 +532,7 @@ describe('the Helm chart, rendered', () => {
       '--claims-tls-cert-file=/var/run/warmpool-claims-tls/tls.crt',
       '--claims-tls-key-file=/var/run/warmpool-claims-tls/tls.key',
       '--claim-batch-idle=0ms',
-      '--claim-batch-rejoin=2ms',
+      '--claim-batch-rejoin=5ms',
       '--claim-batch-max=20ms',
       '--claim-timeout=10s',
     ]) {

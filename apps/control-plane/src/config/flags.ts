@@ -229,7 +229,7 @@ export const FLAGS = {
   claimBatchRejoin: {
     kind: 'duration',
     description:
-      "When a pool's batch out is answered, the claims held behind it wait up to this long for as many new claims as it answered (its callers asking again), and go as soon as that many came, so one batch carries both (0: they go at once)",
+      "When a pool's batch out is answered, the claims held behind it wait up to this long for as many new claims as it answered (its callers asking again), and go as soon as that many came, so one batch carries both; after a gap in which fewer than half came, not until claims come again within a gap of an answer (0: they go at once)",
     env: 'CLAIM_BATCH_REJOIN',
     default: PROVISIONING_DEFAULTS.batchRejoinMs,
   },

@@ -30,7 +30,7 @@ export interface ProvisioningSettings {
 
 export const PROVISIONING_DEFAULTS: ProvisioningSettings = Object.freeze({
   batcher: { idleMs: 0 },
-  batchRejoinMs: 2,
+  batchRejoinMs: 5,
   workerConcurrency: 64,
   lockDurationMs: 5_000,
   stalledIntervalMs: 2_000,

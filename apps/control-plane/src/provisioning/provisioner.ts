@@ -17,6 +17,11 @@
 //   make a batch of their own behind the held one, and two half-size batches
 //   would alternate for as long as the load lasts (each paying the job's
 //   per-batch costs). Still no claim waits longer than the max duration.
+//   Callers that do not ask again (a burst of one-shot claims, SandboxClaims)
+//   would only make the held claims wait the gap: once a gap passes with
+//   fewer than half of the awaited claims come, the held claims go at once on
+//   an answer again, until as many claims come within a gap of an answer as
+//   the hold would have waited for.
 import { Batcher, type Batch, type BatcherOptions } from '@warmpool/batcher';
 import type { PoolKey } from '@warmpool/api';
 import { ClaimFailure, type ClaimOrder, type ServedGrant } from './claim-service.js';
@@ -49,6 +54,14 @@ interface OutBatch {
   unanswered: number;
 }
 
+/** While held claims go at once on an answer: the claims come since that answer, within the gap. */
+interface RejoinProbe {
+  readonly until: number;
+  /** As many as the hold would have waited for. */
+  readonly awaited: number;
+  came: number;
+}
+
 interface QueuedClaim extends PendingClaim {
   out: OutBatch | undefined;
   settled: boolean;
@@ -77,6 +90,10 @@ export class Provisioner {
    */
   #returned: number | undefined;
   #rejoinTimer: NodeJS.Timeout | undefined;
+  /** False once a gap passed with fewer than half of the awaited claims come: the hold then ends on the answer. */
+  #callersRejoin = true;
+  /** While #callersRejoin is false, after an answer, for a gap. */
+  #probe: RejoinProbe | undefined;
 
   constructor(options: ProvisionerOptions) {
     this.namespace = options.namespace;
@@ -147,6 +164,7 @@ export class Provisioner {
   #afterAdd(): void {
     const { idleMs, maxItems, maxDurationMs } = this.#batcher.options;
     if (this.#returned !== undefined) this.#returned++;
+    if (this.#probe !== undefined) this.#noteProbe(this.#probe);
     if (this.#endHold === undefined) {
       if (idleMs === 0) this.#flushAtEndOfTurn();
     } else if (this.#batcher.size >= (this.#rejoinAt ?? maxItems)) this.#releaseHold();
@@ -182,12 +200,32 @@ export class Provisioner {
       return;
     }
     const awaited = Math.max(0, answered - (this.#returned ?? 0));
+    // Every caller it answered is back already: nothing to wait for, and they do ask again.
+    if (awaited === 0) this.#callersRejoin = true;
+    if (!this.#callersRejoin) {
+      this.#probe = { until: performance.now() + this.#rejoinMs, awaited, came: 0 };
+      this.#releaseHold();
+      return;
+    }
     this.#rejoinAt = Math.min(this.#batcher.options.maxItems, this.#batcher.size + awaited);
     if (this.#batcher.size >= this.#rejoinAt) {
       this.#releaseHold();
       return;
     }
-    this.#rejoinTimer = setTimeout(() => this.#releaseHold(), this.#rejoinMs);
+    this.#rejoinTimer = setTimeout(() => {
+      // Callers back before the last answer were not awaited: the rest rejoin if half of them came within the gap.
+      this.#callersRejoin = 2 * ((this.#returned ?? 0) - (answered - awaited)) >= awaited;
+      this.#releaseHold();
+    }, this.#rejoinMs);
+  }
+
+  /** A claim came while the hold ends on answers: as many within a gap of the answer as it would await turn it back. */
+  #noteProbe(probe: RejoinProbe): void {
+    if (performance.now() > probe.until) this.#probe = undefined;
+    else if (++probe.came >= probe.awaited) {
+      this.#probe = undefined;
+      this.#callersRejoin = true;
+    }
   }
 
   /** Resolves at once unless a batch is out; then when the hold ends (see the header). */

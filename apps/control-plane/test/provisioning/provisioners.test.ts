@@ -210,6 +210,49 @@ describe('ProvisionerRegistry', () => {
       await expect(waiting).resolves.toMatchObject({ id: 'sb_b' });
       await bounded.controller.close();
     });
+
+    it('stops waiting once a gap passed with the callers not back, and waits again once they come back within a gap of an answer', async () => {
+      const sent: Array<readonly PendingClaim[]> = [];
+      const provisioner = new Provisioner({
+        namespace: 'ns',
+        name: 'py',
+        key: { template: 'img:1', net: 'none', size: 'small' },
+        batcher: { idleMs: 0, maxDurationMs: 60_000 },
+        rejoinMs: 40,
+        dispatch: async (_, batch) => {
+          sent.push(batch.items);
+        },
+      });
+      const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
+      const answer = async (batch: number): Promise<void> => {
+        for (const item of sent[batch] ?? []) item.resolve(grantOf(item, 'py'));
+        await turn();
+      };
+      const claims = [provisioner.add(order('py', 'a'))];
+      await turn();
+      claims.push(provisioner.add(order('py', 'b')));
+      await answer(0);
+      // a's caller does not ask again (a one-shot claim): b waits the gap.
+      expect(refs()).toEqual([['a']]);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(refs()).toEqual([['a'], ['b']]);
+
+      // From now on a held claim goes on the answer.
+      claims.push(provisioner.add(order('py', 'c')));
+      await answer(1);
+      expect(refs()).toEqual([['a'], ['b'], ['c']]);
+
+      // b's caller asks again within a gap of b's answer: the hold waits for callers again, here for c's.
+      claims.push(provisioner.add(order('py', 'b-again')));
+      await answer(2);
+      expect(refs()).toEqual([['a'], ['b'], ['c']]);
+      claims.push(provisioner.add(order('py', 'c-again')));
+      await turn();
+      expect(refs()).toEqual([['a'], ['b'], ['c'], ['b-again', 'c-again']]);
+      await answer(3);
+      await Promise.all(claims);
+      await provisioner.stop();
+    });
   });
 
   it('deleting a pool stops its Provisioner: new claims are refused, enqueued ones are still served', async () => {
