@@ -18,13 +18,12 @@
 //   would alternate for as long as the load lasts (each paying the job's
 //   per-batch costs). Still no claim waits longer than the max duration.
 //   Callers that do not ask again (a burst of one-shot claims, SandboxClaims)
-//   would only make the held claims wait the gap: once a gap passes with
-//   fewer than half of the awaited claims come, the held claims go at once on
-//   an answer again, until as many claims come within a gap of an answer as
-//   the hold would have waited for.
+//   would only make the held claims wait the gap, so the hold learns whether
+//   they do (rejoin.ts).
 import { Batcher, type Batch, type BatcherOptions } from '@warmpool/batcher';
 import type { PoolKey } from '@warmpool/api';
 import { ClaimFailure, type ClaimOrder, type ServedGrant } from './claim-service.js';
+import { Rejoin } from './rejoin.js';
 
 /** A claim waiting in a batch, with the way to answer its caller. */
 export interface PendingClaim {
@@ -50,16 +49,7 @@ export interface ProvisionerOptions {
 
 /** A sent batch, until every claim in it is answered. */
 interface OutBatch {
-  readonly size: number;
   unanswered: number;
-}
-
-/** While held claims go at once on an answer: the claims come since that answer, within the gap. */
-interface RejoinProbe {
-  readonly until: number;
-  /** As many as the hold would have waited for. */
-  readonly awaited: number;
-  came: number;
 }
 
 interface QueuedClaim extends PendingClaim {
@@ -82,18 +72,10 @@ export class Provisioner {
   #endHold: (() => void) | undefined;
   #holdTimer: NodeJS.Timeout | undefined;
   readonly #rejoinMs: number;
+  readonly #rejoin: Rejoin;
   /** While the hold waits for callers to rejoin: the size at which the held batch goes (at most max items). */
   #rejoinAt: number | undefined;
-  /**
-   * Claims added since the first answer of a batch out (undefined before it): callers answered early may be back
-   * before the batch's last answer, and are not waited for again.
-   */
-  #returned: number | undefined;
   #rejoinTimer: NodeJS.Timeout | undefined;
-  /** False once a gap passed with fewer than half of the awaited claims come: the hold then ends on the answer. */
-  #callersRejoin = true;
-  /** While #callersRejoin is false, after an answer, for a gap. */
-  #probe: RejoinProbe | undefined;
 
   constructor(options: ProvisionerOptions) {
     this.namespace = options.namespace;
@@ -101,6 +83,7 @@ export class Provisioner {
     this.#key = options.key;
     this.#dispatch = options.dispatch;
     this.#rejoinMs = options.rejoinMs ?? 0;
+    this.#rejoin = new Rejoin(this.#rejoinMs);
     this.#batcher = new Batcher<QueuedClaim>(options.batcher);
     this.#loop = this.#run();
   }
@@ -163,8 +146,7 @@ export class Provisioner {
 
   #afterAdd(): void {
     const { idleMs, maxItems, maxDurationMs } = this.#batcher.options;
-    if (this.#returned !== undefined) this.#returned++;
-    if (this.#probe !== undefined) this.#noteProbe(this.#probe);
+    this.#rejoin.added();
     if (this.#endHold === undefined) {
       if (idleMs === 0) this.#flushAtEndOfTurn();
     } else if (this.#batcher.size >= (this.#rejoinAt ?? maxItems)) this.#releaseHold();
@@ -185,25 +167,18 @@ export class Provisioner {
     claim.settled = true;
     const out = claim.out;
     if (out === undefined) return;
-    this.#returned ??= 0;
+    this.#rejoin.answered();
     if (--out.unanswered > 0) return;
-    if (--this.#out === 0) this.#awaitRejoin(out.size);
+    if (--this.#out === 0) this.#awaitRejoin();
   }
 
   /**
-   * The last batch out is answered: the hold ends once as many claims came as it answered (those back already
-   * counted), or the rejoin gap passed.
+   * The last batch out is answered: the hold ends once as many claims came as were answered in it (those back
+   * already counted), or the rejoin gap passed; at once while callers do not ask again (rejoin.ts).
    */
-  #awaitRejoin(answered: number): void {
-    if (this.#endHold === undefined || this.#rejoinMs === 0) {
-      this.#releaseHold();
-      return;
-    }
-    const awaited = Math.max(0, answered - (this.#returned ?? 0));
-    // Every caller it answered is back already: nothing to wait for, and they do ask again.
-    if (awaited === 0) this.#callersRejoin = true;
-    if (!this.#callersRejoin) {
-      this.#probe = { until: performance.now() + this.#rejoinMs, awaited, came: 0 };
+  #awaitRejoin(): void {
+    const awaited = this.#endHold === undefined || this.#rejoinMs === 0 ? undefined : this.#rejoin.begin();
+    if (awaited === undefined) {
       this.#releaseHold();
       return;
     }
@@ -212,25 +187,13 @@ export class Provisioner {
       this.#releaseHold();
       return;
     }
-    this.#rejoinTimer = setTimeout(() => {
-      // Callers back before the last answer were not awaited: the rest rejoin if half of them came within the gap.
-      this.#callersRejoin = 2 * ((this.#returned ?? 0) - (answered - awaited)) >= awaited;
-      this.#releaseHold();
-    }, this.#rejoinMs);
-  }
-
-  /** A claim came while the hold ends on answers: as many within a gap of the answer as it would await turn it back. */
-  #noteProbe(probe: RejoinProbe): void {
-    if (performance.now() > probe.until) this.#probe = undefined;
-    else if (++probe.came >= probe.awaited) {
-      this.#probe = undefined;
-      this.#callersRejoin = true;
-    }
+    this.#rejoinTimer = setTimeout(() => this.#releaseHold(), this.#rejoinMs);
   }
 
   /** Resolves at once unless a batch is out; then when the hold ends (see the header). */
   async #hold(): Promise<void> {
-    if (this.#out === 0 || this.#batcher.closed) return;
+    // A full batch is not held: the claims behind it would otherwise wait a max duration per batch ahead of them.
+    if (this.#out === 0 || this.#batcher.closed || this.#batcher.size >= this.#batcher.options.maxItems) return;
     await new Promise<void>((resolve) => {
       this.#endHold = resolve;
       if (this.#batcher.size > 0)
@@ -244,7 +207,7 @@ export class Provisioner {
     clearTimeout(this.#rejoinTimer);
     this.#rejoinTimer = undefined;
     this.#rejoinAt = undefined;
-    this.#returned = undefined;
+    this.#rejoin.end();
     const end = this.#endHold;
     this.#endHold = undefined;
     end?.();
@@ -264,7 +227,7 @@ export class Provisioner {
 
   #send(batch: Batch<QueuedClaim>): void {
     const live = batch.items.filter((claim) => !claim.settled);
-    const out: OutBatch = { size: live.length, unanswered: live.length };
+    const out: OutBatch = { unanswered: live.length };
     for (const claim of live) claim.out = out;
     if (out.unanswered > 0) this.#out++;
     const running = this.#dispatch(this, batch).catch(() => undefined);

@@ -6,7 +6,7 @@ import { poolObject, templateObject } from '@warmpool/harness';
 import type { Batch } from '@warmpool/batcher';
 import type { Lister } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ClaimFailure, ownerMark, type ClaimOrder, type ServedGrant } from '../../src/provisioning/claim-service.js';
 import { ProvisionerRegistry } from '../../src/provisioning/provisioners.js';
 import { Provisioner, type PendingClaim } from '../../src/provisioning/provisioner.js';
@@ -122,6 +122,21 @@ describe('ProvisionerRegistry', () => {
 
   describe('with a rejoin gap, claims held behind an answered batch wait for its callers to ask again', () => {
     const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    /** A Provisioner whose batches are only recorded: the spec answers their claims itself. */
+    const answeredByHand = (rejoinMs: number) => {
+      const sent: Array<readonly PendingClaim[]> = [];
+      const provisioner = new Provisioner({
+        namespace: 'ns',
+        name: 'py',
+        key: { template: 'img:1', net: 'none', size: 'small' },
+        batcher: { idleMs: 0, maxDurationMs: 60_000 },
+        rejoinMs,
+        dispatch: async (_, batch) => {
+          sent.push(batch.items);
+        },
+      });
+      return { provisioner, sent };
+    };
 
     it('goes as soon as as many new claims came as the batch answered: the held and the returning claims together', async () => {
       const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 }, 60_000);
@@ -149,17 +164,7 @@ describe('ProvisionerRegistry', () => {
     });
 
     it('does not wait again for callers answered early and back before the batch’s last answer', async () => {
-      const sent: Array<readonly PendingClaim[]> = [];
-      const provisioner = new Provisioner({
-        namespace: 'ns',
-        name: 'py',
-        key: { template: 'img:1', net: 'none', size: 'small' },
-        batcher: { idleMs: 0, maxDurationMs: 60_000 },
-        rejoinMs: 60_000,
-        dispatch: async (_, batch) => {
-          sent.push(batch.items);
-        },
-      });
+      const { provisioner, sent } = answeredByHand(60_000);
       const a = provisioner.add(order('py', 'a'));
       const b = provisioner.add(order('py', 'b'));
       await turn();
@@ -212,44 +217,71 @@ describe('ProvisionerRegistry', () => {
     });
 
     it('stops waiting once a gap passed with the callers not back, and waits again once they come back within a gap of an answer', async () => {
+      // The gap and the probe's window on a fake clock, so that a stall of the machine cannot pass them; turns stay real.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      try {
+        const { provisioner, sent } = answeredByHand(40);
+        const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
+        const answer = async (batch: number): Promise<void> => {
+          for (const item of sent[batch] ?? []) item.resolve(grantOf(item, 'py'));
+          await turn();
+        };
+        const claims = [provisioner.add(order('py', 'a'))];
+        await turn();
+        claims.push(provisioner.add(order('py', 'b')));
+        await answer(0);
+        // a's caller does not ask again (a one-shot claim): b waits the whole gap.
+        vi.advanceTimersByTime(39);
+        await turn();
+        expect(refs()).toEqual([['a']]);
+        vi.advanceTimersByTime(1);
+        await turn();
+        expect(refs()).toEqual([['a'], ['b']]);
+
+        // From now on a held claim goes on the answer.
+        claims.push(provisioner.add(order('py', 'c')));
+        await answer(1);
+        expect(refs()).toEqual([['a'], ['b'], ['c']]);
+
+        // b's caller asks again within a gap of b's answer (at its edge): the hold waits for callers again, here c's.
+        vi.advanceTimersByTime(40);
+        claims.push(provisioner.add(order('py', 'b-again')));
+        await answer(2);
+        expect(refs()).toEqual([['a'], ['b'], ['c']]);
+        claims.push(provisioner.add(order('py', 'c-again')));
+        await turn();
+        expect(refs()).toEqual([['a'], ['b'], ['c'], ['b-again', 'c-again']]);
+        await answer(3);
+        await Promise.all(claims);
+        await provisioner.stop();
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it('does not hold a full batch behind a batch out: each goes at once, not a max duration apart', async () => {
       const sent: Array<readonly PendingClaim[]> = [];
       const provisioner = new Provisioner({
         namespace: 'ns',
         name: 'py',
         key: { template: 'img:1', net: 'none', size: 'small' },
-        batcher: { idleMs: 0, maxDurationMs: 60_000 },
-        rejoinMs: 40,
+        batcher: { idleMs: 0, maxDurationMs: 60_000, maxItems: 2 },
+        rejoinMs: 60_000,
         dispatch: async (_, batch) => {
           sent.push(batch.items);
         },
       });
-      const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
-      const answer = async (batch: number): Promise<void> => {
-        for (const item of sent[batch] ?? []) item.resolve(grantOf(item, 'py'));
-        await turn();
-      };
       const claims = [provisioner.add(order('py', 'a'))];
       await turn();
-      claims.push(provisioner.add(order('py', 'b')));
-      await answer(0);
-      // a's caller does not ask again (a one-shot claim): b waits the gap.
-      expect(refs()).toEqual([['a']]);
-      await new Promise((resolve) => setTimeout(resolve, 60));
-      expect(refs()).toEqual([['a'], ['b']]);
-
-      // From now on a held claim goes on the answer.
-      claims.push(provisioner.add(order('py', 'c')));
-      await answer(1);
-      expect(refs()).toEqual([['a'], ['b'], ['c']]);
-
-      // b's caller asks again within a gap of b's answer: the hold waits for callers again, here for c's.
-      claims.push(provisioner.add(order('py', 'b-again')));
-      await answer(2);
-      expect(refs()).toEqual([['a'], ['b'], ['c']]);
-      claims.push(provisioner.add(order('py', 'c-again')));
+      for (const ref of ['b', 'c', 'd', 'e', 'f', 'g']) claims.push(provisioner.add(order('py', ref)));
       await turn();
-      expect(refs()).toEqual([['a'], ['b'], ['c'], ['b-again', 'c-again']]);
-      await answer(3);
+      expect(sent.map((items) => items.map((i) => i.order.claimRef))).toEqual([
+        ['a'],
+        ['b', 'c'],
+        ['d', 'e'],
+        ['f', 'g'],
+      ]);
+      for (const items of sent) for (const item of items) item.resolve(grantOf(item, 'py'));
       await Promise.all(claims);
       await provisioner.stop();
     });
