@@ -177,12 +177,16 @@ export class Provisioner {
    * already counted), or the rejoin gap passed; at once while callers do not ask again (rejoin.ts).
    */
   #awaitRejoin(): void {
-    const awaited = this.#endHold === undefined || this.#rejoinMs === 0 ? undefined : this.#rejoin.begin();
+    const { maxItems } = this.#batcher.options;
+    const awaited =
+      this.#endHold === undefined || this.#rejoinMs === 0
+        ? undefined
+        : this.#rejoin.begin(maxItems - this.#batcher.size);
     if (awaited === undefined) {
       this.#releaseHold();
       return;
     }
-    this.#rejoinAt = Math.min(this.#batcher.options.maxItems, this.#batcher.size + awaited);
+    this.#rejoinAt = this.#batcher.size + awaited;
     if (this.#batcher.size >= this.#rejoinAt) {
       this.#releaseHold();
       return;
@@ -207,7 +211,7 @@ export class Provisioner {
     clearTimeout(this.#rejoinTimer);
     this.#rejoinTimer = undefined;
     this.#rejoinAt = undefined;
-    this.#rejoin.end();
+    this.#rejoin.end(this.#out === 0);
     const end = this.#endHold;
     this.#endHold = undefined;
     end?.();
@@ -217,11 +221,26 @@ export class Provisioner {
     for (;;) {
       const held = this.#out > 0;
       await this.#hold();
-      // Claims held back behind an answered batch have waited long enough: they go now, without a window.
-      if (held) this.#batcher.flush();
-      const batch = await this.#batcher.wait();
-      if (batch.items.length > 0) this.#send(batch);
+      if (held) await this.#sendHeld();
+      else {
+        const batch = await this.#batcher.wait();
+        if (batch.items.length > 0) this.#send(batch);
+      }
       if (this.#batcher.closed && this.#batcher.size === 0) return;
+    }
+  }
+
+  /**
+   * Claims held back behind an answered batch have waited long enough: every one goes now, without a window, in
+   * batches of at most max items (a remainder left for the next hold would start its max duration afresh).
+   */
+  async #sendHeld(): Promise<void> {
+    this.#batcher.flush();
+    for (let ready = this.#batcher.size; ready > 0;) {
+      const batch = await this.#batcher.wait();
+      if (batch.items.length === 0) return;
+      ready -= batch.items.length;
+      this.#send(batch);
     }
   }
 

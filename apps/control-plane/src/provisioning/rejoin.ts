@@ -1,11 +1,12 @@
 // Whether, and for how many claims, a Provisioner's hold waits once the
 // batches out are answered (provisioner.ts, "the batch out is answered").
 //
-// Within one hold it counts the claims answered and the claims added since
-// the first answer: callers answered early may be back before the last answer
-// and are not awaited again; callers of every batch answered in the hold are
-// (two batches may be out at once). It also learns whether callers ask again:
-// a wait that ends with fewer than half of the awaited claims come, in
+// From the first answer until a hold ends with no batch out, it counts the
+// claims answered and the claims added: callers answered early may be back
+// before the last answer and are not awaited again; callers of every batch
+// answered meanwhile are (two batches may be out at once, and a hold may end
+// by its max duration while one is). It also learns whether callers ask
+// again: a wait that ends with fewer than half of the awaited claims come, in
 // proportion to the part of the gap it lasted (the max duration may cut it
 // short), turns waiting off; then, after each answer, as many claims within a
 // gap as a wait would have awaited turn it back on. A steady closed loop
@@ -29,7 +30,7 @@ interface Probe {
 export class Rejoin {
   readonly #gapMs: number;
   readonly #now: () => number;
-  /** From the first answer in a hold to its end: claims answered, and claims added. */
+  /** From the first answer to the end of a hold with no batch out: claims answered, and claims added. */
   #counting = false;
   #answered = 0;
   #returned = 0;
@@ -66,16 +67,19 @@ export class Rejoin {
   }
 
   /**
-   * The last batch out is answered: how many more claims the hold waits for (0: none, it ends now); undefined when
-   * waiting is off (it ends now, and the claims that come within the gap are counted).
+   * The last batch out is answered: how many more claims the hold waits for, at most `room` (0: none, it ends now);
+   * undefined when waiting is off (it ends now, and the claims that come within the gap are counted).
    */
-  begin(): number | undefined {
-    const awaited = Math.max(0, this.#answered - this.#returned);
+  begin(room = Number.POSITIVE_INFINITY): number | undefined {
+    const due = Math.max(0, this.#answered - this.#returned);
     // Every caller answered is back already: nothing to wait for, and they do ask again.
-    if (awaited === 0) {
+    if (due === 0) {
       this.#callersRejoin = true;
       return 0;
     }
+    const awaited = Math.min(due, room);
+    // The held batch is full: it goes now, and says nothing about the callers.
+    if (awaited <= 0) return 0;
     if (!this.#callersRejoin) {
       this.#probe = { until: this.#now() + this.#gapMs, awaited, came: 0 };
       return undefined;
@@ -84,14 +88,18 @@ export class Rejoin {
     return awaited;
   }
 
-  /** The hold ended, whatever ended it: a wait under way is judged, and the counts start again at the next answer. */
-  end(): void {
+  /**
+   * The hold ended, whatever ended it: a wait under way is judged; with no batch out, the counts start again at the
+   * next answer.
+   */
+  end(nothingOut: boolean): void {
     const wait = this.#wait;
     if (wait !== undefined) {
       const part = Math.min(1, (this.#now() - wait.since) / this.#gapMs);
       this.#callersRejoin = 2 * (this.#returned - wait.backBefore) >= wait.awaited * part;
     }
     this.#wait = undefined;
+    if (!nothingOut) return;
     this.#counting = false;
     this.#answered = 0;
     this.#returned = 0;

@@ -187,33 +187,42 @@ describe('ProvisionerRegistry', () => {
     });
 
     it('goes at the gap when fewer come back, and never later than the max duration', async () => {
-      const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 }, 40);
-      controller.sync();
-      const provisioner = controller.get('ns', 'py') as Provisioner;
-      const out = ['a', 'b'].map((ref) => provisioner.add(order('py', ref)));
-      await turn();
-      const held = provisioner.add(order('py', 'c'));
-      release();
-      await Promise.all(out);
-      const returned = provisioner.add(order('py', 'again'));
-      await turn();
-      expect(batches).toHaveLength(1);
-      await expect(Promise.all([held, returned])).resolves.toMatchObject([{ id: 'sb_c' }, { id: 'sb_again' }]);
-      expect(batches[1]).toEqual({ pool: 'py', claimRefs: ['c', 'again'] });
-      await controller.close();
+      // On a fake clock, so that a stall of the machine cannot pass the gap between two steps; turns stay real.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      try {
+        const { controller, batches, release } = setup({ idleMs: 0, maxDurationMs: 60_000 }, 40);
+        controller.sync();
+        const provisioner = controller.get('ns', 'py') as Provisioner;
+        const out = ['a', 'b'].map((ref) => provisioner.add(order('py', ref)));
+        await turn();
+        const held = provisioner.add(order('py', 'c'));
+        release();
+        await Promise.all(out);
+        const returned = provisioner.add(order('py', 'again'));
+        vi.advanceTimersByTime(39);
+        await turn();
+        expect(batches).toHaveLength(1);
+        vi.advanceTimersByTime(1);
+        await expect(Promise.all([held, returned])).resolves.toMatchObject([{ id: 'sb_c' }, { id: 'sb_again' }]);
+        expect(batches[1]).toEqual({ pool: 'py', claimRefs: ['c', 'again'] });
+        await controller.close();
 
-      // The max duration bounds a held claim whatever the gap.
-      const bounded = setup({ idleMs: 0, maxDurationMs: 30 }, 60_000);
-      bounded.controller.sync();
-      const pool = bounded.controller.get('ns', 'py') as Provisioner;
-      const first = pool.add(order('py', 'a'));
-      await turn();
-      const waiting = pool.add(order('py', 'b'));
-      bounded.release();
-      await first;
-      // Nobody comes back: the 30 ms bound sends it (the 60 s gap would outlast the spec's timeout).
-      await expect(waiting).resolves.toMatchObject({ id: 'sb_b' });
-      await bounded.controller.close();
+        // The max duration bounds a held claim whatever the gap.
+        const bounded = setup({ idleMs: 0, maxDurationMs: 30 }, 60_000);
+        bounded.controller.sync();
+        const pool = bounded.controller.get('ns', 'py') as Provisioner;
+        const first = pool.add(order('py', 'a'));
+        await turn();
+        const waiting = pool.add(order('py', 'b'));
+        bounded.release();
+        await first;
+        // Nobody comes back: the 30 ms bound sends it, long before the 60 s gap.
+        vi.advanceTimersByTime(30);
+        await expect(waiting).resolves.toMatchObject({ id: 'sb_b' });
+        await bounded.controller.close();
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('stops waiting once a gap passed with the callers not back, and waits again once they come back within a gap of an answer', async () => {
@@ -252,6 +261,41 @@ describe('ProvisionerRegistry', () => {
         await turn();
         expect(refs()).toEqual([['a'], ['b'], ['c'], ['b-again', 'c-again']]);
         await answer(3);
+        await Promise.all(claims);
+        await provisioner.stop();
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it('sends every claim held behind an answered batch, a full batch and its remainder alike, within the max duration', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      try {
+        const sent: Array<readonly PendingClaim[]> = [];
+        const provisioner = new Provisioner({
+          namespace: 'ns',
+          name: 'py',
+          key: { template: 'img:1', net: 'none', size: 'small' },
+          batcher: { idleMs: 0, maxDurationMs: 100, maxItems: 3 },
+          rejoinMs: 60_000,
+          dispatch: async (_, batch) => {
+            sent.push(batch.items);
+          },
+        });
+        const claims = [provisioner.add(order('py', 'a'))];
+        await turn();
+        for (const ref of ['b', 'c', 'd', 'e']) claims.push(provisioner.add(order('py', ref)));
+        await turn();
+        const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
+        // The hold ends as b, c, d fill a batch: e, read in the same turn, goes with them rather than wait a hold.
+        expect(refs()).toEqual([['a'], ['b', 'c', 'd'], ['e']]);
+        vi.advanceTimersByTime(1);
+        claims.push(provisioner.add(order('py', 'f')));
+        await turn();
+        vi.advanceTimersByTime(100);
+        await turn();
+        expect(refs()).toEqual([['a'], ['b', 'c', 'd'], ['e'], ['f']]);
+        for (const items of sent) for (const item of items) item.resolve(grantOf(item, 'py'));
         await Promise.all(claims);
         await provisioner.stop();
       } finally {

@@ -27,6 +27,29 @@ describe('Rejoin', () => {
     expect(rejoin.begin()).toBe(1);
   });
 
+  it('keeps its counts when a hold ends while a batch is still out', () => {
+    const { rejoin, answer, add } = clocked();
+    answer(1); // one claim of the batch out
+    rejoin.end(false); // the hold ends by its max duration; the held claim goes as a second batch
+    answer(2); // the rest of the first batch
+    add(3); // the first batch's callers, back
+    answer(1); // the second batch
+    expect(rejoin.begin()).toBe(1);
+  });
+
+  it('awaits no more than the held batch has room for, and judges the wait against that', () => {
+    const { rejoin, answer, add, advance } = clocked();
+    answer(4);
+    expect(rejoin.begin(0)).toBe(0);
+    rejoin.end(true);
+    answer(4);
+    expect(rejoin.begin(1)).toBe(1);
+    add(1); // fills the batch 60 % into the gap
+    advance(6);
+    rejoin.end(true);
+    expect(rejoin.waiting).toBe(true);
+  });
+
   it('awaits nothing once every caller answered is back', () => {
     const { rejoin, answer, add } = clocked();
     answer(2);
@@ -40,7 +63,7 @@ describe('Rejoin', () => {
     expect(rejoin.begin()).toBe(4);
     add(1);
     advance(10);
-    rejoin.end();
+    rejoin.end(true);
     expect(rejoin.waiting).toBe(false);
     answer(4);
     expect(rejoin.begin()).toBeUndefined();
@@ -52,7 +75,7 @@ describe('Rejoin', () => {
     rejoin.begin();
     add(2);
     advance(10);
-    rejoin.end();
+    rejoin.end(true);
     expect(rejoin.waiting).toBe(true);
   });
 
@@ -60,12 +83,12 @@ describe('Rejoin', () => {
     const { rejoin, answer, advance } = clocked();
     answer(4);
     rejoin.begin();
-    rejoin.end(); // at once: no evidence either way
+    rejoin.end(true); // at once: no evidence either way
     expect(rejoin.waiting).toBe(true);
     answer(4);
     rejoin.begin();
     advance(5); // half the gap, none of the 4 came (half of half would be 1)
-    rejoin.end();
+    rejoin.end(true);
     expect(rejoin.waiting).toBe(false);
   });
 
@@ -74,16 +97,16 @@ describe('Rejoin', () => {
     answer(2);
     rejoin.begin();
     advance(10);
-    rejoin.end();
+    rejoin.end(true);
     answer(2);
     expect(rejoin.begin()).toBeUndefined();
-    rejoin.end();
+    rejoin.end(true);
     advance(11); // past the gap: these do not count
     add(2);
     expect(rejoin.waiting).toBe(false);
     answer(2);
     expect(rejoin.begin()).toBeUndefined();
-    rejoin.end();
+    rejoin.end(true);
     advance(9);
     add(2);
     expect(rejoin.waiting).toBe(true);
