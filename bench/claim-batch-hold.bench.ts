@@ -118,28 +118,26 @@ for (let round = 0; round < ROUNDS; round++)
       runs.set(key, [...(runs.get(key) ?? []), await run(rejoinMs)]);
     }
 
-const rows: Row[] = [];
-const merged = (load: string, rejoinMs: number): { latencies: number[]; batches: number } => {
+const merged = (load: string, rejoinMs: number): Result => {
   const results = runs.get(`${load}|${rejoinMs}`) ?? [];
   return { latencies: results.flatMap((r) => r.latencies), batches: results.reduce((n, r) => n + r.batches, 0) };
 };
-for (const key of runs.keys()) {
-  const [load = '', rejoinMs = ''] = key.split('|');
-  const { latencies, batches } = merged(load, Number(rejoinMs));
-  rows.push([
-    `${load}, rejoin gap ${rejoinMs} ms`,
-    `${latencies.length} claims in ${batches} batches (mean ${(latencies.length / batches).toFixed(1)}); latency p50 ${quantile(latencies, 0.5).toFixed(2)} ms, p99 ${quantile(latencies, 0.99).toFixed(2)} ms`,
-    '',
-    '',
-    '',
-  ]);
-}
-const meanBatch = (load: string, rejoinMs: number): number => {
-  const { latencies, batches } = merged(load, rejoinMs);
-  return latencies.length / Math.max(1, batches);
-};
+const meanBatch = ({ latencies, batches }: Result): number => latencies.length / Math.max(1, batches);
 const p50 = (load: string, rejoinMs: number): number => quantile(merged(load, rejoinMs).latencies, 0.5);
-const closedGain = meanBatch('closed loop', REJOIN_MS) / meanBatch('closed loop', 0);
+const rows: Row[] = [];
+for (const rejoinMs of rules)
+  for (const load of ['closed loop', 'bursts']) {
+    const result = merged(load, rejoinMs);
+    const { latencies, batches } = result;
+    rows.push([
+      `${load}, rejoin gap ${rejoinMs} ms`,
+      `${latencies.length} claims in ${batches} batches (mean ${meanBatch(result).toFixed(1)}); latency p50 ${quantile(latencies, 0.5).toFixed(2)} ms, p99 ${quantile(latencies, 0.99).toFixed(2)} ms`,
+      '',
+      '',
+      '',
+    ]);
+  }
+const closedGain = meanBatch(merged('closed loop', REJOIN_MS)) / meanBatch(merged('closed loop', 0));
 const burstCost = p50('bursts', REJOIN_MS) - p50('bursts', 0);
 rows.push(
   [

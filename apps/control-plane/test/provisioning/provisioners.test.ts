@@ -3,7 +3,7 @@
 // and still serves the enqueued ones.
 import type { SandboxTemplate, SandboxWarmPool } from '@warmpool/api';
 import { poolObject, templateObject } from '@warmpool/harness';
-import type { Batch } from '@warmpool/batcher';
+import type { Batch, BatcherOptions } from '@warmpool/batcher';
 import type { Lister } from '@warmpool/kube';
 import { silentLogger } from '@warmpool/runtime';
 import { describe, expect, it, vi } from 'vitest';
@@ -123,19 +123,24 @@ describe('ProvisionerRegistry', () => {
   describe('with a rejoin gap, claims held behind an answered batch wait for its callers to ask again', () => {
     const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
     /** A Provisioner whose batches are only recorded: the spec answers their claims itself. */
-    const answeredByHand = (rejoinMs: number) => {
+    const answeredByHand = (rejoinMs: number, batcher: Partial<BatcherOptions> = {}) => {
       const sent: Array<readonly PendingClaim[]> = [];
       const provisioner = new Provisioner({
         namespace: 'ns',
         name: 'py',
         key: { template: 'img:1', net: 'none', size: 'small' },
-        batcher: { idleMs: 0, maxDurationMs: 60_000 },
+        batcher: { idleMs: 0, maxDurationMs: 60_000, ...batcher },
         rejoinMs,
         dispatch: async (_, batch) => {
           sent.push(batch.items);
         },
       });
-      return { provisioner, sent };
+      /** The claimRefs of each batch sent so far. */
+      const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
+      const answerAll = (): void => {
+        for (const items of sent) for (const item of items) item.resolve(grantOf(item, 'py'));
+      };
+      return { provisioner, sent, refs, answerAll };
     };
 
     it('goes as soon as as many new claims came as the batch answered: the held and the returning claims together', async () => {
@@ -164,7 +169,7 @@ describe('ProvisionerRegistry', () => {
     });
 
     it('does not wait again for callers answered early and back before the batch’s last answer', async () => {
-      const { provisioner, sent } = answeredByHand(60_000);
+      const { provisioner, sent, refs } = answeredByHand(60_000);
       const a = provisioner.add(order('py', 'a'));
       const b = provisioner.add(order('py', 'b'));
       await turn();
@@ -177,7 +182,7 @@ describe('ProvisionerRegistry', () => {
       await b;
       const bAgain = provisioner.add(order('py', 'b-again'));
       await turn();
-      expect(sent.map((items) => items.map((i) => i.order.claimRef))).toEqual([
+      expect(refs()).toEqual([
         ['a', 'b'],
         ['a-again', 'b-again'],
       ]);
@@ -229,8 +234,7 @@ describe('ProvisionerRegistry', () => {
       // The gap and the probe's window on a fake clock, so that a stall of the machine cannot pass them; turns stay real.
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
       try {
-        const { provisioner, sent } = answeredByHand(40);
-        const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
+        const { provisioner, sent, refs } = answeredByHand(40);
         const answer = async (batch: number): Promise<void> => {
           for (const item of sent[batch] ?? []) item.resolve(grantOf(item, 'py'));
           await turn();
@@ -271,22 +275,11 @@ describe('ProvisionerRegistry', () => {
     it('sends every claim held behind an answered batch, a full batch and its remainder alike, within the max duration', async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
       try {
-        const sent: Array<readonly PendingClaim[]> = [];
-        const provisioner = new Provisioner({
-          namespace: 'ns',
-          name: 'py',
-          key: { template: 'img:1', net: 'none', size: 'small' },
-          batcher: { idleMs: 0, maxDurationMs: 100, maxItems: 3 },
-          rejoinMs: 60_000,
-          dispatch: async (_, batch) => {
-            sent.push(batch.items);
-          },
-        });
+        const { provisioner, refs, answerAll } = answeredByHand(60_000, { maxDurationMs: 100, maxItems: 3 });
         const claims = [provisioner.add(order('py', 'a'))];
         await turn();
         for (const ref of ['b', 'c', 'd', 'e']) claims.push(provisioner.add(order('py', ref)));
         await turn();
-        const refs = (): string[][] => sent.map((items) => items.map((i) => i.order.claimRef));
         // The hold ends as b, c, d fill a batch: e, read in the same turn, goes with them rather than wait a hold.
         expect(refs()).toEqual([['a'], ['b', 'c', 'd'], ['e']]);
         vi.advanceTimersByTime(1);
@@ -295,7 +288,7 @@ describe('ProvisionerRegistry', () => {
         vi.advanceTimersByTime(100);
         await turn();
         expect(refs()).toEqual([['a'], ['b', 'c', 'd'], ['e'], ['f']]);
-        for (const items of sent) for (const item of items) item.resolve(grantOf(item, 'py'));
+        answerAll();
         await Promise.all(claims);
         await provisioner.stop();
       } finally {
@@ -304,28 +297,13 @@ describe('ProvisionerRegistry', () => {
     });
 
     it('does not hold a full batch behind a batch out: each goes at once, not a max duration apart', async () => {
-      const sent: Array<readonly PendingClaim[]> = [];
-      const provisioner = new Provisioner({
-        namespace: 'ns',
-        name: 'py',
-        key: { template: 'img:1', net: 'none', size: 'small' },
-        batcher: { idleMs: 0, maxDurationMs: 60_000, maxItems: 2 },
-        rejoinMs: 60_000,
-        dispatch: async (_, batch) => {
-          sent.push(batch.items);
-        },
-      });
+      const { provisioner, refs, answerAll } = answeredByHand(60_000, { maxItems: 2 });
       const claims = [provisioner.add(order('py', 'a'))];
       await turn();
       for (const ref of ['b', 'c', 'd', 'e', 'f', 'g']) claims.push(provisioner.add(order('py', ref)));
       await turn();
-      expect(sent.map((items) => items.map((i) => i.order.claimRef))).toEqual([
-        ['a'],
-        ['b', 'c'],
-        ['d', 'e'],
-        ['f', 'g'],
-      ]);
-      for (const items of sent) for (const item of items) item.resolve(grantOf(item, 'py'));
+      expect(refs()).toEqual([['a'], ['b', 'c'], ['d', 'e'], ['f', 'g']]);
+      answerAll();
       await Promise.all(claims);
       await provisioner.stop();
     });
