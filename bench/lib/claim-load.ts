@@ -6,10 +6,18 @@ import type { Pool } from 'undici';
 
 export interface PathResult {
   latencies: number[];
+  /**
+   * The latencies of the claims asked once the turn's first OPENING_MS had passed: the turn opens with all its
+   * callers asking at once, a burst no steady load has, whose first batches are often the turn's slowest.
+   */
+  afterOpening: number[];
   claims: number;
   errors: number;
   elapsedMs: number;
 }
+
+/** How long a turn's opening lasts, for PathResult.afterOpening. */
+export const OPENING_MS = 500;
 
 /** Keeps `concurrency` claims in flight for `durationMs`. */
 export async function drive(
@@ -19,10 +27,12 @@ export async function drive(
   request: (i: number) => { path: string; body: string; authorization: string },
 ): Promise<PathResult> {
   const latencies: number[] = [];
+  const afterOpening: number[] = [];
   let errors = 0;
   let next = 0;
   const started = performance.now();
   const end = started + durationMs;
+  const opened = started + OPENING_MS;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
@@ -36,15 +46,18 @@ export async function drive(
             headers: { authorization, 'content-type': 'application/json' },
           });
           await res.body.text();
-          if (res.statusCode === 200) latencies.push(performance.now() - t0);
-          else errors++;
+          if (res.statusCode === 200) {
+            const latency = performance.now() - t0;
+            latencies.push(latency);
+            if (t0 >= opened) afterOpening.push(latency);
+          } else errors++;
         } catch {
           errors++;
         }
       }
     }),
   );
-  return { latencies, claims: latencies.length, errors, elapsedMs: performance.now() - started };
+  return { latencies, afterOpening, claims: latencies.length, errors, elapsedMs: performance.now() - started };
 }
 
 /**
@@ -54,6 +67,7 @@ export async function drive(
 export function merge(results: PathResult[]): PathResult {
   return {
     latencies: results.flatMap((r) => r.latencies),
+    afterOpening: results.flatMap((r) => r.afterOpening),
     claims: results.reduce((n, r) => n + r.claims, 0),
     errors: results.reduce((n, r) => n + r.errors, 0),
     elapsedMs: results.reduce((n, r) => n + r.elapsedMs, 0),
