@@ -286,6 +286,8 @@ try {
     const { batches, stages, gc: httpGc, cpu, kernel: httpKernel, calls, writes } = meter;
     const d = merge(direct);
     const h = merge(http);
+    // The bare design's rounds as one, when it ran at this level.
+    const b = bareRuns.length > 0 ? merge(bareRuns) : undefined;
     const rate = (r: PathResult): number => (r.claims / r.elapsedMs) * 1000;
     const goal = concurrency === 32;
     rows.push(
@@ -296,7 +298,7 @@ try {
         '',
         '',
       ],
-      ...(bareRuns.length > 0 ? [bareRow(concurrency, merge(bareRuns), bareCpuMs, bareBatchCount, rate(d))] : []),
+      ...(b !== undefined ? [bareRow(concurrency, b, bareCpuMs, bareBatchCount, rate(d))] : []),
       [
         `HTTP claim API, ${concurrency} in flight`,
         `${rate(h).toFixed(0)}/s (${((100 * rate(h)) / Math.max(1e-9, rate(d))).toFixed(1)} % of the floor), p50 ${ms(quantile(h.latencies, 0.5), 2)}, p99 ${ms(quantile(h.latencies, 0.99), 2)}${h.errors > 0 ? `, ${h.errors} errors` : ''}; batches ${batches.count}, mean size ${(batches.sum / Math.max(1, batches.count)).toFixed(1)}`,
@@ -305,10 +307,8 @@ try {
         goal ? pass(rate(h) >= GOAL_SHARE * rate(d) && quantile(h.latencies, 0.99) <= GOAL_P99_MS) : '',
       ],
       [
-        `p99 of the claims asked after a round's first ${OPENING_MS / 1000} s (its opening burst left out), ${concurrency} in flight: direct${bareRuns.length > 0 ? ' / bare design' : ''} / HTTP claim API`,
-        [d, ...(bareRuns.length > 0 ? [merge(bareRuns)] : []), h]
-          .map((r) => ms(quantile(r.afterOpening, 0.99), 2))
-          .join(' / '),
+        `p99 of the claims asked after a round's first ${OPENING_MS / 1000} s (its opening burst left out), ${concurrency} in flight: direct${b !== undefined ? ' / bare design' : ''} / HTTP claim API`,
+        [d, ...(b !== undefined ? [b] : []), h].map((r) => ms(quantile(r.afterOpening, 0.99), 2)).join(' / '),
         '',
         '',
         '',
@@ -324,8 +324,8 @@ try {
         '',
       ],
       [
-        `GC pauses while the claims ran, ${concurrency} in flight: control plane${bareRuns.length > 0 ? ' / bare design' : ''}`,
-        `${gcText(httpGc, h.claims)}${bareRuns.length > 0 ? ` / ${gcText(bareGcTally, merge(bareRuns).claims)}` : ''}`,
+        `GC pauses while the claims ran, ${concurrency} in flight: control plane${b !== undefined ? ' / bare design' : ''}`,
+        `${gcText(httpGc, h.claims)}${b !== undefined ? ` / ${gcText(bareGcTally, b.claims)}` : ''}`,
         '',
         '',
         '',
@@ -338,8 +338,8 @@ try {
         '',
       ],
       [
-        `the kernel's count per claim, ${concurrency} in flight: control plane${bareRuns.length > 0 ? ' / bare design' : ''}`,
-        `${kernelText(httpKernel, h.claims)}${bareRuns.length > 0 ? ` / ${kernelText(bareKernel, merge(bareRuns).claims)}` : ''}`,
+        `the kernel's count per claim, ${concurrency} in flight: control plane${b !== undefined ? ' / bare design' : ''}`,
+        `${kernelText(httpKernel, h.claims)}${b !== undefined ? ` / ${kernelText(bareKernel, b.claims)}` : ''}`,
         '',
         '',
         '',
@@ -358,11 +358,11 @@ try {
         '',
         '',
       ],
-      ...(bareRuns.length > 0
+      ...(b !== undefined
         ? [
             [
               `Redis per bare-design claim, ${concurrency} in flight`,
-              `${(bareRedis.total / Math.max(1, merge(bareRuns).claims)).toFixed(2)} commands (last round: ${bareRedis.top}); own time, last round: ${bareRedis.topUsec} µs`,
+              `${(bareRedis.total / Math.max(1, b.claims)).toFixed(2)} commands (last round: ${bareRedis.top}); own time, last round: ${bareRedis.topUsec} µs`,
               '',
               '',
               '',
