@@ -24,7 +24,9 @@
 //
 // REPLICAS (default 4) processes per hop, ROUNDS (default 10): ≈ 6 min.
 // AGENT_NODE_FLAGS replaces the chart's Node flags for the agents;
-// ALT_AGENT_FLAGS adds as many agents with other flags (≈ 9 min);
+// ALT_AGENT_FLAGS adds as many agents with other flags (≈ 9 min); with
+// `--import=<repo>/bench/lib/agent-duties-off.ts?off=<duties>` among them, those
+// agents run with some of their duties switched off (what each costs the hop);
 // WORKER_AGENTS=1 adds as many processes that serve claims from a second
 // agent in a worker thread beside their own (bench/lib/agent-hops.ts).
 //
