@@ -68,6 +68,9 @@ const REWRITES: Record<string, Rewrite[]> = {
   ],
 };
 
+/** The duties that can be switched off (agent-duties-off.ts checks the import's query against them). */
+export const DUTIES: readonly string[] = Object.keys(REWRITES);
+
 let rewrites: Rewrite[] = [];
 
 export function initialize({ off }: DutiesOff): void {

@@ -12,14 +12,11 @@
 // module and the agent fails to start when that text is not there (the
 // agent's code moved on), so a measurement never runs with a duty silently kept.
 import { register } from 'node:module';
-import type { DutiesOff } from './agent-duties-off-hooks.ts';
-
-/** The duties that can be switched off, each one or more rewrites (agent-duties-off-hooks.ts). */
-export const DUTIES = ['access', 'observe', 'body', 'bound', 'background'] as const;
+import { DUTIES, type DutiesOff } from './agent-duties-off-hooks.ts';
 
 const asked = new URL(import.meta.url).searchParams.get('off') ?? '';
 const off = asked === 'all' ? [...DUTIES] : asked.split(',').filter((duty) => duty !== '');
-const unknown = off.filter((duty) => !(DUTIES as readonly string[]).includes(duty));
+const unknown = off.filter((duty) => !DUTIES.includes(duty));
 if (off.length === 0 || unknown.length > 0)
   throw new Error(`agent-duties-off: ?off= takes all or a comma list of ${DUTIES.join(', ')} (got "${asked}")`);
 
